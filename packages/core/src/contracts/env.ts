@@ -1,0 +1,60 @@
+// Env contract: where tasks come from, which tools a rollout gets, and how it is rewarded.
+import type { BudgetV1 } from './budget.js';
+import type { ChatMessage } from './chat.js';
+import type { Logger } from './logger.js';
+import type { SandboxSpec, SandboxV1 } from './sandbox.js';
+import type { ToolV1 } from './tool.js';
+
+export interface EnvItem {
+  /** Stable task id (used for sandboxes, caching and reports). */
+  id: string;
+  /** The task statement shown to the model. */
+  prompt: string;
+  [key: string]: unknown;
+}
+
+export interface RewardContext {
+  /** The rollout's own sandbox: the reward runs where the agent acted. */
+  sandbox: SandboxV1;
+  /** The tools the rollout had, bound to its sandbox, for rewards that want to call them. */
+  callTool(name: string, args: Record<string, unknown>): Promise<string>;
+  rolloutId: string;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+export interface RewardResult {
+  /** The composed reward. */
+  score: number;
+  /** Named components and zero-weight metrics (logged, not rewarded). */
+  components?: Record<string, number>;
+  /** Free-form details kept on the trajectory (judge rationales, diffs, test output). */
+  details?: Record<string, unknown>;
+}
+
+/** What the reward function sees of the finished rollout. */
+export interface RolloutView {
+  messages: ChatMessage[];
+  finalResponse: string | null;
+  finishedNaturally: boolean;
+  turnsUsed: number;
+  toolErrorCount: number;
+}
+
+export interface EnvV1<TItem extends EnvItem = EnvItem> {
+  readonly specificationVersion: 'v1';
+  readonly id: string;
+  setup?(options: { signal?: AbortSignal; logger: Logger }): Promise<void>;
+  /** Next task, or null when the env has no more. */
+  nextItem(): Promise<TItem | null>;
+  buildMessages(item: TItem): ChatMessage[];
+  /** Tools offered to this item's group. */
+  tools(item: TItem): ToolV1[];
+  /** Sandbox spec for this item's rollouts. */
+  sandboxSpec?(item: TItem): SandboxSpec;
+  budget?(item: TItem): Partial<BudgetV1>;
+  computeReward(item: TItem, rollout: RolloutView, context: RewardContext): Promise<RewardResult>;
+  /** Items for evaluation runs. */
+  evalItems?(): Promise<TItem[]>;
+  close?(): Promise<void>;
+}

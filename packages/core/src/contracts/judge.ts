@@ -1,0 +1,53 @@
+// Judge contract: a verdict on one trajectory (or a whole group). A failed verdict is a
+// failure, never a score of 0.
+import type { ChatMessage } from './chat.js';
+import type { Usage } from './server.js';
+
+export interface JudgeSubject {
+  taskId: string;
+  /** The task as the agent saw it. */
+  task: string;
+  /** The trajectory's messages (system, user, assistant with tool calls, tool results). */
+  messages: ChatMessage[];
+  /** Final answer text, when known. */
+  finalResponse?: string | null;
+  /** A reference answer or gold solution, when the task has one. */
+  reference?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export type Verdict =
+  | {
+      status: 'scored';
+      /** Composite score in [0, 1]. */
+      score: number;
+      /** Named rubric dimensions, each on its own scale (the default rubric uses 0-10). */
+      dimensions?: Record<string, number>;
+      rationale?: string;
+      usage?: Usage;
+      judgeId?: string;
+      /** True when the verdict came from the cache. */
+      cached?: boolean;
+      details?: Record<string, unknown>;
+    }
+  | {
+      status: 'failed';
+      /** timeout | unparseable | out_of_range | server_error | quorum | aborted | other */
+      kind: string;
+      reason: string;
+      usage?: Usage;
+      judgeId?: string;
+    };
+
+export interface JudgeV1 {
+  readonly specificationVersion: 'v1';
+  readonly id: string;
+  judge(subject: JudgeSubject, options?: { signal?: AbortSignal }): Promise<Verdict>;
+}
+
+/** Scores all rollouts of a group in one go; returns one verdict per subject, in input order. */
+export interface GroupJudgeV1 {
+  readonly specificationVersion: 'v1';
+  readonly id: string;
+  judgeGroup(subjects: JudgeSubject[], options?: { signal?: AbortSignal }): Promise<Verdict[]>;
+}

@@ -1,0 +1,262 @@
+// Plugin manifests and the registry that combines them at run time. A plugin package's
+// default export is its manifest, so a config file can name the package and the registry
+// loads it with a dynamic import.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { EnvV1 } from './contracts/env.js';
+import type { Logger } from './contracts/logger.js';
+import { silentLogger } from './contracts/logger.js';
+import type { ToolCallParserV1 } from './contracts/parser.js';
+import type { SandboxProviderV1 } from './contracts/sandbox.js';
+import type { ServerV1 } from './contracts/server.js';
+import type { TrajectorySinkV1 } from './contracts/sink.js';
+import type { ToolV1 } from './contracts/tool.js';
+import type { GroupJudgeV1, JudgeV1 } from './contracts/judge.js';
+import type { ToolsetDefinition } from './toolsets.js';
+import { InvalidArgumentError, NoSuchEntryError, ShearsError } from './errors.js';
+
+export interface PluginContext {
+  registry: Registry;
+  logger: Logger;
+}
+
+/** One registered thing: a factory from settings to an instance. */
+export interface PluginEntry<TInstance> {
+  create(settings: Record<string, unknown>, context: PluginContext): TInstance | Promise<TInstance>;
+  aliases?: readonly string[];
+  description?: string;
+}
+
+export interface PluginKinds {
+  sandboxes: SandboxProviderV1;
+  tools: ToolV1 | ToolV1[];
+  parsers: ToolCallParserV1;
+  servers: ServerV1;
+  judges: JudgeV1 | GroupJudgeV1;
+  envs: EnvV1<any>;
+  sinks: TrajectorySinkV1;
+}
+export type PluginKind = keyof PluginKinds;
+
+export const PLUGIN_KINDS: readonly PluginKind[] = ['sandboxes', 'tools', 'parsers', 'servers', 'judges', 'envs', 'sinks'];
+
+const KIND_LABEL: Record<PluginKind, string> = {
+  sandboxes: 'sandbox provider',
+  tools: 'tool',
+  parsers: 'tool-call parser',
+  servers: 'server',
+  judges: 'judge',
+  envs: 'environment',
+  sinks: 'trajectory sink',
+};
+
+export type PluginManifest = {
+  readonly specificationVersion: 'v1';
+  /** Usually the npm package name. */
+  readonly id: string;
+  readonly version?: string;
+  readonly description?: string;
+  readonly toolsets?: Record<string, ToolsetDefinition>;
+} & { readonly [K in PluginKind]?: Record<string, PluginEntry<PluginKinds[K]>> };
+
+const pluginMarker = Symbol.for('shears.plugin');
+
+export function definePlugin(manifest: Omit<PluginManifest, 'specificationVersion'>): PluginManifest {
+  if (!manifest.id || typeof manifest.id !== 'string') {
+    throw new InvalidArgumentError({ argument: 'id', value: manifest.id, message: 'definePlugin: "id" must be a non-empty string' });
+  }
+  const result = { specificationVersion: 'v1' as const, ...manifest };
+  Object.defineProperty(result, pluginMarker, { value: true });
+  return result;
+}
+
+export function isPlugin(value: unknown): value is PluginManifest {
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string | symbol, unknown>;
+  return record[pluginMarker] === true || (record.specificationVersion === 'v1' && typeof record.id === 'string');
+}
+
+interface Registered<TInstance> {
+  id: string;
+  pluginId: string;
+  entry: PluginEntry<TInstance>;
+}
+
+export interface LoadPluginOptions {
+  /** Directory to resolve the package from (default: process.cwd()). */
+  from?: string;
+  /** Package export conditions, in priority order (default: import, node, default). */
+  conditions?: readonly string[];
+}
+
+export interface Registry {
+  use(plugin: PluginManifest): Registry;
+  has(kind: PluginKind, id: string): boolean;
+  list(kind: PluginKind): string[];
+  plugins(): PluginManifest[];
+  resolve<K extends PluginKind>(kind: K, id: string): PluginEntry<PluginKinds[K]>;
+  create<K extends PluginKind>(kind: K, id: string, settings?: Record<string, unknown>): Promise<PluginKinds[K]>;
+  toolsets(): Record<string, ToolsetDefinition>;
+  /** Imports a plugin by npm package name or path and registers its default export. */
+  load(specifier: string, options?: LoadPluginOptions): Promise<PluginManifest>;
+}
+
+export function createRegistry(options: { logger?: Logger } = {}): Registry {
+  const logger = options.logger ?? silentLogger;
+  const tables = new Map<PluginKind, Map<string, Registered<any>>>(PLUGIN_KINDS.map((kind) => [kind, new Map()]));
+  const aliases = new Map<PluginKind, Map<string, string>>(PLUGIN_KINDS.map((kind) => [kind, new Map()]));
+  const manifests: PluginManifest[] = [];
+  const toolsetTable: Record<string, ToolsetDefinition> = {};
+
+  const canonical = (kind: PluginKind, id: string) => aliases.get(kind)!.get(id) ?? id;
+
+  const registry: Registry = {
+    use(plugin) {
+      if (!isPlugin(plugin)) {
+        throw new InvalidArgumentError({ argument: 'plugin', value: plugin, message: 'registry.use: not a plugin manifest (use definePlugin)' });
+      }
+      if (manifests.some((existing) => existing.id === plugin.id)) return registry;
+      for (const kind of PLUGIN_KINDS) {
+        const entries = plugin[kind];
+        if (!entries) continue;
+        const table = tables.get(kind)!;
+        for (const [id, entry] of Object.entries(entries)) {
+          const existing = table.get(id);
+          if (existing) {
+            throw new ShearsError(
+              `Plugin "${plugin.id}" registers ${KIND_LABEL[kind]} "${id}", already registered by plugin "${existing.pluginId}"`,
+              { code: 'SHEARS_DUPLICATE_ENTRY' },
+            );
+          }
+          table.set(id, { id, pluginId: plugin.id, entry });
+          for (const alias of entry.aliases ?? []) aliases.get(kind)!.set(alias, id);
+        }
+      }
+      Object.assign(toolsetTable, plugin.toolsets ?? {});
+      manifests.push(plugin);
+      return registry;
+    },
+    has(kind, id) {
+      return tables.get(kind)!.has(canonical(kind, id));
+    },
+    list(kind) {
+      return [...tables.get(kind)!.keys()].sort();
+    },
+    plugins() {
+      return [...manifests];
+    },
+    resolve(kind, id) {
+      const found = tables.get(kind)!.get(canonical(kind, id));
+      if (!found) throw new NoSuchEntryError({ kind: KIND_LABEL[kind], id, available: registry.list(kind) });
+      return found.entry;
+    },
+    async create(kind, id, settings = {}) {
+      const entry = registry.resolve(kind, id);
+      return entry.create(settings, { registry, logger });
+    },
+    toolsets() {
+      return { ...toolsetTable };
+    },
+    async load(specifier, loadOptions = {}) {
+      const url = resolvePluginUrl(specifier, loadOptions);
+      let module: Record<string, unknown>;
+      try {
+        module = (await import(url)) as Record<string, unknown>;
+      } catch (cause) {
+        throw new ShearsError(`Could not import plugin "${specifier}" (${url}): ${(cause as Error).message}`, {
+          code: 'SHEARS_PLUGIN_LOAD',
+          cause,
+        });
+      }
+      const manifest = module.default ?? module.plugin;
+      if (!isPlugin(manifest)) {
+        throw new ShearsError(
+          `Package "${specifier}" does not export a shears plugin manifest as its default export (found ${typeof manifest})`,
+          { code: 'SHEARS_PLUGIN_LOAD' },
+        );
+      }
+      registry.use(manifest);
+      return manifest;
+    },
+  };
+  return registry;
+}
+
+const DEFAULT_CONDITIONS = ['import', 'node', 'default'];
+
+function pickExport(target: unknown, conditions: readonly string[]): string | undefined {
+  if (typeof target === 'string') return target;
+  if (Array.isArray(target)) {
+    for (const candidate of target) {
+      const picked = pickExport(candidate, conditions);
+      if (picked) return picked;
+    }
+    return undefined;
+  }
+  if (target && typeof target === 'object') {
+    for (const [key, value] of Object.entries(target)) {
+      if (conditions.includes(key)) {
+        const picked = pickExport(value, conditions);
+        if (picked) return picked;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Resolves a package name (optionally with a subpath) or a file path to an importable URL. */
+export function resolvePluginUrl(specifier: string, options: LoadPluginOptions = {}): string {
+  const from = resolvePath(options.from ?? process.cwd());
+  const conditions = options.conditions ?? DEFAULT_CONDITIONS;
+  if (specifier.startsWith('file:')) return specifier;
+  if (specifier.startsWith('.') || isAbsolute(specifier)) {
+    const path = resolvePath(from, specifier);
+    if (!existsSync(path)) throw new ShearsError(`Plugin path not found: ${path}`, { code: 'SHEARS_PLUGIN_LOAD' });
+    if (statSync(path).isDirectory()) return resolvePackageDir(path, '.', conditions, specifier);
+    return pathToFileURL(path).href;
+  }
+  const parts = specifier.split('/');
+  const nameLength = specifier.startsWith('@') ? 2 : 1;
+  const name = parts.slice(0, nameLength).join('/');
+  const subpath = parts.length > nameLength ? `./${parts.slice(nameLength).join('/')}` : '.';
+  if (!/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(name)) {
+    throw new InvalidArgumentError({ argument: 'plugin', value: specifier, message: `Not a valid npm package name: "${specifier}"` });
+  }
+  let directory = from;
+  for (;;) {
+    const candidate = join(directory, 'node_modules', name);
+    if (existsSync(join(candidate, 'package.json'))) return resolvePackageDir(candidate, subpath, conditions, specifier);
+    const parent = dirname(directory);
+    if (parent === directory) break;
+    directory = parent;
+  }
+  throw new ShearsError(`Plugin package "${name}" is not installed (searched node_modules from ${from} upwards). Install it with: pnpm add ${name}`, {
+    code: 'SHEARS_PLUGIN_LOAD',
+  });
+}
+
+function resolvePackageDir(directory: string, subpath: string, conditions: readonly string[], specifier: string): string {
+  const manifest = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as {
+    exports?: unknown;
+    module?: string;
+    main?: string;
+  };
+  let target: string | undefined;
+  if (manifest.exports !== undefined) {
+    const exportsField = manifest.exports as Record<string, unknown>;
+    const hasSubpaths = typeof exportsField === 'object' && exportsField !== null && Object.keys(exportsField).some((key) => key.startsWith('.'));
+    const entry = hasSubpaths ? exportsField[subpath] : subpath === '.' ? exportsField : undefined;
+    target = pickExport(entry, conditions);
+  } else if (subpath === '.') {
+    target = manifest.module ?? manifest.main ?? 'index.js';
+  } else {
+    target = subpath;
+  }
+  if (!target) {
+    throw new ShearsError(`Package "${specifier}" exports nothing for "${subpath}" under conditions ${conditions.join(', ')}`, {
+      code: 'SHEARS_PLUGIN_LOAD',
+    });
+  }
+  return pathToFileURL(join(directory, target)).href;
+}

@@ -1,0 +1,40 @@
+// One scored group as shears writes it to JSONL: the rollouts, their scores and advantages,
+// group statistics, and (when tokens are present) the Atropos wire group.
+import { z } from 'zod';
+import { scoredDataSchema } from './scored-data.js';
+import { trajectorySchema } from './trajectory.js';
+
+export const groupStatsSchema = z.object({
+  /** Rollouts that entered the statistics (scored or model failures). */
+  counted: z.number().int(),
+  /** Rollouts kept out (infrastructure, judge failures, timeouts, aborts). */
+  excluded: z.number().int(),
+  mean: z.number().nullable(),
+  std: z.number().nullable(),
+  min: z.number().nullable(),
+  max: z.number().nullable(),
+});
+export type GroupStats = z.infer<typeof groupStatsSchema>;
+
+export const scoredGroupRecordSchema = z.object({
+  kind: z.literal('shears.group'),
+  version: z.literal(1),
+  groupId: z.string(),
+  envId: z.string(),
+  taskId: z.string(),
+  item: z.looseObject({ id: z.string(), prompt: z.string() }),
+  createdAt: z.string(),
+  rollouts: z.array(trajectorySchema),
+  /** Per rollout, in order; null when the rollout has no valid score. */
+  scores: z.array(z.number().nullable()),
+  advantages: z.array(z.number().nullable()),
+  advantageMethod: z.string(),
+  stats: groupStatsSchema,
+  /** Set when the group was not sent to training (e.g. all scores equal). */
+  dropped: z.object({ reason: z.string() }).nullish(),
+  toolsets: z.array(z.string()).optional(),
+  /** The Atropos wire group, when token records exist (phase 2) or were built. */
+  scoredData: scoredDataSchema.nullish(),
+  wallTimeSeconds: z.number(),
+});
+export type ScoredGroupRecord = z.infer<typeof scoredGroupRecordSchema>;
