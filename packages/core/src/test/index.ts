@@ -1,3 +1,19 @@
 // @shears/core/test: conformance suites for every contract, the scripted OpenAI-compatible
 // HTTP server, and fixture helpers. Import only from tests.
 export {};
+export type {
+  ScriptedChatRequest,
+  ScriptedFault,
+  ScriptedMessageReply,
+  ScriptedPolicy,
+  ScriptedPolicyContext,
+  ScriptedReply,
+  ScriptedRequestRecord,
+  ScriptedRoute,
+  ScriptedServer,
+  ScriptedServerOptions,
+  ScriptedToolCall,
+} from './scripted-server.js';
+export { createScriptedServer } from './scripted-server.js';
+export type { ScriptedServerClientSettings } from './scripted-server-client.js';
+export { createScriptedServerClient } from './scripted-server-client.js';
