@@ -1,12 +1,13 @@
 // Global test set-up: starts the real infrastructure the suites need (Docker daemon, sshd, ...)
 // once for the whole run and tears it down afterwards. Each service registers itself here.
 import type { TestProject } from 'vitest/node';
+import { startDockerService } from './dockerd.js';
 
 type Teardown = () => Promise<void> | void;
 
 export default async function setup(project: TestProject): Promise<Teardown> {
   const teardowns: Teardown[] = [];
-  const services: Array<() => Promise<{ env: Record<string, string>; teardown: Teardown } | null>> = [];
+  const services: Array<() => Promise<{ env: Record<string, string>; teardown: Teardown } | null>> = [startDockerService];
   for (const start of services) {
     const started = await start();
     if (!started) continue;
