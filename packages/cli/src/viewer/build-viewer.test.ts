@@ -1,0 +1,113 @@
+// The viewer in a real Chromium: loads a run, filters it, expands a trajectory, saves a screenshot.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
+import { buildViewerHtml, readGroupsForViewer } from './build-viewer.js';
+import { createSyntheticGroups } from './synthetic-groups.js';
+
+const hasChromium = chromiumAvailable();
+const screenshotDir = join(import.meta.dirname, '..', '..', 'test-output');
+
+describe('buildViewerHtml', () => {
+  it('embeds compressed data and applies redaction before embedding', () => {
+    const groups = createSyntheticGroups(2);
+    groups[0]!.rollouts[0]!.finalResponse = 'token sk-live-SECRET-123 leaked';
+    const html = buildViewerHtml(groups, { redact: (text) => text.replaceAll('sk-live-SECRET-123', '[redacted]') });
+    expect(html).toContain('data-encoding="gzip"');
+    expect(html).not.toContain('sk-live-SECRET-123');
+    expect(html).not.toContain('task-0');
+  });
+
+  it('reads JSONL leniently, reporting lines that are not groups', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shears-viewer-'));
+    try {
+      const file = join(dir, 'run.jsonl');
+      const [group] = createSyntheticGroups(1);
+      writeFileSync(file, `${JSON.stringify(group)}\n{"kind":"shears.summary"}\nnot json\n`);
+      const read = readGroupsForViewer(file);
+      expect(read.groups).toHaveLength(1);
+      expect(read.skipped).toEqual([2, 3]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!hasChromium)('viewer in Chromium', () => {
+  let browser: Browser;
+  let dir: string;
+  beforeAll(async () => {
+    browser = await launchChromium();
+    dir = mkdtempSync(join(tmpdir(), 'shears-viewer-'));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('loads a run, filters it, expands a trajectory and shows tokens, verdicts and diffs', async () => {
+    const groups = createSyntheticGroups(60);
+    const file = join(dir, 'viewer.html');
+    writeFileSync(file, buildViewerHtml(groups, { meta: { title: 'viewer test run' } }));
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-ready="true"]');
+    expect(await page.textContent('[data-testid=count]')).toMatch(/^60 of 60 groups/);
+
+    // Failure-kind filter: only groups with an infra failure remain, and every row shows one.
+    await page.selectOption('[data-testid=outcome]', 'infra_failure');
+    const infraCount = await page.textContent('[data-testid=count]');
+    const infraGroups = groups.filter((group) => group.rollouts.some((rollout) => rollout.outcome === 'infra_failure')).length;
+    expect(infraCount).toMatch(new RegExp(`^${infraGroups} of 60 groups`));
+    expect(infraGroups).toBeLessThan(60);
+
+    // Score filter on top: reward >= 0.9 among all outcomes.
+    await page.selectOption('[data-testid=outcome]', 'all');
+    await page.fill('[data-testid=min-score]', '0.9');
+    const highGroups = groups.filter((group) => group.rollouts.some((rollout) => (rollout.reward ?? -1) >= 0.9)).length;
+    await expect.poll(() => page.textContent('[data-testid=count]')).toMatch(new RegExp(`^${highGroups} of 60 groups`));
+
+    // Open a group that has a judge verdict, a diff and tokens (group-0 qualifies: index % 3 and % 2 are 0).
+    await page.fill('[data-testid=min-score]', '');
+    await page.fill('[data-testid=search]', 'group-0');
+    await page.locator('[data-testid=group-row][data-group="group-0"]').click();
+    const rollouts = page.locator('[data-testid=rollout]');
+    expect(await rollouts.count()).toBe(4);
+    await expect.poll(() => page.locator('[data-testid=verdicts]').count()).toBeGreaterThan(0);
+    expect(await page.locator('.diff .add').first().textContent()).toContain('+needle = 3');
+    expect(await page.locator('[data-testid=tokens] .tok.gen').count()).toBeGreaterThan(0);
+
+    await rollouts.first().locator('[data-testid=expand]').click();
+    const messages = rollouts.first().locator('[data-testid=message]');
+    expect(await messages.count()).toBe(5);
+    expect(await rollouts.first().textContent()).toContain('grep -n needle file-0.txt');
+    expect(await rollouts.first().textContent()).toContain('Rollout 0 thinks about grep.');
+
+    mkdirSync(screenshotDir, { recursive: true });
+    await page.screenshot({ path: join(screenshotDir, 'viewer.png'), fullPage: false });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('stays responsive with 10,000 trajectories: only visible rows are in the DOM', async () => {
+    const groups = createSyntheticGroups(2500, { withTokens: false });
+    const file = join(dir, 'big.html');
+    writeFileSync(file, buildViewerHtml(groups));
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 60_000 });
+    expect(await page.textContent('[data-testid=count]')).toMatch(/^2500 of 2500 groups · 10000 matching rollouts/);
+    expect(await page.locator('[data-testid=group-row]').count()).toBeLessThan(80);
+    await page.locator('[data-testid=list]').evaluate((node) => {
+      node.scrollTop = node.scrollHeight;
+    });
+    await expect.poll(() => page.locator('[data-testid=group-row][data-group="group-2499"]').count()).toBe(1);
+    await page.close();
+  });
+});
