@@ -1,8 +1,63 @@
 // @shears/core: the kernel. Contracts, registry, agent loop, budgets, toolsets, group runner,
 // schemas and typed errors. Named exports only; no runtime dependency but zod (peer).
 
-export type { AssistantMessage, ChatMessage, ChatRole, ContentPart, TextContentPart, ToolCall, ToolSchema } from './contracts/chat.js';
+export type {
+  AgentResult,
+  AgentStopReason,
+  AgentTimings,
+  RunAgentOptions,
+  ToolCallDecision,
+  ToolCallRequest,
+} from './agent-loop.js';
+export {
+  extractReasoning,
+  runAgent,
+  toolErrorResult,
+  toolParametersSchema,
+  toolSchemas,
+  unknownToolMessage,
+} from './agent-loop.js';
+export { coerceToolArguments } from './coerce-tool-args.js';
+export type { BudgetV1 } from './contracts/budget.js';
+export {
+  createBudget,
+  DEFAULT_BUDGET,
+  DEFAULT_PREVIEW_SIZE_CHARS,
+  DEFAULT_RESULT_SIZE_CHARS,
+  DEFAULT_TURN_BUDGET_CHARS,
+  PINNED_THRESHOLDS,
+} from './contracts/budget.js';
+export type {
+  AssistantMessage,
+  ChatMessage,
+  ChatRole,
+  ContentPart,
+  TextContentPart,
+  ToolCall,
+  ToolSchema,
+} from './contracts/chat.js';
 export { messageText } from './contracts/chat.js';
+export type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';
+export type { GroupJudgeV1, JudgeSubject, JudgeV1, Verdict } from './contracts/judge.js';
+export type { Logger } from './contracts/logger.js';
+export { silentLogger } from './contracts/logger.js';
+export type {
+  ParsedToolCall,
+  ParseIssue,
+  ParseOptions,
+  ParseResult,
+  RenderInput,
+  ToolCallParserV1,
+  ToolCallStreamV1,
+} from './contracts/parser.js';
+export type {
+  ExecOptions,
+  ExecResult,
+  SandboxLimits,
+  SandboxProviderV1,
+  SandboxSpec,
+  SandboxV1,
+} from './contracts/sandbox.js';
 export type {
   ChatChoice,
   ChatClient,
@@ -16,34 +71,10 @@ export type {
   Usage,
 } from './contracts/server.js';
 export { isManagedServer } from './contracts/server.js';
-export type { ExecOptions, ExecResult, SandboxLimits, SandboxProviderV1, SandboxSpec, SandboxV1 } from './contracts/sandbox.js';
-export type { Logger } from './contracts/logger.js';
-export { silentLogger } from './contracts/logger.js';
+export type { TrajectorySinkV1 } from './contracts/sink.js';
+export type { ChatTemplateOptions, TokenizerV1 } from './contracts/tokenizer.js';
 export type { ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
 export { defineTool } from './contracts/tool.js';
-export type {
-  ParsedToolCall,
-  ParseIssue,
-  ParseOptions,
-  ParseResult,
-  RenderInput,
-  ToolCallParserV1,
-  ToolCallStreamV1,
-} from './contracts/parser.js';
-export type { ChatTemplateOptions, TokenizerV1 } from './contracts/tokenizer.js';
-export type { GroupJudgeV1, JudgeSubject, JudgeV1, Verdict } from './contracts/judge.js';
-export type { BudgetV1 } from './contracts/budget.js';
-export {
-  createBudget,
-  DEFAULT_BUDGET,
-  DEFAULT_PREVIEW_SIZE_CHARS,
-  DEFAULT_RESULT_SIZE_CHARS,
-  DEFAULT_TURN_BUDGET_CHARS,
-  PINNED_THRESHOLDS,
-} from './contracts/budget.js';
-export type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';
-export type { TrajectorySinkV1 } from './contracts/sink.js';
-
 export {
   AbortedError,
   ConfigError,
@@ -55,21 +86,36 @@ export {
   SandboxError,
   ServerError,
   ShearsError,
-  throwIfAborted,
   TimeoutError,
+  throwIfAborted,
 } from './errors.js';
-export type { SafeResult } from './result.js';
-export { err, ok } from './result.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
-
-export type { LoadPluginOptions, PluginContext, PluginEntry, PluginKind, PluginKinds, PluginManifest, Registry } from './registry.js';
+export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
+export type {
+  LoadPluginOptions,
+  PluginContext,
+  PluginEntry,
+  PluginKind,
+  PluginKinds,
+  PluginManifest,
+  Registry,
+} from './registry.js';
 export { createRegistry, definePlugin, isPlugin, PLUGIN_KINDS, resolvePluginUrl } from './registry.js';
-export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
-export { BUILTIN_DISTRIBUTIONS, BUILTIN_TOOLSETS, resolveToolset, sampleToolsets, selectToolNames } from './toolsets.js';
-
+export type { SafeResult } from './result.js';
+export { err, ok } from './result.js';
 export { chatMessageSchema, toolCallSchema } from './schemas/chat-message.js';
-export type { RolloutOutcome, ToolErrorRecord, Trajectory, TrajectoryStep, TrajectoryToolCall } from './schemas/trajectory.js';
+export type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
+export { groupStatsSchema, scoredGroupRecordSchema } from './schemas/group-record.js';
+export type { ScoredData } from './schemas/scored-data.js';
+export { SCORED_DATA_KEYS, scoredDataSchema } from './schemas/scored-data.js';
+export type {
+  RolloutOutcome,
+  ToolErrorRecord,
+  Trajectory,
+  TrajectoryStep,
+  TrajectoryToolCall,
+} from './schemas/trajectory.js';
 export {
   rolloutOutcomeSchema,
   tokenSequenceSchema,
@@ -79,7 +125,29 @@ export {
   trajectoryToolCallSchema,
   usageSchema,
 } from './schemas/trajectory.js';
-export type { ScoredData } from './schemas/scored-data.js';
-export { SCORED_DATA_KEYS, scoredDataSchema } from './schemas/scored-data.js';
-export type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
-export { groupStatsSchema, scoredGroupRecordSchema } from './schemas/group-record.js';
+export type {
+  PersistToolResultOptions,
+  PersistToolResultOutcome,
+  TurnToolMessage,
+} from './tool-result-budget.js';
+export {
+  BUDGET_ENFORCEMENT_TOOL,
+  buildPersistedMessage,
+  buildTruncatedMessage,
+  enforceTurnBudget,
+  generatePreview,
+  maybePersistToolResult,
+  PERSISTED_OUTPUT_CLOSING_TAG,
+  PERSISTED_OUTPUT_TAG,
+  PERSISTED_RESULTS_DIR,
+  persistedResultPath,
+  resolveResultThreshold,
+} from './tool-result-budget.js';
+export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
+export {
+  BUILTIN_DISTRIBUTIONS,
+  BUILTIN_TOOLSETS,
+  resolveToolset,
+  sampleToolsets,
+  selectToolNames,
+} from './toolsets.js';

@@ -17,3 +17,7 @@ export type {
 export { createScriptedServer } from './scripted-server.js';
 export type { ScriptedServerClientSettings } from './scripted-server-client.js';
 export { createScriptedServerClient } from './scripted-server-client.js';
+export type { JudgeConformanceFixture } from './judge-conformance.js';
+export { describeGroupJudgeConformance, describeJudgeConformance, expectWellFormedVerdict } from './judge-conformance.js';
+export type { TempSandboxProvider, TempSandboxProviderOptions } from './temp-sandbox-provider.js';
+export { createTempSandboxProvider } from './temp-sandbox-provider.js';
