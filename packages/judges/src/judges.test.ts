@@ -1,0 +1,286 @@
+import type { JudgeSubject } from '@shears/core';
+import {
+  createScriptedServer,
+  createScriptedServerClient,
+  describeGroupJudgeConformance,
+  describeJudgeConformance,
+  type ScriptedChatRequest,
+  type ScriptedServer,
+} from '@shears/core/test';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createGroupJudge, shuffledIndices } from './group-judge.js';
+import { createMemoryJudgeCache } from './judge-cache.js';
+import { createJudgePanel } from './judge-panel.js';
+import { createPairwiseJudge } from './pairwise-judge.js';
+import { positionBias } from './calibration.js';
+import { DEFAULT_RUBRIC } from './rubric.js';
+import { createRubricJudge } from './rubric-judge.js';
+
+function subject(answer: string, id = 't1'): JudgeSubject {
+  return {
+    taskId: id,
+    task: 'Write the word hello into hello.txt',
+    messages: [
+      { role: 'user', content: 'Write the word hello into hello.txt' },
+      { role: 'assistant', content: answer },
+    ],
+    finalResponse: answer,
+  };
+}
+
+function verdictText(composite: number, dimension = 7): string {
+  const dimensions = Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, dimension]));
+  return JSON.stringify({ dimensions, composite, rationale: `score ${composite}` });
+}
+
+/** The text of the last user message of a judge request. */
+function promptOf(request: ScriptedChatRequest): string {
+  return String(request.messages[request.messages.length - 1]?.content ?? '');
+}
+
+const servers: ScriptedServer[] = [];
+async function scripted(options: Parameters<typeof createScriptedServer>[0]): Promise<ScriptedServer> {
+  const server = await createScriptedServer(options);
+  servers.push(server);
+  return server;
+}
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+describe('rubric judge', () => {
+  it('scores a trajectory from a JSON-schema reply and sends the schema as response_format', async () => {
+    const server = await scripted({ replies: [{ content: verdictText(0.8) }] });
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'judge-a' }) });
+    const verdict = await judge.judge(subject('done'));
+    expect(verdict).toMatchObject({ status: 'scored', score: 0.8, rationale: 'score 0.8' });
+    if (verdict.status === 'scored') {
+      expect(verdict.dimensions).toEqual(Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, 7])));
+      expect(verdict.usage?.totalTokens).toBeGreaterThan(0);
+    }
+    const request = server.chatRequests[0]!;
+    expect((request.response_format as { type: string }).type).toBe('json_schema');
+    expect(promptOf(request)).toContain('Write the word hello into hello.txt');
+    expect(promptOf(request)).toContain('task_completion (0-10)');
+  });
+
+  it('reads a verdict wrapped in prose and code fences when the server ignores the format', async () => {
+    const server = await scripted({ replies: [{ content: `Here is my assessment:\n\`\`\`json\n${verdictText(0.6)}\n\`\`\`\nThanks!` }] });
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }), responseFormat: 'none' });
+    const verdict = await judge.judge(subject('done'));
+    expect(verdict).toMatchObject({ status: 'scored', score: 0.6 });
+    expect(server.chatRequests[0]!.response_format).toBeUndefined();
+  });
+
+  it('a garbage reply is a judge failure, not a score', async () => {
+    const server = await scripted({ replies: [{ content: 'I think it is pretty good, maybe 7 out of 10.' }] });
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }) });
+    const verdict = await judge.judge(subject('done'));
+    expect(verdict.status).toBe('failed');
+    if (verdict.status === 'failed') expect(verdict.kind).toBe('unparseable');
+    expect('score' in verdict).toBe(false);
+  });
+
+  it('an out-of-range score is a judge failure naming the field', async () => {
+    const server = await scripted({ replies: [{ content: verdictText(0.5, 11) }, { content: verdictText(1.5) }] });
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }) });
+    const first = await judge.judge(subject('a'));
+    expect(first).toMatchObject({ status: 'failed', kind: 'out_of_range' });
+    if (first.status === 'failed') expect(first.reason).toContain('dimension "task_completion" = 11 is outside [0, 10]');
+    const second = await judge.judge(subject('b'));
+    expect(second).toMatchObject({ status: 'failed', kind: 'out_of_range' });
+    if (second.status === 'failed') expect(second.reason).toContain('composite 1.5 is outside [0, 1]');
+  });
+
+  it('a judge that does not answer in time is a timeout failure', async () => {
+    const server = await scripted({ replies: [{ fault: 'hang' }] });
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }), timeoutMs: 200 });
+    const verdict = await judge.judge(subject('done'));
+    expect(verdict).toMatchObject({ status: 'failed', kind: 'timeout' });
+  });
+
+  it('a server error is a failure of kind server_error', async () => {
+    const server = await scripted({ replies: [{ fault: 'error', status: 500, body: { error: { message: 'boom' } } }] });
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }) });
+    expect(await judge.judge(subject('done'))).toMatchObject({ status: 'failed', kind: 'server_error' });
+  });
+
+  it('caches verdicts by judge, rubric and trajectory; failures are not cached', async () => {
+    const server = await scripted({ policy: () => ({ content: verdictText(0.9) }) });
+    const cache = createMemoryJudgeCache();
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }), cache });
+    const first = await judge.judge(subject('same'));
+    const second = await judge.judge(subject('same'));
+    const third = await judge.judge(subject('different'));
+    expect(first).toMatchObject({ status: 'scored', score: 0.9 });
+    expect(second).toMatchObject({ status: 'scored', score: 0.9, cached: true });
+    expect(third.status === 'scored' && third.cached).toBeFalsy();
+    expect(server.chatRequests).toHaveLength(2);
+    expect(cache.stats).toEqual({ hits: 1, misses: 2 });
+  });
+});
+
+describe('judge panel', () => {
+  /** Three judge "models" on one scripted server, each answering with its own score. */
+  async function panelServer(scores: Record<string, number | 'garbage' | 'hang'>) {
+    return scripted({
+      policy: (request) => {
+        const score = scores[String(request.model)];
+        if (score === 'hang') return { fault: 'hang' };
+        if (score === 'garbage') return { content: 'no idea' };
+        return { content: verdictText(score ?? 0) };
+      },
+    });
+  }
+  const judgesFor = (server: ScriptedServer, models: string[], timeoutMs = 2_000) =>
+    models.map((model) => createRubricJudge({ id: model, server: createScriptedServerClient({ baseUrl: server.url, model }), timeoutMs }));
+
+  it('aggregates by trimmed mean and records each member', async () => {
+    const server = await panelServer({ a: 0.2, b: 0.6, c: 1.0 });
+    const panel = createJudgePanel({ judges: judgesFor(server, ['a', 'b', 'c']), aggregation: 'trimmed_mean' });
+    const verdict = await panel.judge(subject('x'));
+    expect(verdict).toMatchObject({ status: 'scored', score: 0.6 });
+    if (verdict.status === 'scored') {
+      const details = verdict.details as any;
+      expect(details.members.map((member: { judgeId: string; score: number }) => [member.judgeId, member.score])).toEqual([
+        ['a', 0.2],
+        ['b', 0.6],
+        ['c', 1.0],
+      ]);
+      expect(details.disagreement.flagged).toBe(true);
+      expect(details.disagreement.range).toBeCloseTo(0.8, 12);
+    }
+  });
+
+  it('does not flag agreeing judges', async () => {
+    const server = await panelServer({ a: 0.7, b: 0.75, c: 0.8 });
+    const verdict = await createJudgePanel({ judges: judgesFor(server, ['a', 'b', 'c']), aggregation: 'mean' }).judge(subject('x'));
+    expect(verdict.status === 'scored' && (verdict.details as any).disagreement.flagged).toBe(false);
+  });
+
+  it('failed members are left out; below quorum the panel fails', async () => {
+    const server = await panelServer({ a: 0.4, b: 'garbage', c: 'hang' });
+    const judges = judgesFor(server, ['a', 'b', 'c'], 300);
+    const lenient = await createJudgePanel({ judges, quorum: 1, aggregation: 'mean' }).judge(subject('x'));
+    expect(lenient).toMatchObject({ status: 'scored', score: 0.4 });
+    const strict = await createJudgePanel({ judges, quorum: 2 }).judge(subject('x'));
+    expect(strict).toMatchObject({ status: 'failed', kind: 'quorum' });
+    if (strict.status === 'failed') {
+      expect(strict.reason).toContain('only 1 of 3 judges gave a verdict (quorum 2)');
+      expect(strict.reason).toContain('b: unparseable');
+      expect(strict.reason).toContain('c: timeout');
+    }
+  });
+
+  it('majority vote over yes/no judges', async () => {
+    const server = await panelServer({ a: 1, b: 0, c: 1 });
+    const verdict = await createJudgePanel({ judges: judgesFor(server, ['a', 'b', 'c']), aggregation: 'majority' }).judge(subject('x'));
+    expect(verdict).toMatchObject({ status: 'scored', score: 1 });
+  });
+
+  it('rejects a bad panel configuration clearly', () => {
+    expect(() => createJudgePanel({ judges: [] })).toThrow('at least one judge');
+    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: 'http://127.0.0.1:9/v1', model: 'x' }) });
+    expect(() => createJudgePanel({ judges: [judge], quorum: 2 })).toThrow('quorum must be an integer from 1 to 1');
+  });
+});
+
+/** A listwise judge "model" that scores each candidate by a quality tag in its text. */
+function qualityPolicy(request: ScriptedChatRequest) {
+  const prompt = promptOf(request);
+  const scores: Record<string, number> = {};
+  const sections = prompt.split(/### Candidate (\d+)\n/).slice(1);
+  for (let index = 0; index < sections.length; index += 2) {
+    const quality = /quality=(\d+)/.exec(sections[index + 1] ?? '');
+    scores[sections[index]!] = quality ? Number(quality[1]) / 10 : 0;
+  }
+  return { content: JSON.stringify({ scores, rationale: 'by quality' }) };
+}
+
+describe('group judge', () => {
+  it('result does not depend on input order or shuffle', async () => {
+    const server = await scripted({ policy: qualityPolicy });
+    const subjects = [subject('quality=2', 'a'), subject('quality=9', 'b'), subject('quality=5', 'c'), subject('quality=7', 'd')];
+    let seed = 1;
+    const random = () => {
+      seed = (seed * 16807) % 2147483647;
+      return seed / 2147483647;
+    };
+    const judge = createGroupJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }), random, rounds: 2 });
+    const forward = await judge.judgeGroup(subjects);
+    const reversed = await judge.judgeGroup([...subjects].reverse());
+    const byId = (verdicts: typeof forward, list: JudgeSubject[]) =>
+      Object.fromEntries(list.map((entry, index) => [entry.taskId, verdicts[index]!.status === 'scored' ? (verdicts[index] as any).score : null]));
+    expect(byId(forward, subjects)).toEqual({ a: 0.2, b: 0.9, c: 0.5, d: 0.7 });
+    expect(byId(reversed, [...subjects].reverse())).toEqual({ a: 0.2, b: 0.9, c: 0.5, d: 0.7 });
+    // The judge saw the candidates in shuffled orders.
+    const orders = server.chatRequests.map((request) => [...promptOf(request).matchAll(/quality=(\d)/g)].map((match) => match[1]).join(''));
+    expect(new Set(orders).size).toBeGreaterThan(1);
+  });
+
+  it('shuffles with a proper permutation', () => {
+    let calls = 0;
+    const order = shuffledIndices(5, () => ((calls++ * 0.37) % 1));
+    expect([...order].sort()).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('a reply missing a candidate fails every verdict of the group', async () => {
+    const server = await scripted({ replies: [{ content: '{"scores": {"1": 0.5}}' }] });
+    const judge = createGroupJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }) });
+    const verdicts = await judge.judgeGroup([subject('x', 'a'), subject('y', 'b')]);
+    expect(verdicts.map((verdict) => verdict.status)).toEqual(['failed', 'failed']);
+  });
+});
+
+describe('pairwise judge', () => {
+  it('declares a winner when both orders agree', async () => {
+    const server = await scripted({
+      policy: (request) => {
+        const prompt = promptOf(request);
+        const first = /### Attempt 1\n[\s\S]*?quality=(\d)/.exec(prompt)![1]!;
+        const second = /### Attempt 2\n[\s\S]*?quality=(\d)/.exec(prompt)![1]!;
+        return { content: JSON.stringify({ winner: Number(first) > Number(second) ? '1' : '2' }) };
+      },
+    });
+    const judge = createPairwiseJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }) });
+    const outcome = await judge.compare(subject('quality=3'), subject('quality=8'));
+    expect(outcome).toMatchObject({ status: 'compared', winner: 'b', consistent: true, positions: ['second', 'first'] });
+  });
+
+  it('a judge that always prefers the first position yields a tie and shows position bias', async () => {
+    const server = await scripted({ policy: () => ({ content: '{"winner": "1"}' }) });
+    const judge = createPairwiseJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }) });
+    const outcome = await judge.compare(subject('quality=3'), subject('quality=8'));
+    expect(outcome).toMatchObject({ status: 'compared', winner: 'tie', consistent: false });
+    expect(positionBias([outcome]).firstPositionWinRate).toBe(1);
+  });
+});
+
+describeJudgeConformance('rubric judge', async () => {
+  const server = await createScriptedServer({ policy: () => ({ content: verdictText(0.5) }) });
+  const bad = await createScriptedServer({ policy: () => ({ content: 'garbage' }) });
+  return {
+    judge: createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'c' }) }),
+    failingJudge: createRubricJudge({ server: createScriptedServerClient({ baseUrl: bad.url, model: 'c' }) }),
+    subjects: [subject('a'), subject('b')],
+    cleanup: async () => {
+      await server.close();
+      await bad.close();
+    },
+  };
+});
+
+describeJudgeConformance('judge panel', async () => {
+  const server = await createScriptedServer({ policy: () => ({ content: verdictText(0.5) }) });
+  const judges = ['a', 'b', 'c'].map((model) => createRubricJudge({ id: model, server: createScriptedServerClient({ baseUrl: server.url, model }) }));
+  return { judge: createJudgePanel({ judges }), subjects: [subject('a')], cleanup: () => server.close() };
+});
+
+describeGroupJudgeConformance('group judge', async () => {
+  const server = await createScriptedServer({ policy: qualityPolicy });
+  return {
+    judge: createGroupJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }) }),
+    subjects: [subject('quality=1', 'a'), subject('quality=3', 'b')],
+    cleanup: () => server.close(),
+  };
+});

@@ -1,0 +1,151 @@
+// The rubric judge: one LLM call that scores a trajectory on a rubric's dimensions and gives a
+// composite in [0, 1]. Asks for a JSON-schema response format where the server supports it and
+// reads the reply tolerantly where it does not. Timeouts, server errors, unparseable or
+// out-of-range replies are judge failures with a kind and a reason.
+import {
+  type ChatClient,
+  type ChatMessage,
+  describeError,
+  type JudgeSubject,
+  type JudgeV1,
+  ServerError,
+  type Verdict,
+} from '@shears/core';
+import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
+import { type JudgeCache, judgeCacheKey } from './judge-cache.js';
+import { type JudgePricing, resolveUsage } from './judge-cost.js';
+import { DEFAULT_RUBRIC, type Rubric } from './rubric.js';
+import { parseVerdictText, verdictJsonSchema } from './verdict-parsing.js';
+
+export type ResponseFormatMode = 'json_schema' | 'json_object' | 'none';
+
+export interface RubricJudgeSettings {
+  /** Judge id, used in verdicts, caches and calibrations (default: `rubric:<model>`). */
+  id?: string;
+  server: ChatClient & { model?: string };
+  rubric?: Rubric;
+  /** `json_schema` (default) sends the verdict schema as the response format. */
+  responseFormat?: ResponseFormatMode;
+  timeoutMs?: number;
+  temperature?: number;
+  maxTokens?: number;
+  format?: FormatTrajectoryOptions;
+  cache?: JudgeCache;
+  pricing?: JudgePricing;
+  /** Extra provider body fields (e.g. OpenRouter provider routing). */
+  extraBody?: Record<string, unknown>;
+}
+
+export function buildRubricPrompt(subject: JudgeSubject, rubric: Rubric, format?: FormatTrajectoryOptions): ChatMessage[] {
+  const dimensions = rubric.dimensions
+    .map((dimension, index) => `${index + 1}. ${dimension.name} (${dimension.min}-${dimension.max}): ${dimension.description}`)
+    .join('\n');
+  const example = Object.fromEntries(rubric.dimensions.map((dimension) => [dimension.name, dimension.max]));
+  const reference = subject.reference ? `\nReference answer:\n${subject.reference}\n` : '';
+  const finalResponse = subject.finalResponse ? `\nFinal response:\n${subject.finalResponse}\n` : '';
+  const user = [
+    `Task:\n${subject.task}`,
+    reference,
+    `Agent trajectory:\n${formatTrajectory(subject.messages, format)}`,
+    finalResponse,
+    `Score each dimension:\n${dimensions}`,
+    `composite: ${rubric.composite}`,
+    `Reply with only a JSON object of the form ${JSON.stringify({ dimensions: example, composite: 1.0, rationale: 'one or two sentences' })}.`,
+  ]
+    .filter((part) => part.trim().length > 0)
+    .join('\n\n');
+  return [
+    { role: 'system', content: rubric.instructions },
+    { role: 'user', content: user },
+  ];
+}
+
+function responseFormatBody(mode: ResponseFormatMode, rubric: Rubric): Record<string, unknown> {
+  if (mode === 'none') return {};
+  if (mode === 'json_object') return { response_format: { type: 'json_object' } };
+  return {
+    response_format: {
+      type: 'json_schema',
+      json_schema: { name: `verdict_${rubric.id.replace(/[^a-zA-Z0-9_-]/g, '_')}`, strict: true, schema: verdictJsonSchema(rubric) },
+    },
+  };
+}
+
+export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { readonly rubric: Rubric } {
+  const rubric = settings.rubric ?? DEFAULT_RUBRIC;
+  const id = settings.id ?? `rubric:${settings.server.model ?? 'judge'}`;
+  const timeoutMs = settings.timeoutMs ?? 60_000;
+  const mode = settings.responseFormat ?? 'json_schema';
+
+  return {
+    specificationVersion: 'v1',
+    id,
+    rubric,
+    async judge(subject, options = {}): Promise<Verdict> {
+      const cacheKey = settings.cache ? judgeCacheKey(id, rubric.hash, subject) : undefined;
+      if (cacheKey) {
+        const cached = settings.cache!.get(cacheKey);
+        if (cached) return { ...cached, cached: true } as Verdict;
+      }
+      const messages = buildRubricPrompt(subject, rubric, settings.format);
+      const controller = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(new Error(`judge timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onAbort = () => controller.abort(options.signal?.reason);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      let text: string;
+      let serverUsage;
+      try {
+        if (options.signal?.aborted) return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
+        const timeout = new Promise<never>((_, reject) => {
+          controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+        });
+        const response = await Promise.race([
+          settings.server.chat({
+            messages,
+            temperature: settings.temperature ?? 0,
+            maxTokens: settings.maxTokens,
+            timeoutMs,
+            signal: controller.signal,
+            extraBody: { ...settings.extraBody, ...responseFormatBody(mode, rubric) },
+          }),
+          timeout,
+        ]);
+        const choice = response.choices[0];
+        if (!choice) return { status: 'failed', kind: 'unparseable', reason: 'the judge returned no choices', judgeId: id };
+        text = typeof choice.message.content === 'string' ? choice.message.content : '';
+        serverUsage = response.usage;
+      } catch (error) {
+        if (timedOut) return { status: 'failed', kind: 'timeout', reason: `no verdict within ${timeoutMs} ms`, judgeId: id };
+        if (options.signal?.aborted) return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
+        const kind = ServerError.isInstance(error) ? 'server_error' : 'other';
+        return { status: 'failed', kind, reason: describeError(error), judgeId: id };
+      } finally {
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+      }
+      const usage = await resolveUsage({
+        serverUsage,
+        promptText: messages.map((message) => String(message.content)).join('\n'),
+        completionText: text,
+        pricing: settings.pricing,
+      });
+      const parsed = parseVerdictText(text, rubric);
+      if (!parsed.ok) return { status: 'failed', kind: parsed.kind, reason: parsed.reason, usage, judgeId: id };
+      const verdict: Verdict = {
+        status: 'scored',
+        score: parsed.composite,
+        dimensions: parsed.dimensions,
+        rationale: parsed.rationale,
+        usage,
+        judgeId: id,
+        details: { rubricHash: rubric.hash, usageEstimated: usage.estimated },
+      };
+      if (cacheKey) settings.cache!.set(cacheKey, verdict);
+      return verdict;
+    },
+  };
+}
