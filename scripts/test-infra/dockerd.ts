@@ -3,7 +3,7 @@
 // container and stops the daemon. Under CI=true a daemon that cannot start is a failure; elsewhere
 // (no root, no dockerd) the service returns null after a loud warning and docker tests skip.
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, closeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -103,14 +103,20 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
   const child = spawn(
     'dockerd',
     [
-      '--host', `unix://${socketPath}`,
-      '--data-root', join(dir, 'data'),
-      '--exec-root', join(dir, 'exec'),
-      '--pidfile', join(dir, 'docker.pid'),
-      '--bridge', 'none',
+      '--host',
+      `unix://${socketPath}`,
+      '--data-root',
+      join(dir, 'data'),
+      '--exec-root',
+      join(dir, 'exec'),
+      '--pidfile',
+      join(dir, 'docker.pid'),
+      '--bridge',
+      'none',
       '--iptables=false',
       '--ip-masq=false',
-      '--log-level', 'warn',
+      '--log-level',
+      'warn',
     ],
     { detached: true, stdio: ['ignore', logFd, logFd] },
   );
@@ -126,8 +132,11 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
     if (pid > 0 && isAlive(pid)) {
       // Remove containers first so the daemon does not keep them for a restart.
       try {
-        const ids = (await execFileAsync('docker', ['-H', `unix://${socketPath}`, 'ps', '-aq'])).stdout.trim();
-        if (ids) await execFileAsync('docker', ['-H', `unix://${socketPath}`, 'rm', '-f', ...ids.split(/\s+/)]);
+        const ids = (
+          await execFileAsync('docker', ['-H', `unix://${socketPath}`, 'ps', '-aq'])
+        ).stdout.trim();
+        if (ids)
+          await execFileAsync('docker', ['-H', `unix://${socketPath}`, 'rm', '-f', ...ids.split(/\s+/)]);
       } catch {
         // the daemon is going away anyway
       }
@@ -148,7 +157,9 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
   }
   const log = existsSync(logPath) ? readFileSync(logPath, 'utf8').slice(-3000) : '';
   await stop().catch(() => undefined);
-  throw new Error(`dockerd did not become ready${spawnError ? `: ${spawnError.message}` : ''}\n--- dockerd log ---\n${log}`);
+  throw new Error(
+    `dockerd did not become ready${spawnError ? `: ${spawnError.message}` : ''}\n--- dockerd log ---\n${log}`,
+  );
 }
 
 const isCi = () => process.env.CI === 'true' || process.env.CI === '1';
@@ -158,29 +169,42 @@ const isCi = () => process.env.CI === 'true' || process.env.CI === '1';
  * SHEARS_TEST_DOCKER_HOST / SHEARS_TEST_DOCKER_IMAGE. An already set SHEARS_TEST_DOCKER_HOST
  * is used as is (only the image is built).
  */
-export async function startDockerService(): Promise<{ env: Record<string, string>; teardown: () => Promise<void> } | null> {
+export async function startDockerService(): Promise<{
+  env: Record<string, string>;
+  teardown: () => Promise<void>;
+} | null> {
   const preset = process.env.SHEARS_TEST_DOCKER_HOST;
   try {
     if (preset) {
       const image = await ensureImage('busybox', { host: preset });
-      return { env: { SHEARS_TEST_DOCKER_HOST: preset, SHEARS_TEST_DOCKER_IMAGE: image }, teardown: async () => {} };
+      return {
+        env: { SHEARS_TEST_DOCKER_HOST: preset, SHEARS_TEST_DOCKER_IMAGE: image },
+        teardown: async () => {},
+      };
     }
     const canRun = typeof process.getuid === 'function' && process.getuid() === 0;
     if (!canRun && !isCi()) {
-      console.warn('\n⚠️  [test-infra] not root: no private dockerd started; Docker sandbox tests will SKIP. Set SHEARS_TEST_DOCKER_HOST to use an existing daemon.\n');
+      console.warn(
+        '\n⚠️  [test-infra] not root: no private dockerd started; Docker sandbox tests will SKIP. Set SHEARS_TEST_DOCKER_HOST to use an existing daemon.\n',
+      );
       return null;
     }
     const daemon = await startDockerd();
     try {
       const image = await ensureImage('busybox', { host: daemon.host });
-      return { env: { SHEARS_TEST_DOCKER_HOST: daemon.host, SHEARS_TEST_DOCKER_IMAGE: image }, teardown: daemon.stop };
+      return {
+        env: { SHEARS_TEST_DOCKER_HOST: daemon.host, SHEARS_TEST_DOCKER_IMAGE: image },
+        teardown: daemon.stop,
+      };
     } catch (error) {
       await daemon.stop();
       throw error;
     }
   } catch (error) {
     if (isCi()) throw error;
-    console.warn(`\n⚠️  [test-infra] Docker unavailable, Docker sandbox tests will SKIP: ${(error as Error).message}\n`);
+    console.warn(
+      `\n⚠️  [test-infra] Docker unavailable, Docker sandbox tests will SKIP: ${(error as Error).message}\n`,
+    );
     return null;
   }
 }

@@ -5,7 +5,18 @@
 // on disk so a fresh daemon imports it in seconds instead of re-running debootstrap.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, chmodSync, copyFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -46,16 +57,35 @@ async function docker(host: string | undefined, args: string[]): Promise<string>
 }
 
 /** Pipe a tar stream made by `tar -C dir -c .` (or an existing tarball) into `docker import`. */
-async function importRootfs(host: string | undefined, source: { dir: string } | { tarball: string }, tag: string, hash: string): Promise<void> {
-  const importArgs = dockerArgs(host, ['import', '--change', `LABEL ${HASH_LABEL}=${hash}`, '--change', 'CMD ["/bin/sh"]', '-', tag]);
+async function importRootfs(
+  host: string | undefined,
+  source: { dir: string } | { tarball: string },
+  tag: string,
+  hash: string,
+): Promise<void> {
+  const importArgs = dockerArgs(host, [
+    'import',
+    '--change',
+    `LABEL ${HASH_LABEL}=${hash}`,
+    '--change',
+    'CMD ["/bin/sh"]',
+    '-',
+    tag,
+  ]);
   await new Promise<void>((resolve, reject) => {
     const importer = spawn('docker', importArgs, { stdio: ['pipe', 'ignore', 'pipe'] });
     let stderr = '';
     importer.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
     });
-    const tarArgs = 'dir' in source ? ['-C', source.dir, '--numeric-owner', '-c', '.'] : ['-c', `cat ${JSON.stringify(source.tarball)}`];
-    const producer = 'dir' in source ? spawn('tar', tarArgs, { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn('sh', tarArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const tarArgs =
+      'dir' in source
+        ? ['-C', source.dir, '--numeric-owner', '-c', '.']
+        : ['-c', `cat ${JSON.stringify(source.tarball)}`];
+    const producer =
+      'dir' in source
+        ? spawn('tar', tarArgs, { stdio: ['ignore', 'pipe', 'inherit'] })
+        : spawn('sh', tarArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
     producer.stdout?.pipe(importer.stdin);
     producer.on('error', reject);
     importer.on('error', reject);
@@ -68,7 +98,13 @@ async function importRootfs(host: string | undefined, source: { dir: string } | 
 
 async function findImage(host: string | undefined, tag: string, hash: string): Promise<boolean> {
   try {
-    const label = await docker(host, ['image', 'inspect', '--format', `{{ index .Config.Labels "${HASH_LABEL}" }}`, tag]);
+    const label = await docker(host, [
+      'image',
+      'inspect',
+      '--format',
+      `{{ index .Config.Labels "${HASH_LABEL}" }}`,
+      tag,
+    ]);
     return label === hash;
   } catch {
     return false; // not present
@@ -76,7 +112,11 @@ async function findImage(host: string | undefined, tag: string, hash: string): P
 }
 
 function busyboxHash(): string {
-  return createHash('sha256').update('busybox-v1').update(readFileSync(BUSYBOX_BINARY)).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update('busybox-v1')
+    .update(readFileSync(BUSYBOX_BINARY))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 function baseHash(): string {
@@ -85,16 +125,21 @@ function baseHash(): string {
 
 /** Lay out a busybox-static root filesystem: /bin with every applet, /tmp, /etc/passwd, /root. */
 function writeBusyboxRootfs(dir: string): void {
-  for (const sub of ['bin', 'tmp', 'etc', 'root', 'workspace', 'proc', 'sys', 'dev']) mkdirSync(join(dir, sub), { recursive: true });
+  for (const sub of ['bin', 'tmp', 'etc', 'root', 'workspace', 'proc', 'sys', 'dev'])
+    mkdirSync(join(dir, sub), { recursive: true });
   chmodSync(join(dir, 'tmp'), 0o1777);
   copyFileSync(BUSYBOX_BINARY, join(dir, 'bin', 'busybox'));
   chmodSync(join(dir, 'bin', 'busybox'), 0o755);
   // `busybox --list` names every applet compiled in; each becomes a symlink like a real install.
-  for (const applet of readApplets()) if (applet !== 'busybox') symlinkSync('busybox', join(dir, 'bin', applet));
+  for (const applet of readApplets())
+    if (applet !== 'busybox') symlinkSync('busybox', join(dir, 'bin', applet));
   mkdirSync(join(dir, 'usr'), { recursive: true });
   symlinkSync('../bin', join(dir, 'usr', 'bin'));
   symlinkSync('bin', join(dir, 'sbin'));
-  writeFileSync(join(dir, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n');
+  writeFileSync(
+    join(dir, 'etc', 'passwd'),
+    'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n',
+  );
   writeFileSync(join(dir, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
 }
 
@@ -109,7 +154,13 @@ async function runDebootstrap(dir: string, log: (message: string) => void): Prom
   await new Promise<void>((resolve, reject) => {
     const child = spawn(
       'debootstrap',
-      [`--variant=${BASE_RECIPE.variant}`, `--include=${BASE_RECIPE.include.join(',')}`, BASE_RECIPE.suite, dir, BASE_RECIPE.mirror],
+      [
+        `--variant=${BASE_RECIPE.variant}`,
+        `--include=${BASE_RECIPE.include.join(',')}`,
+        BASE_RECIPE.suite,
+        dir,
+        BASE_RECIPE.mirror,
+      ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';
@@ -117,12 +168,17 @@ async function runDebootstrap(dir: string, log: (message: string) => void): Prom
       stderr = (stderr + chunk.toString()).slice(-4000);
     });
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`debootstrap failed (exit ${code}): ${stderr.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`debootstrap failed (exit ${code}): ${stderr.trim()}`)),
+    );
   });
   // Trim what a sandbox never needs: apt lists and caches.
   for (const junk of ['var/cache/apt/archives', 'var/lib/apt/lists']) {
     const path = join(dir, junk);
-    if (existsSync(path)) for (const entry of readdirSync(path)) if (entry.endsWith('.deb') || entry.includes('_dists_')) rmSync(join(path, entry), { force: true, recursive: true });
+    if (existsSync(path))
+      for (const entry of readdirSync(path))
+        if (entry.endsWith('.deb') || entry.includes('_dists_'))
+          rmSync(join(path, entry), { force: true, recursive: true });
   }
   mkdirSync(join(dir, 'workspace'), { recursive: true });
 }
@@ -141,7 +197,8 @@ async function tarDirectory(dir: string, tarball: string): Promise<void> {
 export async function ensureImage(name: ImageName, options: EnsureImageOptions = {}): Promise<string> {
   const host = options.host ?? process.env.SHEARS_TEST_DOCKER_HOST ?? process.env.DOCKER_HOST;
   const log = options.log ?? ((message: string) => console.log(message));
-  if (!(name in IMAGE_TAGS)) throw new Error(`Unknown image "${String(name)}" (available: ${Object.keys(IMAGE_TAGS).join(', ')})`);
+  if (!(name in IMAGE_TAGS))
+    throw new Error(`Unknown image "${String(name)}" (available: ${Object.keys(IMAGE_TAGS).join(', ')})`);
   const tag = IMAGE_TAGS[name];
   const hash = name === 'busybox' ? busyboxHash() : baseHash();
   if (await findImage(host, tag, hash)) return tag;
@@ -152,7 +209,8 @@ export async function ensureImage(name: ImageName, options: EnsureImageOptions =
       await importRootfs(host, { dir: scratch }, tag, hash);
       return tag;
     }
-    const cacheDir = options.cacheDir ?? process.env.SHEARS_IMAGE_CACHE ?? join(tmpdir(), 'shears-image-cache');
+    const cacheDir =
+      options.cacheDir ?? process.env.SHEARS_IMAGE_CACHE ?? join(tmpdir(), 'shears-image-cache');
     mkdirSync(cacheDir, { recursive: true });
     const tarball = join(cacheDir, `${name}-${hash}.tar`);
     if (!existsSync(tarball)) {

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import { SandboxError } from '@shears/core';
+import Dockerode from 'dockerode';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { resolveDockerConnection } from './docker-hosts.js';
+import {
+  createDockerSandboxProvider,
+  type DockerSandboxProvider,
+  LABELS,
+} from './docker-sandbox-provider.js';
+import { describeDocker } from './test-docker-env.js';
+
+describeDocker('docker sandbox provider', (docker) => {
+  let provider: DockerSandboxProvider;
+  const client = new Dockerode(resolveDockerConnection(docker.host) as Dockerode.DockerOptions);
+
+  beforeAll(() => {
+    provider = createDockerSandboxProvider({
+      hosts: [docker.host],
+      image: docker.image,
+      limits: { memoryMb: 128, cpus: 0.5, pids: 64 },
+    });
+  });
+  afterAll(async () => {
+    await provider.close();
+  });
+
+  it('runs commands in a persistent shell: exit codes, stdout/stderr, cwd and env persist', async () => {
+    const sandbox = await provider.acquire({ env: { GREETING: 'hi there' } });
+    try {
+      expect(sandbox.backend).toBe('docker');
+      expect(sandbox.isolated).toBe(true);
+      const first = await sandbox.exec('echo "$GREETING"; echo oops >&2; exit 3');
+      expect(first).toMatchObject({ exitCode: 3, stdout: 'hi there\n', stderr: 'oops\n', timedOut: false });
+      expect(first.output).toContain('hi there');
+      await sandbox.exec('mkdir -p sub && cd sub && export COLOR=blue');
+      const second = await sandbox.exec('pwd; echo $COLOR');
+      expect(second.stdout).toBe(`${sandbox.workdir}/sub\nblue\n`);
+      const scoped = await sandbox.exec('pwd; echo $ONLY', { cwd: '/tmp', env: { ONLY: 'once' } });
+      expect(scoped.stdout).toBe('/tmp\nonce\n');
+      const after = await sandbox.exec('pwd; echo "[$ONLY]"');
+      expect(after.stdout).toBe(`${sandbox.workdir}/sub\n[]\n`);
+      const withInput = await sandbox.exec('cat | wc -c', { stdin: 'abcdef' });
+      expect(withInput.stdout.trim()).toBe('6');
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it('times out a command and kills its children, then keeps working', async () => {
+    const sandbox = await provider.acquire();
+    try {
+      const result = await sandbox.exec('(sleep 30; echo child-survived > /tmp/leak) & sleep 30', {
+        timeoutMs: 500,
+      });
+      expect(result.exitCode).toBe(124);
+      expect(result.timedOut).toBe(true);
+      const check = await sandbox.exec(
+        'sleep 0.2; ps -o pid,args | grep -c "[s]leep 30"; cat /tmp/leak 2>/dev/null || echo none',
+      );
+      expect(check.stdout).toBe('0\nnone\n');
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it('round-trips files through the archive API (binary, nested dirs, relative paths)', async () => {
+    const sandbox = await provider.acquire();
+    try {
+      const bytes = new Uint8Array(randomBytes(1024 * 1024));
+      await sandbox.writeFile('deep/nested/blob.bin', bytes);
+      const back = await sandbox.readFile(`${sandbox.workdir}/deep/nested/blob.bin`);
+      expect(Buffer.from(back).equals(Buffer.from(bytes))).toBe(true);
+      const size = await sandbox.exec('wc -c < deep/nested/blob.bin');
+      expect(size.stdout.trim()).toBe(String(bytes.length));
+      await sandbox.exec('echo linked > target.txt && ln -s target.txt link.txt');
+      expect(new TextDecoder().decode(await sandbox.readFile('link.txt'))).toBe('linked\n');
+      const longName = `${'d'.repeat(120)}/${'f'.repeat(120)}.txt`;
+      await sandbox.writeFile(longName, 'long');
+      expect(new TextDecoder().decode(await sandbox.readFile(longName))).toBe('long');
+      await expect(sandbox.readFile('missing.txt')).rejects.toThrow(/missing\.txt/);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it('labels containers, locks them down and removes them on dispose (twice is harmless)', async () => {
+    const sandbox = await provider.acquire();
+    const containers = await client.listContainers({
+      filters: { label: [`${LABELS.sandboxId}=${sandbox.id}`] },
+    });
+    expect(containers).toHaveLength(1);
+    const info = await client.getContainer(containers[0]!.Id).inspect();
+    expect(info.Config.Labels).toMatchObject({
+      [LABELS.managed]: 'true',
+      [LABELS.ownerPid]: String(process.pid),
+    });
+    expect(info.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ['ALL'],
+      NetworkMode: 'none',
+      PidsLimit: 64,
+      Memory: 128 * 1024 * 1024,
+    });
+    expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges');
+    await sandbox.dispose();
+    await sandbox.dispose();
+    expect(
+      await client.listContainers({ all: true, filters: { label: [`${LABELS.sandboxId}=${sandbox.id}`] } }),
+    ).toHaveLength(0);
+    await expect(sandbox.exec('true')).rejects.toSatisfy(SandboxError.isInstance);
+  });
+});

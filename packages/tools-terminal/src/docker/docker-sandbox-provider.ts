@@ -1,0 +1,525 @@
+// The `docker` sandbox provider: one container per rollout, locked down (limits on memory, CPUs
+// and pids; no network unless asked; no privileges; all capabilities dropped), labelled so a
+// reaper can remove leftovers, a warm pool of pre-started containers per image, and placement
+// over several Docker hosts by load. dockerode is imported only when the provider is first used.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
+import { InvalidArgumentError, SandboxError } from '@shears/core';
+import type Dockerode from 'dockerode';
+import { z } from 'zod';
+import { type DockerHost, dockerHostSchema, pickHost, resolveDockerConnection } from './docker-hosts.js';
+import { DockerSandbox } from './docker-sandbox.js';
+
+export const LABELS = {
+  managed: 'shears.managed',
+  ownerPid: 'shears.owner.pid',
+  hostId: 'shears.owner.host',
+  providerId: 'shears.provider.id',
+  createdAt: 'shears.created-at',
+  sandboxId: 'shears.sandbox.id',
+} as const;
+
+const limitsSchema = z
+  .object({
+    memoryMb: z.number().positive().optional(),
+    cpus: z.number().positive().optional(),
+    pids: z.number().int().positive().optional(),
+    diskMb: z.number().positive().optional(),
+  })
+  .strict();
+
+export const dockerSandboxSettingsSchema = z
+  .object({
+    /** Docker hosts; default: $DOCKER_HOST, else the local socket. */
+    hosts: z
+      .array(z.union([z.string().min(1), dockerHostSchema]))
+      .min(1)
+      .optional(),
+    /** Image for sandboxes whose spec names none. */
+    image: z.string().min(1).default('shears-base:bookworm'),
+    workdir: z.string().startsWith('/').default('/workspace'),
+    /** Scratch directory inside the container (persisted tool results go here). */
+    tempDir: z.string().startsWith('/').default('/tmp/shears'),
+    /** Shell that runs commands inside the container. */
+    shell: z.string().min(1).default('/bin/sh'),
+    limits: limitsSchema.default({ memoryMb: 2048, cpus: 1, pids: 512 }),
+    /** Network for sandboxes whose spec says nothing: off by default. */
+    network: z.enum(['none', 'bridge']).default('none'),
+    /** `network: 'host'` is refused unless this is set. */
+    allowHostNetwork: z.boolean().default(false),
+    /** Capabilities added back after dropping ALL (e.g. CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID). */
+    capAdd: z.array(z.string().regex(/^[A-Z_]+$/)).default([]),
+    /** Pre-started containers kept ready per image; 0 disables the pool. */
+    poolSize: z.number().int().min(0).default(0),
+    /** Images to warm when the provider starts (default: `image` when poolSize > 0). */
+    warmImages: z.array(z.string().min(1)).optional(),
+    /** A sandbox with no call for this long is disposed by the reaper. */
+    idleTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(30 * 60_000),
+    /** At start-up remove containers labelled by processes of this host that no longer exist. */
+    reapOnStart: z.boolean().default(true),
+    /** Identifies this machine in labels (owner pids only mean something on the same host). */
+    hostId: z.string().min(1).optional(),
+    /** Per-stream output kept per command before the middle is dropped. */
+    maxOutputBytes: z.number().int().positive().optional(),
+    /** Extra labels on every container. */
+    labels: z.record(z.string(), z.string()).default({}),
+  })
+  .strict();
+
+export type DockerSandboxSettings = z.input<typeof dockerSandboxSettingsSchema>;
+type ResolvedSettings = z.output<typeof dockerSandboxSettingsSchema>;
+
+interface HostState {
+  host: DockerHost;
+  docker: Dockerode;
+  /** Live sandboxes placed here: in use, pooled or being created. */
+  load: number;
+  healthy: boolean;
+  reaped: boolean;
+}
+
+interface ContainerConfig {
+  image: string;
+  workdir: string;
+  memoryMb: number | undefined;
+  cpus: number | undefined;
+  pids: number | undefined;
+  network: 'none' | 'bridge' | 'host';
+  labels: Record<string, string>;
+}
+
+interface PoolEntry {
+  sandbox: DockerSandbox;
+  host: HostState;
+}
+
+export interface DockerSandboxProvider extends SandboxProviderV1 {
+  /** Wait until every pool is filled (useful before a benchmark or a run). */
+  warm(): Promise<void>;
+  /** Sandboxes handed out and not yet disposed. */
+  readonly activeCount: number;
+  /** Run the reaper once now: idle sandboxes and containers of dead owners. Returns how many containers were removed. */
+  reap(): Promise<number>;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function parseSettings(settings: unknown): ResolvedSettings {
+  const parsed = dockerSandboxSettingsSchema.safeParse(settings ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join('.') || 'settings';
+    throw new InvalidArgumentError({
+      argument: `docker.${where}`,
+      value: settings,
+      message: `Invalid docker sandbox settings at "${where}": ${issue?.message ?? parsed.error.message}`,
+    });
+  }
+  return parsed.data;
+}
+
+/** Create the docker sandbox provider. Nothing connects to Docker until the first acquire. */
+export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}): DockerSandboxProvider {
+  const config = parseSettings(settings);
+  const providerId = randomBytes(6).toString('hex');
+  const hostId = config.hostId ?? hostname();
+  let hostsPromise: Promise<HostState[]> | undefined;
+  const active = new Set<DockerSandbox>();
+  const pools = new Map<string, PoolEntry[]>();
+  const filling = new Map<string, number>();
+  const placements = new Map<DockerSandbox, HostState>();
+  const background = new Set<Promise<unknown>>();
+  let reaperTimer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const track = <T>(promise: Promise<T>): Promise<T> => {
+    background.add(promise);
+    void promise.finally(() => background.delete(promise)).catch(() => undefined);
+    return promise;
+  };
+
+  const hosts = (): Promise<HostState[]> => {
+    hostsPromise ??= (async () => {
+      let DockerCtor: typeof Dockerode;
+      try {
+        DockerCtor = (await import('dockerode')).default;
+      } catch (cause) {
+        throw new SandboxError({
+          message: 'The docker sandbox needs the "dockerode" package (pnpm add dockerode)',
+          cause,
+        });
+      }
+      const entries = config.hosts ?? [process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock'];
+      const states = entries.map((entry) => {
+        const host = dockerHostSchema.parse(typeof entry === 'string' ? { url: entry } : entry);
+        return {
+          host,
+          docker: new DockerCtor(resolveDockerConnection(host) as Dockerode.DockerOptions),
+          load: 0,
+          healthy: true,
+          reaped: false,
+        };
+      });
+      startReaper();
+      return states;
+    })();
+    return hostsPromise;
+  };
+
+  const resolveConfig = (spec: SandboxSpec): ContainerConfig => {
+    const network = spec.network ?? config.network;
+    if (network === 'host' && !config.allowHostNetwork) {
+      throw new InvalidArgumentError({
+        argument: 'spec.network',
+        value: network,
+        message:
+          'Sandbox network "host" is refused by the docker provider (allowed: none, bridge; set allowHostNetwork to permit it)',
+      });
+    }
+    if (!['none', 'bridge', 'host'].includes(network)) {
+      throw new InvalidArgumentError({
+        argument: 'spec.network',
+        value: network,
+        message: `Unknown sandbox network "${String(network)}" (allowed: none, bridge)`,
+      });
+    }
+    const workdir = spec.workdir ?? config.workdir;
+    if (!workdir.startsWith('/'))
+      throw new InvalidArgumentError({
+        argument: 'spec.workdir',
+        value: workdir,
+        message: `Sandbox workdir must be absolute, got "${workdir}"`,
+      });
+    const limits = { ...config.limits, ...spec.limits };
+    return {
+      image: spec.image ?? config.image,
+      workdir,
+      memoryMb: limits.memoryMb,
+      cpus: limits.cpus,
+      pids: limits.pids,
+      network,
+      labels: { ...config.labels, ...spec.labels },
+    };
+  };
+
+  const poolKey = (container: ContainerConfig) => JSON.stringify(container);
+
+  const createSandbox = async (
+    host: HostState,
+    container: ContainerConfig,
+    env: Record<string, string>,
+  ): Promise<DockerSandbox> => {
+    const id = `docker-${randomBytes(6).toString('hex')}`;
+    const memoryBytes = container.memoryMb ? Math.floor(container.memoryMb * 1024 * 1024) : undefined;
+    let created: Dockerode.Container | undefined;
+    try {
+      created = await host.docker.createContainer({
+        Image: container.image,
+        name: `shears-${id}`,
+        Cmd: ['/bin/sh', '-c', 'while :; do sleep 3600; done'],
+        WorkingDir: container.workdir,
+        Labels: {
+          ...container.labels,
+          [LABELS.managed]: 'true',
+          [LABELS.ownerPid]: String(process.pid),
+          [LABELS.hostId]: hostId,
+          [LABELS.providerId]: providerId,
+          [LABELS.createdAt]: new Date().toISOString(),
+          [LABELS.sandboxId]: id,
+        },
+        NetworkDisabled: container.network === 'none',
+        HostConfig: {
+          NetworkMode: container.network,
+          Privileged: false,
+          CapDrop: ['ALL'],
+          CapAdd: config.capAdd,
+          SecurityOpt: ['no-new-privileges'],
+          Init: true,
+          ...(memoryBytes ? { Memory: memoryBytes, MemorySwap: memoryBytes } : {}),
+          ...(container.cpus ? { NanoCpus: Math.round(container.cpus * 1e9) } : {}),
+          ...(container.pids ? { PidsLimit: container.pids } : {}),
+          AutoRemove: false,
+        },
+      });
+      await created.start();
+      const sandbox = new DockerSandbox({
+        id,
+        docker: host.docker,
+        container: created,
+        workdir: container.workdir,
+        tempDir: config.tempDir,
+        shell: config.shell,
+        ...(config.maxOutputBytes !== undefined ? { maxOutputBytes: config.maxOutputBytes } : {}),
+        onDispose: (disposed) => removeSandbox(disposed),
+      });
+      placements.set(sandbox, host);
+      await sandbox.open(env);
+      host.healthy = true;
+      return sandbox;
+    } catch (error) {
+      if (created) await created.remove({ force: true, v: true }).catch(() => undefined);
+      const message = (error as Error)?.message ?? String(error);
+      if ((error as { statusCode?: number }).statusCode === 404 && /image/i.test(message)) {
+        throw new SandboxError({
+          message: `Docker image "${container.image}" not found on ${host.host.url} (build or pull it first)`,
+          sandboxId: id,
+          cause: error,
+        });
+      }
+      if (!SandboxError.isInstance(error))
+        host.healthy = /ECONNREFUSED|ENOENT|EHOSTUNREACH|ETIMEDOUT/.test(message) ? false : host.healthy;
+      throw SandboxError.isInstance(error)
+        ? error
+        : new SandboxError({
+            message: `Could not start docker sandbox on ${host.host.url}: ${message}`,
+            sandboxId: id,
+            cause: error,
+          });
+    }
+  };
+
+  const removeSandbox = async (sandbox: DockerSandbox): Promise<void> => {
+    active.delete(sandbox);
+    const host = placements.get(sandbox);
+    placements.delete(sandbox);
+    if (host) host.load = Math.max(0, host.load - 1);
+    try {
+      await sandbox.container.remove({ force: true, v: true });
+    } catch (error) {
+      const status = (error as { statusCode?: number }).statusCode;
+      // 404: already gone; 409: removal already in progress. Both are fine for a dispose.
+      if (status !== 404 && status !== 409)
+        throw new SandboxError({
+          message: `Could not remove sandbox ${sandbox.id}: ${(error as Error).message}`,
+          sandboxId: sandbox.id,
+          cause: error,
+        });
+    }
+  };
+
+  const place = async (): Promise<HostState> => {
+    const states = await hosts();
+    const index = pickHost(
+      states.map((state) => ({
+        weight: state.host.weight,
+        maxSandboxes: state.host.maxSandboxes,
+        load: state.load,
+        healthy: state.healthy,
+      })),
+    );
+    const chosen = states[index];
+    if (!chosen)
+      throw new SandboxError({
+        message: `Every docker host is at its maxSandboxes limit (${states.map((state) => `${state.host.url}: ${state.load}`).join(', ')})`,
+      });
+    if (config.reapOnStart && !chosen.reaped) {
+      chosen.reaped = true;
+      await reapDeadOwners(chosen).catch(() => undefined);
+    }
+    return chosen;
+  };
+
+  const fillPool = (container: ContainerConfig): void => {
+    if (closed || config.poolSize === 0) return;
+    const key = poolKey(container);
+    const ready = pools.get(key)?.length ?? 0;
+    const pending = filling.get(key) ?? 0;
+    for (let missing = config.poolSize - ready - pending; missing > 0; missing -= 1) {
+      filling.set(key, (filling.get(key) ?? 0) + 1);
+      track(
+        (async () => {
+          const host = await place();
+          host.load += 1;
+          try {
+            const sandbox = await createSandbox(host, container, {});
+            if (closed) {
+              await sandbox.dispose();
+              return;
+            }
+            const list = pools.get(key) ?? [];
+            list.push({ sandbox, host });
+            pools.set(key, list);
+          } catch {
+            host.load = Math.max(0, host.load - 1);
+          } finally {
+            filling.set(key, (filling.get(key) ?? 1) - 1);
+          }
+        })(),
+      );
+    }
+  };
+
+  const takeFromPool = async (container: ContainerConfig): Promise<DockerSandbox | undefined> => {
+    const list = pools.get(poolKey(container));
+    while (list && list.length > 0) {
+      const entry = list.shift() as PoolEntry;
+      fillPool(container);
+      if (!entry.sandbox.alive) {
+        entry.host.load = Math.max(0, entry.host.load - 1);
+        void entry.sandbox.dispose().catch(() => undefined);
+        continue;
+      }
+      return entry.sandbox;
+    }
+    if (config.poolSize > 0) fillPool(container);
+    return undefined;
+  };
+
+  const applySpecToPooled = async (sandbox: DockerSandbox, spec: SandboxSpec): Promise<void> => {
+    const env = Object.entries(spec.env ?? {});
+    if (env.length === 0) return;
+    const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+    for (const [key] of env) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+        throw new InvalidArgumentError({
+          argument: 'spec.env',
+          value: key,
+          message: `Invalid environment variable name "${key}"`,
+        });
+    }
+    const result = await sandbox.exec(env.map(([key, value]) => `export ${key}=${quote(value)}`).join('; '));
+    if (result.exitCode !== 0)
+      throw new SandboxError({
+        message: `Sandbox ${sandbox.id}: could not apply env: ${result.output}`,
+        sandboxId: sandbox.id,
+      });
+  };
+
+  const runSetup = async (sandbox: DockerSandbox, spec: SandboxSpec): Promise<void> => {
+    for (const command of spec.setup ?? []) {
+      const result = await sandbox.exec(command);
+      if (result.exitCode !== 0) {
+        throw new SandboxError({
+          message: `Sandbox ${sandbox.id}: setup command failed (exit ${result.exitCode}): ${command}\n${result.output.slice(-2000)}`,
+          sandboxId: sandbox.id,
+        });
+      }
+    }
+  };
+
+  /** Remove containers whose owner process on this host is gone (crashed runs). */
+  const reapDeadOwners = async (state: HostState): Promise<number> => {
+    const containers = await state.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABELS.managed}=true`, `${LABELS.hostId}=${hostId}`] },
+    });
+    let removed = 0;
+    for (const info of containers) {
+      const owner = Number(info.Labels?.[LABELS.ownerPid]);
+      if (!Number.isInteger(owner) || owner <= 0 || isAlive(owner)) continue;
+      await state.docker
+        .getContainer(info.Id)
+        .remove({ force: true, v: true })
+        .then(() => {
+          removed += 1;
+        })
+        .catch(() => undefined);
+    }
+    return removed;
+  };
+
+  const reapOnce = async (): Promise<number> => {
+    let removed = 0;
+    const cutoff = Date.now() - config.idleTimeoutMs;
+    for (const sandbox of [...active]) {
+      if (sandbox.lastActivity < cutoff) {
+        sandbox.markDead(`disposed by the reaper after ${config.idleTimeoutMs} ms without activity`);
+        await sandbox.dispose().catch(() => undefined);
+        removed += 1;
+      }
+    }
+    const states = hostsPromise ? await hostsPromise : [];
+    const known = new Set<string>([...active].map((sandbox) => sandbox.id));
+    for (const list of pools.values()) for (const entry of list) known.add(entry.sandbox.id);
+    for (const state of states) {
+      removed += await reapDeadOwners(state).catch(() => 0);
+      // Containers of this provider that it no longer tracks (e.g. a create that failed midway).
+      const mine = await state.docker
+        .listContainers({ all: true, filters: { label: [`${LABELS.providerId}=${providerId}`] } })
+        .catch(() => []);
+      for (const info of mine) {
+        const sandboxId = info.Labels?.[LABELS.sandboxId];
+        const ageMs = Date.now() - Date.parse(info.Labels?.[LABELS.createdAt] ?? '');
+        if (sandboxId && !known.has(sandboxId) && ageMs > 60_000) {
+          await state.docker
+            .getContainer(info.Id)
+            .remove({ force: true, v: true })
+            .catch(() => undefined);
+          removed += 1;
+        }
+      }
+    }
+    return removed;
+  };
+
+  function startReaper(): void {
+    const every = Math.max(1000, Math.min(60_000, Math.floor(config.idleTimeoutMs / 4)));
+    reaperTimer = setInterval(() => void track(reapOnce()).catch(() => undefined), every);
+    reaperTimer.unref();
+  }
+
+  return {
+    specificationVersion: 'v1',
+    id: 'docker',
+    get activeCount() {
+      return active.size;
+    },
+    async acquire(spec: SandboxSpec = {}, options: { signal?: AbortSignal } = {}): Promise<SandboxV1> {
+      if (closed) throw new SandboxError({ message: 'The docker sandbox provider is closed' });
+      options.signal?.throwIfAborted();
+      const container = resolveConfig(spec);
+      let sandbox = await takeFromPool(container);
+      if (sandbox) {
+        await applySpecToPooled(sandbox, spec).catch(async (error) => {
+          await sandbox?.dispose().catch(() => undefined);
+          throw error;
+        });
+      } else {
+        const host = await place();
+        host.load += 1;
+        try {
+          sandbox = await createSandbox(host, container, spec.env ?? {});
+        } catch (error) {
+          host.load = Math.max(0, host.load - 1);
+          throw error;
+        }
+      }
+      active.add(sandbox);
+      try {
+        await runSetup(sandbox, spec);
+        options.signal?.throwIfAborted();
+      } catch (error) {
+        await sandbox.dispose().catch(() => undefined);
+        throw error;
+      }
+      return sandbox;
+    },
+    async warm(): Promise<void> {
+      if (config.poolSize === 0) return;
+      await hosts();
+      for (const image of config.warmImages ?? [config.image]) fillPool(resolveConfig({ image }));
+      while (background.size > 0) await Promise.allSettled([...background]);
+    },
+    reap: () => reapOnce(),
+    async close(): Promise<void> {
+      closed = true;
+      if (reaperTimer) clearInterval(reaperTimer);
+      await Promise.allSettled([...background]);
+      const pooled = [...pools.values()].flat().map((entry) => entry.sandbox);
+      pools.clear();
+      await Promise.allSettled([...pooled, ...active].map((sandbox) => sandbox.dispose()));
+    },
+  };
+}

@@ -1,0 +1,262 @@
+// One Docker sandbox: a container owned by one rollout, a persistent shell inside it, and files
+// through the archive API. Any failure of the container surfaces as a SandboxError, which the
+// group runner counts as an infrastructure failure rather than a model mistake.
+import { posix } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
+import { InvalidArgumentError, NoSuchEntryError, SandboxError } from '@shears/core';
+import type Dockerode from 'dockerode';
+import { DockerShell } from './docker-shell.js';
+import { createTar, parseTar } from './tar.js';
+
+export interface DockerSandboxInit {
+  id: string;
+  docker: Dockerode;
+  container: Dockerode.Container;
+  workdir: string;
+  tempDir: string;
+  shell: string;
+  maxOutputBytes?: number;
+  /** Called once when the sandbox is disposed (the provider removes the container). */
+  onDispose: (sandbox: DockerSandbox) => Promise<void>;
+  now?: () => number;
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream as AsyncIterable<Buffer | string>)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}
+
+function statusOf(error: unknown): number | undefined {
+  return typeof error === 'object' && error !== null
+    ? ((error as { statusCode?: number }).statusCode ?? undefined)
+    : undefined;
+}
+
+export class DockerSandbox implements SandboxV1 {
+  readonly specificationVersion = 'v1' as const;
+  readonly backend = 'docker';
+  readonly isolated = true;
+  readonly id: string;
+  readonly workdir: string;
+  readonly tempDir: string;
+  readonly container: Dockerode.Container;
+  /** Epoch ms of the last call; the provider's reaper disposes sandboxes idle for too long. */
+  lastActivity: number;
+  private shell: DockerShell | undefined;
+  private disposed: Promise<void> | undefined;
+  private deadError: SandboxError | undefined;
+  private readonly init: DockerSandboxInit;
+  private readonly now: () => number;
+
+  constructor(init: DockerSandboxInit) {
+    this.init = init;
+    this.id = init.id;
+    this.workdir = init.workdir;
+    this.tempDir = init.tempDir;
+    this.container = init.container;
+    this.now = init.now ?? Date.now;
+    this.lastActivity = this.now();
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed !== undefined;
+  }
+
+  /** False once disposed, or once the container or its shell session has gone away. */
+  get alive(): boolean {
+    return (
+      this.disposed === undefined &&
+      this.deadError === undefined &&
+      this.shell !== undefined &&
+      !this.shell.closed
+    );
+  }
+
+  /** Attach the persistent shell (one hijacked exec) and write its initial state. */
+  async open(env: Record<string, string>): Promise<void> {
+    const exec = await this.container.exec({
+      Cmd: [this.init.shell],
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      WorkingDir: '/',
+    });
+    const stream = (await exec.start({
+      hijack: true,
+      stdin: true,
+    })) as unknown as import('node:stream').Duplex;
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    this.init.docker.modem.demuxStream(stream, stdout, stderr);
+    this.shell = new DockerShell(
+      { input: stream, stdout, stderr },
+      {
+        sandboxId: this.id,
+        stateDir: `${this.tempDir}/.shell`,
+        shell: this.init.shell,
+        ...(this.init.maxOutputBytes !== undefined ? { maxOutputBytes: this.init.maxOutputBytes } : {}),
+        killGroup: (pgid) => this.killGroup(pgid),
+        writeStdinFile: (path, data) => this.writeFile(path, data),
+      },
+    );
+    await this.shell.init(this.workdir, env);
+  }
+
+  private async killGroup(pgid: number): Promise<void> {
+    const exec = await this.container.exec({
+      Cmd: ['kill', '-KILL', '--', `-${pgid}`],
+      AttachStdout: true,
+      AttachStderr: true,
+    });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    await readAll(stream);
+  }
+
+  private assertUsable(): void {
+    if (this.deadError) throw this.deadError;
+    if (this.disposed)
+      throw new SandboxError({ message: `Sandbox ${this.id} was disposed`, sandboxId: this.id });
+  }
+
+  /** Mark the sandbox as dead (container gone); every later call fails with this error. */
+  markDead(reason: string): void {
+    if (this.deadError) return;
+    this.deadError = new SandboxError({ message: `Sandbox ${this.id}: ${reason}`, sandboxId: this.id });
+    this.shell?.fail(this.deadError);
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (typeof command !== 'string') {
+      throw new InvalidArgumentError({
+        argument: 'command',
+        value: command,
+        message: `Invalid command: expected string, got ${typeof command}`,
+      });
+    }
+    this.assertUsable();
+    this.lastActivity = this.now();
+    const shell = this.shell;
+    if (!shell)
+      throw new SandboxError({ message: `Sandbox ${this.id} has no shell session`, sandboxId: this.id });
+    try {
+      return await shell.exec(command, options);
+    } catch (error) {
+      throw this.wrap(error, `exec failed`);
+    } finally {
+      this.lastActivity = this.now();
+    }
+  }
+
+  private resolvePath(path: string): string {
+    if (typeof path !== 'string' || path === '')
+      throw new InvalidArgumentError({
+        argument: 'path',
+        value: path,
+        message: 'File path must be a non-empty string',
+      });
+    return posix.resolve(this.workdir, path);
+  }
+
+  private wrap(error: unknown, what: string): unknown {
+    if (SandboxError.isInstance(error) || InvalidArgumentError.isInstance(error)) return error;
+    if (this.deadError) return this.deadError;
+    return new SandboxError({
+      message: `Sandbox ${this.id}: ${what}: ${(error as Error)?.message ?? String(error)}`,
+      sandboxId: this.id,
+      cause: error,
+    });
+  }
+
+  async readFile(path: string, options: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
+    this.assertUsable();
+    this.lastActivity = this.now();
+    let target = this.resolvePath(path);
+    // Follow symlinks by hand: the archive API returns the link itself, not its target.
+    for (let hops = 0; hops < 16; hops += 1) {
+      options.signal?.throwIfAborted();
+      let archive: Buffer;
+      try {
+        archive = await readAll(await this.container.getArchive({ path: target }));
+      } catch (error) {
+        if (statusOf(error) === 404) {
+          throw Object.assign(new NoSuchEntryError({ kind: 'file', id: path, available: [] }), {
+            message: `No such file in sandbox ${this.id}: ${path}`,
+          });
+        }
+        throw this.wrap(error, `readFile ${path}`);
+      }
+      const entries = parseTar(archive);
+      const entry = entries[0];
+      if (!entry)
+        throw new SandboxError({
+          message: `Sandbox ${this.id}: empty archive for ${path}`,
+          sandboxId: this.id,
+        });
+      if (entry.type === 'directory')
+        throw new InvalidArgumentError({
+          argument: 'path',
+          value: path,
+          message: `${path} is a directory, not a file`,
+        });
+      if (entry.type === 'symlink') {
+        target = posix.resolve(posix.dirname(target), entry.linkname);
+        continue;
+      }
+      return new Uint8Array(entry.data.buffer, entry.data.byteOffset, entry.data.byteLength);
+    }
+    throw new SandboxError({
+      message: `Sandbox ${this.id}: too many symlinks resolving ${path}`,
+      sandboxId: this.id,
+    });
+  }
+
+  async writeFile(
+    path: string,
+    data: Uint8Array | string,
+    options: { signal?: AbortSignal; mode?: number } = {},
+  ): Promise<void> {
+    this.assertUsable();
+    this.lastActivity = this.now();
+    const target = this.resolvePath(path);
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    const archive = Buffer.from(
+      createTar([{ path: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 }]),
+    );
+    const directory = posix.dirname(target);
+    const put = async () => {
+      options.signal?.throwIfAborted();
+      await readAll(
+        (await this.container.putArchive(archive, { path: directory })) as unknown as NodeJS.ReadableStream,
+      );
+    };
+    try {
+      await put();
+    } catch (error) {
+      if (statusOf(error) !== 404) throw this.wrap(error, `writeFile ${path}`);
+      // The parent directory does not exist yet: create it (one exec) and retry once.
+      try {
+        const exec = await this.container.exec({
+          Cmd: ['mkdir', '-p', '--', directory],
+          AttachStdout: true,
+          AttachStderr: true,
+        });
+        await readAll(await exec.start({ hijack: true, stdin: false }));
+        await put();
+      } catch (retryError) {
+        throw this.wrap(retryError, `writeFile ${path}`);
+      }
+    }
+  }
+
+  dispose(): Promise<void> {
+    if (!this.disposed) {
+      this.shell?.fail(new SandboxError({ message: `Sandbox ${this.id} was disposed`, sandboxId: this.id }));
+      this.disposed = this.init.onDispose(this);
+    }
+    return this.disposed;
+  }
+}
