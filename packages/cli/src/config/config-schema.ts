@@ -1,0 +1,112 @@
+// The shears config file: one YAML or JSON document, validated by this zod schema. Field names
+// are snake_case so Atropos users find what they know (`--env.group_size 8`). Every section has
+// defaults, so `shears process --env demo` needs no file at all.
+import { z } from 'zod';
+
+const settingsSchema = z.record(z.string(), z.unknown()).describe('Settings passed to the plugin factory');
+
+export const envConfigSchema = z
+  .strictObject({
+    name: z.string().min(1).default('demo').describe('Environment id from a loaded plugin (built in: demo)'),
+    group_size: z.int().min(1).max(1024).default(4).describe('Rollouts per group (G in GRPO)'),
+    max_turns: z.int().min(1).max(1000).default(8).describe('Agent turns per rollout'),
+    seed: z.int().default(0).describe('Seed for the env and the demo policy'),
+    settings: settingsSchema.default({}),
+  })
+  .describe('The environment that produces tasks and rewards');
+
+export const serverConfigSchema = z
+  .strictObject({
+    provider: z
+      .string()
+      .min(1)
+      .default('scripted')
+      .describe('Server id: "scripted" (the bundled demo policy, no key needed) or "openai" (any OpenAI-compatible endpoint)'),
+    base_url: z.url().optional().describe('Endpoint base URL ending in /v1'),
+    model: z.string().min(1).optional().describe('Model name sent to the server'),
+    api_key: z.string().optional().describe('API key; write "${OPENAI_API_KEY}" to read it from the environment'),
+    api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional().describe('Name of the environment variable holding the API key'),
+    temperature: z.number().min(0).max(2).optional(),
+    max_tokens: z.int().min(1).optional(),
+    timeout_ms: z.int().min(1).optional(),
+    tokenizer: z.string().optional().describe('Path to a tokenizer.json (checked by `shears doctor`)'),
+    settings: settingsSchema.default({}),
+  })
+  .describe('The inference server the agent talks to');
+
+export const sandboxConfigSchema = z
+  .strictObject({
+    provider: z.string().min(1).default('local').describe('Sandbox provider id: local, docker, ssh'),
+    image: z.string().optional(),
+    ssh_targets: z.array(z.string()).default([]).describe('user@host[:port] targets checked by `shears doctor`'),
+    settings: settingsSchema.default({}),
+  })
+  .describe('Where rollouts run their tools');
+
+export const runConfigSchema = z
+  .strictObject({
+    groups: z.int().min(1).default(4).describe('Groups to run (`shears process`)'),
+    concurrency: z.int().min(1).max(4096).default(8).describe('Rollouts in flight at once'),
+    out: z.string().min(1).default('runs/shears.jsonl').describe('JSONL output path'),
+    report: z.boolean().default(true).describe('Also write an HTML report next to the JSONL'),
+    max_retries: z.int().min(0).max(20).default(2).describe('Retries of rollouts that failed for infrastructure reasons'),
+    progress: z.enum(['auto', 'bars', 'lines', 'none']).default('auto'),
+  })
+  .describe('Settings of `shears process` and `shears serve`');
+
+export const apiConfigSchema = z
+  .strictObject({
+    url: z.url().default('http://127.0.0.1:8000').describe('Trajectory API the workers push to'),
+    host: z.string().default('127.0.0.1').describe('Bind address of `shears api`'),
+    port: z.int().min(0).max(65535).default(8000),
+    batch_size: z.int().min(1).default(32).describe('Batch size reported to workers before a trainer registers'),
+    off_policy_limit: z
+      .int()
+      .min(0)
+      .default(4)
+      .describe('`shears serve` pauses when it is this many batches ahead of the trainer'),
+    poll_ms: z.int().min(10).default(1000).describe('How often a paused worker asks /status again'),
+  })
+  .describe('The Atropos-compatible trajectory API');
+
+export const evaluateConfigSchema = z
+  .strictObject({
+    k: z.int().min(1).max(1024).default(4).describe('Samples per task'),
+    max_items: z.int().min(1).optional().describe('Evaluate at most this many tasks'),
+    out: z.string().min(1).default('runs/eval.jsonl'),
+    bootstrap_samples: z.int().min(100).max(100000).default(1000),
+    confidence: z.number().gt(0).lt(1).default(0.95),
+  })
+  .describe('Settings of `shears evaluate`');
+
+export const trainConfigSchema = z
+  .strictObject({
+    trainer: z
+      .strictObject({
+        command: z.array(z.string()).min(1).describe('Trainer command and arguments, e.g. ["python", "train.py"]'),
+        cwd: z.string().optional(),
+        env: z.record(z.string(), z.string()).default({}),
+      })
+      .optional()
+      .describe('Any Atropos-compatible trainer; it receives SHEARS_API_URL / ATROPOS_SERVER_URL'),
+    workers: z.int().min(1).max(64).default(1).describe('`shears serve` workers to start'),
+    start_api: z.boolean().default(true).describe('Start the trajectory API in-process'),
+  })
+  .describe('Settings of `shears train`');
+
+export const shearsConfigSchema = z
+  .strictObject({
+    $schema: z.string().optional(),
+    plugins: z.array(z.string().min(1)).default([]).describe('npm packages (or paths) whose default export is a shears plugin'),
+    env: envConfigSchema.prefault({}),
+    server: serverConfigSchema.prefault({}),
+    sandbox: sandboxConfigSchema.prefault({}),
+    run: runConfigSchema.prefault({}),
+    api: apiConfigSchema.prefault({}),
+    evaluate: evaluateConfigSchema.prefault({}),
+    train: trainConfigSchema.prefault({}),
+  })
+  .describe('shears configuration');
+
+export type ShearsConfig = z.infer<typeof shearsConfigSchema>;
+export type ShearsConfigInput = z.input<typeof shearsConfigSchema>;

@@ -1,0 +1,268 @@
+// Loads a shears config: reads YAML or JSON, substitutes `${VAR}` from the environment, applies
+// command-line overrides (`--env.group_size 8`, typed by the schema), validates with zod and
+// turns every issue into a line that names the field, the value and what is allowed.
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { ConfigError, safeParseJson } from '@shears/core';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { type ShearsConfig, shearsConfigSchema } from './config-schema.js';
+
+export interface LoadConfigOptions {
+  /** Config file (YAML or JSON); optional. */
+  path?: string;
+  /** Already-parsed config object (used instead of `path`). */
+  object?: unknown;
+  /** Dotted-path overrides as given on the command line: `env.group_size` → `"8"`. */
+  overrides?: Record<string, string>;
+  /** Environment for `${VAR}` and `api_key_env` (default process.env). */
+  environment?: Record<string, string | undefined>;
+}
+
+export interface LoadedConfig {
+  config: ShearsConfig;
+  /** Secret values read from the environment: redact them from every output. */
+  secrets: string[];
+  /** The resolved API key, when any. */
+  apiKey: string | undefined;
+  path: string | undefined;
+}
+
+export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
+  const environment = options.environment ?? process.env;
+  let raw: unknown = options.object ?? {};
+  if (options.path !== undefined) raw = readConfigFile(options.path);
+  if (raw === null || raw === undefined) raw = {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError({
+      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, run, api, evaluate, train), got ${describeValue(raw)}`,
+      issues: [{ path: '(root)', message: 'must be an object', value: raw }],
+    });
+  }
+  const secrets: string[] = [];
+  const interpolated = interpolate(raw, '', environment, secrets) as Record<string, unknown>;
+  for (const [path, text] of Object.entries(options.overrides ?? {})) {
+    setPath(interpolated, path, coerceOverride(path, text));
+  }
+  const parsed = shearsConfigSchema.safeParse(interpolated);
+  if (!parsed.success) throw configErrorFromZod(parsed.error, interpolated, options.path);
+  const config = parsed.data;
+  let apiKey = config.server.api_key;
+  if (apiKey === undefined && config.server.api_key_env !== undefined) {
+    apiKey = environment[config.server.api_key_env];
+    if (apiKey === undefined || apiKey === '') {
+      throw new ConfigError({
+        message: `server.api_key_env: environment variable "${config.server.api_key_env}" is not set (set it, or remove server.api_key_env)`,
+        issues: [{ path: 'server.api_key_env', message: 'environment variable not set', value: config.server.api_key_env }],
+      });
+    }
+  }
+  if (apiKey) secrets.push(apiKey);
+  return { config, secrets: [...new Set(secrets.filter((secret) => secret.length >= 4))], apiKey, path: options.path };
+}
+
+function readConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new ConfigError({ message: `Cannot read config file ${path}: ${(cause as Error).message}`, cause });
+  }
+  const extension = extname(path).toLowerCase();
+  if (extension === '.json') {
+    const result = safeParseJson(text, { source: path });
+    if (!result.success) throw new ConfigError({ message: `Config ${path} is not valid JSON: ${result.error.message}`, cause: result.error });
+    return result.value;
+  }
+  if (extension !== '.yaml' && extension !== '.yml') {
+    throw new ConfigError({ message: `Config ${path}: unsupported extension "${extension}" (allowed: .yaml, .yml, .json)` });
+  }
+  try {
+    return parseYaml(text);
+  } catch (cause) {
+    throw new ConfigError({ message: `Config ${path} is not valid YAML: ${(cause as Error).message}`, cause });
+  }
+}
+
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** Replaces `${VAR}` and `${VAR:-default}` in every string; values read are remembered as secrets. */
+function interpolate(value: unknown, path: string, environment: Record<string, string | undefined>, secrets: string[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(VARIABLE, (_match, name: string, fallback: string | undefined) => {
+      const found = environment[name];
+      if (found !== undefined && found !== '') {
+        secrets.push(found);
+        return found;
+      }
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError({
+        message: `${path || '(root)'}: environment variable "${name}" is not set (referenced as \${${name}}; set it or write \${${name}:-default})`,
+        issues: [{ path, message: 'environment variable not set', value: name }],
+      });
+    });
+  }
+  if (Array.isArray(value)) return value.map((entry, index) => interpolate(entry, `${path}[${index}]`, environment, secrets));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, entry] of Object.entries(value)) out[key] = interpolate(entry, path ? `${path}.${key}` : key, environment, secrets);
+    return out;
+  }
+  return value;
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let node: Record<string, unknown> = target;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    if (next === undefined || next === null || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[keys[keys.length - 1]!] = value;
+}
+
+/** The schema node at a dotted path, unwrapping defaults and optionals; undefined when unknown. */
+export function schemaAtPath(path: string): z.ZodType | undefined {
+  let node: z.ZodType | undefined = shearsConfigSchema;
+  for (const key of path.split('.')) {
+    node = unwrap(node);
+    if (node instanceof z.ZodObject) node = (node.shape as Record<string, z.ZodType>)[key];
+    else if (node instanceof z.ZodRecord) node = node.valueType as z.ZodType;
+    else return undefined;
+    if (!node) return undefined;
+  }
+  return unwrap(node);
+}
+
+function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
+  let current = node;
+  for (let depth = 0; depth < 10 && current; depth++) {
+    if (current instanceof z.ZodDefault || current instanceof z.ZodPrefault || current instanceof z.ZodOptional || current instanceof z.ZodNullable) {
+      current = current.unwrap() as z.ZodType;
+    } else break;
+  }
+  return current;
+}
+
+/** Command-line values are text; the schema says what type the field wants. */
+function coerceOverride(path: string, text: string): unknown {
+  const node = schemaAtPath(path);
+  if (node instanceof z.ZodNumber) {
+    const number = Number(text);
+    return text.trim() !== '' && Number.isFinite(number) ? number : text;
+  }
+  if (node instanceof z.ZodBoolean) {
+    if (text === 'true' || text === '') return true;
+    if (text === 'false') return false;
+    return text;
+  }
+  if (node instanceof z.ZodArray || node instanceof z.ZodRecord || node instanceof z.ZodObject || node === undefined) {
+    const trimmed = text.trim();
+    if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
+      const result = safeParseJson(trimmed, { source: `--${path}` });
+      if (result.success) return result.value;
+    }
+    if (node instanceof z.ZodArray) return text.split(',').filter((part) => part !== '');
+    if (node === undefined) {
+      // Unknown to the schema (plugin settings): keep numbers and booleans typed.
+      if (text === 'true' || text === 'false') return text === 'true';
+      if (/^-?\d+(\.\d+)?$/.test(text)) return Number(text);
+    }
+  }
+  return text;
+}
+
+function getPath(value: unknown, path: readonly PropertyKey[]): unknown {
+  let node = value;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
+}
+
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (Array.isArray(value)) return `a list (${JSON.stringify(value).slice(0, 60)})`;
+  if (typeof value === 'object') return `an object (${JSON.stringify(value).slice(0, 60)})`;
+  return String(value);
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.map((key, index) => (typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`)).join('') || '(root)';
+}
+
+function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of candidates) {
+    const distance = editDistance(word, candidate);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate;
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const saved = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+      previous = saved;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** One readable line per zod issue: field, value, what is allowed. */
+export function configErrorFromZod(error: z.ZodError, input: unknown, source?: string): ConfigError {
+  const issues = error.issues.map((issue) => {
+    const field = formatPath(issue.path);
+    const value = getPath(input, issue.path);
+    let message: string;
+    switch (issue.code) {
+      case 'unrecognized_keys': {
+        const node = schemaAtPath(issue.path.map(String).join('.')) ?? (issue.path.length === 0 ? shearsConfigSchema : undefined);
+        const allowed = node instanceof z.ZodObject ? Object.keys(node.shape as object) : [];
+        const parts = issue.keys.map((key) => {
+          const suggestion = closest(key, allowed);
+          return `"${key}"${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`;
+        });
+        message = `unknown field${issue.keys.length > 1 ? 's' : ''} ${parts.join(', ')}; allowed: ${allowed.join(', ')}`;
+        return { path: issue.path.length ? field : '(root)', message, value: issue.keys };
+      }
+      case 'invalid_type':
+        message = `expected ${issue.expected}, got ${describeValue(value)}`;
+        break;
+      case 'too_small':
+        message = `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value)}`;
+        break;
+      case 'too_big':
+        message = `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}${issue.origin === 'array' ? ' items' : ''}, got ${describeValue(value)}`;
+        break;
+      case 'invalid_value':
+        message = `got ${describeValue(value)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`;
+        break;
+      case 'invalid_format':
+        message = `expected a valid ${issue.format === 'url' ? 'URL (e.g. http://127.0.0.1:8000/v1)' : issue.format}, got ${describeValue(value)}`;
+        break;
+      default:
+        message = `${issue.message}, got ${describeValue(value)}`;
+    }
+    return { path: field, message, value };
+  });
+  const lines = issues.map((issue) => `  ${issue.path}: ${issue.message}`);
+  return new ConfigError({
+    message: `Invalid config${source ? ` ${source}` : ''}:\n${lines.join('\n')}`,
+    issues,
+    cause: error,
+  });
+}

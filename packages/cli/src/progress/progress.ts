@@ -1,0 +1,205 @@
+// Progress for long runs: live bars for groups and rollouts (in flight, done, failed by kind,
+// mean reward, tokens/s) on a terminal, one plain line per group otherwise, and a summary
+// table at the end.
+import type { ScoredGroupRecord } from '@shears/core';
+
+export type ProgressMode = 'bars' | 'lines' | 'none';
+
+export interface ProgressSnapshot {
+  groupsDone: number;
+  groupsTotal: number | undefined;
+  rolloutsInFlight: number;
+  rolloutsDone: number;
+  failedByKind: Record<string, number>;
+  meanReward: number | null;
+  tokens: number;
+  tokensPerSecond: number;
+  elapsedSeconds: number;
+}
+
+export interface ProgressReporter {
+  rolloutStarted(): void;
+  rolloutFinished(): void;
+  addTokens(count: number): void;
+  groupFinished(record: ScoredGroupRecord): void;
+  /** A free-form line (pauses, retries) that does not break the bars. */
+  note(text: string): void;
+  snapshot(): ProgressSnapshot;
+  /** Stop redrawing; leaves the final bars on screen. */
+  stop(): void;
+}
+
+export interface ProgressOptions {
+  mode: ProgressMode;
+  write: (text: string) => void;
+  totalGroups?: number;
+  label?: string;
+  now?: () => number;
+  /** Redraw interval for bars. */
+  intervalMs?: number;
+}
+
+function bar(fraction: number, width: number): string {
+  const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width);
+  return `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
+}
+
+export function formatNumber(value: number | null | undefined, digits = 2): string {
+  return value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
+}
+
+export function createProgress(options: ProgressOptions): ProgressReporter {
+  const now = options.now ?? Date.now;
+  const started = now();
+  let groupsDone = 0;
+  let inFlight = 0;
+  let rolloutsDone = 0;
+  let tokens = 0;
+  let rewardSum = 0;
+  let rewardCount = 0;
+  const failed: Record<string, number> = {};
+  let drawnLines = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  const snapshot = (): ProgressSnapshot => {
+    const elapsedSeconds = Math.max(1e-3, (now() - started) / 1000);
+    return {
+      groupsDone,
+      groupsTotal: options.totalGroups,
+      rolloutsInFlight: inFlight,
+      rolloutsDone,
+      failedByKind: { ...failed },
+      meanReward: rewardCount ? rewardSum / rewardCount : null,
+      tokens,
+      tokensPerSecond: tokens / elapsedSeconds,
+      elapsedSeconds,
+    };
+  };
+
+  const render = (): string[] => {
+    const state = snapshot();
+    const total = state.groupsTotal;
+    const failures = Object.entries(state.failedByKind)
+      .map(([kind, count]) => `${kind} ${count}`)
+      .join(', ');
+    return [
+      `groups   ${total ? bar(state.groupsDone / total, 24) : ''} ${state.groupsDone}${total ? `/${total}` : ''}  mean reward ${formatNumber(state.meanReward)}`,
+      `rollouts in flight ${state.rolloutsInFlight}  done ${state.rolloutsDone}  failed ${failures || '0'}  ${Math.round(state.tokensPerSecond)} tok/s  ${state.elapsedSeconds.toFixed(1)}s`,
+    ];
+  };
+
+  const draw = () => {
+    const lines = render();
+    const up = drawnLines > 0 ? `\x1b[${drawnLines}A` : '';
+    options.write(`${up}${lines.map((line) => `\x1b[2K${line}`).join('\n')}\n`);
+    drawnLines = lines.length;
+  };
+
+  const clearBars = () => {
+    if (drawnLines > 0) {
+      options.write(`\x1b[${drawnLines}A\x1b[0J`);
+      drawnLines = 0;
+    }
+  };
+
+  if (options.mode === 'bars') {
+    timer = setInterval(draw, options.intervalMs ?? 120);
+    timer.unref();
+  }
+
+  const emitLine = (text: string) => {
+    if (options.mode === 'none') return;
+    if (options.mode === 'bars') {
+      clearBars();
+      options.write(`${text}\n`);
+      draw();
+    } else options.write(`${text}\n`);
+  };
+
+  return {
+    rolloutStarted() {
+      inFlight++;
+    },
+    rolloutFinished() {
+      inFlight = Math.max(0, inFlight - 1);
+    },
+    addTokens(count) {
+      tokens += count;
+    },
+    groupFinished(record) {
+      groupsDone++;
+      for (const rollout of record.rollouts) {
+        rolloutsDone++;
+        if (rollout.outcome !== 'scored') failed[rollout.outcome] = (failed[rollout.outcome] ?? 0) + 1;
+        if (rollout.reward !== null && rollout.reward !== undefined) {
+          rewardSum += rollout.reward;
+          rewardCount++;
+        }
+      }
+      const scores = record.scores.map((score) => (score === null ? '×' : score.toFixed(2))).join(' ');
+      const advantages = record.advantages.map((advantage) => (advantage === null ? '×' : `${advantage >= 0 ? '+' : ''}${advantage.toFixed(2)}`)).join(' ');
+      const total = options.totalGroups ? `/${options.totalGroups}` : '';
+      emitLine(
+        `${options.label ?? 'group'} ${groupsDone}${total} ${record.taskId.padEnd(12)} scores ${scores}  adv ${advantages}  mean ${formatNumber(record.stats.mean)}${record.dropped ? `  (dropped: ${record.dropped.reason})` : ''}  ${record.wallTimeSeconds.toFixed(1)}s`,
+      );
+    },
+    note(text) {
+      emitLine(text);
+    },
+    snapshot,
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      if (options.mode === 'bars') draw();
+    },
+  };
+}
+
+/** Text table with right-aligned numeric columns. */
+export function formatTable(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  return [line(header), widths.map((width) => '─'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** The end-of-run table: one row per task, then totals and failures by kind. */
+export function summarizeGroups(groups: readonly ScoredGroupRecord[], snapshot: ProgressSnapshot): string {
+  const byTask = new Map<string, { groups: number; rollouts: number; rewards: number[]; failed: number }>();
+  const outcomes: Record<string, number> = {};
+  for (const group of groups) {
+    const entry = byTask.get(group.taskId) ?? { groups: 0, rollouts: 0, rewards: [], failed: 0 };
+    entry.groups++;
+    for (const rollout of group.rollouts) {
+      entry.rollouts++;
+      outcomes[rollout.outcome] = (outcomes[rollout.outcome] ?? 0) + 1;
+      if (rollout.reward !== null && rollout.reward !== undefined) entry.rewards.push(rollout.reward);
+      if (rollout.outcome !== 'scored') entry.failed++;
+    }
+    byTask.set(group.taskId, entry);
+  }
+  const rows = [...byTask.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([task, entry]) => [
+      task,
+      String(entry.groups),
+      String(entry.rollouts),
+      formatNumber(entry.rewards.length ? entry.rewards.reduce((sum, value) => sum + value, 0) / entry.rewards.length : null),
+      `${Math.round((100 * entry.rewards.filter((value) => value >= 1).length) / Math.max(1, entry.rollouts))}%`,
+      String(entry.failed),
+    ]);
+  const all = groups.flatMap((group) => group.rollouts.map((rollout) => rollout.reward)).filter((value): value is number => value !== null && value !== undefined);
+  const dropped = groups.filter((group) => group.dropped).length;
+  const table = formatTable(['task', 'groups', 'rollouts', 'mean', 'solved', 'failed'], rows);
+  const outcomeText = Object.entries(outcomes)
+    .sort()
+    .map(([kind, count]) => `${kind} ${count}`)
+    .join(', ');
+  return [
+    table,
+    '',
+    `${groups.length} groups, ${all.length} scored rollouts, mean reward ${formatNumber(all.length ? all.reduce((sum, value) => sum + value, 0) / all.length : null)}, ${dropped} dropped (all scores equal)`,
+    `outcomes: ${outcomeText || 'none'}`,
+    `${snapshot.tokens} tokens, ${Math.round(snapshot.tokensPerSecond)} tok/s, ${snapshot.elapsedSeconds.toFixed(1)}s`,
+  ].join('\n');
+}
