@@ -21,3 +21,16 @@ export type { JudgeConformanceFixture } from './judge-conformance.js';
 export { describeGroupJudgeConformance, describeJudgeConformance, expectWellFormedVerdict } from './judge-conformance.js';
 export type { TempSandboxProvider, TempSandboxProviderOptions } from './temp-sandbox-provider.js';
 export { createTempSandboxProvider } from './temp-sandbox-provider.js';
+export type {
+  ScriptedCompletion,
+  ScriptedGenerate,
+  ScriptedGeneratedRecord,
+  ScriptedGenerateFlavor,
+  ScriptedGenerateOptions,
+  ScriptedGeneratePolicy,
+  ScriptedGenerateReply,
+  ScriptedGenerateRequest,
+} from './scripted-generate.js';
+export { createScriptedGenerate, scriptedLogprob } from './scripted-generate.js';
+export type { TokenizerConformanceFixture } from './tokenizer-conformance.js';
+export { describeTokenizerConformance } from './tokenizer-conformance.js';

@@ -1,0 +1,215 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ChatMessage, ConfigError, JsonParseError, type ToolSchema } from '@shears/core';
+import { describeTokenizerConformance } from '@shears/core/test';
+import { describe, expect, it } from 'vitest';
+import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
+import { createHfTokenizer } from './hf-tokenizer.js';
+import { createIncrementalEncoder } from './incremental-encoder.js';
+
+describeTokenizerConformance('hf qwen3', () => ({ tokenizer: qwen3Tokenizer(), specialToken: '<|im_start|>' }));
+describeTokenizerConformance('hf llama3', () => ({ tokenizer: llama3Tokenizer(), specialToken: '<|start_header_id|>' }));
+
+const TOOLS: ToolSchema[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'Current weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  },
+];
+
+// system, user, assistant (reasoning + tool call), tool result, assistant (reasoning + answer), user.
+const CONVERSATION: ChatMessage[] = [
+  { role: 'system', content: 'You are a careful assistant.' },
+  { role: 'user', content: 'What is the weather in Paris?' },
+  {
+    role: 'assistant',
+    content: null,
+    reasoning_content: 'The user wants the weather. I will call the tool.',
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }],
+  },
+  { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 18, "sky": "clear"}' },
+  { role: 'assistant', content: 'It is 18 °C and clear in Paris.', reasoning_content: 'Report it.' },
+  { role: 'user', content: 'Thanks! And tomorrow?' },
+];
+
+// Expected renderings, written by hand from each template's source in tokenizer_config.json
+// (no Python/transformers here): we walked the Jinja logic branch by branch for this exact
+// conversation. Qwen3: the tools block goes into the system turn with each tool as
+// `tojson` (Python json.dumps spacing), tool results become `<tool_response>` blocks inside a
+// user turn, and reasoning is rendered as `<think>` only for assistant turns after the last
+// real user query (earlier thinking is dropped). Llama 3 (base template): every message is
+// `<|start_header_id|>role<|end_header_id|>\n\n` + trimmed content + `<|eot_id|>`, BOS first,
+// tools and tool_calls are not rendered, and the assistant header is always appended.
+const QWEN3_SYSTEM =
+  '<|im_start|>system\nYou are a careful assistant.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
+  'You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' +
+  '{"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}' +
+  '\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n' +
+  '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n';
+
+const QWEN3_TURN_2 =
+  QWEN3_SYSTEM +
+  '<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n' +
+  '<|im_start|>assistant\n<think>\nThe user wants the weather. I will call the tool.\n</think>\n\n' +
+  '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n' +
+  '<|im_start|>user\n<tool_response>\n{"temp_c": 18, "sky": "clear"}\n</tool_response><|im_end|>\n' +
+  '<|im_start|>assistant\n';
+
+const QWEN3_FULL =
+  QWEN3_SYSTEM +
+  '<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n' +
+  '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n' +
+  '<|im_start|>user\n<tool_response>\n{"temp_c": 18, "sky": "clear"}\n</tool_response><|im_end|>\n' +
+  '<|im_start|>assistant\nIt is 18 °C and clear in Paris.<|im_end|>\n' +
+  '<|im_start|>user\nThanks! And tomorrow?<|im_end|>\n' +
+  '<|im_start|>assistant\n';
+
+const LLAMA3_FULL =
+  '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a careful assistant.<|eot_id|>' +
+  '<|start_header_id|>user<|end_header_id|>\n\nWhat is the weather in Paris?<|eot_id|>' +
+  '<|start_header_id|>assistant<|end_header_id|>\n\n<|eot_id|>' +
+  '<|start_header_id|>tool<|end_header_id|>\n\n{"temp_c": 18, "sky": "clear"}<|eot_id|>' +
+  '<|start_header_id|>assistant<|end_header_id|>\n\nIt is 18 °C and clear in Paris.<|eot_id|>' +
+  '<|start_header_id|>user<|end_header_id|>\n\nThanks! And tomorrow?<|eot_id|>' +
+  '<|start_header_id|>assistant<|end_header_id|>\n\n';
+
+describe('createHfTokenizer: chat templates', () => {
+  it('renders a Qwen3 tool-using conversation mid-rollout exactly, thinking kept', () => {
+    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION.slice(0, 4), { tools: TOOLS, addGenerationPrompt: true });
+    expect(rendered).toBe(QWEN3_TURN_2);
+  });
+
+  it('renders the full Qwen3 conversation exactly, earlier thinking dropped after a new user query', () => {
+    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION, { tools: TOOLS, addGenerationPrompt: true });
+    expect(rendered).toBe(QWEN3_FULL);
+  });
+
+  it('renders Qwen3 with thinking disabled through template variables', () => {
+    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION.slice(0, 2), {
+      addGenerationPrompt: true,
+      variables: { enable_thinking: false },
+    });
+    expect(rendered).toBe(
+      '<|im_start|>system\nYou are a careful assistant.<|im_end|>\n<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n',
+    );
+  });
+
+  it('renders the full Llama 3 conversation exactly', () => {
+    const rendered = llama3Tokenizer().applyChatTemplate(CONVERSATION, { tools: TOOLS, addGenerationPrompt: true });
+    expect(rendered).toBe(LLAMA3_FULL);
+  });
+
+  it('lists end-of-turn tokens first in stopTokenIds', () => {
+    const qwen = qwen3Tokenizer();
+    expect(qwen.decode([qwen.stopTokenIds[0] as number])).toBe('<|im_end|>');
+    const llama = llama3Tokenizer();
+    expect(llama.decode([llama.stopTokenIds[0] as number])).toBe('<|eot_id|>');
+    expect(llama.stopTokenIds).toContain(llama.tokenToId('<|end_of_text|>'));
+  });
+
+  it('encodes a rendered Llama 3 prompt with exactly one BOS (the one the template writes)', () => {
+    const llama = llama3Tokenizer();
+    const bos = llama.tokenToId('<|begin_of_text|>');
+    const ids = llama.encode(LLAMA3_FULL, { addSpecialTokens: false });
+    expect(ids[0]).toBe(bos);
+    expect(ids.filter((id) => id === bos)).toHaveLength(1);
+  });
+});
+
+describe('createIncrementalEncoder', () => {
+  for (const [name, load] of [
+    ['qwen3', qwen3Tokenizer],
+    ['llama3', llama3Tokenizer],
+  ] as const) {
+    it(`${name}: per-turn ids equal one-shot tokenization while the template is prefix-stable`, () => {
+      const tokenizer = load();
+      const encoder = createIncrementalEncoder(tokenizer);
+      // The prompts one rollout sends: before each assistant turn, growing with tool results.
+      const prompts = [2, 4].map((count) => tokenizer.applyChatTemplate(CONVERSATION.slice(0, count), { tools: TOOLS, addGenerationPrompt: true }));
+      // Long tool output with text right after a special token, to exercise the boundary.
+      const long: ChatMessage[] = [
+        ...CONVERSATION.slice(0, 4),
+        { role: 'assistant', content: 'Checking again.', tool_calls: [{ id: 'c2', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Lyon"}' } }] },
+        { role: 'tool', tool_call_id: 'c2', content: 'rain '.repeat(400) },
+      ];
+      prompts.push(tokenizer.applyChatTemplate(long, { tools: TOOLS, addGenerationPrompt: true }));
+      expect(prompts[1]?.startsWith(prompts[0] as string)).toBe(true);
+      expect(prompts[2]?.startsWith(prompts[1] as string)).toBe(true);
+      let previous = 0;
+      for (const [index, prompt] of prompts.entries()) {
+        const result = encoder.encode(prompt);
+        expect(result.ids).toEqual(tokenizer.encode(prompt, { addSpecialTokens: false }));
+        if (index > 0) {
+          expect(result.reusedTokens).toBeGreaterThan(previous / 2);
+          expect(result.encodedChars).toBeLessThan(prompt.length - (prompts[index - 1] as string).length + 50);
+        }
+        previous = result.ids.length;
+      }
+    });
+  }
+
+  it('falls back to full tokenization when history re-renders differently (Qwen3 drops earlier thinking)', () => {
+    const tokenizer = qwen3Tokenizer();
+    const encoder = createIncrementalEncoder(tokenizer);
+    encoder.encode(QWEN3_TURN_2);
+    const result = encoder.encode(QWEN3_FULL);
+    expect(QWEN3_FULL.startsWith(QWEN3_TURN_2)).toBe(false);
+    expect(result.reusedTokens).toBe(0);
+    expect(result.ids).toEqual(tokenizer.encode(QWEN3_FULL, { addSpecialTokens: false }));
+  });
+
+  it('re-tokenizes from the last special token so words split across calls merge as one-shot does', () => {
+    const tokenizer = qwen3Tokenizer();
+    const encoder = createIncrementalEncoder(tokenizer);
+    encoder.encode('<|im_start|>user\nunbeliev');
+    const result = encoder.encode('<|im_start|>user\nunbelievable things');
+    expect(result.ids).toEqual(tokenizer.encode('<|im_start|>user\nunbelievable things', { addSpecialTokens: false }));
+    expect(result.reusedTokens).toBe(1);
+  });
+});
+
+describe('createHfTokenizer: bad input', () => {
+  it('names the missing file when the folder lacks tokenizer.json', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shears-tok-'));
+    expect(() => createHfTokenizer({ dir })).toThrow(ConfigError);
+    expect(() => createHfTokenizer({ dir })).toThrow(/tokenizer\.json/);
+  });
+
+  it('wraps a tokenizer.json the library cannot load in a ConfigError', () => {
+    expect(() => createHfTokenizer({ tokenizerJson: { model: {} }, tokenizerConfig: {} })).toThrow(ConfigError);
+  });
+
+  it('reports invalid JSON with the file path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shears-tok-'));
+    writeFileSync(join(dir, 'tokenizer.json'), '{"model": ');
+    writeFileSync(join(dir, 'tokenizer_config.json'), '{}');
+    let error: unknown;
+    try {
+      createHfTokenizer({ dir });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(JsonParseError.isInstance(error)).toBe(true);
+    expect(String((error as Error).message)).toContain('tokenizer.json');
+  });
+
+  it('says how to fix a tokenizer without a chat template', () => {
+    const tokenizer = createHfTokenizer({
+      tokenizerJson: {
+        model: { type: 'BPE', vocab: { a: 0 }, merges: [] },
+        normalizer: null,
+        pre_tokenizer: null,
+        post_processor: null,
+        decoder: { type: 'ByteLevel' },
+        added_tokens: [],
+      },
+      tokenizerConfig: {},
+    });
+    expect(() => tokenizer.applyChatTemplate([{ role: 'user', content: 'x' }])).toThrow(/chatTemplate/);
+  });
+});
