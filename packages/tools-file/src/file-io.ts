@@ -1,0 +1,148 @@
+// Reading and writing whole files inside a sandbox, each in ONE shell script that resolves and
+// confines the path and then uses it (no check-then-use gap). Writes go to a temporary file
+// beside the target and are renamed over it, so a reader never sees half a file.
+import type { SandboxV1 } from '@shears/core';
+import { FileToolError } from './file-tool-error.js';
+import { readFields, shellQuote } from './shell.js';
+import { normalizeToolPath, parseResolved, REPORT_RESOLVED, type ResolvedPath, resolveScript } from './workspace.js';
+
+const CONTENT_MARKER = '@@SHEARS-FILE-CONTENT@@';
+
+export interface FileIoOptions {
+  confine: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ReadRawResult {
+  resolved: ResolvedPath;
+  /** Size in bytes (files only). */
+  size: number;
+  /** Whole content when the file is at most `wholeLimit` bytes, else the requested line range. */
+  content: string | undefined;
+  /** Whether `content` holds the whole file or just lines `range`. */
+  mode: 'whole' | 'range' | 'none';
+  /** Line count per `wc -l` (range mode). */
+  lineCount: number;
+  /** Directory listing of the missing file's parent (for "did you mean"). */
+  siblings: string[];
+}
+
+/**
+ * Resolves `path` and reads it. Files up to `wholeLimit` bytes come back whole; bigger ones
+ * only for lines `range` (1-based, inclusive), via `sed`.
+ */
+export async function readRaw(
+  sandbox: SandboxV1,
+  path: string,
+  options: FileIoOptions & { wholeLimit: number; range?: [number, number] },
+): Promise<ReadRawResult> {
+  const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
+  const [from, to] = options.range ?? [1, 1];
+  const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}${REPORT_RESOLVED}
+if [ "$t" = file ]; then
+  size=$(wc -c < "$full" | tr -d ' ')
+  printf 'SIZE:%s\\n' "$size"
+  if [ "$size" -le ${Math.floor(options.wholeLimit)} ]; then
+    printf 'MODE:whole\\n%s\\n' ${shellQuote(CONTENT_MARKER)}
+    cat "$full"
+  else
+    printf 'LINES:%s\\nMODE:range\\n%s\\n' "$(wc -l < "$full" | tr -d ' ')" ${shellQuote(CONTENT_MARKER)}
+    sed -n '${from},${to}p' "$full"
+  fi
+elif [ "$t" = missing ] && [ "$pdir" = 1 ]; then
+  printf 'MODE:none\\n%s\\n' ${shellQuote(CONTENT_MARKER)}
+  ls -1a "\${full%/*}" 2>/dev/null | head -n 50
+fi
+`;
+  const result = await sandbox.exec(script, { signal: options.signal });
+  const stdout = result.stdout;
+  const markerAt = stdout.indexOf(`${CONTENT_MARKER}\n`);
+  const head = markerAt >= 0 ? stdout.slice(0, markerAt) : stdout;
+  const body = markerAt >= 0 ? stdout.slice(markerAt + CONTENT_MARKER.length + 1) : undefined;
+  const fields = readFields(head);
+  const resolved = parseResolved(path, fields);
+  const mode = (fields.get('MODE') ?? 'none') as ReadRawResult['mode'];
+  if (resolved.type === 'file' && body === undefined) {
+    throw new FileToolError(`Failed to read ${path}: ${result.stderr.trim() || `exit code ${result.exitCode}`}`, { path });
+  }
+  return {
+    resolved,
+    size: Number(fields.get('SIZE') ?? 0),
+    content: mode === 'none' ? undefined : body,
+    mode,
+    lineCount: Number(fields.get('LINES') ?? 0),
+    siblings: mode === 'none' && body ? body.split('\n').filter((name) => name && name !== '.' && name !== '..') : [],
+  };
+}
+
+/** Reads a whole text file (for patch); refuses files that are not valid UTF-8. */
+export async function readText(sandbox: SandboxV1, path: string, options: FileIoOptions & { maxBytes: number }): Promise<string> {
+  const read = await readRaw(sandbox, path, { ...options, wholeLimit: options.maxBytes });
+  if (read.resolved.type === 'missing') throw new FileToolError(`File not found: ${path}`, { path });
+  if (read.resolved.type === 'dir') throw new FileToolError(`Cannot patch ${path}: it is a directory`, { path });
+  if (read.resolved.type !== 'file') throw new FileToolError(`Cannot patch ${path}: it is not a regular file`, { path });
+  if (read.mode !== 'whole' || read.content === undefined) {
+    throw new FileToolError(`Cannot patch ${path}: the file is ${read.size} bytes (the limit is ${options.maxBytes})`, { path });
+  }
+  if (Buffer.byteLength(read.content, 'utf8') !== read.size || read.content.includes('\0')) {
+    throw new FileToolError(`Cannot patch ${path}: it is not UTF-8 text`, { path });
+  }
+  return read.content;
+}
+
+export interface WriteResult {
+  real: string;
+  bytesWritten: number;
+  dirsCreated: boolean;
+}
+
+/** Creates parent directories and atomically replaces `path` with `content`. */
+export async function writeAtomic(
+  sandbox: SandboxV1,
+  path: string,
+  content: string | Uint8Array,
+  options: FileIoOptions,
+): Promise<WriteResult> {
+  const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
+  const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}
+[ "$t" = dir ] && { printf 'STATUS:isdir\\n'; exit 0; }
+[ "$t" = other ] && { printf 'STATUS:notregular\\n'; exit 0; }
+[ "$pdir" = 1 ] || { printf 'STATUS:notdir\\n'; exit 0; }
+d="\${full%/*}"; [ -n "$d" ] || d=/
+created=0
+if [ ! -d "$d" ]; then mkdir -p "$d" 2>/dev/null || { printf 'STATUS:mkdirfailed\\n'; exit 0; }; created=1; fi
+tmp="$d/.shears-write.$$.tmp"
+cat > "$tmp" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
+if [ -f "$full" ]; then chmod "$(stat -c %a "$full" 2>/dev/null || echo 644)" "$tmp" 2>/dev/null; fi
+mv -f "$tmp" "$full" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
+printf 'STATUS:ok\\nTYPE:file\\nWS:%s\\nBYTES:%s\\nCREATED:%s\\nREAL:%s\\n' "$ws" "$(wc -c < "$full" | tr -d ' ')" "$created" "$full"
+`;
+  const result = await sandbox.exec(script, { stdin: content, signal: options.signal });
+  const fields = readFields(result.stdout);
+  const status = fields.get('STATUS');
+  const reason: Record<string, string> = {
+    isdir: `Cannot write ${path}: it is a directory`,
+    notregular: `Cannot write ${path}: it exists and is not a regular file`,
+    notdir: `Cannot write ${path}: a parent path is a file, not a directory`,
+    mkdirfailed: `Cannot write ${path}: could not create its parent directories (permission denied?)`,
+    writefailed: `Cannot write ${path}: permission denied or the disk is full`,
+  };
+  if (status && reason[status]) throw new FileToolError(reason[status], { path });
+  parseResolved(path, fields);
+  return { real: fields.get('REAL') ?? '', bytesWritten: Number(fields.get('BYTES') ?? 0), dirsCreated: fields.get('CREATED') === '1' };
+}
+
+/** Deletes a regular file (never a directory). */
+export async function deleteFile(sandbox: SandboxV1, path: string, options: FileIoOptions): Promise<void> {
+  const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
+  const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}
+[ "$t" = file ] || { printf 'STATUS:notfile\\n'; exit 0; }
+rm -f "$full" 2>/dev/null || { printf 'STATUS:rmfailed\\n'; exit 0; }
+${REPORT_RESOLVED}
+`;
+  const result = await sandbox.exec(script, { signal: options.signal });
+  const fields = readFields(result.stdout);
+  if (fields.get('STATUS') === 'notfile') throw new FileToolError(`Cannot delete ${path}: it is not an existing regular file`, { path });
+  if (fields.get('STATUS') === 'rmfailed') throw new FileToolError(`Cannot delete ${path}: permission denied`, { path });
+  parseResolved(path, fields);
+}

@@ -1,0 +1,178 @@
+// Finding old_string in a file despite the drift models produce: trailing spaces, collapsed or
+// re-indented whitespace, escaped newlines, smart quotes. Strategies are tried in hermes-agent's
+// order and the first one that matches anything wins, so an exact match is never overruled.
+
+export interface MatchRange {
+  start: number;
+  end: number;
+  /** Leading whitespace of the matched text's first line (for re-indenting the replacement). */
+  indent?: string;
+}
+
+export interface FuzzyMatch {
+  strategy: string;
+  ranges: MatchRange[];
+}
+
+type LineNormalizer = (line: string) => string;
+
+const UNICODE_MAP: Record<string, string> = {
+  '\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'",
+  '\u201c': '"', '\u201d': '"', '\u201e': '"', '\u201f': '"',
+  '\u2013': '-', '\u2014': '-', '\u2212': '-', '\u2026': '...', '\u00a0': ' ', '\u2009': ' ', '\u200b': '',
+};
+
+export function normalizeUnicode(text: string): string {
+  return text.replace(/[\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u2013\u2014\u2212\u2026\u00a0\u2009\u200b]/g, (char) => UNICODE_MAP[char] ?? char);
+}
+
+function exactRanges(content: string, needle: string): MatchRange[] {
+  const ranges: MatchRange[] = [];
+  if (needle === '') return ranges;
+  let from = 0;
+  for (;;) {
+    const index = content.indexOf(needle, from);
+    if (index < 0) break;
+    ranges.push({ start: index, end: index + needle.length });
+    from = index + needle.length;
+  }
+  return ranges;
+}
+
+interface Line {
+  text: string;
+  start: number;
+}
+
+function toLines(content: string): Line[] {
+  const lines: Line[] = [];
+  let start = 0;
+  for (const text of content.split('\n')) {
+    lines.push({ text, start });
+    start += text.length + 1;
+  }
+  return lines;
+}
+
+function stripBlankEdges(lines: string[]): string[] {
+  let first = 0;
+  let last = lines.length;
+  while (first < last && lines[first]!.trim() === '') first++;
+  while (last > first && lines[last - 1]!.trim() === '') last--;
+  return lines.slice(first, last);
+}
+
+/** Windows of file lines equal to the needle's lines under `normalize`. */
+function lineWindowRanges(content: string, needleLines: string[], normalize: LineNormalizer): MatchRange[] {
+  if (needleLines.length === 0) return [];
+  const lines = toLines(content);
+  const wanted = needleLines.map(normalize);
+  if (wanted.every((line) => line === '')) return [];
+  const ranges: MatchRange[] = [];
+  for (let index = 0; index + wanted.length <= lines.length; index++) {
+    let ok = true;
+    for (let offset = 0; offset < wanted.length; offset++) {
+      if (normalize(lines[index + offset]!.text) !== wanted[offset]) {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    const first = lines[index]!;
+    const last = lines[index + wanted.length - 1]!;
+    ranges.push({ start: first.start, end: last.start + last.text.length, indent: /^\s*/.exec(first.text)![0] });
+    index += wanted.length - 1;
+  }
+  return ranges;
+}
+
+function similarity(a: string, b: string): number {
+  if (a === b) return 1;
+  const longer = Math.max(a.length, b.length);
+  if (longer === 0) return 1;
+  // Common-prefix-and-suffix ratio: cheap, and enough to tell "same line, edited" from "other line".
+  let prefix = 0;
+  while (prefix < a.length && prefix < b.length && a[prefix] === b[prefix]) prefix++;
+  let suffix = 0;
+  while (suffix < a.length - prefix && suffix < b.length - prefix && a[a.length - 1 - suffix] === b[b.length - 1 - suffix]) suffix++;
+  return (prefix + suffix) / longer;
+}
+
+/** First and last lines match (trimmed), and the middle is at least half similar. */
+function blockAnchorRanges(content: string, needleLines: string[]): MatchRange[] {
+  const needle = stripBlankEdges(needleLines).map((line) => line.trim());
+  if (needle.length < 3) return [];
+  const lines = toLines(content);
+  const ranges: MatchRange[] = [];
+  for (let index = 0; index + needle.length <= lines.length; index++) {
+    if (lines[index]!.text.trim() !== needle[0]) continue;
+    const lastIndex = index + needle.length - 1;
+    if (lines[lastIndex]!.text.trim() !== needle[needle.length - 1]) continue;
+    let total = 0;
+    for (let offset = 1; offset < needle.length - 1; offset++) total += similarity(lines[index + offset]!.text.trim(), needle[offset]!);
+    if (total / (needle.length - 2) < 0.5) continue;
+    const first = lines[index]!;
+    const last = lines[lastIndex]!;
+    ranges.push({ start: first.start, end: last.start + last.text.length, indent: /^\s*/.exec(first.text)![0] });
+    index = lastIndex;
+  }
+  return ranges;
+}
+
+function unescape(text: string): string {
+  return text.replace(/\\n/g, '\n').replace(/\\t/g, '\t').replace(/\\"/g, '"').replace(/\\'/g, "'");
+}
+
+/** Finds `needle` in `content`, exactly if possible, else with the fuzzy strategies in order. */
+export function findMatches(content: string, needle: string): FuzzyMatch | undefined {
+  const needleLines = needle.split('\n');
+  const strategies: Array<[string, () => MatchRange[]]> = [
+    ['exact', () => exactRanges(content, needle)],
+    ['line_trimmed', () => lineWindowRanges(content, needleLines, (line) => line.trim())],
+    ['whitespace_normalized', () => lineWindowRanges(content, needleLines, (line) => line.replace(/\s+/g, ' ').trim())],
+    ['indentation_flexible', () => lineWindowRanges(content, needleLines, (line) => line.trimStart())],
+    [
+      'escape_normalized',
+      () => (needle.includes('\\') ? lineWindowRanges(content, unescape(needle).split('\n'), (line) => line.trim()) : []),
+    ],
+    ['trimmed_boundary', () => lineWindowRanges(content, stripBlankEdges(needleLines), (line) => line.trim())],
+    ['unicode_normalized', () => lineWindowRanges(content, needleLines, (line) => normalizeUnicode(line).replace(/\s+/g, ' ').trim())],
+    ['block_anchor', () => blockAnchorRanges(content, needleLines)],
+  ];
+  for (const [strategy, run] of strategies) {
+    const ranges = run();
+    if (ranges.length > 0) return { strategy, ranges };
+  }
+  return undefined;
+}
+
+/**
+ * Re-indents `replacement` when a fuzzy match found the text at another indentation: the
+ * indentation of the old text's first line is swapped for the file's on every line.
+ */
+export function reindent(replacement: string, oldText: string, fileIndent: string | undefined): string {
+  if (fileIndent === undefined) return replacement;
+  const firstOld = oldText.split('\n').find((line) => line.trim() !== '') ?? '';
+  const oldIndent = /^\s*/.exec(firstOld)![0];
+  if (oldIndent === fileIndent) return replacement;
+  return replacement
+    .split('\n')
+    .map((line) => {
+      if (line.trim() === '') return line;
+      if (line.startsWith(oldIndent)) return fileIndent + line.slice(oldIndent.length);
+      return line;
+    })
+    .join('\n');
+}
+
+/** Applies replacements (non-overlapping, any order) to `content`. */
+export function applyRanges(content: string, ranges: readonly MatchRange[], replacementFor: (range: MatchRange) => string): string {
+  const sorted = [...ranges].sort((a, b) => a.start - b.start);
+  let result = '';
+  let cursor = 0;
+  for (const range of sorted) {
+    result += content.slice(cursor, range.start) + replacementFor(range);
+    cursor = range.end;
+  }
+  return result + content.slice(cursor);
+}
