@@ -1,0 +1,255 @@
+// Pure batch-formation and env-status arithmetic for the trajectory API: which queued groups
+// make the next trainer batch, how undersized groups are combined, and what /status-env says.
+// No I/O here, so the rules can be tested exhaustively.
+
+/** A queued group as the batcher sees it (payloads stay on disk). */
+export interface QueuedGroup {
+  id: number;
+  envId: number | null;
+  /** Sequences in the group. */
+  size: number;
+}
+
+/** An env registration record, as Atropos keeps it (field names are the wire's). */
+export interface EnvRecord {
+  max_context_len: number;
+  weight: number;
+  desired_name: string;
+  real_name: string;
+  registered_id: number;
+  last_update: number;
+  connected: boolean;
+  min_batch_allocation: number | null;
+  group_size: number;
+}
+
+export interface BatchPlan {
+  /** Indices into the queue, in the order the groups go into the batch. */
+  take: number[];
+  /** When the batch size cannot be reached from whole groups: this queue index is split and its first `sequences` sequences complete the batch. */
+  split?: { index: number; sequences: number };
+}
+
+/**
+ * Atropos's `find_groups_summing_to_target`: a FIFO greedy pass, then a subset-sum search
+ * that prefers later items when backtracking. Returns ascending indices, or [] when impossible.
+ */
+export function findGroupsSummingToTarget(sizes: readonly number[], target: number): number[] {
+  if (sizes.length === 0 || target <= 0) return [];
+  const greedy: number[] = [];
+  let sum = 0;
+  sizes.forEach((size, index) => {
+    if (sum + size <= target) {
+      greedy.push(index);
+      sum += size;
+    }
+  });
+  if (sum === target) return greedy;
+  // reach[i][s]: s is reachable with the first i items.
+  const reach: Uint8Array[] = [new Uint8Array(target + 1)];
+  (reach[0] as Uint8Array)[0] = 1;
+  for (let index = 0; index < sizes.length; index++) {
+    const previous = reach[index] as Uint8Array;
+    const next = previous.slice();
+    const size = sizes[index] as number;
+    for (let total = size; total <= target; total++) if (previous[total - size]) next[total] = 1;
+    reach.push(next);
+  }
+  if (!(reach[sizes.length] as Uint8Array)[target]) return [];
+  const chosen: number[] = [];
+  let remaining = target;
+  for (let index = sizes.length; index > 0 && remaining > 0; index--) {
+    const size = sizes[index - 1] as number;
+    if (size <= remaining && (reach[index - 1] as Uint8Array)[remaining - size]) {
+      chosen.push(index - 1);
+      remaining -= size;
+    }
+  }
+  return chosen.sort((a, b) => a - b);
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/** How many queued groups the exact search looks at; bounds the work per batch. */
+export const BATCH_SEARCH_WINDOW = 4096;
+
+/**
+ * Earliest-first exact batch from whole groups: FIFO greedy, else the lexicographically
+ * earliest subset that sums to `batchSize`. When no combination of the queued sizes can ever
+ * reach the batch size (it is not a multiple of their gcd, e.g. groups of 8 and batch size 12)
+ * and enough sequences are queued, one group is split instead of waiting forever (Atropos
+ * never forms a batch then).
+ */
+export function planBatch(queue: readonly QueuedGroup[], batchSize: number, options: { splitGroups?: boolean } = {}): BatchPlan | undefined {
+  if (batchSize <= 0 || queue.length === 0) return undefined;
+  let total = 0;
+  for (const group of queue) total += group.size;
+  if (total < batchSize) return undefined;
+  const take: number[] = [];
+  let sum = 0;
+  for (let index = 0; index < queue.length && sum < batchSize; index++) {
+    const size = (queue[index] as QueuedGroup).size;
+    if (sum + size <= batchSize) {
+      take.push(index);
+      sum += size;
+    }
+  }
+  if (sum === batchSize) return { take };
+  const window = Math.min(queue.length, BATCH_SEARCH_WINDOW);
+  // can[i][s]: s is reachable with items i..window-1.
+  const can: Uint8Array[] = new Array(window + 1);
+  can[window] = new Uint8Array(batchSize + 1);
+  (can[window] as Uint8Array)[0] = 1;
+  for (let index = window - 1; index >= 0; index--) {
+    const after = can[index + 1] as Uint8Array;
+    const here = after.slice();
+    const size = (queue[index] as QueuedGroup).size;
+    for (let target = size; target <= batchSize; target++) if (after[target - size]) here[target] = 1;
+    can[index] = here;
+  }
+  if ((can[0] as Uint8Array)[batchSize]) {
+    const chosen: number[] = [];
+    let remaining = batchSize;
+    for (let index = 0; index < window && remaining > 0; index++) {
+      const size = (queue[index] as QueuedGroup).size;
+      if (size <= remaining && (can[index + 1] as Uint8Array)[remaining - size]) {
+        chosen.push(index);
+        remaining -= size;
+      }
+    }
+    return { take: chosen };
+  }
+  if (options.splitGroups === false) return undefined;
+  let divisor = 0;
+  for (const group of queue) divisor = gcd(divisor, group.size);
+  if (divisor === 0 || batchSize % divisor === 0) return undefined; // reachable later: wait for data
+  const whole: number[] = [];
+  let filled = 0;
+  for (let index = 0; index < queue.length; index++) {
+    const size = (queue[index] as QueuedGroup).size;
+    if (filled + size <= batchSize) {
+      whole.push(index);
+      filled += size;
+      if (filled === batchSize) return { take: whole };
+      continue;
+    }
+    return { take: whole, split: { index, sequences: batchSize - filled } };
+  }
+  return undefined;
+}
+
+/**
+ * Batches with per-env minimum allocations (Atropos `grab_batch_with_minimum_allocations`,
+ * adapted): minimums of connected envs are honoured first in registration order, then the rest
+ * is filled in queue order. Unlike Atropos, groups without an env id are still batched.
+ */
+export function planBatchWithMinimums(queue: readonly QueuedGroup[], batchSize: number, envs: readonly EnvRecord[]): BatchPlan | undefined {
+  if (batchSize <= 0 || queue.length === 0) return undefined;
+  const minimums = new Map<number, number>();
+  envs.forEach((env, envId) => {
+    if (!env.connected || env.min_batch_allocation === null || env.min_batch_allocation === undefined) return;
+    const sequences = Math.trunc(batchSize * env.min_batch_allocation);
+    if (sequences > 0) minimums.set(envId, sequences);
+  });
+  if (minimums.size === 0) return planBatch(queue, batchSize, { splitGroups: false });
+  for (const envId of minimums.keys()) if (!queue.some((group) => group.envId === envId)) return undefined;
+  const reserved = [...minimums.values()].reduce((a, b) => a + b, 0);
+  if (reserved > batchSize) {
+    for (const [envId, sequences] of minimums) {
+      const smallest = Math.min(...queue.filter((group) => group.envId === envId).map((group) => group.size));
+      minimums.set(envId, Math.max(Math.trunc((sequences * batchSize) / reserved), smallest));
+    }
+  }
+  const taken = new Set<number>();
+  const take: number[] = [];
+  let remaining = batchSize;
+  for (const [envId, sequences] of minimums) {
+    let got = 0;
+    queue.forEach((group, index) => {
+      if (group.envId !== envId || got >= sequences || group.size > remaining) return;
+      taken.add(index);
+      take.push(index);
+      got += group.size;
+      remaining -= group.size;
+    });
+  }
+  queue.forEach((group, index) => {
+    if (taken.has(index) || remaining === 0 || group.size > remaining) return;
+    taken.add(index);
+    take.push(index);
+    remaining -= group.size;
+  });
+  return remaining === 0 ? { take } : undefined;
+}
+
+/** Whether any env record (connected or not) asks for a minimum share — Atropos's mode switch. */
+export function usesMinimumAllocations(envs: readonly EnvRecord[]): boolean {
+  return envs.some((env) => env.min_batch_allocation !== null && env.min_batch_allocation !== undefined);
+}
+
+export interface EnvStatus {
+  current_step: number;
+  queue_size: number;
+  unallocated_fraction: number;
+  self_queue_size: number;
+  max_group_size: number;
+  env_weight: number;
+}
+
+export class EnvStatusError extends Error {}
+
+/**
+ * The /status-env arithmetic (atropos-api.md §1.3), including its side effect: the env's
+ * recorded group size grows to the largest of its groups in the queue.
+ */
+export function computeEnvStatus(options: {
+  envId: number;
+  envs: EnvRecord[];
+  queue: readonly QueuedGroup[];
+  batchSize: number;
+  currentStep: number;
+}): EnvStatus {
+  const { envId, envs, queue, batchSize } = options;
+  const env = Number.isInteger(envId) && envId >= 0 ? envs[envId] : undefined;
+  if (!env) throw new EnvStatusError(`unknown env_id ${envId} (registered: ${envs.length === 0 ? 'none' : `0..${envs.length - 1}`})`);
+  let total = 0;
+  for (const record of envs) if (record.connected) total += record.max_context_len * Math.max(0, record.weight);
+  if (total === 0) throw new EnvStatusError('the connected envs have a total weight of 0');
+  const envWeight = Math.max(0.01, (env.max_context_len * env.weight) / total);
+  let allocated = 0;
+  for (const record of envs) if (record.connected && record.min_batch_allocation !== null) allocated += record.min_batch_allocation;
+  const unallocated = 1 - Math.min(1, allocated);
+  let maxGroup = 1;
+  let ownLargest = 0;
+  let ownSequences = 0;
+  const others = new Map<number | null, number>();
+  for (const group of queue) {
+    maxGroup = Math.max(maxGroup, group.size);
+    if (group.envId === envId) {
+      ownLargest = Math.max(ownLargest, group.size);
+      ownSequences += group.size;
+    } else others.set(group.envId, (others.get(group.envId) ?? 0) + group.size);
+  }
+  const groupSize = Math.max(env.group_size, ownLargest);
+  env.group_size = groupSize;
+  let competing = 0;
+  if (maxGroup > 1) {
+    for (const [otherId, sequences] of others) {
+      const record = otherId === null ? undefined : envs[otherId];
+      const reserved = record?.min_batch_allocation ? Math.trunc(batchSize * record.min_batch_allocation) : 0;
+      competing += Math.max(0, Math.ceil(sequences / maxGroup) * maxGroup - reserved);
+    }
+  }
+  const divisor = Math.max(1, groupSize);
+  return {
+    current_step: options.currentStep,
+    queue_size: Math.floor((ownSequences + competing) / divisor),
+    unallocated_fraction: unallocated,
+    self_queue_size: Math.floor(ownSequences / divisor),
+    max_group_size: maxGroup,
+    env_weight: envWeight,
+  };
+}

@@ -1,0 +1,393 @@
+// The durable state of the trajectory API: every acknowledged group, the env buffers, formed
+// batches and the run state live in one SQLite file (WAL). Group payloads stay on disk; the
+// heap holds only a few numbers per queued group. Every mutation is one transaction, committed
+// before the HTTP answer, so a restart after `kill -9` resumes exactly where it stopped.
+import type BetterSqlite3 from 'better-sqlite3';
+import { gunzipSync } from 'node:zlib';
+import { ConfigError } from '@shears/core';
+import { type BatchPlan, type EnvRecord, type QueuedGroup, findGroupsSummingToTarget } from './batching.js';
+import type { DecodedGroup } from './wire-decode.js';
+
+/** What Atropos keeps on `app.state`, minus the queue (which is the groups table). */
+export interface RunState {
+  /** A trainer registered since the last reset (Atropos: "the queue exists"). */
+  registered: boolean;
+  group: string | null;
+  project: string | null;
+  batchSize: number;
+  maxTokenLen: number;
+  checkpointDir: string | null;
+  saveCheckpointInterval: number | null;
+  numSteps: number;
+  step: number;
+  started: boolean;
+  envs: EnvRecord[];
+  requesters: number;
+  latestId: number | null;
+  nextId: number;
+  nextBatchNo: number;
+}
+
+export interface StoredGroup extends QueuedGroup {
+  bytes: number;
+}
+
+export interface FormedBatch {
+  batchNo: number;
+  groups: StoredGroup[];
+}
+
+export interface StoredPayload {
+  encoding: 0 | 1;
+  suffix: string;
+  payload: Buffer;
+}
+
+export type Synchronous = 'full' | 'normal';
+
+const STATE_QUEUED = 0;
+const STATE_BUFFERED = 1;
+const STATE_FORMED = 2;
+
+function initialRun(): RunState {
+  return {
+    registered: false,
+    group: null,
+    project: null,
+    batchSize: -1,
+    maxTokenLen: -1,
+    checkpointDir: null,
+    saveCheckpointInterval: null,
+    numSteps: -1,
+    step: 0,
+    started: false,
+    envs: [],
+    requesters: 0,
+    latestId: null,
+    nextId: 1,
+    nextBatchNo: 1,
+  };
+}
+
+/** The JSON text of a stored group with all 14 keys. */
+export function groupText(stored: StoredPayload): string {
+  const text = (stored.encoding === 1 ? gunzipSync(stored.payload) : stored.payload).toString('utf8');
+  return joinSuffix(text, stored.suffix);
+}
+
+export function joinSuffix(text: string, suffix: string): string {
+  if (suffix === '') return text;
+  const end = text.lastIndexOf('}');
+  return `${text.slice(0, end)}${suffix}}`;
+}
+
+// Per-sequence fields: when a group is split these are cut; the others are group-level.
+const PER_SEQUENCE = ['tokens', 'masks', 'scores', 'advantages', 'ref_logprobs', 'messages', 'inference_logprobs', 'overrides', 'distill_token_ids', 'distill_logprobs'];
+
+export function splitGroupObject(group: Record<string, unknown>, at: number): [Record<string, unknown>, Record<string, unknown>] {
+  const head: Record<string, unknown> = {};
+  const tail: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(group)) {
+    if (PER_SEQUENCE.includes(key) && Array.isArray(value)) {
+      head[key] = value.slice(0, at);
+      tail[key] = value.slice(at);
+    } else {
+      head[key] = value;
+      tail[key] = value;
+    }
+  }
+  return [head, tail];
+}
+
+export class TrajectoryStore {
+  run: RunState = initialRun();
+  /** Queued groups in FIFO order. */
+  queue: StoredGroup[] = [];
+  /** Per env: groups smaller than the env's registered size, waiting to be combined. */
+  buffers = new Map<number, StoredGroup[]>();
+  /** Formed but not yet served batches, oldest first. */
+  formed: FormedBatch[] = [];
+  storedGroups = 0;
+  storedBytes = 0;
+
+  private constructor(private readonly db: BetterSqlite3.Database) {}
+
+  static async open(options: { path: string; synchronous?: Synchronous }): Promise<TrajectoryStore> {
+    let Database: typeof BetterSqlite3;
+    try {
+      // Loaded only when a server starts: the rest of the package works without the native module.
+      Database = (await import('better-sqlite3')).default;
+    } catch (error) {
+      throw new ConfigError({
+        message: `The trajectory API needs better-sqlite3 (install it next to @shears/grpo): ${(error as Error).message}`,
+        cause: error,
+      });
+    }
+    const db = new Database(options.path);
+    db.pragma('journal_mode = WAL');
+    // FULL: the WAL is fsynced at every commit, so an acknowledged group survives power loss,
+    // not just a process crash. NORMAL is crash-safe for the process (kill -9) but may lose the
+    // last commits on an OS crash; it is offered for throughput on trusted storage.
+    db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+    // Payloads are large: checkpoint in bigger steps instead of after nearly every commit.
+    db.pragma('wal_autocheckpoint = 16384');
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS groups (
+        id INTEGER PRIMARY KEY,
+        ord INTEGER NOT NULL,
+        env_id INTEGER,
+        size INTEGER NOT NULL,
+        state INTEGER NOT NULL,
+        batch_no INTEGER,
+        pos INTEGER,
+        encoding INTEGER NOT NULL,
+        suffix TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        payload BLOB NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS groups_batch ON groups (batch_no);
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, response TEXT NOT NULL);
+    `);
+    const store = new TrajectoryStore(db);
+    store.load();
+    return store;
+  }
+
+  private load(): void {
+    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('run') as { value: string } | undefined;
+    this.run = row ? { ...initialRun(), ...(JSON.parse(row.value) as Partial<RunState>) } : initialRun();
+    const rows = this.db
+      .prepare('SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes FROM groups ORDER BY state, batch_no, pos, ord, id')
+      .all() as { id: number; envId: number | null; size: number; state: number; batchNo: number | null; bytes: number }[];
+    this.queue = [];
+    this.buffers.clear();
+    this.formed = [];
+    this.storedGroups = 0;
+    this.storedBytes = 0;
+    for (const { state, batchNo, ...group } of rows) {
+      this.storedGroups++;
+      this.storedBytes += group.bytes;
+      if (state === STATE_QUEUED) this.queue.push(group);
+      else if (state === STATE_BUFFERED) {
+        const list = this.buffers.get(group.envId ?? -1) ?? [];
+        list.push(group);
+        this.buffers.set(group.envId ?? -1, list);
+      } else {
+        const last = this.formed[this.formed.length - 1];
+        if (last && last.batchNo === batchNo) last.groups.push(group);
+        else this.formed.push({ batchNo: batchNo ?? 0, groups: [group] });
+      }
+    }
+  }
+
+  private saveRun(): void {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run('run', JSON.stringify(this.run));
+  }
+
+  /** Runs `change` and persists the run state in one transaction. */
+  transaction<T>(change: () => T): T {
+    return this.db.transaction(() => {
+      const result = change();
+      this.saveRun();
+      return result;
+    })();
+  }
+
+  idempotentResponse(key: string): string | undefined {
+    const row = this.db.prepare('SELECT response FROM idempotency WHERE key = ?').get(key) as { response: string } | undefined;
+    return row?.response;
+  }
+
+  /**
+   * Stores submitted groups (§1.5 semantics, but a group larger than its env's registered
+   * size goes straight to the queue instead of being buffered forever). Returns per group
+   * `undefined` (queued) or the env buffer's remaining sequences.
+   */
+  ingest(groups: DecodedGroup[], options: { idempotencyKey?: string; respond: (buffered: (number | undefined)[]) => string; idempotencyLimit: number }): string {
+    const insert = this.db.prepare(
+      'INSERT INTO groups (id, ord, env_id, size, state, encoding, suffix, bytes, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const requeue = this.db.prepare('UPDATE groups SET state = 0, ord = ? WHERE id = ?');
+    return this.transaction(() => {
+      const outcome: (number | undefined)[] = [];
+      for (const group of groups) {
+        const id = this.run.nextId++;
+        const stored: StoredGroup = { id, envId: group.envId, size: group.size, bytes: group.payload.byteLength };
+        const env = group.envId !== null && group.envId >= 0 && group.envId < this.run.envs.length ? this.run.envs[group.envId] : undefined;
+        const buffered = env !== undefined && group.size < env.group_size;
+        insert.run(id, id, group.envId, group.size, buffered ? STATE_BUFFERED : STATE_QUEUED, group.encoding, group.suffix, stored.bytes, group.payload);
+        this.storedGroups++;
+        this.storedBytes += stored.bytes;
+        if (!buffered || env === undefined) {
+          this.queue.push(stored);
+          this.run.latestId = id;
+          outcome.push(undefined);
+          continue;
+        }
+        const buffer = this.buffers.get(stored.envId as number) ?? [];
+        buffer.push(stored);
+        const chosen = findGroupsSummingToTarget(
+          buffer.map((item) => item.size),
+          env.group_size,
+        );
+        if (chosen.length > 0) {
+          for (const index of chosen) {
+            const item = buffer[index] as StoredGroup;
+            requeue.run(this.run.nextId++, item.id);
+            this.queue.push(item);
+            this.run.latestId = item.id;
+          }
+          const keep = buffer.filter((_, index) => !chosen.includes(index));
+          buffer.length = 0;
+          buffer.push(...keep);
+        }
+        this.buffers.set(stored.envId as number, buffer);
+        outcome.push(buffer.reduce((sum, item) => sum + item.size, 0));
+      }
+      const response = options.respond(outcome);
+      if (options.idempotencyKey !== undefined) {
+        this.db.prepare('INSERT OR REPLACE INTO idempotency (key, response) VALUES (?, ?)').run(options.idempotencyKey, response);
+        if (this.run.nextId % 1000 === 0) {
+          this.db.prepare('DELETE FROM idempotency WHERE rowid <= (SELECT max(rowid) FROM idempotency) - ?').run(options.idempotencyLimit);
+        }
+      }
+      return response;
+    });
+  }
+
+  /**
+   * Forms batches from the queue with `plan` until it fails (Atropos forms them all at once
+   * and advances the step by that count). Returns how many were formed.
+   */
+  formBatches(plan: (queue: readonly StoredGroup[]) => BatchPlan | undefined): number {
+    return this.transaction(() => {
+      let formed = 0;
+      const update = this.db.prepare('UPDATE groups SET state = 2, batch_no = ?, pos = ? WHERE id = ?');
+      for (;;) {
+        const next = plan(this.queue);
+        if (!next) break;
+        const batchNo = this.run.nextBatchNo++;
+        const groups: StoredGroup[] = [];
+        next.take.forEach((index, position) => {
+          const group = this.queue[index] as StoredGroup;
+          update.run(batchNo, position, group.id);
+          groups.push(group);
+        });
+        const remove = new Set(next.take);
+        let replacement: { index: number; tail: StoredGroup } | undefined;
+        if (next.split) {
+          const { head, tail } = this.splitQueued(next.split.index, next.split.sequences, batchNo, next.take.length);
+          groups.push(head);
+          replacement = { index: next.split.index, tail };
+        }
+        const rest: StoredGroup[] = [];
+        this.queue.forEach((group, index) => {
+          if (replacement?.index === index) rest.push(replacement.tail);
+          else if (!remove.has(index)) rest.push(group);
+        });
+        this.queue = rest;
+        this.formed.push({ batchNo, groups });
+        formed++;
+      }
+      this.run.step += formed;
+      return formed;
+    });
+  }
+
+  // Cuts a queued group in two: the head joins the batch, the tail keeps the queue position.
+  private splitQueued(index: number, sequences: number, batchNo: number, position: number): { head: StoredGroup; tail: StoredGroup } {
+    const group = this.queue[index] as StoredGroup;
+    const row = this.db.prepare('SELECT ord, encoding, suffix, payload FROM groups WHERE id = ?').get(group.id) as StoredPayload & { ord: number };
+    this.preserveLatest([group.id]);
+    const value = JSON.parse(groupText(row)) as Record<string, unknown>;
+    const [headValue, tailValue] = splitGroupObject(value, sequences);
+    const insert = this.db.prepare(
+      'INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes, payload) VALUES (?, ?, ?, ?, ?, ?, ?, 0, \'\', ?, ?)',
+    );
+    const make = (content: Record<string, unknown>, size: number, state: number, batch: number | null, pos: number | null): StoredGroup => {
+      const payload = Buffer.from(JSON.stringify(content));
+      const id = this.run.nextId++;
+      insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength, payload);
+      this.storedGroups++;
+      this.storedBytes += payload.byteLength;
+      return { id, envId: group.envId, size, bytes: payload.byteLength };
+    };
+    const head = make(headValue, sequences, STATE_FORMED, batchNo, position);
+    const tail = make(tailValue, group.size - sequences, STATE_QUEUED, null, null);
+    this.db.prepare('DELETE FROM groups WHERE id = ?').run(group.id);
+    this.storedGroups--;
+    this.storedBytes -= group.bytes;
+    return { head, tail };
+  }
+
+  /** Reads the payloads of a formed batch, in batch order. */
+  readBatch(batch: FormedBatch): StoredPayload[] {
+    const rows = this.db.prepare('SELECT encoding, suffix, payload FROM groups WHERE batch_no = ? ORDER BY pos').all(batch.batchNo) as StoredPayload[];
+    return rows;
+  }
+
+  /** The batch was delivered: its groups leave the store for good. */
+  completeBatch(batch: FormedBatch): void {
+    this.db.transaction(() => {
+      this.preserveLatest(batch.groups.map((group) => group.id));
+      const result = this.db.prepare('DELETE FROM groups WHERE batch_no = ?').run(batch.batchNo);
+      if (result.changes > 0) {
+        for (const group of batch.groups) {
+          this.storedGroups--;
+          this.storedBytes -= group.bytes;
+        }
+      }
+    })();
+    this.formed = this.formed.filter((item) => item !== batch);
+  }
+
+  // /latest_example outlives the group it shows (Atropos keeps `latest` even after /reset_data).
+  private preserveLatest(ids: number[]): void {
+    const latestId = this.run.latestId;
+    if (latestId === null || !ids.includes(latestId)) return;
+    const row = this.db.prepare('SELECT encoding, suffix, payload FROM groups WHERE id = ?').get(latestId) as StoredPayload | undefined;
+    if (!row) return;
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run('latest', groupText(row));
+    this.run.latestId = null;
+    this.saveRun();
+  }
+
+  latestText(): string | undefined {
+    if (this.run.latestId !== null) {
+      const row = this.db.prepare('SELECT encoding, suffix, payload FROM groups WHERE id = ?').get(this.run.latestId) as StoredPayload | undefined;
+      if (row) return groupText(row);
+    }
+    const meta = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('latest') as { value: string } | undefined;
+    return meta?.value;
+  }
+
+  /** `/reset_data`: drops all queued data and the run state except what Atropos keeps. */
+  reset(): void {
+    this.db.transaction(() => {
+      const all = this.db.prepare('SELECT id FROM groups').all() as { id: number }[];
+      this.preserveLatest(all.map((row) => row.id));
+      this.db.prepare('DELETE FROM groups').run();
+      const kept = this.run;
+      this.run = {
+        ...initialRun(),
+        maxTokenLen: kept.maxTokenLen,
+        checkpointDir: kept.checkpointDir,
+        saveCheckpointInterval: kept.saveCheckpointInterval,
+        latestId: kept.latestId,
+        nextId: kept.nextId,
+        nextBatchNo: kept.nextBatchNo,
+      };
+      this.saveRun();
+    })();
+    this.queue = [];
+    this.buffers.clear();
+    this.formed = [];
+    this.storedGroups = 0;
+    this.storedBytes = 0;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
