@@ -18,6 +18,8 @@ export {
   unknownToolMessage,
 } from './agent-loop.js';
 export { coerceToolArguments } from './coerce-tool-args.js';
+export type { ConcurrencyLimiter } from './concurrency-limiter.js';
+export { createConcurrencyLimiter } from './concurrency-limiter.js';
 export type { BudgetV1 } from './contracts/budget.js';
 export {
   createBudget,
@@ -89,6 +91,8 @@ export {
   TimeoutError,
   throwIfAborted,
 } from './errors.js';
+export type { AdvantageEstimator, GroupEvent, RunGroupOptions } from './group-runner.js';
+export { filterToolsByToolsets, grpoAdvantages, runGroup } from './group-runner.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
 export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';

@@ -1,0 +1,382 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createConcurrencyLimiter } from './concurrency-limiter.js';
+import type { EnvItem, EnvV1, RewardResult } from './contracts/env.js';
+import type { SandboxProviderV1 } from './contracts/sandbox.js';
+import { defineTool } from './contracts/tool.js';
+import { JudgeError, SandboxError } from './errors.js';
+import { filterToolsByToolsets, type GroupEvent, runGroup } from './group-runner.js';
+import { scoredGroupRecordSchema } from './schemas/group-record.js';
+import { rolloutOutcomeSchema } from './schemas/trajectory.js';
+import { createScriptedServer, type ScriptedPolicy, type ScriptedServer } from './test/scripted-server.js';
+import { createScriptedServerClient } from './test/scripted-server-client.js';
+import { createTempSandboxProvider, type TempSandboxProvider } from './test/temp-sandbox-provider.js';
+
+let root: string;
+let provider: TempSandboxProvider;
+let server: ScriptedServer | undefined;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'shears-group-test-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  expect(provider.liveCount).toBe(0);
+  expect(await readdir(root)).toEqual([]);
+});
+
+/** Writes its text into the sandbox workspace. */
+const writeTool = defineTool({
+  name: 'write_note',
+  description: 'Write a note file',
+  inputSchema: z.object({ text: z.string() }),
+  async execute(args, context) {
+    await context.sandbox.writeFile('note.txt', args.text);
+    return 'written';
+  },
+});
+const catTool = defineTool({
+  name: 'cat_note',
+  description: 'Read the note file',
+  inputSchema: z.object({}),
+  async execute(_args, context) {
+    const result = await context.sandbox.exec('cat note.txt');
+    return result.output;
+  },
+});
+
+interface NoteItem extends EnvItem {
+  answer: string;
+}
+
+/** An env whose reward reads the note back through the rollout's own tools, in its own sandbox. */
+function noteEnv(reward?: (note: string, call: number) => Promise<RewardResult>): EnvV1<NoteItem> {
+  let rewardCalls = 0;
+  return {
+    specificationVersion: 'v1',
+    id: 'notes',
+    async nextItem() {
+      return { id: 'task-1', prompt: 'Write the word yes into note.txt', answer: 'yes' };
+    },
+    buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+    tools: () => [writeTool, catTool],
+    async computeReward(item, rollout, context) {
+      const note = await context.callTool('cat_note', {});
+      if (reward) return reward(note, rewardCalls++);
+      return {
+        score: note.trim() === item.answer && rollout.finishedNaturally ? 1 : 0,
+        components: { exact: note.trim() === item.answer ? 1 : 0 },
+      };
+    },
+  };
+}
+
+/** Stateless per rollout: write a note (yes or no, alternating by call), then answer. */
+function notePolicy(
+  words: (callIndex: number) => string = (index) => (index % 2 === 0 ? 'yes' : 'no'),
+): ScriptedPolicy {
+  return (request, { callIndex }) => {
+    const last = request.messages.at(-1);
+    if (last?.role === 'tool') return { content: 'done', usage: { prompt_tokens: 20, completion_tokens: 2 } };
+    return {
+      toolCalls: [{ name: 'write_note', arguments: { text: words(callIndex) } }],
+      usage: { prompt_tokens: 10, completion_tokens: 5 },
+    };
+  };
+}
+
+async function client(policy: ScriptedPolicy, timeoutMs = 5_000) {
+  server = await createScriptedServer({ policy });
+  return createScriptedServerClient({ baseUrl: server.url, model: 'scripted', timeoutMs });
+}
+
+function newProvider(): TempSandboxProvider {
+  provider = createTempSandboxProvider({ root });
+  return provider;
+}
+
+describe('runGroup', () => {
+  it('runs G rollouts, rewards each in its own sandbox and normalises advantages', async () => {
+    const env = noteEnv();
+    const item = (await env.nextItem())!;
+    const events: GroupEvent[] = [];
+    const record = await runGroup({
+      env,
+      item,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 4,
+      onEvent: (event) => events.push(event),
+      groupId: 'g1',
+    });
+    expect(scoredGroupRecordSchema.parse(record)).toBeTruthy();
+    expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual([
+      'scored',
+      'scored',
+      'scored',
+      'scored',
+    ]);
+    expect([...record.scores].sort()).toEqual([0, 0, 1, 1]);
+    expect(record.stats).toMatchObject({ counted: 4, excluded: 0, mean: 0.5, std: 0.5, min: 0, max: 1 });
+    for (const [index, score] of record.scores.entries()) {
+      expect(record.advantages[index]).toBeCloseTo(score === 1 ? 1 : -1, 4);
+    }
+    expect(record.advantageMethod).toBe('grpo');
+    expect(record.dropped).toBeNull();
+    expect(record.rollouts[0]).toMatchObject({
+      taskId: 'task-1',
+      modelId: 'scripted',
+      attempts: 1,
+      turnsUsed: 2,
+      tokenCount: 37,
+    });
+    expect(provider.acquiredCount).toBe(4);
+    expect(events.filter((event) => event.type === 'rollout_finished')).toHaveLength(4);
+    expect(events.at(-1)?.type).toBe('group_finished');
+  });
+
+  it('counts unfinished rollouts as model failures with reward 0', async () => {
+    const env = noteEnv();
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      budget: { maxTurns: 1 },
+      allEqualScores: 'keep',
+    });
+    expect(record.rollouts.map((rollout) => [rollout.outcome, rollout.reward])).toEqual([
+      ['model_failure', 0],
+      ['model_failure', 0],
+    ]);
+    expect(record.stats.counted).toBe(2);
+    expect(record.dropped).toBeNull();
+    expect(record.advantages).toEqual([0, 0]);
+  });
+
+  it('drops a group whose scores are all equal, when asked', async () => {
+    const env = noteEnv();
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: newProvider(),
+      groupSize: 2,
+    });
+    expect(record.scores).toEqual([1, 1]);
+    expect(record.dropped?.reason).toContain('equal');
+  });
+
+  it('retries judge failures within the budget and keeps exhausted ones out of the statistics', async () => {
+    const flaky = noteEnv(async (note, call) => {
+      if (call === 0) throw new JudgeError({ message: 'judge returned garbage', judgeId: 'j' });
+      return { score: note.trim() === 'yes' ? 1 : 0 };
+    });
+    const retried = await runGroup({
+      env: flaky,
+      item: (await flaky.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: newProvider(),
+      groupSize: 1,
+    });
+    expect(retried.rollouts[0]).toMatchObject({ outcome: 'scored', attempts: 2, reward: 1 });
+    await server?.close();
+
+    const broken = noteEnv(async () => {
+      throw new JudgeError({ message: 'judge down' });
+    });
+    const failed = await runGroup({
+      env: broken,
+      item: (await broken.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      retryBudget: 1,
+    });
+    expect(failed.rollouts.map((rollout) => [rollout.outcome, rollout.attempts, rollout.reward])).toEqual([
+      ['judge_failure', 2, null],
+      ['judge_failure', 2, null],
+    ]);
+    expect(failed.stats).toMatchObject({ counted: 0, excluded: 2, mean: null });
+    expect(failed.advantages).toEqual([null, null]);
+    expect(failed.dropped?.reason).toBe('no rollout produced a valid score');
+  });
+
+  it('retries a sandbox that fails to start as an infrastructure failure', async () => {
+    const inner = newProvider();
+    let failures = 1;
+    const flakyProvider: SandboxProviderV1 = {
+      specificationVersion: 'v1',
+      id: 'flaky',
+      acquire: (spec, options) => {
+        if (failures-- > 0) return Promise.reject(new SandboxError({ message: 'container failed to start' }));
+        return inner.acquire(spec, options);
+      },
+      close: () => inner.close(),
+    };
+    const env = noteEnv();
+    const events: GroupEvent[] = [];
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: flakyProvider,
+      groupSize: 1,
+      onEvent: (event) => events.push(event),
+    });
+    expect(record.rollouts[0]).toMatchObject({ outcome: 'scored', attempts: 2 });
+    const finished = events.filter((event) => event.type === 'rollout_finished');
+    expect(finished.map((event) => [event.outcome, event.willRetry])).toEqual([
+      ['infra_failure', true],
+      ['scored', false],
+    ]);
+  });
+
+  it('ends a rollout past its wall-clock limit as a timeout', async () => {
+    const env = noteEnv();
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(() => ({ fault: 'hang' })),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      budget: { wallClockMs: 200 },
+    });
+    expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual(['timeout', 'timeout']);
+    expect(record.stats.excluded).toBe(2);
+  });
+
+  it('aborts every rollout and releases every sandbox', async () => {
+    const env = noteEnv();
+    const controller = new AbortController();
+    const events: GroupEvent[] = [];
+    const running = runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(() => ({ fault: 'hang' })),
+      sandboxes: newProvider(),
+      groupSize: 4,
+      limiter: createConcurrencyLimiter(2),
+      signal: controller.signal,
+      onEvent: (event) => {
+        events.push(event);
+        if (events.filter((entry) => entry.type === 'rollout_started').length === 2)
+          setTimeout(() => controller.abort(), 50);
+      },
+    });
+    const record = await running;
+    expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual([
+      'aborted',
+      'aborted',
+      'aborted',
+      'aborted',
+    ]);
+  });
+
+  it('uses a pluggable advantage estimator', async () => {
+    const env = noteEnv();
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      advantages: { name: 'centered', compute: (scores) => scores.map((score) => score - 0.5) },
+    });
+    expect(record.advantageMethod).toBe('centered');
+    expect(
+      record.advantages.map((advantage, index) => (advantage ?? 0) + 0.5 - (record.scores[index] ?? 0)),
+    ).toEqual([0, 0]);
+  });
+
+  it('samples the toolset distribution once per group and offers only those tools', async () => {
+    const env = noteEnv();
+    const terminalTool = defineTool({
+      name: 'terminal',
+      toolset: 'terminal',
+      description: 't',
+      inputSchema: z.object({}),
+      execute: async () => '',
+    });
+    const webTool = defineTool({
+      name: 'web_search',
+      toolset: 'web',
+      description: 'w',
+      inputSchema: z.object({}),
+      execute: async () => '',
+    });
+    expect(
+      filterToolsByToolsets([writeTool, terminalTool, webTool], ['terminal']).map((tool) => tool.name),
+    ).toEqual(['write_note', 'terminal']);
+    const record = await runGroup({
+      env: { ...env, tools: () => [writeTool, catTool, terminalTool, webTool] },
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      toolsetDistribution: { toolsets: { web: 100, terminal: 0 } },
+    });
+    expect(record.toolsets).toEqual(['web']);
+    for (const request of server?.chatRequests ?? []) {
+      expect((request.tools ?? []).map((tool) => tool.function.name)).toEqual([
+        'write_note',
+        'cat_note',
+        'web_search',
+      ]);
+    }
+  });
+
+  it('gives every rollout a typed outcome when 30% of server calls fail or hang', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const base = notePolicy();
+      const policy: ScriptedPolicy = (request, context) => {
+        const slot = (context.callIndex * 7) % 10;
+        if (slot < 2) return { fault: 'error', status: 500 };
+        if (slot < 3) return { fault: 'hang' };
+        return base(request, context);
+      };
+      const api = await client(policy, 150);
+      const env = noteEnv();
+      const limiter = createConcurrencyLimiter(6);
+      const sandboxes = newProvider();
+      const records = await Promise.all(
+        Array.from({ length: 4 }, async (_, group) =>
+          runGroup({
+            env,
+            item: (await env.nextItem())!,
+            server: api,
+            sandboxes,
+            groupSize: 4,
+            limiter,
+            groupId: `fault-${group}`,
+            retryBudget: 1,
+          }),
+        ),
+      );
+      const outcomes = records.flatMap((record) => record.rollouts.map((rollout) => rollout.outcome));
+      expect(outcomes).toHaveLength(16);
+      for (const outcome of outcomes) expect(rolloutOutcomeSchema.options).toContain(outcome);
+      expect(outcomes.some((outcome) => outcome === 'scored')).toBe(true);
+      for (const record of records) {
+        expect(scoredGroupRecordSchema.safeParse(record).success).toBe(true);
+        expect(record.stats.counted + record.stats.excluded).toBe(4);
+      }
+      expect(server?.chatRequests.length).toBeGreaterThan(16);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});

@@ -1,0 +1,493 @@
+// The group runner: G rollouts of one item, concurrently under a global limiter. Every rollout
+// owns a sandbox (acquire → agent → reward in the same sandbox → dispose, also on error and
+// abort) and ends with a typed outcome. Infrastructure and judge failures are kept out of the
+// group statistics and retried within a budget; model failures count with reward 0. The result
+// is a ScoredGroupRecord with group-normalised advantages.
+import { randomUUID } from 'node:crypto';
+import {
+  type AgentResult,
+  type RunAgentOptions,
+  runAgent,
+  type ToolCallDecision,
+  type ToolCallRequest,
+} from './agent-loop.js';
+import { type ConcurrencyLimiter, createConcurrencyLimiter } from './concurrency-limiter.js';
+import type { BudgetV1 } from './contracts/budget.js';
+import type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';
+import type { Logger } from './contracts/logger.js';
+import { silentLogger } from './contracts/logger.js';
+import type { ToolCallParserV1 } from './contracts/parser.js';
+import type { SandboxProviderV1, SandboxV1 } from './contracts/sandbox.js';
+import type { ServerV1 } from './contracts/server.js';
+import type { ToolContext, ToolV1 } from './contracts/tool.js';
+import {
+  AbortedError,
+  describeError,
+  InvalidArgumentError,
+  JudgeError,
+  NoSuchEntryError,
+  SandboxError,
+  ServerError,
+} from './errors.js';
+import type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
+import type { RolloutOutcome, Trajectory } from './schemas/trajectory.js';
+import {
+  BUILTIN_TOOLSETS,
+  sampleToolsets,
+  selectToolNames,
+  type ToolsetDefinition,
+  type ToolsetDistribution,
+} from './toolsets.js';
+
+/** Turns the counted scores of a group into advantages (same order and length). */
+export interface AdvantageEstimator {
+  readonly name: string;
+  compute(scores: readonly number[]): number[];
+}
+
+/** GRPO: (score - mean) / (std + 1e-6), population std; all zeros when every score is equal. */
+export const grpoAdvantages: AdvantageEstimator = {
+  name: 'grpo',
+  compute(scores) {
+    if (scores.length === 0) return [];
+    const mean = scores.reduce((sum, score) => sum + score, 0) / scores.length;
+    const std = Math.sqrt(scores.reduce((sum, score) => sum + (score - mean) ** 2, 0) / scores.length);
+    return scores.map((score) => (std === 0 ? 0 : (score - mean) / (std + 1e-6)));
+  },
+};
+
+export type GroupEvent =
+  | {
+      type: 'group_started';
+      groupId: string;
+      taskId: string;
+      groupSize: number;
+      toolsets: string[] | undefined;
+    }
+  | { type: 'rollout_started'; groupId: string; rolloutId: string; index: number; attempt: number }
+  | {
+      type: 'rollout_finished';
+      groupId: string;
+      rolloutId: string;
+      index: number;
+      attempt: number;
+      outcome: RolloutOutcome;
+      reason: string | null;
+      reward: number | null;
+      tokens: number;
+      turns: number;
+      /** True when the outcome will be retried. */
+      willRetry: boolean;
+    }
+  | { type: 'group_finished'; groupId: string; record: ScoredGroupRecord };
+
+export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
+  env: EnvV1<TItem>;
+  item: TItem;
+  server: ServerV1;
+  sandboxes: SandboxProviderV1;
+  /** Rollouts per group (G). */
+  groupSize: number;
+  /** Shared across groups to bound concurrent rollouts globally; default: one limiter of `groupSize`. */
+  limiter?: ConcurrencyLimiter;
+  /** Overrides on top of `env.budget(item)`. */
+  budget?: Partial<BudgetV1>;
+  parser?: ToolCallParserV1;
+  fallbackParser?: ToolCallParserV1;
+  temperature?: number;
+  maxTokens?: number;
+  extraBody?: Record<string, unknown>;
+  /** Action policy for every rollout's tool calls. */
+  beforeToolCall?: (
+    call: ToolCallRequest & { rolloutId: string },
+  ) => ToolCallDecision | Promise<ToolCallDecision>;
+  /** Toolset distribution sampled once per group; tools outside the sampled toolsets are not offered. */
+  toolsetDistribution?: string | ToolsetDistribution;
+  distributions?: Readonly<Record<string, ToolsetDistribution>>;
+  toolsets?: Readonly<Record<string, ToolsetDefinition>>;
+  /** Extra attempts per rollout after infrastructure or judge failures (default 2). */
+  retryBudget?: number;
+  /** Longest wait honoured from a server's Retry-After before retrying (default 5 s). */
+  maxRetryDelayMs?: number;
+  /** Advantage estimator (default GRPO mean/std); @shears/grpo supplies Dr.GRPO, RLOO. */
+  advantages?: AdvantageEstimator;
+  /** What to do when every counted score is equal (default 'drop', as Atropos does). */
+  allEqualScores?: 'keep' | 'drop';
+  /** Also reward rollouts that did not finish naturally (default: they are model failures with reward 0). */
+  rewardUnfinished?: boolean;
+  groupId?: string;
+  signal?: AbortSignal;
+  logger?: Logger;
+  onEvent?: (event: GroupEvent) => void;
+  random?: () => number;
+  now?: () => number;
+}
+
+interface AttemptResult {
+  outcome: RolloutOutcome;
+  reason: string | null;
+  agent: AgentResult | undefined;
+  reward: RewardResult | undefined;
+  error: unknown;
+  wallTimeSeconds: number;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (ms <= 0 || signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function statsOf(scores: readonly number[], excluded: number): GroupStats {
+  if (scores.length === 0) return { counted: 0, excluded, mean: null, std: null, min: null, max: null };
+  const mean = scores.reduce((sum, score) => sum + score, 0) / scores.length;
+  const std = Math.sqrt(scores.reduce((sum, score) => sum + (score - mean) ** 2, 0) / scores.length);
+  return { counted: scores.length, excluded, mean, std, min: Math.min(...scores), max: Math.max(...scores) };
+}
+
+/** Which of the env's tools a group is offered, given its sampled toolsets. */
+export function filterToolsByToolsets(
+  tools: readonly ToolV1[],
+  sampled: readonly string[],
+  toolsets: Readonly<Record<string, ToolsetDefinition>> = BUILTIN_TOOLSETS,
+): ToolV1[] {
+  const known = Object.keys(toolsets);
+  const allowed = new Set(
+    selectToolNames({ enabled: sampled.filter((name) => known.includes(name)), toolsets }),
+  );
+  const member = new Set(selectToolNames({ enabled: known, toolsets }));
+  return tools.filter((tool) => {
+    if (tool.toolset !== undefined) return sampled.includes(tool.toolset) || allowed.has(tool.name);
+    // Tools of no toolset (env-specific tools such as a submit tool) are always offered.
+    return allowed.has(tool.name) || !member.has(tool.name);
+  });
+}
+
+export async function runGroup<TItem extends EnvItem>(
+  options: RunGroupOptions<TItem>,
+): Promise<ScoredGroupRecord> {
+  const { env, item, server } = options;
+  if (!Number.isInteger(options.groupSize) || options.groupSize < 1) {
+    throw new InvalidArgumentError({
+      argument: 'groupSize',
+      value: options.groupSize,
+      message: `groupSize must be a positive integer (got ${options.groupSize})`,
+    });
+  }
+  const logger = options.logger ?? silentLogger;
+  const now = options.now ?? Date.now;
+  const groupId = options.groupId ?? `group-${randomUUID().slice(0, 8)}`;
+  const limiter = options.limiter ?? createConcurrencyLimiter(options.groupSize);
+  const retryBudget = options.retryBudget ?? 2;
+  const estimator = options.advantages ?? grpoAdvantages;
+  const signal = options.signal;
+  const started = performance.now();
+  const emit = (event: GroupEvent) => {
+    try {
+      options.onEvent?.(event);
+    } catch (error) {
+      logger.warn('onEvent listener threw', { error: describeError(error) });
+    }
+  };
+
+  const allTools = env.tools(item);
+  const sampledToolsets = options.toolsetDistribution
+    ? sampleToolsets(options.toolsetDistribution, {
+        ...(options.distributions ? { distributions: options.distributions } : {}),
+        ...(options.random ? { random: options.random } : {}),
+      })
+    : undefined;
+  const offeredTools = sampledToolsets
+    ? filterToolsByToolsets(allTools, sampledToolsets, options.toolsets)
+    : allTools;
+  const budget: Partial<BudgetV1> = { ...(env.budget?.(item) ?? {}), ...(options.budget ?? {}) };
+  const sandboxSpec = env.sandboxSpec?.(item);
+  const prompt = env.buildMessages(item);
+  emit({
+    type: 'group_started',
+    groupId,
+    taskId: item.id,
+    groupSize: options.groupSize,
+    toolsets: sampledToolsets,
+  });
+
+  const attempt = async (rolloutId: string): Promise<AttemptResult> => {
+    const attemptStarted = performance.now();
+    const finish = (
+      outcome: RolloutOutcome,
+      reason: string | null,
+      extra: Partial<AttemptResult> = {},
+    ): AttemptResult => ({
+      outcome,
+      reason,
+      agent: undefined,
+      reward: undefined,
+      error: undefined,
+      ...extra,
+      wallTimeSeconds: (performance.now() - attemptStarted) / 1000,
+    });
+    if (signal?.aborted) return finish('aborted', 'aborted before start');
+    let sandbox: SandboxV1;
+    try {
+      sandbox = await options.sandboxes.acquire(sandboxSpec, signal ? { signal } : {});
+    } catch (error) {
+      if (signal?.aborted || AbortedError.isInstance(error))
+        return finish('aborted', 'aborted while acquiring a sandbox', { error });
+      return finish('infra_failure', `sandbox: ${describeError(error)}`, { error });
+    }
+    try {
+      const state = new Map<string, unknown>();
+      const agentOptions: RunAgentOptions = {
+        server,
+        messages: prompt,
+        tools: offeredTools,
+        sandbox,
+        taskId: item.id,
+        rolloutId,
+        budget,
+        state,
+        logger,
+        ...(options.parser ? { parser: options.parser } : {}),
+        ...(options.fallbackParser ? { fallbackParser: options.fallbackParser } : {}),
+        ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+        ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
+        ...(options.extraBody ? { extraBody: options.extraBody } : {}),
+        ...(options.beforeToolCall
+          ? { beforeToolCall: (call: ToolCallRequest) => options.beforeToolCall!({ ...call, rolloutId }) }
+          : {}),
+        ...(signal ? { signal } : {}),
+        now,
+      };
+      let agent: AgentResult;
+      try {
+        agent = await runAgent(agentOptions);
+      } catch (error) {
+        // runAgent reports failures in its result; a throw here is a sandbox or framework fault.
+        if (signal?.aborted) return finish('aborted', 'aborted', { error });
+        return finish('infra_failure', `agent: ${describeError(error)}`, { error });
+      }
+      switch (agent.stopReason) {
+        case 'aborted':
+          return finish('aborted', 'aborted', { agent, error: agent.error });
+        case 'wall_clock':
+          return finish('timeout', `wall-clock limit of ${budget.wallClockMs} ms`, { agent });
+        case 'server_error': {
+          const error = agent.error;
+          const detail = ServerError.isInstance(error) ? error.message : describeError(error);
+          return finish('infra_failure', `server: ${detail}`, { agent, error });
+        }
+        default:
+          break;
+      }
+      if (!agent.finishedNaturally && !options.rewardUnfinished) {
+        return finish('model_failure', `no final answer (${agent.stopReason})`, {
+          agent,
+          reward: { score: 0 },
+        });
+      }
+      const rewardTools = new Map(allTools.map((tool) => [tool.name, tool]));
+      const rewardSignal = signal ?? new AbortController().signal;
+      const context: RewardContext = {
+        sandbox,
+        rolloutId,
+        signal: rewardSignal,
+        logger,
+        async callTool(name, args) {
+          const tool = rewardTools.get(name);
+          if (!tool)
+            throw new NoSuchEntryError({ kind: 'tool', id: name, available: [...rewardTools.keys()].sort() });
+          const parsed = tool.inputSchema.safeParse(args);
+          if (!parsed.success) {
+            throw new InvalidArgumentError({
+              argument: name,
+              value: args,
+              message: `Invalid arguments for tool '${name}': ${parsed.error.message}`,
+            });
+          }
+          const toolContext: ToolContext = {
+            sandbox,
+            taskId: item.id,
+            rolloutId,
+            signal: rewardSignal,
+            logger,
+            state,
+          };
+          const output = await tool.execute(parsed.data, toolContext);
+          return typeof output === 'string' ? output : output.content;
+        },
+      };
+      const view: RolloutView = {
+        messages: agent.messages,
+        finalResponse: agent.finalResponse,
+        finishedNaturally: agent.finishedNaturally,
+        turnsUsed: agent.turnsUsed,
+        toolErrorCount: agent.toolErrors.length,
+      };
+      let reward: RewardResult;
+      try {
+        reward = await env.computeReward(item, view, context);
+      } catch (error) {
+        if (signal?.aborted || AbortedError.isInstance(error))
+          return finish('aborted', 'aborted during reward', { agent, error });
+        if (JudgeError.isInstance(error))
+          return finish('judge_failure', `judge: ${error.message}`, { agent, error });
+        if (SandboxError.isInstance(error) || ServerError.isInstance(error)) {
+          return finish('infra_failure', `reward: ${describeError(error)}`, { agent, error });
+        }
+        return finish('infra_failure', `reward threw: ${describeError(error)}`, { agent, error });
+      }
+      if (typeof reward?.score !== 'number' || !Number.isFinite(reward.score)) {
+        return finish('judge_failure', `reward returned a non-finite score (${String(reward?.score)})`, {
+          agent,
+        });
+      }
+      return agent.finishedNaturally
+        ? finish('scored', null, { agent, reward })
+        : finish('model_failure', `no final answer (${agent.stopReason})`, { agent, reward });
+    } finally {
+      try {
+        await sandbox.dispose();
+      } catch (error) {
+        logger.warn('sandbox dispose failed', { sandboxId: sandbox.id, error: describeError(error) });
+      }
+    }
+  };
+
+  const runRollout = async (
+    index: number,
+  ): Promise<{ result: AttemptResult; attempts: number; rolloutId: string }> => {
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      const rolloutId = `${groupId}-r${index}${attempts > 1 ? `-a${attempts}` : ''}`;
+      let result: AttemptResult;
+      try {
+        result = await limiter.run(
+          () => {
+            emit({ type: 'rollout_started', groupId, rolloutId, index, attempt: attempts });
+            return attempt(rolloutId);
+          },
+          signal ? { signal } : {},
+        );
+      } catch (error) {
+        // Only an abort while waiting for a slot reaches here.
+        result = {
+          outcome: 'aborted',
+          reason: 'aborted while queued',
+          agent: undefined,
+          reward: undefined,
+          error,
+          wallTimeSeconds: 0,
+        };
+      }
+      const retryable =
+        (result.outcome === 'infra_failure' || result.outcome === 'judge_failure') &&
+        !(ServerError.isInstance(result.error) && !result.error.retryable) &&
+        attempts <= retryBudget &&
+        !signal?.aborted;
+      emit({
+        type: 'rollout_finished',
+        groupId,
+        rolloutId,
+        index,
+        attempt: attempts,
+        outcome: result.outcome,
+        reason: result.reason,
+        reward:
+          result.outcome === 'scored' || result.outcome === 'model_failure'
+            ? (result.reward?.score ?? 0)
+            : null,
+        tokens: result.agent?.usage.totalTokens ?? 0,
+        turns: result.agent?.turnsUsed ?? 0,
+        willRetry: retryable,
+      });
+      if (!retryable) return { result, attempts, rolloutId };
+      const retryAfter = ServerError.isInstance(result.error) ? (result.error.retryAfterMs ?? 0) : 0;
+      await sleep(Math.min(retryAfter, options.maxRetryDelayMs ?? 5_000), signal);
+    }
+  };
+
+  const settled = await Promise.all(
+    Array.from({ length: options.groupSize }, (_, index) => runRollout(index)),
+  );
+
+  const taskDescription = item.prompt;
+  const trajectories: Trajectory[] = settled.map(({ result, attempts, rolloutId }) => {
+    const agent = result.agent;
+    const counted = result.outcome === 'scored' || result.outcome === 'model_failure';
+    const reward = counted ? (result.reward?.score ?? 0) : null;
+    const usage = agent?.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+    return {
+      rolloutId,
+      taskId: item.id,
+      taskDescription,
+      modelId: server.model,
+      outcome: result.outcome,
+      outcomeReason: result.reason,
+      attempts,
+      // ChatMessage and the schema's message type differ only in index signatures on content parts.
+      messages: (agent?.messages ?? prompt) as Trajectory['messages'],
+      steps: agent?.steps ?? [],
+      finalResponse: agent?.finalResponse ?? null,
+      finishedNaturally: agent?.finishedNaturally ?? false,
+      turnsUsed: agent?.turnsUsed ?? 0,
+      reward,
+      ...(counted && result.reward?.components ? { rewardComponents: result.reward.components } : {}),
+      ...(counted && result.reward?.details ? { rewardDetails: result.reward.details } : {}),
+      advantage: null,
+      toolErrors: agent?.toolErrors ?? [],
+      policyRefusals: agent?.policyRefusals ?? 0,
+      usage,
+      tokenCount: usage.totalTokens,
+      wallTimeSeconds: result.wallTimeSeconds,
+      ...(agent?.tokenRecord ? { tokens: agent.tokenRecord } : {}),
+      ...(sampledToolsets ? { toolsets: sampledToolsets } : {}),
+    };
+  });
+
+  const scores = trajectories.map((trajectory) => trajectory.reward);
+  const countedScores = scores.filter((score): score is number => score !== null);
+  const stats = statsOf(countedScores, scores.length - countedScores.length);
+  const computed = estimator.compute(countedScores);
+  let cursor = 0;
+  const advantages = scores.map((score) => (score === null ? null : (computed[cursor++] ?? 0)));
+  trajectories.forEach((trajectory, index) => {
+    trajectory.advantage = advantages[index] ?? null;
+  });
+
+  let dropped: { reason: string } | null = null;
+  if (countedScores.length === 0) dropped = { reason: 'no rollout produced a valid score' };
+  else if (
+    (options.allEqualScores ?? 'drop') === 'drop' &&
+    countedScores.every((score) => score === countedScores[0])
+  ) {
+    dropped = { reason: `all ${countedScores.length} counted scores are equal (${countedScores[0]})` };
+  }
+
+  const record: ScoredGroupRecord = {
+    kind: 'shears.group',
+    version: 1,
+    groupId,
+    envId: env.id,
+    taskId: item.id,
+    item,
+    createdAt: new Date(now()).toISOString(),
+    rollouts: trajectories,
+    scores,
+    advantages,
+    advantageMethod: estimator.name,
+    stats,
+    dropped,
+    ...(sampledToolsets ? { toolsets: sampledToolsets } : {}),
+    wallTimeSeconds: (performance.now() - started) / 1000,
+  };
+  emit({ type: 'group_finished', groupId, record });
+  return record;
+}
