@@ -35,6 +35,9 @@ function quote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
+/** How long a killed command may take to report back before the session is declared dead. */
+const KILL_GRACE_MS = 10_000;
+
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Head + tail byte buffer: memory stays bounded however much a command prints. */
@@ -284,15 +287,9 @@ export class DockerShell {
     else running.aborted = true;
     const kill = () => {
       if (running.pid === undefined || this.running !== running) return;
-      this.options.killGroup(running.pid).catch((error) => {
-        this.fail(
-          new SandboxError({
-            message: `Sandbox ${this.options.sandboxId}: could not kill a timed-out command: ${(error as Error).message}`,
-            sandboxId: this.options.sandboxId,
-            cause: error,
-          }),
-        );
-      });
+      // Best effort: with a timeout the in-shell watchdog kills the group anyway, and an exec can
+      // fail when the command exhausted the pids limit (a fork bomb). The backstop below decides.
+      this.options.killGroup(running.pid).catch(() => undefined);
     };
     if (running.pid !== undefined) kill();
     else {
@@ -306,6 +303,16 @@ export class DockerShell {
       }, 20);
       retry.unref?.();
     }
+    const backstop = setTimeout(() => {
+      if (this.running !== running) return;
+      this.fail(
+        new SandboxError({
+          message: `Sandbox ${this.options.sandboxId}: a ${reason === 'timeout' ? 'timed-out' : 'cancelled'} command could not be killed within ${KILL_GRACE_MS} ms`,
+          sandboxId: this.options.sandboxId,
+        }),
+      );
+    }, KILL_GRACE_MS);
+    backstop.unref?.();
   }
 
   private buildScript(running: Running, stdinPath: string | undefined): string {
@@ -343,12 +350,21 @@ export class DockerShell {
     lines.push('exit $__ec');
     const runner = lines.join('\n');
     const input = stdinPath ? quote(stdinPath) : '/dev/null';
+    const timeoutMs = options.timeoutMs;
+    const watchdog =
+      timeoutMs !== undefined && timeoutMs > 0 ? (Math.ceil(timeoutMs / 10) / 100).toFixed(2) : undefined;
     return [
       `__shears_cmd=${quote(command)}`,
       `setsid ${this.options.shell} -c ${quote(runner)} sh ${quote(this.options.stateDir)} "$__shears_cmd" < ${input} &`,
       '__shears_pid=$!',
+      // Watchdog started before the command can exhaust the pids limit; `kill` is a builtin, so it
+      // needs no fork when the deadline comes. It runs in its own session so it can be cleaned up.
+      watchdog
+        ? `setsid ${this.options.shell} -c ${quote(`sleep ${watchdog}; kill -KILL -- -$1`)} sh "$__shears_pid" </dev/null >/dev/null 2>&1 & __shears_wd=$!`
+        : ':',
       `printf '\\036S${marker}:%s\\036' "$__shears_pid" >&2`,
       'wait "$__shears_pid"; __shears_ec=$?',
+      watchdog ? 'kill -KILL -- -"$__shears_wd" 2>/dev/null; wait "$__shears_wd" 2>/dev/null' : ':',
       stdinPath ? `rm -f ${quote(stdinPath)}` : ':',
       `printf '\\036E${marker}:%s\\036' "$__shears_ec"; printf '\\036E${marker}\\036' >&2`,
       '',
