@@ -1,0 +1,94 @@
+// One JSON-over-HTTP call with a timeout, turning every way it can fail (refused, reset, timed
+// out, HTTP error, body that is not JSON or of the wrong shape) into a ServerError that says
+// whether a retry may help.
+import { AbortedError, ServerError, safeParseJson } from '@shears/core';
+import type { z } from 'zod';
+import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
+
+export interface HttpJsonOptions<TSchema extends z.ZodType> {
+  fetch: typeof globalThis.fetch;
+  method?: 'GET' | 'POST';
+  url: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  provider: string;
+  model: string;
+  schema?: TSchema;
+  now?: () => number;
+}
+
+export async function httpJson<TSchema extends z.ZodType>(options: HttpJsonOptions<TSchema>): Promise<z.output<TSchema>> {
+  const { provider, model, url, timeoutMs } = options;
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  const onAbort = () => controller.abort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted) controller.abort();
+  try {
+    let response: Response;
+    let text: string;
+    try {
+      response = await options.fetch(url, {
+        method: options.method ?? 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...options.headers },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: controller.signal,
+      });
+      text = await response.text();
+    } catch (cause) {
+      if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
+      if (timedOut) throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
+      const reason = cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
+      throw new ServerError({
+        message: `${provider} server ${url} (model "${model}"): connection failed: ${reason}`,
+        endpoint: url,
+        model,
+        retryable: true,
+        cause,
+      });
+    }
+    if (!response.ok) {
+      const parsed = safeParseJson(text, { source: `${provider} error body` });
+      const body = parsed.success ? (parsed.value as { error?: unknown; message?: unknown; detail?: unknown }) : undefined;
+      const nested = body?.error as { message?: unknown } | string | undefined;
+      const detail =
+        typeof nested === 'string'
+          ? nested
+          : typeof nested?.message === 'string'
+            ? nested.message
+            : typeof body?.message === 'string'
+              ? body.message
+              : typeof body?.detail === 'string'
+                ? body.detail
+                : text.slice(0, 300);
+      throw httpServerError({
+        status: response.status,
+        detail,
+        endpoint: url,
+        model,
+        provider,
+        retryAfterMs: parseRetryAfter(response.headers, (options.now ?? Date.now)()),
+      });
+    }
+    const parsed = safeParseJson(text, { source: `${provider} response from ${url}`, schema: options.schema });
+    if (!parsed.success) {
+      throw new ServerError({
+        message: `${provider} server ${url} (model "${model}"): ${parsed.error.message}`,
+        endpoint: url,
+        model,
+        retryable: true,
+        cause: parsed.error,
+      });
+    }
+    return parsed.value as z.output<TSchema>;
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+}
