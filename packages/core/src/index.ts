@@ -95,6 +95,8 @@ export type { AdvantageEstimator, GroupEvent, RunGroupOptions } from './group-ru
 export { filterToolsByToolsets, grpoAdvantages, runGroup } from './group-runner.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
+export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
+export { createJsonlSink, parseScoredGroups, readScoredGroups, safeParseScoredGroups } from './jsonl-sink.js';
 export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
 export type {
   LoadPluginOptions,

@@ -34,3 +34,7 @@ export type {
 export { createScriptedGenerate, scriptedLogprob } from './scripted-generate.js';
 export type { TokenizerConformanceFixture } from './tokenizer-conformance.js';
 export { describeTokenizerConformance } from './tokenizer-conformance.js';
+export type { SinkConformanceFixture, SinkConformanceOptions } from './sink-conformance.js';
+export { describeSinkConformance, sampleScoredGroup } from './sink-conformance.js';
+export type { ServerConformanceFixture } from './server-conformance.js';
+export { describeServerConformance } from './server-conformance.js';
