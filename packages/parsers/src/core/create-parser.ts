@@ -1,0 +1,170 @@
+// Turns a format's step function into a ToolCallParserV1: the whole-text parse, the stream,
+// the shared policy (content, name validation, trailing text), and the guarantee that no
+// input makes a parser throw.
+import type {
+  ParsedToolCall,
+  ParseIssue,
+  ParseOptions,
+  ParseResult,
+  RenderInput,
+  ToolCallParserV1,
+  ToolCallStreamV1,
+} from '@shears/core';
+import { createFormatContext, type FormatContext, type StepItem, type ToolCallFormat } from './format.js';
+
+/** End-of-turn tokens that may trail a completion when special tokens were kept. */
+const END_TOKENS = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '</s>', '<｜end▁of▁sentence｜>', '<|endoftext|>', '<|im_end|>', '<|user|>', '<|observation|>'];
+
+/** Removes end-of-turn tokens (and the whitespace around them) from the end of the text. */
+export function stripEndTokens(text: string): string {
+  let current = text;
+  for (;;) {
+    const trimmed = current.trimEnd();
+    const token = END_TOKENS.find((candidate) => trimmed.endsWith(candidate));
+    if (!token) return current;
+    current = trimmed.slice(0, trimmed.length - token.length);
+  }
+}
+
+function blankToNull(text: string | null): string | null {
+  return text === null || text.trim() === '' ? null : text;
+}
+
+interface ResolvedOptions {
+  context: FormatContext;
+  allowedNames: Set<string> | null;
+}
+
+function resolveOptions(format: ToolCallFormat, options: ParseOptions | undefined): ResolvedOptions {
+  const tools = Array.isArray(options?.tools) ? options.tools : undefined;
+  const validate = options?.validateNames ?? (tools !== undefined && tools.length > 0);
+  const allowedNames = validate && tools ? new Set(tools.map((tool) => tool?.function?.name).filter((name): name is string => typeof name === 'string')) : null;
+  const keepInvalid = options?.keepInvalidArguments ?? format.keepInvalidArgumentsByDefault;
+  return { context: createFormatContext(tools, keepInvalid), allowedNames };
+}
+
+/** Applies name validation to one item: the call to keep, or the reason it was skipped. */
+function judgeItem(item: StepItem, allowedNames: Set<string> | null): { call: ParsedToolCall } | { issue: string } {
+  if (!item.call) return { issue: item.issue ?? 'malformed call' };
+  if (item.call.name === '') return { issue: 'empty function name' };
+  if (allowedNames && !allowedNames.has(item.call.name)) {
+    const offered = [...allowedNames].join(', ') || 'none';
+    return { issue: `unknown function "${item.call.name}" (offered: ${offered})` };
+  }
+  const call: ParsedToolCall = { name: item.call.name, arguments: item.call.arguments };
+  if (item.call.id !== undefined) call.id = item.call.id;
+  return { call };
+}
+
+function parseWith(format: ToolCallFormat, input: string, options: ParseOptions | undefined): ParseResult {
+  const text = stripEndTokens(input);
+  const { context, allowedNames } = resolveOptions(format, options);
+  const toolCalls: ParsedToolCall[] = [];
+  const issues: ParseIssue[] = [];
+  let firstContentEnd: number | null | undefined;
+  let lastEnd = 0;
+  let itemIndex = 0;
+  let pos = 0;
+  for (;;) {
+    const step = format.next(text, pos, true, context);
+    if (step.kind !== 'region' || step.end <= pos) break;
+    if (firstContentEnd === undefined) firstContentEnd = step.contentEnd === undefined ? step.start : step.contentEnd;
+    for (const item of step.items) {
+      const verdict = judgeItem(item, allowedNames);
+      if ('call' in verdict) toolCalls.push(verdict.call);
+      else issues.push({ index: itemIndex, reason: verdict.issue, raw: item.raw });
+      itemIndex += 1;
+    }
+    pos = step.end;
+    lastEnd = step.end;
+  }
+  // With no call at all the whole output is the answer; otherwise only the text before the
+  // first call is content (what every reference does, and all a template can render).
+  const content = toolCalls.length === 0 ? text : firstContentEnd == null ? null : text.slice(0, firstContentEnd);
+  const result: ParseResult = { content: blankToNull(content), toolCalls, issues };
+  if (options?.keepTrailingText) {
+    result.trailingText = toolCalls.length === 0 ? null : blankToNull(stripClosingMarkers(text.slice(lastEnd), format.closingMarkers));
+  }
+  return result;
+}
+
+function stripClosingMarkers(text: string, markers: readonly string[]): string {
+  let current = text.trimStart();
+  for (;;) {
+    const marker = markers.find((candidate) => current.startsWith(candidate));
+    if (!marker) return current;
+    current = current.slice(marker.length).trimStart();
+  }
+}
+
+function safeParse(format: ToolCallFormat, text: unknown, options: ParseOptions | undefined): ParseResult {
+  const input = typeof text === 'string' ? text : text == null ? '' : String(text);
+  try {
+    return parseWith(format, input, options);
+  } catch (error) {
+    // Unreachable by design (the fuzz tests hunt for it); a parser must still never throw.
+    return { content: blankToNull(input), toolCalls: [], issues: [{ index: 0, reason: `internal parser error: ${String(error)}`, raw: '' }] };
+  }
+}
+
+/** Credit granted per character fed: total scanning work stays within this multiple of the input. */
+const WORK_PER_CHAR = 16;
+const WORK_PER_FEED = 256;
+
+function createStream(format: ToolCallFormat, options: ParseOptions | undefined): ToolCallStreamV1 {
+  let buffer = '';
+  let pos = 0;
+  let credit = 0;
+  let waiting = false;
+  let finished: ParseResult | null = null;
+  const resolved = resolveOptions(format, options);
+  return {
+    feed(delta: string): ParsedToolCall[] {
+      if (finished || typeof delta !== 'string' || delta.length === 0) return [];
+      buffer += delta;
+      credit += delta.length * WORK_PER_CHAR + WORK_PER_FEED;
+      const out: ParsedToolCall[] = [];
+      try {
+        for (;;) {
+          // A region still undecided is re-scanned only when the budget allows, which keeps
+          // the total work linear in the input however small the deltas are.
+          if (waiting && buffer.length - pos > credit) break;
+          const step = format.next(buffer, pos, false, resolved.context);
+          if (step.kind === 'more') {
+            credit -= buffer.length - pos;
+            waiting = true;
+            if (step.skip > pos) pos = step.skip;
+            break;
+          }
+          if (step.kind !== 'region' || step.end <= pos) break;
+          credit -= step.end - pos;
+          waiting = false;
+          for (const item of step.items) {
+            const verdict = judgeItem(item, resolved.allowedNames);
+            if ('call' in verdict) out.push(verdict.call);
+          }
+          pos = step.end;
+        }
+      } catch {
+        // Never throw from feed: finish() re-parses the whole buffer anyway.
+      }
+      return out;
+    },
+    finish(): ParseResult {
+      finished ??= safeParse(format, buffer, options);
+      return finished;
+    },
+  };
+}
+
+/** Builds a ToolCallParserV1 from a format. */
+export function createParserFromFormat(format: ToolCallFormat): ToolCallParserV1 {
+  return {
+    specificationVersion: 'v1',
+    id: format.id,
+    aliases: format.aliases,
+    parse: (text, options) => safeParse(format, text, options),
+    createStream: (options) => createStream(format, options),
+    render: (input: RenderInput) => format.render(input),
+  };
+}

@@ -1,0 +1,98 @@
+// Typing raw XML parameter values (Qwen3-Coder, GLM-4.5) by the offered tool's JSON schema,
+// following vLLM's rules, with the schema-less heuristic (JSON, then Python literal, then the
+// string itself) when no schema is known.
+import type { ToolSchema } from '@shears/core';
+import { PyNumber, type PyValue, pyFloatRepr, pyIntText, pyJsonLoads } from '../json/python-json.js';
+import { pyLiteralEval } from '../json/python-literal.js';
+
+/** The parameter schemas of a function, or undefined when the tools do not describe it. */
+export function parameterSchemas(tools: ToolSchema[] | undefined, name: string): Record<string, unknown> | undefined {
+  if (!tools) return undefined;
+  for (const tool of tools) {
+    if (tool?.function?.name !== name) continue;
+    const properties = (tool.function.parameters as { properties?: unknown } | undefined)?.properties;
+    return typeof properties === 'object' && properties !== null ? (properties as Record<string, unknown>) : {};
+  }
+  return undefined;
+}
+
+/** The schema's type name, lower-cased; unions pick the first non-null member. */
+export function schemaType(schema: unknown): string | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const record = schema as Record<string, unknown>;
+  const type = record.type;
+  if (typeof type === 'string') return type.trim().toLowerCase();
+  if (Array.isArray(type)) {
+    const first = type.find((entry) => typeof entry === 'string' && entry !== 'null');
+    return typeof first === 'string' ? first.trim().toLowerCase() : undefined;
+  }
+  for (const key of ['anyOf', 'oneOf']) {
+    const options = record[key];
+    if (Array.isArray(options)) {
+      for (const option of options) {
+        const found = schemaType(option);
+        if (found && found !== 'null') return found;
+      }
+    }
+  }
+  if (Array.isArray(record.enum)) return 'enum';
+  return undefined;
+}
+
+/** JSON, then Python literal, then the text itself. */
+export function heuristicValue(text: string): PyValue {
+  const json = pyJsonLoads(text);
+  if (json.ok) return json.value;
+  return pyLiteralEval(text) ?? text;
+}
+
+/** Python `int(text)`: optional sign and surrounding whitespace, `_` between digits. */
+function pythonInt(text: string): PyNumber | undefined {
+  const match = /^\s*([+-]?)(\d(?:_?\d)*)\s*$/.exec(text);
+  if (!match) return undefined;
+  return new PyNumber(pyIntText(`${match[1]}${(match[2] as string).replace(/_/g, '')}`));
+}
+
+/** Python `float(text)`, or undefined when Python would raise. */
+function pythonFloat(text: string): number | undefined {
+  const trimmed = text.trim().replace(/(\d)_(?=\d)/g, '$1');
+  if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(trimmed)) return Number(trimmed);
+  if (/^[+-]?(inf|infinity)$/i.test(trimmed)) return trimmed.startsWith('-') ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  if (/^[+-]?nan$/i.test(trimmed)) return Number.NaN;
+  return undefined;
+}
+
+/** vLLM's `num*`/`float*` rule: a float, printed as an int when integral. */
+function numberValue(text: string): PyValue | undefined {
+  const value = pythonFloat(text);
+  if (value === undefined || !Number.isFinite(value)) return undefined;
+  if (Number.isInteger(value)) return new PyNumber(pyIntText(BigInt(value).toString()));
+  return new PyNumber(pyFloatRepr(value));
+}
+
+/** Converts one raw value by its schema type (vLLM qwen3coder `_convert_param_value`). */
+export function typedValue(text: string, schema: unknown): PyValue {
+  if (text.toLowerCase() === 'null') return null;
+  const type = schemaType(schema);
+  if (type === undefined) return text;
+  if (['string', 'str', 'text', 'varchar', 'char', 'enum'].includes(type)) return text;
+  if (/^(int|uint|long|short|unsigned)/.test(type)) return pythonInt(text) ?? text;
+  if (/^(num|float|double|decimal)/.test(type)) return numberValue(text) ?? text;
+  if (['boolean', 'bool', 'binary'].includes(type)) return text.toLowerCase() === 'true';
+  if (type === 'object' || type === 'array' || type.startsWith('dict') || type.startsWith('list')) {
+    const json = pyJsonLoads(text);
+    if (json.ok) return json.value;
+  }
+  return pyLiteralEval(text) ?? text;
+}
+
+/** Coerces a decoded value to a numeric schema when it came quoted (`"42"` for a number). */
+export function coerceNumeric(value: PyValue, schema: unknown): PyValue {
+  if (typeof value !== 'string') return value;
+  const type = schemaType(schema);
+  if (type === undefined) return value;
+  if (/^(int|uint|long|short|unsigned)/.test(type)) return pythonInt(value) ?? value;
+  if (/^(num|float|double|decimal)/.test(type)) return numberValue(value) ?? value;
+  if (['boolean', 'bool'].includes(type) && /^(true|false)$/i.test(value.trim())) return value.trim().toLowerCase() === 'true';
+  return value;
+}

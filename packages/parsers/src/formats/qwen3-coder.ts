@@ -1,0 +1,130 @@
+// qwen3_coder: Qwen3-Coder / Qwen3.5 XML calls
+// `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`.
+// Values are raw text typed by the tool schema. Tolerates a missing `<tool_call>` wrapper,
+// missing close tags (a value ends at the next parameter or function end) and drifted
+// `</parameter…>` markers.
+import type { RenderInput } from '@shears/core';
+import { argumentsObject, jinjaString } from '../core/arguments.js';
+import { findFirst, type FormatContext, holdback, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import { heuristicValue, parameterSchemas, typedValue } from '../core/schema-values.js';
+import { type PyValue, pyDumps, skipWhitespace } from '../json/python-json.js';
+
+const TOOL_CALL = '<tool_call>';
+const TOOL_CALL_END = '</tool_call>';
+const FUNCTION = '<function=';
+const FUNCTION_END = '</function>';
+const PARAMETER = '<parameter=';
+const PARAMETER_END = '</parameter';
+const VALUE_ENDS = [PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END, TOOL_CALL, FUNCTION];
+
+function stripOneNewline(value: string): string {
+  let text = value;
+  if (text.startsWith('\n')) text = text.slice(1);
+  else if (text.startsWith('\r\n')) text = text.slice(2);
+  if (text.endsWith('\r\n')) text = text.slice(0, -2);
+  else if (text.endsWith('\n')) text = text.slice(0, -1);
+  return text;
+}
+
+function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
+  const found = nextStart(text, [TOOL_CALL, FUNCTION], pos, eof);
+  if (isStep(found)) return found;
+  const start = found.index;
+  const more: Step = { kind: 'more', skip: start };
+  const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + 80) }] });
+  let cursor = start;
+  if (found.marker === TOOL_CALL) {
+    cursor = skipWhitespace(text, start + TOOL_CALL.length);
+    if (cursor >= text.length || (!eof && FUNCTION.startsWith(text.slice(cursor)))) return eof ? bad('empty <tool_call>', text.length) : more;
+    if (!text.startsWith(FUNCTION, cursor)) return bad('no <function=...> after <tool_call>', start + TOOL_CALL.length);
+  }
+  const nameStart = cursor + FUNCTION.length;
+  const nameEnd = text.indexOf('>', nameStart);
+  if (nameEnd < 0) return eof ? bad('unterminated <function=', text.length) : more;
+  const name = text.slice(nameStart, nameEnd).trim();
+  if (name === '' || name.includes('<') || name.includes('\n')) return bad('malformed <function=NAME>', nameStart);
+  const schemas = parameterSchemas(context.tools, name);
+  const args = new Map<string, PyValue>();
+  cursor = nameEnd + 1;
+  for (;;) {
+    cursor = skipWhitespace(text, cursor);
+    if (cursor >= text.length) {
+      if (!eof) return more;
+      return finishCall(start, text.length);
+    }
+    if (text.startsWith(PARAMETER, cursor)) {
+      const keyStart = cursor + PARAMETER.length;
+      const keyEnd = text.indexOf('>', keyStart);
+      if (keyEnd < 0) return eof ? finishCall(start, text.length) : more;
+      const key = text.slice(keyStart, keyEnd).trim();
+      const valueStart = keyEnd + 1;
+      const [stop, marker] = findFirst(text, VALUE_ENDS, valueStart);
+      if (stop < 0 && !eof) return more;
+      const valueEnd = stop < 0 ? text.length : stop;
+      // A value may end in a partial marker only when the text is final.
+      if (stop < 0 && !eof) return more;
+      if (stop >= 0 && !eof && stop === valueEnd && marker === PARAMETER_END && text.indexOf('>', stop) < 0 && text.length - stop < 24) return more;
+      args.set(key, convert(stripOneNewline(text.slice(valueStart, valueEnd)), name, key, schemas));
+      cursor = valueEnd;
+      if (marker === PARAMETER_END) {
+        // `</parameter>` or a drifted `</parameter1>` / `</parameter_x>`: up to its `>` when close.
+        const close = text.indexOf('>', stop);
+        const nextOpen = text.indexOf('<', stop + 1);
+        cursor = close >= 0 && close - stop < 24 && (nextOpen < 0 || close < nextOpen) ? close + 1 : stop + PARAMETER_END.length;
+      }
+      continue;
+    }
+    if (text.startsWith(FUNCTION_END, cursor)) {
+      let end = cursor + FUNCTION_END.length;
+      const after = skipWhitespace(text, end);
+      if (!eof && (after >= text.length || (text.length - after < TOOL_CALL_END.length && TOOL_CALL_END.startsWith(text.slice(after))))) return more;
+      if (text.startsWith(TOOL_CALL_END, after)) end = after + TOOL_CALL_END.length;
+      return finishCall(start, end);
+    }
+    if (text.startsWith(TOOL_CALL_END, cursor)) return finishCall(start, cursor + TOOL_CALL_END.length);
+    if (text.startsWith(TOOL_CALL, cursor) || text.startsWith(FUNCTION, cursor)) return finishCall(start, cursor);
+    // Stray text between parameters is ignored up to the next tag.
+    const nextTag = text.indexOf('<', cursor + 1);
+    if (nextTag < 0) {
+      if (!eof) return { kind: 'more', skip: start };
+      return finishCall(start, text.length);
+    }
+    if (!eof && holdback(text, VALUE_ENDS, nextTag) < text.length && text.indexOf('>', nextTag) < 0) return more;
+    cursor = nextTag;
+  }
+
+  function finishCall(regionStart: number, end: number): Step {
+    return { kind: 'region', start: regionStart, end, items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, regionStart, end) }] };
+  }
+}
+
+function convert(raw: string, _name: string, key: string, schemas: Record<string, unknown> | undefined): PyValue {
+  // With the function's schema: vLLM's typed conversion (unknown parameters stay strings).
+  // Without one: the schema-less heuristic SGLang and hermes-agent use.
+  if (schemas === undefined) return raw.toLowerCase() === 'null' ? null : heuristicValue(raw);
+  const schema = schemas[key];
+  if (schema === undefined) return raw.toLowerCase() === 'null' ? null : raw;
+  return typedValue(raw, schema);
+}
+
+export const qwen3CoderFormat: ToolCallFormat = {
+  id: 'qwen3_coder',
+  aliases: ['qwen3coder', 'qwen3_xml', 'qwen35', 'qwen3.5'],
+  description: 'Qwen3-Coder / Qwen3.5 XML <function=NAME><parameter=KEY> calls',
+  keepInvalidArgumentsByDefault: false,
+  closingMarkers: [TOOL_CALL_END],
+  next,
+  render(input: RenderInput): string {
+    // vLLM's tool_chat_template_qwen3coder.jinja assistant branch, without the turn markers.
+    let out = input.content ? `${input.content.trim()}\n` : '';
+    for (const call of input.toolCalls) {
+      out += `\n<tool_call>\n<function=${call.name}>\n`;
+      for (const [key, value] of argumentsObject(call.arguments)) {
+        const text = value instanceof Map || Array.isArray(value) ? pyDumps(value) : jinjaString(value);
+        out += `<parameter=${key}>\n${text}\n</parameter>\n`;
+      }
+      out += '</function>\n</tool_call>';
+    }
+    return input.content ? out : out.replace(/^\n/, '');
+  },
+};

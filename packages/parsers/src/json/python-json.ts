@@ -1,0 +1,421 @@
+// A JSON reader that keeps the meaning Python's `json.loads` gives a document (ints stay exact,
+// floats are doubles, key order and duplicate-key rules of a dict) and a writer that prints the
+// result exactly like `json.dumps(obj, ensure_ascii=False)`. Trainers, chat templates and vLLM
+// all see Python's text, so the arguments we hand on must be byte-identical to it.
+
+/** A number as Python holds it, stored as the text `json.dumps` prints for it. */
+export class PyNumber {
+  constructor(readonly text: string) {}
+}
+
+/** A decoded value: dicts are Maps (insertion order, last duplicate wins, first position kept). */
+export type PyValue = null | boolean | string | PyNumber | PyValue[] | Map<string, PyValue>;
+
+/** How a read ended: `incomplete` means the text ran out while the value could still be valid. */
+export type JsonReadFailure = 'incomplete' | 'invalid';
+
+/**
+ * Python's float repr: the shortest digits that round-trip, positional notation when the
+ * decimal exponent is in [-4, 16), otherwise `d.ddde+XX` with at least two exponent digits.
+ */
+export function pyFloatRepr(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Number.POSITIVE_INFINITY) return 'Infinity';
+  if (value === Number.NEGATIVE_INFINITY) return '-Infinity';
+  if (value === 0) return Object.is(value, -0) ? '-0.0' : '0.0';
+  const negative = value < 0;
+  // toExponential() without an argument gives the shortest round-trip digits, like Python.
+  const exponential = Math.abs(value).toExponential();
+  const eIndex = exponential.indexOf('e');
+  const digits = exponential.slice(0, eIndex).replace('.', '');
+  const exponent = Number(exponential.slice(eIndex + 1));
+  const decimalPoint = exponent + 1; // digits are 0.d1d2... * 10^decimalPoint
+  let body: string;
+  if (decimalPoint > -4 && decimalPoint <= 16) {
+    if (decimalPoint <= 0) body = `0.${'0'.repeat(-decimalPoint)}${digits}`;
+    else if (decimalPoint >= digits.length) body = `${digits}${'0'.repeat(decimalPoint - digits.length)}.0`;
+    else body = `${digits.slice(0, decimalPoint)}.${digits.slice(decimalPoint)}`;
+  } else {
+    const mantissa = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    const e = decimalPoint - 1;
+    const sign = e < 0 ? '-' : '+';
+    const magnitude = Math.abs(e);
+    body = `${mantissa}e${sign}${magnitude < 10 ? `0${magnitude}` : magnitude}`;
+  }
+  return negative ? `-${body}` : body;
+}
+
+/** Python's text for an int given by decimal digits (exact, any size; `-0` is `0`). */
+export function pyIntText(digits: string): string {
+  let start = digits[0] === '-' || digits[0] === '+' ? 1 : 0;
+  const negative = digits[0] === '-';
+  while (start < digits.length - 1 && digits[start] === '0') start += 1;
+  const magnitude = digits.slice(start);
+  if (magnitude === '0') return '0';
+  return negative ? `-${magnitude}` : magnitude;
+}
+
+/** The number a JSON number lexeme means in Python: int when it has no fraction or exponent. */
+export function pyNumberFromJson(lexeme: string): PyNumber {
+  for (let index = 0; index < lexeme.length; index += 1) {
+    const code = lexeme.charCodeAt(index);
+    if (code === 46 || code === 101 || code === 69) return new PyNumber(pyFloatRepr(Number(lexeme)));
+  }
+  return new PyNumber(pyIntText(lexeme));
+}
+
+const ESCAPES: Record<number, string> = { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };
+const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+
+/** A string literal as `json.dumps(..., ensure_ascii=False)` writes it. */
+export function pyQuote(text: string): string {
+  if (!NEEDS_ESCAPE.test(text)) return `"${text}"`;
+  let out = '"';
+  let runStart = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code < 32 || code === 34 || code === 92) {
+      out += text.slice(runStart, index);
+      out += ESCAPES[code] ?? `\\u00${code < 16 ? '0' : ''}${code.toString(16)}`;
+      runStart = index + 1;
+    }
+  }
+  return `${out + text.slice(runStart)}"`;
+}
+
+/** `json.dumps(value, ensure_ascii=False)`. */
+export function pyDumps(value: PyValue): string {
+  if (value === null) return 'null';
+  if (value === true) return 'true';
+  if (value === false) return 'false';
+  if (typeof value === 'string') return pyQuote(value);
+  if (value instanceof PyNumber) return value.text;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    let out = '[';
+    for (let index = 0; index < value.length; index += 1) {
+      if (index > 0) out += ', ';
+      out += pyDumps(value[index] as PyValue);
+    }
+    return `${out}]`;
+  }
+  if (value.size === 0) return '{}';
+  let out = '{';
+  let first = true;
+  for (const [key, item] of value) {
+    if (!first) out += ', ';
+    first = false;
+    out += `${pyQuote(key)}: ${pyDumps(item)}`;
+  }
+  return `${out}}`;
+}
+
+/** Converts a plain JavaScript value (from JSON.parse or user code) into a PyValue. */
+export function toPyValue(value: unknown): PyValue {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'boolean' || typeof value === 'string') return value;
+  if (typeof value === 'number') return new PyNumber(Number.isInteger(value) && Math.abs(value) < 2 ** 53 ? String(value) : pyFloatRepr(value));
+  if (typeof value === 'bigint') return new PyNumber(value.toString());
+  if (value instanceof PyNumber) return value;
+  if (Array.isArray(value)) return value.map(toPyValue);
+  if (value instanceof Map) return new Map([...value].map(([key, item]) => [String(key), toPyValue(item)]));
+  if (typeof value === 'object') return new Map(Object.entries(value as Record<string, unknown>).map(([key, item]) => [key, toPyValue(item)]));
+  return String(value);
+}
+
+function isWhitespace(code: number): boolean {
+  return code === 32 || code === 10 || code === 13 || code === 9;
+}
+
+/** Index of the first non-JSON-whitespace character at or after `from`. */
+export function skipJsonWhitespace(text: string, from: number): number {
+  let index = from;
+  while (index < text.length && isWhitespace(text.charCodeAt(index))) index += 1;
+  return index;
+}
+
+/** Index of the first character at or after `from` that is not Unicode whitespace. */
+export function skipWhitespace(text: string, from: number): number {
+  let index = from;
+  while (index < text.length) {
+    const code = text.charCodeAt(index);
+    if (code === 32 || (code >= 9 && code <= 13) || (code > 127 && /\s/.test(text[index] as string))) index += 1;
+    else break;
+  }
+  return index;
+}
+
+const HEX = /^[0-9a-fA-F]{4}$/;
+const MAX_DEPTH = 10_000;
+
+/**
+ * Reads one JSON value starting exactly at `start`. Lenient in one way only: raw control
+ * characters inside strings are taken as themselves (models emit real newlines in code).
+ * Also accepts Python's `NaN`, `Infinity` and `-Infinity`, as `json.loads` does.
+ */
+export class JsonReader {
+  text = '';
+  pos = 0;
+  failure: JsonReadFailure | null = null;
+  failedAt = 0;
+  /** Starts of objects still open when the read failed (outermost first). */
+  openObjects: number[] = [];
+  private depth = 0;
+
+  read(text: string, start: number): PyValue | undefined {
+    this.text = text;
+    this.pos = start;
+    this.failure = null;
+    this.openObjects = [];
+    this.depth = 0;
+    const value = this.value();
+    return this.failure ? undefined : value;
+  }
+
+  private fail(kind: JsonReadFailure, at: number): undefined {
+    if (this.failure === null) {
+      this.failure = kind;
+      this.failedAt = at;
+    }
+    return undefined;
+  }
+
+  private ws(): void {
+    const text = this.text;
+    let index = this.pos;
+    while (index < text.length) {
+      const code = text.charCodeAt(index);
+      if (code === 32 || code === 10 || code === 13 || code === 9) index += 1;
+      else break;
+    }
+    this.pos = index;
+  }
+
+  private value(): PyValue | undefined {
+    const text = this.text;
+    if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+    const code = text.charCodeAt(this.pos);
+    if (code === 34) return this.string();
+    if (code === 123) return this.object();
+    if (code === 91) return this.array();
+    if (code === 45 || (code >= 48 && code <= 57)) return this.number();
+    if (code === 116) return this.word('true', true);
+    if (code === 102) return this.word('false', false);
+    if (code === 110) return this.word('null', null);
+    if (code === 78) return this.word('NaN', new PyNumber('NaN'));
+    if (code === 73) return this.word('Infinity', new PyNumber('Infinity'));
+    return this.fail('invalid', this.pos);
+  }
+
+  private word(word: string, result: PyValue): PyValue | undefined {
+    const text = this.text;
+    for (let index = 0; index < word.length; index += 1) {
+      const at = this.pos + index;
+      if (at >= text.length) return this.fail('incomplete', at);
+      if (text.charCodeAt(at) !== word.charCodeAt(index)) return this.fail('invalid', at);
+    }
+    this.pos += word.length;
+    return result;
+  }
+
+  private number(): PyValue | undefined {
+    const text = this.text;
+    const start = this.pos;
+    let index = start;
+    if (text.charCodeAt(index) === 45) {
+      index += 1;
+      if (index >= text.length) return this.fail('incomplete', index);
+      if (text.charCodeAt(index) === 73) {
+        this.pos = index;
+        return this.word('Infinity', new PyNumber('-Infinity'));
+      }
+    }
+    const first = text.charCodeAt(index);
+    if (first === 48) index += 1;
+    else if (first >= 49 && first <= 57) {
+      while (index < text.length && isDigit(text.charCodeAt(index))) index += 1;
+    } else return this.fail('invalid', index);
+    // Python's scanner stops at the longest valid prefix: `1.` is the int 1 followed by `.`.
+    if (index < text.length && text.charCodeAt(index) === 46) {
+      if (index + 1 >= text.length) return this.fail('incomplete', index + 1);
+      if (isDigit(text.charCodeAt(index + 1))) {
+        index += 2;
+        while (index < text.length && isDigit(text.charCodeAt(index))) index += 1;
+      }
+    }
+    if (index < text.length && (text.charCodeAt(index) === 101 || text.charCodeAt(index) === 69)) {
+      let probe = index + 1;
+      if (probe < text.length && (text.charCodeAt(probe) === 43 || text.charCodeAt(probe) === 45)) probe += 1;
+      if (probe >= text.length) return this.fail('incomplete', probe);
+      if (isDigit(text.charCodeAt(probe))) {
+        index = probe;
+        while (index < text.length && isDigit(text.charCodeAt(index))) index += 1;
+      }
+    }
+    // A number that touches the end of the text may still grow.
+    if (index >= text.length) return this.fail('incomplete', index);
+    this.pos = index;
+    return pyNumberFromJson(text.slice(start, index));
+  }
+
+  private string(): string | undefined {
+    const text = this.text;
+    let index = this.pos + 1;
+    let runStart = index;
+    let out = '';
+    for (;;) {
+      const quote = text.indexOf('"', index);
+      const slash = text.indexOf('\\', index);
+      if (quote < 0 && slash < 0) return this.fail('incomplete', text.length);
+      if (quote >= 0 && (slash < 0 || quote < slash)) {
+        this.pos = quote + 1;
+        return out + text.slice(runStart, quote);
+      }
+      out += text.slice(runStart, slash);
+      if (slash + 1 >= text.length) return this.fail('incomplete', text.length);
+      const escape = text.charCodeAt(slash + 1);
+      index = slash + 2;
+      switch (escape) {
+        case 34:
+          out += '"';
+          break;
+        case 92:
+          out += '\\';
+          break;
+        case 47:
+          out += '/';
+          break;
+        case 98:
+          out += '\b';
+          break;
+        case 102:
+          out += '\f';
+          break;
+        case 110:
+          out += '\n';
+          break;
+        case 114:
+          out += '\r';
+          break;
+        case 116:
+          out += '\t';
+          break;
+        case 117: {
+          const hex = text.slice(slash + 2, slash + 6);
+          if (!HEX.test(hex)) {
+            if (hex.length < 4 && /^[0-9a-fA-F]*$/.test(hex)) return this.fail('incomplete', text.length);
+            return this.fail('invalid', slash);
+          }
+          out += String.fromCharCode(Number.parseInt(hex, 16));
+          index = slash + 6;
+          break;
+        }
+        default:
+          return this.fail('invalid', slash);
+      }
+      runStart = index;
+    }
+  }
+
+  private array(): PyValue[] | undefined {
+    if (++this.depth > MAX_DEPTH) return this.fail('invalid', this.pos);
+    const text = this.text;
+    this.pos += 1;
+    const items: PyValue[] = [];
+    this.ws();
+    if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+    if (text.charCodeAt(this.pos) === 93) {
+      this.pos += 1;
+      this.depth -= 1;
+      return items;
+    }
+    for (;;) {
+      this.ws();
+      const item = this.value();
+      if (item === undefined) return undefined;
+      items.push(item);
+      this.ws();
+      if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+      const code = text.charCodeAt(this.pos);
+      this.pos += 1;
+      if (code === 93) {
+        this.depth -= 1;
+        return items;
+      }
+      if (code !== 44) return this.fail('invalid', this.pos - 1);
+    }
+  }
+
+  private object(): Map<string, PyValue> | undefined {
+    if (++this.depth > MAX_DEPTH) return this.fail('invalid', this.pos);
+    const text = this.text;
+    const start = this.pos;
+    this.openObjects.push(start);
+    this.pos += 1;
+    const entries = new Map<string, PyValue>();
+    this.ws();
+    if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+    if (text.charCodeAt(this.pos) === 125) {
+      this.pos += 1;
+      this.openObjects.pop();
+      this.depth -= 1;
+      return entries;
+    }
+    for (;;) {
+      this.ws();
+      if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+      if (text.charCodeAt(this.pos) !== 34) return this.fail('invalid', this.pos);
+      const key = this.string();
+      if (key === undefined) return undefined;
+      this.ws();
+      if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+      if (text.charCodeAt(this.pos) !== 58) return this.fail('invalid', this.pos);
+      this.pos += 1;
+      this.ws();
+      const item = this.value();
+      if (item === undefined) return undefined;
+      entries.set(key, item);
+      this.ws();
+      if (this.pos >= text.length) return this.fail('incomplete', this.pos);
+      const code = text.charCodeAt(this.pos);
+      this.pos += 1;
+      if (code === 125) {
+        this.openObjects.pop();
+        this.depth -= 1;
+        return entries;
+      }
+      if (code !== 44) return this.fail('invalid', this.pos - 1);
+    }
+  }
+}
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
+const sharedReader = new JsonReader();
+
+/** `json.loads(text)`: the whole text (surrounding whitespace allowed) must be one value. */
+export function pyJsonLoads(text: string): { ok: true; value: PyValue } | { ok: false } {
+  const start = skipJsonWhitespace(text, 0);
+  // Pad so a trailing number is known to be finished: the whole text is given.
+  const padded = `${text} `;
+  const value = sharedReader.read(padded, start);
+  if (value === undefined) return { ok: false };
+  if (skipJsonWhitespace(padded, sharedReader.pos) !== padded.length) return { ok: false };
+  return { ok: true, value };
+}
+
+/** Plain JavaScript view of a PyValue (numbers become JS numbers), for tests and callers. */
+export function fromPyValue(value: PyValue): unknown {
+  if (value instanceof PyNumber) return Number(value.text);
+  if (Array.isArray(value)) return value.map(fromPyValue);
+  if (value instanceof Map) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of value) {
+      Object.defineProperty(out, key, { value: fromPyValue(item), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+  return value;
+}
