@@ -56,7 +56,7 @@ describeDocker('docker sandboxes do not leak', (docker) => {
       specificationVersion: 'v1',
       id: 'kill-test',
       async nextItem() {
-        return { id: 'kill-task' };
+        return { id: 'kill-task', prompt: 'go' };
       },
       buildMessages: () => [{ role: 'user', content: 'go' }],
       tools: () => [],
@@ -83,7 +83,7 @@ describeDocker('docker sandboxes do not leak', (docker) => {
     try {
       const record = await runGroup({
         env,
-        item: { id: 'kill-task' },
+        item: { id: 'kill-task', prompt: 'go' },
         server: createScriptedServerClient({ baseUrl: server.url, model: 'scripted' }),
         sandboxes: provider,
         groupSize: ROLLOUTS,
