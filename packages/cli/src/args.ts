@@ -30,6 +30,7 @@ export const FLAG_ALIASES: Record<string, string> = {
   k: 'evaluate.k',
   'max-items': 'evaluate.max_items',
   progress: 'run.progress',
+  plugins: 'plugins',
 };
 
 /** Flags that are not config fields; `true` means the flag takes no value. */

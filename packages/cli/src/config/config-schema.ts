@@ -66,6 +66,8 @@ export const apiConfigSchema = z
       .default(4)
       .describe('`shears serve` pauses when it is this many batches ahead of the trainer'),
     poll_ms: z.int().min(10).default(1000).describe('How often a paused worker asks /status again'),
+    database: z.string().default(':memory:').describe('SQLite file for a durable queue (`shears api`); ":memory:" keeps it in memory like Atropos'),
+    auth_token: z.string().optional().describe('Bearer token required by the API; write "${SHEARS_API_TOKEN}" to read it from the environment'),
   })
   .describe('The Atropos-compatible trajectory API');
 

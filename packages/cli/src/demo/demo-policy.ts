@@ -24,13 +24,19 @@ export interface DemoPolicyOptions {
 
 export type DemoPolicy = (request: ScriptedChatRequest) => ScriptedReply;
 
-/** A number in [0, 1) from a string, stable across runs (FNV-1a). */
+/** A number in [0, 1) from a string, stable across runs (FNV-1a with a final mix). */
 export function hashUnit(text: string): number {
   let hash = 0x811c9dc5;
   for (let index = 0; index < text.length; index++) {
     hash ^= text.charCodeAt(index);
     hash = Math.imul(hash, 0x01000193);
   }
+  // FNV alone barely moves the high bits when only the last character differs; mix them.
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
   return (hash >>> 0) / 0x1_0000_0000;
 }
 

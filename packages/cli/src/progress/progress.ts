@@ -19,7 +19,8 @@ export interface ProgressSnapshot {
 
 export interface ProgressReporter {
   rolloutStarted(): void;
-  rolloutFinished(): void;
+  /** A rollout attempt ended; failures are counted by kind, retries included. */
+  rolloutFinished(outcome?: string, willRetry?: boolean): void;
   addTokens(count: number): void;
   groupFinished(record: ScoredGroupRecord): void;
   /** A free-form line (pauses, retries) that does not break the bars. */
@@ -120,8 +121,10 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
     rolloutStarted() {
       inFlight++;
     },
-    rolloutFinished() {
+    rolloutFinished(outcome, willRetry) {
       inFlight = Math.max(0, inFlight - 1);
+      if (outcome && outcome !== 'scored') failed[outcome] = (failed[outcome] ?? 0) + 1;
+      if (outcome && !willRetry) rolloutsDone++;
     },
     addTokens(count) {
       tokens += count;
@@ -129,8 +132,6 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
     groupFinished(record) {
       groupsDone++;
       for (const rollout of record.rollouts) {
-        rolloutsDone++;
-        if (rollout.outcome !== 'scored') failed[rollout.outcome] = (failed[rollout.outcome] ?? 0) + 1;
         if (rollout.reward !== null && rollout.reward !== undefined) {
           rewardSum += rollout.reward;
           rewardCount++;

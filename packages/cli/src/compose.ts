@@ -1,0 +1,168 @@
+// The composition root: one registry with the CLI's plugin, the built-in plugin packages that
+// are installed, and the plugins the config names; then the env, server and sandbox provider
+// the config asks for, with errors that name the config field.
+import {
+  ConfigError,
+  createRegistry,
+  type EnvV1,
+  isPlugin,
+  type Logger,
+  NoSuchEntryError,
+  type PluginKind,
+  type Registry,
+  type SandboxProviderV1,
+  type ServerV1,
+} from '@shears/core';
+import type { ShearsConfig } from './config/config-schema.js';
+import cliPlugin from './plugin.js';
+
+/** Plugin packages shipped with shears, registered when installed. */
+export const BUILTIN_PLUGINS = [
+  '@shears/tools-terminal',
+  '@shears/tools-file',
+  '@shears/tools-web',
+  '@shears/servers',
+  '@shears/parsers',
+  '@shears/judges',
+  '@shears/grpo',
+  '@shears/envs-swe',
+] as const;
+
+export interface PluginStatus {
+  name: string;
+  loaded: boolean;
+  error?: string;
+}
+
+export interface Composed {
+  registry: Registry;
+  plugins: PluginStatus[];
+}
+
+async function importBuiltin(name: string): Promise<unknown> {
+  // Literal specifiers per package would tie the build to each package's presence; a variable
+  // keeps a missing or half-built plugin from breaking the CLI.
+  const module = (await import(name)) as { default?: unknown; plugin?: unknown };
+  return module.default ?? module.plugin;
+}
+
+export async function composeRegistry(config: ShearsConfig, options: { cwd: string; logger: Logger }): Promise<Composed> {
+  const registry = createRegistry({ logger: options.logger });
+  registry.use(cliPlugin);
+  const plugins: PluginStatus[] = [];
+  for (const name of BUILTIN_PLUGINS) {
+    try {
+      const manifest = await importBuiltin(name);
+      if (!isPlugin(manifest)) throw new Error('no plugin manifest as default export');
+      registry.use(manifest);
+      plugins.push({ name, loaded: true });
+    } catch (error) {
+      plugins.push({ name, loaded: false, error: (error as Error).message.split('\n')[0] });
+      options.logger.debug(`built-in plugin ${name} not available: ${(error as Error).message}`);
+    }
+  }
+  for (const [index, specifier] of config.plugins.entries()) {
+    try {
+      await registry.load(specifier, { from: options.cwd });
+      plugins.push({ name: specifier, loaded: true });
+    } catch (cause) {
+      throw new ConfigError({
+        message: `plugins[${index}]: could not load "${specifier}": ${(cause as Error).message}`,
+        issues: [{ path: `plugins[${index}]`, message: 'plugin could not be loaded', value: specifier }],
+        cause,
+      });
+    }
+  }
+  return { registry, plugins };
+}
+
+/** registry.create, but an unknown id becomes a ConfigError naming the field. */
+export async function createFromConfig<K extends PluginKind>(
+  registry: Registry,
+  kind: K,
+  id: string,
+  field: string,
+  settings: Record<string, unknown>,
+) {
+  try {
+    registry.resolve(kind, id);
+  } catch (cause) {
+    if (NoSuchEntryError.isInstance(cause)) {
+      const available = registry.list(kind);
+      throw new ConfigError({
+        message: `${field}: unknown ${cause.kind} "${id}" (allowed: ${available.join(', ') || 'none registered'}; add the package that provides it to "plugins")`,
+        issues: [{ path: field, message: `unknown ${cause.kind}`, value: id }],
+        cause,
+      });
+    }
+    throw cause;
+  }
+  return registry.create(kind, id, settings);
+}
+
+export async function createEnv(registry: Registry, config: ShearsConfig): Promise<EnvV1> {
+  return createFromConfig(registry, 'envs', config.env.name, 'env.name', { seed: config.env.seed, ...config.env.settings });
+}
+
+export async function createServer(registry: Registry, config: ShearsConfig, apiKey: string | undefined): Promise<ServerV1> {
+  const server = config.server;
+  if (server.provider === 'scripted') {
+    return createFromConfig(registry, 'servers', 'scripted', 'server.provider', { seed: config.env.seed, model: server.model, ...server.settings });
+  }
+  if (!server.base_url) {
+    throw new ConfigError({
+      message: `server.base_url: required for server.provider "${server.provider}" (e.g. http://127.0.0.1:8000/v1)`,
+      issues: [{ path: 'server.base_url', message: 'required', value: undefined }],
+    });
+  }
+  if (!server.model) {
+    throw new ConfigError({
+      message: `server.model: required for server.provider "${server.provider}"`,
+      issues: [{ path: 'server.model', message: 'required', value: undefined }],
+    });
+  }
+  return createFromConfig(registry, 'servers', server.provider, 'server.provider', {
+    baseUrl: server.base_url,
+    model: server.model,
+    ...(apiKey ? { apiKey } : {}),
+    ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
+    ...server.settings,
+  });
+}
+
+export async function createSandboxProvider(registry: Registry, config: ShearsConfig): Promise<SandboxProviderV1> {
+  return createFromConfig(registry, 'sandboxes', config.sandbox.provider, 'sandbox.provider', {
+    ...(config.sandbox.image ? { image: config.sandbox.image } : {}),
+    ...config.sandbox.settings,
+  });
+}
+
+/** Counts tokens as chat calls return, for tokens/s. */
+export function observeServer(server: ServerV1, onTokens: (count: number) => void): ServerV1 {
+  const wrapped: ServerV1 = {
+    specificationVersion: 'v1',
+    provider: server.provider,
+    model: server.model,
+    async chat(request) {
+      const response = await server.chat(request);
+      onTokens(response.usage?.totalTokens ?? 0);
+      return response;
+    },
+    close: server.close ? () => server.close!() : undefined,
+  };
+  if (server.openSession) {
+    wrapped.openSession = (options) => {
+      const session = server.openSession!(options);
+      return {
+        chat: async (request) => {
+          const response = await session.chat(request);
+          onTokens(response.usage?.totalTokens ?? 0);
+          return response;
+        },
+        tokenRecord: () => session.tokenRecord(),
+        close: () => session.close(),
+      };
+    };
+  }
+  return wrapped;
+}

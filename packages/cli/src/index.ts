@@ -1,0 +1,38 @@
+// @shears/cli: the `shears` command as a library — run it in-process, load and validate
+// configs, build the trajectory viewer, and the bundled demo environment and policy.
+import plugin from './plugin.js';
+
+export { FLAG_ALIASES, parseArgs } from './args.js';
+export type { ParsedArgs } from './args.js';
+export { runCli, USAGE } from './cli.js';
+export type { CliIo } from './io.js';
+export { processIo } from './io.js';
+export {
+  apiConfigSchema,
+  envConfigSchema,
+  evaluateConfigSchema,
+  runConfigSchema,
+  sandboxConfigSchema,
+  serverConfigSchema,
+  shearsConfigSchema,
+  trainConfigSchema,
+} from './config/config-schema.js';
+export type { ShearsConfig, ShearsConfigInput } from './config/config-schema.js';
+export { configErrorFromZod, loadConfig } from './config/load-config.js';
+export type { LoadConfigOptions, LoadedConfig } from './config/load-config.js';
+export { configJsonSchema } from './commands/schema.js';
+export { buildViewerHtml, readGroupsForViewer } from './viewer/build-viewer.js';
+export type { BuildViewerOptions, ReadGroupsResult, ViewerMeta } from './viewer/build-viewer.js';
+export { createSyntheticGroups } from './viewer/synthetic-groups.js';
+export { bootstrapMean, passAtK } from './stats.js';
+export type { ConfidenceInterval } from './stats.js';
+export { createRedactor } from './redact.js';
+export { DEMO_TASKS } from './demo/demo-tasks.js';
+export type { DemoTask } from './demo/demo-tasks.js';
+export { createDemoEnv, DEMO_SYSTEM_PROMPT } from './demo/demo-env.js';
+export type { DemoEnvSettings, DemoItem } from './demo/demo-env.js';
+export { createDemoPolicy, pickPlan } from './demo/demo-policy.js';
+export type { DemoPlan, DemoPolicyOptions } from './demo/demo-policy.js';
+export { startDemoServer } from './demo/demo-server.js';
+export { default as plugin } from './plugin.js';
+export default plugin;
