@@ -1,5 +1,11 @@
 import { type ChatMessage, ServerError, type ToolSchema } from '@shears/core';
-import { type ScriptedGenerateReply, type ScriptedServer, createScriptedGenerate, createScriptedServer } from '@shears/core/test';
+import {
+  type ScriptedGenerateReply,
+  type ScriptedServer,
+  createScriptedGenerate,
+  createScriptedServer,
+  describeServerConformance,
+} from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hermesTestParser } from '../test/hermes-test-parser.js';
 import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
@@ -18,6 +24,26 @@ const COMPLETIONS = [
   '<think>\nNow Lyon.\n</think>\n\nLet me check Lyon as well.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lyon"}}\n</tool_call>',
   '<think>\nBoth known.\n</think>\n\nParis is clear (18 °C); Lyon is rainy.',
 ];
+
+for (const [name, create] of [
+  ['vllm', createVllmServer],
+  ['sglang', createSglangServer],
+] as const) {
+  describeServerConformance(`managed ${name}`, async () => {
+    const tokenizer = qwen3Tokenizer();
+    const generate = createScriptedGenerate({ tokenizer });
+    const server = await createScriptedServer({ routes: generate.routes });
+    const retry = { maxRetries: 2, sleep: async () => {} };
+    return {
+      server: create({ baseUrl: server.origin, model: 'qwen3', tokenizer, parser: hermesTestParser(), retry }),
+      enqueueText: (text) => generate.enqueue(text),
+      enqueueToolCall: (toolName, args) =>
+        generate.enqueue(`<tool_call>\n${JSON.stringify({ name: toolName, arguments: args }, null, 1).replace(/\n\s*/g, ' ')}\n</tool_call>`),
+      enqueueError: (status) => generate.enqueue({ fault: 'error', status }),
+      cleanup: () => server.close(),
+    };
+  });
+}
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

@@ -38,3 +38,7 @@ export type { SinkConformanceFixture, SinkConformanceOptions } from './sink-conf
 export { describeSinkConformance, sampleScoredGroup } from './sink-conformance.js';
 export type { ServerConformanceFixture } from './server-conformance.js';
 export { describeServerConformance } from './server-conformance.js';
+export type { ToolConformanceOptions } from './tool-conformance.js';
+export { describeToolConformance } from './tool-conformance.js';
+export type { EnvConformanceOptions } from './env-conformance.js';
+export { describeEnvConformance } from './env-conformance.js';
