@@ -107,3 +107,11 @@ describe('parseArgs', () => {
     expect(() => parseArgs(['process', '--groups'])).toThrow(/--groups needs a value/);
   });
 });
+
+describe('committed JSON Schema', () => {
+  it('matches the config schema (regenerate with: pnpm shears schema > packages/cli/shears.schema.json)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const committed = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'shears.schema.json'), 'utf8')) as unknown;
+    expect(committed).toEqual(configJsonSchema());
+  });
+});
