@@ -42,3 +42,7 @@ export type { ToolConformanceOptions } from './tool-conformance.js';
 export { describeToolConformance } from './tool-conformance.js';
 export type { EnvConformanceOptions } from './env-conformance.js';
 export { describeEnvConformance } from './env-conformance.js';
+export type { SandboxConformanceCase, SandboxConformanceOptions } from './sandbox-conformance.js';
+export { describeSandboxConformance, SANDBOX_CONFORMANCE_CASES } from './sandbox-conformance.js';
+export type { ParserConformanceCases } from './parser-conformance.js';
+export { describeParserConformance, expectChunkingInvariant, junkInputs, streamInChunks } from './parser-conformance.js';

@@ -1,0 +1,58 @@
+import { existsSync } from 'node:fs';
+import { describeSandboxConformance } from '@shears/core/test';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SandboxV1 } from '@shears/core';
+import { createLocalSandboxProvider } from './local-sandbox-provider.js';
+
+describeSandboxConformance('local', () => createLocalSandboxProvider());
+
+describe('createLocalSandboxProvider', () => {
+  const provider = createLocalSandboxProvider({ env: { FROM_SETTINGS: 'yes' } });
+  let sandbox: SandboxV1 | undefined;
+  afterEach(async () => {
+    await sandbox?.dispose();
+  });
+
+  it('declares itself not isolated and keeps host secrets out of the environment', async () => {
+    process.env.SHEARS_TEST_SECRET_KEY = 'sk-should-not-leak';
+    sandbox = await provider.acquire({ env: { FROM_SPEC: '1' } });
+    expect(sandbox.isolated).toBe(false);
+    expect(sandbox.backend).toBe('local');
+    const result = await sandbox.exec('echo "$FROM_SETTINGS $FROM_SPEC [$SHEARS_TEST_SECRET_KEY]"');
+    expect(result.stdout).toBe('yes 1 []\n');
+    delete process.env.SHEARS_TEST_SECRET_KEY;
+  });
+
+  it('removes the workspace and kills leftover background processes on dispose', async () => {
+    sandbox = await provider.acquire();
+    const pid = Number((await sandbox.exec('setsid sleep 300 > /dev/null 2>&1 & echo $!')).stdout);
+    const root = sandbox.workdir;
+    expect(existsSync(root)).toBe(true);
+    await sandbox.dispose();
+    expect(existsSync(root)).toBe(false);
+    let state = '';
+    try {
+      state = (await import('node:fs')).readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] ?? '';
+    } catch {}
+    expect(['', 'Z']).toContain(state);
+  });
+
+  it('runs setup commands and fails acquire when one fails', async () => {
+    sandbox = await provider.acquire({ setup: ['echo ready > marker.txt'] });
+    expect((await sandbox.exec('cat marker.txt')).stdout).toBe('ready\n');
+    await expect(provider.acquire({ setup: ['exit 9'] })).rejects.toThrow(/Setup command failed \(exit 9\)/);
+  });
+
+  it('rejects unknown settings naming the allowed keys', () => {
+    expect(() => createLocalSandboxProvider({ rooot: '/tmp' })).toThrow(/allowed keys: root, inheritEnv, env, maxOutputBytes/);
+  });
+
+  it('reopens the shell after it dies, in the workdir', async () => {
+    sandbox = await provider.acquire();
+    const shellPid = Number((await sandbox.exec('echo $$')).stdout);
+    process.kill(shellPid, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const result = await sandbox.exec('pwd');
+    expect(result.stdout.trim()).toBe(sandbox.workdir);
+  });
+});

@@ -1,0 +1,190 @@
+// The `local` sandbox backend: a temporary workspace per sandbox on this machine and a persistent
+// shell in its own session/process group. NOT isolated: commands run as the current user with
+// full access to the host; use it for development and trusted tasks, never for untrusted models.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
+import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
+import { z } from 'zod';
+import type { ShellSandbox } from '../shell-sandbox.js';
+import { createShellSandbox } from '../shell-sandbox.js';
+import { SHELL_BOOTSTRAP_SCRIPT } from '../shell-session.js';
+
+/** Host variables a local sandbox inherits by default (everything else, e.g. API keys, stays out). */
+export const LOCAL_INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'SHELL'] as const;
+
+export const localSandboxSettingsSchema = z
+  .object({
+    /** Directory under which per-sandbox workspaces are created (default: the OS temp dir). */
+    root: z.string().min(1).optional(),
+    /** Host variables to pass through, or `true` for the whole host environment. */
+    inheritEnv: z.union([z.boolean(), z.array(z.string())]).optional(),
+    /** Extra environment for every sandbox. */
+    env: z.record(z.string(), z.string()).optional(),
+    /** Output cap per command and stream, in bytes. */
+    maxOutputBytes: z.number().int().positive().optional(),
+  })
+  .strict();
+export type LocalSandboxSettings = z.infer<typeof localSandboxSettingsSchema>;
+
+export interface LocalSandbox extends ShellSandbox {
+  /** The directory that holds workspace and temp dir; removed on dispose. */
+  readonly root: string;
+}
+
+/** Kills every process that carries this sandbox's marker variable (setsid cannot hide them). */
+async function killMarkedProcesses(marker: string): Promise<number> {
+  const needle = Buffer.from(`\0${marker}\0`);
+  let killed = 0;
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    try {
+      const environ = await readFile(`/proc/${entry}/environ`);
+      if (Buffer.concat([Buffer.from([0]), environ]).includes(needle)) {
+        process.kill(pid, 'SIGKILL');
+        killed += 1;
+      }
+    } catch {
+      // Gone already, or not ours to read.
+    }
+  }
+  return killed;
+}
+
+export function createLocalSandboxProvider(settings: LocalSandboxSettings | Record<string, unknown> = {}): SandboxProviderV1 {
+  const parsed = localSandboxSettingsSchema.safeParse(settings);
+  if (!parsed.success) {
+    throw new InvalidArgumentError({
+      argument: 'settings',
+      value: settings,
+      message: `Invalid local sandbox settings: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')} (allowed keys: root, inheritEnv, env, maxOutputBytes)`,
+    });
+  }
+  const config = parsed.data;
+  const live = new Set<SandboxV1>();
+  let closed = false;
+
+  const baseEnv = (): Record<string, string> => {
+    const inherit = config.inheritEnv ?? [...LOCAL_INHERITED_ENV];
+    const env: Record<string, string> = {};
+    if (inherit === true) Object.assign(env, process.env);
+    else if (Array.isArray(inherit)) {
+      for (const name of inherit) if (process.env[name] !== undefined) env[name] = process.env[name]!;
+    }
+    env.PATH ??= '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+    return { ...env, ...config.env };
+  };
+
+  return {
+    specificationVersion: 'v1',
+    id: 'local',
+    async acquire(spec: SandboxSpec = {}, options = {}) {
+      throwIfAborted(options.signal);
+      if (closed) throw new SandboxError({ message: 'The local sandbox provider is closed' });
+      const parent = config.root ?? tmpdir();
+      await mkdir(parent, { recursive: true });
+      const root = await mkdtemp(join(parent, 'shears-local-'));
+      const id = `local-${randomBytes(6).toString('hex')}`;
+      const workdir = spec.workdir ?? join(root, 'workspace');
+      const tempDir = join(root, 'tmp');
+      await mkdir(workdir, { recursive: true });
+      await mkdir(tempDir, { recursive: true });
+      const marker = `SHEARS_SANDBOX_ID=${id}`;
+      const env = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
+
+      const sandbox: LocalSandbox = Object.assign(
+        createShellSandbox({
+          id,
+          backend: 'local',
+          workdir,
+          tempDir,
+          isolated: false,
+          maxOutputBytes: config.maxOutputBytes,
+          async openTransport() {
+            // detached: the shell leads its own session and process group, so nothing it starts
+            // shares a group with this Node process.
+            const child = spawn('/bin/sh', ['-c', SHELL_BOOTSTRAP_SCRIPT], { cwd: workdir, env, detached: true, stdio: 'pipe' });
+            child.stdin.on('error', () => undefined);
+            await new Promise<void>((resolve, reject) => {
+              child.once('spawn', () => resolve());
+              child.once('error', (error) =>
+                reject(new SandboxError({ sandboxId: id, message: `Could not start /bin/sh for local sandbox ${id}: ${error.message}`, cause: error })),
+              );
+            });
+            return {
+              stdin: child.stdin,
+              stdout: child.stdout,
+              stderr: child.stderr,
+              killProcessGroup(pgid, signal) {
+                process.kill(-pgid, signal);
+              },
+              close: async () => {
+                try {
+                  if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+                } catch {
+                  // Already gone.
+                }
+                child.stdin.destroy();
+              },
+            };
+          },
+          async readFile(path) {
+            try {
+              return new Uint8Array(await readFile(path));
+            } catch (error) {
+              const code = (error as NodeJS.ErrnoException).code;
+              throw new SandboxError({
+                sandboxId: id,
+                message:
+                  code === 'ENOENT'
+                    ? `No such file in sandbox ${id}: ${path}`
+                    : code === 'EISDIR'
+                      ? `Is a directory, not a file, in sandbox ${id}: ${path}`
+                      : `Could not read ${path} in sandbox ${id}: ${(error as Error).message}`,
+                cause: error,
+              });
+            }
+          },
+          async writeFile(path, data, fileOptions) {
+            try {
+              await mkdir(dirname(path), { recursive: true });
+              await writeFile(path, data, fileOptions.mode === undefined ? {} : { mode: fileOptions.mode });
+            } catch (error) {
+              throw new SandboxError({ sandboxId: id, message: `Could not write ${path} in sandbox ${id}: ${(error as Error).message}`, cause: error });
+            }
+          },
+          async dispose() {
+            live.delete(sandbox);
+            await killMarkedProcesses(marker);
+            await rm(root, { recursive: true, force: true });
+          },
+        }),
+        { root },
+      );
+      live.add(sandbox);
+      for (const command of spec.setup ?? []) {
+        const result = await sandbox.exec(command, { timeoutMs: 600_000 });
+        if (result.exitCode !== 0) {
+          await sandbox.dispose();
+          throw new SandboxError({ sandboxId: id, message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}` });
+        }
+      }
+      return sandbox;
+    },
+    async close() {
+      closed = true;
+      await Promise.all([...live].map((sandbox) => sandbox.dispose()));
+    },
+  };
+}
