@@ -319,10 +319,13 @@ export class DockerShell {
     const { options, command } = running;
     const marker = `${this.token}${running.id}`;
     const raw = (options as { raw?: boolean }).raw === true;
-    // The runner: restore state, apply per-command overrides, run, save state.
+    // The runner: restore state, apply per-command overrides, run, save state. Only builtins and
+    // redirections here, so a command costs one fork+exec (setsid) beyond the command itself.
     const lines: string[] = [];
     if (!raw) {
-      lines.push('__d=$1; . "$__d/env" >/dev/null 2>&1; cd "$(cat "$__d/cwd")" 2>/dev/null');
+      lines.push(
+        '__d=$1; . "$__d/env" >/dev/null 2>&1; IFS= read -r __cwd < "$__d/cwd"; cd "$__cwd" 2>/dev/null; unset __cwd',
+      );
       if (options.cwd !== undefined) lines.push(`cd -- ${quote(options.cwd)} || exit 126`);
       for (const [key, value] of Object.entries(options.env ?? {})) {
         if (!NAME_PATTERN.test(key))
@@ -343,9 +346,8 @@ export class DockerShell {
           `if [ -n "$__shears_had_${key}" ]; then export ${key}="$__shears_old_${key}"; else unset ${key}; fi; unset __shears_had_${key} __shears_old_${key}`,
         );
       }
-      lines.push('unset __d; export -p > "$1/env.tmp" 2>/dev/null && mv -f "$1/env.tmp" "$1/env"');
-      if (options.cwd === undefined)
-        lines.push('pwd > "$1/cwd.tmp" 2>/dev/null && mv -f "$1/cwd.tmp" "$1/cwd"');
+      lines.push('unset __d; export -p > "$1/env" 2>/dev/null');
+      if (options.cwd === undefined) lines.push('pwd > "$1/cwd" 2>/dev/null');
     }
     lines.push('exit $__ec');
     const runner = lines.join('\n');
