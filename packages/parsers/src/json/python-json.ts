@@ -146,7 +146,8 @@ export function skipWhitespace(text: string, from: number): number {
 }
 
 const HEX = /^[0-9a-fA-F]{4}$/;
-const MAX_DEPTH = 10_000;
+// CPython raises RecursionError near this depth too.
+const MAX_DEPTH = 1000;
 
 /**
  * Reads one JSON value starting exactly at `start`. Lenient in one way only: raw control

@@ -1,0 +1,117 @@
+// The argument text must equal Python's `json.dumps(json.loads(x), ensure_ascii=False)`.
+// Expected values below follow CPython's documented rules: ints are exact, floats print their
+// shortest repr (positional for exponents in [-4, 16), else `e+XX`), `, `/`: ` separators,
+// non-ASCII kept, control characters as `\u00XX`, last duplicate key wins in first position.
+import { describe, expect, it } from 'vitest';
+import { JsonReader, pyDumps, pyFloatRepr, pyJsonLoads } from './python-json.js';
+import { pyLiteralEval } from './python-literal.js';
+
+const TABLE: Array<[string, string]> = [
+  ['1.0', '1.0'],
+  ['1e5', '100000.0'],
+  ['1E5', '100000.0'],
+  ['-0', '0'],
+  ['-0.0', '-0.0'],
+  ['0.1', '0.1'],
+  ['1e16', '1e+16'],
+  ['1e15', '1000000000000000.0'],
+  ['123456789012345678901234567890', '123456789012345678901234567890'],
+  ['0.0001', '0.0001'],
+  ['0.00001', '1e-05'],
+  ['1.5e300', '1.5e+300'],
+  ['2.5e-7', '2.5e-07'],
+  ['100.0', '100.0'],
+  ['1e400', 'Infinity'],
+  ['-1e400', '-Infinity'],
+  ['1.7976931348623157e308', '1.7976931348623157e+308'],
+  ['5e-324', '5e-324'],
+  ['0.30000000000000004', '0.30000000000000004'],
+  ['12345678901234567.0', '1.2345678901234568e+16'],
+  ['9007199254740993', '9007199254740993'],
+  ['123e-2', '1.23'],
+  ['-12.50', '-12.5'],
+  ['1E+2', '100.0'],
+  ['0e0', '0.0'],
+  ['NaN', 'NaN'],
+  ['-Infinity', '-Infinity'],
+  ['"\\u00e9\\ud83d\\ude00"', '"é😀"'],
+  ['"a\\u0001b\\u001fc\\u007f"', '"a\\u0001b\\u001fc\u007f"'],
+  ['"\\ud800"', '"\ud800"'],
+  ['"\\/"', '"/"'],
+  ['"\\b\\f\\n\\r\\t\\"\\\\"', '"\\b\\f\\n\\r\\t\\"\\\\"'],
+  ['{"b": 1, "a": 2, "b": 3}', '{"b": 3, "a": 2}'],
+  ['[1,2,{"x":[]}]', '[1, 2, {"x": []}]'],
+  ['{"city":"杭州","n":null,"t":true,"f":false}', '{"city": "杭州", "n": null, "t": true, "f": false}'],
+  ['  {"a" :\n 1 }  ', '{"a": 1}'],
+];
+
+describe('pyDumps(pyJsonLoads(x)) matches Python json.dumps(json.loads(x), ensure_ascii=False)', () => {
+  for (const [input, expected] of TABLE) {
+    it(JSON.stringify(input), () => {
+      const decoded = pyJsonLoads(input);
+      if (!decoded.ok) throw new Error(`did not parse: ${input}`);
+      expect(pyDumps(decoded.value)).toBe(expected);
+    });
+  }
+
+  it('keeps raw control characters inside strings (lenient) and escapes them on output', () => {
+    const decoded = pyJsonLoads('{"code": "line1\nline2\ttab"}');
+    expect(decoded.ok && pyDumps(decoded.value)).toBe('{"code": "line1\\nline2\\ttab"}');
+  });
+
+  it('rejects what Python rejects', () => {
+    for (const bad of ['', '{', '{"a" 1}', '[1,]', '01', '1.', '{"a": 1,}', '"\\x41"', "{'a': 1}", 'tru', '{"a": 1} x', '"\\u12"']) {
+      expect(pyJsonLoads(bad).ok, bad).toBe(false);
+    }
+  });
+});
+
+describe('pyFloatRepr', () => {
+  it('prints doubles like Python repr', () => {
+    expect(pyFloatRepr(3.5)).toBe('3.5');
+    expect(pyFloatRepr(1e22)).toBe('1e+22');
+    expect(pyFloatRepr(-2e-5)).toBe('-2e-05');
+    expect(pyFloatRepr(123456789.125)).toBe('123456789.125');
+    expect(pyFloatRepr(1 / 3)).toBe('0.3333333333333333');
+  });
+});
+
+describe('JsonReader', () => {
+  it('tells a truncated value from a broken one', () => {
+    const reader = new JsonReader();
+    expect(reader.read('{"a": [1, 2', 0)).toBeUndefined();
+    expect(reader.failure).toBe('incomplete');
+    expect(reader.read('{"a": [1, 2}', 0)).toBeUndefined();
+    expect(reader.failure).toBe('invalid');
+    expect(reader.read('{"a": "x}"} tail', 0)).toBeDefined();
+    expect(reader.pos).toBe(11);
+  });
+
+  it('does not overflow the stack on deep nesting', () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    expect(pyJsonLoads(deep).ok).toBe(false);
+  });
+});
+
+describe('pyLiteralEval (ast.literal_eval subset)', () => {
+  const cases: Array<[string, string | undefined]> = [
+    ['True', 'true'],
+    ['None', 'null'],
+    ["{'a': 1, 'b': (1, 2), 3: 'x'}", '{"a": 1, "b": [1, 2], "3": "x"}'],
+    ["['x', \"y\", -1.5, 1_000]", '["x", "y", -1.5, 1000]'],
+    ['0x1F', '31'],
+    ["'it\\'s'", '"it\'s"'],
+    ['1e3', '1000.0'],
+    ['(1)', '1'],
+    ['hello', undefined],
+    ['1 + 2', undefined],
+    ['{1, 2}', undefined],
+    ['3j', undefined],
+  ];
+  for (const [input, expected] of cases) {
+    it(input, () => {
+      const value = pyLiteralEval(input);
+      expect(value === undefined ? undefined : pyDumps(value)).toBe(expected);
+    });
+  }
+});
