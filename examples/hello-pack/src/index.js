@@ -1,0 +1,67 @@
+// shears-pack-hello: an example third-party plugin pack in plain JavaScript. Its default export
+// is the manifest, so a config can name the package ("shears-pack-hello") and the registry loads
+// it at run time. It offers a `hello` tool that writes a greeting into the rollout's sandbox, and
+// a `hello` env whose reward checks that file.
+import { definePlugin, defineTool } from '@shears/core';
+import { z } from 'zod';
+
+/** Writes `Hello, <name>!` into greeting.txt in the sandbox and returns it. */
+export function createHelloTool(settings = {}) {
+  const punctuation = typeof settings.punctuation === 'string' ? settings.punctuation : '!';
+  return defineTool({
+    name: 'hello',
+    description: 'Greet someone by name; the greeting is also written to greeting.txt in the workspace.',
+    inputSchema: z.object({ name: z.string().min(1).describe('Who to greet') }),
+    async execute(args, context) {
+      const greeting = `Hello, ${args.name}${punctuation}`;
+      await context.sandbox.writeFile('greeting.txt', `${greeting}\n`);
+      return greeting;
+    },
+  });
+}
+
+const NAMES = ['Ada', 'Grace', 'Alan', 'Barbara'];
+
+/** A tiny env: greet the named person; rewarded when greeting.txt holds the right greeting. */
+export function createHelloEnv(settings = {}) {
+  const names = Array.isArray(settings.names) && settings.names.length > 0 ? settings.names : NAMES;
+  const tool = createHelloTool();
+  let next = 0;
+  return {
+    specificationVersion: 'v1',
+    id: 'hello',
+    async nextItem() {
+      const name = names[next % names.length];
+      next++;
+      return { id: `hello-${next}`, prompt: `Greet ${name} with the hello tool, then say done.`, name };
+    },
+    buildMessages(item) {
+      return [{ role: 'user', content: item.prompt }];
+    },
+    tools() {
+      return [tool];
+    },
+    budget() {
+      return { maxTurns: 4 };
+    },
+    async computeReward(item, _rollout, context) {
+      const result = await context.sandbox.exec('cat greeting.txt 2>/dev/null || true');
+      const ok = result.stdout.trim() === `Hello, ${item.name}!`;
+      return { score: ok ? 1 : 0, components: { greeting: ok ? 1 : 0 } };
+    },
+  };
+}
+
+export default definePlugin({
+  id: 'shears-pack-hello',
+  description: 'Example pack: a greeting tool and env',
+  tools: {
+    hello: {
+      create: (settings) => createHelloTool(settings),
+      description: 'Greets someone and writes greeting.txt',
+    },
+  },
+  envs: {
+    hello: { create: (settings) => createHelloEnv(settings), description: 'Greet the named person' },
+  },
+});
