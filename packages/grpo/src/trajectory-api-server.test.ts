@@ -121,7 +121,7 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
       ref_logprobs: Array.from({ length: 16 }, () => Array(512).fill(-0.5)),
       messages: Array.from({ length: 16 }, () => [{ role: 'user', content: 'hi' }]),
     });
-    big.tokens[0][0] = 0;
+    (big.tokens[0] as number[])[0] = 0;
     expect((await post('/scored_data', big)).json).toEqual({ status: 'received' });
     const batch = await get('/batch');
     expect(batch.headers['content-encoding']).toBe('gzip');

@@ -237,7 +237,7 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
   };
   const reject = (reason: string) => metrics.rejected.set(reason, (metrics.rejected.get(reason) ?? 0) + 1);
 
-  async function send(request: IncomingMessage, response: ServerResponse, status: number, body: string | Buffer, contentType: string, headers: Record<string, string> = {}): Promise<void> {
+  async function encodeBody(request: IncomingMessage, body: string | Buffer, contentType: string, headers: Record<string, string>): Promise<{ payload: Buffer; headers: Record<string, string> }> {
     let payload = typeof body === 'string' ? Buffer.from(body) : body;
     const out: Record<string, string> = { 'content-type': contentType, ...headers };
     // Starlette's GZipMiddleware: responses of 1000 bytes or more, when the client accepts gzip.
@@ -247,8 +247,13 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       out.vary = 'Accept-Encoding';
     }
     out['content-length'] = String(payload.length);
-    response.writeHead(status, out);
-    response.end(payload);
+    return { payload, headers: out };
+  }
+
+  async function send(request: IncomingMessage, response: ServerResponse, status: number, body: string | Buffer, contentType: string, headers: Record<string, string> = {}): Promise<void> {
+    const encoded = await encodeBody(request, body, contentType, headers);
+    response.writeHead(status, encoded.headers);
+    response.end(encoded.payload);
   }
 
   const json = (request: IncomingMessage, response: ServerResponse, body: string, status = 200) => send(request, response, status, body, 'application/json');
@@ -345,29 +350,56 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       return;
     }
     leased.add(batch);
-    let delivered = false;
     try {
       const rows = store.readBatch(batch);
       const texts = await Promise.all(
         rows.map(async (row) => joinSuffix((row.encoding === 1 ? await gunzip(row.payload) : row.payload).toString('utf8'), row.suffix)),
       );
-      response.on('finish', () => {
-        delivered = true;
-        leased.delete(batch);
-        // Only now do the groups leave the disk: a crash or a dropped connection before this
-        // point serves the same batch again instead of losing it.
-        if (store.formed.includes(batch)) store.completeBatch(batch);
-        metrics.batchesServed++;
-        metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
-      });
-      response.on('close', () => {
-        if (!delivered) leased.delete(batch);
-      });
-      await json(request, response, `{"batch":[${texts.join(',')}]}`);
-    } catch (error) {
+      const encoded = await encodeBody(request, `{"batch":[${texts.join(',')}]}`, 'application/json', {});
+      await deliverBatch(response, batch, encoded);
+    } finally {
       leased.delete(batch);
-      throw error;
     }
+  }
+
+  // Exactly-once hand-out without a trainer acknowledgement: everything but the last bytes is
+  // written and drained first; then the last bytes go to the kernel and the groups are deleted
+  // in the same synchronous step. A crash before that step leaves the batch on disk (the trainer
+  // saw an incomplete response and will get it again); after it, the trainer has it all.
+  async function deliverBatch(response: ServerResponse, batch: FormedBatch, encoded: { payload: Buffer; headers: Record<string, string> }): Promise<void> {
+    const cut = Math.max(0, encoded.payload.length - 16);
+    response.writeHead(200, encoded.headers);
+    if (cut > 0 && !response.write(encoded.payload.subarray(0, cut))) {
+      const drained = await new Promise<boolean>((resolve) => {
+        const onDrain = () => {
+          response.off('close', onClose);
+          resolve(true);
+        };
+        const onClose = () => {
+          response.off('drain', onDrain);
+          resolve(false);
+        };
+        response.once('drain', onDrain);
+        response.once('close', onClose);
+      });
+      if (!drained) return; // the trainer went away: the batch stays for the next /batch
+    }
+    if (response.destroyed) return;
+    const complete = () => {
+      if (store.formed.includes(batch)) store.completeBatch(batch);
+      metrics.batchesServed++;
+      metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
+    };
+    response.end(encoded.payload.subarray(cut));
+    if ((response.socket?.writableLength ?? 0) === 0) complete();
+    else
+      await new Promise<void>((resolve) => {
+        response.once('finish', () => {
+          complete();
+          resolve();
+        });
+        response.once('close', () => resolve());
+      });
   }
 
   function metricsText(): string {
