@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { SandboxError } from '@shears/core';
 import Dockerode from 'dockerode';
@@ -109,5 +110,91 @@ describeDocker('docker sandbox provider', (docker) => {
       await client.listContainers({ all: true, filters: { label: [`${LABELS.sandboxId}=${sandbox.id}`] } }),
     ).toHaveLength(0);
     await expect(sandbox.exec('true')).rejects.toSatisfy(SandboxError.isInstance);
+  });
+
+  it('keeps a warm pool per image, refills it in the background and drains it on close', async () => {
+    const run = randomBytes(4).toString('hex');
+    const pooled = createDockerSandboxProvider({
+      hosts: [docker.host],
+      image: docker.image,
+      poolSize: 2,
+      labels: { 'shears.test.run': run },
+    });
+    const count = async () =>
+      (await client.listContainers({ all: true, filters: { label: [`shears.test.run=${run}`] } })).length;
+    try {
+      await pooled.warm();
+      expect(await count()).toBe(2);
+      const sandbox = await pooled.acquire({ env: { FROM_SPEC: 'yes' } });
+      expect((await sandbox.exec('echo $FROM_SPEC')).stdout).toBe('yes\n');
+      await pooled.warm();
+      expect(await count()).toBe(3);
+      await sandbox.dispose();
+      expect(await count()).toBe(2);
+    } finally {
+      await pooled.close();
+    }
+    expect(await count()).toBe(0);
+  });
+
+  it('spreads sandboxes over several hosts by weight', async () => {
+    const socketPath = docker.host.replace(/^unix:\/\//, '');
+    const spread = createDockerSandboxProvider({
+      hosts: [docker.host, { url: socketPath, weight: 2 }],
+      image: docker.image,
+    });
+    try {
+      const sandboxes = (await Promise.all(
+        Array.from({ length: 6 }, () => spread.acquire()),
+      )) as DockerSandbox[];
+      const onSecond = sandboxes.filter((sandbox) => sandbox.hostUrl === socketPath).length;
+      expect(onSecond).toBe(4);
+      expect((await sandboxes[0]!.exec('echo ok')).stdout).toBe('ok\n');
+    } finally {
+      await spread.close();
+    }
+  });
+
+  it('reaps containers of dead owner processes at start-up and idle sandboxes', async () => {
+    const hostId = `reaper-test-${randomBytes(4).toString('hex')}`;
+    const deadPid = await new Promise<number>((resolve) => {
+      const child = spawn('true');
+      child.on('exit', () => resolve(child.pid as number));
+    });
+    const labels = (pid: number) => ({
+      [LABELS.managed]: 'true',
+      [LABELS.hostId]: hostId,
+      [LABELS.ownerPid]: String(pid),
+    });
+    const orphan = await client.createContainer({
+      Image: docker.image,
+      Cmd: ['sleep', '600'],
+      Labels: labels(deadPid),
+      HostConfig: { NetworkMode: 'none' },
+    });
+    const living = await client.createContainer({
+      Image: docker.image,
+      Cmd: ['sleep', '600'],
+      Labels: labels(process.pid),
+      HostConfig: { NetworkMode: 'none' },
+    });
+    const reaping = createDockerSandboxProvider({
+      hosts: [docker.host],
+      image: docker.image,
+      hostId,
+      idleTimeoutMs: 1,
+    });
+    try {
+      const sandbox = await reaping.acquire();
+      await expect(orphan.inspect()).rejects.toMatchObject({ statusCode: 404 });
+      expect((await living.inspect()).Id).toBe(living.id);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await reaping.reap()).toBeGreaterThanOrEqual(1);
+      await expect(sandbox.exec('true')).rejects.toThrow(/reaper/);
+      expect(reaping.activeCount).toBe(0);
+    } finally {
+      await reaping.close();
+      await living.remove({ force: true });
+    }
   });
 });

@@ -258,6 +258,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
         id,
         docker: host.docker,
         container: created,
+        hostUrl: host.host.url,
         workdir: container.workdir,
         tempDir: config.tempDir,
         shell: config.shell,
@@ -324,6 +325,8 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       throw new SandboxError({
         message: `Every docker host is at its maxSandboxes limit (${states.map((state) => `${state.host.url}: ${state.load}`).join(', ')})`,
       });
+    // Count the sandbox before any await, so concurrent acquires see each other's placement.
+    chosen.load += 1;
     if (config.reapOnStart && !chosen.reaped) {
       chosen.reaped = true;
       await reapDeadOwners(chosen).catch(() => undefined);
@@ -340,9 +343,9 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       filling.set(key, (filling.get(key) ?? 0) + 1);
       track(
         (async () => {
-          const host = await place();
-          host.load += 1;
+          let host: HostState | undefined;
           try {
+            host = await place();
             const sandbox = await createSandbox(host, container, {});
             if (closed) {
               await sandbox.dispose();
@@ -352,7 +355,8 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
             list.push({ sandbox, host });
             pools.set(key, list);
           } catch {
-            host.load = Math.max(0, host.load - 1);
+            // A failed refill is retried on the next acquire; the error surfaces there if it persists.
+            if (host) host.load = Math.max(0, host.load - 1);
           } finally {
             filling.set(key, (filling.get(key) ?? 1) - 1);
           }
@@ -367,7 +371,6 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       const entry = list.shift() as PoolEntry;
       fillPool(container);
       if (!entry.sandbox.alive) {
-        entry.host.load = Math.max(0, entry.host.load - 1);
         void entry.sandbox.dispose().catch(() => undefined);
         continue;
       }
@@ -488,7 +491,6 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
         });
       } else {
         const host = await place();
-        host.load += 1;
         try {
           sandbox = await createSandbox(host, container, spec.env ?? {});
         } catch (error) {

@@ -13,6 +13,8 @@ export interface DockerSandboxInit {
   id: string;
   docker: Dockerode;
   container: Dockerode.Container;
+  /** URL of the Docker host the container runs on. */
+  hostUrl: string;
   workdir: string;
   tempDir: string;
   shell: string;
@@ -43,6 +45,8 @@ export class DockerSandbox implements SandboxV1 {
   readonly workdir: string;
   readonly tempDir: string;
   readonly container: Dockerode.Container;
+  /** URL of the Docker host the container runs on (placement is by load across hosts). */
+  readonly hostUrl: string;
   /** Epoch ms of the last call; the provider's reaper disposes sandboxes idle for too long. */
   lastActivity: number;
   private shell: DockerShell | undefined;
@@ -57,6 +61,7 @@ export class DockerSandbox implements SandboxV1 {
     this.workdir = init.workdir;
     this.tempDir = init.tempDir;
     this.container = init.container;
+    this.hostUrl = init.hostUrl;
     this.now = init.now ?? Date.now;
     this.lastActivity = this.now();
   }
