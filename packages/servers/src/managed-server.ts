@@ -54,6 +54,9 @@ export interface ManagedServer extends ServerV1 {
   openSession(options: { rolloutId: string }): ManagedSession;
   /** Liveness probe URL (no completion is spent). */
   readonly healthUrl: string;
+  /** The wire backend and settings, so a server manager can route one session over several endpoints. */
+  readonly backend: GenerateBackend;
+  readonly settings: ManagedServerSettings;
 }
 
 export interface ManagedSession extends ServerSessionV1 {
@@ -173,6 +176,8 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
     provider: backend.provider,
     model: settings.model,
     healthUrl: backend.healthUrl,
+    backend,
+    settings,
     async chat(request) {
       checkRequest(request);
       const promptIds = tokenizer.encode(render(request), { addSpecialTokens: false });
