@@ -1,0 +1,103 @@
+// Fetching a page under the SSRF guard with undici: each hop's host is vetted, and the
+// connection is pinned to the vetted address through `connect.lookup`; redirects are followed
+// by hand (limited, each one vetted again); the body is capped while it streams.
+import { Agent, request } from 'undici';
+import { WebToolError } from './errors.js';
+import type { SsrfGuard, VettedTarget } from './ssrf-guard.js';
+
+export interface SafeFetchOptions {
+  guard: SsrfGuard;
+  timeoutMs: number;
+  maxRedirects: number;
+  maxBytes: number;
+  userAgent: string;
+  signal?: AbortSignal;
+}
+
+export interface FetchedPage {
+  /** The URL after redirects. */
+  url: string;
+  status: number;
+  contentType: string;
+  body: Buffer;
+  redirects: string[];
+}
+
+type LookupCallback = (error: Error | null, address: string | Array<{ address: string; family: number }>, family?: number) => void;
+
+/** An undici Agent whose every connection goes to `target.address`, whatever DNS says now. */
+function pinnedAgent(target: VettedTarget): Agent {
+  return new Agent({
+    connections: 1,
+    connect: {
+      lookup: (_hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
+        if (options?.all) callback(null, [{ address: target.address, family: target.family }]);
+        else callback(null, target.address, target.family);
+      },
+    } as Record<string, unknown>,
+  });
+}
+
+export async function safeFetch(input: string, options: SafeFetchOptions): Promise<FetchedPage> {
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  const redirects: string[] = [];
+  let current = input;
+  for (let hop = 0; ; hop++) {
+    const target = await options.guard.vet(current);
+    const agent = pinnedAgent(target);
+    try {
+      const response = await request(target.url, {
+        method: 'GET',
+        dispatcher: agent,
+        signal,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        headers: {
+          'user-agent': options.userAgent,
+          accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5',
+        },
+      });
+      const location = response.headers.location;
+      if (response.statusCode >= 300 && response.statusCode < 400 && location) {
+        await response.body.dump();
+        if (hop >= options.maxRedirects) {
+          throw new WebToolError(`Too many redirects (more than ${options.maxRedirects}) starting at ${input}`, { url: input });
+        }
+        current = new URL(Array.isArray(location) ? location[0]! : location, target.url).href;
+        redirects.push(current);
+        continue;
+      }
+      const declared = Number(response.headers['content-length'] ?? Number.NaN);
+      if (Number.isFinite(declared) && declared > options.maxBytes) {
+        await response.body.dump();
+        throw new WebToolError(`Page too large: ${declared} bytes (the limit is ${options.maxBytes})`, { url: target.url.href });
+      }
+      const chunks: Buffer[] = [];
+      let total = 0;
+      for await (const chunk of response.body) {
+        total += (chunk as Buffer).length;
+        if (total > options.maxBytes) {
+          response.body.destroy();
+          throw new WebToolError(`Page too large: more than ${options.maxBytes} bytes`, { url: target.url.href });
+        }
+        chunks.push(chunk as Buffer);
+      }
+      const contentType = response.headers['content-type'];
+      return {
+        url: target.url.href,
+        status: response.statusCode,
+        contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? '',
+        body: Buffer.concat(chunks),
+        redirects,
+      };
+    } catch (error) {
+      if (timeout.aborted && !(options.signal?.aborted ?? false)) {
+        throw new WebToolError(`Timed out after ${Number((options.timeoutMs / 1000).toFixed(1))}s fetching ${current}`, { url: current, cause: error });
+      }
+      throw error;
+    } finally {
+      agent.close().catch(() => {});
+    }
+  }
+}
