@@ -4,6 +4,7 @@ import { SandboxError } from '@shears/core';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveDockerConnection } from './docker-hosts.js';
+import type { DockerSandbox } from './docker-sandbox.js';
 import {
   createDockerSandboxProvider,
   type DockerSandboxProvider,
