@@ -42,6 +42,7 @@ export const PLAIN_FLAGS: Record<string, boolean> = {
   'no-report': true,
   json: true,
   html: false,
+  'max-groups': false,
   open: true,
 };
 

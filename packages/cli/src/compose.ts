@@ -13,6 +13,7 @@ import {
   type SandboxProviderV1,
   type ServerV1,
 } from '@shears/core';
+import { resolve as resolvePath } from 'node:path';
 import type { ShearsConfig } from './config/config-schema.js';
 import cliPlugin from './plugin.js';
 
@@ -104,7 +105,7 @@ export async function createEnv(registry: Registry, config: ShearsConfig): Promi
   return createFromConfig(registry, 'envs', config.env.name, 'env.name', { seed: config.env.seed, ...config.env.settings });
 }
 
-export async function createServer(registry: Registry, config: ShearsConfig, apiKey: string | undefined): Promise<ServerV1> {
+export async function createServer(registry: Registry, config: ShearsConfig, apiKey: string | undefined, cwd = process.cwd()): Promise<ServerV1> {
   const server = config.server;
   if (server.provider === 'scripted') {
     return createFromConfig(registry, 'servers', 'scripted', 'server.provider', { seed: config.env.seed, model: server.model, ...server.settings });
@@ -126,6 +127,8 @@ export async function createServer(registry: Registry, config: ShearsConfig, api
     model: server.model,
     ...(apiKey ? { apiKey } : {}),
     ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
+    // Token-in/token-out servers apply the chat template themselves.
+    ...(server.tokenizer && ['vllm', 'sglang'].includes(server.provider) ? { tokenizer: resolvePath(cwd, server.tokenizer) } : {}),
     ...server.settings,
   });
 }

@@ -61,7 +61,7 @@ export async function startRuntime(context: CommandContext, options: { totalGrou
   try {
     const env = await createEnv(registry, config);
     closers.push(() => env.close?.());
-    const rawServer = await createServer(registry, config, context.apiKey);
+    const rawServer = await createServer(registry, config, context.apiKey, context.io.cwd);
     closers.push(() => rawServer.close?.());
     const server = observeServer(rawServer, (count) => progress.addTokens(count));
     const sandboxes = await createSandboxProvider(registry, config);

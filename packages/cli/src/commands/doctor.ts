@@ -96,7 +96,7 @@ async function serverCheck(context: CommandContext): Promise<Check> {
   const { config } = context;
   try {
     const { registry } = await composeRegistry(config, { cwd: context.io.cwd, logger: context.logger });
-    const server = await createServer(registry, config, context.apiKey);
+    const server = await createServer(registry, config, context.apiKey, context.io.cwd);
     try {
       const started = Date.now();
       const response = await server.chat({ messages: [{ role: 'user', content: 'ping' }], maxTokens: 4, timeoutMs: 15_000, signal: context.signal });

@@ -1,3 +1,121 @@
-// placeholder
+// `shears train`: the one-command loop. Starts the trajectory API (in-process), the env workers
+// and the trainer command the config names; streams every log line with a prefix; stops them
+// all together when the trainer exits, a worker fails, or on Ctrl-C.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { ConfigError } from '@shears/core';
+import { createCliLogger } from '../io.js';
 import type { CommandContext } from '../runtime.js';
-export async function trainCommand(_context: CommandContext): Promise<number> { return 1; }
+import { runServeLoop } from '../serve/serve-loop.js';
+
+function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
+  if (!stream) return;
+  createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', write);
+}
+
+function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export async function trainCommand(context: CommandContext): Promise<number> {
+  const { config, io } = context;
+  const trainer = config.train.trainer;
+  if (!trainer) {
+    throw new ConfigError({
+      message: 'train.trainer.command: required for `shears train` (e.g. train: { trainer: { command: ["python", "trainer.py"] } })',
+      issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
+    });
+  }
+  const say = (prefix: string) => (line: string) => io.stderr(`${context.redact(`[${prefix}] ${line}`)}\n`);
+  const stop = new AbortController();
+  const onOuterAbort = () => stop.abort(context.signal.reason);
+  context.signal.addEventListener('abort', onOuterAbort, { once: true });
+
+  let apiUrl = config.api.url;
+  let api: { close(): Promise<void> } | undefined;
+  if (config.train.start_api) {
+    const { startTrajectoryApiServer } = await import('@shears/grpo');
+    const server = await startTrajectoryApiServer({
+      host: config.api.host,
+      port: config.api.port,
+      databasePath: config.api.database === ':memory:' ? ':memory:' : resolve(io.cwd, config.api.database),
+      authToken: config.api.auth_token,
+      logger: createCliLogger(io, context.redact, { prefix: '[api] ' }),
+    });
+    api = server;
+    apiUrl = server.url;
+    say('api')(`trajectory API listening on ${apiUrl}`);
+  }
+
+  const child = spawn(trainer.command[0]!, trainer.command.slice(1), {
+    cwd: trainer.cwd ? resolve(io.cwd, trainer.cwd) : io.cwd,
+    env: { ...process.env, ...io.env, ...trainer.env, SHEARS_API_URL: apiUrl, ATROPOS_SERVER_URL: apiUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  pipeLines(child.stdout, say('trainer'));
+  pipeLines(child.stderr, say('trainer'));
+  const trainerExit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((done) => {
+    child.once('exit', (code, signal) => done({ code, signal }));
+    child.once('error', (error) => done({ code: null, signal: null, error }));
+  });
+
+  const workers = Array.from({ length: config.train.workers }, (_, index) => {
+    const name = `worker-${index}`;
+    const workerIo = { ...io, stderr: (text: string) => text.split('\n').filter(Boolean).forEach(say(name)) };
+    return runServeLoop(
+      {
+        ...context,
+        config: { ...config, api: { ...config.api, url: apiUrl }, run: { ...config.run, progress: config.run.progress === 'auto' ? 'lines' : config.run.progress } },
+        io: workerIo,
+        logger: createCliLogger(workerIo, context.redact),
+        signal: stop.signal,
+      },
+      { label: 'sent' },
+    ).then(
+      (result) => ({ name, ok: true as const, result }),
+      (error: unknown) => ({ name, ok: false as const, error }),
+    );
+  });
+  const firstWorkerFailure = Promise.race(workers.map((worker) => worker.then((outcome) => (outcome.ok || stop.signal.aborted ? new Promise<never>(() => {}) : outcome))));
+
+  let code = 0;
+  const winner = await Promise.race([
+    trainerExit.then((exit) => ({ kind: 'trainer' as const, exit })),
+    firstWorkerFailure.then((failure) => ({ kind: 'worker' as const, failure })),
+    new Promise<{ kind: 'signal' }>((done) => stop.signal.addEventListener('abort', () => done({ kind: 'signal' }), { once: true })),
+  ]);
+  if (winner.kind === 'trainer') {
+    const { exit } = winner;
+    if (exit.error) {
+      say('train')(`could not start the trainer ${JSON.stringify(trainer.command)}: ${exit.error.message}`);
+      code = 1;
+    } else if (exit.code === 0) say('train')('trainer finished; stopping workers');
+    else {
+      say('train')(`trainer exited with ${exit.code ?? exit.signal}; stopping workers`);
+      code = exit.code ?? 1;
+    }
+  } else if (winner.kind === 'worker') {
+    say('train')(`${winner.failure.name} failed: ${(winner.failure.error as Error)?.message ?? String(winner.failure.error)}; stopping the trainer`);
+    code = 1;
+  } else {
+    say('train')('interrupted; stopping the trainer and workers');
+    code = 130;
+  }
+  stop.abort(new Error('train stopping'));
+  await stopChild(child, 5000);
+  const outcomes = await Promise.all(workers);
+  await api?.close();
+  context.signal.removeEventListener('abort', onOuterAbort);
+  const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);
+  io.stdout(`train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups\n`);
+  return code;
+}

@@ -1,0 +1,100 @@
+// The env worker loop behind `shears serve` and `shears train`: register with the trajectory
+// API, then run groups and post them, pausing while the queue is more than `off_policy_limit`
+// batches ahead of the trainer.
+import { resolve } from 'node:path';
+import { ConfigError, type TokenizerV1 } from '@shears/core';
+import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
+import { type AtroposLink, createAtroposLink, sleep } from './atropos-link.js';
+import { toScoredData } from './scored-data.js';
+
+export interface ServeResult {
+  groupsSent: number;
+  groupsSkipped: number;
+  pauses: number;
+}
+
+// A variable specifier: the tokenizer is only needed for phase-1 groups sent to a trainer.
+const SERVERS_PACKAGE = '@shears/servers';
+
+export async function loadTokenizer(path: string, cwd: string): Promise<TokenizerV1> {
+  const servers = (await import(SERVERS_PACKAGE)) as unknown as { createHfTokenizer?: (settings: { dir: string }) => TokenizerV1 };
+  if (!servers.createHfTokenizer) throw new ConfigError({ message: 'server.tokenizer: @shears/servers does not provide createHfTokenizer' });
+  try {
+    return servers.createHfTokenizer({ dir: resolve(cwd, path) });
+  } catch (cause) {
+    throw new ConfigError({
+      message: `server.tokenizer: cannot load a tokenizer from ${resolve(cwd, path)} (${(cause as Error).message}); point it at a folder with tokenizer.json and tokenizer_config.json`,
+      issues: [{ path: 'server.tokenizer', message: 'tokenizer could not be loaded', value: path }],
+      cause,
+    });
+  }
+}
+
+/** How many trainer batches are waiting in the queue, from /status and /info. */
+export function batchesAhead(status: { queue_size: number }, batchSize: number, groupSize: number): number {
+  if (batchSize <= 0) return 0;
+  return (status.queue_size * groupSize) / batchSize;
+}
+
+export async function runServeLoop(context: CommandContext, options: { maxGroups?: number; link?: AtroposLink; label?: string } = {}): Promise<ServeResult> {
+  const { config } = context;
+  const link = options.link ?? createAtroposLink({ url: config.api.url, authToken: config.api.auth_token, pollMs: config.api.poll_ms });
+  const tokenizer = config.server.tokenizer ? await loadTokenizer(config.server.tokenizer, context.io.cwd) : undefined;
+  const runtime = await startRuntime(context, { totalGroups: options.maxGroups, label: options.label ?? 'sent' });
+  const result: ServeResult = { groupsSent: 0, groupsSkipped: 0, pauses: 0 };
+  try {
+    let waitingNoted = false;
+    const envId = await link.registerEnv({
+      name: config.env.name,
+      groupSize: config.env.group_size,
+      maxTokenLength: 32_768,
+      signal: context.signal,
+      onWait: () => {
+        if (!waitingNoted) runtime.progress.note(`waiting for the trainer to start (${link.url})`);
+        waitingNoted = true;
+      },
+    });
+    runtime.progress.note(`registered with ${link.url} as env ${envId}`);
+    let batchSize = (await link.info(context.signal)).batch_size;
+    let started = 0;
+    let paused = false;
+    const window = Math.max(1, Math.ceil(config.run.concurrency / config.env.group_size));
+    const worker = async () => {
+      while (!context.signal.aborted && (options.maxGroups === undefined || started < options.maxGroups)) {
+        const status = await link.status(context.signal);
+        if (batchSize <= 0) batchSize = (await link.info(context.signal)).batch_size;
+        const ahead = batchesAhead(status, batchSize, config.env.group_size);
+        if (ahead >= config.api.off_policy_limit) {
+          if (!paused) {
+            result.pauses++;
+            runtime.progress.note(`paused: ${ahead.toFixed(1)} batches queued ahead of the trainer (off_policy_limit ${config.api.off_policy_limit}, step ${status.current_step})`);
+          }
+          paused = true;
+          await sleep(config.api.poll_ms, context.signal);
+          continue;
+        }
+        if (paused) runtime.progress.note(`resumed at trainer step ${status.current_step}`);
+        paused = false;
+        started++;
+        const item = await runtime.env.nextItem();
+        if (!item) break;
+        const record = await runOneGroup(runtime, context, item, config.env.group_size);
+        runtime.progress.groupFinished(record);
+        const data = toScoredData(record, { envId, tokenizer });
+        if (!data) {
+          result.groupsSkipped++;
+          continue;
+        }
+        await link.postScoredData(data, context.signal);
+        result.groupsSent++;
+      }
+    };
+    await Promise.all(Array.from({ length: window }, worker));
+  } catch (error) {
+    // Stopping (Ctrl-C, or `train` shutting down) interrupts requests in flight; that is not a failure.
+    if (!context.signal.aborted) throw error;
+  } finally {
+    await runtime.close();
+  }
+  return result;
+}

