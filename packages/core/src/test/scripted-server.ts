@@ -71,6 +71,8 @@ export interface ScriptedServerOptions {
   routes?: Record<string, ScriptedRoute>;
   /** Model id reported by `/v1/models` and in responses (default `scripted-model`). */
   model?: string;
+  /** Keep every request in `requests` / `chatRequests` (default true; benches turn it off). */
+  record?: boolean;
 }
 
 export interface ScriptedRequestRecord {
@@ -202,6 +204,7 @@ function streamChunks(
 
 export async function createScriptedServer(options: ScriptedServerOptions = {}): Promise<ScriptedServer> {
   const model = options.model ?? 'scripted-model';
+  const record = options.record !== false;
   const queue: ScriptedReply[] = [...(options.replies ?? [])];
   const requests: ScriptedRequestRecord[] = [];
   const chatRequests: ScriptedChatRequest[] = [];
@@ -258,7 +261,7 @@ export async function createScriptedServer(options: ScriptedServerOptions = {}):
       return;
     }
     const chat = parsed as ScriptedChatRequest;
-    chatRequests.push(chat);
+    if (record) chatRequests.push(chat);
     const callIndex = callCounter++;
     const reply = await nextReply(chat, callIndex);
     if (options.latencyMs && options.latencyMs > 0) await sleep(options.latencyMs);
@@ -366,7 +369,7 @@ export async function createScriptedServer(options: ScriptedServerOptions = {}):
           jsonOk = false;
         }
       }
-      requests.push({ method: request.method ?? 'GET', path, body, headers: request.headers });
+      if (record) requests.push({ method: request.method ?? 'GET', path, body, headers: request.headers });
       const handle = async () => {
         const route = options.routes?.[path];
         if (route) return route(request, response, raw);
