@@ -1,0 +1,7 @@
+'use strict';
+
+function add(a, b) {
+  return a - b;
+}
+
+module.exports = { add };

@@ -1,0 +1,52 @@
+// The SWE task schema: a repository at a commit, a problem statement, set-up commands, the test
+// runner, FAIL_TO_PASS and PASS_TO_PASS test ids, the test files that are restored before
+// grading, difficulty, and optional hints, gold patch and test patch (SWE-bench semantics).
+import { z } from 'zod';
+
+export const sweRepositorySchema = z
+  .object({
+    /** A local directory holding the repository at the state to fix. */
+    path: z.string().min(1).optional(),
+    /** A git URL (https, ssh or file) cloned at `commit`. */
+    url: z.string().min(1).optional(),
+    commit: z.string().min(1).optional(),
+  })
+  .refine((repo) => Boolean(repo.path) !== Boolean(repo.url), { message: 'give exactly one of "path" or "url"' })
+  .refine((repo) => !repo.url || Boolean(repo.commit), { message: '"commit" is required with "url"' });
+
+export const sweTestRunnerSchema = z.discriminatedUnion('runner', [
+  /** `python3 -m pytest -rA`; ids are pytest node ids (`tests/test_x.py::test_y`). */
+  z.object({ runner: z.literal('pytest'), args: z.array(z.string()).default([]) }),
+  /** `node --test-reporter=tap FILE` per file; ids are `FILE::test name` (top-level tests). */
+  z.object({ runner: z.literal('node-test') }),
+]);
+export type SweTestRunner = z.output<typeof sweTestRunnerSchema>;
+
+export const sweTaskSchema = z.object({
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'task ids use letters, digits, ".", "_" and "-"'),
+  language: z.string().default('python'),
+  repo: sweRepositorySchema,
+  problemStatement: z.string().min(1),
+  /** Commands run once when the task image is built (dependencies), in the repository. */
+  setup: z.array(z.string()).default([]),
+  test: sweTestRunnerSchema,
+  failToPass: z.array(z.string().min(1)).min(1, 'a task needs at least one FAIL_TO_PASS test'),
+  passToPass: z.array(z.string().min(1)).default([]),
+  /** Files restored to their original content before grading (tests and test configuration). */
+  testFiles: z.array(z.string().min(1)).default([]),
+  difficulty: z.enum(['easy', 'medium', 'hard']).default('medium'),
+  hints: z.string().optional(),
+  /** The reference fix as a unified diff. Never enters the sandbox. */
+  goldPatch: z.string().optional(),
+  /** Test changes applied at grading time (SWE-bench `test_patch`). */
+  testPatch: z.string().optional(),
+  /** Grading timeout. */
+  timeoutMs: z.number().int().positive().default(120_000),
+});
+export type SweTask = z.output<typeof sweTaskSchema>;
+export type SweTaskInput = z.input<typeof sweTaskSchema>;
+
+/** Default test runner for a language. */
+export function defaultRunner(language: string): SweTestRunner {
+  return language === 'javascript' || language === 'typescript' ? { runner: 'node-test' } : { runner: 'pytest', args: [] };
+}

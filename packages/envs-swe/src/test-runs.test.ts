@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { parsePytestReport, parseTapReport, shellQuote } from './test-runs.js';
+
+describe('test report parsing', () => {
+  it('reads pytest -rA summaries, set-up errors counting as failures', () => {
+    const output = `..FE
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+PASSED tests/test_a.py::test_param[1-2]
+FAILED tests/test_a.py::test_two - AssertionError: assert 3 == 2
+ERROR tests/test_a.py::test_three - fixture 'db' not found
+PASSED tests/test_a.py::test_four
+ERROR tests/test_a.py::test_four - teardown failed
+SKIPPED [1] tests/test_a.py:40: no network
+========================= 3 passed, 1 failed, 2 errors in 0.05s =========================`;
+    expect(Object.fromEntries(parsePytestReport(output))).toEqual({
+      'tests/test_a.py::test_one': 'passed',
+      'tests/test_a.py::test_param[1-2]': 'passed',
+      'tests/test_a.py::test_two': 'failed',
+      'tests/test_a.py::test_three': 'failed',
+      'tests/test_a.py::test_four': 'failed',
+    });
+  });
+
+  it('reads top-level TAP results and ignores subtests and skips', () => {
+    const output = `TAP version 13
+# Subtest: adds
+ok 1 - adds
+  ---
+  duration_ms: 0.5
+  ...
+# Subtest: group
+    # Subtest: inner
+    not ok 1 - inner
+not ok 2 - group
+ok 3 - skipped one # SKIP not today
+ok 4 - name with - dash
+1..4`;
+    expect(Object.fromEntries(parseTapReport(output))).toEqual({ adds: 'passed', group: 'failed', 'name with - dash': 'passed' });
+  });
+
+  it('quotes for POSIX shells', () => {
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+  });
+});
