@@ -1,0 +1,50 @@
+// @shears/tools-terminal: sandboxes (local, docker, ssh) over a persistent shell session, and the
+// `terminal` and `process` tools. The default export is the plugin manifest.
+import plugin from './plugin.js';
+
+export type {
+  ShellExecOptions,
+  ShellExecResult,
+  ShellMode,
+  ShellReadable,
+  ShellSession,
+  ShellSessionOptions,
+  ShellTransport,
+} from './shell-session.js';
+export {
+  CappedBytes,
+  createShellSession,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  formatTimeoutSeconds,
+  SHELL_BOOTSTRAP,
+  SHELL_BOOTSTRAP_COMMAND,
+  SHELL_BOOTSTRAP_SCRIPT,
+  ShellSessionClosedError,
+  shellQuote,
+} from './shell-session.js';
+export type { ShellSandbox, ShellSandboxOptions } from './shell-sandbox.js';
+export { createShellSandbox } from './shell-sandbox.js';
+export type { LocalSandbox, LocalSandboxSettings } from './local/local-sandbox-provider.js';
+export { createLocalSandboxProvider, LOCAL_INHERITED_ENV, localSandboxSettingsSchema } from './local/local-sandbox-provider.js';
+export type { DockerSandboxProvider, DockerSandboxSettings } from './docker/docker-sandbox-provider.js';
+export { createDockerSandboxProvider, dockerSandboxSettingsSchema } from './docker/docker-sandbox-provider.js';
+export type { TerminalInput, TerminalToolSettings } from './terminal-tool.js';
+export {
+  createTerminalTool,
+  DEFAULT_TERMINAL_MAX_OUTPUT_CHARS,
+  DEFAULT_TERMINAL_TIMEOUT_SECONDS,
+  exitCodeMeaning,
+  FOREGROUND_MAX_TIMEOUT_SECONDS,
+  foregroundGuidance,
+  stripAnsi,
+  terminalInputSchema,
+  terminalJsonSchema,
+  terminalToolSettingsSchema,
+  truncateOutput,
+} from './terminal-tool.js';
+export type { ProcessInput, ProcessToolSettings } from './process-tool.js';
+export { createProcessTool, PROCESS_ACTIONS, processInputSchema, processJsonSchema } from './process-tool.js';
+export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
+export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
+export { plugin };
+export default plugin;

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { describeTerminalTools } from '../test/terminal-tools-suite.js';
+import { createLocalSandboxProvider } from './local/local-sandbox-provider.js';
+import { dumpsResult, exitCodeMeaning, foregroundGuidance, stripAnsi, truncateOutput } from './terminal-tool.js';
+
+describeTerminalTools('local', () => createLocalSandboxProvider());
+
+describe('terminal tool helpers', () => {
+  it('decides the exit-code meaning by the last segment, skipping VAR=value and paths', () => {
+    expect(exitCodeMeaning('cat x | LC_ALL=C /usr/bin/grep foo', 1)).toBe('No matches found (not an error)');
+    expect(exitCodeMeaning('grep foo x && make', 1)).toBeUndefined();
+    expect(exitCodeMeaning('curl -s http://x', 7)).toBe('Failed to connect to host');
+    expect(exitCodeMeaning('grep foo x', 2)).toBeUndefined();
+  });
+
+  it('flags backgrounding and dev servers but not --help', () => {
+    expect(foregroundGuidance('nohup ./run.sh')).toBeDefined();
+    expect(foregroundGuidance('sleep 5 &')).toBeDefined();
+    expect(foregroundGuidance('npm run dev')).toBeDefined();
+    expect(foregroundGuidance('uvicorn app:main --help')).toBeUndefined();
+    expect(foregroundGuidance('make && make test')).toBeUndefined();
+  });
+
+  it('truncates with the hermes notice and strips ANSI escapes', () => {
+    const text = 'x'.repeat(200);
+    expect(truncateOutput(text, 100)).toBe(`${'x'.repeat(40)}\n\n... [OUTPUT TRUNCATED - 100 chars omitted out of 200 total] ...\n\n${'x'.repeat(60)}`);
+    expect(stripAnsi('\u001b[31mred\u001b[0m')).toBe('red');
+  });
+
+  it('dumps JSON with Python separators and unicode kept', () => {
+    expect(dumpsResult({ output: 'é', exit_code: 0, error: null })).toBe('{"output": "é", "exit_code": 0, "error": null}');
+  });
+});
