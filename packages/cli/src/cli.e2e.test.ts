@@ -1,0 +1,189 @@
+// End-to-end tests of the shears subcommands, run in-process against real parts: the scripted
+// OpenAI-compatible HTTP server, local sandboxes, the trajectory API server, real files.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
+import { createScriptedServer } from '@shears/core/test';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runShears } from './test-support/run-cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'shears-cli-e2e-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function readGroups(path: string): ScoredGroupRecord[] {
+  return readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
+}
+
+describe('shears process', () => {
+  it('runs the demo end to end without a key: JSONL with scores and advantages, an HTML report, progress and a summary', async () => {
+    const run = await runShears(['process', '--env', 'demo', '--groups', '4', '--out', 'runs/demo.jsonl'], { cwd: dir });
+    expect(run.stderr).not.toMatch(/error/i);
+    expect(run.code).toBe(0);
+    const groups = readGroups(join(dir, 'runs/demo.jsonl'));
+    expect(groups).toHaveLength(4);
+    for (const group of groups) {
+      expect(group.rollouts).toHaveLength(4);
+      expect(group.advantages).toHaveLength(4);
+      for (const rollout of group.rollouts) expect(rollout.steps.length + rollout.messages.length).toBeGreaterThan(0);
+    }
+    // The scripted policy solves some tasks and fails others, so advantages are informative.
+    const spread = groups.filter((group) => new Set(group.scores).size > 1);
+    expect(spread.length).toBeGreaterThan(0);
+    expect(spread.some((group) => group.advantages.some((advantage) => (advantage ?? 0) > 0))).toBe(true);
+    // Real terminal tool calls happened in the sandbox.
+    const calls = groups.flatMap((group) => group.rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls)));
+    expect(calls.some((call) => call.name === 'terminal' && call.result.includes('exit_code'))).toBe(true);
+    expect(existsSync(join(dir, 'runs/demo.html'))).toBe(true);
+    expect(run.stderr.match(/^group \d\/4 /gm)).toHaveLength(4);
+    expect(run.stderr).toMatch(/task\s+groups\s+rollouts\s+mean/);
+    expect(run.stdout).toContain('wrote 4 groups to runs/demo.jsonl and the report to runs/demo.html');
+  });
+
+  it('gives the same multiset of scores for the same seed', async () => {
+    const runOnce = async (name: string) => {
+      const run = await runShears(['process', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], { cwd: dir });
+      expect(run.code).toBe(0);
+      return readGroups(join(dir, name)).map((group) => `${group.taskId}:${[...group.scores].sort().join(',')}`).sort();
+    };
+    expect(await runOnce('a.jsonl')).toEqual(await runOnce('b.jsonl'));
+  });
+
+  it('never writes a secret from the environment into JSONL, HTML or logs', async () => {
+    const secret = 'sk-shears-e2e-SECRET-4242';
+    // A model that leaks the Authorization header it received into its answer.
+    const model = await createScriptedServer({
+      policy: () => {
+        const header = String(model.requests.at(-1)?.headers.authorization ?? '');
+        return { content: `my key is ${header}` };
+      },
+    });
+    try {
+      writeFileSync(
+        join(dir, 'secret.yaml'),
+        [
+          'env: { name: demo, group_size: 2 }',
+          'server:',
+          '  provider: openai',
+          `  base_url: ${model.url}`,
+          '  model: scripted-model',
+          '  api_key: ${OPENAI_API_KEY}',
+          'run: { groups: 2, out: runs/secret.jsonl }',
+        ].join('\n'),
+      );
+      const run = await runShears(['process', '--config', 'secret.yaml'], { cwd: dir, env: { OPENAI_API_KEY: secret, SHEARS_DEBUG: '1' } });
+      expect(run.code).toBe(0);
+      expect(model.requests.some((request) => String(request.headers.authorization).includes(secret))).toBe(true);
+      const jsonl = readFileSync(join(dir, 'runs/secret.jsonl'), 'utf8');
+      expect(jsonl).toContain('[redacted]');
+      expect(jsonl).not.toContain(secret);
+      expect(readFileSync(join(dir, 'runs/secret.html'), 'utf8')).not.toContain(secret);
+      expect(run.stdout + run.stderr).not.toContain(secret);
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('rejects bad configs with errors that name the field, the value and what is allowed', async () => {
+    const zero = await runShears(['process', '--env.group_size', '0'], { cwd: dir });
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain('env.group_size: must be >= 1, got 0');
+    const unknownEnv = await runShears(['process', '--env', 'dmeo'], { cwd: dir });
+    expect(unknownEnv.code).toBe(2);
+    expect(unknownEnv.stderr).toMatch(/env\.name: unknown environment "dmeo" \(allowed: .*demo/);
+    const unknownSandbox = await runShears(['process', '--sandbox', 'kubernetes'], { cwd: dir });
+    expect(unknownSandbox.stderr).toMatch(/sandbox\.provider: unknown sandbox provider "kubernetes" \(allowed: .*local/);
+    const unknownCommand = await runShears(['proces'], { cwd: dir });
+    expect(unknownCommand.stderr).toContain('Unknown command "proces" (available: process, serve, evaluate, api, train, view, doctor, schema)');
+  });
+});
+
+describe('shears evaluate', () => {
+  it('reports pass@k and a bootstrap CI per task, and resumes redoing only missing or failed items', async () => {
+    const args = ['evaluate', '--k', '2', '--evaluate.out', 'runs/eval.jsonl', '--json'];
+    const first = await runShears(args, { cwd: dir });
+    expect(first.code).toBe(0);
+    const summary = JSON.parse(first.stdout.trim()) as { tasks: unknown[]; passAtK: Record<string, number>; meanScore: { mean: number; low: number; high: number }; ran: number };
+    expect(summary.tasks).toHaveLength(8);
+    expect(summary.ran).toBe(8);
+    expect(Object.keys(summary.passAtK)).toEqual(['pass@1', 'pass@2']);
+    expect(summary.passAtK['pass@2']).toBeGreaterThanOrEqual(summary.passAtK['pass@1']!);
+    expect(summary.meanScore.low).toBeLessThanOrEqual(summary.meanScore.mean);
+    expect(summary.meanScore.high).toBeGreaterThanOrEqual(summary.meanScore.mean);
+    expect(first.stderr).toMatch(/task\s+correct\s+mean\s+pass@1\s+pass@2\s+failed/);
+
+    // Interrupt: drop the last two items and mark one rollout of the first as an infra failure.
+    const path = join(dir, 'runs/eval.jsonl');
+    const lines = readFileSync(path, 'utf8').trim().split('\n').slice(0, 6);
+    const damaged = JSON.parse(lines[0]!) as ScoredGroupRecord;
+    damaged.rollouts[0]!.outcome = 'infra_failure';
+    lines[0] = JSON.stringify(damaged);
+    writeFileSync(path, `${lines.join('\n')}\n`);
+
+    const resumed = await runShears([...args, '--resume'], { cwd: dir });
+    expect(resumed.code).toBe(0);
+    const again = JSON.parse(resumed.stdout.trim()) as { ran: number; resumed: number; tasks: unknown[] };
+    expect(again).toMatchObject({ ran: 3, resumed: 5 });
+    expect(again.tasks).toHaveLength(8);
+    expect(readGroups(path).every((group) => group.rollouts.every((rollout) => rollout.outcome !== 'infra_failure'))).toBe(true);
+  });
+});
+
+describe('shears view, schema, doctor', () => {
+  it('view builds the HTML viewer from JSONL', async () => {
+    const run = await runShears(['process', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], { cwd: dir });
+    expect(run.code).toBe(0);
+    const view = await runShears(['view', 'runs/v.jsonl'], { cwd: dir });
+    expect(view.code).toBe(0);
+    expect(view.stdout).toContain('1 groups → runs/v.html');
+    expect(readFileSync(join(dir, 'runs/v.html'), 'utf8')).toContain('id="shears-data"');
+    const missing = await runShears(['view'], { cwd: dir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('Usage: shears view FILE.jsonl');
+  });
+
+  it('schema prints the config JSON Schema', async () => {
+    const run = await runShears(['schema'], { cwd: dir });
+    const schema = JSON.parse(run.stdout) as { properties: Record<string, unknown> };
+    expect(schema.properties).toHaveProperty('env');
+  });
+
+  it('doctor checks node, the inference server, ssh targets and the tokenizer, and says what to fix', async () => {
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify({ model: { type: 'BPE', vocab: { a: 0, b: 1 } } }));
+    const run = await runShears(['doctor', '--sandbox.ssh_targets', 'root@127.0.0.1:1', '--server.tokenizer', 'tokenizer.json'], { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    expect(run.stdout).toMatch(/✓ node\s+Node 2\d/);
+    expect(run.stdout).toMatch(/✓ inference\s+scripted shears-demo-policy answered/);
+    expect(run.stdout).toMatch(/✗ ssh root@127\.0\.0\.1:1 .*\n\s+fix: start sshd on 127\.0\.0\.1:1/);
+    expect(run.stdout).toMatch(/✓ tokenizer\s+BPE with 2 vocabulary entries/);
+    expect(run.stdout).toMatch(/! docker .*\n\s+fix: start the daemon/);
+    expect(run.code).toBe(1);
+  });
+});
+
+describe('shears api', () => {
+  it('serves the trajectory API until stopped', async () => {
+    const controller = new AbortController();
+    let announce: (url: string) => void;
+    const listening = new Promise<string>((resolve) => {
+      announce = resolve;
+    });
+    const running = runShears(['api', '--port', '0'], {
+      cwd: dir,
+      signal: controller.signal,
+      onStdout: (text) => {
+        const match = /listening on (\S+)/.exec(text);
+        if (match) announce(match[1]!);
+      },
+    });
+    const url = await listening;
+    const root = (await (await fetch(`${url}/`)).json()) as { message: string };
+    expect(root.message).toBe('AtroposLib API');
+    const status = (await (await fetch(`${url}/status`)).json()) as { current_step: number; queue_size: number };
+    expect(status).toEqual({ current_step: 0, queue_size: 0 });
+    controller.abort();
+    expect((await running).code).toBe(0);
+  });
+});
