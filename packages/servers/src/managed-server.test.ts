@@ -7,7 +7,7 @@ import {
   describeServerConformance,
 } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hermesTestParser } from '../test/hermes-test-parser.js';
+import { getParser } from '@shears/parsers';
 import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
 import { type ManagedServer, createSglangServer, createVllmServer } from './managed-server.js';
 
@@ -35,7 +35,7 @@ for (const [name, create] of [
     const server = await createScriptedServer({ routes: generate.routes });
     const retry = { maxRetries: 2, sleep: async () => {} };
     return {
-      server: create({ baseUrl: server.origin, model: 'qwen3', tokenizer, parser: hermesTestParser(), retry }),
+      server: create({ baseUrl: server.origin, model: 'qwen3', tokenizer, parser: getParser('hermes'), retry }),
       enqueueText: (text) => generate.enqueue(text),
       enqueueToolCall: (toolName, args) =>
         generate.enqueue(`<tool_call>\n${JSON.stringify({ name: toolName, arguments: args }, null, 1).replace(/\n\s*/g, ' ')}\n</tool_call>`),
@@ -59,12 +59,12 @@ async function setup(options: { replies?: ScriptedGenerateReply[]; tokenizer?: R
 }
 
 const FLAVORS = [
-  ['vllm /generate', (origin: string) => createVllmServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), parser: hermesTestParser() })],
+  ['vllm /generate', (origin: string) => createVllmServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), parser: getParser('hermes') })],
   [
     'vllm /v1/completions',
-    (origin: string) => createVllmServer({ baseUrl: `${origin}/v1`, model: 'm', api: 'completions', tokenizer: qwen3Tokenizer(), parser: hermesTestParser() }),
+    (origin: string) => createVllmServer({ baseUrl: `${origin}/v1`, model: 'm', api: 'completions', tokenizer: qwen3Tokenizer(), parser: getParser('hermes') }),
   ],
-  ['sglang /generate', (origin: string) => createSglangServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), parser: hermesTestParser() })],
+  ['sglang /generate', (origin: string) => createSglangServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), parser: getParser('hermes') })],
 ] as const;
 
 /** A 3-turn tool-using rollout: chat, run the (fake) tool, chat again. */
@@ -137,7 +137,7 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
 
   it('splits the record (and counts it) when the template re-renders history differently', async () => {
     const { server, tokenizer, generate } = await setup({ replies: [...COMPLETIONS, 'Tomorrow: sunny.'] });
-    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer, parser: hermesTestParser() });
+    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer, parser: getParser('hermes') });
     const { session, messages } = await runRollout(managed);
     // A new user query makes Qwen3 drop the earlier <think> blocks: no longer an extension.
     messages.push({ role: 'user', content: 'And tomorrow?' });

@@ -151,7 +151,9 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
     let toolCalls: ToolCall[] = [];
     if (settings.parser && request.toolChoice !== 'none') {
       const parsed = settings.parser.parse(text, { tools: request.tools });
-      content = parsed.content;
+      // Templates write content + separator + calls; parsers (like vLLM's) keep the separator in
+      // the content. Trimming it lets the template re-render exactly what the model wrote.
+      content = parsed.toolCalls.length > 0 && parsed.content !== null ? parsed.content.replace(/\s+$/, '') : parsed.content;
       toolCalls = parsed.toolCalls.map((call) => ({
         id: call.id ?? newToolCallId(),
         type: 'function',

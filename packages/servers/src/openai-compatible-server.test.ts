@@ -169,7 +169,8 @@ describe('createOpenAICompatibleServer: faults', () => {
     const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: noWait() });
     const controller = new AbortController();
     const pending = client.chat({ messages: [{ role: 'user', content: 'q' }], signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
+    await expect.poll(() => server.chatRequests.length).toBe(1);
+    controller.abort();
     await expect(pending).rejects.toThrow(/aborted/i);
     expect(server.chatRequests).toHaveLength(1);
   });

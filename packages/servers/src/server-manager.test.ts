@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import type { ChatMessage } from '@shears/core';
 import { type ScriptedServer, createScriptedGenerate, createScriptedServer, describeServerConformance } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hermesTestParser } from '../test/hermes-test-parser.js';
+import { getParser } from '@shears/parsers';
 import { qwen3Tokenizer } from '../test/tokenizers.js';
 import { createServerManager, type ServerManager } from './server-manager.js';
 
@@ -217,8 +217,8 @@ describe('createServerManager', () => {
     const b = await scripted({ routes: generateB.routes });
     const manager = manage({
       endpoints: [
-        { kind: 'vllm', baseUrl: a.origin, model: 'q', tokenizer, parser: hermesTestParser() },
-        { kind: 'vllm', baseUrl: b.origin, model: 'q', tokenizer, parser: hermesTestParser() },
+        { kind: 'vllm', baseUrl: a.origin, model: 'q', tokenizer, parser: getParser('hermes') },
+        { kind: 'vllm', baseUrl: b.origin, model: 'q', tokenizer, parser: getParser('hermes') },
       ],
     });
     const session = manager.openSession?.({ rolloutId: 'r' });
