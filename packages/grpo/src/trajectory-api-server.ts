@@ -644,3 +644,11 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
     },
   };
 }
+
+/**
+ * The server as a value: `listen()` opens the store and starts it (same as
+ * `startTrajectoryApiServer(settings)`).
+ */
+export function createTrajectoryApiServer(settings: TrajectoryApiServerSettings = {}): { settings: TrajectoryApiServerSettings; listen(): Promise<TrajectoryApiServer> } {
+  return { settings, listen: () => startTrajectoryApiServer(settings) };
+}
