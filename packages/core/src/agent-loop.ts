@@ -25,6 +25,7 @@ import { isManagedServer } from './contracts/server.js';
 import type { ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
 import { AbortedError, ServerError } from './errors.js';
 import { pythonJsonDumps, pythonListRepr } from './python-format.js';
+import { pythonJsonDecodeError } from './python-json-error.js';
 import type { ToolErrorRecord, TrajectoryStep, TrajectoryToolCall } from './schemas/trajectory.js';
 import { enforceTurnBudget, maybePersistToolResult } from './tool-result-budget.js';
 
@@ -291,7 +292,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
       try {
         raw = JSON.parse(argumentsText);
       } catch (cause) {
-        const detail = cause instanceof Error ? cause.message : String(cause);
+        // Python's wording (what hermes sends), falling back to V8's for the rare text Python accepts.
+        const detail =
+          pythonJsonDecodeError(argumentsText) ?? (cause instanceof Error ? cause.message : String(cause));
         return {
           content: toolErrorResult(
             `Invalid JSON in tool arguments: ${detail}. Please retry with valid JSON.`,

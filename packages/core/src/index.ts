@@ -98,6 +98,7 @@ export { parseJson, safeParseJson } from './json.js';
 export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
 export { createJsonlSink, parseScoredGroups, readScoredGroups, safeParseScoredGroups } from './jsonl-sink.js';
 export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
+export { pythonJsonDecodeError } from './python-json-error.js';
 export type {
   LoadPluginOptions,
   PluginContext,
