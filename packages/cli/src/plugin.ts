@@ -1,7 +1,7 @@
 // The CLI's own plugin: the bundled demo environment and the `scripted` server (the demo
 // policy behind a real OpenAI-compatible HTTP server on 127.0.0.1, reached through the real
 // client), so `shears process --env demo` needs no key and no GPU.
-import { definePlugin, type ServerV1, type ToolV1 } from '@shears/core';
+import { definePlugin, NoSuchEntryError, type ServerV1, type ToolV1 } from '@shears/core';
 import { createDemoEnv } from './demo/demo-env.js';
 import { startDemoServer } from './demo/demo-server.js';
 
@@ -12,7 +12,16 @@ export default definePlugin({
     demo: {
       description: 'Eight small shell/file tasks checked by verifiers in the rollout sandbox',
       async create(settings, context) {
-        const tools = await context.registry.create('tools', String(settings.tool ?? 'terminal'), {});
+        const toolName = String(settings.tool ?? 'terminal');
+        if (!context.registry.has('tools', toolName)) {
+          throw new NoSuchEntryError({
+            kind: 'tool',
+            id: toolName,
+            available: context.registry.list('tools'),
+            hint: 'The demo env needs the terminal tool from @shears/tools-terminal; run bash scripts/setup.sh (install and build) first',
+          });
+        }
+        const tools = await context.registry.create('tools', toolName, {});
         const list: ToolV1[] = Array.isArray(tools) ? tools : [tools];
         return createDemoEnv({
           tools: list,
