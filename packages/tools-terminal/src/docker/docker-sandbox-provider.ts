@@ -41,8 +41,6 @@ export const dockerSandboxSettingsSchema = z
     workdir: z.string().startsWith('/').default('/workspace'),
     /** Scratch directory inside the container (persisted tool results go here). */
     tempDir: z.string().startsWith('/').default('/tmp/shears'),
-    /** Shell that runs commands inside the container. */
-    shell: z.string().min(1).default('/bin/sh'),
     limits: limitsSchema.default({ memoryMb: 2048, cpus: 1, pids: 512 }),
     /** Network for sandboxes whose spec says nothing: off by default. */
     network: z.enum(['none', 'bridge']).default('none'),
@@ -261,7 +259,6 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
         hostUrl: host.host.url,
         workdir: container.workdir,
         tempDir: config.tempDir,
-        shell: config.shell,
         ...(config.maxOutputBytes !== undefined ? { maxOutputBytes: config.maxOutputBytes } : {}),
         onDispose: (disposed) => removeSandbox(disposed),
       });

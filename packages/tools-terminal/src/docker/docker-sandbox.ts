@@ -1,12 +1,14 @@
-// One Docker sandbox: a container owned by one rollout, a persistent shell inside it, and files
-// through the archive API. Any failure of the container surfaces as a SandboxError, which the
+// One Docker sandbox: a container owned by one rollout, the package's persistent shell session
+// over one hijacked `docker exec` stream (no exec round trip per command), and files through the
+// archive API. Any failure of the container surfaces as a SandboxError, which the
 // group runner counts as an infrastructure failure rather than a model mistake.
 import { posix } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
 import { InvalidArgumentError, NoSuchEntryError, SandboxError } from '@shears/core';
 import type Dockerode from 'dockerode';
-import { DockerShell } from './docker-shell.js';
+import { createShellSandbox, type ShellSandbox } from '../shell-sandbox.js';
+import { SHELL_BOOTSTRAP, type ShellTransport } from '../shell-session.js';
 import { createTar, parseTar } from './tar.js';
 
 export interface DockerSandboxInit {
@@ -17,7 +19,6 @@ export interface DockerSandboxInit {
   hostUrl: string;
   workdir: string;
   tempDir: string;
-  shell: string;
   maxOutputBytes?: number;
   /** Called once when the sandbox is disposed (the provider removes the container). */
   onDispose: (sandbox: DockerSandbox) => Promise<void>;
@@ -49,7 +50,9 @@ export class DockerSandbox implements SandboxV1 {
   readonly hostUrl: string;
   /** Epoch ms of the last call; the provider's reaper disposes sandboxes idle for too long. */
   lastActivity: number;
-  private shell: DockerShell | undefined;
+  private shell: ShellSandbox | undefined;
+  /** False once the current exec stream ended (in a pool: the container died). */
+  private streamOpen = false;
   private disposed: Promise<void> | undefined;
   private deadError: SandboxError | undefined;
   private readonly init: DockerSandboxInit;
@@ -76,49 +79,77 @@ export class DockerSandbox implements SandboxV1 {
       this.disposed === undefined &&
       this.deadError === undefined &&
       this.shell !== undefined &&
-      !this.shell.closed
+      this.streamOpen
     );
   }
 
-  /** Attach the persistent shell (one hijacked exec) and write its initial state. */
+  /** Start the persistent shell (one hijacked exec) so the first command pays no set-up. */
   async open(env: Record<string, string>): Promise<void> {
-    const exec = await this.container.exec({
-      Cmd: [this.init.shell],
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-      WorkingDir: '/',
+    this.shell = createShellSandbox({
+      id: this.id,
+      backend: 'docker',
+      workdir: this.workdir,
+      tempDir: this.tempDir,
+      isolated: true,
+      env,
+      ...(this.init.maxOutputBytes !== undefined ? { maxOutputBytes: this.init.maxOutputBytes } : {}),
+      openTransport: () => this.openTransport(),
+      readFile: (path, options) => this.archiveRead(path, options),
+      writeFile: (path, data, options) => this.archiveWrite(path, data, options),
+      dispose: () => this.init.onDispose(this),
     });
-    const stream = (await exec.start({
-      hijack: true,
-      stdin: true,
-    })) as unknown as import('node:stream').Duplex;
+    const ready = await this.shell.exec(`mkdir -p -- '${this.tempDir.replace(/'/g, `'\\''`)}'`);
+    if (ready.exitCode !== 0) {
+      throw new SandboxError({
+        message: `Sandbox ${this.id}: could not create ${this.tempDir}: ${ready.output.trim()}`,
+        sandboxId: this.id,
+      });
+    }
+  }
+
+  /** One `docker exec` of the shell bootstrap with stdin attached; stdout/stderr demultiplexed. */
+  private async openTransport(): Promise<ShellTransport> {
+    if (this.deadError) throw this.deadError;
+    let stream: import('node:stream').Duplex;
+    try {
+      const exec = await this.container.exec({
+        Cmd: [...SHELL_BOOTSTRAP],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        WorkingDir: '/',
+      });
+      stream = (await exec.start({ hijack: true, stdin: true })) as unknown as import('node:stream').Duplex;
+    } catch (error) {
+      // Typically 409 (container not running) or 404 (removed): the container is gone for good.
+      this.markDead(`the container is gone (${(error as Error).message})`);
+      throw this.deadError;
+    }
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     this.init.docker.modem.demuxStream(stream, stdout, stderr);
-    this.shell = new DockerShell(
-      { input: stream, stdout, stderr },
-      {
-        sandboxId: this.id,
-        stateDir: `${this.tempDir}/.shell`,
-        shell: this.init.shell,
-        ...(this.init.maxOutputBytes !== undefined ? { maxOutputBytes: this.init.maxOutputBytes } : {}),
-        killGroup: (pgid) => this.killGroup(pgid),
-        writeStdinFile: (path, data) => this.writeFile(path, data),
-      },
-    );
-    await this.shell.init(this.workdir, env);
-  }
-
-  private async killGroup(pgid: number): Promise<void> {
-    const exec = await this.container.exec({
-      Cmd: ['kill', '-KILL', '--', `-${pgid}`],
-      AttachStdout: true,
-      AttachStderr: true,
+    this.streamOpen = true;
+    const ended = () => {
+      this.streamOpen = false;
+      stdout.end();
+      stderr.end();
+    };
+    stream.on('end', ended);
+    stream.on('close', ended);
+    stream.on('error', (error: Error) => {
+      stdout.destroy(error);
+      stderr.destroy(error);
     });
-    const stream = await exec.start({ hijack: true, stdin: false });
-    await readAll(stream);
+    return {
+      stdin: stream,
+      stdout,
+      stderr,
+      close: () => {
+        stream.end();
+        stream.destroy();
+      },
+    };
   }
 
   private assertUsable(): void {
@@ -131,7 +162,6 @@ export class DockerSandbox implements SandboxV1 {
   markDead(reason: string): void {
     if (this.deadError) return;
     this.deadError = new SandboxError({ message: `Sandbox ${this.id}: ${reason}`, sandboxId: this.id });
-    this.shell?.fail(this.deadError);
   }
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
@@ -179,7 +209,15 @@ export class DockerSandbox implements SandboxV1 {
   async readFile(path: string, options: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
     this.assertUsable();
     this.lastActivity = this.now();
-    let target = this.resolvePath(path);
+    return this.archiveRead(this.resolvePath(path), options, path);
+  }
+
+  private async archiveRead(
+    absolutePath: string,
+    options: { signal?: AbortSignal },
+    path = absolutePath,
+  ): Promise<Uint8Array> {
+    let target = absolutePath;
     // Follow symlinks by hand: the archive API returns the link itself, not its target.
     for (let hops = 0; hops < 16; hops += 1) {
       options.signal?.throwIfAborted();
@@ -226,8 +264,16 @@ export class DockerSandbox implements SandboxV1 {
   ): Promise<void> {
     this.assertUsable();
     this.lastActivity = this.now();
-    const target = this.resolvePath(path);
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    return this.archiveWrite(this.resolvePath(path), bytes, options, path);
+  }
+
+  private async archiveWrite(
+    target: string,
+    bytes: Uint8Array,
+    options: { signal?: AbortSignal; mode?: number },
+    path = target,
+  ): Promise<void> {
     const archive = Buffer.from(
       createTar([{ path: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 }]),
     );
@@ -258,10 +304,8 @@ export class DockerSandbox implements SandboxV1 {
   }
 
   dispose(): Promise<void> {
-    if (!this.disposed) {
-      this.shell?.fail(new SandboxError({ message: `Sandbox ${this.id} was disposed`, sandboxId: this.id }));
-      this.disposed = this.init.onDispose(this);
-    }
+    // The shell sandbox closes the session, then calls onDispose (which removes the container).
+    this.disposed ??= this.shell ? this.shell.dispose() : this.init.onDispose(this);
     return this.disposed;
   }
 }
