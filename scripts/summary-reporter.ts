@@ -7,13 +7,16 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const module of testModules) {
+      let moduleFailures = 0;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed') moduleFailures++;
         else skipped++;
       }
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++;
+      // A file that failed outside its tests (import error, failing beforeAll) still counts as a failure.
+      if (module.state() === 'failed' && moduleFailures === 0) moduleFailures = 1;
+      failed += moduleFailures;
     }
     failed += unhandledErrors.length;
     process.stdout.write(`\nshears: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);

@@ -155,7 +155,7 @@ export async function ensureTaskImage(options: {
       `FROM ${options.baseTag}\nCOPY repo ${SWE_WORKDIR}\nWORKDIR ${SWE_WORKDIR}\nRUN git config --system --add safe.directory '*'\n${setup}\nLABEL shears.swe.task=${JSON.stringify(options.task.id)}\n`,
     );
     options.onProgress?.(`building ${tag}`);
-    const stream = await options.docker.buildImage(tarStream(context) as never, { t: tag, rm: true, forcerm: true });
+    const stream = await options.docker.buildImage(tarStream(context) as never, { t: tag, rm: true, forcerm: true, networkmode: 'none' });
     await followBuild(options.docker, stream, options.onProgress);
     return tag;
   } finally {

@@ -33,11 +33,9 @@ Use the tools to explore the code, reproduce the problem, edit the source and ru
 Do not modify the tests: they are restored before grading. When the fix is complete, reply with a short summary.`;
 
 async function defaultTools(): Promise<ToolV1[]> {
-  const terminal = (await import('@shears/tools-terminal')) as Record<string, unknown>;
-  const file = await import('@shears/tools-file');
-  const createTerminalTool = terminal.createTerminalTool as ((settings?: Record<string, unknown>) => ToolV1) | undefined;
-  if (typeof createTerminalTool !== 'function') throw new InvalidArgumentError({ argument: 'tools', message: '@shears/tools-terminal does not export createTerminalTool' });
-  return [createTerminalTool(), ...file.createFileTools()];
+  // Loaded on first use so that importing the env does not load the sandbox backends.
+  const [{ createTerminalTool }, { createFileTools }] = await Promise.all([import('@shears/tools-terminal'), import('@shears/tools-file')]);
+  return [createTerminalTool() as ToolV1, ...createFileTools()];
 }
 
 export interface SweEnv extends EnvV1<SweItem> {

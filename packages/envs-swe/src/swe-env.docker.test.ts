@@ -1,0 +1,158 @@
+// The SWE env in Docker, for real: every bundled task's gold fix scores 1.0 and the untouched
+// repository 0.0; tampering with the tests in a container does not raise the score; and the env
+// runs end to end through the group runner with the demo policy behind the scripted server.
+import { runGroup, type SandboxV1 } from '@shears/core';
+import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
+import { createDockerSandboxProvider } from '@shears/tools-terminal';
+import type Dockerode from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSweDemoPolicy } from './demo-policy.js';
+import { createDockerClient, ensureSweBaseImage, ensureTaskImage, SWE_WORKDIR } from './images.js';
+import { filesAfterPatch, type PreparedRepository, prepareRepository } from './repo.js';
+import { createSweEnv } from './swe-env.js';
+import { gradeSweRollout } from './swe-grading.js';
+import { bundledTaskPackDir, loadTaskPack } from './task-loaders.js';
+import type { SweTask } from './task-schema.js';
+
+const host = process.env.SHEARS_TEST_DOCKER_HOST;
+const inCi = process.env.CI === 'true' || process.env.CI === '1';
+if (!host && inCi) throw new Error('CI=true but SHEARS_TEST_DOCKER_HOST is not set: the test Docker daemon did not start');
+if (!host) console.warn('\n⚠️  SKIPPING SWE docker tests: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n');
+
+const describeDocker = host ? describe : describe.skip;
+
+describeDocker('SWE env in Docker', () => {
+  const tasks = loadTaskPack(bundledTaskPackDir());
+  const prepared = new Map<string, { task: SweTask; repository: PreparedRepository; image: string }>();
+  let docker: Dockerode;
+  let provider: ReturnType<typeof createDockerSandboxProvider>;
+
+  beforeAll(async () => {
+    docker = await createDockerClient(host);
+    const baseTag = await ensureSweBaseImage({ docker });
+    for (const task of tasks) {
+      const repository = await prepareRepository(task);
+      const image = await ensureTaskImage({ docker, task, prepared: repository, baseTag });
+      prepared.set(task.id, { task, repository, image });
+    }
+    provider = createDockerSandboxProvider({ hosts: [host!], workdir: SWE_WORKDIR });
+  }, 900_000);
+
+  afterAll(async () => {
+    await provider?.close();
+    for (const entry of prepared.values()) entry.repository.dispose();
+  });
+
+  async function sandboxFor(task: SweTask): Promise<SandboxV1> {
+    return provider.acquire({ image: prepared.get(task.id)!.image, workdir: SWE_WORKDIR, network: 'none' });
+  }
+
+  it('every bundled task: the gold fix scores 1.0 and the untouched repository 0.0', async () => {
+    const results: Array<{ id: string; untouched: number; gold: number }> = [];
+    // A few tasks at a time: each grading starts a container and runs the task's tests.
+    const queue = [...tasks];
+    await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        for (let task = queue.shift(); task; task = queue.shift()) {
+          const entry = prepared.get(task.id)!;
+          const untouched = await sandboxFor(task);
+          const fixed = await sandboxFor(task);
+          try {
+            for (const [path, content] of await filesAfterPatch(entry.repository.dir, task.goldPatch!)) {
+              if (content) await fixed.writeFile(path, content);
+            }
+            const [before, after] = await Promise.all([
+              gradeSweRollout({ sandbox: untouched, task, protectedFiles: entry.repository.protectedFiles }),
+              gradeSweRollout({ sandbox: fixed, task, protectedFiles: entry.repository.protectedFiles }),
+            ]);
+            expect(before.passToPass, `${task.id} P2P before the fix`).toEqual({ passed: task.passToPass.length, total: task.passToPass.length });
+            expect(after.statuses, `${task.id} after the fix`).toEqual(Object.fromEntries([...task.failToPass, ...task.passToPass].map((id) => [id, 'passed'])));
+            results.push({ id: task.id, untouched: before.score, gold: after.score });
+          } finally {
+            await untouched.dispose();
+            await fixed.dispose();
+          }
+        }
+      }),
+    );
+    results.sort((a, b) => a.id.localeCompare(b.id));
+    expect(results).toEqual(tasks.map((task) => ({ id: task.id, untouched: 0, gold: 1 })));
+  }, 600_000);
+
+  it('editing or deleting tests, or planting a conftest.py, does not raise the score', async () => {
+    const python = tasks.find((task) => task.language === 'python')!;
+    const javascript = tasks.find((task) => task.language === 'javascript')!;
+    const pythonEntry = prepared.get(python.id)!;
+    // A conftest that turns every test result into a pass.
+    const conftest = `import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    report.outcome = "passed"\n`;
+    const planted = await sandboxFor(python);
+    try {
+      await planted.writeFile('conftest.py', conftest);
+      const grade = await gradeSweRollout({ sandbox: planted, task: python, protectedFiles: pythonEntry.repository.protectedFiles });
+      expect(grade.score).toBe(0);
+      expect(grade.removedFiles).toEqual(['conftest.py']);
+    } finally {
+      await planted.dispose();
+    }
+    const rewritten = await sandboxFor(python);
+    try {
+      const testFile = python.testFiles[0]!;
+      const names = [...python.failToPass, ...python.passToPass].map((id) => id.split('::')[1]!);
+      await rewritten.writeFile(testFile, names.map((name) => `def ${name}():\n    assert True\n`).join('\n'));
+      const grade = await gradeSweRollout({ sandbox: rewritten, task: python, protectedFiles: pythonEntry.repository.protectedFiles });
+      expect(grade.score).toBe(0);
+      expect(grade.tamperedFiles).toEqual([testFile]);
+    } finally {
+      await rewritten.dispose();
+    }
+    const deleted = await sandboxFor(javascript);
+    try {
+      await deleted.exec('rm -rf test');
+      const grade = await gradeSweRollout({ sandbox: deleted, task: javascript, protectedFiles: prepared.get(javascript.id)!.repository.protectedFiles });
+      expect(grade.score).toBe(0);
+      expect(grade.tamperedFiles).toEqual(javascript.testFiles);
+    } finally {
+      await deleted.dispose();
+    }
+  }, 300_000);
+
+  it('the sandbox has no network and no reachable fix history', async () => {
+    const task = tasks[0]!;
+    const sandbox = await sandboxFor(task);
+    try {
+      expect((await sandbox.exec('git rev-list --all | wc -l')).stdout.trim()).toBe('1');
+      const network = await sandbox.exec(`python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=2)"`, { timeoutMs: 20_000 });
+      expect(network.exitCode).not.toBe(0);
+      expect((await sandbox.exec('ls /testbed')).stdout).not.toContain('gold.patch');
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 60_000);
+
+  it('runs end to end through the group runner with the demo policy: varied rewards, diffs recorded', async () => {
+    const chosen = [tasks.find((task) => task.language === 'python')!, tasks.find((task) => task.language === 'javascript')!];
+    const env = createSweEnv({ tasks: chosen, docker });
+    await env.setup({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
+    const policy = await createSweDemoPolicy({ tasks: [...env.prepared.values()].map(({ task, prepared: repository }) => ({ task, prepared: repository })) });
+    const scripted = await createScriptedServer({ policy: (request) => policy(request as never) });
+    try {
+      const server = createScriptedServerClient({ baseUrl: scripted.url, model: 'swe-demo' });
+      for (const _task of chosen) {
+        const item = (await env.nextItem())!;
+        const group = await runGroup({ env, item, server, sandboxes: provider, groupSize: 4, allEqualScores: 'keep' });
+        expect(group.rollouts.map((rollout) => rollout.outcome)).toEqual(['scored', 'scored', 'scored', 'scored']);
+        const rewards = group.rollouts.map((rollout) => rollout.reward).sort();
+        expect(rewards).toEqual([0, 0, 1, 1]);
+        for (const rollout of group.rollouts) {
+          expect(String(rollout.rewardDetails?.diff)).toContain('diff --git');
+          if (rollout.rewardComponents?.tests_tampered === 1) expect(rollout.reward).toBe(0);
+        }
+        expect(group.rollouts.some((rollout) => rollout.rewardComponents?.tests_tampered === 1)).toBe(true);
+        expect(new Set(group.advantages).size).toBeGreaterThan(1);
+      }
+    } finally {
+      await scripted.close();
+      await env.close?.();
+    }
+  }, 300_000);
+});
