@@ -4,7 +4,13 @@
 import type { SandboxV1 } from '@shears/core';
 import { FileToolError } from './file-tool-error.js';
 import { readFields, shellQuote } from './shell.js';
-import { normalizeToolPath, parseResolved, REPORT_RESOLVED, type ResolvedPath, resolveScript } from './workspace.js';
+import {
+  normalizeToolPath,
+  parseResolved,
+  REPORT_RESOLVED,
+  type ResolvedPath,
+  resolveScript,
+} from './workspace.js';
 
 const CONTENT_MARKER = '@@SHEARS-FILE-CONTENT@@';
 
@@ -63,7 +69,10 @@ fi
   const resolved = parseResolved(path, fields);
   const mode = (fields.get('MODE') ?? 'none') as ReadRawResult['mode'];
   if (resolved.type === 'file' && body === undefined) {
-    throw new FileToolError(`Failed to read ${path}: ${result.stderr.trim() || `exit code ${result.exitCode}`}`, { path });
+    throw new FileToolError(
+      `Failed to read ${path}: ${result.stderr.trim() || `exit code ${result.exitCode}`}`,
+      { path },
+    );
   }
   return {
     resolved,
@@ -71,18 +80,28 @@ fi
     content: mode === 'none' ? undefined : body,
     mode,
     lineCount: Number(fields.get('LINES') ?? 0),
-    siblings: mode === 'none' && body ? body.split('\n').filter((name) => name && name !== '.' && name !== '..') : [],
+    siblings:
+      mode === 'none' && body ? body.split('\n').filter((name) => name && name !== '.' && name !== '..') : [],
   };
 }
 
 /** Reads a whole text file (for patch); refuses files that are not valid UTF-8. */
-export async function readText(sandbox: SandboxV1, path: string, options: FileIoOptions & { maxBytes: number }): Promise<string> {
+export async function readText(
+  sandbox: SandboxV1,
+  path: string,
+  options: FileIoOptions & { maxBytes: number },
+): Promise<string> {
   const read = await readRaw(sandbox, path, { ...options, wholeLimit: options.maxBytes });
   if (read.resolved.type === 'missing') throw new FileToolError(`File not found: ${path}`, { path });
-  if (read.resolved.type === 'dir') throw new FileToolError(`Cannot patch ${path}: it is a directory`, { path });
-  if (read.resolved.type !== 'file') throw new FileToolError(`Cannot patch ${path}: it is not a regular file`, { path });
+  if (read.resolved.type === 'dir')
+    throw new FileToolError(`Cannot patch ${path}: it is a directory`, { path });
+  if (read.resolved.type !== 'file')
+    throw new FileToolError(`Cannot patch ${path}: it is not a regular file`, { path });
   if (read.mode !== 'whole' || read.content === undefined) {
-    throw new FileToolError(`Cannot patch ${path}: the file is ${read.size} bytes (the limit is ${options.maxBytes})`, { path });
+    throw new FileToolError(
+      `Cannot patch ${path}: the file is ${read.size} bytes (the limit is ${options.maxBytes})`,
+      { path },
+    );
   }
   if (Buffer.byteLength(read.content, 'utf8') !== read.size || read.content.includes('\0')) {
     throw new FileToolError(`Cannot patch ${path}: it is not UTF-8 text`, { path });
@@ -129,7 +148,11 @@ printf 'STATUS:ok\\nTYPE:file\\nWS:%s\\nBYTES:%s\\nCREATED:%s\\nREAL:%s\\n' "$ws
   };
   if (status && reason[status]) throw new FileToolError(reason[status], { path });
   parseResolved(path, fields);
-  return { real: fields.get('REAL') ?? '', bytesWritten: Number(fields.get('BYTES') ?? 0), dirsCreated: fields.get('CREATED') === '1' };
+  return {
+    real: fields.get('REAL') ?? '',
+    bytesWritten: Number(fields.get('BYTES') ?? 0),
+    dirsCreated: fields.get('CREATED') === '1',
+  };
 }
 
 /** Deletes a regular file (never a directory). */
@@ -142,7 +165,9 @@ ${REPORT_RESOLVED}
 `;
   const result = await sandbox.exec(script, { signal: options.signal });
   const fields = readFields(result.stdout);
-  if (fields.get('STATUS') === 'notfile') throw new FileToolError(`Cannot delete ${path}: it is not an existing regular file`, { path });
-  if (fields.get('STATUS') === 'rmfailed') throw new FileToolError(`Cannot delete ${path}: permission denied`, { path });
+  if (fields.get('STATUS') === 'notfile')
+    throw new FileToolError(`Cannot delete ${path}: it is not an existing regular file`, { path });
+  if (fields.get('STATUS') === 'rmfailed')
+    throw new FileToolError(`Cannot delete ${path}: permission denied`, { path });
   parseResolved(path, fields);
 }

@@ -17,13 +17,28 @@ export interface FuzzyMatch {
 type LineNormalizer = (line: string) => string;
 
 const UNICODE_MAP: Record<string, string> = {
-  '\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'",
-  '\u201c': '"', '\u201d': '"', '\u201e': '"', '\u201f': '"',
-  '\u2013': '-', '\u2014': '-', '\u2212': '-', '\u2026': '...', '\u00a0': ' ', '\u2009': ' ', '\u200b': '',
+  '\u2018': "'",
+  '\u2019': "'",
+  '\u201a': "'",
+  '\u201b': "'",
+  '\u201c': '"',
+  '\u201d': '"',
+  '\u201e': '"',
+  '\u201f': '"',
+  '\u2013': '-',
+  '\u2014': '-',
+  '\u2212': '-',
+  '\u2026': '...',
+  '\u00a0': ' ',
+  '\u2009': ' ',
+  '\u200b': '',
 };
 
 export function normalizeUnicode(text: string): string {
-  return text.replace(/[\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u2013\u2014\u2212\u2026\u00a0\u2009\u200b]/g, (char) => UNICODE_MAP[char] ?? char);
+  return text.replace(
+    /[\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u2013\u2014\u2212\u2026\u00a0\u2009\u200b]/g,
+    (char) => UNICODE_MAP[char] ?? char,
+  );
 }
 
 function exactRanges(content: string, needle: string): MatchRange[] {
@@ -80,7 +95,11 @@ function lineWindowRanges(content: string, needleLines: string[], normalize: Lin
     if (!ok) continue;
     const first = lines[index]!;
     const last = lines[index + wanted.length - 1]!;
-    ranges.push({ start: first.start, end: last.start + last.text.length, indent: /^\s*/.exec(first.text)![0] });
+    ranges.push({
+      start: first.start,
+      end: last.start + last.text.length,
+      indent: /^\s*/.exec(first.text)![0],
+    });
     index += wanted.length - 1;
   }
   return ranges;
@@ -94,7 +113,12 @@ function similarity(a: string, b: string): number {
   let prefix = 0;
   while (prefix < a.length && prefix < b.length && a[prefix] === b[prefix]) prefix++;
   let suffix = 0;
-  while (suffix < a.length - prefix && suffix < b.length - prefix && a[a.length - 1 - suffix] === b[b.length - 1 - suffix]) suffix++;
+  while (
+    suffix < a.length - prefix &&
+    suffix < b.length - prefix &&
+    a[a.length - 1 - suffix] === b[b.length - 1 - suffix]
+  )
+    suffix++;
   return (prefix + suffix) / longer;
 }
 
@@ -109,17 +133,22 @@ function blockAnchorRanges(content: string, needleLines: string[]): MatchRange[]
     const lastIndex = index + needle.length - 1;
     if (lines[lastIndex]!.text.trim() !== needle[needle.length - 1]) continue;
     let total = 0;
-    for (let offset = 1; offset < needle.length - 1; offset++) total += similarity(lines[index + offset]!.text.trim(), needle[offset]!);
+    for (let offset = 1; offset < needle.length - 1; offset++)
+      total += similarity(lines[index + offset]!.text.trim(), needle[offset]!);
     if (total / (needle.length - 2) < 0.5) continue;
     const first = lines[index]!;
     const last = lines[lastIndex]!;
-    ranges.push({ start: first.start, end: last.start + last.text.length, indent: /^\s*/.exec(first.text)![0] });
+    ranges.push({
+      start: first.start,
+      end: last.start + last.text.length,
+      indent: /^\s*/.exec(first.text)![0],
+    });
     index = lastIndex;
   }
   return ranges;
 }
 
-function unescape(text: string): string {
+function unescapeDrift(text: string): string {
   return text.replace(/\\n/g, '\n').replace(/\\t/g, '\t').replace(/\\"/g, '"').replace(/\\'/g, "'");
 }
 
@@ -129,14 +158,27 @@ export function findMatches(content: string, needle: string): FuzzyMatch | undef
   const strategies: Array<[string, () => MatchRange[]]> = [
     ['exact', () => exactRanges(content, needle)],
     ['line_trimmed', () => lineWindowRanges(content, needleLines, (line) => line.trim())],
-    ['whitespace_normalized', () => lineWindowRanges(content, needleLines, (line) => line.replace(/\s+/g, ' ').trim())],
+    [
+      'whitespace_normalized',
+      () => lineWindowRanges(content, needleLines, (line) => line.replace(/\s+/g, ' ').trim()),
+    ],
     ['indentation_flexible', () => lineWindowRanges(content, needleLines, (line) => line.trimStart())],
     [
       'escape_normalized',
-      () => (needle.includes('\\') ? lineWindowRanges(content, unescape(needle).split('\n'), (line) => line.trim()) : []),
+      () =>
+        needle.includes('\\')
+          ? lineWindowRanges(content, unescapeDrift(needle).split('\n'), (line) => line.trim())
+          : [],
     ],
-    ['trimmed_boundary', () => lineWindowRanges(content, stripBlankEdges(needleLines), (line) => line.trim())],
-    ['unicode_normalized', () => lineWindowRanges(content, needleLines, (line) => normalizeUnicode(line).replace(/\s+/g, ' ').trim())],
+    [
+      'trimmed_boundary',
+      () => lineWindowRanges(content, stripBlankEdges(needleLines), (line) => line.trim()),
+    ],
+    [
+      'unicode_normalized',
+      () =>
+        lineWindowRanges(content, needleLines, (line) => normalizeUnicode(line).replace(/\s+/g, ' ').trim()),
+    ],
     ['block_anchor', () => blockAnchorRanges(content, needleLines)],
   ];
   for (const [strategy, run] of strategies) {
@@ -166,7 +208,11 @@ export function reindent(replacement: string, oldText: string, fileIndent: strin
 }
 
 /** Applies replacements (non-overlapping, any order) to `content`. */
-export function applyRanges(content: string, ranges: readonly MatchRange[], replacementFor: (range: MatchRange) => string): string {
+export function applyRanges(
+  content: string,
+  ranges: readonly MatchRange[],
+  replacementFor: (range: MatchRange) => string,
+): string {
   const sorted = [...ranges].sort((a, b) => a.start - b.start);
   let result = '';
   let cursor = 0;

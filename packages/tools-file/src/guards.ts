@@ -4,8 +4,18 @@
 import { posix } from 'node:path';
 
 const DEVICE_PATHS = new Set([
-  '/dev/zero', '/dev/random', '/dev/urandom', '/dev/full', '/dev/stdin', '/dev/tty', '/dev/console',
-  '/dev/stdout', '/dev/stderr', '/dev/fd/0', '/dev/fd/1', '/dev/fd/2',
+  '/dev/zero',
+  '/dev/random',
+  '/dev/urandom',
+  '/dev/full',
+  '/dev/stdin',
+  '/dev/tty',
+  '/dev/console',
+  '/dev/stdout',
+  '/dev/stderr',
+  '/dev/fd/0',
+  '/dev/fd/1',
+  '/dev/fd/2',
 ]);
 
 export function isDevicePath(absolute: string): boolean {
@@ -13,12 +23,62 @@ export function isDevicePath(absolute: string): boolean {
 }
 
 export const BINARY_EXTENSIONS: ReadonlySet<string> = new Set([
-  '.png', '.jpg', '.jpeg', '.gif', '.webp', '.bmp', '.ico', '.tif', '.tiff', '.psd',
-  '.zip', '.tar', '.gz', '.tgz', '.bz2', '.xz', '.7z', '.rar', '.zst',
-  '.exe', '.dll', '.so', '.dylib', '.o', '.a', '.class', '.jar', '.pyc', '.wasm', '.bin',
-  '.pdf', '.doc', '.docx', '.xls', '.xlsx', '.ppt', '.pptx',
-  '.mp3', '.mp4', '.wav', '.flac', '.ogg', '.avi', '.mov', '.mkv', '.webm',
-  '.ttf', '.otf', '.woff', '.woff2', '.sqlite', '.db', '.parquet', '.npy', '.pt', '.safetensors',
+  '.png',
+  '.jpg',
+  '.jpeg',
+  '.gif',
+  '.webp',
+  '.bmp',
+  '.ico',
+  '.tif',
+  '.tiff',
+  '.psd',
+  '.zip',
+  '.tar',
+  '.gz',
+  '.tgz',
+  '.bz2',
+  '.xz',
+  '.7z',
+  '.rar',
+  '.zst',
+  '.exe',
+  '.dll',
+  '.so',
+  '.dylib',
+  '.o',
+  '.a',
+  '.class',
+  '.jar',
+  '.pyc',
+  '.wasm',
+  '.bin',
+  '.pdf',
+  '.doc',
+  '.docx',
+  '.xls',
+  '.xlsx',
+  '.ppt',
+  '.pptx',
+  '.mp3',
+  '.mp4',
+  '.wav',
+  '.flac',
+  '.ogg',
+  '.avi',
+  '.mov',
+  '.mkv',
+  '.webm',
+  '.ttf',
+  '.otf',
+  '.woff',
+  '.woff2',
+  '.sqlite',
+  '.db',
+  '.parquet',
+  '.npy',
+  '.pt',
+  '.safetensors',
 ]);
 
 /** The binary extension of `path`, if it has one. */
@@ -39,11 +99,18 @@ export function sensitivePathError(absolute: string, shown: string): string | un
 }
 
 // Credential and profile files under any home directory.
-const PROTECTED_HOME = /^\/(?:root|home\/[^/]+|Users\/[^/]+)\/(?:\.ssh\/|\.aws\/|\.kube\/|\.gnupg\/|\.docker\/config\.json$|\.netrc$|\.npmrc$|\.pypirc$|\.git-credentials$|\.bashrc$|\.bash_profile$|\.zshrc$|\.profile$|\.hermes\/\.env$)/;
+const PROTECTED_HOME =
+  /^\/(?:root|home\/[^/]+|Users\/[^/]+)\/(?:\.ssh\/|\.aws\/|\.kube\/|\.gnupg\/|\.docker\/config\.json$|\.netrc$|\.npmrc$|\.pypirc$|\.git-credentials$|\.bashrc$|\.bash_profile$|\.zshrc$|\.profile$|\.hermes\/\.env$)/;
 
 /** hermes write-deny list: the message for a credential file, or undefined. */
 export function writeDeniedError(absolute: string, shown: string): string | undefined {
-  if (PROTECTED_HOME.test(absolute) || absolute === '/etc/shadow' || absolute === '/etc/passwd' || absolute === '/etc/sudoers' || absolute.startsWith('/etc/sudoers.d/')) {
+  if (
+    PROTECTED_HOME.test(absolute) ||
+    absolute === '/etc/shadow' ||
+    absolute === '/etc/passwd' ||
+    absolute === '/etc/sudoers' ||
+    absolute.startsWith('/etc/sudoers.d/')
+  ) {
     return `Write denied: '${shown}' is a protected system/credential file.`;
   }
   return undefined;
@@ -57,7 +124,8 @@ export function looksBinary(text: string): boolean {
   let control = 0;
   for (const char of sample) {
     const code = char.codePointAt(0)!;
-    if ((code < 32 && code !== 9 && code !== 10 && code !== 13) || code === 0x7f || code === 0xfffd) control++;
+    if ((code < 32 && code !== 9 && code !== 10 && code !== 13) || code === 0x7f || code === 0xfffd)
+      control++;
   }
   return control / sample.length > 0.3;
 }

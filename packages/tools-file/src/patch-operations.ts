@@ -31,7 +31,8 @@ export function parseV4aPatch(text: string): PatchOperation[] {
   const lines = text.replace(/\r\n/g, '\n').split('\n');
   let index = 0;
   while (index < lines.length && lines[index]!.trim() === '') index++;
-  if (lines[index]?.trim() !== '*** Begin Patch') throw new FileToolError('Invalid patch: it must start with "*** Begin Patch"');
+  if (lines[index]?.trim() !== '*** Begin Patch')
+    throw new FileToolError('Invalid patch: it must start with "*** Begin Patch"');
   index++;
   const operations: PatchOperation[] = [];
   let ended = false;
@@ -53,7 +54,9 @@ export function parseV4aPatch(text: string): PatchOperation[] {
         index++;
         continue;
       }
-      throw new FileToolError(`Invalid patch line ${index + 1}: expected "*** Update File:", "*** Add File:", "*** Delete File:" or "*** End Patch", got ${JSON.stringify(line)}`);
+      throw new FileToolError(
+        `Invalid patch line ${index + 1}: expected "*** Update File:", "*** Add File:", "*** Delete File:" or "*** End Patch", got ${JSON.stringify(line)}`,
+      );
     }
     const [, kind, rawPath] = header;
     const path = rawPath!.trim();
@@ -71,7 +74,9 @@ export function parseV4aPatch(text: string): PatchOperation[] {
             index++;
             continue;
           }
-          throw new FileToolError(`Invalid patch line ${index + 1}: lines of an added file must start with "+", got ${JSON.stringify(added)}`);
+          throw new FileToolError(
+            `Invalid patch line ${index + 1}: lines of an added file must start with "+", got ${JSON.stringify(added)}`,
+          );
         }
         body.push(added.slice(1));
         index++;
@@ -94,7 +99,10 @@ export function parseV4aPatch(text: string): PatchOperation[] {
       }
       if (current.startsWith('*** ')) break;
       if (current.startsWith('@@')) {
-        const anchor = current.replace(/^@@\s?/, '').replace(/\s?@@$/, '').trim();
+        const anchor = current
+          .replace(/^@@\s?/, '')
+          .replace(/\s?@@$/, '')
+          .trim();
         hunk = { anchor: anchor || undefined, lines: [] };
         update.hunks.push(hunk);
         index++;
@@ -107,11 +115,15 @@ export function parseV4aPatch(text: string): PatchOperation[] {
       const op = current[0];
       if (op === ' ' || op === '-' || op === '+') hunk.lines.push({ op, text: current.slice(1) });
       else if (current === '') hunk.lines.push({ op: ' ', text: '' });
-      else throw new FileToolError(`Invalid patch line ${index + 1}: hunk lines must start with " ", "-" or "+", got ${JSON.stringify(current)}`);
+      else
+        throw new FileToolError(
+          `Invalid patch line ${index + 1}: hunk lines must start with " ", "-" or "+", got ${JSON.stringify(current)}`,
+        );
       index++;
     }
     update.hunks = update.hunks.filter((candidate) => candidate.lines.length > 0 || candidate.anchor);
-    if (update.hunks.length === 0 && !update.moveTo) throw new FileToolError(`Invalid patch: "*** Update File: ${path}" has no changes`);
+    if (update.hunks.length === 0 && !update.moveTo)
+      throw new FileToolError(`Invalid patch: "*** Update File: ${path}" has no changes`);
     operations.push(update);
   }
   if (!ended) throw new FileToolError('Invalid patch: missing "*** End Patch"');
@@ -141,7 +153,10 @@ export function parseUnifiedDiff(text: string): PatchOperation[] {
     const hunks: Hunk[] = [];
     while (index < lines.length && lines[index]!.startsWith('@@')) {
       const header = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(lines[index]!);
-      if (!header) throw new FileToolError(`Invalid diff line ${index + 1}: bad hunk header ${JSON.stringify(lines[index])}`);
+      if (!header)
+        throw new FileToolError(
+          `Invalid diff line ${index + 1}: bad hunk header ${JSON.stringify(lines[index])}`,
+        );
       let oldLeft = header[2] === undefined ? 1 : Number(header[2]);
       let newLeft = header[4] === undefined ? 1 : Number(header[4]);
       const hunk: Hunk = { oldStart: Number(header[1]), lines: [] };
@@ -162,14 +177,28 @@ export function parseUnifiedDiff(text: string): PatchOperation[] {
       while (lines[index]?.startsWith('\\')) index++;
       hunks.push(hunk);
     }
-    if (oldPath === undefined && newPath === undefined) throw new FileToolError('Invalid diff: both sides are /dev/null');
+    if (oldPath === undefined && newPath === undefined)
+      throw new FileToolError('Invalid diff: both sides are /dev/null');
     if (oldPath === undefined) {
-      const content = hunks.flatMap((hunk) => hunk.lines.filter((line) => line.op === '+').map((line) => line.text));
-      operations.push({ kind: 'add', path: newPath!, content: content.length > 0 ? `${content.join('\n')}\n` : '' });
+      const content = hunks.flatMap((hunk) =>
+        hunk.lines.filter((line) => line.op === '+').map((line) => line.text),
+      );
+      operations.push({
+        kind: 'add',
+        path: newPath!,
+        content: content.length > 0 ? `${content.join('\n')}\n` : '',
+      });
     } else if (newPath === undefined) operations.push({ kind: 'delete', path: oldPath });
-    else operations.push({ kind: 'update', path: oldPath, moveTo: newPath !== oldPath ? newPath : undefined, hunks });
+    else
+      operations.push({
+        kind: 'update',
+        path: oldPath,
+        moveTo: newPath !== oldPath ? newPath : undefined,
+        hunks,
+      });
   }
-  if (operations.length === 0) throw new FileToolError('Invalid patch: no "--- a/file" / "+++ b/file" headers found');
+  if (operations.length === 0)
+    throw new FileToolError('Invalid patch: no "--- a/file" / "+++ b/file" headers found');
   return operations;
 }
 
@@ -177,10 +206,17 @@ export function parseUnifiedDiff(text: string): PatchOperation[] {
 export function parsePatch(text: string): PatchOperation[] {
   if (text.trimStart().startsWith('*** Begin Patch')) return parseV4aPatch(text);
   if (/^--- /m.test(text) && /^\+\+\+ /m.test(text)) return parseUnifiedDiff(text);
-  throw new FileToolError('Invalid patch: expected a V4A patch ("*** Begin Patch" ... "*** End Patch") or a unified diff ("--- a/file", "+++ b/file", "@@ ... @@")');
+  throw new FileToolError(
+    'Invalid patch: expected a V4A patch ("*** Begin Patch" ... "*** End Patch") or a unified diff ("--- a/file", "+++ b/file", "@@ ... @@")',
+  );
 }
 
-function findBlock(lines: readonly string[], block: readonly string[], from: number, normalize: (line: string) => string): number[] {
+function findBlock(
+  lines: readonly string[],
+  block: readonly string[],
+  from: number,
+  normalize: (line: string) => string,
+): number[] {
   const found: number[] = [];
   const wanted = block.map(normalize);
   for (let start = from; start + wanted.length <= lines.length; start++) {
@@ -201,20 +237,34 @@ export function applyHunks(path: string, content: string, hunks: readonly Hunk[]
   const hadFinalNewline = content.endsWith('\n');
   const lines = content === '' ? [] : (hadFinalNewline ? content.slice(0, -1) : content).split('\n');
   let cursor = 0;
-  const normalizers = [(line: string) => line, (line: string) => line.trimEnd(), (line: string) => line.trim()];
+  const normalizers = [
+    (line: string) => line,
+    (line: string) => line.trimEnd(),
+    (line: string) => line.trim(),
+  ];
   for (const [hunkIndex, hunk] of hunks.entries()) {
     let searchFrom = cursor;
     if (hunk.anchor) {
-      const anchorAt = lines.findIndex((line, index) => index >= cursor && line.trim().includes(hunk.anchor!.trim()));
-      const anywhere = anchorAt >= 0 ? anchorAt : lines.findIndex((line) => line.trim().includes(hunk.anchor!.trim()));
-      if (anywhere < 0) throw new FileToolError(`Patch failed for ${path}: hunk ${hunkIndex + 1} context "@@ ${hunk.anchor} @@" not found in the file`);
+      const anchorAt = lines.findIndex(
+        (line, index) => index >= cursor && line.trim().includes(hunk.anchor!.trim()),
+      );
+      const anywhere =
+        anchorAt >= 0 ? anchorAt : lines.findIndex((line) => line.trim().includes(hunk.anchor!.trim()));
+      if (anywhere < 0)
+        throw new FileToolError(
+          `Patch failed for ${path}: hunk ${hunkIndex + 1} context "@@ ${hunk.anchor} @@" not found in the file`,
+        );
       searchFrom = anywhere + 1;
     }
     const oldBlock = hunk.lines.filter((line) => line.op !== '+').map((line) => line.text);
     const newBlock = hunk.lines.filter((line) => line.op !== '-').map((line) => line.text);
     if (oldBlock.length === 0) {
       // Addition-only hunk: after the anchor, at the diff's line, or at the end of the file.
-      const at = hunk.anchor ? searchFrom : hunk.oldStart !== undefined && !hunk.endOfFile ? Math.min(hunk.oldStart, lines.length) : lines.length;
+      const at = hunk.anchor
+        ? searchFrom
+        : hunk.oldStart !== undefined && !hunk.endOfFile
+          ? Math.min(hunk.oldStart, lines.length)
+          : lines.length;
       lines.splice(at, 0, ...newBlock);
       cursor = at + newBlock.length;
       continue;
@@ -224,7 +274,11 @@ export function applyHunks(path: string, content: string, hunks: readonly Hunk[]
       let candidates = findBlock(lines, oldBlock, searchFrom, normalize);
       if (candidates.length === 0 && searchFrom > 0) candidates = findBlock(lines, oldBlock, 0, normalize);
       if (candidates.length === 0) continue;
-      if (hunk.endOfFile) candidates = candidates.filter((start) => start + oldBlock.length === lines.length).concat(candidates).slice(0, 1);
+      if (hunk.endOfFile)
+        candidates = candidates
+          .filter((start) => start + oldBlock.length === lines.length)
+          .concat(candidates)
+          .slice(0, 1);
       if (hunk.oldStart !== undefined) {
         const target = hunk.oldStart - 1;
         candidates.sort((a, b) => Math.abs(a - target) - Math.abs(b - target));
@@ -234,7 +288,9 @@ export function applyHunks(path: string, content: string, hunks: readonly Hunk[]
     }
     if (position === undefined) {
       const preview = oldBlock.slice(0, 3).join('\n');
-      throw new FileToolError(`Patch failed for ${path}: hunk ${hunkIndex + 1} does not match the file. Expected lines:\n${preview}`);
+      throw new FileToolError(
+        `Patch failed for ${path}: hunk ${hunkIndex + 1} does not match the file. Expected lines:\n${preview}`,
+      );
     }
     lines.splice(position, oldBlock.length, ...newBlock);
     cursor = position + newBlock.length;

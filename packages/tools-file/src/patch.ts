@@ -3,10 +3,10 @@
 // unified diff across files, validating every operation before anything is written.
 import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
-import { FileToolError } from './file-tool-error.js';
 import { deleteFile, readText, writeAtomic } from './file-io.js';
+import { FileToolError } from './file-tool-error.js';
 import { applyRanges, findMatches, reindent } from './fuzzy-match.js';
-import { applyHunks, parsePatch, type PatchOperation } from './patch-operations.js';
+import { applyHunks, type PatchOperation, parsePatch } from './patch-operations.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { createUnifiedDiff } from './unified-diff.js';
@@ -28,16 +28,22 @@ export const patchJsonSchema = {
       description: "Edit mode: 'replace' for targeted find-and-replace, 'patch' for V4A multi-file patches",
       default: 'replace',
     },
-    path: { type: 'string', description: 'File path to edit (required for \'replace\' mode)' },
+    path: { type: 'string', description: "File path to edit (required for 'replace' mode)" },
     old_string: {
       type: 'string',
-      description: "Text to find in the file (required for 'replace' mode). Must be unique in the file unless replace_all=true. Include enough surrounding context to ensure uniqueness.",
+      description:
+        "Text to find in the file (required for 'replace' mode). Must be unique in the file unless replace_all=true. Include enough surrounding context to ensure uniqueness.",
     },
     new_string: {
       type: 'string',
-      description: "Replacement text (required for 'replace' mode). Can be empty string to delete the matched text.",
+      description:
+        "Replacement text (required for 'replace' mode). Can be empty string to delete the matched text.",
     },
-    replace_all: { type: 'boolean', description: 'Replace all occurrences instead of requiring a unique match (default: false)', default: false },
+    replace_all: {
+      type: 'boolean',
+      description: 'Replace all occurrences instead of requiring a unique match (default: false)',
+      default: false,
+    },
     patch: {
       type: 'string',
       description:
@@ -57,17 +63,27 @@ export const patchInputSchema = z.object({
 });
 export type PatchArgs = z.output<typeof patchInputSchema>;
 
-const NO_MATCH_HINT = 'old_string not found. Use read_file to verify the current content, or search_files to locate the text.';
+const NO_MATCH_HINT =
+  'old_string not found. Use read_file to verify the current content, or search_files to locate the text.';
 
 /** Replace-mode core: the new content, or a FileToolError the model can act on. */
-export function replaceInContent(content: string, oldString: string, newString: string, replaceAll: boolean): { content: string; strategy: string; count: number } {
+export function replaceInContent(
+  content: string,
+  oldString: string,
+  newString: string,
+  replaceAll: boolean,
+): { content: string; strategy: string; count: number } {
   if (oldString === '') throw new FileToolError('old_string cannot be empty');
-  if (oldString === newString) throw new FileToolError('old_string and new_string are identical; nothing to change');
+  if (oldString === newString)
+    throw new FileToolError('old_string and new_string are identical; nothing to change');
   // Work on LF text and restore CRLF afterwards, so Windows line endings do not defeat matching.
   const crlf = content.includes('\r\n');
   const text = crlf ? content.replace(/\r\n/g, '\n') : content;
   const match = findMatches(text, oldString.replace(/\r\n/g, '\n'));
-  if (!match) throw new FileToolError('Could not find a match for old_string in the file', { extra: { _hint: NO_MATCH_HINT } });
+  if (!match)
+    throw new FileToolError('Could not find a match for old_string in the file', {
+      extra: { _hint: NO_MATCH_HINT },
+    });
   if (match.ranges.length > 1 && !replaceAll) {
     throw new FileToolError(
       `Found ${match.ranges.length} matches for old_string. Provide more context to make it unique, or use replace_all=True.`,
@@ -106,12 +122,26 @@ export function createPatchTool(settings: ResolvedFileToolsSettings): ToolV1<Pat
           if (args.old_string === undefined) return errorResult("old_string is required for 'replace' mode");
           if (args.new_string === undefined) return errorResult("new_string is required for 'replace' mode");
           checkWritable(args.path, sandbox.workdir);
-          const before = await readText(sandbox, args.path, { ...io(context.signal), maxBytes: settings.maxPatchBytes });
-          const replaced = replaceInContent(before, args.old_string, args.new_string, args.replace_all ?? false);
+          const before = await readText(sandbox, args.path, {
+            ...io(context.signal),
+            maxBytes: settings.maxPatchBytes,
+          });
+          const replaced = replaceInContent(
+            before,
+            args.old_string,
+            args.new_string,
+            args.replace_all ?? false,
+          );
           await writeAtomic(sandbox, args.path, replaced.content, io(context.signal));
           // Re-read to verify what landed on disk is what was meant.
-          const after = await readText(sandbox, args.path, { ...io(context.signal), maxBytes: settings.maxPatchBytes });
-          if (after !== replaced.content) return errorResult(`Patch verification failed for ${args.path}: the file on disk differs from the edit`);
+          const after = await readText(sandbox, args.path, {
+            ...io(context.signal),
+            maxBytes: settings.maxPatchBytes,
+          });
+          if (after !== replaced.content)
+            return errorResult(
+              `Patch verification failed for ${args.path}: the file on disk differs from the edit`,
+            );
           return jsonResult({
             success: true,
             diff: createUnifiedDiff(args.path, before, after),
@@ -125,9 +155,13 @@ export function createPatchTool(settings: ResolvedFileToolsSettings): ToolV1<Pat
         const pending = new Map<string, { before: string | undefined; after: string | undefined }>();
         const current = async (path: string): Promise<string | undefined> => {
           if (pending.has(path)) return pending.get(path)!.after;
-          const resolved = await resolveSandboxPath(sandbox, path, { confine: settings.confine, signal: context.signal });
+          const resolved = await resolveSandboxPath(sandbox, path, {
+            confine: settings.confine,
+            signal: context.signal,
+          });
           if (resolved.type === 'missing') return undefined;
-          if (resolved.type !== 'file') throw new FileToolError(`Cannot patch ${path}: it is not a regular file`);
+          if (resolved.type !== 'file')
+            throw new FileToolError(`Cannot patch ${path}: it is not a regular file`);
           return readText(sandbox, path, { ...io(context.signal), maxBytes: settings.maxPatchBytes });
         };
         const record = async (path: string, after: string | undefined) => {
@@ -141,20 +175,28 @@ export function createPatchTool(settings: ResolvedFileToolsSettings): ToolV1<Pat
         for (const operation of operations as PatchOperation[]) {
           checkWritable(operation.path, sandbox.workdir);
           if (operation.kind === 'add') {
-            if ((await current(operation.path)) !== undefined) throw new FileToolError(`Cannot add ${operation.path}: the file already exists (use "*** Update File:")`);
+            if ((await current(operation.path)) !== undefined)
+              throw new FileToolError(
+                `Cannot add ${operation.path}: the file already exists (use "*** Update File:")`,
+              );
             await record(operation.path, operation.content);
             created.push(operation.path);
           } else if (operation.kind === 'delete') {
-            if ((await current(operation.path)) === undefined) throw new FileToolError(`Cannot delete ${operation.path}: file not found`);
+            if ((await current(operation.path)) === undefined)
+              throw new FileToolError(`Cannot delete ${operation.path}: file not found`);
             await record(operation.path, undefined);
             deleted.push(operation.path);
           } else {
             const before = await current(operation.path);
-            if (before === undefined) throw new FileToolError(`Cannot update ${operation.path}: file not found`);
+            if (before === undefined)
+              throw new FileToolError(`Cannot update ${operation.path}: file not found`);
             const after = applyHunks(operation.path, before, operation.hunks);
             if (operation.moveTo) {
               checkWritable(operation.moveTo, sandbox.workdir);
-              if ((await current(operation.moveTo)) !== undefined) throw new FileToolError(`Cannot move ${operation.path} to ${operation.moveTo}: the destination exists`);
+              if ((await current(operation.moveTo)) !== undefined)
+                throw new FileToolError(
+                  `Cannot move ${operation.path} to ${operation.moveTo}: the destination exists`,
+                );
               await record(operation.path, undefined);
               await record(operation.moveTo, after);
               deleted.push(operation.path);

@@ -6,7 +6,12 @@ describe('@shears/tools-file manifest', () => {
   it('registers the four file tools and the file toolset', async () => {
     const registry = createRegistry().use(plugin);
     expect(registry.list('tools')).toEqual(['patch', 'read_file', 'search_files', 'write_file']);
-    expect(resolveToolset('file', registry.toolsets())).toEqual(['patch', 'read_file', 'search_files', 'write_file']);
+    expect(resolveToolset('file', registry.toolsets())).toEqual([
+      'patch',
+      'read_file',
+      'search_files',
+      'write_file',
+    ]);
     const tool = (await registry.create('tools', 'read_file', { confine: false })) as ToolV1;
     expect(tool.name).toBe('read_file');
     expect(tool.maxResultChars).toBe(Number.POSITIVE_INFINITY);
@@ -14,7 +19,10 @@ describe('@shears/tools-file manifest', () => {
 
   it('gives hermes-agent schemas and rejects unknown settings by name', () => {
     const [read, write, patch, search] = createFileTools();
-    expect(read!.jsonSchema).toMatchObject({ required: ['path'], properties: { offset: { default: 1 }, limit: { default: 500, maximum: 2000 } } });
+    expect(read!.jsonSchema).toMatchObject({
+      required: ['path'],
+      properties: { offset: { default: 1 }, limit: { default: 500, maximum: 2000 } },
+    });
     expect(write!.jsonSchema).toMatchObject({ required: ['path', 'content'] });
     expect(patch!.jsonSchema).toMatchObject({ required: ['mode'] });
     expect(search!.jsonSchema).toMatchObject({ required: ['pattern'] });

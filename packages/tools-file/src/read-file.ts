@@ -3,8 +3,8 @@
 import { posix } from 'node:path';
 import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
-import { FileToolError } from './file-tool-error.js';
 import { readRaw } from './file-io.js';
+import { FileToolError } from './file-tool-error.js';
 import { binaryExtension, isDevicePath, looksBinary } from './guards.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
@@ -12,7 +12,7 @@ import { normalizeToolPath } from './workspace.js';
 
 export const READ_FILE_DESCRIPTION =
   'Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. ' +
-  'Output format: \'LINE_NUM|CONTENT\'. Suggests similar filenames if not found. Use offset and limit for large files. ' +
+  "Output format: 'LINE_NUM|CONTENT'. Suggests similar filenames if not found. Use offset and limit for large files. " +
   'Reads exceeding ~100K characters are rejected; use offset and limit to read specific sections of large files. ' +
   'NOTE: Cannot read images or binary files — use vision_analyze for images.';
 
@@ -20,8 +20,18 @@ export const readFileJsonSchema = {
   type: 'object',
   properties: {
     path: { type: 'string', description: 'Path to the file to read (absolute, relative, or ~/path)' },
-    offset: { type: 'integer', description: 'Line number to start reading from (1-indexed, default: 1)', default: 1, minimum: 1 },
-    limit: { type: 'integer', description: 'Maximum number of lines to read (default: 500, max: 2000)', default: 500, maximum: 2000 },
+    offset: {
+      type: 'integer',
+      description: 'Line number to start reading from (1-indexed, default: 1)',
+      default: 1,
+      minimum: 1,
+    },
+    limit: {
+      type: 'integer',
+      description: 'Maximum number of lines to read (default: 500, max: 2000)',
+      default: 500,
+      maximum: 2000,
+    },
   },
   required: ['path'],
 } as const;
@@ -41,7 +51,11 @@ export const readFileInputSchema = z.object({
 export type ReadFileArgs = z.infer<typeof readFileInputSchema>;
 
 /** `%6d|line`, cutting lines longer than `maxLineLength`. */
-export function formatLines(lines: readonly string[], firstLineNumber: number, maxLineLength: number): string {
+export function formatLines(
+  lines: readonly string[],
+  firstLineNumber: number,
+  maxLineLength: number,
+): string {
   return lines
     .map((line, index) => {
       const shown = line.length > maxLineLength ? `${line.slice(0, maxLineLength)}... [truncated]` : line;
@@ -115,18 +129,28 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
         if (resolved.type === 'missing') {
           const wanted = posix.basename(resolved.real);
           const directory = posix.dirname(args.path);
-          const similar = similarNames(wanted, read.siblings).map((name) => (directory === '.' ? name : posix.join(directory, name)));
-          return errorResult(`File not found: ${args.path}`, { similar_files: similar.length > 0 ? similar : undefined });
+          const similar = similarNames(wanted, read.siblings).map((name) =>
+            directory === '.' ? name : posix.join(directory, name),
+          );
+          return errorResult(`File not found: ${args.path}`, {
+            similar_files: similar.length > 0 ? similar : undefined,
+          });
         }
         if (resolved.type === 'dir') {
-          return errorResult(`Cannot read '${args.path}': it is a directory. Use search_files with target='files' to list its files.`);
+          return errorResult(
+            `Cannot read '${args.path}': it is a directory. Use search_files with target='files' to list its files.`,
+          );
         }
-        if (resolved.type !== 'file') throw new FileToolError(`Cannot read '${args.path}': it is not a regular file`);
+        if (resolved.type !== 'file')
+          throw new FileToolError(`Cannot read '${args.path}': it is not a regular file`);
         const text = read.content ?? '';
         if (looksBinary(text)) {
-          return errorResult('Binary file - cannot display as text. Use appropriate tools to handle this file type.', {
-            file_size: read.size,
-          });
+          return errorResult(
+            'Binary file - cannot display as text. Use appropriate tools to handle this file type.',
+            {
+              file_size: read.size,
+            },
+          );
         }
         let lines: string[];
         let totalLines: number;
@@ -148,8 +172,10 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
         const lastShown = offset - 1 + lines.length;
         const truncated = lastShown < totalLines;
         let hint: string | undefined;
-        if (truncated) hint = `Use offset=${lastShown + 1} to continue reading (showing ${offset}-${lastShown} of ${totalLines} lines)`;
-        else if (lines.length === 0 && totalLines > 0) hint = `offset=${offset} is past the end of the file (${totalLines} lines)`;
+        if (truncated)
+          hint = `Use offset=${lastShown + 1} to continue reading (showing ${offset}-${lastShown} of ${totalLines} lines)`;
+        else if (lines.length === 0 && totalLines > 0)
+          hint = `offset=${offset} is past the end of the file (${totalLines} lines)`;
         return jsonResult({ content, total_lines: totalLines, file_size: read.size, truncated, hint });
       }),
   });

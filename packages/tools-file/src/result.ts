@@ -6,7 +6,9 @@ import { FileToolError } from './file-tool-error.js';
 
 /** Drops undefined, null and empty-string fields, like hermes' `to_dict`. */
 export function compact(record: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined && value !== null && value !== ''));
+  return Object.fromEntries(
+    Object.entries(record).filter(([, value]) => value !== undefined && value !== null && value !== ''),
+  );
 }
 
 export function jsonResult(record: Record<string, unknown>, suffix = ''): ToolOutput {

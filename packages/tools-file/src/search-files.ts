@@ -3,7 +3,6 @@
 // are paged with offset/limit and capped before they leave the sandbox (`head`).
 import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
-import { FileToolError } from './file-tool-error.js';
 import { similarNames } from './read-file.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
@@ -18,24 +17,39 @@ export const SEARCH_FILES_DESCRIPTION =
 export const searchFilesJsonSchema = {
   type: 'object',
   properties: {
-    pattern: { type: 'string', description: "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search" },
+    pattern: {
+      type: 'string',
+      description: "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search",
+    },
     target: {
       type: 'string',
       enum: ['content', 'files'],
       description: "'content' searches inside file contents, 'files' searches for files by name",
       default: 'content',
     },
-    path: { type: 'string', description: 'Directory or file to search in (default: current working directory)', default: '.' },
-    file_glob: { type: 'string', description: "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)" },
+    path: {
+      type: 'string',
+      description: 'Directory or file to search in (default: current working directory)',
+      default: '.',
+    },
+    file_glob: {
+      type: 'string',
+      description: "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)",
+    },
     limit: { type: 'integer', description: 'Maximum number of results to return (default: 50)', default: 50 },
     offset: { type: 'integer', description: 'Skip first N results for pagination (default: 0)', default: 0 },
     output_mode: {
       type: 'string',
       enum: ['content', 'files_only', 'count'],
-      description: "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file",
+      description:
+        "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file",
       default: 'content',
     },
-    context: { type: 'integer', description: 'Number of context lines before and after each match (grep mode only)', default: 0 },
+    context: {
+      type: 'integer',
+      description: 'Number of context lines before and after each match (grep mode only)',
+      default: 0,
+    },
   },
   required: ['pattern'],
 } as const;
@@ -43,13 +57,18 @@ export const searchFilesJsonSchema = {
 const count = (fallback: number, minimum: number) =>
   z.preprocess((value) => {
     const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-    return typeof number === 'number' && Number.isFinite(number) ? Math.max(minimum, Math.trunc(number)) : fallback;
+    return typeof number === 'number' && Number.isFinite(number)
+      ? Math.max(minimum, Math.trunc(number))
+      : fallback;
   }, z.number().int());
 
 export const searchFilesInputSchema = z.object({
   pattern: z.string().min(1, 'pattern must not be empty'),
   target: z
-    .preprocess((value) => (value === 'grep' ? 'content' : value === 'find' ? 'files' : value), z.enum(['content', 'files']))
+    .preprocess(
+      (value) => (value === 'grep' ? 'content' : value === 'find' ? 'files' : value),
+      z.enum(['content', 'files']),
+    )
     .optional(),
   path: z.string().optional(),
   file_glob: z.string().optional(),
@@ -109,7 +128,11 @@ export function createSearchFilesTool(settings: ResolvedFileToolsSettings): Tool
         const outputMode = args.output_mode ?? 'content';
         const contextLines = Math.min(args.context ?? 0, 20);
         const absolute = normalizeToolPath(path, sandbox.workdir, { confine: settings.confine });
-        const wanted = offset + limit + 1 + (target === 'content' && outputMode === 'content' && contextLines > 0 ? 200 : 0);
+        const wanted =
+          offset +
+          limit +
+          1 +
+          (target === 'content' && outputMode === 'content' && contextLines > 0 ? 200 : 0);
 
         let search: string;
         if (target === 'files') {
@@ -157,8 +180,13 @@ rm -f "$e"
         const stderr = errorAt >= 0 ? rest.slice(errorAt + ERROR_MARKER.length + 1).trim() : '';
         if (resolved.type === 'missing') {
           const base = absolute.slice(absolute.lastIndexOf('/') + 1);
-          const similar = similarNames(base, body.split('\n').filter((name) => name && name !== '.' && name !== '..'));
-          return errorResult(`Path not found: ${path}${similar.length > 0 ? `. Similar paths: ${similar.join(', ')}` : ''}`);
+          const similar = similarNames(
+            base,
+            body.split('\n').filter((name) => name && name !== '.' && name !== '..'),
+          );
+          return errorResult(
+            `Path not found: ${path}${similar.length > 0 ? `. Similar paths: ${similar.join(', ')}` : ''}`,
+          );
         }
         const lines = body.split('\n').filter((line) => line !== '' && line !== '--');
         if (lines.length === 0 && stderr && !/No such file|Permission denied/i.test(stderr)) {
@@ -174,7 +202,10 @@ rm -f "$e"
         if (target === 'files' || outputMode === 'files_only') {
           const files = lines.map(stripDot);
           const { truncated, hint } = pageInfo(files.length);
-          return jsonResult({ total_count: files.length, files: files.slice(offset, offset + limit), truncated }, hint);
+          return jsonResult(
+            { total_count: files.length, files: files.slice(offset, offset + limit), truncated },
+            hint,
+          );
         }
         if (outputMode === 'count') {
           const counts: Record<string, number> = {};
@@ -186,7 +217,10 @@ rm -f "$e"
           const entries = Object.entries(counts);
           const { truncated, hint } = pageInfo(entries.length);
           const paged = Object.fromEntries(entries.slice(offset, offset + limit));
-          return jsonResult({ total_count: entries.reduce((sum, [, n]) => sum + n, 0), counts: paged, truncated }, hint);
+          return jsonResult(
+            { total_count: entries.reduce((sum, [, n]) => sum + n, 0), counts: paged, truncated },
+            hint,
+          );
         }
         // Match lines are `path:line:text`; context lines `path-line-text`. The paths seen on
         // match lines tell where a context line's path ends.
@@ -200,21 +234,29 @@ rm -f "$e"
         for (const line of lines) {
           const parsed = matchLine.exec(line);
           let entry: Match | undefined;
-          if (parsed && known.has(parsed[1]!)) entry = { path: parsed[1]!, line: Number(parsed[2]), content: parsed[3]! };
+          if (parsed && known.has(parsed[1]!))
+            entry = { path: parsed[1]!, line: Number(parsed[2]), content: parsed[3]! };
           else {
             for (const candidate of known) {
-              const context = new RegExp(`^(\\d+)-(.*)$`).exec(line.slice(candidate.length + 1));
+              const context = /^(\d+)-(.*)$/.exec(line.slice(candidate.length + 1));
               if (line.startsWith(`${candidate}-`) && context) {
                 entry = { path: candidate, line: Number(context[1]), content: context[2]! };
                 break;
               }
             }
           }
-          if (entry) matches.push({ ...entry, path: stripDot(entry.path), content: entry.content.slice(0, settings.maxMatchChars) });
+          if (entry)
+            matches.push({
+              ...entry,
+              path: stripDot(entry.path),
+              content: entry.content.slice(0, settings.maxMatchChars),
+            });
         }
         const { truncated, hint } = pageInfo(matches.length);
-        return jsonResult({ total_count: matches.length, matches: matches.slice(offset, offset + limit), truncated }, hint);
+        return jsonResult(
+          { total_count: matches.length, matches: matches.slice(offset, offset + limit), truncated },
+          hint,
+        );
       }),
   });
 }
-

@@ -12,9 +12,17 @@ export const fileToolsSettingsSchema = z
     /** Largest `limit` read_file accepts. */
     maxLines: z.number().int().positive().default(2000),
     /** Files up to this size are read whole; bigger ones are paged with sed. */
-    wholeReadBytes: z.number().int().positive().default(4 * 1024 * 1024),
+    wholeReadBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
     /** Largest file patch will rewrite. */
-    maxPatchBytes: z.number().int().positive().default(8 * 1024 * 1024),
+    maxPatchBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(8 * 1024 * 1024),
     /** Longest match content shown by search_files. */
     maxMatchChars: z.number().int().positive().default(500),
   })

@@ -1,9 +1,9 @@
 // The kernel's ToolV1 conformance suite for each file tool.
 import { describeToolConformance } from '@shears/core/test';
+import { resolveFileToolsSettings } from './file-tools.js';
 import { createPatchTool } from './patch.js';
 import { createReadFileTool } from './read-file.js';
 import { createSearchFilesTool } from './search-files.js';
-import { resolveFileToolsSettings } from './file-tools.js';
 import { createWriteFileTool } from './write-file.js';
 
 const settings = resolveFileToolsSettings();

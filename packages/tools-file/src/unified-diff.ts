@@ -24,7 +24,8 @@ function diffLines(before: string[], after: string[]): Edit[] {
     const table: Uint32Array[] = Array.from({ length: a.length + 1 }, () => new Uint32Array(b.length + 1));
     for (let i = a.length - 1; i >= 0; i--)
       for (let j = b.length - 1; j >= 0; j--)
-        table[i]![j] = a[i] === b[j] ? table[i + 1]![j + 1]! + 1 : Math.max(table[i + 1]![j]!, table[i]![j + 1]!);
+        table[i]![j] =
+          a[i] === b[j] ? table[i + 1]![j + 1]! + 1 : Math.max(table[i + 1]![j]!, table[i]![j + 1]!);
     let i = 0;
     let j = 0;
     while (i < a.length || j < b.length) {
@@ -32,7 +33,8 @@ function diffLines(before: string[], after: string[]): Edit[] {
         middle.push({ op: ' ', text: a[i]! });
         i++;
         j++;
-      } else if (i < a.length && (j >= b.length || table[i + 1]![j]! >= table[i]![j + 1]!)) middle.push({ op: '-', text: a[i++]! });
+      } else if (i < a.length && (j >= b.length || table[i + 1]![j]! >= table[i]![j + 1]!))
+        middle.push({ op: '-', text: a[i++]! });
       else middle.push({ op: '+', text: b[j++]! });
     }
   }
@@ -67,7 +69,9 @@ export function createUnifiedDiff(path: string, before: string, after: string, c
     const slice = edits.slice(start, end);
     const oldCount = slice.filter((edit) => edit.op !== '+').length;
     const newCount = slice.filter((edit) => edit.op !== '-').length;
-    out.push(`@@ -${oldCount === 0 ? oldLine - 1 : oldLine},${oldCount} +${newCount === 0 ? newLine - 1 : newLine},${newCount} @@`);
+    out.push(
+      `@@ -${oldCount === 0 ? oldLine - 1 : oldLine},${oldCount} +${newCount === 0 ? newLine - 1 : newLine},${newCount} @@`,
+    );
     for (const edit of slice) out.push(`${edit.op}${edit.text}`);
   }
   return `${out.join('\n')}\n`;

@@ -26,9 +26,10 @@ export interface PathPolicy {
 
 /** Checks the text of a path and returns it normalised to an absolute path (no sandbox call). */
 export function normalizeToolPath(path: string, workdir: string, policy: PathPolicy = {}): string {
-  if (typeof path !== 'string' || path.length === 0) throw new FileToolError('Path must be a non-empty string');
-  if (path.includes('\0')) throw new FileToolError(`Invalid path ${JSON.stringify(path)}: it contains a NUL byte`, { path });
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+  if (typeof path !== 'string' || path.length === 0)
+    throw new FileToolError('Path must be a non-empty string');
+  if (path.includes('\0'))
+    throw new FileToolError(`Invalid path ${JSON.stringify(path)}: it contains a NUL byte`, { path });
   if (/[\u0001-\u001f\u007f]/.test(path)) {
     throw new FileToolError(`Invalid path ${JSON.stringify(path)}: it contains control characters`, { path });
   }
@@ -37,17 +38,25 @@ export function normalizeToolPath(path: string, workdir: string, policy: PathPol
   }
   const bytes = Buffer.byteLength(path, 'utf8');
   if (bytes > MAX_PATH_BYTES) {
-    throw new FileToolError(`Invalid path: it is ${bytes} bytes long (the limit is ${MAX_PATH_BYTES})`, { path: `${path.slice(0, 80)}…` });
+    throw new FileToolError(`Invalid path: it is ${bytes} bytes long (the limit is ${MAX_PATH_BYTES})`, {
+      path: `${path.slice(0, 80)}…`,
+    });
   }
   for (const name of path.split('/')) {
     if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) {
-      throw new FileToolError(`Invalid path: the name "${name.slice(0, 40)}…" is longer than ${MAX_NAME_BYTES} bytes`, { path });
+      throw new FileToolError(
+        `Invalid path: the name "${name.slice(0, 40)}…" is longer than ${MAX_NAME_BYTES} bytes`,
+        { path },
+      );
     }
   }
   const confine = policy.confine ?? true;
   if (path === '~' || path.startsWith('~/')) {
     if (confine) throw outside(path, workdir);
-    throw new FileToolError(`Invalid path ${JSON.stringify(path)}: "~" is not expanded; use an absolute path`, { path });
+    throw new FileToolError(
+      `Invalid path ${JSON.stringify(path)}: "~" is not expanded; use an absolute path`,
+      { path },
+    );
   }
   const absolute = posix.resolve(workdir, path);
   if (confine && !isInside(absolute, posix.resolve(workdir))) throw outside(path, workdir);
@@ -59,7 +68,10 @@ function isInside(path: string, root: string): boolean {
 }
 
 function outside(path: string, workdir: string): FileToolError {
-  return new FileToolError(`Access denied: ${path} is outside the sandbox workspace (${workdir})`, { path, code: 'SHEARS_PATH_OUTSIDE' });
+  return new FileToolError(`Access denied: ${path} is outside the sandbox workspace (${workdir})`, {
+    path,
+    code: 'SHEARS_PATH_OUTSIDE',
+  });
 }
 
 /**
@@ -118,11 +130,17 @@ export function parseResolved(requested: string, fields: Map<string, string>): R
       { path: requested, code: 'SHEARS_PATH_OUTSIDE' },
     );
   }
-  if (status === 'noworkspace') throw new FileToolError('The sandbox workspace directory does not exist', { path: requested });
+  if (status === 'noworkspace')
+    throw new FileToolError('The sandbox workspace directory does not exist', { path: requested });
   if (status === 'unresolvable') {
-    throw new FileToolError(`Cannot resolve ${requested}: a symlink on the way is broken or loops`, { path: requested });
+    throw new FileToolError(`Cannot resolve ${requested}: a symlink on the way is broken or loops`, {
+      path: requested,
+    });
   }
-  if (status !== 'ok') throw new FileToolError(`Cannot resolve ${requested}: unexpected answer from the sandbox`, { path: requested });
+  if (status !== 'ok')
+    throw new FileToolError(`Cannot resolve ${requested}: unexpected answer from the sandbox`, {
+      path: requested,
+    });
   return {
     requested,
     real: fields.get('REAL') ?? '',
@@ -143,9 +161,12 @@ export async function resolveSandboxPath(
 ): Promise<ResolvedPath> {
   const confine = options.confine ?? true;
   const absolute = normalizeToolPath(path, sandbox.workdir, options);
-  const result = await sandbox.exec(`${resolveScript(absolute, sandbox.workdir, confine)}${REPORT_RESOLVED}`, {
-    signal: options.signal,
-  });
+  const result = await sandbox.exec(
+    `${resolveScript(absolute, sandbox.workdir, confine)}${REPORT_RESOLVED}`,
+    {
+      signal: options.signal,
+    },
+  );
   return parseResolved(path, readFields(result.stdout));
 }
 

@@ -10,12 +10,15 @@ import { normalizeToolPath } from './workspace.js';
 
 export const WRITE_FILE_DESCRIPTION =
   'Write content to a file, completely replacing existing content. Use this instead of echo/cat heredoc in terminal. ' +
-  'Creates parent directories automatically. OVERWRITES the entire file — use \'patch\' for targeted edits.';
+  "Creates parent directories automatically. OVERWRITES the entire file — use 'patch' for targeted edits.";
 
 export const writeFileJsonSchema = {
   type: 'object',
   properties: {
-    path: { type: 'string', description: 'Path to the file to write (will be created if it doesn\'t exist, overwritten if it does)' },
+    path: {
+      type: 'string',
+      description: "Path to the file to write (will be created if it doesn't exist, overwritten if it does)",
+    },
     content: { type: 'string', description: 'Complete content to write to the file' },
   },
   required: ['path', 'content'],
@@ -42,7 +45,10 @@ export function createWriteFileTool(settings: ResolvedFileToolsSettings): ToolV1
         const absolute = normalizeToolPath(args.path, context.sandbox.workdir, { confine: settings.confine });
         const refusal = writeRefusal(absolute, args.path);
         if (refusal) return errorResult(refusal);
-        const written = await writeAtomic(context.sandbox, args.path, args.content, { confine: settings.confine, signal: context.signal });
+        const written = await writeAtomic(context.sandbox, args.path, args.content, {
+          confine: settings.confine,
+          signal: context.signal,
+        });
         return jsonResult({ bytes_written: written.bytesWritten, dirs_created: written.dirsCreated });
       }),
   });

@@ -3,7 +3,10 @@
 import { createRegistry, type SandboxProviderV1 } from '@shears/core';
 import terminalPlugin from '@shears/tools-terminal';
 
-export async function createBackend(id: 'local' | 'docker' | 'ssh', settings: Record<string, unknown> = {}): Promise<SandboxProviderV1> {
+export async function createBackend(
+  id: 'local' | 'docker' | 'ssh',
+  settings: Record<string, unknown> = {},
+): Promise<SandboxProviderV1> {
   const registry = createRegistry().use(terminalPlugin);
   return (await registry.create('sandboxes', id, settings)) as SandboxProviderV1;
 }

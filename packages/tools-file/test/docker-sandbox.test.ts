@@ -2,8 +2,8 @@
 // ripgrep, no GNU tools, so the fallbacks are what runs).
 import type { SandboxProviderV1 } from '@shears/core';
 import { afterAll } from 'vitest';
-import { describeFileToolSuite } from './file-tool-suite.js';
 import { createBackend } from './backends.js';
+import { describeFileToolSuite } from './file-tool-suite.js';
 import { dockerInfra } from './infra.js';
 
 const docker = dockerInfra();
@@ -17,7 +17,10 @@ describeFileToolSuite(
   docker.config
     ? {
         acquire: async () => {
-          provider ??= await createBackend('docker', { hosts: [docker.config!.host], image: docker.config!.image });
+          provider ??= await createBackend('docker', {
+            hosts: [docker.config!.host],
+            image: docker.config!.image,
+          });
           return provider.acquire();
         },
       }

@@ -1,6 +1,6 @@
 // The file-tool conformance suite: the same behaviour over every sandbox backend. Each backend
 // test file calls `describeFileToolSuite` with a way to get a fresh sandbox.
-import { silentLogger, type SandboxV1, type ToolContext, type ToolOutput, type ToolV1 } from '@shears/core';
+import { type SandboxV1, silentLogger, type ToolContext, type ToolOutput, type ToolV1 } from '@shears/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFileTools } from '../src/index.js';
 
@@ -10,12 +10,22 @@ export interface SuiteHooks {
 }
 
 export function toolContext(sandbox: SandboxV1): ToolContext {
-  return { sandbox, taskId: 'task', rolloutId: 'rollout', signal: new AbortController().signal, logger: silentLogger, state: new Map() };
+  return {
+    sandbox,
+    taskId: 'task',
+    rolloutId: 'rollout',
+    signal: new AbortController().signal,
+    logger: silentLogger,
+    state: new Map(),
+  };
 }
 
 export function toolRunner(sandbox: SandboxV1, settings: Parameters<typeof createFileTools>[0] = {}) {
   const tools = new Map(createFileTools(settings).map((tool) => [tool.name, tool as ToolV1]));
-  return async (name: string, args: Record<string, unknown>): Promise<{ json: Record<string, any>; text: string; output: ToolOutput }> => {
+  return async (
+    name: string,
+    args: Record<string, unknown>,
+  ): Promise<{ json: Record<string, any>; text: string; output: ToolOutput }> => {
     const tool = tools.get(name)!;
     const parsed = tool.inputSchema.parse(args);
     const raw = await tool.execute(parsed, toolContext(sandbox));
@@ -26,15 +36,18 @@ export function toolRunner(sandbox: SandboxV1, settings: Parameters<typeof creat
   };
 }
 
-const q = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
-
-export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefined, skipReason?: string): void {
+export function describeFileToolSuite(
+  name: string,
+  hooks: SuiteHooks | undefined,
+  skipReason?: string,
+): void {
   describe.skipIf(!hooks)(`file tools on ${name}${skipReason ? ` (${skipReason})` : ''}`, () => {
     let sandbox: SandboxV1;
     let run: ReturnType<typeof toolRunner>;
     const sh = async (command: string) => {
       const result = await sandbox.exec(command, { cwd: sandbox.workdir });
-      if (result.exitCode !== 0) throw new Error(`setup command failed (${result.exitCode}): ${command}\n${result.output}`);
+      if (result.exitCode !== 0)
+        throw new Error(`setup command failed (${result.exitCode}): ${command}\n${result.output}`);
       return result.stdout;
     };
 
@@ -48,9 +61,15 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
 
     describe('write_file and read_file', () => {
       it('creates parent directories and reads back with %6d| line numbers', async () => {
-        const write = await run('write_file', { path: 'deep/nested/dir/hello.txt', content: 'alpha\nbeta\ngamma\n' });
+        const write = await run('write_file', {
+          path: 'deep/nested/dir/hello.txt',
+          content: 'alpha\nbeta\ngamma\n',
+        });
         expect(write.json).toEqual({ bytes_written: 17, dirs_created: true });
-        const again = await run('write_file', { path: 'deep/nested/dir/hello.txt', content: 'alpha\nbeta\ngamma\n' });
+        const again = await run('write_file', {
+          path: 'deep/nested/dir/hello.txt',
+          content: 'alpha\nbeta\ngamma\n',
+        });
         expect(again.json.dirs_created).toBe(false);
         const read = await run('read_file', { path: 'deep/nested/dir/hello.txt' });
         expect(read.json.content).toBe('     1|alpha\n     2|beta\n     3|gamma');
@@ -64,7 +83,13 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
         const lines = Array.from({ length: 30 }, (_, index) => `line ${index + 1}`).join('\n');
         await run('write_file', { path: 'paged.txt', content: `${lines}\n` });
         const page = await run('read_file', { path: 'paged.txt', offset: 11, limit: 5 });
-        expect(page.json.content.split('\n')).toEqual(['    11|line 11', '    12|line 12', '    13|line 13', '    14|line 14', '    15|line 15']);
+        expect(page.json.content.split('\n')).toEqual([
+          '    11|line 11',
+          '    12|line 12',
+          '    13|line 13',
+          '    14|line 14',
+          '    15|line 15',
+        ]);
         expect(page.json.truncated).toBe(true);
         expect(page.json.hint).toBe('Use offset=16 to continue reading (showing 11-15 of 30 lines)');
         const past = await run('read_file', { path: 'paged.txt', offset: 100 });
@@ -82,7 +107,9 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
         await run('write_file', { path: 'big.txt', content: big });
         const refused = await run('read_file', { path: 'big.txt', limit: 2000 });
         expect(refused.output.isError).toBe(true);
-        expect(refused.json.error).toMatch(/^Read produced 236,999 characters which exceeds the safety limit \(100,000 chars\)\. Use offset and limit/);
+        expect(refused.json.error).toMatch(
+          /^Read produced 236,999 characters which exceeds the safety limit \(100,000 chars\)\. Use offset and limit/,
+        );
         expect(refused.json.total_lines).toBe(1500);
       });
 
@@ -130,14 +157,23 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
           'Refusing to write to sensitive system path: /etc/hosts\nUse the terminal tool with sudo if you need to modify system files.',
         );
         const ssh = await relaxed('write_file', { path: '/root/.ssh/authorized_keys', content: 'x' });
-        expect(ssh.json.error).toBe("Write denied: '/root/.ssh/authorized_keys' is a protected system/credential file.");
+        expect(ssh.json.error).toBe(
+          "Write denied: '/root/.ssh/authorized_keys' is a protected system/credential file.",
+        );
       });
     });
 
     describe('patch', () => {
       it('replaces a unique string and returns a unified diff', async () => {
-        await run('write_file', { path: 'app.py', content: 'def greet():\n    return "hello"\n\nprint(greet())\n' });
-        const patched = await run('patch', { path: 'app.py', old_string: 'return "hello"', new_string: 'return "hi"' });
+        await run('write_file', {
+          path: 'app.py',
+          content: 'def greet():\n    return "hello"\n\nprint(greet())\n',
+        });
+        const patched = await run('patch', {
+          path: 'app.py',
+          old_string: 'return "hello"',
+          new_string: 'return "hi"',
+        });
         expect(patched.json.success).toBe(true);
         expect(patched.json.files_modified).toEqual(['app.py']);
         expect(patched.json.diff).toContain('-    return "hello"\n+    return "hi"');
@@ -147,30 +183,56 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
       it('refuses an ambiguous match unless replace_all, and explains a missing one', async () => {
         await run('write_file', { path: 'dup.txt', content: 'x = 1\ny = 2\nx = 1\n' });
         const ambiguous = await run('patch', { path: 'dup.txt', old_string: 'x = 1', new_string: 'x = 3' });
-        expect(ambiguous.json.error).toBe('Found 2 matches for old_string. Provide more context to make it unique, or use replace_all=True.');
-        const all = await run('patch', { path: 'dup.txt', old_string: 'x = 1', new_string: 'x = 3', replace_all: true });
+        expect(ambiguous.json.error).toBe(
+          'Found 2 matches for old_string. Provide more context to make it unique, or use replace_all=True.',
+        );
+        const all = await run('patch', {
+          path: 'dup.txt',
+          old_string: 'x = 1',
+          new_string: 'x = 3',
+          replace_all: true,
+        });
         expect(all.json.success).toBe(true);
         expect(await sh('cat dup.txt')).toBe('x = 3\ny = 2\nx = 3\n');
         const missing = await run('patch', { path: 'dup.txt', old_string: 'z = 9', new_string: 'z = 0' });
         expect(missing.output.isError).toBe(true);
-        expect(missing.json._hint).toBe('old_string not found. Use read_file to verify the current content, or search_files to locate the text.');
+        expect(missing.json._hint).toBe(
+          'old_string not found. Use read_file to verify the current content, or search_files to locate the text.',
+        );
         const missingFile = await run('patch', { path: 'nope.txt', old_string: 'a', new_string: 'b' });
         expect(missingFile.json.error).toBe('File not found: nope.txt');
       });
 
       it('tolerates whitespace and indentation drift', async () => {
-        await run('write_file', { path: 'indent.py', content: 'class A:\n    def f(self):\n        x = 1   \n        return x\n' });
-        const drifted = await run('patch', { path: 'indent.py', old_string: 'def f(self):\n    x = 1\n    return x', new_string: 'def f(self):\n    x = 2\n    return x' });
+        await run('write_file', {
+          path: 'indent.py',
+          content: 'class A:\n    def f(self):\n        x = 1   \n        return x\n',
+        });
+        const drifted = await run('patch', {
+          path: 'indent.py',
+          old_string: 'def f(self):\n    x = 1\n    return x',
+          new_string: 'def f(self):\n    x = 2\n    return x',
+        });
         expect(drifted.json.success).toBe(true);
-        expect(await sh('cat indent.py')).toBe('class A:\n    def f(self):\n        x = 2\n        return x\n');
+        expect(await sh('cat indent.py')).toBe(
+          'class A:\n    def f(self):\n        x = 2\n        return x\n',
+        );
         await run('write_file', { path: 'quotes.txt', content: 'say \u201chello\u201d now\n' });
-        const smart = await run('patch', { path: 'quotes.txt', old_string: 'say "hello" now', new_string: 'say "bye" now' });
+        const smart = await run('patch', {
+          path: 'quotes.txt',
+          old_string: 'say "hello" now',
+          new_string: 'say "bye" now',
+        });
         expect(smart.json.success).toBe(true);
       });
 
       it('keeps CRLF line endings', async () => {
         await sh(`printf 'one\\r\\ntwo\\r\\n' > crlf.txt`);
-        const patched = await run('patch', { path: 'crlf.txt', old_string: 'one\ntwo', new_string: 'one\n2' });
+        const patched = await run('patch', {
+          path: 'crlf.txt',
+          old_string: 'one\ntwo',
+          new_string: 'one\n2',
+        });
         expect(patched.json.success).toBe(true);
         expect(await sh('od -c crlf.txt | head -1')).toContain('o   n   e  \\r  \\n   2  \\r  \\n');
       });
@@ -198,7 +260,9 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
         expect(result.json.files_modified).toEqual(['v4a/a.txt']);
         expect(result.json.files_created).toEqual(['v4a/new/b.txt', 'v4a/moved.txt']);
         expect(result.json.files_deleted).toEqual(['v4a/gone.txt', 'v4a/old.txt']);
-        expect(await sh('cat v4a/a.txt v4a/new/b.txt v4a/moved.txt')).toBe('one\ntwo\nTHREE\nfresh\nfile\nmoving\n');
+        expect(await sh('cat v4a/a.txt v4a/new/b.txt v4a/moved.txt')).toBe(
+          'one\ntwo\nTHREE\nfresh\nfile\nmoving\n',
+        );
         expect(await sh('ls v4a')).toBe('a.txt\nmoved.txt\nnew\n');
       });
 
@@ -223,7 +287,16 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
 
       it('applies a unified diff', async () => {
         await run('write_file', { path: 'ud/main.c', content: 'int main() {\n  return 1;\n}\n' });
-        const diff = ['--- a/ud/main.c', '+++ b/ud/main.c', '@@ -1,3 +1,3 @@', ' int main() {', '-  return 1;', '+  return 0;', ' }', ''].join('\n');
+        const diff = [
+          '--- a/ud/main.c',
+          '+++ b/ud/main.c',
+          '@@ -1,3 +1,3 @@',
+          ' int main() {',
+          '-  return 1;',
+          '+  return 0;',
+          ' }',
+          '',
+        ].join('\n');
         const result = await run('patch', { mode: 'patch', patch: diff });
         expect(result.json.success).toBe(true);
         expect(await sh('cat ud/main.c')).toBe('int main() {\n  return 0;\n}\n');
@@ -232,8 +305,14 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
 
     describe('search_files', () => {
       beforeAll(async () => {
-        await run('write_file', { path: 'proj/src/main.ts', content: 'export function main() {\n  return helper(42);\n}\n' });
-        await run('write_file', { path: 'proj/src/helper.ts', content: 'export function helper(n: number) {\n  return n * 2;\n}\n' });
+        await run('write_file', {
+          path: 'proj/src/main.ts',
+          content: 'export function main() {\n  return helper(42);\n}\n',
+        });
+        await run('write_file', {
+          path: 'proj/src/helper.ts',
+          content: 'export function helper(n: number) {\n  return n * 2;\n}\n',
+        });
         await run('write_file', { path: 'proj/README.md', content: '# Project\nCall main() to start.\n' });
         await run('write_file', { path: 'proj/.hidden/secret.ts', content: 'export function hidden() {}\n' });
       });
@@ -248,13 +327,23 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
           ]),
         );
         const glob = await run('search_files', { pattern: 'main', path: 'proj', file_glob: '*.md' });
-        expect(glob.json.matches).toEqual([{ path: 'proj/README.md', line: 2, content: 'Call main() to start.' }]);
+        expect(glob.json.matches).toEqual([
+          { path: 'proj/README.md', line: 2, content: 'Call main() to start.' },
+        ]);
       });
 
       it('supports files_only, count and context', async () => {
-        const files = await run('search_files', { pattern: 'return', path: 'proj', output_mode: 'files_only' });
+        const files = await run('search_files', {
+          pattern: 'return',
+          path: 'proj',
+          output_mode: 'files_only',
+        });
         expect([...files.json.files].sort()).toEqual(['proj/src/helper.ts', 'proj/src/main.ts']);
-        const counts = await run('search_files', { pattern: 'return|export', path: 'proj/src', output_mode: 'count' });
+        const counts = await run('search_files', {
+          pattern: 'return|export',
+          path: 'proj/src',
+          output_mode: 'count',
+        });
         expect(counts.json.counts).toEqual({ 'proj/src/helper.ts': 2, 'proj/src/main.ts': 2 });
         const context = await run('search_files', { pattern: 'helper\\(42', path: 'proj/src', context: 1 });
         expect(context.json.matches.map((match: { line: number }) => match.line)).toEqual([1, 2, 3]);
@@ -268,11 +357,16 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
       });
 
       it('pages results and hints at the next offset', async () => {
-        for (let index = 0; index < 7; index++) await run('write_file', { path: `many/f${index}.txt`, content: 'needle\n' });
+        for (let index = 0; index < 7; index++)
+          await run('write_file', { path: `many/f${index}.txt`, content: 'needle\n' });
         const first = await run('search_files', { pattern: 'needle', path: 'many', limit: 3 });
         expect(first.json.matches).toHaveLength(3);
         expect(first.json.truncated).toBe(true);
-        expect(first.text.endsWith('\n\n[Hint: Results truncated. Use offset=3 to see more, or narrow with a more specific pattern or file_glob.]')).toBe(true);
+        expect(
+          first.text.endsWith(
+            '\n\n[Hint: Results truncated. Use offset=3 to see more, or narrow with a more specific pattern or file_glob.]',
+          ),
+        ).toBe(true);
         const last = await run('search_files', { pattern: 'needle', path: 'many', limit: 3, offset: 6 });
         expect(last.json.matches).toHaveLength(1);
         expect(last.json.truncated).toBe(false);
@@ -289,7 +383,9 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
     describe('hostile paths', () => {
       beforeAll(async () => {
         await sh('mkdir -p inside && echo inside > inside/ok.txt');
-        await sh('ln -s / rootlink && ln -s /etc/passwd passwdlink && ln -s ../../../../../../../../etc escape-dir && ln -s inside/ok.txt goodlink');
+        await sh(
+          'ln -s / rootlink && ln -s /etc/passwd passwdlink && ln -s ../../../../../../../../etc escape-dir && ln -s inside/ok.txt goodlink',
+        );
       });
       const refused = async (tool: string, args: Record<string, unknown>, pattern: RegExp) => {
         const result = await run(tool, args);
@@ -298,25 +394,53 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
       };
 
       it('refuses traversal and absolute paths outside the workspace', async () => {
-        await refused('read_file', { path: '../../../../etc/passwd' }, /^Access denied: .* is outside the sandbox workspace/);
+        await refused(
+          'read_file',
+          { path: '../../../../etc/passwd' },
+          /^Access denied: .* is outside the sandbox workspace/,
+        );
         await refused('read_file', { path: 'inside/../../x' }, /outside the sandbox workspace/);
         await refused('read_file', { path: '/etc/passwd' }, /outside the sandbox workspace/);
         await refused('write_file', { path: '../escape.txt', content: 'x' }, /outside the sandbox workspace/);
         await refused('search_files', { pattern: 'root', path: '/etc' }, /outside the sandbox workspace/);
-        await refused('patch', { path: '/etc/hosts', old_string: 'a', new_string: 'b' }, /outside the sandbox workspace/);
+        await refused(
+          'patch',
+          { path: '/etc/hosts', old_string: 'a', new_string: 'b' },
+          /outside the sandbox workspace/,
+        );
         await refused('read_file', { path: '~/.bashrc' }, /outside the sandbox workspace/);
         const fine = await run('read_file', { path: 'inside/../inside/ok.txt' });
         expect(fine.json.content).toBe('     1|inside');
       });
 
       it('refuses symlinks that point out of the workspace, for reads, writes and searches', async () => {
-        await refused('read_file', { path: 'passwdlink' }, /resolves to .*passwd, outside the sandbox workspace .*symlinks may not point out/);
+        await refused(
+          'read_file',
+          { path: 'passwdlink' },
+          /resolves to .*passwd, outside the sandbox workspace .*symlinks may not point out/,
+        );
         await refused('read_file', { path: 'rootlink/etc/passwd' }, /outside the sandbox workspace/);
         await refused('read_file', { path: 'escape-dir/hostname' }, /outside the sandbox workspace/);
-        await refused('write_file', { path: 'rootlink/tmp/shears-escape.txt', content: 'x' }, /outside the sandbox workspace/);
-        await refused('write_file', { path: 'escape-dir/new/file.txt', content: 'x' }, /outside the sandbox workspace/);
-        await refused('search_files', { pattern: 'root', path: 'rootlink/etc' }, /outside the sandbox workspace/);
-        await refused('patch', { mode: 'patch', patch: '*** Begin Patch\n*** Add File: rootlink/tmp/x.txt\n+x\n*** End Patch' }, /outside the sandbox workspace/);
+        await refused(
+          'write_file',
+          { path: 'rootlink/tmp/shears-escape.txt', content: 'x' },
+          /outside the sandbox workspace/,
+        );
+        await refused(
+          'write_file',
+          { path: 'escape-dir/new/file.txt', content: 'x' },
+          /outside the sandbox workspace/,
+        );
+        await refused(
+          'search_files',
+          { pattern: 'root', path: 'rootlink/etc' },
+          /outside the sandbox workspace/,
+        );
+        await refused(
+          'patch',
+          { mode: 'patch', patch: '*** Begin Patch\n*** Add File: rootlink/tmp/x.txt\n+x\n*** End Patch' },
+          /outside the sandbox workspace/,
+        );
         expect(await sh('[ -e /tmp/shears-escape.txt ] && echo leaked || echo clean')).toBe('clean\n');
         const good = await run('read_file', { path: 'goodlink' });
         expect(good.json.content).toBe('     1|inside');
@@ -326,7 +450,11 @@ export function describeFileToolSuite(name: string, hooks: SuiteHooks | undefine
         await refused('read_file', { path: 'inside/ok.txt\0.png' }, /contains a NUL byte/);
         await refused('write_file', { path: 'bad\nname.txt', content: 'x' }, /contains control characters/);
         await refused('read_file', { path: 'a/'.repeat(2100) }, /is 4200 bytes long \(the limit is 4096\)/);
-        await refused('write_file', { path: `${'n'.repeat(300)}.txt`, content: 'x' }, /longer than 255 bytes/);
+        await refused(
+          'write_file',
+          { path: `${'n'.repeat(300)}.txt`, content: 'x' },
+          /longer than 255 bytes/,
+        );
         await refused('write_file', { path: 'bad-\ud800-name.txt', content: 'x' }, /not valid UTF-8/);
         await refused('read_file', { path: 'latin1-\ufffd.txt' }, /not valid UTF-8/);
         await refused('read_file', { path: '' }, /non-empty/);

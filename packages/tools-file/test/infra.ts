@@ -7,11 +7,22 @@ export interface BackendAvailability<T> {
   reason: string | undefined;
 }
 
-function need<T>(backend: string, vars: string[], build: (env: Record<string, string>) => T): BackendAvailability<T> {
+function need<T>(
+  backend: string,
+  vars: string[],
+  build: (env: Record<string, string>) => T,
+): BackendAvailability<T> {
   const missing = vars.filter((name) => !process.env[name]);
-  if (missing.length === 0) return { config: build(Object.fromEntries(vars.map((name) => [name, process.env[name]!]))), reason: undefined };
+  if (missing.length === 0)
+    return {
+      config: build(Object.fromEntries(vars.map((name) => [name, process.env[name]!]))),
+      reason: undefined,
+    };
   const reason = `no ${backend} test infrastructure (${missing.join(', ')} unset)`;
-  if (inCi) throw new Error(`CI=true but ${reason}: the ${backend} file-tool suite must not be skipped (see scripts/test-infra)`);
+  if (inCi)
+    throw new Error(
+      `CI=true but ${reason}: the ${backend} file-tool suite must not be skipped (see scripts/test-infra)`,
+    );
   console.warn(`\n⚠️  SKIPPING the file-tool suite on ${backend}: ${reason}\n`);
   return { config: undefined, reason };
 }
@@ -24,11 +35,15 @@ export function dockerInfra() {
 }
 
 export function sshInfra() {
-  return need('ssh', ['SHEARS_TEST_SSH_HOST', 'SHEARS_TEST_SSH_PORT', 'SHEARS_TEST_SSH_USER', 'SHEARS_TEST_SSH_KEY'], (env) => ({
-    host: env.SHEARS_TEST_SSH_HOST!,
-    port: Number(env.SHEARS_TEST_SSH_PORT),
-    user: env.SHEARS_TEST_SSH_USER!,
-    key: env.SHEARS_TEST_SSH_KEY!,
-    knownHosts: process.env.SHEARS_TEST_SSH_KNOWN_HOSTS,
-  }));
+  return need(
+    'ssh',
+    ['SHEARS_TEST_SSH_HOST', 'SHEARS_TEST_SSH_PORT', 'SHEARS_TEST_SSH_USER', 'SHEARS_TEST_SSH_KEY'],
+    (env) => ({
+      host: env.SHEARS_TEST_SSH_HOST!,
+      port: Number(env.SHEARS_TEST_SSH_PORT),
+      user: env.SHEARS_TEST_SSH_USER!,
+      key: env.SHEARS_TEST_SSH_KEY!,
+      knownHosts: process.env.SHEARS_TEST_SSH_KNOWN_HOSTS,
+    }),
+  );
 }

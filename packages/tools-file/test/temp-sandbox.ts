@@ -14,7 +14,8 @@ function busyboxPath(): string {
   const dir = mkdtempSync(join(tmpdir(), 'shears-busybox-'));
   const list = spawnSync('busybox', ['--list'], { encoding: 'utf8' });
   if (list.status !== 0) throw new Error('busybox is not installed');
-  for (const applet of list.stdout.split('\n').filter(Boolean)) symlinkSync('/usr/bin/busybox', join(dir, applet));
+  for (const applet of list.stdout.split('\n').filter(Boolean))
+    symlinkSync('/usr/bin/busybox', join(dir, applet));
   busyboxBin = dir;
   return dir;
 }
@@ -64,7 +65,14 @@ export function createTempSandbox(options: { busyboxOnly?: boolean } = {}): Sand
         child.stdin.on('error', () => {});
         child.stdin.end(execOptions.stdin ?? '');
         child.on('close', (code) =>
-          done({ exitCode: code ?? 1, output, stdout, stderr, timedOut: false, durationMs: Date.now() - started }),
+          done({
+            exitCode: code ?? 1,
+            output,
+            stdout,
+            stderr,
+            timedOut: false,
+            durationMs: Date.now() - started,
+          }),
         );
       });
     },

@@ -13,15 +13,39 @@ export interface ExtractedPage {
 }
 
 const NEVER_CONTENT = [
-  'script', 'style', 'noscript', 'template', 'iframe', 'object', 'embed', 'svg', 'canvas', 'link', 'meta',
-  'button', 'input', 'select', 'textarea', 'form', 'dialog',
-  'nav', 'aside', 'footer',
-  '[hidden]', '[aria-hidden="true"]',
-  '[role="navigation"]', '[role="complementary"]', '[role="contentinfo"]', '[role="dialog"]', '[role="alertdialog"]', '[role="search"]',
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'iframe',
+  'object',
+  'embed',
+  'svg',
+  'canvas',
+  'link',
+  'meta',
+  'button',
+  'input',
+  'select',
+  'textarea',
+  'form',
+  'dialog',
+  'nav',
+  'aside',
+  'footer',
+  '[hidden]',
+  '[aria-hidden="true"]',
+  '[role="navigation"]',
+  '[role="complementary"]',
+  '[role="contentinfo"]',
+  '[role="dialog"]',
+  '[role="alertdialog"]',
+  '[role="search"]',
 ].join(',');
 
 // id/class words that mark banners, consent prompts, share bars and ads.
-const BOILERPLATE_WORDS = /(^|[-_\s])(cookie|cookies|consent|gdpr|onetrust|cmp|banner|newsletter|subscribe|share|social|advert|ads|promo|popup|modal|breadcrumbs?|sidebar|toc|table-of-contents|skip-link)([-_\s]|$)/i;
+const BOILERPLATE_WORDS =
+  /(^|[-_\s])(cookie|cookies|consent|gdpr|onetrust|cmp|banner|newsletter|subscribe|share|social|advert|ads|promo|popup|modal|breadcrumbs?|sidebar|toc|table-of-contents|skip-link)([-_\s]|$)/i;
 
 function removeBoilerplate(document: DomDocument): void {
   for (const element of [...document.querySelectorAll(NEVER_CONTENT)]) element.remove();
@@ -35,7 +59,10 @@ function removeBoilerplate(document: DomDocument): void {
 }
 
 function absolutize(document: DomDocument, baseUrl: string): void {
-  for (const [selector, attribute] of [['a[href]', 'href'], ['img[src]', 'src']] as const) {
+  for (const [selector, attribute] of [
+    ['a[href]', 'href'],
+    ['img[src]', 'src'],
+  ] as const) {
     for (const element of [...document.querySelectorAll(selector)]) {
       const value = element.getAttribute(attribute);
       if (!value) continue;
@@ -57,11 +84,19 @@ function absolutize(document: DomDocument, baseUrl: string): void {
 }
 
 function createTurndown(): TurndownService {
-  const service = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_' });
+  const service = new TurndownService({
+    headingStyle: 'atx',
+    codeBlockStyle: 'fenced',
+    bulletListMarker: '-',
+    emDelimiter: '_',
+  });
   service.addRule('fencedCodeWithLanguage', {
     filter: (node) => node.nodeName === 'PRE' && node.firstChild?.nodeName === 'CODE',
     replacement: (_content, node) => {
-      const code = node.firstChild as unknown as { getAttribute(name: string): string | null; textContent: string | null };
+      const code = node.firstChild as unknown as {
+        getAttribute(name: string): string | null;
+        textContent: string | null;
+      };
       const language = /language-(\S+)/.exec(code.getAttribute('class') ?? '')?.[1] ?? '';
       const text = (code.textContent ?? '').replace(/\n$/, '');
       return `\n\n\`\`\`${language}\n${text}\n\`\`\`\n\n`;
@@ -74,11 +109,14 @@ function createTurndown(): TurndownService {
       type Row = { querySelectorAll(selector: string): ArrayLike<Cell> };
       const table = node as unknown as { querySelectorAll(selector: string): ArrayLike<Row> };
       const rows = Array.from(table.querySelectorAll('tr')).map((row) =>
-        Array.from(row.querySelectorAll('th,td')).map((cell) => (cell.textContent ?? '').replace(/\s+/g, ' ').trim().replaceAll('|', '\\|')),
+        Array.from(row.querySelectorAll('th,td')).map((cell) =>
+          (cell.textContent ?? '').replace(/\s+/g, ' ').trim().replaceAll('|', '\\|'),
+        ),
       );
       if (rows.length === 0) return '';
       const width = Math.max(...rows.map((row) => row.length));
-      const line = (row: string[]) => `| ${Array.from({ length: width }, (_, index) => row[index] ?? '').join(' | ')} |`;
+      const line = (row: string[]) =>
+        `| ${Array.from({ length: width }, (_, index) => row[index] ?? '').join(' | ')} |`;
       const [head, ...body] = rows;
       return `\n\n${[line(head!), line(Array(width).fill('---')), ...body.map(line)].join('\n')}\n\n`;
     },
@@ -102,7 +140,11 @@ export function htmlToMarkdown(html: string, pageUrl: string): ExtractedPage {
   const headingTitle = heading && pageTitle.includes(heading) ? heading : undefined;
   removeBoilerplate(document);
   absolutize(document, pageUrl);
-  const fallbackRoot = document.querySelector('main') ?? document.querySelector('article') ?? document.querySelector('[role="main"]') ?? document.body;
+  const fallbackRoot =
+    document.querySelector('main') ??
+    document.querySelector('article') ??
+    document.querySelector('[role="main"]') ??
+    document.body;
   const fallbackHtml = fallbackRoot?.innerHTML ?? '';
   let contentHtml = fallbackHtml;
   let title = headingTitle ?? pageTitle;

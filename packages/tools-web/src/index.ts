@@ -2,10 +2,16 @@
 // markdown) behind an SSRF guard.
 import plugin from './plugin.js';
 
-export type { WebSearchArgs, WebSearchSettings } from './web-search.js';
-export { createWebSearchTool, webSearchInputSchema, webSearchJsonSchema } from './web-search.js';
-export type { ExtractResult, WebExtractArgs, WebExtractSettings } from './web-extract.js';
-export { bodyToMarkdown, createWebExtractTool, webExtractInputSchema, webExtractJsonSchema } from './web-extract.js';
+export { SsrfBlockedError, WebToolError } from './errors.js';
+export type { ExtractedPage } from './html-to-markdown.js';
+export { htmlToMarkdown } from './html-to-markdown.js';
+export type { AddressCategory } from './ip-address.js';
+export { addressInCidr, classifyAddress } from './ip-address.js';
+export { default as plugin } from './plugin.js';
+export type { HostRateLimiter } from './rate-limit.js';
+export { createHostRateLimiter } from './rate-limit.js';
+export type { FetchedPage, SafeFetchOptions } from './safe-fetch.js';
+export { safeFetch } from './safe-fetch.js';
 export type { SearchHit, SearchProvider, SearchRequestContext } from './search-providers.js';
 export {
   braveProvider,
@@ -16,16 +22,21 @@ export {
   selectSearchProvider,
   tavilyProvider,
 } from './search-providers.js';
-export type { HostResolver, ResolvedAddress, SsrfGuard, SsrfGuardSettings, VettedTarget } from './ssrf-guard.js';
+export type {
+  HostResolver,
+  ResolvedAddress,
+  SsrfGuard,
+  SsrfGuardSettings,
+  VettedTarget,
+} from './ssrf-guard.js';
 export { createSsrfGuard, systemResolver } from './ssrf-guard.js';
-export type { AddressCategory } from './ip-address.js';
-export { addressInCidr, classifyAddress } from './ip-address.js';
-export type { FetchedPage, SafeFetchOptions } from './safe-fetch.js';
-export { safeFetch } from './safe-fetch.js';
-export type { ExtractedPage } from './html-to-markdown.js';
-export { htmlToMarkdown } from './html-to-markdown.js';
-export type { HostRateLimiter } from './rate-limit.js';
-export { createHostRateLimiter } from './rate-limit.js';
-export { SsrfBlockedError, WebToolError } from './errors.js';
-export { default as plugin } from './plugin.js';
+export type { ExtractResult, WebExtractArgs, WebExtractSettings } from './web-extract.js';
+export {
+  bodyToMarkdown,
+  createWebExtractTool,
+  webExtractInputSchema,
+  webExtractJsonSchema,
+} from './web-extract.js';
+export type { WebSearchArgs, WebSearchSettings } from './web-search.js';
+export { createWebSearchTool, webSearchInputSchema, webSearchJsonSchema } from './web-search.js';
 export default plugin;

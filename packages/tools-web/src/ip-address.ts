@@ -79,8 +79,8 @@ export function ipv6Groups(address: string): number[] | undefined {
   const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
   const missing = 8 - head.length - tail.length;
   if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined;
-  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail].map((group) =>
-    /^[0-9a-f]{1,4}$/.test(group) ? Number.parseInt(group, 16) : Number.NaN,
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail].map(
+    (group) => (/^[0-9a-f]{1,4}$/.test(group) ? Number.parseInt(group, 16) : Number.NaN),
   );
   return groups.some(Number.isNaN) ? undefined : groups;
 }
@@ -88,15 +88,35 @@ export function ipv6Groups(address: string): number[] | undefined {
 function classifyV6(address: string): AddressCategory {
   const groups = ipv6Groups(address);
   if (!groups) return 'invalid';
-  const [g0, g1, g2, g3, g4, g5, g6, g7] = groups as [number, number, number, number, number, number, number, number];
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = groups as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const allZeroUntil = (count: number) => groups.slice(0, count).every((group) => group === 0);
   if (allZeroUntil(8)) return 'unspecified';
   if (allZeroUntil(7) && g7 === 1) return 'loopback';
   if (allZeroUntil(5) && g5 === 0xffff) return 'IPv4-mapped IPv6';
   // IPv4-compatible (deprecated) ::a.b.c.d and NAT64 64:ff9b::/96 carry an IPv4 address.
   if (allZeroUntil(6) && (g6 !== 0 || g7 > 1)) return 'IPv4-mapped IPv6';
-  if (g0 === 0x64 && g1 === 0xff9b && allZeroUntil(0) && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return 'IPv4-translated IPv6';
-  if (g0 === 0xfd00 && g1 === 0x0ec2 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0 && g6 === 0 && g7 === 0x254) return 'cloud metadata';
+  if (g0 === 0x64 && g1 === 0xff9b && allZeroUntil(0) && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0)
+    return 'IPv4-translated IPv6';
+  if (
+    g0 === 0xfd00 &&
+    g1 === 0x0ec2 &&
+    g2 === 0 &&
+    g3 === 0 &&
+    g4 === 0 &&
+    g5 === 0 &&
+    g6 === 0 &&
+    g7 === 0x254
+  )
+    return 'cloud metadata';
   if ((g0 & 0xfe00) === 0xfc00) return 'unique-local';
   if ((g0 & 0xffc0) === 0xfe80) return 'link-local';
   if ((g0 & 0xffc0) === 0xfec0) return 'reserved';

@@ -23,7 +23,11 @@ export interface FetchedPage {
   redirects: string[];
 }
 
-type LookupCallback = (error: Error | null, address: string | Array<{ address: string; family: number }>, family?: number) => void;
+type LookupCallback = (
+  error: Error | null,
+  address: string | Array<{ address: string; family: number }>,
+  family?: number,
+) => void;
 
 /** An undici Agent whose every connection goes to `target.address`, whatever DNS says now. */
 function pinnedAgent(target: VettedTarget): Agent {
@@ -62,7 +66,10 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
       if (response.statusCode >= 300 && response.statusCode < 400 && location) {
         await response.body.dump();
         if (hop >= options.maxRedirects) {
-          throw new WebToolError(`Too many redirects (more than ${options.maxRedirects}) starting at ${input}`, { url: input });
+          throw new WebToolError(
+            `Too many redirects (more than ${options.maxRedirects}) starting at ${input}`,
+            { url: input },
+          );
         }
         current = new URL(Array.isArray(location) ? location[0]! : location, target.url).href;
         redirects.push(current);
@@ -71,7 +78,9 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
       const declared = Number(response.headers['content-length'] ?? Number.NaN);
       if (Number.isFinite(declared) && declared > options.maxBytes) {
         await response.body.dump();
-        throw new WebToolError(`Page too large: ${declared} bytes (the limit is ${options.maxBytes})`, { url: target.url.href });
+        throw new WebToolError(`Page too large: ${declared} bytes (the limit is ${options.maxBytes})`, {
+          url: target.url.href,
+        });
       }
       const chunks: Buffer[] = [];
       let total = 0;
@@ -79,7 +88,9 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
         total += (chunk as Buffer).length;
         if (total > options.maxBytes) {
           response.body.destroy();
-          throw new WebToolError(`Page too large: more than ${options.maxBytes} bytes`, { url: target.url.href });
+          throw new WebToolError(`Page too large: more than ${options.maxBytes} bytes`, {
+            url: target.url.href,
+          });
         }
         chunks.push(chunk as Buffer);
       }
@@ -93,7 +104,10 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
       };
     } catch (error) {
       if (timeout.aborted && !(options.signal?.aborted ?? false)) {
-        throw new WebToolError(`Timed out after ${Number((options.timeoutMs / 1000).toFixed(1))}s fetching ${current}`, { url: current, cause: error });
+        throw new WebToolError(
+          `Timed out after ${Number((options.timeoutMs / 1000).toFixed(1))}s fetching ${current}`,
+          { url: current, cause: error },
+        );
       }
       throw error;
     } finally {

@@ -28,7 +28,11 @@ export interface SearchProvider {
   search(query: string, limit: number, context: SearchRequestContext): Promise<SearchHit[]>;
 }
 
-function requireEnv(provider: string, env: Record<string, string | undefined>, names: readonly string[]): string {
+function requireEnv(
+  provider: string,
+  env: Record<string, string | undefined>,
+  names: readonly string[],
+): string {
   for (const name of names) {
     const value = env[name];
     if (value) return value;
@@ -69,15 +73,23 @@ const clip = (text: string | null | undefined, max = 500) => {
 
 // Response schemas: only the fields read, each optional (`nullish`), as the APIs document them.
 const searxngResponse = z.object({
-  results: z.array(z.object({ url: z.string(), title: z.string().nullish(), content: z.string().nullish() })).nullish(),
+  results: z
+    .array(z.object({ url: z.string(), title: z.string().nullish(), content: z.string().nullish() }))
+    .nullish(),
 });
 const braveResponse = z.object({
   web: z
-    .object({ results: z.array(z.object({ url: z.string(), title: z.string().nullish(), description: z.string().nullish() })).nullish() })
+    .object({
+      results: z
+        .array(z.object({ url: z.string(), title: z.string().nullish(), description: z.string().nullish() }))
+        .nullish(),
+    })
     .nullish(),
 });
 const tavilyResponse = z.object({
-  results: z.array(z.object({ url: z.string(), title: z.string().nullish(), content: z.string().nullish() })).nullish(),
+  results: z
+    .array(z.object({ url: z.string(), title: z.string().nullish(), content: z.string().nullish() }))
+    .nullish(),
 });
 const exaResponse = z.object({
   results: z
@@ -92,7 +104,12 @@ const exaResponse = z.object({
     )
     .nullish(),
 });
-const firecrawlHit = z.object({ url: z.string(), title: z.string().nullish(), description: z.string().nullish(), markdown: z.string().nullish() });
+const firecrawlHit = z.object({
+  url: z.string(),
+  title: z.string().nullish(),
+  description: z.string().nullish(),
+  markdown: z.string().nullish(),
+});
 const firecrawlResponse = z.object({
   success: z.boolean().nullish(),
   error: z.string().nullish(),
@@ -107,8 +124,16 @@ export const searxngProvider: SearchProvider = {
   async search(query, limit, context) {
     const root = base(context.baseUrl ?? requireEnv('searxng', context.env, ['SEARXNG_URL']));
     const url = `${root}/search?${new URLSearchParams({ q: query, format: 'json' })}`;
-    const body = await callJson('SearXNG', url, { headers: { accept: 'application/json' } }, searxngResponse, context);
-    return (body.results ?? []).slice(0, limit).map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.content) }));
+    const body = await callJson(
+      'SearXNG',
+      url,
+      { headers: { accept: 'application/json' } },
+      searxngResponse,
+      context,
+    );
+    return (body.results ?? [])
+      .slice(0, limit)
+      .map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.content) }));
   },
 };
 
@@ -128,7 +153,9 @@ export const braveProvider: SearchProvider = {
       braveResponse,
       context,
     );
-    return (body.web?.results ?? []).slice(0, limit).map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.description) }));
+    return (body.web?.results ?? [])
+      .slice(0, limit)
+      .map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.description) }));
   },
 };
 
@@ -146,12 +173,20 @@ export const tavilyProvider: SearchProvider = {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
         // hermes-agent sends the key in the body; current Tavily also takes the bearer header.
-        body: JSON.stringify({ api_key: key, query, max_results: Math.min(limit, 20), search_depth: 'basic', include_answer: false }),
+        body: JSON.stringify({
+          api_key: key,
+          query,
+          max_results: Math.min(limit, 20),
+          search_depth: 'basic',
+          include_answer: false,
+        }),
       },
       tavilyResponse,
       context,
     );
-    return (body.results ?? []).slice(0, limit).map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.content) }));
+    return (body.results ?? [])
+      .slice(0, limit)
+      .map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.content) }));
   },
 };
 
@@ -168,7 +203,12 @@ export const exaProvider: SearchProvider = {
       {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': key },
-        body: JSON.stringify({ query, numResults: Math.min(limit, 100), type: 'auto', contents: { highlights: true } }),
+        body: JSON.stringify({
+          query,
+          numResults: Math.min(limit, 100),
+          type: 'auto',
+          contents: { highlights: true },
+        }),
       },
       exaResponse,
       context,
@@ -199,9 +239,14 @@ export const firecrawlProvider: SearchProvider = {
       firecrawlResponse,
       context,
     );
-    if (body.success === false) throw new WebToolError(`Firecrawl search failed: ${body.error ?? 'unknown error'}`);
+    if (body.success === false)
+      throw new WebToolError(`Firecrawl search failed: ${body.error ?? 'unknown error'}`);
     const hits = Array.isArray(body.data) ? body.data : (body.data?.web ?? []);
-    return hits.slice(0, limit).map((hit) => ({ title: hit.title ?? '', url: hit.url, description: clip(hit.description ?? hit.markdown) }));
+    return hits.slice(0, limit).map((hit) => ({
+      title: hit.title ?? '',
+      url: hit.url,
+      description: clip(hit.description ?? hit.markdown),
+    }));
   },
 };
 
@@ -217,11 +262,19 @@ export const SEARCH_PROVIDERS: Readonly<Record<string, SearchProvider>> = {
  * The provider to use: the one named (settings, or SHEARS_WEB_SEARCH_PROVIDER), else the first
  * configured one in the order firecrawl, tavily, exa, brave, searxng.
  */
-export function selectSearchProvider(name: string | undefined, env: Record<string, string | undefined>): SearchProvider {
+export function selectSearchProvider(
+  name: string | undefined,
+  env: Record<string, string | undefined>,
+): SearchProvider {
   const wanted = name ?? env.SHEARS_WEB_SEARCH_PROVIDER;
   if (wanted) {
     const provider = SEARCH_PROVIDERS[wanted.toLowerCase()];
-    if (!provider) throw new NoSuchEntryError({ kind: 'web_search provider', id: wanted, available: Object.keys(SEARCH_PROVIDERS) });
+    if (!provider)
+      throw new NoSuchEntryError({
+        kind: 'web_search provider',
+        id: wanted,
+        available: Object.keys(SEARCH_PROVIDERS),
+      });
     return provider;
   }
   const found = Object.values(SEARCH_PROVIDERS).find((provider) => provider.configured(env));

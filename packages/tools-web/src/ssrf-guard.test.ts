@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, send, type TestServer } from '../test/http-server.js';
+import { send, startServer, type TestServer } from '../test/http-server.js';
 import { call } from '../test/tool-context.js';
 import { SsrfBlockedError } from './errors.js';
 import { classifyAddress } from './ip-address.js';
@@ -53,17 +53,22 @@ describe('SSRF guard', () => {
       hostname === 'localhost.' ? [{ address: '127.0.0.1', family: 4 }] : noDns(hostname);
     const error = await blocked(url, resolver);
     expect(error.category).toBe(category);
-    expect(error.message).toMatch(/^Blocked: .* address\. Requests to private or internal network addresses are not allowed$/);
+    expect(error.message).toMatch(
+      /^Blocked: .* address\. Requests to private or internal network addresses are not allowed$/,
+    );
   });
 
-  it.each(['file:///etc/passwd', 'ftp://example.com/file', 'gopher://example.com/', 'data:text/html,hi', 'javascript:alert(1)'])(
-    'blocks the non-http(s) scheme of %s',
-    async (url) => {
-      const error = await blocked(url);
-      expect(error.category).toBe('scheme');
-      expect(error.message).toMatch(/only http and https URLs can be fetched/);
-    },
-  );
+  it.each([
+    'file:///etc/passwd',
+    'ftp://example.com/file',
+    'gopher://example.com/',
+    'data:text/html,hi',
+    'javascript:alert(1)',
+  ])('blocks the non-http(s) scheme of %s', async (url) => {
+    const error = await blocked(url);
+    expect(error.category).toBe('scheme');
+    expect(error.message).toMatch(/only http and https URLs can be fetched/);
+  });
 
   it('blocks a public-looking host name that resolves to 127.0.0.1', async () => {
     const resolver: HostResolver = async () => [{ address: '127.0.0.1', family: 4 }];
@@ -86,9 +91,15 @@ describe('SSRF guard', () => {
     const target = await createSsrfGuard({ resolver }).vet('https://example.org/a?b=c');
     expect(target).toMatchObject({ hostname: 'example.org', address: '93.184.215.14', family: 4 });
     expect(classifyAddress('2606:4700::1111')).toBe('public');
-    const byCidr = createSsrfGuard({ allowlist: ['10.0.0.0/8'], resolver: async () => [{ address: '10.2.3.4', family: 4 }] });
+    const byCidr = createSsrfGuard({
+      allowlist: ['10.0.0.0/8'],
+      resolver: async () => [{ address: '10.2.3.4', family: 4 }],
+    });
     expect((await byCidr.vet('http://intranet.corp/')).address).toBe('10.2.3.4');
-    const byName = createSsrfGuard({ allowlist: ['*.corp.example'], resolver: async () => [{ address: '192.168.1.9', family: 4 }] });
+    const byName = createSsrfGuard({
+      allowlist: ['*.corp.example'],
+      resolver: async () => [{ address: '192.168.1.9', family: 4 }],
+    });
     expect((await byName.vet('http://wiki.corp.example/')).address).toBe('192.168.1.9');
     await expect(byName.vet('http://corp.example.evil.test/')).rejects.toThrow(/private address/);
   });
@@ -120,7 +131,10 @@ describe('SSRF guard inside web_extract', () => {
       throw new Error(`no such host ${hostname}`);
     };
     // news.example is allowlisted by name (think: an intranet mirror); its redirect target is not.
-    const tool = createWebExtractTool({ minIntervalMsPerHost: 0, ssrf: { allowlist: ['news.example'], resolver } });
+    const tool = createWebExtractTool({
+      minIntervalMsPerHost: 0,
+      ssrf: { allowlist: ['news.example'], resolver },
+    });
     const { json } = await call(tool, { urls: [`http://news.example:${server.port}/redirect-to-loopback`] });
     expect(json.results[0].error).toMatch(/^Blocked: 127\.0\.0\.1 is a loopback address/);
     expect(server.requests.filter((request) => request.path === '/page')).toHaveLength(0);
@@ -134,7 +148,11 @@ describe('SSRF guard inside web_extract', () => {
       lookups++;
       return [{ address: '127.0.0.1', family: 4 }];
     };
-    const tool = createWebExtractTool({ minIntervalMsPerHost: 0, cacheTtlMs: 0, ssrf: { allowlist: ['127.0.0.1'], resolver } });
+    const tool = createWebExtractTool({
+      minIntervalMsPerHost: 0,
+      cacheTtlMs: 0,
+      ssrf: { allowlist: ['127.0.0.1'], resolver },
+    });
     const { json } = await call(tool, { urls: [`http://rebind.invalid:${server.port}/page`] });
     expect(json.results[0].content).toBe('secret intranet page');
     expect(lookups).toBe(1);

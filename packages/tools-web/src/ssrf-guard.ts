@@ -83,9 +83,13 @@ export function createSsrfGuard(settings: SsrfGuardSettings = {}): SsrfGuard {
         try {
           addresses = await resolver(hostname);
         } catch (cause) {
-          throw new WebToolError(`Could not resolve host ${hostname}: ${(cause as Error).message}`, { url: shown, cause });
+          throw new WebToolError(`Could not resolve host ${hostname}: ${(cause as Error).message}`, {
+            url: shown,
+            cause,
+          });
         }
-        if (addresses.length === 0) throw new WebToolError(`Could not resolve host ${hostname}: no addresses`, { url: shown });
+        if (addresses.length === 0)
+          throw new WebToolError(`Could not resolve host ${hostname}: no addresses`, { url: shown });
       }
       if (enabled && !hostAllowed(hostname, allowlist)) {
         // Every answer must be public: a host that resolves to one public and one private

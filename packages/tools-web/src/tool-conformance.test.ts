@@ -12,7 +12,9 @@ describeToolConformance({
         id: 'fixed',
         envVars: [],
         configured: () => true,
-        search: async (query) => [{ title: query, url: 'https://example.org/', description: 'a fixed answer' }],
+        search: async (query) => [
+          { title: query, url: 'https://example.org/', description: 'a fixed answer' },
+        ],
       },
     }),
   validArguments: [{ query: 'shears' }, { query: 'shears', limit: 3 }],

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, send, type TestServer } from '../test/http-server.js';
+import { send, startServer, type TestServer } from '../test/http-server.js';
 import { call } from '../test/tool-context.js';
 import { createWebExtractTool, type WebExtractSettings } from './web-extract.js';
 
@@ -10,7 +10,11 @@ const html = 'text/html; charset=utf-8';
 describe('web_extract', () => {
   let server: TestServer;
   const local = (settings: WebExtractSettings = {}) =>
-    createWebExtractTool({ minIntervalMsPerHost: 0, ...settings, ssrf: { allowlist: ['127.0.0.1'], ...settings.ssrf } });
+    createWebExtractTool({
+      minIntervalMsPerHost: 0,
+      ...settings,
+      ssrf: { allowlist: ['127.0.0.1'], ...settings.ssrf },
+    });
 
   beforeAll(async () => {
     server = await startServer();
@@ -18,7 +22,10 @@ describe('web_extract', () => {
     server.route('/docs', send(html, fixture('docs.html')));
     server.route('/recipe', send(html, fixture('scripts-and-cookies.html')));
     server.route('/notes.txt', send('text/plain; charset=utf-8', 'Plain notes\nline two\n'));
-    server.route('/data.json', send('application/json', '{"name":"shears","tools":["web_search","web_extract"]}'));
+    server.route(
+      '/data.json',
+      send('application/json', '{"name":"shears","tools":["web_search","web_extract"]}'),
+    );
     server.route('/logo.png', send('image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47])));
     server.route('/huge', send('text/plain', 'x'.repeat(300_000)));
     server.route('/loop', (_request, response) => response.writeHead(302, { location: '/loop' }).end());
@@ -40,7 +47,18 @@ describe('web_extract', () => {
     expect(content).toContain('## What comes next');
     expect(content).toContain('Every sample we opened contained something nobody had sequenced before');
     expect(content).toContain(`[Earlier coverage](${server.origin}/science/enceladus-plumes)`);
-    for (const boilerplate of ['Subscribe for $1', 'MegaVPN', 'Share on Facebook', 'Most read', 'Ten gadgets', 'morning briefing', 'All rights reserved', 'Privacy policy', 'gtag', 'Comments (214)']) {
+    for (const boilerplate of [
+      'Subscribe for $1',
+      'MegaVPN',
+      'Share on Facebook',
+      'Most read',
+      'Ten gadgets',
+      'morning briefing',
+      'All rights reserved',
+      'Privacy policy',
+      'gtag',
+      'Comments (214)',
+    ]) {
       expect(content, boilerplate).not.toContain(boilerplate);
     }
   });
@@ -53,8 +71,20 @@ describe('web_extract', () => {
     expect(content).toContain('retry: { attempts: 3, baseDelayMs: 200, maxDelayMs: 5000 },');
     expect(content).toContain('## Idempotency');
     expect(content).toContain('`Idempotency-Key`');
-    expect(content).toContain('| Option | Default | Meaning |\n| --- | --- | --- |\n| attempts | 2 | How many times a request is retried |');
-    for (const boilerplate of ['Skip to content', 'Installation', 'Quickstart', 'Interceptors', 'On this page', 'Edit this page', 'Copyright', 'Search docs', 'GitHub']) {
+    expect(content).toContain(
+      '| Option | Default | Meaning |\n| --- | --- | --- |\n| attempts | 2 | How many times a request is retried |',
+    );
+    for (const boilerplate of [
+      'Skip to content',
+      'Installation',
+      'Quickstart',
+      'Interceptors',
+      'On this page',
+      'Edit this page',
+      'Copyright',
+      'Search docs',
+      'GitHub',
+    ]) {
       expect(content, boilerplate).not.toContain(boilerplate);
     }
   });
@@ -66,30 +96,58 @@ describe('web_extract', () => {
     expect(content).toContain('flour and water colonised by wild yeast');
     expect(content).toMatch(/1\.\s+Every 24 hours, discard all but 50 grams of the starter\./);
     expect(content).toContain('like yoghurt or green apples');
-    for (const boilerplate of ['We use cookies', 'Accept all cookies', 'Cookie settings', 'fbq', '__INITIAL_STATE__', 'document.write', 'Sponsored', "Don't go", 'tracking loaded', 'schema.org', 'position:fixed']) {
+    for (const boilerplate of [
+      'We use cookies',
+      'Accept all cookies',
+      'Cookie settings',
+      'fbq',
+      '__INITIAL_STATE__',
+      'document.write',
+      'Sponsored',
+      "Don't go",
+      'tracking loaded',
+      'schema.org',
+      'position:fixed',
+    ]) {
       expect(content, boilerplate).not.toContain(boilerplate);
     }
   });
 
   it('handles plain text, JSON and legacy charsets, and refuses other content types', async () => {
     const { json } = await call(local(), {
-      urls: [`${server.origin}/notes.txt`, `${server.origin}/data.json`, `${server.origin}/logo.png`, `${server.origin}/latin1`],
+      urls: [
+        `${server.origin}/notes.txt`,
+        `${server.origin}/data.json`,
+        `${server.origin}/logo.png`,
+        `${server.origin}/latin1`,
+      ],
     });
     const [text, data, image, latin1] = json.results;
     expect(text.content).toBe('Plain notes\nline two');
-    expect(data.content).toBe('```json\n{\n  "name": "shears",\n  "tools": [\n    "web_search",\n    "web_extract"\n  ]\n}\n```');
-    expect(image.error).toBe(`Unsupported content type "image/png" at ${server.origin}/logo.png (supported: HTML, plain text, JSON)`);
+    expect(data.content).toBe(
+      '```json\n{\n  "name": "shears",\n  "tools": [\n    "web_search",\n    "web_extract"\n  ]\n}\n```',
+    );
+    expect(image.error).toBe(
+      `Unsupported content type "image/png" at ${server.origin}/logo.png (supported: HTML, plain text, JSON)`,
+    );
     expect(latin1.content).toBe('café');
   });
 
   it('caps size, limits redirects, times out and reports HTTP errors per URL', async () => {
     const tool = local({ maxBytes: 100_000, maxRedirects: 3 });
     const { json } = await call(tool, {
-      urls: [`${server.origin}/huge`, `${server.origin}/loop`, `${server.origin}/missing`, `${server.origin}/hop1`],
+      urls: [
+        `${server.origin}/huge`,
+        `${server.origin}/loop`,
+        `${server.origin}/missing`,
+        `${server.origin}/hop1`,
+      ],
     });
     const [huge, loop, missing, hops] = json.results;
     const slow = (await call(local({ timeoutMs: 300 }), { urls: [`${server.origin}/slow`] })).json.results[0];
-    expect(huge.error).toMatch(/^Page too large: (300000 bytes \(the limit is 100000\)|more than 100000 bytes)$/);
+    expect(huge.error).toMatch(
+      /^Page too large: (300000 bytes \(the limit is 100000\)|more than 100000 bytes)$/,
+    );
     expect(loop.error).toBe(`Too many redirects (more than 3) starting at ${server.origin}/loop`);
     expect(slow.error).toBe(`Timed out after 0.3s fetching ${server.origin}/slow`);
     expect(missing.error).toBe(`HTTP 404 fetching ${server.origin}/missing`);
@@ -116,8 +174,15 @@ describe('web_extract', () => {
         sleeps.push(ms);
       },
     });
-    const count = () => server.requests.filter((request) => request.path.startsWith('/notes.txt?cache')).length;
-    await call(tool, { urls: [`${server.origin}/notes.txt?cache1`, `${server.origin}/notes.txt?cache2`, `${server.origin}/notes.txt?cache3`] });
+    const count = () =>
+      server.requests.filter((request) => request.path.startsWith('/notes.txt?cache')).length;
+    await call(tool, {
+      urls: [
+        `${server.origin}/notes.txt?cache1`,
+        `${server.origin}/notes.txt?cache2`,
+        `${server.origin}/notes.txt?cache3`,
+      ],
+    });
     expect(sleeps).toEqual([400, 800]);
     expect(count()).toBe(3);
     await call(tool, { urls: [`${server.origin}/notes.txt?cache1#section`] });

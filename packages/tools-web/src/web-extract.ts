@@ -61,7 +61,8 @@ export interface ExtractResult {
 const MAX_URLS = 5;
 
 // Secret-looking tokens in a URL: fetching it would hand the secret to a third party.
-const SECRET_IN_URL = /(sk-[A-Za-z0-9_-]{20,}|sk-ant-[A-Za-z0-9_-]{20,}|ghp_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})/;
+const SECRET_IN_URL =
+  /(sk-[A-Za-z0-9_-]{20,}|sk-ant-[A-Za-z0-9_-]{20,}|ghp_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})/;
 
 function decodeFully(url: string): string {
   let current = url;
@@ -95,10 +96,18 @@ function decodeBody(body: Buffer, contentType: string): string {
 }
 
 /** A fetched body as markdown, by content type; other types are refused. */
-export function bodyToMarkdown(body: Buffer, contentType: string, url: string): { title: string; content: string } {
+export function bodyToMarkdown(
+  body: Buffer,
+  contentType: string,
+  url: string,
+): { title: string; content: string } {
   const type = mediaType(contentType);
   const text = decodeBody(body, contentType);
-  if (type === 'text/html' || type === 'application/xhtml+xml' || (type === '' && /^\s*<(!doctype html|html)/i.test(text))) {
+  if (
+    type === 'text/html' ||
+    type === 'application/xhtml+xml' ||
+    (type === '' && /^\s*<(!doctype html|html)/i.test(text))
+  ) {
     const page = htmlToMarkdown(text, url);
     return { title: page.title, content: page.markdown };
   }
@@ -112,7 +121,10 @@ export function bodyToMarkdown(body: Buffer, contentType: string, url: string): 
     return { title: '', content: `\`\`\`json\n${pretty}\n\`\`\`` };
   }
   if (type.startsWith('text/')) return { title: '', content: text.trim() };
-  throw new WebToolError(`Unsupported content type "${type || 'unknown'}" at ${url} (supported: HTML, plain text, JSON)`, { url });
+  throw new WebToolError(
+    `Unsupported content type "${type || 'unknown'}" at ${url} (supported: HTML, plain text, JSON)`,
+    { url },
+  );
 }
 
 export function createWebExtractTool(settings: WebExtractSettings = {}): ToolV1<WebExtractArgs> {
@@ -130,7 +142,12 @@ export function createWebExtractTool(settings: WebExtractSettings = {}): ToolV1<
 
   const extractOne = async (url: string, signal: AbortSignal): Promise<ExtractResult> => {
     if (SECRET_IN_URL.test(decodeFully(url))) {
-      return { url, title: '', content: '', error: 'Blocked: the URL appears to contain an API key or secret token; it was not fetched' };
+      return {
+        url,
+        title: '',
+        content: '',
+        error: 'Blocked: the URL appears to contain an API key or secret token; it was not fetched',
+      };
     }
     const key = url.replace(/#.*$/, '');
     const cached = cache.get(key);
@@ -149,7 +166,8 @@ export function createWebExtractTool(settings: WebExtractSettings = {}): ToolV1<
       if (page.status >= 400) throw new WebToolError(`HTTP ${page.status} fetching ${page.url}`, { url });
       const converted = bodyToMarkdown(page.body, page.contentType, page.url);
       let content = converted.content;
-      if (content.length > maxChars) content = `${content.slice(0, maxChars)}\n\n[... content truncated at ${maxChars.toLocaleString('en-US')} characters ...]`;
+      if (content.length > maxChars)
+        content = `${content.slice(0, maxChars)}\n\n[... content truncated at ${maxChars.toLocaleString('en-US')} characters ...]`;
       const result: ExtractResult = { url: page.url, title: converted.title, content };
       if (ttl > 0) {
         cache.set(key, { expires: now() + ttl, result });
@@ -172,11 +190,20 @@ export function createWebExtractTool(settings: WebExtractSettings = {}): ToolV1<
     async execute(args, context) {
       const urls = args.urls.slice(0, MAX_URLS);
       const results = await Promise.all(urls.map((url) => extractOne(url, context.signal)));
-      if (results.length === 0) return { content: JSON.stringify({ error: 'Content was inaccessible or not found' }), isError: true };
-      const shown = results.map((result) => (result.error ? result : { url: result.url, title: result.title, content: result.content }));
+      if (results.length === 0)
+        return { content: JSON.stringify({ error: 'Content was inaccessible or not found' }), isError: true };
+      const shown = results.map((result) =>
+        result.error ? result : { url: result.url, title: result.title, content: result.content },
+      );
       return {
         content: JSON.stringify({ results: shown }, null, 2),
-        data: { results: results.map((result) => ({ url: result.url, chars: result.content.length, error: result.error })) },
+        data: {
+          results: results.map((result) => ({
+            url: result.url,
+            chars: result.content.length,
+            error: result.error,
+          })),
+        },
         isError: results.every((result) => result.error !== undefined),
       };
     },

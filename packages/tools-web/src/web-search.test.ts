@@ -17,8 +17,20 @@ describe('web_search providers against local servers speaking each API', () => {
         query: 'rust async',
         number_of_results: 2,
         results: [
-          { url: 'https://tokio.rs/', title: 'Tokio', content: 'An asynchronous runtime for Rust', engine: 'duckduckgo', engines: ['duckduckgo'], score: 2 },
-          { url: 'https://rust-lang.github.io/async-book/', title: 'Async book', content: 'Asynchronous Programming in Rust', engine: 'bing' },
+          {
+            url: 'https://tokio.rs/',
+            title: 'Tokio',
+            content: 'An asynchronous runtime for Rust',
+            engine: 'duckduckgo',
+            engines: ['duckduckgo'],
+            score: 2,
+          },
+          {
+            url: 'https://rust-lang.github.io/async-book/',
+            title: 'Async book',
+            content: 'Asynchronous Programming in Rust',
+            engine: 'bing',
+          },
           { url: 'https://example.com/3', title: 'Third', content: 'three' },
         ],
         answers: [],
@@ -31,7 +43,17 @@ describe('web_search providers against local servers speaking each API', () => {
       json({
         type: 'search',
         query: { original: 'rust async' },
-        web: { type: 'search', results: [{ title: 'Tokio', url: 'https://tokio.rs/', description: 'An <strong>asynchronous</strong> runtime', age: '2 days ago' }] },
+        web: {
+          type: 'search',
+          results: [
+            {
+              title: 'Tokio',
+              url: 'https://tokio.rs/',
+              description: 'An <strong>asynchronous</strong> runtime',
+              age: '2 days ago',
+            },
+          ],
+        },
       }),
     );
     server.route(
@@ -40,7 +62,15 @@ describe('web_search providers against local servers speaking each API', () => {
         query: 'rust async',
         answer: null,
         images: [],
-        results: [{ title: 'Tokio', url: 'https://tokio.rs/', content: 'Tokio is an asynchronous runtime.', score: 0.93, raw_content: null }],
+        results: [
+          {
+            title: 'Tokio',
+            url: 'https://tokio.rs/',
+            content: 'Tokio is an asynchronous runtime.',
+            score: 0.93,
+            raw_content: null,
+          },
+        ],
         response_time: 0.8,
       }),
     );
@@ -50,15 +80,36 @@ describe('web_search providers against local servers speaking each API', () => {
         requestId: 'b5947044c4b78efa9552a7c89b306d95',
         resolvedSearchType: 'neural',
         results: [
-          { id: 'https://tokio.rs/', title: 'Tokio', url: 'https://tokio.rs/', publishedDate: '2024-01-01', author: null, highlights: ['Tokio is a runtime', 'for writing reliable apps'] },
+          {
+            id: 'https://tokio.rs/',
+            title: 'Tokio',
+            url: 'https://tokio.rs/',
+            publishedDate: '2024-01-01',
+            author: null,
+            highlights: ['Tokio is a runtime', 'for writing reliable apps'],
+          },
         ],
       }),
     );
     server.route(
       '/v2/search',
-      json({ success: true, data: { web: [{ url: 'https://tokio.rs/', title: 'Tokio', description: 'Build reliable network applications', position: 1 }] } }),
+      json({
+        success: true,
+        data: {
+          web: [
+            {
+              url: 'https://tokio.rs/',
+              title: 'Tokio',
+              description: 'Build reliable network applications',
+              position: 1,
+            },
+          ],
+        },
+      }),
     );
-    server.route('/broken/search', (_request, response) => response.writeHead(500, { 'content-type': 'text/plain' }).end('upstream exploded'));
+    server.route('/broken/search', (_request, response) =>
+      response.writeHead(500, { 'content-type': 'text/plain' }).end('upstream exploded'),
+    );
   });
   afterAll(() => server.close());
 
@@ -73,32 +124,68 @@ describe('web_search providers against local servers speaking each API', () => {
       success: true,
       data: {
         web: [
-          { title: 'Tokio', url: 'https://tokio.rs/', description: 'An asynchronous runtime for Rust', position: 1 },
-          { title: 'Async book', url: 'https://rust-lang.github.io/async-book/', description: 'Asynchronous Programming in Rust', position: 2 },
+          {
+            title: 'Tokio',
+            url: 'https://tokio.rs/',
+            description: 'An asynchronous runtime for Rust',
+            position: 1,
+          },
+          {
+            title: 'Async book',
+            url: 'https://rust-lang.github.io/async-book/',
+            description: 'Asynchronous Programming in Rust',
+            position: 2,
+          },
         ],
       },
     });
   });
 
   it('Brave: GET /res/v1/web/search with X-Subscription-Token, web.results[]', async () => {
-    const tool = createWebSearchTool({ provider: 'brave', baseUrl: server.origin, env: { BRAVE_API_KEY: 'brave-key' } });
+    const tool = createWebSearchTool({
+      provider: 'brave',
+      baseUrl: server.origin,
+      env: { BRAVE_API_KEY: 'brave-key' },
+    });
     const { json: body } = await call(tool, { query: 'rust async', limit: 50 });
     expect(last().path).toBe('/res/v1/web/search?q=rust+async&count=20');
     expect(last().headers['x-subscription-token']).toBe('brave-key');
-    expect(body.data.web[0]).toEqual({ title: 'Tokio', url: 'https://tokio.rs/', description: 'An <strong>asynchronous</strong> runtime', position: 1 });
+    expect(body.data.web[0]).toEqual({
+      title: 'Tokio',
+      url: 'https://tokio.rs/',
+      description: 'An <strong>asynchronous</strong> runtime',
+      position: 1,
+    });
   });
 
   it('Tavily: POST /search with api_key in the body, results[].content', async () => {
-    const tool = createWebSearchTool({ provider: 'tavily', env: { TAVILY_API_KEY: 'tvly-key', TAVILY_BASE_URL: `${server.origin}/tavily` } });
+    const tool = createWebSearchTool({
+      provider: 'tavily',
+      env: { TAVILY_API_KEY: 'tvly-key', TAVILY_BASE_URL: `${server.origin}/tavily` },
+    });
     const { json: body } = await call(tool, { query: 'rust async' });
     expect(last().method).toBe('POST');
-    expect(JSON.parse(last().body)).toMatchObject({ api_key: 'tvly-key', query: 'rust async', max_results: 5 });
+    expect(JSON.parse(last().body)).toMatchObject({
+      api_key: 'tvly-key',
+      query: 'rust async',
+      max_results: 5,
+    });
     expect(last().headers.authorization).toBe('Bearer tvly-key');
-    expect(body.data.web).toEqual([{ title: 'Tokio', url: 'https://tokio.rs/', description: 'Tokio is an asynchronous runtime.', position: 1 }]);
+    expect(body.data.web).toEqual([
+      {
+        title: 'Tokio',
+        url: 'https://tokio.rs/',
+        description: 'Tokio is an asynchronous runtime.',
+        position: 1,
+      },
+    ]);
   });
 
   it('Exa: POST /search with x-api-key and numResults, highlights as description', async () => {
-    const tool = createWebSearchTool({ provider: 'exa', env: { EXA_API_KEY: 'exa-key', EXA_BASE_URL: `${server.origin}/exa` } });
+    const tool = createWebSearchTool({
+      provider: 'exa',
+      env: { EXA_API_KEY: 'exa-key', EXA_BASE_URL: `${server.origin}/exa` },
+    });
     const { json: body } = await call(tool, { query: 'rust async', limit: 3 });
     expect(last().headers['x-api-key']).toBe('exa-key');
     expect(JSON.parse(last().body)).toMatchObject({ query: 'rust async', numResults: 3 });
@@ -106,12 +193,18 @@ describe('web_search providers against local servers speaking each API', () => {
   });
 
   it('Firecrawl: POST /v2/search with a bearer key, data.web[]', async () => {
-    const tool = createWebSearchTool({ provider: 'firecrawl', env: { FIRECRAWL_API_KEY: 'fc-key', FIRECRAWL_API_URL: server.origin } });
+    const tool = createWebSearchTool({
+      provider: 'firecrawl',
+      env: { FIRECRAWL_API_KEY: 'fc-key', FIRECRAWL_API_URL: server.origin },
+    });
     const { json: body } = await call(tool, { query: 'rust async', limit: 1 });
     expect(last().path).toBe('/v2/search');
     expect(last().headers.authorization).toBe('Bearer fc-key');
     expect(JSON.parse(last().body)).toEqual({ query: 'rust async', limit: 1 });
-    expect(body.data.web[0]).toMatchObject({ url: 'https://tokio.rs/', description: 'Build reliable network applications' });
+    expect(body.data.web[0]).toMatchObject({
+      url: 'https://tokio.rs/',
+      description: 'Build reliable network applications',
+    });
   });
 
   it('reads keys lazily and names the missing variable', async () => {
@@ -119,7 +212,9 @@ describe('web_search providers against local servers speaking each API', () => {
     const tool = createWebSearchTool({ provider: 'tavily', env });
     const missing = await call(tool, { query: 'x' });
     expect(missing.output.isError).toBe(true);
-    expect(missing.json.error).toBe('Error searching web: web_search provider "tavily" needs TAVILY_API_KEY to be set in the environment');
+    expect(missing.json.error).toBe(
+      'Error searching web: web_search provider "tavily" needs TAVILY_API_KEY to be set in the environment',
+    );
     env.TAVILY_API_KEY = 'late-key';
     env.TAVILY_BASE_URL = `${server.origin}/tavily`;
     expect((await call(tool, { query: 'x' })).json.success).toBe(true);
@@ -129,13 +224,20 @@ describe('web_search providers against local servers speaking each API', () => {
     const chosen = createWebSearchTool({ env: { EXA_API_KEY: 'k', EXA_BASE_URL: `${server.origin}/exa` } });
     expect((await call(chosen, { query: 'x' })).output.data).toMatchObject({ provider: 'exa' });
     const none = await call(createWebSearchTool({ env: {} }), { query: 'x' });
-    expect(none.json.error).toMatch(/^Error searching web: No web_search provider is configured: set one of FIRECRAWL_API_KEY, TAVILY_API_KEY, EXA_API_KEY, BRAVE_API_KEY, SEARXNG_URL/);
+    expect(none.json.error).toMatch(
+      /^Error searching web: No web_search provider is configured: set one of FIRECRAWL_API_KEY, TAVILY_API_KEY, EXA_API_KEY, BRAVE_API_KEY, SEARXNG_URL/,
+    );
     const unknown = await call(createWebSearchTool({ provider: 'bingo', env: {} }), { query: 'x' });
-    expect(unknown.json.error).toBe('Error searching web: No web_search provider "bingo" (available: firecrawl, tavily, exa, brave, searxng)');
+    expect(unknown.json.error).toBe(
+      'Error searching web: No web_search provider "bingo" (available: firecrawl, tavily, exa, brave, searxng)',
+    );
   });
 
   it('reports provider HTTP errors', async () => {
-    const tool = createWebSearchTool({ provider: 'searxng', env: { SEARXNG_URL: `${server.origin}/broken` } });
+    const tool = createWebSearchTool({
+      provider: 'searxng',
+      env: { SEARXNG_URL: `${server.origin}/broken` },
+    });
     const { json: body } = await call(tool, { query: 'x' });
     expect(body.error).toBe('Error searching web: SearXNG answered HTTP 500: upstream exploded');
   });

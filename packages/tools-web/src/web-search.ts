@@ -11,7 +11,13 @@ export const webSearchJsonSchema = {
   type: 'object',
   properties: {
     query: { type: 'string', description: 'The search query to look up on the web' },
-    limit: { type: 'integer', description: 'Maximum number of results to return (default: 5, max: 100)', default: 5, minimum: 1, maximum: 100 },
+    limit: {
+      type: 'integer',
+      description: 'Maximum number of results to return (default: 5, max: 100)',
+      default: 5,
+      minimum: 1,
+      maximum: 100,
+    },
   },
   required: ['query'],
 } as const;
@@ -21,7 +27,9 @@ export const webSearchInputSchema = z.object({
   limit: z
     .preprocess((value) => {
       const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-      return typeof number === 'number' && Number.isFinite(number) ? Math.min(100, Math.max(1, Math.trunc(number))) : 5;
+      return typeof number === 'number' && Number.isFinite(number)
+        ? Math.min(100, Math.max(1, Math.trunc(number)))
+        : 5;
     }, z.number().int())
     .optional(),
 });
@@ -53,7 +61,8 @@ export function createWebSearchTool(settings: WebSearchSettings = {}): ToolV1<We
       const env = settings.env ?? process.env;
       try {
         const provider =
-          settings.customProvider && (settings.provider === undefined || settings.provider === settings.customProvider.id)
+          settings.customProvider &&
+          (settings.provider === undefined || settings.provider === settings.customProvider.id)
             ? settings.customProvider
             : selectSearchProvider(settings.provider, env);
         const timeout = AbortSignal.timeout(settings.timeoutMs ?? 60_000);
@@ -63,12 +72,24 @@ export function createWebSearchTool(settings: WebSearchSettings = {}): ToolV1<We
           baseUrl: settings.baseUrl,
           signal: AbortSignal.any([context.signal, timeout]),
         });
-        const web = hits.map((hit, index) => ({ title: hit.title, url: hit.url, description: hit.description, position: index + 1 }));
+        const web = hits.map((hit, index) => ({
+          title: hit.title,
+          url: hit.url,
+          description: hit.description,
+          position: index + 1,
+        }));
         const data = { success: true, data: { web } };
-        return { content: JSON.stringify(data, null, 2), data: { provider: provider.id, results: web.length } };
+        return {
+          content: JSON.stringify(data, null, 2),
+          data: { provider: provider.id, results: web.length },
+        };
       } catch (error) {
-        const message = ShearsError.isInstance(error) || error instanceof Error ? error.message : String(error);
-        return { content: JSON.stringify({ error: `Error searching web: ${message}` }, null, 2), isError: true };
+        const message =
+          ShearsError.isInstance(error) || error instanceof Error ? error.message : String(error);
+        return {
+          content: JSON.stringify({ error: `Error searching web: ${message}` }, null, 2),
+          isError: true,
+        };
       }
     },
   });
