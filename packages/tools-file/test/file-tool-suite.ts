@@ -99,6 +99,14 @@ export function describeFileToolSuite(
         expect(clamped.json.content.startsWith('     1|line 1\n')).toBe(true);
       });
 
+      it('pages files too big to read whole with sed, giving the same lines and hint', async () => {
+        const small = toolRunner(sandbox, { wholeReadBytes: 64 });
+        const page = await small('read_file', { path: 'paged.txt', offset: 11, limit: 5 });
+        expect(page.json.content.split('\n')).toEqual(['    11|line 11', '    12|line 12', '    13|line 13', '    14|line 14', '    15|line 15']);
+        expect(page.json.hint).toBe('Use offset=16 to continue reading (showing 11-15 of 30 lines)');
+        expect(page.json.file_size).toBe(231);
+      });
+
       it('cuts very long lines and refuses reads over the character limit', async () => {
         await run('write_file', { path: 'long.txt', content: `${'x'.repeat(2500)}\nshort\n` });
         const read = await run('read_file', { path: 'long.txt' });
@@ -446,6 +454,13 @@ export function describeFileToolSuite(
         expect(good.json.content).toBe('     1|inside');
       });
 
+      it('refuses symlink loops and dangling symlinks that lead out', async () => {
+        await sh('ln -s loop-a loop-b && ln -s loop-b loop-a && ln -s /nonexistent-shears/target dangling');
+        await refused('read_file', { path: 'loop-a' }, /broken or loops|outside the sandbox workspace/);
+        await refused('write_file', { path: 'dangling', content: 'x' }, /broken or loops|outside the sandbox workspace/);
+        await refused('write_file', { path: 'loop-a/x.txt', content: 'x' }, /broken or loops|outside the sandbox workspace|not a directory/);
+      });
+
       it('refuses NUL bytes, control characters, over-long paths and text that is not UTF-8', async () => {
         await refused('read_file', { path: 'inside/ok.txt\0.png' }, /contains a NUL byte/);
         await refused('write_file', { path: 'bad\nname.txt', content: 'x' }, /contains control characters/);
@@ -465,6 +480,8 @@ export function describeFileToolSuite(
         const found = await run('search_files', { pattern: 'needle', path: 'weird' });
         expect(found.json.total_count).toBe(1);
         expect(found.json.matches[0].path).toMatch(/^weird\/caf/);
+        // The name comes back with U+FFFD in it; using it as a path is refused clearly.
+        await refused('read_file', { path: found.json.matches[0].path }, /not valid UTF-8/);
       });
 
       it('allows outside paths when confinement is relaxed for trusted local use', async () => {
