@@ -1,8 +1,8 @@
 #!/usr/bin/env node
+import { runCli } from './cli.js';
 // The `shears` executable: runs the CLI with process I/O; Ctrl-C aborts the run cleanly (a
 // second Ctrl-C exits at once).
 import { processIo } from './io.js';
-import { runCli } from './cli.js';
 
 const controller = new AbortController();
 let interrupts = 0;

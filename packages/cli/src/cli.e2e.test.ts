@@ -20,7 +20,9 @@ function readGroups(path: string): ScoredGroupRecord[] {
 
 describe('shears process', () => {
   it('runs the demo end to end without a key: JSONL with scores and advantages, an HTML report, progress and a summary', async () => {
-    const run = await runShears(['process', '--env', 'demo', '--groups', '4', '--out', 'runs/demo.jsonl'], { cwd: dir });
+    const run = await runShears(['process', '--env', 'demo', '--groups', '4', '--out', 'runs/demo.jsonl'], {
+      cwd: dir,
+    });
     expect(run.stderr).not.toMatch(/error/i);
     expect(run.code).toBe(0);
     const groups = readGroups(join(dir, 'runs/demo.jsonl'));
@@ -28,14 +30,17 @@ describe('shears process', () => {
     for (const group of groups) {
       expect(group.rollouts).toHaveLength(4);
       expect(group.advantages).toHaveLength(4);
-      for (const rollout of group.rollouts) expect(rollout.steps.length + rollout.messages.length).toBeGreaterThan(0);
+      for (const rollout of group.rollouts)
+        expect(rollout.steps.length + rollout.messages.length).toBeGreaterThan(0);
     }
     // The scripted policy solves some tasks and fails others, so advantages are informative.
     const spread = groups.filter((group) => new Set(group.scores).size > 1);
     expect(spread.length).toBeGreaterThan(0);
     expect(spread.some((group) => group.advantages.some((advantage) => (advantage ?? 0) > 0))).toBe(true);
     // Real terminal tool calls happened in the sandbox.
-    const calls = groups.flatMap((group) => group.rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls)));
+    const calls = groups.flatMap((group) =>
+      group.rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls)),
+    );
     expect(calls.some((call) => call.name === 'terminal' && call.result.includes('exit_code'))).toBe(true);
     expect(existsSync(join(dir, 'runs/demo.html'))).toBe(true);
     expect(run.stderr.match(/^group \d\/4 /gm)).toHaveLength(4);
@@ -45,9 +50,13 @@ describe('shears process', () => {
 
   it('gives the same multiset of scores for the same seed', async () => {
     const runOnce = async (name: string) => {
-      const run = await runShears(['process', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], { cwd: dir });
+      const run = await runShears(['process', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], {
+        cwd: dir,
+      });
       expect(run.code).toBe(0);
-      return readGroups(join(dir, name)).map((group) => `${group.taskId}:${[...group.scores].sort().join(',')}`).sort();
+      return readGroups(join(dir, name))
+        .map((group) => `${group.taskId}:${[...group.scores].sort().join(',')}`)
+        .sort();
     };
     expect(await runOnce('a.jsonl')).toEqual(await runOnce('b.jsonl'));
   });
@@ -74,9 +83,14 @@ describe('shears process', () => {
           'run: { groups: 2, out: runs/secret.jsonl }',
         ].join('\n'),
       );
-      const run = await runShears(['process', '--config', 'secret.yaml'], { cwd: dir, env: { OPENAI_API_KEY: secret, SHEARS_DEBUG: '1' } });
+      const run = await runShears(['process', '--config', 'secret.yaml'], {
+        cwd: dir,
+        env: { OPENAI_API_KEY: secret, SHEARS_DEBUG: '1' },
+      });
       expect(run.code).toBe(0);
-      expect(model.requests.some((request) => String(request.headers.authorization).includes(secret))).toBe(true);
+      expect(model.requests.some((request) => String(request.headers.authorization).includes(secret))).toBe(
+        true,
+      );
       const jsonl = readFileSync(join(dir, 'runs/secret.jsonl'), 'utf8');
       expect(jsonl).toContain('[redacted]');
       expect(jsonl).not.toContain(secret);
@@ -95,9 +109,13 @@ describe('shears process', () => {
     expect(unknownEnv.code).toBe(2);
     expect(unknownEnv.stderr).toMatch(/env\.name: unknown environment "dmeo" \(allowed: .*demo/);
     const unknownSandbox = await runShears(['process', '--sandbox', 'kubernetes'], { cwd: dir });
-    expect(unknownSandbox.stderr).toMatch(/sandbox\.provider: unknown sandbox provider "kubernetes" \(allowed: .*local/);
+    expect(unknownSandbox.stderr).toMatch(
+      /sandbox\.provider: unknown sandbox provider "kubernetes" \(allowed: .*local/,
+    );
     const unknownCommand = await runShears(['proces'], { cwd: dir });
-    expect(unknownCommand.stderr).toContain('Unknown command "proces" (available: process, serve, evaluate, api, train, view, doctor, schema)');
+    expect(unknownCommand.stderr).toContain(
+      'Unknown command "proces" (available: process, serve, evaluate, api, train, view, doctor, schema)',
+    );
   });
 });
 
@@ -106,7 +124,12 @@ describe('shears evaluate', () => {
     const args = ['evaluate', '--k', '2', '--evaluate.out', 'runs/eval.jsonl', '--json'];
     const first = await runShears(args, { cwd: dir });
     expect(first.code).toBe(0);
-    const summary = JSON.parse(first.stdout.trim()) as { tasks: unknown[]; passAtK: Record<string, number>; meanScore: { mean: number; low: number; high: number }; ran: number };
+    const summary = JSON.parse(first.stdout.trim()) as {
+      tasks: unknown[];
+      passAtK: Record<string, number>;
+      meanScore: { mean: number; low: number; high: number };
+      ran: number;
+    };
     expect(summary.tasks).toHaveLength(8);
     expect(summary.ran).toBe(8);
     expect(Object.keys(summary.passAtK)).toEqual(['pass@1', 'pass@2']);
@@ -128,13 +151,19 @@ describe('shears evaluate', () => {
     const again = JSON.parse(resumed.stdout.trim()) as { ran: number; resumed: number; tasks: unknown[] };
     expect(again).toMatchObject({ ran: 3, resumed: 5 });
     expect(again.tasks).toHaveLength(8);
-    expect(readGroups(path).every((group) => group.rollouts.every((rollout) => rollout.outcome !== 'infra_failure'))).toBe(true);
+    expect(
+      readGroups(path).every((group) =>
+        group.rollouts.every((rollout) => rollout.outcome !== 'infra_failure'),
+      ),
+    ).toBe(true);
   });
 });
 
 describe('shears view, schema, doctor', () => {
   it('view builds the HTML viewer from JSONL', async () => {
-    const run = await runShears(['process', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], { cwd: dir });
+    const run = await runShears(['process', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], {
+      cwd: dir,
+    });
     expect(run.code).toBe(0);
     const view = await runShears(['view', 'runs/v.jsonl'], { cwd: dir });
     expect(view.code).toBe(0);
@@ -152,8 +181,14 @@ describe('shears view, schema, doctor', () => {
   });
 
   it('doctor checks node, the inference server, ssh targets and the tokenizer, and says what to fix', async () => {
-    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify({ model: { type: 'BPE', vocab: { a: 0, b: 1 } } }));
-    const run = await runShears(['doctor', '--sandbox.ssh_targets', 'root@127.0.0.1:1', '--server.tokenizer', 'tokenizer.json'], { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    writeFileSync(
+      join(dir, 'tokenizer.json'),
+      JSON.stringify({ model: { type: 'BPE', vocab: { a: 0, b: 1 } } }),
+    );
+    const run = await runShears(
+      ['doctor', '--sandbox.ssh_targets', 'root@127.0.0.1:1', '--server.tokenizer', 'tokenizer.json'],
+      { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } },
+    );
     expect(run.stdout).toMatch(/✓ node\s+Node 2\d/);
     expect(run.stdout).toMatch(/✓ inference\s+scripted shears-demo-policy answered/);
     expect(run.stdout).toMatch(/✗ ssh root@127\.0\.0\.1:1 .*\n\s+fix: start sshd on 127\.0\.0\.1:1/);
@@ -181,7 +216,10 @@ describe('shears api', () => {
     const url = await listening;
     const root = (await (await fetch(`${url}/`)).json()) as { message: string };
     expect(root.message).toBe('AtroposLib API');
-    const status = (await (await fetch(`${url}/status`)).json()) as { current_step: number; queue_size: number };
+    const status = (await (await fetch(`${url}/status`)).json()) as {
+      current_step: number;
+      queue_size: number;
+    };
     expect(status).toEqual({ current_step: 0, queue_size: 0 });
     controller.abort();
     expect((await running).code).toBe(0);

@@ -1,24 +1,49 @@
 // The `shears` command: parses arguments, loads the config, and dispatches to a subcommand.
 // `runCli` is what the bin calls and what end-to-end tests call in-process.
-import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
+
 import { setMaxListeners } from 'node:events';
+import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import { parseArgs } from './args.js';
 import { loadConfig } from './config/load-config.js';
-import { createCliLogger, type CliIo, processIo } from './io.js';
+import { type CliIo, createCliLogger, processIo } from './io.js';
 import { createRedactor } from './redact.js';
 import type { CommandContext } from './runtime.js';
 
 type Command = (context: CommandContext) => Promise<number>;
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
-  process: { summary: 'run N groups, write JSONL and an HTML report', load: async () => (await import('./commands/process.js')).processCommand },
-  serve: { summary: 'run continuously and push groups to a trajectory API', load: async () => (await import('./commands/serve.js')).serveCommand },
-  evaluate: { summary: 'k samples per task: pass@k, mean score with CIs, per-task table', load: async () => (await import('./commands/evaluate.js')).evaluateCommand },
-  api: { summary: 'run the Atropos-compatible trajectory API server', load: async () => (await import('./commands/api.js')).apiCommand },
-  train: { summary: 'start the API, env workers and the trainer; supervise them', load: async () => (await import('./commands/train.js')).trainCommand },
-  view: { summary: 'build the static HTML viewer from a JSONL file', load: async () => (await import('./commands/view.js')).viewCommand },
-  doctor: { summary: 'check Node, Docker, ssh targets, the inference server and tokenizer', load: async () => (await import('./commands/doctor.js')).doctorCommand },
-  schema: { summary: "print the config's JSON Schema", load: async () => (await import('./commands/schema.js')).schemaCommand },
+  process: {
+    summary: 'run N groups, write JSONL and an HTML report',
+    load: async () => (await import('./commands/process.js')).processCommand,
+  },
+  serve: {
+    summary: 'run continuously and push groups to a trajectory API',
+    load: async () => (await import('./commands/serve.js')).serveCommand,
+  },
+  evaluate: {
+    summary: 'k samples per task: pass@k, mean score with CIs, per-task table',
+    load: async () => (await import('./commands/evaluate.js')).evaluateCommand,
+  },
+  api: {
+    summary: 'run the Atropos-compatible trajectory API server',
+    load: async () => (await import('./commands/api.js')).apiCommand,
+  },
+  train: {
+    summary: 'start the API, env workers and the trainer; supervise them',
+    load: async () => (await import('./commands/train.js')).trainCommand,
+  },
+  view: {
+    summary: 'build the static HTML viewer from a JSONL file',
+    load: async () => (await import('./commands/view.js')).viewCommand,
+  },
+  doctor: {
+    summary: 'check Node, Docker, ssh targets, the inference server and tokenizer',
+    load: async () => (await import('./commands/doctor.js')).doctorCommand,
+  },
+  schema: {
+    summary: "print the config's JSON Schema",
+    load: async () => (await import('./commands/schema.js')).schemaCommand,
+  },
 };
 
 export const USAGE = `Usage: shears <command> [--config shears.yaml] [--flag value] [--section.field value]

@@ -1,6 +1,8 @@
 // The composition root: one registry with the CLI's plugin, the built-in plugin packages that
 // are installed, and the plugins the config names; then the env, server and sandbox provider
 // the config asks for, with errors that name the config field.
+
+import { resolve as resolvePath } from 'node:path';
 import {
   ConfigError,
   createRegistry,
@@ -13,7 +15,6 @@ import {
   type SandboxProviderV1,
   type ServerV1,
 } from '@shears/core';
-import { resolve as resolvePath } from 'node:path';
 import type { ShearsConfig } from './config/config-schema.js';
 import cliPlugin from './plugin.js';
 
@@ -47,7 +48,10 @@ async function importBuiltin(name: string): Promise<unknown> {
   return module.default ?? module.plugin;
 }
 
-export async function composeRegistry(config: ShearsConfig, options: { cwd: string; logger: Logger }): Promise<Composed> {
+export async function composeRegistry(
+  config: ShearsConfig,
+  options: { cwd: string; logger: Logger },
+): Promise<Composed> {
   const registry = createRegistry({ logger: options.logger });
   registry.use(cliPlugin);
   const plugins: PluginStatus[] = [];
@@ -102,13 +106,25 @@ export async function createFromConfig<K extends PluginKind>(
 }
 
 export async function createEnv(registry: Registry, config: ShearsConfig): Promise<EnvV1> {
-  return createFromConfig(registry, 'envs', config.env.name, 'env.name', { seed: config.env.seed, ...config.env.settings });
+  return createFromConfig(registry, 'envs', config.env.name, 'env.name', {
+    seed: config.env.seed,
+    ...config.env.settings,
+  });
 }
 
-export async function createServer(registry: Registry, config: ShearsConfig, apiKey: string | undefined, cwd = process.cwd()): Promise<ServerV1> {
+export async function createServer(
+  registry: Registry,
+  config: ShearsConfig,
+  apiKey: string | undefined,
+  cwd = process.cwd(),
+): Promise<ServerV1> {
   const server = config.server;
   if (server.provider === 'scripted') {
-    return createFromConfig(registry, 'servers', 'scripted', 'server.provider', { seed: config.env.seed, model: server.model, ...server.settings });
+    return createFromConfig(registry, 'servers', 'scripted', 'server.provider', {
+      seed: config.env.seed,
+      model: server.model,
+      ...server.settings,
+    });
   }
   if (!server.base_url) {
     throw new ConfigError({
@@ -128,12 +144,17 @@ export async function createServer(registry: Registry, config: ShearsConfig, api
     ...(apiKey ? { apiKey } : {}),
     ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
     // Token-in/token-out servers apply the chat template themselves.
-    ...(server.tokenizer && ['vllm', 'sglang'].includes(server.provider) ? { tokenizer: resolvePath(cwd, server.tokenizer) } : {}),
+    ...(server.tokenizer && ['vllm', 'sglang'].includes(server.provider)
+      ? { tokenizer: resolvePath(cwd, server.tokenizer) }
+      : {}),
     ...server.settings,
   });
 }
 
-export async function createSandboxProvider(registry: Registry, config: ShearsConfig): Promise<SandboxProviderV1> {
+export async function createSandboxProvider(
+  registry: Registry,
+  config: ShearsConfig,
+): Promise<SandboxProviderV1> {
   return createFromConfig(registry, 'sandboxes', config.sandbox.provider, 'sandbox.provider', {
     ...(config.sandbox.image ? { image: config.sandbox.image } : {}),
     ...config.sandbox.settings,

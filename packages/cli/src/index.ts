@@ -2,11 +2,11 @@
 // configs, build the trajectory viewer, and the bundled demo environment and policy.
 import plugin from './plugin.js';
 
-export { FLAG_ALIASES, parseArgs } from './args.js';
 export type { ParsedArgs } from './args.js';
+export { FLAG_ALIASES, parseArgs } from './args.js';
 export { runCli, USAGE } from './cli.js';
-export type { CliIo } from './io.js';
-export { processIo } from './io.js';
+export { configJsonSchema } from './commands/schema.js';
+export type { ShearsConfig, ShearsConfigInput } from './config/config-schema.js';
 export {
   apiConfigSchema,
   envConfigSchema,
@@ -17,22 +17,22 @@ export {
   shearsConfigSchema,
   trainConfigSchema,
 } from './config/config-schema.js';
-export type { ShearsConfig, ShearsConfigInput } from './config/config-schema.js';
-export { configErrorFromZod, loadConfig } from './config/load-config.js';
 export type { LoadConfigOptions, LoadedConfig } from './config/load-config.js';
-export { configJsonSchema } from './commands/schema.js';
-export { buildViewerHtml, readGroupsForViewer } from './viewer/build-viewer.js';
-export type { BuildViewerOptions, ReadGroupsResult, ViewerMeta } from './viewer/build-viewer.js';
-export { createSyntheticGroups } from './viewer/synthetic-groups.js';
-export { bootstrapMean, passAtK } from './stats.js';
-export type { ConfidenceInterval } from './stats.js';
-export { createRedactor } from './redact.js';
-export { DEMO_TASKS } from './demo/demo-tasks.js';
-export type { DemoTask } from './demo/demo-tasks.js';
-export { createDemoEnv, DEMO_SYSTEM_PROMPT } from './demo/demo-env.js';
+export { configErrorFromZod, loadConfig } from './config/load-config.js';
 export type { DemoEnvSettings, DemoItem } from './demo/demo-env.js';
-export { createDemoPolicy, pickPlan } from './demo/demo-policy.js';
+export { createDemoEnv, DEMO_SYSTEM_PROMPT } from './demo/demo-env.js';
 export type { DemoPlan, DemoPolicyOptions } from './demo/demo-policy.js';
+export { createDemoPolicy, pickPlan } from './demo/demo-policy.js';
 export { startDemoServer } from './demo/demo-server.js';
+export type { DemoTask } from './demo/demo-tasks.js';
+export { DEMO_TASKS } from './demo/demo-tasks.js';
+export type { CliIo } from './io.js';
+export { processIo } from './io.js';
 export { default as plugin } from './plugin.js';
+export { createRedactor } from './redact.js';
+export type { ConfidenceInterval } from './stats.js';
+export { bootstrapMean, passAtK } from './stats.js';
+export type { BuildViewerOptions, ReadGroupsResult, ViewerMeta } from './viewer/build-viewer.js';
+export { buildViewerHtml, readGroupsForViewer } from './viewer/build-viewer.js';
+export { createSyntheticGroups } from './viewer/synthetic-groups.js';
 export default plugin;

@@ -24,7 +24,11 @@ export function processIo(): CliIo {
 }
 
 /** A logger writing `level message key=value` lines to stderr, secrets redacted. */
-export function createCliLogger(io: CliIo, redact: Redactor, options: { debug?: boolean; prefix?: string } = {}): Logger {
+export function createCliLogger(
+  io: CliIo,
+  redact: Redactor,
+  options: { debug?: boolean; prefix?: string } = {},
+): Logger {
   const write = (level: string, message: string, fields?: Record<string, unknown>) => {
     const extra = fields && Object.keys(fields).length ? ` ${JSON.stringify(fields)}` : '';
     io.stderr(redact(`${options.prefix ?? ''}${level === 'info' ? '' : `${level}: `}${message}${extra}\n`));

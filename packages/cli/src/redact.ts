@@ -4,7 +4,9 @@
 export type Redactor = (text: string) => string;
 
 export function createRedactor(secrets: readonly string[]): Redactor {
-  const list = [...new Set(secrets.filter((secret) => secret.length >= 4))].sort((a, b) => b.length - a.length);
+  const list = [...new Set(secrets.filter((secret) => secret.length >= 4))].sort(
+    (a, b) => b.length - a.length,
+  );
   if (list.length === 0) return (text) => text;
   return (text) => {
     let out = text;

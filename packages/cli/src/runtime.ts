@@ -14,7 +14,14 @@ import {
   type ScoredGroupRecord,
   type ServerV1,
 } from '@shears/core';
-import { composeRegistry, createEnv, createSandboxProvider, createServer, observeServer, type PluginStatus } from './compose.js';
+import {
+  composeRegistry,
+  createEnv,
+  createSandboxProvider,
+  createServer,
+  observeServer,
+  type PluginStatus,
+} from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
 import type { CliIo } from './io.js';
 import { createProgress, type ProgressMode, type ProgressReporter } from './progress/progress.js';
@@ -48,9 +55,15 @@ export function progressMode(context: CommandContext): ProgressMode {
   return wanted;
 }
 
-export async function startRuntime(context: CommandContext, options: { totalGroups?: number; label?: string } = {}): Promise<Runtime> {
+export async function startRuntime(
+  context: CommandContext,
+  options: { totalGroups?: number; label?: string } = {},
+): Promise<Runtime> {
   const { config } = context;
-  const { registry, plugins } = await composeRegistry(config, { cwd: context.io.cwd, logger: context.logger });
+  const { registry, plugins } = await composeRegistry(config, {
+    cwd: context.io.cwd,
+    logger: context.logger,
+  });
   const progress = createProgress({
     mode: progressMode(context),
     write: (text) => context.io.stderr(context.redact(text)),
@@ -94,7 +107,12 @@ export async function startRuntime(context: CommandContext, options: { totalGrou
 }
 
 /** Runs one group of `groupSize` rollouts of `item` through the kernel's group runner. */
-export async function runOneGroup(runtime: Runtime, context: CommandContext, item: EnvItem, groupSize: number): Promise<ScoredGroupRecord> {
+export async function runOneGroup(
+  runtime: Runtime,
+  context: CommandContext,
+  item: EnvItem,
+  groupSize: number,
+): Promise<ScoredGroupRecord> {
   const { config } = context;
   return runGroup({
     env: runtime.env,
@@ -111,7 +129,8 @@ export async function runOneGroup(runtime: Runtime, context: CommandContext, ite
     logger: context.logger,
     onEvent: (event) => {
       if (event.type === 'rollout_started') runtime.progress.rolloutStarted();
-      else if (event.type === 'rollout_finished') runtime.progress.rolloutFinished(event.outcome, event.willRetry);
+      else if (event.type === 'rollout_finished')
+        runtime.progress.rolloutFinished(event.outcome, event.willRetry);
     },
   });
 }

@@ -24,7 +24,10 @@ describe('bootstrapMean', () => {
     expect(small.low).toBeLessThanOrEqual(0.6);
     expect(small.high).toBeGreaterThanOrEqual(0.6);
     expect(bootstrapMean([0, 1, 1, 0, 1], { seed: 1 })).toEqual(small);
-    const large = bootstrapMean(Array.from({ length: 500 }, (_, index) => (index % 5 < 3 ? 1 : 0)), { seed: 1 });
+    const large = bootstrapMean(
+      Array.from({ length: 500 }, (_, index) => (index % 5 < 3 ? 1 : 0)),
+      { seed: 1 },
+    );
     expect(large.high - large.low).toBeLessThan(small.high - small.low);
   });
 

@@ -3,7 +3,15 @@
 
 /** Probability that at least one of k samples drawn from n (c correct) is correct. */
 export function passAtK(n: number, c: number, k: number): number {
-  if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || n < 0 || c < 0 || c > n || k < 1) {
+  if (
+    !Number.isInteger(n) ||
+    !Number.isInteger(c) ||
+    !Number.isInteger(k) ||
+    n < 0 ||
+    c < 0 ||
+    c > n ||
+    k < 1
+  ) {
     throw new RangeError(`passAtK: need integers 0 <= c <= n and k >= 1 (got n=${n}, c=${c}, k=${k})`);
   }
   if (k > n) return Number.NaN;
@@ -37,7 +45,10 @@ export function mean(values: readonly number[]): number {
 }
 
 /** Percentile bootstrap of the mean over `values` (one value per task, so tasks are the unit). */
-export function bootstrapMean(values: readonly number[], options: { samples?: number; confidence?: number; seed?: number } = {}): ConfidenceInterval {
+export function bootstrapMean(
+  values: readonly number[],
+  options: { samples?: number; confidence?: number; seed?: number } = {},
+): ConfidenceInterval {
   const samples = options.samples ?? 1000;
   const confidence = options.confidence ?? 0.95;
   const center = mean(values);

@@ -5,7 +5,14 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
 import { formatNumber, formatTable } from '../progress/progress.js';
-import { type CommandContext, createJsonlWriter, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
+import {
+  type CommandContext,
+  createJsonlWriter,
+  reportPathFor,
+  resolveOut,
+  runOneGroup,
+  startRuntime,
+} from '../runtime.js';
 import { bootstrapMean, mean, passAtK } from '../stats.js';
 import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
 
@@ -48,7 +55,10 @@ export function kValues(k: number): number[] {
   return [...values].sort((a, b) => a - b);
 }
 
-export function summarizeEvaluation(records: readonly ScoredGroupRecord[], options: { k: number; samples: number; confidence: number; env: string; model: string }): EvaluationSummary {
+export function summarizeEvaluation(
+  records: readonly ScoredGroupRecord[],
+  options: { k: number; samples: number; confidence: number; env: string; model: string },
+): EvaluationSummary {
   const ks = kValues(options.k);
   const tasks: TaskEvaluation[] = records.map((record) => {
     const counted = record.rollouts.filter((rollout) => COUNTED.has(rollout.outcome));
@@ -65,7 +75,10 @@ export function summarizeEvaluation(records: readonly ScoredGroupRecord[], optio
     };
   });
   const passAtKOverall: Record<string, number> = {};
-  for (const k of ks) passAtKOverall[`pass@${k}`] = mean(tasks.map((task) => task.passAtK[`pass@${k}`]!).filter((value) => !Number.isNaN(value)));
+  for (const k of ks)
+    passAtKOverall[`pass@${k}`] = mean(
+      tasks.map((task) => task.passAtK[`pass@${k}`]!).filter((value) => !Number.isNaN(value)),
+    );
   const interval = bootstrapMean(
     tasks.map((task) => task.meanScore).filter((value) => !Number.isNaN(value)),
     { samples: options.samples, confidence: options.confidence },
@@ -88,7 +101,13 @@ export function formatEvaluation(summary: EvaluationSummary): string {
   const rows = summary.tasks
     .slice()
     .sort((a, b) => a.taskId.localeCompare(b.taskId))
-    .map((task) => [task.taskId, `${task.correct}/${task.samples}`, formatNumber(task.meanScore), ...ks.map((key) => formatNumber(task.passAtK[key])), String(task.failed)]);
+    .map((task) => [
+      task.taskId,
+      `${task.correct}/${task.samples}`,
+      formatNumber(task.meanScore),
+      ...ks.map((key) => formatNumber(task.passAtK[key])),
+      String(task.failed),
+    ]);
   const table = formatTable(['task', 'correct', 'mean', ...ks, 'failed'], rows);
   const percent = Math.round(summary.meanScore.confidence * 100);
   return [
@@ -173,10 +192,19 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const summaryPath = out.replace(/\.jsonl?$/i, '') + '.summary.json';
   writeFileSync(summaryPath, `${context.redact(JSON.stringify(summary, null, 2))}\n`);
   if (config.run.report) {
-    writeFileSync(reportPathFor(out), buildViewerHtml(records, { meta: { title: `shears evaluate · ${config.env.name}`, description: `k=${k}` }, redact: context.redact }));
+    writeFileSync(
+      reportPathFor(out),
+      buildViewerHtml(records, {
+        meta: { title: `shears evaluate · ${config.env.name}`, description: `k=${k}` },
+        redact: context.redact,
+      }),
+    );
   }
   io.stderr(`${context.redact(formatEvaluation(summary))}\n`);
   if (context.flags.json === true) io.stdout(`${context.redact(JSON.stringify(summary))}\n`);
-  else io.stdout(`wrote ${records.length} items to ${relative(io.cwd, out) || out} and ${relative(io.cwd, summaryPath)}\n`);
+  else
+    io.stdout(
+      `wrote ${records.length} items to ${relative(io.cwd, out) || out} and ${relative(io.cwd, summaryPath)}\n`,
+    );
   return context.signal.aborted ? 130 : 0;
 }

@@ -3,7 +3,14 @@ import { writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { ScoredGroupRecord } from '@shears/core';
 import { summarizeGroups } from '../progress/progress.js';
-import { type CommandContext, createJsonlWriter, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
+import {
+  type CommandContext,
+  createJsonlWriter,
+  reportPathFor,
+  resolveOut,
+  runOneGroup,
+  startRuntime,
+} from '../runtime.js';
 import { buildViewerHtml } from '../viewer/build-viewer.js';
 
 export async function processCommand(context: CommandContext): Promise<number> {
@@ -54,7 +61,9 @@ export async function processCommand(context: CommandContext): Promise<number> {
   }
   io.stderr(`${context.redact(summarizeGroups(groups, snapshot))}\n`);
   const show = (path: string) => relative(io.cwd, path) || path;
-  io.stdout(`wrote ${groups.length} groups to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`);
+  io.stdout(
+    `wrote ${groups.length} groups to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`,
+  );
   if (context.signal.aborted) return 130;
   return groups.length > 0 ? 0 : 1;
 }

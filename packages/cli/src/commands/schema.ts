@@ -6,7 +6,10 @@ import type { CommandContext } from '../runtime.js';
 export function configJsonSchema(): Record<string, unknown> {
   return {
     $id: 'https://shears.dev/schema/config.json',
-    ...(z.toJSONSchema(shearsConfigSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>),
+    ...(z.toJSONSchema(shearsConfigSchema, { io: 'input', unrepresentable: 'any' }) as Record<
+      string,
+      unknown
+    >),
   };
 }
 

@@ -31,7 +31,8 @@ export async function trainCommand(context: CommandContext): Promise<number> {
   const trainer = config.train.trainer;
   if (!trainer) {
     throw new ConfigError({
-      message: 'train.trainer.command: required for `shears train` (e.g. train: { trainer: { command: ["python", "trainer.py"] } })',
+      message:
+        'train.trainer.command: required for `shears train` (e.g. train: { trainer: { command: ["python", "trainer.py"] } })',
       issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
     });
   }
@@ -63,10 +64,12 @@ export async function trainCommand(context: CommandContext): Promise<number> {
   });
   pipeLines(child.stdout, say('trainer'));
   pipeLines(child.stderr, say('trainer'));
-  const trainerExit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((done) => {
-    child.once('exit', (code, signal) => done({ code, signal }));
-    child.once('error', (error) => done({ code: null, signal: null, error }));
-  });
+  const trainerExit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
+    (done) => {
+      child.once('exit', (code, signal) => done({ code, signal }));
+      child.once('error', (error) => done({ code: null, signal: null, error }));
+    },
+  );
 
   const workers = Array.from({ length: config.train.workers }, (_, index) => {
     const name = `worker-${index}`;
@@ -74,7 +77,11 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     return runServeLoop(
       {
         ...context,
-        config: { ...config, api: { ...config.api, url: apiUrl }, run: { ...config.run, progress: config.run.progress === 'auto' ? 'lines' : config.run.progress } },
+        config: {
+          ...config,
+          api: { ...config.api, url: apiUrl },
+          run: { ...config.run, progress: config.run.progress === 'auto' ? 'lines' : config.run.progress },
+        },
         io: workerIo,
         logger: createCliLogger(workerIo, context.redact),
         signal: stop.signal,
@@ -85,13 +92,19 @@ export async function trainCommand(context: CommandContext): Promise<number> {
       (error: unknown) => ({ name, ok: false as const, error }),
     );
   });
-  const firstWorkerFailure = Promise.race(workers.map((worker) => worker.then((outcome) => (outcome.ok || stop.signal.aborted ? new Promise<never>(() => {}) : outcome))));
+  const firstWorkerFailure = Promise.race(
+    workers.map((worker) =>
+      worker.then((outcome) => (outcome.ok || stop.signal.aborted ? new Promise<never>(() => {}) : outcome)),
+    ),
+  );
 
   let code = 0;
   const winner = await Promise.race([
     trainerExit.then((exit) => ({ kind: 'trainer' as const, exit })),
     firstWorkerFailure.then((failure) => ({ kind: 'worker' as const, failure })),
-    new Promise<{ kind: 'signal' }>((done) => stop.signal.addEventListener('abort', () => done({ kind: 'signal' }), { once: true })),
+    new Promise<{ kind: 'signal' }>((done) =>
+      stop.signal.addEventListener('abort', () => done({ kind: 'signal' }), { once: true }),
+    ),
   ]);
   if (winner.kind === 'trainer') {
     const { exit } = winner;
@@ -104,7 +117,9 @@ export async function trainCommand(context: CommandContext): Promise<number> {
       code = exit.code ?? 1;
     }
   } else if (winner.kind === 'worker') {
-    say('train')(`${winner.failure.name} failed: ${(winner.failure.error as Error)?.message ?? String(winner.failure.error)}; stopping the trainer`);
+    say('train')(
+      `${winner.failure.name} failed: ${(winner.failure.error as Error)?.message ?? String(winner.failure.error)}; stopping the trainer`,
+    );
     code = 1;
   } else {
     say('train')('interrupted; stopping the trainer and workers');

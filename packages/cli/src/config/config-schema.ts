@@ -21,11 +21,20 @@ export const serverConfigSchema = z
       .string()
       .min(1)
       .default('scripted')
-      .describe('Server id: "scripted" (the bundled demo policy, no key needed) or "openai" (any OpenAI-compatible endpoint)'),
+      .describe(
+        'Server id: "scripted" (the bundled demo policy, no key needed) or "openai" (any OpenAI-compatible endpoint)',
+      ),
     base_url: z.url().optional().describe('Endpoint base URL ending in /v1'),
     model: z.string().min(1).optional().describe('Model name sent to the server'),
-    api_key: z.string().optional().describe('API key; write "${OPENAI_API_KEY}" to read it from the environment'),
-    api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional().describe('Name of the environment variable holding the API key'),
+    api_key: z
+      .string()
+      .optional()
+      .describe('API key; write "${OPENAI_API_KEY}" to read it from the environment'),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .optional()
+      .describe('Name of the environment variable holding the API key'),
     temperature: z.number().min(0).max(2).optional(),
     max_tokens: z.int().min(1).optional(),
     timeout_ms: z.int().min(1).optional(),
@@ -38,7 +47,10 @@ export const sandboxConfigSchema = z
   .strictObject({
     provider: z.string().min(1).default('local').describe('Sandbox provider id: local, docker, ssh'),
     image: z.string().optional(),
-    ssh_targets: z.array(z.string()).default([]).describe('user@host[:port] targets checked by `shears doctor`'),
+    ssh_targets: z
+      .array(z.string())
+      .default([])
+      .describe('user@host[:port] targets checked by `shears doctor`'),
     settings: settingsSchema.default({}),
   })
   .describe('Where rollouts run their tools');
@@ -49,7 +61,12 @@ export const runConfigSchema = z
     concurrency: z.int().min(1).max(4096).default(8).describe('Rollouts in flight at once'),
     out: z.string().min(1).default('runs/shears.jsonl').describe('JSONL output path'),
     report: z.boolean().default(true).describe('Also write an HTML report next to the JSONL'),
-    max_retries: z.int().min(0).max(20).default(2).describe('Retries of rollouts that failed for infrastructure reasons'),
+    max_retries: z
+      .int()
+      .min(0)
+      .max(20)
+      .default(2)
+      .describe('Retries of rollouts that failed for infrastructure reasons'),
     progress: z.enum(['auto', 'bars', 'lines', 'none']).default('auto'),
   })
   .describe('Settings of `shears process` and `shears serve`');
@@ -59,15 +76,27 @@ export const apiConfigSchema = z
     url: z.url().default('http://127.0.0.1:8000').describe('Trajectory API the workers push to'),
     host: z.string().default('127.0.0.1').describe('Bind address of `shears api`'),
     port: z.int().min(0).max(65535).default(8000),
-    batch_size: z.int().min(1).default(32).describe('Batch size reported to workers before a trainer registers'),
+    batch_size: z
+      .int()
+      .min(1)
+      .default(32)
+      .describe('Batch size reported to workers before a trainer registers'),
     off_policy_limit: z
       .int()
       .min(0)
       .default(4)
       .describe('`shears serve` pauses when it is this many batches ahead of the trainer'),
     poll_ms: z.int().min(10).default(1000).describe('How often a paused worker asks /status again'),
-    database: z.string().default(':memory:').describe('SQLite file for a durable queue (`shears api`); ":memory:" keeps it in memory like Atropos'),
-    auth_token: z.string().optional().describe('Bearer token required by the API; write "${SHEARS_API_TOKEN}" to read it from the environment'),
+    database: z
+      .string()
+      .default(':memory:')
+      .describe('SQLite file for a durable queue (`shears api`); ":memory:" keeps it in memory like Atropos'),
+    auth_token: z
+      .string()
+      .optional()
+      .describe(
+        'Bearer token required by the API; write "${SHEARS_API_TOKEN}" to read it from the environment',
+      ),
   })
   .describe('The Atropos-compatible trajectory API');
 
@@ -85,7 +114,10 @@ export const trainConfigSchema = z
   .strictObject({
     trainer: z
       .strictObject({
-        command: z.array(z.string()).min(1).describe('Trainer command and arguments, e.g. ["python", "train.py"]'),
+        command: z
+          .array(z.string())
+          .min(1)
+          .describe('Trainer command and arguments, e.g. ["python", "train.py"]'),
         cwd: z.string().optional(),
         env: z.record(z.string(), z.string()).default({}),
       })
@@ -99,7 +131,10 @@ export const trainConfigSchema = z
 export const shearsConfigSchema = z
   .strictObject({
     $schema: z.string().optional(),
-    plugins: z.array(z.string().min(1)).default([]).describe('npm packages (or paths) whose default export is a shears plugin'),
+    plugins: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('npm packages (or paths) whose default export is a shears plugin'),
     env: envConfigSchema.prefault({}),
     server: serverConfigSchema.prefault({}),
     sandbox: sandboxConfigSchema.prefault({}),

@@ -36,7 +36,19 @@ describe('loadConfig', () => {
 
   it('reads YAML and lets dotted flags override it, typed by the schema', () => {
     const path = write('a.yaml', 'env:\n  name: demo\n  group_size: 2\nrun:\n  report: true\n');
-    const args = parseArgs(['process', '--config', path, '--env.group_size', '8', '--run.report', 'false', '--groups', '3', '--env.settings.only', 'x']);
+    const args = parseArgs([
+      'process',
+      '--config',
+      path,
+      '--env.group_size',
+      '8',
+      '--run.report',
+      'false',
+      '--groups',
+      '3',
+      '--env.settings.only',
+      'x',
+    ]);
     const { config } = loadConfig({ path, overrides: args.overrides, environment: {} });
     expect(config.env.group_size).toBe(8);
     expect(config.run.report).toBe(false);
@@ -61,7 +73,9 @@ describe('loadConfig', () => {
     const path = write('c.yaml', 'run:\n  progress: fancy\nenv:\n  gruop_size: 4\n');
     const error = errorOf(() => loadConfig({ path, environment: {} }));
     expect(error.message).toContain('run.progress: got "fancy"; allowed: "auto", "bars", "lines", "none"');
-    expect(error.message).toMatch(/env: unknown field "gruop_size" \(did you mean "group_size"\?\); allowed: name, group_size/);
+    expect(error.message).toMatch(
+      /env: unknown field "gruop_size" \(did you mean "group_size"\?\); allowed: name, group_size/,
+    );
   });
 
   it('rejects unknown sections and bad URLs with field names', () => {
@@ -76,14 +90,21 @@ describe('loadConfig', () => {
     const loaded = loadConfig({ path, environment: { MY_KEY: 'sk-test-123456' } });
     expect(loaded.apiKey).toBe('sk-test-123456');
     expect(loaded.secrets).toContain('sk-test-123456');
-    const viaEnvName = loadConfig({ object: { server: { api_key_env: 'OTHER_KEY' } }, environment: { OTHER_KEY: 'sk-other-999' } });
+    const viaEnvName = loadConfig({
+      object: { server: { api_key_env: 'OTHER_KEY' } },
+      environment: { OTHER_KEY: 'sk-other-999' },
+    });
     expect(viaEnvName.apiKey).toBe('sk-other-999');
   });
 
   it('names the variable when a referenced secret is missing', () => {
     const path = write('f.yaml', 'server:\n  api_key: ${MISSING_KEY}\n');
-    expect(() => loadConfig({ path, environment: {} })).toThrow(/server\.api_key: environment variable "MISSING_KEY" is not set/);
-    expect(() => loadConfig({ object: { server: { api_key_env: 'NOPE' } }, environment: {} })).toThrow(/server\.api_key_env: environment variable "NOPE" is not set/);
+    expect(() => loadConfig({ path, environment: {} })).toThrow(
+      /server\.api_key: environment variable "MISSING_KEY" is not set/,
+    );
+    expect(() => loadConfig({ object: { server: { api_key_env: 'NOPE' } }, environment: {} })).toThrow(
+      /server\.api_key_env: environment variable "NOPE" is not set/,
+    );
   });
 
   it('reports unreadable and malformed files clearly', () => {
@@ -93,8 +114,12 @@ describe('loadConfig', () => {
   });
 
   it('generates a JSON Schema with every section for editor completion', () => {
-    const schema = configJsonSchema() as { properties: Record<string, { properties?: Record<string, unknown> }> };
-    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['env', 'server', 'sandbox', 'run', 'api', 'evaluate', 'train', 'plugins']));
+    const schema = configJsonSchema() as {
+      properties: Record<string, { properties?: Record<string, unknown> }>;
+    };
+    expect(Object.keys(schema.properties)).toEqual(
+      expect.arrayContaining(['env', 'server', 'sandbox', 'run', 'api', 'evaluate', 'train', 'plugins']),
+    );
     expect(schema.properties.env?.properties).toHaveProperty('group_size');
   });
 });
@@ -103,7 +128,9 @@ describe('parseArgs', () => {
   it('maps short flags onto config fields and rejects unknown flags with the list', () => {
     const args = parseArgs(['process', '--env', 'demo', '--groups=2', '--out', 'runs/x.jsonl']);
     expect(args.overrides).toEqual({ 'env.name': 'demo', 'run.groups': '2', 'run.out': 'runs/x.jsonl' });
-    expect(() => parseArgs(['process', '--gropus', '2'])).toThrow(/Unknown flag --gropus \(allowed: .*--groups/);
+    expect(() => parseArgs(['process', '--gropus', '2'])).toThrow(
+      /Unknown flag --gropus \(allowed: .*--groups/,
+    );
     expect(() => parseArgs(['process', '--groups'])).toThrow(/--groups needs a value/);
   });
 });
@@ -111,7 +138,9 @@ describe('parseArgs', () => {
 describe('committed JSON Schema', () => {
   it('matches the config schema (regenerate with: pnpm shears schema > packages/cli/shears.schema.json)', async () => {
     const { readFileSync } = await import('node:fs');
-    const committed = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'shears.schema.json'), 'utf8')) as unknown;
+    const committed = JSON.parse(
+      readFileSync(join(import.meta.dirname, '..', '..', 'shears.schema.json'), 'utf8'),
+    ) as unknown;
     expect(committed).toEqual(configJsonSchema());
   });
 });

@@ -53,12 +53,23 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
     if (apiKey === undefined || apiKey === '') {
       throw new ConfigError({
         message: `server.api_key_env: environment variable "${config.server.api_key_env}" is not set (set it, or remove server.api_key_env)`,
-        issues: [{ path: 'server.api_key_env', message: 'environment variable not set', value: config.server.api_key_env }],
+        issues: [
+          {
+            path: 'server.api_key_env',
+            message: 'environment variable not set',
+            value: config.server.api_key_env,
+          },
+        ],
       });
     }
   }
   if (apiKey) secrets.push(apiKey);
-  return { config, secrets: [...new Set(secrets.filter((secret) => secret.length >= 4))], apiKey, path: options.path };
+  return {
+    config,
+    secrets: [...new Set(secrets.filter((secret) => secret.length >= 4))],
+    apiKey,
+    path: options.path,
+  };
 }
 
 function readConfigFile(path: string): unknown {
@@ -71,23 +82,37 @@ function readConfigFile(path: string): unknown {
   const extension = extname(path).toLowerCase();
   if (extension === '.json') {
     const result = safeParseJson(text, { source: path });
-    if (!result.success) throw new ConfigError({ message: `Config ${path} is not valid JSON: ${result.error.message}`, cause: result.error });
+    if (!result.success)
+      throw new ConfigError({
+        message: `Config ${path} is not valid JSON: ${result.error.message}`,
+        cause: result.error,
+      });
     return result.value;
   }
   if (extension !== '.yaml' && extension !== '.yml') {
-    throw new ConfigError({ message: `Config ${path}: unsupported extension "${extension}" (allowed: .yaml, .yml, .json)` });
+    throw new ConfigError({
+      message: `Config ${path}: unsupported extension "${extension}" (allowed: .yaml, .yml, .json)`,
+    });
   }
   try {
     return parseYaml(text);
   } catch (cause) {
-    throw new ConfigError({ message: `Config ${path} is not valid YAML: ${(cause as Error).message}`, cause });
+    throw new ConfigError({
+      message: `Config ${path} is not valid YAML: ${(cause as Error).message}`,
+      cause,
+    });
   }
 }
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** Replaces `${VAR}` and `${VAR:-default}` in every string; values read are remembered as secrets. */
-function interpolate(value: unknown, path: string, environment: Record<string, string | undefined>, secrets: string[]): unknown {
+function interpolate(
+  value: unknown,
+  path: string,
+  environment: Record<string, string | undefined>,
+  secrets: string[],
+): unknown {
   if (typeof value === 'string') {
     return value.replace(VARIABLE, (_match, name: string, fallback: string | undefined) => {
       const found = environment[name];
@@ -102,10 +127,12 @@ function interpolate(value: unknown, path: string, environment: Record<string, s
       });
     });
   }
-  if (Array.isArray(value)) return value.map((entry, index) => interpolate(entry, `${path}[${index}]`, environment, secrets));
+  if (Array.isArray(value))
+    return value.map((entry, index) => interpolate(entry, `${path}[${index}]`, environment, secrets));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, entry] of Object.entries(value)) out[key] = interpolate(entry, path ? `${path}.${key}` : key, environment, secrets);
+    for (const [key, entry] of Object.entries(value))
+      out[key] = interpolate(entry, path ? `${path}.${key}` : key, environment, secrets);
     return out;
   }
   return value;
@@ -116,7 +143,8 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   let node: Record<string, unknown> = target;
   for (const key of keys.slice(0, -1)) {
     const next = node[key];
-    if (next === undefined || next === null || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+    if (next === undefined || next === null || typeof next !== 'object' || Array.isArray(next))
+      node[key] = {};
     node = node[key] as Record<string, unknown>;
   }
   node[keys[keys.length - 1]!] = value;
@@ -138,7 +166,12 @@ export function schemaAtPath(path: string): z.ZodType | undefined {
 function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
   let current = node;
   for (let depth = 0; depth < 10 && current; depth++) {
-    if (current instanceof z.ZodDefault || current instanceof z.ZodPrefault || current instanceof z.ZodOptional || current instanceof z.ZodNullable) {
+    if (
+      current instanceof z.ZodDefault ||
+      current instanceof z.ZodPrefault ||
+      current instanceof z.ZodOptional ||
+      current instanceof z.ZodNullable
+    ) {
       current = current.unwrap() as z.ZodType;
     } else break;
   }
@@ -157,7 +190,12 @@ function coerceOverride(path: string, text: string): unknown {
     if (text === 'false') return false;
     return text;
   }
-  if (node instanceof z.ZodArray || node instanceof z.ZodRecord || node instanceof z.ZodObject || node === undefined) {
+  if (
+    node instanceof z.ZodArray ||
+    node instanceof z.ZodRecord ||
+    node instanceof z.ZodObject ||
+    node === undefined
+  ) {
     const trimmed = text.trim();
     if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
       const result = safeParseJson(trimmed, { source: `--${path}` });
@@ -185,14 +223,21 @@ function getPath(value: unknown, path: readonly PropertyKey[]): unknown {
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
   if (Array.isArray(value)) return `a list (${JSON.stringify(value).slice(0, 60)})`;
   if (typeof value === 'object') return `an object (${JSON.stringify(value).slice(0, 60)})`;
   return String(value);
 }
 
 function formatPath(path: readonly PropertyKey[]): string {
-  return path.map((key, index) => (typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`)).join('') || '(root)';
+  return (
+    path
+      .map((key, index) =>
+        typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`,
+      )
+      .join('') || '(root)'
+  );
 }
 
 function closest(word: string, candidates: readonly string[]): string | undefined {
@@ -230,7 +275,9 @@ export function configErrorFromZod(error: z.ZodError, input: unknown, source?: s
     let message: string;
     switch (issue.code) {
       case 'unrecognized_keys': {
-        const node = schemaAtPath(issue.path.map(String).join('.')) ?? (issue.path.length === 0 ? shearsConfigSchema : undefined);
+        const node =
+          schemaAtPath(issue.path.map(String).join('.')) ??
+          (issue.path.length === 0 ? shearsConfigSchema : undefined);
         const allowed = node instanceof z.ZodObject ? Object.keys(node.shape as object) : [];
         const parts = issue.keys.map((key) => {
           const suggestion = closest(key, allowed);

@@ -28,7 +28,9 @@ function toItem(task: DemoTask): DemoItem {
 }
 
 export function createDemoEnv(settings: DemoEnvSettings): EnvV1<DemoItem> {
-  const tasks = (settings.tasks ?? DEMO_TASKS).filter((task) => !settings.only || settings.only.includes(task.id));
+  const tasks = (settings.tasks ?? DEMO_TASKS).filter(
+    (task) => !settings.only || settings.only.includes(task.id),
+  );
   const seed = settings.seed ?? 0;
   let cursor = ((seed % tasks.length) + tasks.length) % tasks.length;
   return {
@@ -54,9 +56,16 @@ export function createDemoEnv(settings: DemoEnvSettings): EnvV1<DemoItem> {
     async computeReward(item, _rollout, context): Promise<RewardResult> {
       const verified = await context.sandbox.exec(item.verify, { timeoutMs: 10_000, signal: context.signal });
       if (verified.exitCode === 0) {
-        return { score: 1, components: { verified: 1, target_exists: 1 }, details: { verifier: item.verify } };
+        return {
+          score: 1,
+          components: { verified: 1, target_exists: 1 },
+          details: { verifier: item.verify },
+        };
       }
-      const exists = await context.sandbox.exec(`test -e '${item.target}'`, { timeoutMs: 10_000, signal: context.signal });
+      const exists = await context.sandbox.exec(`test -e '${item.target}'`, {
+        timeoutMs: 10_000,
+        signal: context.signal,
+      });
       const partial = exists.exitCode === 0 ? 0.2 : 0;
       return {
         score: partial,

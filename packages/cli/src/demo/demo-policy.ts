@@ -52,7 +52,10 @@ export function pickPlan(seed: number, taskId: string, attempt: number): DemoPla
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((part) => (part && typeof part === 'object' && 'text' in part ? String(part.text) : '')).join('');
+  if (Array.isArray(content))
+    return content
+      .map((part) => (part && typeof part === 'object' && 'text' in part ? String(part.text) : ''))
+      .join('');
   return '';
 }
 
@@ -93,7 +96,8 @@ export function createDemoPolicy(options: DemoPolicyOptions = {}): DemoPolicy {
     if (!task) return { content: 'I only know the shears demo tasks, and this is not one of them.' };
 
     const assistantMessages = messages.filter((message) => message.role === 'assistant');
-    const firstCallId = (assistantMessages[0]?.tool_calls as Array<{ id?: string }> | undefined)?.[0]?.id ?? '';
+    const firstCallId =
+      (assistantMessages[0]?.tool_calls as Array<{ id?: string }> | undefined)?.[0]?.id ?? '';
     let plan = /^call_([a-z_]+?)_\d+_/.exec(firstCallId)?.[1] as DemoPlan | undefined;
     if (!plan) {
       if (assistantMessages.length > 0) return { content: 'Done.' };
@@ -101,7 +105,11 @@ export function createDemoPolicy(options: DemoPolicyOptions = {}): DemoPolicy {
       attempts.set(task.id, attempt + 1);
       plan = pickPlan(seed, task.id, attempt);
     }
-    const nonce = hashUnit(`${seed}:${task.id}:${assistantMessages.length}:${JSON.stringify(messages).length}`).toString(36).slice(2, 8);
+    const nonce = hashUnit(
+      `${seed}:${task.id}:${assistantMessages.length}:${JSON.stringify(messages).length}`,
+    )
+      .toString(36)
+      .slice(2, 8);
     const callId = (turn: number) => `call_${plan}_${turn}_${nonce}`;
     const turn = assistantMessages.length;
 
@@ -121,7 +129,7 @@ export function createDemoPolicy(options: DemoPolicyOptions = {}): DemoPolicy {
       return { reasoning: 'The file is in place.', content: `Done: ${task.target} is ready.` };
     }
     const lastTool = [...messages].reverse().find((message) => message.role === 'tool');
-    const last = lastTool ? toolOutput(textOf(lastTool.content)).split('\n')[0] ?? '' : '';
+    const last = lastTool ? (toolOutput(textOf(lastTool.content)).split('\n')[0] ?? '') : '';
     const command = commands[index]!.replaceAll('{{last}}', last.replace(/[^A-Za-z0-9._/-]/g, ''));
     return {
       reasoning: index === 0 ? `Plan: ${commands.length} command(s) for "${task.id}".` : `Next: ${command}`,

@@ -13,13 +13,24 @@ export interface DemoServerOptions {
   registry?: Registry;
 }
 
-export async function startDemoServer(options: DemoServerOptions = {}): Promise<ServerV1 & { baseUrl: string }> {
+export async function startDemoServer(
+  options: DemoServerOptions = {},
+): Promise<ServerV1 & { baseUrl: string }> {
   const model = options.model ?? DEMO_MODEL;
   const policy = createDemoPolicy({ seed: options.seed ?? 0 });
-  const scripted = await createScriptedServer({ policy: (request) => policy(request), model, latencyMs: options.latencyMs });
+  const scripted = await createScriptedServer({
+    policy: (request) => policy(request),
+    model,
+    latencyMs: options.latencyMs,
+  });
   let client: ServerV1;
   if (options.registry?.has('servers', 'openai')) {
-    client = await options.registry.create('servers', 'openai', { baseUrl: scripted.url, model, apiKey: 'not-needed', provider: 'scripted' });
+    client = await options.registry.create('servers', 'openai', {
+      baseUrl: scripted.url,
+      model,
+      apiKey: 'not-needed',
+      provider: 'scripted',
+    });
   } else {
     // Before @shears/servers is registered, the kernel's fetch-based client keeps the demo running.
     client = createScriptedServerClient({ baseUrl: scripted.url, model });

@@ -20,7 +20,8 @@ export interface DemoTask {
 export const DEMO_TASKS: readonly DemoTask[] = [
   {
     id: 'hello-file',
-    prompt: 'Create a file named hello.txt in the current directory containing exactly the line: hello shears',
+    prompt:
+      'Create a file named hello.txt in the current directory containing exactly the line: hello shears',
     setup: [],
     verify: `test "$(cat hello.txt)" = "hello shears"`,
     target: 'hello.txt',
@@ -74,8 +75,14 @@ export const DEMO_TASKS: readonly DemoTask[] = [
   },
   {
     id: 'find-word',
-    prompt: 'One file in the docs/ directory mentions "banana". Write that file\'s name (without the directory) to answer.txt.',
-    setup: ['mkdir -p docs', `echo 'apples and pears' > docs/a.md`, `echo 'a banana split' > docs/b.md`, `echo 'cherries' > docs/c.md`],
+    prompt:
+      'One file in the docs/ directory mentions "banana". Write that file\'s name (without the directory) to answer.txt.',
+    setup: [
+      'mkdir -p docs',
+      `echo 'apples and pears' > docs/a.md`,
+      `echo 'a banana split' > docs/b.md`,
+      `echo 'cherries' > docs/c.md`,
+    ],
     verify: `test "$(tr -d ' \\n' < answer.txt)" = "b.md"`,
     target: 'answer.txt',
     solution: ['grep -l banana docs/*', `basename {{last}} > answer.txt`],

@@ -138,7 +138,11 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
         }
       }
       const scores = record.scores.map((score) => (score === null ? '×' : score.toFixed(2))).join(' ');
-      const advantages = record.advantages.map((advantage) => (advantage === null ? '×' : `${advantage >= 0 ? '+' : ''}${advantage.toFixed(2)}`)).join(' ');
+      const advantages = record.advantages
+        .map((advantage) =>
+          advantage === null ? '×' : `${advantage >= 0 ? '+' : ''}${advantage.toFixed(2)}`,
+        )
+        .join(' ');
       const total = options.totalGroups ? `/${options.totalGroups}` : '';
       emitLine(
         `${options.label ?? 'group'} ${groupsDone}${total} ${record.taskId.padEnd(12)} scores ${scores}  adv ${advantages}  mean ${formatNumber(record.stats.mean)}${record.dropped ? `  (dropped: ${record.dropped.reason})` : ''}  ${record.wallTimeSeconds.toFixed(1)}s`,
@@ -158,9 +162,13 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
 
 /** Text table with right-aligned numeric columns. */
 export function formatTable(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
   const line = (cells: readonly string[]) =>
-    cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ');
   return [line(header), widths.map((width) => '─'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -185,11 +193,17 @@ export function summarizeGroups(groups: readonly ScoredGroupRecord[], snapshot: 
       task,
       String(entry.groups),
       String(entry.rollouts),
-      formatNumber(entry.rewards.length ? entry.rewards.reduce((sum, value) => sum + value, 0) / entry.rewards.length : null),
+      formatNumber(
+        entry.rewards.length
+          ? entry.rewards.reduce((sum, value) => sum + value, 0) / entry.rewards.length
+          : null,
+      ),
       `${Math.round((100 * entry.rewards.filter((value) => value >= 1).length) / Math.max(1, entry.rollouts))}%`,
       String(entry.failed),
     ]);
-  const all = groups.flatMap((group) => group.rollouts.map((rollout) => rollout.reward)).filter((value): value is number => value !== null && value !== undefined);
+  const all = groups
+    .flatMap((group) => group.rollouts.map((rollout) => rollout.reward))
+    .filter((value): value is number => value !== null && value !== undefined);
   const dropped = groups.filter((group) => group.dropped).length;
   const table = formatTable(['task', 'groups', 'rollouts', 'mean', 'solved', 'failed'], rows);
   const outcomeText = Object.entries(outcomes)

@@ -11,7 +11,14 @@ const infoSchema = z.looseObject({ batch_size: z.number(), max_token_len: z.numb
 export interface AtroposLink {
   readonly url: string;
   /** Registers the env, waiting (polling) while the trainer has not started. */
-  registerEnv(options: { name: string; groupSize: number; maxTokenLength: number; weight?: number; signal?: AbortSignal; onWait?: () => void }): Promise<number>;
+  registerEnv(options: {
+    name: string;
+    groupSize: number;
+    maxTokenLength: number;
+    weight?: number;
+    signal?: AbortSignal;
+    onWait?: () => void;
+  }): Promise<number>;
   status(signal?: AbortSignal): Promise<{ current_step: number; queue_size: number }>;
   info(signal?: AbortSignal): Promise<{ batch_size: number }>;
   postScoredData(data: ScoredData, signal?: AbortSignal): Promise<void>;
@@ -30,20 +37,38 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export function createAtroposLink(options: { url: string; authToken?: string; pollMs: number; fetch?: typeof globalThis.fetch }): AtroposLink {
+export function createAtroposLink(options: {
+  url: string;
+  authToken?: string;
+  pollMs: number;
+  fetch?: typeof globalThis.fetch;
+}): AtroposLink {
   const base = options.url.replace(/\/+$/, '');
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  const call = async <T extends z.ZodType>(method: string, path: string, schema: T, body?: unknown, signal?: AbortSignal): Promise<z.output<T>> => {
+  const call = async <T extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: T,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<z.output<T>> => {
     let response: Response;
     try {
       response = await fetchImpl(`${base}${path}`, {
         method,
-        headers: { 'content-type': 'application/json', ...(options.authToken ? { authorization: `Bearer ${options.authToken}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(options.authToken ? { authorization: `Bearer ${options.authToken}` } : {}),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
       });
     } catch (cause) {
-      throw new ServerError({ message: `Trajectory API ${base}${path} unreachable: ${(cause as Error).message}`, endpoint: `${base}${path}`, cause });
+      throw new ServerError({
+        message: `Trajectory API ${base}${path} unreachable: ${(cause as Error).message}`,
+        endpoint: `${base}${path}`,
+        cause,
+      });
     }
     const text = await response.text();
     if (!response.ok) {
@@ -61,7 +86,13 @@ export function createAtroposLink(options: { url: string; authToken?: string; po
     url: base,
     async registerEnv({ name, groupSize, maxTokenLength, weight, signal, onWait }) {
       for (;;) {
-        const body = { max_token_length: maxTokenLength, desired_name: name, weight: weight ?? 1, group_size: groupSize, min_batch_allocation: null };
+        const body = {
+          max_token_length: maxTokenLength,
+          desired_name: name,
+          weight: weight ?? 1,
+          group_size: groupSize,
+          min_batch_allocation: null,
+        };
         const answer = await call('POST', '/register-env', registerEnvSchema, body, signal);
         if (answer.status === 'success' && typeof answer.env_id === 'number') return answer.env_id;
         onWait?.();

@@ -6,7 +6,10 @@ import type { ChatMessage, ScoredData, ScoredGroupRecord, TokenizerV1 } from '@s
 const COUNTED = new Set(['scored', 'model_failure']);
 
 /** Tokens and masks of one conversation: -100 on prompt and tool positions, the id on assistant positions. */
-export function tokenizeConversation(tokenizer: TokenizerV1, messages: readonly ChatMessage[]): { tokens: number[]; masks: number[] } {
+export function tokenizeConversation(
+  tokenizer: TokenizerV1,
+  messages: readonly ChatMessage[],
+): { tokens: number[]; masks: number[] } {
   const tokens: number[] = [];
   const masks: number[] = [];
   let rendered = '';
@@ -32,10 +35,15 @@ export function tokenizeConversation(tokenizer: TokenizerV1, messages: readonly 
 }
 
 /** The wire group, or null when nothing in the group can be trained on. */
-export function toScoredData(record: ScoredGroupRecord, options: { envId: number | null; tokenizer?: TokenizerV1 }): ScoredData | null {
+export function toScoredData(
+  record: ScoredGroupRecord,
+  options: { envId: number | null; tokenizer?: TokenizerV1 },
+): ScoredData | null {
   if (record.dropped) return null;
   if (record.scoredData) return { ...record.scoredData, env_id: options.envId };
-  const indexes = record.rollouts.map((rollout, index) => (COUNTED.has(rollout.outcome) && record.scores[index] !== null ? index : -1)).filter((index) => index >= 0);
+  const indexes = record.rollouts
+    .map((rollout, index) => (COUNTED.has(rollout.outcome) && record.scores[index] !== null ? index : -1))
+    .filter((index) => index >= 0);
   if (indexes.length === 0) return null;
   const tokens: number[][] = [];
   const masks: number[][] = [];
@@ -50,7 +58,9 @@ export function toScoredData(record: ScoredGroupRecord, options: { envId: number
       tokens.push(tokenized.tokens);
       masks.push(tokenized.masks);
     } else {
-      throw new Error('rollouts have no token records; set server.tokenizer (the model\'s tokenizer folder) or use a managed vLLM/SGLang server');
+      throw new Error(
+        "rollouts have no token records; set server.tokenizer (the model's tokenizer folder) or use a managed vLLM/SGLang server",
+      );
     }
   }
   return {
@@ -59,7 +69,9 @@ export function toScoredData(record: ScoredGroupRecord, options: { envId: number
     scores: indexes.map((index) => record.scores[index]!),
     advantages: null,
     ref_logprobs: null,
-    messages: indexes.map((index) => record.rollouts[index]!.messages as Array<{ role: string; content: unknown }>),
+    messages: indexes.map(
+      (index) => record.rollouts[index]!.messages as Array<{ role: string; content: unknown }>,
+    ),
     generation_params: null,
     inference_logprobs: null,
     overrides: null,

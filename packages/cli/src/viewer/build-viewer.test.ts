@@ -16,7 +16,9 @@ describe('buildViewerHtml', () => {
   it('embeds compressed data and applies redaction before embedding', () => {
     const groups = createSyntheticGroups(2);
     groups[0]!.rollouts[0]!.finalResponse = 'token sk-live-SECRET-123 leaked';
-    const html = buildViewerHtml(groups, { redact: (text) => text.replaceAll('sk-live-SECRET-123', '[redacted]') });
+    const html = buildViewerHtml(groups, {
+      redact: (text) => text.replaceAll('sk-live-SECRET-123', '[redacted]'),
+    });
     expect(html).toContain('data-encoding="gzip"');
     expect(html).not.toContain('sk-live-SECRET-123');
     expect(html).not.toContain('task-0');
@@ -63,15 +65,21 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     // Failure-kind filter: only groups with an infra failure remain, and every row shows one.
     await page.selectOption('[data-testid=outcome]', 'infra_failure');
     const infraCount = await page.textContent('[data-testid=count]');
-    const infraGroups = groups.filter((group) => group.rollouts.some((rollout) => rollout.outcome === 'infra_failure')).length;
+    const infraGroups = groups.filter((group) =>
+      group.rollouts.some((rollout) => rollout.outcome === 'infra_failure'),
+    ).length;
     expect(infraCount).toMatch(new RegExp(`^${infraGroups} of 60 groups`));
     expect(infraGroups).toBeLessThan(60);
 
     // Score filter on top: reward >= 0.9 among all outcomes.
     await page.selectOption('[data-testid=outcome]', 'all');
     await page.fill('[data-testid=min-score]', '0.9');
-    const highGroups = groups.filter((group) => group.rollouts.some((rollout) => (rollout.reward ?? -1) >= 0.9)).length;
-    await expect.poll(() => page.textContent('[data-testid=count]')).toMatch(new RegExp(`^${highGroups} of 60 groups`));
+    const highGroups = groups.filter((group) =>
+      group.rollouts.some((rollout) => (rollout.reward ?? -1) >= 0.9),
+    ).length;
+    await expect
+      .poll(() => page.textContent('[data-testid=count]'))
+      .toMatch(new RegExp(`^${highGroups} of 60 groups`));
 
     // Open a group that has a judge verdict, a diff and tokens (group-0 qualifies: index % 3 and % 2 are 0).
     await page.fill('[data-testid=min-score]', '');
@@ -102,7 +110,9 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
     await page.goto(pathToFileURL(file).href);
     await page.waitForSelector('body[data-ready="true"]', { timeout: 60_000 });
-    expect(await page.textContent('[data-testid=count]')).toMatch(/^2500 of 2500 groups · 10000 matching rollouts/);
+    expect(await page.textContent('[data-testid=count]')).toMatch(
+      /^2500 of 2500 groups · 10000 matching rollouts/,
+    );
     expect(await page.locator('[data-testid=group-row]').count()).toBeLessThan(80);
     await page.locator('[data-testid=list]').evaluate((node) => {
       node.scrollTop = node.scrollHeight;

@@ -32,7 +32,12 @@ export function readGroupsForViewer(path: string): ReadGroupsResult {
     if (line.trim() === '') return;
     const parsed = safeParseJson(line, { source: `${path}:${index + 1}` });
     const value = parsed.success ? (parsed.value as Record<string, unknown>) : undefined;
-    if (value && typeof value === 'object' && value.kind === 'shears.group' && Array.isArray(value.rollouts)) {
+    if (
+      value &&
+      typeof value === 'object' &&
+      value.kind === 'shears.group' &&
+      Array.isArray(value.rollouts)
+    ) {
       groups.push(value as unknown as ScoredGroupRecord);
     } else skipped.push(index + 1);
   });
@@ -91,7 +96,10 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
 }
 
-export function buildViewerHtml(groups: readonly ScoredGroupRecord[], options: BuildViewerOptions = {}): string {
+export function buildViewerHtml(
+  groups: readonly ScoredGroupRecord[],
+  options: BuildViewerOptions = {},
+): string {
   const meta = options.meta ?? {};
   let json = JSON.stringify({ meta, groups });
   if (options.redact) json = options.redact(json);

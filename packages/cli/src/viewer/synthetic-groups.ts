@@ -2,7 +2,15 @@
 // reasoning, judge verdicts, SWE diffs and token records, deterministic from an index.
 import type { RolloutOutcome, ScoredGroupRecord, Trajectory } from '@shears/core';
 
-const OUTCOMES: RolloutOutcome[] = ['scored', 'scored', 'scored', 'model_failure', 'infra_failure', 'judge_failure', 'timeout'];
+const OUTCOMES: RolloutOutcome[] = [
+  'scored',
+  'scored',
+  'scored',
+  'model_failure',
+  'infra_failure',
+  'judge_failure',
+  'timeout',
+];
 
 function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean): Trajectory {
   const seed = groupIndex * 31 + rolloutIndex * 7;
@@ -17,9 +25,19 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
       role: 'assistant',
       content: null,
       reasoning_content: `Rollout ${rolloutIndex} thinks about grep.`,
-      tool_calls: [{ id: `call_${seed}`, type: 'function' as const, function: { name: 'terminal', arguments: JSON.stringify({ command }) } }],
+      tool_calls: [
+        {
+          id: `call_${seed}`,
+          type: 'function' as const,
+          function: { name: 'terminal', arguments: JSON.stringify({ command }) },
+        },
+      ],
     },
-    { role: 'tool', tool_call_id: `call_${seed}`, content: JSON.stringify({ output: `3:needle ${seed}`, exit_code: 0, error: null }) },
+    {
+      role: 'tool',
+      tool_call_id: `call_${seed}`,
+      content: JSON.stringify({ output: `3:needle ${seed}`, exit_code: 0, error: null }),
+    },
     { role: 'assistant', content: `The needle is on line 3 (rollout ${rolloutIndex}).` },
   ];
   const tokens = withTokens
@@ -28,8 +46,12 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
         sequences: [
           {
             tokens: Array.from({ length: 40 }, (_, index) => 1000 + ((seed + index * 13) % 5000)),
-            masks: Array.from({ length: 40 }, (_, index) => (index < 24 ? -100 : 1000 + ((seed + index * 13) % 5000))),
-            logprobs: Array.from({ length: 40 }, (_, index) => (index < 24 ? 1 : -((index * 7 + seed) % 30) / 10)),
+            masks: Array.from({ length: 40 }, (_, index) =>
+              index < 24 ? -100 : 1000 + ((seed + index * 13) % 5000),
+            ),
+            logprobs: Array.from({ length: 40 }, (_, index) =>
+              index < 24 ? 1 : -((index * 7 + seed) % 30) / 10,
+            ),
           },
         ],
       }
@@ -53,7 +75,12 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
       groupIndex % 3 === 0
         ? {
             verdicts: [
-              { judge: 'rubric', status: 'scored', score: reward ?? 0, rationale: `Judge rationale for rollout ${rolloutIndex}: the answer cites line 3.` },
+              {
+                judge: 'rubric',
+                status: 'scored',
+                score: reward ?? 0,
+                rationale: `Judge rationale for rollout ${rolloutIndex}: the answer cites line 3.`,
+              },
             ],
             diff: `--- a/src/needle.py\n+++ b/src/needle.py\n@@ -1,2 +1,2 @@\n-needle = None\n+needle = 3\n context`,
           }
@@ -61,7 +88,18 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
     advantage: null,
     success: reward === 1,
     judgeScore: null,
-    toolErrors: outcome === 'model_failure' ? [{ turn: 1, toolName: 'terminl', arguments: '{}', error: 'unknown tool', toolResult: 'Unknown tool' }] : [],
+    toolErrors:
+      outcome === 'model_failure'
+        ? [
+            {
+              turn: 1,
+              toolName: 'terminl',
+              arguments: '{}',
+              error: 'unknown tool',
+              toolResult: 'Unknown tool',
+            },
+          ]
+        : [],
     policyRefusals: 0,
     usage: { promptTokens: 120, completionTokens: 40, totalTokens: 160 },
     tokenCount: 160,
@@ -70,15 +108,25 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
   };
 }
 
-export function createSyntheticGroups(count: number, options: { groupSize?: number; withTokens?: boolean } = {}): ScoredGroupRecord[] {
+export function createSyntheticGroups(
+  count: number,
+  options: { groupSize?: number; withTokens?: boolean } = {},
+): ScoredGroupRecord[] {
   const groupSize = options.groupSize ?? 4;
   return Array.from({ length: count }, (_, groupIndex) => {
-    const rollouts = Array.from({ length: groupSize }, (_, rolloutIndex) => rollout(groupIndex, rolloutIndex, options.withTokens ?? groupIndex % 2 === 0));
+    const rollouts = Array.from({ length: groupSize }, (_, rolloutIndex) =>
+      rollout(groupIndex, rolloutIndex, options.withTokens ?? groupIndex % 2 === 0),
+    );
     const scores = rollouts.map((entry) => entry.reward);
     const valid = scores.filter((score): score is number => score !== null);
     const mean = valid.length ? valid.reduce((sum, value) => sum + value, 0) / valid.length : null;
-    const std = valid.length && mean !== null ? Math.sqrt(valid.reduce((sum, value) => sum + (value - mean) ** 2, 0) / valid.length) : null;
-    const advantages = scores.map((score) => (score === null || mean === null ? null : (score - mean) / ((std ?? 0) + 1e-6)));
+    const std =
+      valid.length && mean !== null
+        ? Math.sqrt(valid.reduce((sum, value) => sum + (value - mean) ** 2, 0) / valid.length)
+        : null;
+    const advantages = scores.map((score) =>
+      score === null || mean === null ? null : (score - mean) / ((std ?? 0) + 1e-6),
+    );
     rollouts.forEach((entry, index) => {
       entry.advantage = advantages[index] ?? null;
     });
