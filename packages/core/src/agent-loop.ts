@@ -108,6 +108,8 @@ export interface AgentResult {
   policyRefusals: number;
 }
 
+const SLOW_TOOL_CALL_MS = 30_000;
+
 const schemaCache = new WeakMap<ToolV1, Record<string, unknown>>();
 
 /** The JSON schema a tool shows the model: `tool.jsonSchema`, else derived from its zod schema. */
@@ -549,6 +551,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
           break;
         }
         if (outcome.refused) policyRefusals++;
+        const callMs = performance.now() - callStarted;
+        // hermes warns about calls over 30 s: they usually mean a stuck command or a saturated pool.
+        if (callMs > SLOW_TOOL_CALL_MS)
+          logger.warn('slow tool call', { tool: call.function.name, rolloutId, ms: Math.round(callMs) });
         let resultText = outcome.content;
         let persisted = false;
         const tool = toolByName.get(call.function.name);

@@ -254,6 +254,22 @@ describe('runGroup', () => {
     expect(record.stats.excluded).toBe(2);
   });
 
+  it('ends a rollout whose reward hangs as a timeout and still releases its sandbox', async () => {
+    const stuck = noteEnv(() => new Promise<RewardResult>(() => {}));
+    const record = await runGroup({
+      env: stuck,
+      item: (await stuck.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      rewardTimeoutMs: 100,
+    });
+    expect(record.rollouts.map((rollout) => [rollout.outcome, rollout.outcomeReason])).toEqual([
+      ['timeout', 'reward exceeded 100 ms'],
+      ['timeout', 'reward exceeded 100 ms'],
+    ]);
+  });
+
   it('aborts every rollout and releases every sandbox', async () => {
     const env = noteEnv();
     const controller = new AbortController();

@@ -113,6 +113,8 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
   advantages?: AdvantageEstimator;
   /** What to do when every counted score is equal (default 'drop', as Atropos does). */
   allEqualScores?: 'keep' | 'drop';
+  /** Time limit for `env.computeReward` per rollout; past it the rollout ends as a timeout. */
+  rewardTimeoutMs?: number;
   /** Also reward rollouts that did not finish naturally (default: they are model failures with reward 0). */
   rewardUnfinished?: boolean;
   groupId?: string;
@@ -293,7 +295,10 @@ export async function runGroup<TItem extends EnvItem>(
         });
       }
       const rewardTools = new Map(allTools.map((tool) => [tool.name, tool]));
-      const rewardSignal = signal ?? new AbortController().signal;
+      const rewardController = new AbortController();
+      const rewardSignal = signal
+        ? AbortSignal.any([signal, rewardController.signal])
+        : rewardController.signal;
       const context: RewardContext = {
         sandbox,
         rolloutId,
@@ -331,9 +336,29 @@ export async function runGroup<TItem extends EnvItem>(
         toolErrorCount: agent.toolErrors.length,
       };
       let reward: RewardResult;
+      let rewardTimedOut = false;
+      const rewardTimer =
+        options.rewardTimeoutMs !== undefined
+          ? setTimeout(() => {
+              rewardTimedOut = true;
+              rewardController.abort(new Error(`reward exceeded ${options.rewardTimeoutMs} ms`));
+            }, options.rewardTimeoutMs)
+          : undefined;
       try {
-        reward = await env.computeReward(item, view, context);
+        // Race the reward against its signal so a reward that ignores the signal cannot hold the group.
+        const computing = env.computeReward(item, view, context);
+        computing.catch(() => {});
+        const stopped = new Promise<'stopped'>((resolve) => {
+          if (rewardSignal.aborted) resolve('stopped');
+          rewardSignal.addEventListener('abort', () => resolve('stopped'), { once: true });
+        });
+        const settledReward = await Promise.race([computing, stopped]);
+        if (settledReward === 'stopped') throw new AbortedError({ cause: rewardSignal.reason });
+        reward = settledReward;
       } catch (error) {
+        if (rewardTimedOut && !signal?.aborted) {
+          return finish('timeout', `reward exceeded ${options.rewardTimeoutMs} ms`, { agent, error });
+        }
         if (signal?.aborted || AbortedError.isInstance(error))
           return finish('aborted', 'aborted during reward', { agent, error });
         if (JudgeError.isInstance(error))
@@ -342,6 +367,9 @@ export async function runGroup<TItem extends EnvItem>(
           return finish('infra_failure', `reward: ${describeError(error)}`, { agent, error });
         }
         return finish('infra_failure', `reward threw: ${describeError(error)}`, { agent, error });
+      } finally {
+        if (rewardTimer) clearTimeout(rewardTimer);
+        rewardController.abort();
       }
       if (typeof reward?.score !== 'number' || !Number.isFinite(reward.score)) {
         return finish('judge_failure', `reward returned a non-finite score (${String(reward?.score)})`, {
