@@ -362,7 +362,7 @@ describe('runGroup', () => {
         if (slot < 3) return { fault: 'hang' };
         return base(request, context);
       };
-      const api = await client(policy, 150);
+      const api = await client(policy, 400);
       const env = noteEnv();
       const limiter = createConcurrencyLimiter(6);
       const sandboxes = newProvider();
