@@ -1,10 +1,10 @@
 // Containment: what a hostile or broken command does inside a docker sandbox stays inside it.
 import { execFileSync } from 'node:child_process';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerSandboxProvider, type DockerSandboxProvider } from './docker-sandbox-provider.js';
 import { describeDocker } from './test-docker-env.js';
 
-describeDocker('docker sandbox containment', (docker) => {
+describeDocker(describe, 'docker sandbox containment', (docker) => {
   let provider: DockerSandboxProvider;
 
   beforeAll(() => {

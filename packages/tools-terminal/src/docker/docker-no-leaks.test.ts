@@ -7,7 +7,7 @@ import type { EnvItem, EnvV1 } from '@shears/core';
 import { runGroup, SandboxError } from '@shears/core';
 import { createScriptedServer, createScriptedServerClient, type ScriptedServer } from '@shears/core/test';
 import Dockerode from 'dockerode';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveDockerConnection } from './docker-hosts.js';
 import type { DockerSandbox } from './docker-sandbox.js';
 import { createDockerSandboxProvider } from './docker-sandbox-provider.js';
@@ -26,7 +26,7 @@ function seeded(seed: number): () => number {
   };
 }
 
-describeDocker('docker sandboxes do not leak', (docker) => {
+describeDocker(describe, 'docker sandboxes do not leak', (docker) => {
   const client = new Dockerode(resolveDockerConnection(docker.host) as Dockerode.DockerOptions);
   let server: ScriptedServer;
 
@@ -62,17 +62,23 @@ describeDocker('docker sandboxes do not leak', (docker) => {
       tools: () => [],
       async computeReward(_item, _rollout, context) {
         const sandbox = context.sandbox as DockerSandbox;
-        if (random() < 0.25) {
-          killed.add(context.rolloutId);
-          const delay = 150 + Math.floor(random() * 600);
-          kills.push(
-            new Promise((resolve) => setTimeout(resolve, delay)).then(() =>
-              client.getContainer(sandbox.container.id).kill(),
-            ),
-          );
-        }
+        // The command only finishes once the test drops a "go" file, so a kill always lands while
+        // it is running, however slow the machine is. Surviving sandboxes get the file instead.
+        const victim = random() < 0.25;
+        const delay = 150 + Math.floor(random() * 600);
+        if (victim) killed.add(context.rolloutId);
+        kills.push(
+          new Promise((resolve) => setTimeout(resolve, delay)).then(() =>
+            victim ? client.getContainer(sandbox.container.id).kill() : sandbox.writeFile('/tmp/go', ''),
+          ),
+        );
         try {
-          const result = await sandbox.exec('echo started; sleep 2; echo finished');
+          const result = await sandbox.exec(
+            'echo started; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo finished',
+            {
+              timeoutMs: 120_000,
+            },
+          );
           return { score: result.stdout === 'started\nfinished\n' ? 1 : 0 };
         } catch (error) {
           rewardErrors.set(context.rolloutId, error);

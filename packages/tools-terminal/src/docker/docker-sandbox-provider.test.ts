@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { SandboxError } from '@shears/core';
 import Dockerode from 'dockerode';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveDockerConnection } from './docker-hosts.js';
 import type { DockerSandbox } from './docker-sandbox.js';
 import {
@@ -12,7 +12,7 @@ import {
 } from './docker-sandbox-provider.js';
 import { describeDocker } from './test-docker-env.js';
 
-describeDocker('docker sandbox provider', (docker) => {
+describeDocker(describe, 'docker sandbox provider', (docker) => {
   let provider: DockerSandboxProvider;
   const client = new Dockerode(resolveDockerConnection(docker.host) as Dockerode.DockerOptions);
 

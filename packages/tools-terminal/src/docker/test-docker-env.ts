@@ -1,6 +1,9 @@
 // Test helper: where the test run's private Docker daemon lives (set by scripts/test-infra) and
 // whether docker tests must run. Under CI=true a missing daemon is a failure, never a skip.
-import { describe } from 'vitest';
+// Takes vitest's `describe` as an argument so the built package never imports vitest.
+type Describe = ((name: string, body: () => void) => void) & {
+  skip: (name: string, body: () => void) => void;
+};
 
 export interface TestDocker {
   host: string;
@@ -21,7 +24,7 @@ export function testDocker(): TestDocker | undefined {
 }
 
 /** `describe` when a test daemon is available, else a loud `describe.skip`. */
-export function describeDocker(name: string, body: (docker: TestDocker) => void): void {
+export function describeDocker(describe: Describe, name: string, body: (docker: TestDocker) => void): void {
   const docker = testDocker();
   if (!docker) {
     console.warn(
