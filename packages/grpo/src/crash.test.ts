@@ -93,7 +93,10 @@ it('serves every acknowledged group exactly once across kill -9 restarts', { tim
 
   const ackedAtCrash: number[] = [];
   for (let crash = 0; crash < 5; crash++) {
-    await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 400));
+    // Let the writer make progress against this incarnation, then kill at a random moment.
+    const before = acknowledged.size;
+    for (let waited = 0; acknowledged.size < Math.min(total, before + 10) && waited < 15_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 150));
     ackedAtCrash.push(acknowledged.size);
     await kill(server);
     server = await startServer(port, databasePath);

@@ -390,16 +390,26 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       metrics.batchesServed++;
       metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
     };
-    response.end(encoded.payload.subarray(cut));
-    if ((response.socket?.writableLength ?? 0) === 0) complete();
-    else
-      await new Promise<void>((resolve) => {
-        response.once('finish', () => {
-          complete();
-          resolve();
-        });
-        response.once('close', () => resolve());
+    const tail = encoded.payload.subarray(cut);
+    const handedOver = store.formed.includes(batch)
+      ? store.completeBatchWith(batch, () => {
+          response.end(tail);
+          return (response.socket?.writableLength ?? 1) === 0;
+        })
+      : (response.end(tail), true);
+    if (handedOver) {
+      metrics.batchesServed++;
+      metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
+      return;
+    }
+    // The kernel did not take the last bytes at once: delete only after they are flushed.
+    await new Promise<void>((resolve) => {
+      response.once('finish', () => {
+        complete();
+        resolve();
       });
+      response.once('close', () => resolve());
+    });
   }
 
   function metricsText(): string {

@@ -342,6 +342,41 @@ export class TrajectoryStore {
     this.formed = this.formed.filter((item) => item !== batch);
   }
 
+  /**
+   * Deletes a delivered batch around the call that hands its last bytes to the kernel: the
+   * DELETE is staged in an open transaction, `send` runs, and COMMIT follows at once, so the
+   * moment the trainer can have the whole batch and the moment the disk forgets it are a few
+   * microseconds apart (a kill -9 in between is the only way to see a batch twice). When
+   * `send` reports the bytes did not all reach the kernel, nothing is deleted.
+   */
+  completeBatchWith(batch: FormedBatch, send: () => boolean): boolean {
+    const remove = this.db.prepare('DELETE FROM groups WHERE batch_no = ?');
+    const latestId = this.run.latestId;
+    this.db.exec('BEGIN IMMEDIATE');
+    let sent: boolean;
+    try {
+      this.preserveLatest(batch.groups.map((group) => group.id));
+      remove.run(batch.batchNo);
+      sent = send();
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      this.run.latestId = latestId;
+      throw error;
+    }
+    if (!sent) {
+      this.db.exec('ROLLBACK');
+      this.run.latestId = latestId;
+      return false;
+    }
+    this.db.exec('COMMIT');
+    for (const group of batch.groups) {
+      this.storedGroups--;
+      this.storedBytes -= group.bytes;
+    }
+    this.formed = this.formed.filter((item) => item !== batch);
+    return true;
+  }
+
   // /latest_example outlives the group it shows (Atropos keeps `latest` even after /reset_data).
   private preserveLatest(ids: number[]): void {
     const latestId = this.run.latestId;

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import {
+  computeGroupAdvantages,
+  createGroupFilterCounter,
+  discountedReturns,
+  drGrpoAdvantages,
+  grpoAdvantages,
+  resolveAdvantageEstimator,
+  rlooAdvantages,
+  stepAdvantages,
+  tokenAdvantages,
+} from './advantages.js';
+
+describe('advantage estimators', () => {
+  it('GRPO normalises by the group mean and sample std (the seed), or population std', () => {
+    const sample = grpoAdvantages([1, 0, 0, 1]);
+    const std = Math.sqrt(1 / 3);
+    expect(sample[0]).toBeCloseTo(0.5 / std, 6);
+    expect(sample[1]).toBeCloseTo(-0.5 / std, 6);
+    expect(grpoAdvantages([1, 2, 3, 4, 5], { std: 'population' })[4]).toBeCloseTo(2 / Math.sqrt(2), 6);
+    expect(grpoAdvantages([0.3, 0.3])).toEqual([0, 0]);
+    expect(grpoAdvantages([7])).toEqual([0]);
+  });
+
+  it('Dr.GRPO subtracts the mean only; RLOO leaves one out', () => {
+    expect(drGrpoAdvantages([1, 0, 0, 1])).toEqual([0.5, -0.5, -0.5, 0.5]);
+    expect(rlooAdvantages([1, 0, 0])).toEqual([1, -0.5, -0.5]);
+    expect(rlooAdvantages([3])).toEqual([0]);
+  });
+
+  it('rejects non-finite scores with the index', () => {
+    expect(() => grpoAdvantages([1, Number.NaN])).toThrow(/score 1/);
+  });
+
+  it('resolves estimators by name and lists the valid ones otherwise', () => {
+    expect(resolveAdvantageEstimator('rloo').compute([1, 0])).toEqual([1, -1]);
+    expect(() => resolveAdvantageEstimator('ppo')).toThrow(/grpo, dr-grpo, rloo/);
+  });
+});
+
+describe('discounted returns and per-step credit', () => {
+  it('matches the Atropos test values', () => {
+    const returns = discountedReturns([1, 1, 1], 0.9);
+    expect(returns[0]).toBeCloseTo(2.71, 10);
+    expect(returns[1]).toBeCloseTo(1.9, 10);
+    expect(returns[2]).toBe(1);
+    expect(discountedReturns([1, 2, 3], 0)).toEqual([1, 2, 3]);
+    expect(() => discountedReturns([1], 1.5)).toThrow(/gamma/);
+  });
+
+  it('pays the terminal advantage at the last step and discounts it back', () => {
+    const steps = stepAdvantages(2, 3, 0.5);
+    expect(steps).toEqual([0.5, 1, 2]);
+  });
+
+  it('aligns token advantages with masks, one value per assistant span', () => {
+    const masks = [-100, -100, 5, 6, -100, 7, 8, -100];
+    expect(tokenAdvantages(masks, 1.5)).toEqual([0, 0, 1.5, 1.5, 0, 1.5, 1.5, 0]);
+    expect(tokenAdvantages(masks, [0.25, 1])).toEqual([0, 0, 0.25, 0.25, 0, 1, 1, 0]);
+  });
+});
+
+describe('group advantages', () => {
+  it('keeps infrastructure and judge failures out of the statistics', () => {
+    const result = computeGroupAdvantages([
+      { score: 1, outcome: 'scored' },
+      { score: null, outcome: 'infra_failure' },
+      { score: 0, outcome: 'model_failure' },
+      { score: 0.9, outcome: 'judge_failure' },
+    ], { estimator: resolveAdvantageEstimator('dr-grpo') });
+    expect(result.stats).toMatchObject({ counted: 2, excluded: 2, mean: 0.5 });
+    expect(result.advantages).toEqual([0.5, null, -0.5, null]);
+    expect(result.dropped).toBeNull();
+  });
+
+  it('drops groups whose scores are all equal (configurable) and counts them', () => {
+    const counter = createGroupFilterCounter();
+    const flat = computeGroupAdvantages([
+      { score: 1, outcome: 'scored' },
+      { score: 1, outcome: 'scored' },
+    ]);
+    expect(flat.dropped).toEqual({ reason: 'all_scores_equal' });
+    counter.record(flat);
+    const kept = computeGroupAdvantages([
+      { score: 1, outcome: 'scored' },
+      { score: 1, outcome: 'scored' },
+    ], { dropEqualScores: false });
+    expect(kept.advantages).toEqual([0, 0]);
+    counter.record(kept);
+    counter.record(computeGroupAdvantages([{ score: null, outcome: 'aborted' }]));
+    // A single counted rollout is not "all equal": Atropos silently drops every size-1 group.
+    expect(computeGroupAdvantages([{ score: 1, outcome: 'scored' }]).dropped).toBeNull();
+    expect(counter.snapshot()).toEqual({ groups: 3, kept: 1, excludedRollouts: 1, dropped: { all_scores_equal: 1, too_few_counted: 1 } });
+  });
+});
