@@ -63,7 +63,13 @@ export class JsonParseError extends ShearsError {
   readonly text: string;
   readonly position: number | undefined;
   readonly source: string;
-  constructor(options: { source: string; text: string; position?: number; message: string; cause?: unknown }) {
+  constructor(options: {
+    source: string;
+    text: string;
+    position?: number;
+    message: string;
+    cause?: unknown;
+  }) {
     super(options.message, { code: 'SHEARS_JSON_PARSE', cause: options.cause });
     this.text = options.text;
     this.position = options.position;
@@ -151,7 +157,11 @@ export class AbortedError extends ShearsError {
 /** A configuration file or object failed validation; `issues` name each field, value and what is allowed. */
 export class ConfigError extends ShearsError {
   readonly issues: readonly { path: string; message: string; value?: unknown }[];
-  constructor(options: { message: string; issues?: readonly { path: string; message: string; value?: unknown }[]; cause?: unknown }) {
+  constructor(options: {
+    message: string;
+    issues?: readonly { path: string; message: string; value?: unknown }[];
+    cause?: unknown;
+  }) {
     super(options.message, { code: 'SHEARS_CONFIG', cause: options.cause });
     this.issues = options.issues ?? [];
   }

@@ -1,7 +1,7 @@
 // The one JSON-parsing helper for external data: errors name the source and the position.
 import type { z } from 'zod';
 import { JsonParseError } from './errors.js';
-import { type SafeResult, err, ok } from './result.js';
+import { err, ok, type SafeResult } from './result.js';
 
 export interface ParseJsonOptions<TSchema extends z.ZodType = z.ZodType> {
   /** Where the text came from, used in error messages ("scored_data body", "config.yaml"). */
@@ -43,7 +43,13 @@ export function safeParseJson<TSchema extends z.ZodType = z.ZodType<unknown>>(
     const where = position === undefined ? '' : ` at ${lineColumn(text, position)}`;
     const detail = cause instanceof Error ? cause.message : String(cause);
     return err(
-      new JsonParseError({ source, text, position, message: `Invalid JSON in ${source}${where}: ${detail}`, cause }),
+      new JsonParseError({
+        source,
+        text,
+        position,
+        message: `Invalid JSON in ${source}${where}: ${detail}`,
+        cause,
+      }),
     );
   }
   if (!options.schema) return ok(value as z.output<TSchema>);
@@ -53,7 +59,14 @@ export function safeParseJson<TSchema extends z.ZodType = z.ZodType<unknown>>(
     .slice(0, 5)
     .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
     .join('; ');
-  return err(new JsonParseError({ source, text, message: `Unexpected shape in ${source}: ${issues}`, cause: parsed.error }));
+  return err(
+    new JsonParseError({
+      source,
+      text,
+      message: `Unexpected shape in ${source}: ${issues}`,
+      cause: parsed.error,
+    }),
+  );
 }
 
 export function parseJson<TSchema extends z.ZodType = z.ZodType<unknown>>(

@@ -15,7 +15,9 @@ describe('registry', () => {
       }),
     );
     expect(registry.has('sandboxes', 'container')).toBe(true);
-    expect(() => registry.resolve('sandboxes', 'dokcer')).toThrowError('No sandbox provider "dokcer" (available: docker, local)');
+    expect(() => registry.resolve('sandboxes', 'dokcer')).toThrowError(
+      'No sandbox provider "dokcer" (available: docker, local)',
+    );
     try {
       registry.resolve('sandboxes', 'dokcer');
     } catch (error) {

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EnvV1 } from './contracts/env.js';
+import type { GroupJudgeV1, JudgeV1 } from './contracts/judge.js';
 import type { Logger } from './contracts/logger.js';
 import { silentLogger } from './contracts/logger.js';
 import type { ToolCallParserV1 } from './contracts/parser.js';
@@ -12,9 +13,8 @@ import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import type { ServerV1 } from './contracts/server.js';
 import type { TrajectorySinkV1 } from './contracts/sink.js';
 import type { ToolV1 } from './contracts/tool.js';
-import type { GroupJudgeV1, JudgeV1 } from './contracts/judge.js';
-import type { ToolsetDefinition } from './toolsets.js';
 import { InvalidArgumentError, NoSuchEntryError, ShearsError } from './errors.js';
+import type { ToolsetDefinition } from './toolsets.js';
 
 export interface PluginContext {
   registry: Registry;
@@ -39,7 +39,15 @@ export interface PluginKinds {
 }
 export type PluginKind = keyof PluginKinds;
 
-export const PLUGIN_KINDS: readonly PluginKind[] = ['sandboxes', 'tools', 'parsers', 'servers', 'judges', 'envs', 'sinks'];
+export const PLUGIN_KINDS: readonly PluginKind[] = [
+  'sandboxes',
+  'tools',
+  'parsers',
+  'servers',
+  'judges',
+  'envs',
+  'sinks',
+];
 
 const KIND_LABEL: Record<PluginKind, string> = {
   sandboxes: 'sandbox provider',
@@ -64,7 +72,11 @@ const pluginMarker = Symbol.for('shears.plugin');
 
 export function definePlugin(manifest: Omit<PluginManifest, 'specificationVersion'>): PluginManifest {
   if (!manifest.id || typeof manifest.id !== 'string') {
-    throw new InvalidArgumentError({ argument: 'id', value: manifest.id, message: 'definePlugin: "id" must be a non-empty string' });
+    throw new InvalidArgumentError({
+      argument: 'id',
+      value: manifest.id,
+      message: 'definePlugin: "id" must be a non-empty string',
+    });
   }
   const result = { specificationVersion: 'v1' as const, ...manifest };
   Object.defineProperty(result, pluginMarker, { value: true });
@@ -74,7 +86,9 @@ export function definePlugin(manifest: Omit<PluginManifest, 'specificationVersio
 export function isPlugin(value: unknown): value is PluginManifest {
   if (typeof value !== 'object' || value === null) return false;
   const record = value as Record<string | symbol, unknown>;
-  return record[pluginMarker] === true || (record.specificationVersion === 'v1' && typeof record.id === 'string');
+  return (
+    record[pluginMarker] === true || (record.specificationVersion === 'v1' && typeof record.id === 'string')
+  );
 }
 
 interface Registered<TInstance> {
@@ -96,7 +110,11 @@ export interface Registry {
   list(kind: PluginKind): string[];
   plugins(): PluginManifest[];
   resolve<K extends PluginKind>(kind: K, id: string): PluginEntry<PluginKinds[K]>;
-  create<K extends PluginKind>(kind: K, id: string, settings?: Record<string, unknown>): Promise<PluginKinds[K]>;
+  create<K extends PluginKind>(
+    kind: K,
+    id: string,
+    settings?: Record<string, unknown>,
+  ): Promise<PluginKinds[K]>;
   toolsets(): Record<string, ToolsetDefinition>;
   /** Imports a plugin by npm package name or path and registers its default export. */
   load(specifier: string, options?: LoadPluginOptions): Promise<PluginManifest>;
@@ -104,7 +122,9 @@ export interface Registry {
 
 export function createRegistry(options: { logger?: Logger } = {}): Registry {
   const logger = options.logger ?? silentLogger;
-  const tables = new Map<PluginKind, Map<string, Registered<any>>>(PLUGIN_KINDS.map((kind) => [kind, new Map()]));
+  const tables = new Map<PluginKind, Map<string, Registered<any>>>(
+    PLUGIN_KINDS.map((kind) => [kind, new Map()]),
+  );
   const aliases = new Map<PluginKind, Map<string, string>>(PLUGIN_KINDS.map((kind) => [kind, new Map()]));
   const manifests: PluginManifest[] = [];
   const toolsetTable: Record<string, ToolsetDefinition> = {};
@@ -114,7 +134,11 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
   const registry: Registry = {
     use(plugin) {
       if (!isPlugin(plugin)) {
-        throw new InvalidArgumentError({ argument: 'plugin', value: plugin, message: 'registry.use: not a plugin manifest (use definePlugin)' });
+        throw new InvalidArgumentError({
+          argument: 'plugin',
+          value: plugin,
+          message: 'registry.use: not a plugin manifest (use definePlugin)',
+        });
       }
       if (manifests.some((existing) => existing.id === plugin.id)) return registry;
       for (const kind of PLUGIN_KINDS) {
@@ -164,10 +188,13 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
       try {
         module = (await import(url)) as Record<string, unknown>;
       } catch (cause) {
-        throw new ShearsError(`Could not import plugin "${specifier}" (${url}): ${(cause as Error).message}`, {
-          code: 'SHEARS_PLUGIN_LOAD',
-          cause,
-        });
+        throw new ShearsError(
+          `Could not import plugin "${specifier}" (${url}): ${(cause as Error).message}`,
+          {
+            code: 'SHEARS_PLUGIN_LOAD',
+            cause,
+          },
+        );
       }
       const manifest = module.default ?? module.plugin;
       if (!isPlugin(manifest)) {
@@ -212,7 +239,8 @@ export function resolvePluginUrl(specifier: string, options: LoadPluginOptions =
   if (specifier.startsWith('file:')) return specifier;
   if (specifier.startsWith('.') || isAbsolute(specifier)) {
     const path = resolvePath(from, specifier);
-    if (!existsSync(path)) throw new ShearsError(`Plugin path not found: ${path}`, { code: 'SHEARS_PLUGIN_LOAD' });
+    if (!existsSync(path))
+      throw new ShearsError(`Plugin path not found: ${path}`, { code: 'SHEARS_PLUGIN_LOAD' });
     if (statSync(path).isDirectory()) return resolvePackageDir(path, '.', conditions, specifier);
     return pathToFileURL(path).href;
   }
@@ -221,22 +249,35 @@ export function resolvePluginUrl(specifier: string, options: LoadPluginOptions =
   const name = parts.slice(0, nameLength).join('/');
   const subpath = parts.length > nameLength ? `./${parts.slice(nameLength).join('/')}` : '.';
   if (!/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(name)) {
-    throw new InvalidArgumentError({ argument: 'plugin', value: specifier, message: `Not a valid npm package name: "${specifier}"` });
+    throw new InvalidArgumentError({
+      argument: 'plugin',
+      value: specifier,
+      message: `Not a valid npm package name: "${specifier}"`,
+    });
   }
   let directory = from;
   for (;;) {
     const candidate = join(directory, 'node_modules', name);
-    if (existsSync(join(candidate, 'package.json'))) return resolvePackageDir(candidate, subpath, conditions, specifier);
+    if (existsSync(join(candidate, 'package.json')))
+      return resolvePackageDir(candidate, subpath, conditions, specifier);
     const parent = dirname(directory);
     if (parent === directory) break;
     directory = parent;
   }
-  throw new ShearsError(`Plugin package "${name}" is not installed (searched node_modules from ${from} upwards). Install it with: pnpm add ${name}`, {
-    code: 'SHEARS_PLUGIN_LOAD',
-  });
+  throw new ShearsError(
+    `Plugin package "${name}" is not installed (searched node_modules from ${from} upwards). Install it with: pnpm add ${name}`,
+    {
+      code: 'SHEARS_PLUGIN_LOAD',
+    },
+  );
 }
 
-function resolvePackageDir(directory: string, subpath: string, conditions: readonly string[], specifier: string): string {
+function resolvePackageDir(
+  directory: string,
+  subpath: string,
+  conditions: readonly string[],
+  specifier: string,
+): string {
   const manifest = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as {
     exports?: unknown;
     module?: string;
@@ -245,7 +286,10 @@ function resolvePackageDir(directory: string, subpath: string, conditions: reado
   let target: string | undefined;
   if (manifest.exports !== undefined) {
     const exportsField = manifest.exports as Record<string, unknown>;
-    const hasSubpaths = typeof exportsField === 'object' && exportsField !== null && Object.keys(exportsField).some((key) => key.startsWith('.'));
+    const hasSubpaths =
+      typeof exportsField === 'object' &&
+      exportsField !== null &&
+      Object.keys(exportsField).some((key) => key.startsWith('.'));
     const entry = hasSubpaths ? exportsField[subpath] : subpath === '.' ? exportsField : undefined;
     target = pickExport(entry, conditions);
   } else if (subpath === '.') {
@@ -254,9 +298,12 @@ function resolvePackageDir(directory: string, subpath: string, conditions: reado
     target = subpath;
   }
   if (!target) {
-    throw new ShearsError(`Package "${specifier}" exports nothing for "${subpath}" under conditions ${conditions.join(', ')}`, {
-      code: 'SHEARS_PLUGIN_LOAD',
-    });
+    throw new ShearsError(
+      `Package "${specifier}" exports nothing for "${subpath}" under conditions ${conditions.join(', ')}`,
+      {
+        code: 'SHEARS_PLUGIN_LOAD',
+      },
+    );
   }
   return pathToFileURL(join(directory, target)).href;
 }

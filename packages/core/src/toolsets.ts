@@ -19,8 +19,15 @@ export const BUILTIN_TOOLSETS: Readonly<Record<string, ToolsetDefinition>> = {
   web: { description: 'Web search and extraction', tools: ['web_search', 'web_extract'] },
   search: { description: 'Web search only', tools: ['web_search'] },
   terminal: { description: 'Shell commands and background processes', tools: ['terminal', 'process'] },
-  file: { description: 'Reading, writing, patching and searching files', tools: ['read_file', 'write_file', 'patch', 'search_files'] },
-  debugging: { description: 'Terminal plus web and file tools', tools: ['terminal', 'process'], includes: ['web', 'file'] },
+  file: {
+    description: 'Reading, writing, patching and searching files',
+    tools: ['read_file', 'write_file', 'patch', 'search_files'],
+  },
+  debugging: {
+    description: 'Terminal plus web and file tools',
+    tools: ['terminal', 'process'],
+    includes: ['web', 'file'],
+  },
 };
 
 export const BUILTIN_DISTRIBUTIONS: Readonly<Record<string, ToolsetDistribution>> = {
@@ -43,15 +50,18 @@ export function resolveToolset(
 ): string[] {
   if (name === 'all' || name === '*') {
     const every = new Set<string>();
-    for (const key of Object.keys(toolsets)) for (const tool of resolveToolset(key, toolsets, visited)) every.add(tool);
+    for (const key of Object.keys(toolsets))
+      for (const tool of resolveToolset(key, toolsets, visited)) every.add(tool);
     return [...every].sort();
   }
   if (visited.has(name)) return [];
   const definition = toolsets[name];
-  if (!definition) throw new NoSuchEntryError({ kind: 'toolset', id: name, available: Object.keys(toolsets).sort() });
+  if (!definition)
+    throw new NoSuchEntryError({ kind: 'toolset', id: name, available: Object.keys(toolsets).sort() });
   visited.add(name);
   const tools = new Set(definition.tools);
-  for (const include of definition.includes ?? []) for (const tool of resolveToolset(include, toolsets, visited)) tools.add(tool);
+  for (const include of definition.includes ?? [])
+    for (const tool of resolveToolset(include, toolsets, visited)) tools.add(tool);
   return [...tools].sort();
 }
 
@@ -67,7 +77,8 @@ export function selectToolNames(options: SelectToolsOptions = {}): string[] {
   const enabled = options.enabled ?? Object.keys(toolsets);
   const names = new Set<string>();
   for (const toolset of enabled) for (const tool of resolveToolset(toolset, toolsets)) names.add(tool);
-  for (const toolset of options.disabled ?? []) for (const tool of resolveToolset(toolset, toolsets)) names.delete(tool);
+  for (const toolset of options.disabled ?? [])
+    for (const tool of resolveToolset(toolset, toolsets)) names.delete(tool);
   return [...names].sort();
 }
 
@@ -81,11 +92,20 @@ export function sampleToolsets(
 ): string[] {
   const table = options.distributions ?? BUILTIN_DISTRIBUTIONS;
   const resolved = typeof distribution === 'string' ? table[distribution] : distribution;
-  if (!resolved) throw new NoSuchEntryError({ kind: 'distribution', id: String(distribution), available: Object.keys(table).sort() });
+  if (!resolved)
+    throw new NoSuchEntryError({
+      kind: 'distribution',
+      id: String(distribution),
+      available: Object.keys(table).sort(),
+    });
   const random = options.random ?? Math.random;
   const entries = Object.entries(resolved.toolsets);
   if (entries.length === 0) {
-    throw new InvalidArgumentError({ argument: 'distribution', value: distribution, message: 'A toolset distribution needs at least one toolset' });
+    throw new InvalidArgumentError({
+      argument: 'distribution',
+      value: distribution,
+      message: 'A toolset distribution needs at least one toolset',
+    });
   }
   const chosen = entries.filter(([, percent]) => random() * 100 < percent).map(([name]) => name);
   if (chosen.length > 0) return chosen;
