@@ -16,7 +16,10 @@ const random = () => {
   seed = (seed * 1103515245 + 12345) & 0x7fffffff;
   return seed / 0x7fffffff;
 };
-const vocabulary = 'the of and to in is that for it as with was on be by this are from or have an they which one you were all we can her has there been if more when will would who so no file test error line value function return import class self def const let new data list path string number result case check run build output input config module package version update change fix issue assert expected actual failed passed source branch commit merge diff patch repo directory command option default parse format render token model server client request response status code message header body json yaml text info debug warning trace stack frame call index offset length count size limit timeout retry cache buffer stream reader writer socket handle event queue worker thread process signal exit user group owner mode time date year week hour minute second'.split(' ');
+const vocabulary =
+  'the of and to in is that for it as with was on be by this are from or have an they which one you were all we can her has there been if more when will would who so no file test error line value function return import class self def const let new data list path string number result case check run build output input config module package version update change fix issue assert expected actual failed passed source branch commit merge diff patch repo directory command option default parse format render token model server client request response status code message header body json yaml text info debug warning trace stack frame call index offset length count size limit timeout retry cache buffer stream reader writer socket handle event queue worker thread process signal exit user group owner mode time date year week hour minute second'.split(
+    ' ',
+  );
 function word(): string {
   return vocabulary[Math.floor(random() * vocabulary.length)] as string;
 }
@@ -35,7 +38,14 @@ function toolOutput(characters: number): string {
 }
 
 const tools: ToolSchema[] = [
-  { type: 'function', function: { name: 'terminal', description: 'Run a shell command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'terminal',
+      description: 'Run a shell command',
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+    },
+  },
 ];
 
 const tokenizer = qwen3Tokenizer();
@@ -70,7 +80,16 @@ for (let turn = 1; turn <= TURNS; turn++) {
       role: 'assistant',
       content: null,
       reasoning_content: `Step ${turn}: ${Array.from({ length: 12 }, word).join(' ')}.`,
-      tool_calls: [{ id: `call_${turn}`, type: 'function', function: { name: 'terminal', arguments: JSON.stringify({ command: `grep -rn ${word()} src/` }).replace(/":/g, '": ') } }],
+      tool_calls: [
+        {
+          id: `call_${turn}`,
+          type: 'function',
+          function: {
+            name: 'terminal',
+            arguments: JSON.stringify({ command: `grep -rn ${word()} src/` }).replace(/":/g, '": '),
+          },
+        },
+      ],
     },
     { role: 'tool', tool_call_id: `call_${turn}`, content: toolOutput(perTurnChars) },
   );
@@ -133,7 +152,9 @@ console.log(
     incrementalPerTurnMs: round(lastIncremental),
     fullRetokenizePerTurnMs: round(lastFull),
     speedup: round(lastFull / lastIncremental),
-    lastFiveTurnsMeanIncrementalMs: round(lastFive.reduce((sum, entry) => sum + entry.incremental, 0) / lastFive.length),
+    lastFiveTurnsMeanIncrementalMs: round(
+      lastFive.reduce((sum, entry) => sum + entry.incremental, 0) / lastFive.length,
+    ),
     lastFiveTurnsMeanFullMs: round(lastFive.reduce((sum, entry) => sum + entry.full, 0) / lastFive.length),
   }),
 );

@@ -50,7 +50,10 @@ export function serverOrigin(baseUrl: string): string {
 }
 
 // External response shapes: only the fields read, tolerant of nulls.
-const vllmLogprobPosition = z.union([z.record(z.string(), z.number()), z.array(z.record(z.string(), z.number()))]);
+const vllmLogprobPosition = z.union([
+  z.record(z.string(), z.number()),
+  z.array(z.record(z.string(), z.number())),
+]);
 const vllmGenerateResponse = z.object({
   token_ids: z.array(z.array(z.number())),
   logprobs: z.array(z.array(vllmLogprobPosition)).nullish(),
@@ -92,7 +95,12 @@ function noCompletions(provider: string, endpoint: string, model: string): Serve
 }
 
 function mismatch(provider: string, endpoint: string, model: string, what: string): ServerError {
-  return new ServerError({ message: `${provider} server ${endpoint} (model "${model}"): ${what}`, endpoint, model, retryable: true });
+  return new ServerError({
+    message: `${provider} server ${endpoint} (model "${model}"): ${what}`,
+    endpoint,
+    model,
+    retryable: true,
+  });
 }
 
 export function createVllmBackend(settings: BackendSettings & { api?: VllmApi }): GenerateBackend {
@@ -115,9 +123,23 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
     endpoint,
     healthUrl: `${origin}/health`,
     async generate(request) {
-      const common = { fetch: settings.fetch, url: endpoint, timeoutMs: request.timeoutMs, signal: request.signal, provider: 'vllm', model: settings.model, headers: settings.headers, now: settings.now };
+      const common = {
+        fetch: settings.fetch,
+        url: endpoint,
+        timeoutMs: request.timeoutMs,
+        signal: request.signal,
+        provider: 'vllm',
+        model: settings.model,
+        headers: settings.headers,
+        now: settings.now,
+      };
       if (api === 'generate') {
-        const body = { prompt: { prompt_token_ids: request.promptIds }, logprobs: 0, ...sampling(request), ...request.extraBody };
+        const body = {
+          prompt: { prompt_token_ids: request.promptIds },
+          logprobs: 0,
+          ...sampling(request),
+          ...request.extraBody,
+        };
         const response = await httpJson({ ...common, body, schema: vllmGenerateResponse });
         if (response.token_ids.length === 0) throw noCompletions('vllm', endpoint, settings.model);
         return response.token_ids.map((tokenIds, choice) => {
@@ -125,7 +147,13 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
           const logprobs = tokenIds.map((id, index) => {
             const raw = positions[index];
             const entry = Array.isArray(raw) ? raw[0] : raw;
-            if (!entry) throw mismatch('vllm', endpoint, settings.model, `missing logprob for generated token ${index} of choice ${choice}`);
+            if (!entry)
+              throw mismatch(
+                'vllm',
+                endpoint,
+                settings.model,
+                `missing logprob for generated token ${index} of choice ${choice}`,
+              );
             return entry[String(id)] ?? (Object.values(entry)[0] as number);
           });
           return { tokenIds, logprobs, finishReason: response.finish_reasons?.[choice] ?? null };
@@ -149,12 +177,23 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
           choice.token_ids ??
           tokens.map((token) => {
             const match = /^token_id:(\d+)$/.exec(token);
-            if (!match) throw mismatch('vllm', endpoint, settings.model, `token "${token}" is not "token_id:N"; is return_tokens_as_token_ids supported?`);
+            if (!match)
+              throw mismatch(
+                'vllm',
+                endpoint,
+                settings.model,
+                `token "${token}" is not "token_id:N"; is return_tokens_as_token_ids supported?`,
+              );
             return Number(match[1]);
           });
         const logprobs = (choice.logprobs?.token_logprobs ?? []).map((value) => value ?? 0);
         if (logprobs.length !== tokenIds.length) {
-          throw mismatch('vllm', endpoint, settings.model, `choice ${index} has ${tokenIds.length} tokens but ${logprobs.length} logprobs`);
+          throw mismatch(
+            'vllm',
+            endpoint,
+            settings.model,
+            `choice ${index} has ${tokenIds.length} tokens but ${logprobs.length} logprobs`,
+          );
         }
         return { tokenIds, logprobs, finishReason: choice.finish_reason ?? null };
       });
@@ -182,7 +221,13 @@ export function createSglangBackend(settings: BackendSettings): GenerateBackend 
       if (request.topP !== undefined) samplingParams.top_p = request.topP;
       if (request.stop !== undefined) samplingParams.stop = request.stop;
       if (request.seed !== undefined) samplingParams.sampling_seed = request.seed;
-      const body = { input_ids: request.promptIds, sampling_params: samplingParams, return_logprob: true, stream: false, ...request.extraBody };
+      const body = {
+        input_ids: request.promptIds,
+        sampling_params: samplingParams,
+        return_logprob: true,
+        stream: false,
+        ...request.extraBody,
+      };
       const response = await httpJson({
         fetch: settings.fetch,
         url: endpoint,
@@ -201,7 +246,12 @@ export function createSglangBackend(settings: BackendSettings): GenerateBackend 
         const entries = item.meta_info.output_token_logprobs ?? [];
         const tokenIds = entries.length > 0 ? entries.map((entry) => entry[1]) : (item.output_ids ?? []);
         if (entries.length !== tokenIds.length) {
-          throw mismatch('sglang', endpoint, settings.model, 'output_token_logprobs is missing; is return_logprob supported?');
+          throw mismatch(
+            'sglang',
+            endpoint,
+            settings.model,
+            'output_token_logprobs is missing; is return_logprob supported?',
+          );
         }
         const reason = item.meta_info.finish_reason;
         return {

@@ -8,8 +8,14 @@ import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
 import { createHfTokenizer } from './hf-tokenizer.js';
 import { createIncrementalEncoder } from './incremental-encoder.js';
 
-describeTokenizerConformance('hf qwen3', () => ({ tokenizer: qwen3Tokenizer(), specialToken: '<|im_start|>' }));
-describeTokenizerConformance('hf llama3', () => ({ tokenizer: llama3Tokenizer(), specialToken: '<|start_header_id|>' }));
+describeTokenizerConformance('hf qwen3', () => ({
+  tokenizer: qwen3Tokenizer(),
+  specialToken: '<|im_start|>',
+}));
+describeTokenizerConformance('hf llama3', () => ({
+  tokenizer: llama3Tokenizer(),
+  specialToken: '<|start_header_id|>',
+}));
 
 const TOOLS: ToolSchema[] = [
   {
@@ -30,7 +36,9 @@ const CONVERSATION: ChatMessage[] = [
     role: 'assistant',
     content: null,
     reasoning_content: 'The user wants the weather. I will call the tool.',
-    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }],
+    tool_calls: [
+      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } },
+    ],
   },
   { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 18, "sky": "clear"}' },
   { role: 'assistant', content: 'It is 18 °C and clear in Paris.', reasoning_content: 'Report it.' },
@@ -80,12 +88,18 @@ const LLAMA3_FULL =
 
 describe('createHfTokenizer: chat templates', () => {
   it('renders a Qwen3 tool-using conversation mid-rollout exactly, thinking kept', () => {
-    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION.slice(0, 4), { tools: TOOLS, addGenerationPrompt: true });
+    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION.slice(0, 4), {
+      tools: TOOLS,
+      addGenerationPrompt: true,
+    });
     expect(rendered).toBe(QWEN3_TURN_2);
   });
 
   it('renders the full Qwen3 conversation exactly, earlier thinking dropped after a new user query', () => {
-    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION, { tools: TOOLS, addGenerationPrompt: true });
+    const rendered = qwen3Tokenizer().applyChatTemplate(CONVERSATION, {
+      tools: TOOLS,
+      addGenerationPrompt: true,
+    });
     expect(rendered).toBe(QWEN3_FULL);
   });
 
@@ -100,7 +114,10 @@ describe('createHfTokenizer: chat templates', () => {
   });
 
   it('renders the full Llama 3 conversation exactly', () => {
-    const rendered = llama3Tokenizer().applyChatTemplate(CONVERSATION, { tools: TOOLS, addGenerationPrompt: true });
+    const rendered = llama3Tokenizer().applyChatTemplate(CONVERSATION, {
+      tools: TOOLS,
+      addGenerationPrompt: true,
+    });
     expect(rendered).toBe(LLAMA3_FULL);
   });
 
@@ -130,11 +147,22 @@ describe('createIncrementalEncoder', () => {
       const tokenizer = load();
       const encoder = createIncrementalEncoder(tokenizer);
       // The prompts one rollout sends: before each assistant turn, growing with tool results.
-      const prompts = [2, 4].map((count) => tokenizer.applyChatTemplate(CONVERSATION.slice(0, count), { tools: TOOLS, addGenerationPrompt: true }));
+      const prompts = [2, 4].map((count) =>
+        tokenizer.applyChatTemplate(CONVERSATION.slice(0, count), {
+          tools: TOOLS,
+          addGenerationPrompt: true,
+        }),
+      );
       // Long tool output with text right after a special token, to exercise the boundary.
       const long: ChatMessage[] = [
         ...CONVERSATION.slice(0, 4),
-        { role: 'assistant', content: 'Checking again.', tool_calls: [{ id: 'c2', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Lyon"}' } }] },
+        {
+          role: 'assistant',
+          content: 'Checking again.',
+          tool_calls: [
+            { id: 'c2', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Lyon"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'c2', content: 'rain '.repeat(400) },
       ];
       prompts.push(tokenizer.applyChatTemplate(long, { tools: TOOLS, addGenerationPrompt: true }));
@@ -146,7 +174,9 @@ describe('createIncrementalEncoder', () => {
         expect(result.ids).toEqual(tokenizer.encode(prompt, { addSpecialTokens: false }));
         if (index > 0) {
           expect(result.reusedTokens).toBeGreaterThan(previous / 2);
-          expect(result.encodedChars).toBeLessThan(prompt.length - (prompts[index - 1] as string).length + 50);
+          expect(result.encodedChars).toBeLessThan(
+            prompt.length - (prompts[index - 1] as string).length + 50,
+          );
         }
         previous = result.ids.length;
       }
@@ -168,7 +198,9 @@ describe('createIncrementalEncoder', () => {
     const encoder = createIncrementalEncoder(tokenizer);
     encoder.encode('<|im_start|>user\nunbeliev');
     const result = encoder.encode('<|im_start|>user\nunbelievable things');
-    expect(result.ids).toEqual(tokenizer.encode('<|im_start|>user\nunbelievable things', { addSpecialTokens: false }));
+    expect(result.ids).toEqual(
+      tokenizer.encode('<|im_start|>user\nunbelievable things', { addSpecialTokens: false }),
+    );
     expect(result.reusedTokens).toBe(1);
   });
 });
@@ -181,7 +213,9 @@ describe('createHfTokenizer: bad input', () => {
   });
 
   it('wraps a tokenizer.json the library cannot load in a ConfigError', () => {
-    expect(() => createHfTokenizer({ tokenizerJson: { model: {} }, tokenizerConfig: {} })).toThrow(ConfigError);
+    expect(() => createHfTokenizer({ tokenizerJson: { model: {} }, tokenizerConfig: {} })).toThrow(
+      ConfigError,
+    );
   });
 
   it('reports invalid JSON with the file path', () => {

@@ -10,9 +10,9 @@ import {
   type ChatTemplateOptions,
   ConfigError,
   InvalidArgumentError,
-  type TokenizerV1,
   messageText,
   parseJson,
+  type TokenizerV1,
 } from '@shears/core';
 
 export type HfTokenizerSettings =
@@ -66,7 +66,10 @@ function readJsonFile(path: string): Record<string, unknown> {
   }
   const value = parseJson(text, { source: path });
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ConfigError({ message: `${path} must hold a JSON object`, issues: [{ path, message: 'not an object' }] });
+    throw new ConfigError({
+      message: `${path} must hold a JSON object`,
+      issues: [{ path, message: 'not an object' }],
+    });
   }
   return value as Record<string, unknown>;
 }
@@ -74,7 +77,11 @@ function readJsonFile(path: string): Record<string, unknown> {
 function tokenText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   // Older configs store special tokens as AddedToken objects: { content: "<s>", ... }.
-  if (typeof value === 'object' && value !== null && typeof (value as { content?: unknown }).content === 'string') {
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { content?: unknown }).content === 'string'
+  ) {
     return (value as { content: string }).content;
   }
   return undefined;
@@ -87,9 +94,12 @@ function pickTemplate(config: Record<string, unknown>, hasTools: boolean): strin
     // Named templates (transformers' list form): prefer `tool_use` when tools are offered.
     const named = new Map<string, string>();
     for (const entry of template) {
-      if (entry && typeof entry.name === 'string' && typeof entry.template === 'string') named.set(entry.name, entry.template);
+      if (entry && typeof entry.name === 'string' && typeof entry.template === 'string')
+        named.set(entry.name, entry.template);
     }
-    return (hasTools ? named.get('tool_use') : undefined) ?? named.get('default') ?? named.values().next().value;
+    return (
+      (hasTools ? named.get('tool_use') : undefined) ?? named.get('default') ?? named.values().next().value
+    );
   }
   return undefined;
 }
@@ -109,7 +119,11 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
   let defaultId: string;
   if ('dir' in settings) {
     if (typeof settings.dir !== 'string' || settings.dir.length === 0) {
-      throw new InvalidArgumentError({ argument: 'dir', value: settings.dir, message: 'createHfTokenizer: "dir" must be a folder path' });
+      throw new InvalidArgumentError({
+        argument: 'dir',
+        value: settings.dir,
+        message: 'createHfTokenizer: "dir" must be a folder path',
+      });
     }
     tokenizerJson = readJsonFile(join(settings.dir, 'tokenizer.json'));
     tokenizerConfig = readJsonFile(join(settings.dir, 'tokenizer_config.json'));
@@ -124,25 +138,43 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
     }
     tokenizerJson = settings.tokenizerJson;
     tokenizerConfig = settings.tokenizerConfig ?? {};
-    defaultId = typeof tokenizerConfig.name_or_path === 'string' ? tokenizerConfig.name_or_path : 'hf-tokenizer';
+    defaultId =
+      typeof tokenizerConfig.name_or_path === 'string' ? tokenizerConfig.name_or_path : 'hf-tokenizer';
   }
 
   let tokenizer: Tokenizer;
   try {
     tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
   } catch (cause) {
-    throw new ConfigError({ message: `Cannot load tokenizer "${settings.id ?? defaultId}": ${cause instanceof Error ? cause.message : String(cause)}`, cause });
+    throw new ConfigError({
+      message: `Cannot load tokenizer "${settings.id ?? defaultId}": ${cause instanceof Error ? cause.message : String(cause)}`,
+      cause,
+    });
   }
   const addedTokens = new Map<string, number>();
   const addedList = Array.isArray(tokenizerJson.added_tokens) ? tokenizerJson.added_tokens : [];
-  for (const entry of addedList as Array<{ id?: unknown; content?: unknown; lstrip?: unknown; rstrip?: unknown }>) {
+  for (const entry of addedList as Array<{
+    id?: unknown;
+    content?: unknown;
+    lstrip?: unknown;
+    rstrip?: unknown;
+  }>) {
     // Tokens that strip neighbouring spaces change the text around them: not clean boundaries.
     if (entry.lstrip === true || entry.rstrip === true) continue;
-    if (typeof entry.content === 'string' && typeof entry.id === 'number') addedTokens.set(entry.content, entry.id);
+    if (typeof entry.content === 'string' && typeof entry.id === 'number')
+      addedTokens.set(entry.content, entry.id);
   }
 
   const specialTokenVariables: Record<string, string> = {};
-  for (const key of ['bos_token', 'eos_token', 'unk_token', 'pad_token', 'sep_token', 'cls_token', 'mask_token']) {
+  for (const key of [
+    'bos_token',
+    'eos_token',
+    'unk_token',
+    'pad_token',
+    'sep_token',
+    'cls_token',
+    'mask_token',
+  ]) {
     const text = tokenText(tokenizerConfig[key]);
     if (text !== undefined) specialTokenVariables[key] = text;
   }
@@ -154,7 +186,10 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
       try {
         template = new Template(source);
       } catch (cause) {
-        throw new ConfigError({ message: `The chat template of tokenizer "${defaultId}" does not compile: ${String(cause)}`, cause });
+        throw new ConfigError({
+          message: `The chat template of tokenizer "${defaultId}" does not compile: ${String(cause)}`,
+          cause,
+        });
       }
       templates.set(source, template);
     }
@@ -179,7 +214,11 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
     tokenToId: (token) => addedTokens.get(token) ?? tokenizer.token_to_id(token),
     encode(text, options) {
       if (typeof text !== 'string') {
-        throw new InvalidArgumentError({ argument: 'text', value: text, message: 'encode: text must be a string' });
+        throw new InvalidArgumentError({
+          argument: 'text',
+          value: text,
+          message: 'encode: text must be a string',
+        });
       }
       // HF semantics: special tokens (e.g. Llama's BOS) are added unless asked not to.
       return tokenizer.encode(text, { add_special_tokens: options?.addSpecialTokens ?? true }).ids;
@@ -189,7 +228,11 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
     },
     applyChatTemplate(messages: ChatMessage[], options: ChatTemplateOptions = {}) {
       if (!Array.isArray(messages)) {
-        throw new InvalidArgumentError({ argument: 'messages', value: messages, message: 'applyChatTemplate: messages must be an array' });
+        throw new InvalidArgumentError({
+          argument: 'messages',
+          value: messages,
+          message: 'applyChatTemplate: messages must be an array',
+        });
       }
       const hasTools = (options.tools?.length ?? 0) > 0;
       const source = settings.chatTemplate ?? pickTemplate(tokenizerConfig, hasTools);

@@ -19,7 +19,9 @@ export interface HttpJsonOptions<TSchema extends z.ZodType> {
   now?: () => number;
 }
 
-export async function httpJson<TSchema extends z.ZodType>(options: HttpJsonOptions<TSchema>): Promise<z.output<TSchema>> {
+export async function httpJson<TSchema extends z.ZodType>(
+  options: HttpJsonOptions<TSchema>,
+): Promise<z.output<TSchema>> {
   const { provider, model, url, timeoutMs } = options;
   const controller = new AbortController();
   let timedOut = false;
@@ -44,7 +46,10 @@ export async function httpJson<TSchema extends z.ZodType>(options: HttpJsonOptio
     } catch (cause) {
       if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
       if (timedOut) throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
-      const reason = cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause);
+      const reason =
+        cause instanceof Error
+          ? ((cause.cause as Error | undefined)?.message ?? cause.message)
+          : String(cause);
       throw new ServerError({
         message: `${provider} server ${url} (model "${model}"): connection failed: ${reason}`,
         endpoint: url,
@@ -55,7 +60,9 @@ export async function httpJson<TSchema extends z.ZodType>(options: HttpJsonOptio
     }
     if (!response.ok) {
       const parsed = safeParseJson(text, { source: `${provider} error body` });
-      const body = parsed.success ? (parsed.value as { error?: unknown; message?: unknown; detail?: unknown }) : undefined;
+      const body = parsed.success
+        ? (parsed.value as { error?: unknown; message?: unknown; detail?: unknown })
+        : undefined;
       const nested = body?.error as { message?: unknown } | string | undefined;
       const detail =
         typeof nested === 'string'
@@ -76,7 +83,10 @@ export async function httpJson<TSchema extends z.ZodType>(options: HttpJsonOptio
         retryAfterMs: parseRetryAfter(response.headers, (options.now ?? Date.now)()),
       });
     }
-    const parsed = safeParseJson(text, { source: `${provider} response from ${url}`, schema: options.schema });
+    const parsed = safeParseJson(text, {
+      source: `${provider} response from ${url}`,
+      schema: options.schema,
+    });
     if (!parsed.success) {
       throw new ServerError({
         message: `${provider} server ${url} (model "${model}"): ${parsed.error.message}`,

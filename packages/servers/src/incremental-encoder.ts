@@ -28,7 +28,11 @@ function escapeRegExp(text: string): string {
  * Finds the last added token in `text`: its end offset and its id. Searches growing windows
  * from the end, so the cost is proportional to the distance from the end.
  */
-export function lastAddedToken(text: string, pattern: RegExp, tokens: ReadonlyMap<string, number>): { end: number; id: number } | undefined {
+export function lastAddedToken(
+  text: string,
+  pattern: RegExp,
+  tokens: ReadonlyMap<string, number>,
+): { end: number; id: number } | undefined {
   for (let window = 2048; ; window *= 4) {
     const start = Math.max(0, text.length - window);
     pattern.lastIndex = 0;

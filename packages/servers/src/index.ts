@@ -4,12 +4,18 @@
 // A server manager routes over several endpoints.
 import plugin from './plugin.js';
 
+export type {
+  BackendSettings,
+  GenerateBackend,
+  GeneratedSequence,
+  GenerateRequest,
+  VllmApi,
+} from './generate-backends.js';
+export { createSglangBackend, createVllmBackend } from './generate-backends.js';
 export type { HfTokenizer, HfTokenizerSettings } from './hf-tokenizer.js';
 export { createHfTokenizer } from './hf-tokenizer.js';
 export type { IncrementalEncodeResult, IncrementalEncoder } from './incremental-encoder.js';
 export { createIncrementalEncoder } from './incremental-encoder.js';
-export type { OpenAICompatibleServerSettings } from './openai-compatible-server.js';
-export { createOpenAICompatibleServer } from './openai-compatible-server.js';
 export type {
   ManagedServer,
   ManagedServerSettings,
@@ -18,11 +24,17 @@ export type {
   VllmServerSettings,
 } from './managed-server.js';
 export { createManagedServer, createSglangServer, createVllmServer } from './managed-server.js';
-export type { BackendSettings, GenerateBackend, GeneratedSequence, GenerateRequest, VllmApi } from './generate-backends.js';
-export { createSglangBackend, createVllmBackend } from './generate-backends.js';
-export type { EndpointLimits, EndpointStatus, ManagerEndpoint, ServerManager, ServerManagerSettings } from './server-manager.js';
-export { createServerManager } from './server-manager.js';
+export type { OpenAICompatibleServerSettings } from './openai-compatible-server.js';
+export { createOpenAICompatibleServer } from './openai-compatible-server.js';
 export type { ResolvedRetrySettings, RetryContext, RetrySettings } from './retry.js';
 export { backoffDelayMs, parseRetryAfter, withRetries } from './retry.js';
+export type {
+  EndpointLimits,
+  EndpointStatus,
+  ManagerEndpoint,
+  ServerManager,
+  ServerManagerSettings,
+} from './server-manager.js';
+export { createServerManager } from './server-manager.js';
 export { plugin };
 export default plugin;

@@ -1,20 +1,24 @@
 import { type ChatMessage, ServerError, type ToolSchema } from '@shears/core';
 import {
-  type ScriptedGenerateReply,
-  type ScriptedServer,
   createScriptedGenerate,
   createScriptedServer,
   describeServerConformance,
+  type ScriptedGenerateReply,
+  type ScriptedServer,
 } from '@shears/core/test';
-import { afterEach, describe, expect, it } from 'vitest';
 import { getParser } from '@shears/parsers';
+import { afterEach, describe, expect, it } from 'vitest';
 import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
-import { type ManagedServer, createSglangServer, createVllmServer } from './managed-server.js';
+import { createSglangServer, createVllmServer, type ManagedServer } from './managed-server.js';
 
 const TOOLS: ToolSchema[] = [
   {
     type: 'function',
-    function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    function: {
+      name: 'get_weather',
+      description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    },
   },
 ];
 
@@ -35,10 +39,18 @@ for (const [name, create] of [
     const server = await createScriptedServer({ routes: generate.routes });
     const retry = { maxRetries: 2, sleep: async () => {} };
     return {
-      server: create({ baseUrl: server.origin, model: 'qwen3', tokenizer, parser: getParser('hermes'), retry }),
+      server: create({
+        baseUrl: server.origin,
+        model: 'qwen3',
+        tokenizer,
+        parser: getParser('hermes'),
+        retry,
+      }),
       enqueueText: (text) => generate.enqueue(text),
       enqueueToolCall: (toolName, args) =>
-        generate.enqueue(`<tool_call>\n${JSON.stringify({ name: toolName, arguments: args }, null, 1).replace(/\n\s*/g, ' ')}\n</tool_call>`),
+        generate.enqueue(
+          `<tool_call>\n${JSON.stringify({ name: toolName, arguments: args }, null, 1).replace(/\n\s*/g, ' ')}\n</tool_call>`,
+        ),
       enqueueError: (status) => generate.enqueue({ fault: 'error', status }),
       cleanup: () => server.close(),
     };
@@ -50,7 +62,9 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
-async function setup(options: { replies?: ScriptedGenerateReply[]; tokenizer?: ReturnType<typeof qwen3Tokenizer> } = {}) {
+async function setup(
+  options: { replies?: ScriptedGenerateReply[]; tokenizer?: ReturnType<typeof qwen3Tokenizer> } = {},
+) {
   const tokenizer = options.tokenizer ?? qwen3Tokenizer();
   const generate = createScriptedGenerate({ tokenizer, replies: options.replies ?? [...COMPLETIONS] });
   const server = await createScriptedServer({ routes: generate.routes });
@@ -59,12 +73,37 @@ async function setup(options: { replies?: ScriptedGenerateReply[]; tokenizer?: R
 }
 
 const FLAVORS = [
-  ['vllm /generate', (origin: string) => createVllmServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), parser: getParser('hermes') })],
+  [
+    'vllm /generate',
+    (origin: string) =>
+      createVllmServer({
+        baseUrl: origin,
+        model: 'm',
+        tokenizer: qwen3Tokenizer(),
+        parser: getParser('hermes'),
+      }),
+  ],
   [
     'vllm /v1/completions',
-    (origin: string) => createVllmServer({ baseUrl: `${origin}/v1`, model: 'm', api: 'completions', tokenizer: qwen3Tokenizer(), parser: getParser('hermes') }),
+    (origin: string) =>
+      createVllmServer({
+        baseUrl: `${origin}/v1`,
+        model: 'm',
+        api: 'completions',
+        tokenizer: qwen3Tokenizer(),
+        parser: getParser('hermes'),
+      }),
   ],
-  ['sglang /generate', (origin: string) => createSglangServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), parser: getParser('hermes') })],
+  [
+    'sglang /generate',
+    (origin: string) =>
+      createSglangServer({
+        baseUrl: origin,
+        model: 'm',
+        tokenizer: qwen3Tokenizer(),
+        parser: getParser('hermes'),
+      }),
+  ],
 ] as const;
 
 /** A 3-turn tool-using rollout: chat, run the (fake) tool, chat again. */
@@ -82,7 +121,11 @@ async function runRollout(managed: ManagedServer) {
     replies.push(response);
     messages.push(message);
     for (const call of message.tool_calls ?? []) {
-      messages.push({ role: 'tool', tool_call_id: call.id, content: `{"city": ${JSON.parse(call.function.arguments).city === 'Paris' ? '"Paris", "sky": "clear"' : '"Lyon", "sky": "rain"'}}` });
+      messages.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        content: `{"city": ${JSON.parse(call.function.arguments).city === 'Paris' ? '"Paris", "sky": "clear"' : '"Lyon", "sky": "rain"'}}`,
+      });
     }
   }
   return { session, messages, replies };
@@ -96,11 +139,17 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
       const { session, replies, messages } = await runRollout(managed);
 
       // Parsed like the server would: reasoning split off, tool calls recognised.
-      expect(replies[0]?.choices[0]?.message.tool_calls?.[0]?.function).toEqual({ name: 'get_weather', arguments: '{"city": "Paris"}' });
+      expect(replies[0]?.choices[0]?.message.tool_calls?.[0]?.function).toEqual({
+        name: 'get_weather',
+        arguments: '{"city": "Paris"}',
+      });
       expect(replies[0]?.choices[0]?.message.reasoning_content).toBe('I need the weather in Paris.');
       expect(replies[0]?.choices[0]?.finishReason).toBe('tool_calls');
       expect(replies[1]?.choices[0]?.message.content).toBe('Let me check Lyon as well.');
-      expect(replies[2]?.choices[0]?.message).toMatchObject({ content: 'Paris is clear (18 °C); Lyon is rainy.', reasoning_content: 'Both known.' });
+      expect(replies[2]?.choices[0]?.message).toMatchObject({
+        content: 'Paris is clear (18 °C); Lyon is rainy.',
+        reasoning_content: 'Both known.',
+      });
 
       const record = session.tokenRecord();
       expect(record.splits).toBe(0);
@@ -118,7 +167,9 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
         if (mask === -100) expect(sequence.logprobs[index]).toBe(1.0);
         else expect(mask).toBe(sequence.tokens[index]);
       });
-      expect(sequence.logprobs.filter((_, index) => sequence.masks[index] !== -100)).toEqual(generatedLogprobs);
+      expect(sequence.logprobs.filter((_, index) => sequence.masks[index] !== -100)).toEqual(
+        generatedLogprobs,
+      );
 
       // Every prompt sent extends the record, and (this template being prefix-stable within one
       // query) equals one-shot tokenization of the rendered conversation.
@@ -127,7 +178,10 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
         expect(sequence.tokens.slice(0, request.promptIds.length)).toEqual(request.promptIds);
       }
       const lastPrompt = generate.requests[2]?.promptIds ?? [];
-      const rendered = tokenizer.applyChatTemplate(messages.slice(0, -1), { tools: TOOLS, addGenerationPrompt: true });
+      const rendered = tokenizer.applyChatTemplate(messages.slice(0, -1), {
+        tools: TOOLS,
+        addGenerationPrompt: true,
+      });
       expect(lastPrompt).toEqual(tokenizer.encode(rendered, { addSpecialTokens: false }));
       // Only the new suffix was tokenized on the last turn.
       expect(session.lastEncodedChars).toBeLessThan(200);
@@ -137,7 +191,12 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
 
   it('splits the record (and counts it) when the template re-renders history differently', async () => {
     const { server, tokenizer, generate } = await setup({ replies: [...COMPLETIONS, 'Tomorrow: sunny.'] });
-    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer, parser: getParser('hermes') });
+    const managed = createVllmServer({
+      baseUrl: server.origin,
+      model: 'm',
+      tokenizer,
+      parser: getParser('hermes'),
+    });
     const { session, messages } = await runRollout(managed);
     // A new user query makes Qwen3 drop the earlier <think> blocks: no longer an extension.
     messages.push({ role: 'user', content: 'And tomorrow?' });
@@ -169,10 +228,35 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
     expect(record.sequences[0]?.tokens.at(-1)).toBe(tokenizer.tokenToId('<|eot_id|>'));
   });
 
+  it('records a truncated (length) completion as sampled, without inventing a stop token', async () => {
+    const { server, tokenizer, generate } = await setup({
+      replies: ['A long answer that will be cut short by max tokens', 'ok'],
+    });
+    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer });
+    const session = managed.openSession({ rolloutId: 't' });
+    const messages: ChatMessage[] = [{ role: 'user', content: 'Talk.' }];
+    const first = await session.chat({ messages, maxTokens: 4 });
+    expect(first.choices[0]?.finishReason).toBe('length');
+    expect(generate.generated[0]?.tokenIds).toHaveLength(4);
+    messages.push(first.choices[0]?.message as ChatMessage, { role: 'user', content: 'Go on.' });
+    await session.chat({ messages });
+    const record = session.tokenRecord();
+    expect(record.splits).toBe(0);
+    const sequence = record.sequences[0];
+    const generatedIds = generate.generated.flatMap((entry) => entry.tokenIds);
+    expect(sequence?.tokens.filter((_, index) => sequence.masks[index] !== -100)).toEqual(generatedIds);
+    // The template's end-of-turn after the cut answer is prompt (masked), not generated.
+    const firstEnd = (generate.requests[0]?.promptIds.length ?? 0) + 4;
+    expect(sequence?.tokens[firstEnd]).toBe(tokenizer.stopTokenIds[0]);
+    expect(sequence?.masks[firstEnd]).toBe(-100);
+  });
+
   it('rejects n > 1 in a session and allows it on the server', async () => {
     const { server } = await setup({ replies: ['a', 'b'] });
     const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer: qwen3Tokenizer() });
-    await expect(managed.openSession({ rolloutId: 'x' }).chat({ messages: [{ role: 'user', content: 'q' }], n: 2 })).rejects.toThrow(/n = 1/);
+    await expect(
+      managed.openSession({ rolloutId: 'x' }).chat({ messages: [{ role: 'user', content: 'q' }], n: 2 }),
+    ).rejects.toThrow(/n = 1/);
     const response = await managed.chat({ messages: [{ role: 'user', content: 'q' }], n: 3 });
     expect(response.choices).toHaveLength(3);
   });
@@ -200,29 +284,49 @@ describe('managed servers: faults', () => {
     ] as const) {
       it(`${name}: retries after ${fault.fault === 'error' ? 'HTTP 500' : fault.fault} and records only the successful call`, async () => {
         const { server, generate } = await setup({ replies: [fault, 'fine'] });
-        const managed = create({ baseUrl: server.origin, model: 'm', tokenizer: qwen3Tokenizer(), retry: fastRetry() });
+        const managed = create({
+          baseUrl: server.origin,
+          model: 'm',
+          tokenizer: qwen3Tokenizer(),
+          retry: fastRetry(),
+        });
         const session = managed.openSession({ rolloutId: 'f' });
         const response = await session.chat(ask);
         expect(response.choices[0]?.message.content).toBe('fine');
         expect(generate.requests).toHaveLength(2);
         const record = session.tokenRecord();
         expect(record.sequences).toHaveLength(1);
-        expect(record.sequences[0]?.tokens.filter((_, index) => record.sequences[0]?.masks[index] !== -100)).toEqual(generate.generated[0]?.tokenIds);
+        expect(
+          record.sequences[0]?.tokens.filter((_, index) => record.sequences[0]?.masks[index] !== -100),
+        ).toEqual(generate.generated[0]?.tokenIds);
       });
     }
   }
 
   it('waits the Retry-After of a 429 before retrying', async () => {
     const sleeps: number[] = [];
-    const { server } = await setup({ replies: [{ fault: 'error', status: 429, headers: { 'retry-after': '3' } }, 'ok'] });
-    const managed = createSglangServer({ baseUrl: server.origin, model: 'm', tokenizer: qwen3Tokenizer(), retry: fastRetry(sleeps) });
+    const { server } = await setup({
+      replies: [{ fault: 'error', status: 429, headers: { 'retry-after': '3' } }, 'ok'],
+    });
+    const managed = createSglangServer({
+      baseUrl: server.origin,
+      model: 'm',
+      tokenizer: qwen3Tokenizer(),
+      retry: fastRetry(sleeps),
+    });
     await managed.chat(ask);
     expect(sleeps).toEqual([3000]);
   });
 
   it('times out a hung server, retries, and fails with a retryable ServerError naming the endpoint', async () => {
     const { server, generate } = await setup({ replies: [{ fault: 'hang' }, { fault: 'hang' }] });
-    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer: qwen3Tokenizer(), timeoutMs: 150, retry: { ...fastRetry(), maxRetries: 1 } });
+    const managed = createVllmServer({
+      baseUrl: server.origin,
+      model: 'm',
+      tokenizer: qwen3Tokenizer(),
+      timeoutMs: 150,
+      retry: { ...fastRetry(), maxRetries: 1 },
+    });
     const session = managed.openSession({ rolloutId: 'h' });
     const error = await session.chat(ask).catch((caught: unknown) => caught);
     expect(ServerError.isInstance(error)).toBe(true);
@@ -234,8 +338,17 @@ describe('managed servers: faults', () => {
   });
 
   it('does not retry a 404 (wrong model) and says so', async () => {
-    const { server, generate } = await setup({ replies: [{ fault: 'error', status: 404, body: { error: { message: 'The model `m` does not exist.' } } }] });
-    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer: qwen3Tokenizer(), retry: fastRetry() });
+    const { server, generate } = await setup({
+      replies: [
+        { fault: 'error', status: 404, body: { error: { message: 'The model `m` does not exist.' } } },
+      ],
+    });
+    const managed = createVllmServer({
+      baseUrl: server.origin,
+      model: 'm',
+      tokenizer: qwen3Tokenizer(),
+      retry: fastRetry(),
+    });
     const error = await managed.chat(ask).catch((caught: unknown) => caught);
     expect((error as ServerError).retryable).toBe(false);
     expect((error as Error).message).toMatch(/HTTP 404.*model name "m".*does not exist/);
@@ -246,12 +359,21 @@ describe('managed servers: faults', () => {
     const { server } = await setup();
     const origin = server.origin;
     await server.close();
-    const managed = createVllmServer({ baseUrl: origin, model: 'm', tokenizer: qwen3Tokenizer(), retry: fastRetry() });
+    const managed = createVllmServer({
+      baseUrl: origin,
+      model: 'm',
+      tokenizer: qwen3Tokenizer(),
+      retry: fastRetry(),
+    });
     await expect(managed.chat(ask)).rejects.toThrow(/connection failed.*gave up after 3 attempts/);
   });
 
   it('names what is wrong with bad settings', () => {
-    expect(() => createVllmServer({ baseUrl: 'localhost:8000', model: 'm', tokenizer: qwen3Tokenizer() })).toThrow(/baseUrl.*http:\/\/127\.0\.0\.1:8000/);
-    expect(() => createSglangServer({ baseUrl: 'http://x', model: 'm', tokenizer: undefined as never })).toThrow(/tokenizer.*createHfTokenizer/);
+    expect(() =>
+      createVllmServer({ baseUrl: 'localhost:8000', model: 'm', tokenizer: qwen3Tokenizer() }),
+    ).toThrow(/baseUrl.*http:\/\/127\.0\.0\.1:8000/);
+    expect(() =>
+      createSglangServer({ baseUrl: 'http://x', model: 'm', tokenizer: undefined as never }),
+    ).toThrow(/tokenizer.*createHfTokenizer/);
   });
 });

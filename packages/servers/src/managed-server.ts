@@ -13,13 +13,19 @@ import {
   ServerError,
   type ServerSessionV1,
   type ServerV1,
+  type TokenizerV1,
   type TokenRecord,
   type TokenSequence,
-  type TokenizerV1,
   type ToolCall,
   type ToolCallParserV1,
 } from '@shears/core';
-import { type GenerateBackend, type GeneratedSequence, type VllmApi, createSglangBackend, createVllmBackend } from './generate-backends.js';
+import {
+  createSglangBackend,
+  createVllmBackend,
+  type GenerateBackend,
+  type GeneratedSequence,
+  type VllmApi,
+} from './generate-backends.js';
 import { type RetrySettings, resolveRetrySettings, withRetries } from './retry.js';
 
 export interface ManagedServerSettings {
@@ -74,7 +80,11 @@ interface OpenSequence {
 }
 
 function copySequence(sequence: OpenSequence | TokenSequence): TokenSequence {
-  return { tokens: sequence.tokens.slice(), masks: sequence.masks.slice(), logprobs: sequence.logprobs.slice() };
+  return {
+    tokens: sequence.tokens.slice(),
+    masks: sequence.masks.slice(),
+    logprobs: sequence.logprobs.slice(),
+  };
 }
 
 function validateSettings(settings: ManagedServerSettings, factory: string): void {
@@ -86,7 +96,11 @@ function validateSettings(settings: ManagedServerSettings, factory: string): voi
     });
   }
   if (typeof settings.model !== 'string' || settings.model.length === 0) {
-    throw new InvalidArgumentError({ argument: 'model', value: settings.model, message: `${factory}: "model" is required` });
+    throw new InvalidArgumentError({
+      argument: 'model',
+      value: settings.model,
+      message: `${factory}: "model" is required`,
+    });
   }
   if (!settings.tokenizer || typeof settings.tokenizer.applyChatTemplate !== 'function') {
     throw new InvalidArgumentError({
@@ -98,12 +112,17 @@ function validateSettings(settings: ManagedServerSettings, factory: string): voi
 }
 
 /** Builds a managed server over any token-in/token-out backend. */
-export function createManagedServer(settings: ManagedServerSettings, backend: GenerateBackend): ManagedServer {
+export function createManagedServer(
+  settings: ManagedServerSettings,
+  backend: GenerateBackend,
+): ManagedServer {
   const { tokenizer } = settings;
   const retry = resolveRetrySettings(settings.retry);
-  const reasoning = settings.reasoning === undefined ? { start: '<think>', end: '</think>' } : settings.reasoning;
+  const reasoning =
+    settings.reasoning === undefined ? { start: '<think>', end: '</think>' } : settings.reasoning;
   const stopIds = new Set(tokenizer.stopTokenIds);
-  const newToolCallId = settings.newToolCallId ?? (() => `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`);
+  const newToolCallId =
+    settings.newToolCallId ?? (() => `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`);
 
   const render = (request: ChatRequest) =>
     tokenizer.applyChatTemplate(request.messages, {
@@ -132,7 +151,10 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
     );
 
   /** Raw completion tokens → assistant message (reasoning split off, tool calls parsed). */
-  const toMessage = (generated: GeneratedSequence, request: ChatRequest): { message: AssistantMessage; finishReason: string | null } => {
+  const toMessage = (
+    generated: GeneratedSequence,
+    request: ChatRequest,
+  ): { message: AssistantMessage; finishReason: string | null } => {
     const ids = generated.tokenIds;
     const endsWithStop = ids.length > 0 && stopIds.has(ids[ids.length - 1] as number);
     let text = tokenizer.decode(endsWithStop ? ids.slice(0, -1) : ids, { skipSpecialTokens: false });
@@ -153,14 +175,20 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
       const parsed = settings.parser.parse(text, { tools: request.tools });
       // Templates write content + separator + calls; parsers (like vLLM's) keep the separator in
       // the content. Trimming it lets the template re-render exactly what the model wrote.
-      content = parsed.toolCalls.length > 0 && parsed.content !== null ? parsed.content.replace(/\s+$/, '') : parsed.content;
+      content =
+        parsed.toolCalls.length > 0 && parsed.content !== null
+          ? parsed.content.replace(/\s+$/, '')
+          : parsed.content;
       toolCalls = parsed.toolCalls.map((call) => ({
         id: call.id ?? newToolCallId(),
         type: 'function',
         function: { name: call.name, arguments: call.arguments },
       }));
     }
-    const message: AssistantMessage = { role: 'assistant', content: toolCalls.length > 0 ? (content === '' ? null : content) : (content ?? '') };
+    const message: AssistantMessage = {
+      role: 'assistant',
+      content: toolCalls.length > 0 ? (content === '' ? null : content) : (content ?? ''),
+    };
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (reasoningText !== undefined) message.reasoning_content = reasoningText;
     const finishReason = toolCalls.length > 0 ? 'tool_calls' : generated.finishReason;
@@ -169,7 +197,11 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
 
   const checkRequest = (request: ChatRequest) => {
     if (!request || !Array.isArray(request.messages) || request.messages.length === 0) {
-      throw new InvalidArgumentError({ argument: 'messages', value: request?.messages, message: 'chat: request.messages must be a non-empty array' });
+      throw new InvalidArgumentError({
+        argument: 'messages',
+        value: request?.messages,
+        message: 'chat: request.messages must be a non-empty array',
+      });
     }
   };
 
@@ -190,7 +222,11 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
       return {
         model: settings.model,
         choices,
-        usage: { promptTokens: promptIds.length, completionTokens, totalTokens: promptIds.length + completionTokens },
+        usage: {
+          promptTokens: promptIds.length,
+          completionTokens,
+          totalTokens: promptIds.length + completionTokens,
+        },
       };
     },
     openSession({ rolloutId }) {
@@ -206,14 +242,19 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
         },
         async chat(request): Promise<ChatResponse> {
           if (closed) {
-            throw new InvalidArgumentError({ argument: 'session', value: rolloutId, message: `chat: the session of rollout "${rolloutId}" is closed` });
+            throw new InvalidArgumentError({
+              argument: 'session',
+              value: rolloutId,
+              message: `chat: the session of rollout "${rolloutId}" is closed`,
+            });
           }
           checkRequest(request);
           if ((request.n ?? 1) !== 1) {
             throw new InvalidArgumentError({
               argument: 'n',
               value: request.n,
-              message: 'chat: a recording session generates one completion per call (n = 1); use one session per rollout',
+              message:
+                'chat: a recording session generates one completion per call (n = 1); use one session per rollout',
             });
           }
           const rendered = render(request);
@@ -223,7 +264,10 @@ export function createManagedServer(settings: ManagedServerSettings, backend: Ge
           let split = false;
           if (current && rendered.startsWith(current.text)) {
             // The prompt extends what was recorded: tokenize only the new suffix. The recorded
-            // tokens (including what the model sampled) are kept exactly.
+            // tokens (including what the model sampled) are kept exactly. The boundary is safe
+            // for merges whenever the completion ended in a stop token or the suffix starts with
+            // a special token (the usual case); otherwise the model simply sees (and the record
+            // keeps) its own sampled tokens followed by the suffix's tokens.
             const suffix = rendered.slice(current.text.length);
             const suffixIds = suffix.length > 0 ? tokenizer.encode(suffix, { addSpecialTokens: false }) : [];
             lastEncodedChars = suffix.length;

@@ -1,5 +1,10 @@
 import { ServerError, type ToolSchema } from '@shears/core';
-import { type ScriptedReply, type ScriptedServer, createScriptedServer, describeServerConformance } from '@shears/core/test';
+import {
+  createScriptedServer,
+  describeServerConformance,
+  type ScriptedReply,
+  type ScriptedServer,
+} from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAICompatibleServer } from './openai-compatible-server.js';
 import type { RetrySettings } from './retry.js';
@@ -34,12 +39,21 @@ describeServerConformance('openai-compatible', async () => {
   };
 });
 
-const TOOLS: ToolSchema[] = [{ type: 'function', function: { name: 'search', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }];
+const TOOLS: ToolSchema[] = [
+  {
+    type: 'function',
+    function: { name: 'search', parameters: { type: 'object', properties: { q: { type: 'string' } } } },
+  },
+];
 
 describe('createOpenAICompatibleServer: requests and responses', () => {
   it('sends tools, tool_choice, n, temperature, max_tokens and extraBody; returns every choice and usage', async () => {
     const server = await scripted([{ content: 'hi', usage: { prompt_tokens: 12, completion_tokens: 3 } }]);
-    const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm1', extraBody: { provider: { order: ['a'] } } });
+    const client = createOpenAICompatibleServer({
+      baseUrl: server.url,
+      model: 'm1',
+      extraBody: { provider: { order: ['a'] } },
+    });
     const response = await client.chat({
       messages: [{ role: 'user', content: 'hello' }],
       tools: TOOLS,
@@ -65,24 +79,44 @@ describe('createOpenAICompatibleServer: requests and responses', () => {
 
   for (const field of ['reasoning_content', 'reasoning', 'reasoning_details'] as const) {
     it(`keeps ${field} on the returned message`, async () => {
-      const server = await scripted([{ content: 'done', reasoning: 'thought it through', reasoningField: field }]);
+      const server = await scripted([
+        { content: 'done', reasoning: 'thought it through', reasoningField: field },
+      ]);
       const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm' });
       const message = (await client.chat({ messages: [{ role: 'user', content: 'q' }] })).choices[0]?.message;
       const value = message?.[field];
-      expect(field === 'reasoning_details' ? (value as Array<{ text: string }>)[0]?.text : value).toBe('thought it through');
+      expect(field === 'reasoning_details' ? (value as Array<{ text: string }>)[0]?.text : value).toBe(
+        'thought it through',
+      );
     });
   }
 
   it('can strip reasoning from the history it sends', async () => {
     const server = await scripted([{ content: 'ok' }]);
-    const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', stripReasoningFromHistory: true });
-    await client.chat({ messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a', reasoning_content: 'secret' }, { role: 'user', content: 'q2' }] });
+    const client = createOpenAICompatibleServer({
+      baseUrl: server.url,
+      model: 'm',
+      stripReasoningFromHistory: true,
+    });
+    await client.chat({
+      messages: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'a', reasoning_content: 'secret' },
+        { role: 'user', content: 'q2' },
+      ],
+    });
     expect(JSON.stringify(server.chatRequests[0]?.messages)).not.toContain('secret');
   });
 });
 
 describe('createOpenAICompatibleServer: faults', () => {
-  for (const fault of [{ fault: 'error', status: 500 }, { fault: 'error', status: 503 }, { fault: 'reset' }, { fault: 'malformed' }, { fault: 'empty_choices' }] as const) {
+  for (const fault of [
+    { fault: 'error', status: 500 },
+    { fault: 'error', status: 503 },
+    { fault: 'reset' },
+    { fault: 'malformed' },
+    { fault: 'empty_choices' },
+  ] as const) {
     it(`retries after ${'status' in fault ? `HTTP ${fault.status}` : fault.fault} (our retries only: the SDK's are off)`, async () => {
       const sleeps: number[] = [];
       const server = await scripted([fault, { content: 'fine' }]);
@@ -97,7 +131,10 @@ describe('createOpenAICompatibleServer: faults', () => {
 
   it('honours Retry-After in seconds on a 429', async () => {
     const sleeps: number[] = [];
-    const server = await scripted([{ fault: 'error', status: 429, headers: { 'retry-after': '2' } }, { content: 'ok' }]);
+    const server = await scripted([
+      { fault: 'error', status: 429, headers: { 'retry-after': '2' } },
+      { content: 'ok' },
+    ]);
     const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: noWait(sleeps) });
     await client.chat({ messages: [{ role: 'user', content: 'q' }] });
     expect(sleeps).toEqual([2000]);
@@ -106,23 +143,41 @@ describe('createOpenAICompatibleServer: faults', () => {
   it('honours Retry-After as an HTTP date (against the injected clock)', async () => {
     const sleeps: number[] = [];
     const now = Date.parse('2026-01-01T00:00:00Z');
-    const server = await scripted([{ fault: 'error', status: 429, headers: { 'retry-after': 'Thu, 01 Jan 2026 00:00:07 GMT' } }, { content: 'ok' }]);
-    const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: { ...noWait(sleeps), now: () => now } });
+    const server = await scripted([
+      { fault: 'error', status: 429, headers: { 'retry-after': 'Thu, 01 Jan 2026 00:00:07 GMT' } },
+      { content: 'ok' },
+    ]);
+    const client = createOpenAICompatibleServer({
+      baseUrl: server.url,
+      model: 'm',
+      retry: { ...noWait(sleeps), now: () => now },
+    });
     await client.chat({ messages: [{ role: 'user', content: 'q' }] });
     expect(sleeps).toEqual([7000]);
   });
 
   it('does not wait for a Retry-After beyond maxRetryAfterMs', async () => {
-    const server = await scripted([{ fault: 'error', status: 429, headers: { 'retry-after': '3600' } }, { content: 'ok' }]);
+    const server = await scripted([
+      { fault: 'error', status: 429, headers: { 'retry-after': '3600' } },
+      { content: 'ok' },
+    ]);
     const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: noWait() });
-    await expect(client.chat({ messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow(/Retry-After 3600 s exceeds/);
+    await expect(client.chat({ messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow(
+      /Retry-After 3600 s exceeds/,
+    );
     expect(server.chatRequests).toHaveLength(1);
   });
 
   it('gives up after maxRetries with the last error and the attempt count', async () => {
-    const server = await scripted([{ fault: 'error', status: 500 }, { fault: 'error', status: 502 }, { fault: 'error', status: 500 }]);
+    const server = await scripted([
+      { fault: 'error', status: 500 },
+      { fault: 'error', status: 502 },
+      { fault: 'error', status: 500 },
+    ]);
     const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: noWait() });
-    const error = await client.chat({ messages: [{ role: 'user', content: 'q' }] }).catch((caught: unknown) => caught);
+    const error = await client
+      .chat({ messages: [{ role: 'user', content: 'q' }] })
+      .catch((caught: unknown) => caught);
     expect(ServerError.isInstance(error)).toBe(true);
     expect((error as ServerError).retryable).toBe(true);
     expect((error as Error).message).toMatch(/HTTP 500.*gave up after 3 attempts/);
@@ -130,21 +185,41 @@ describe('createOpenAICompatibleServer: faults', () => {
 
   it('times out a hung request per call and retries it', async () => {
     const server = await scripted([{ fault: 'hang' }, { content: 'late but fine' }]);
-    const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', timeoutMs: 60_000, retry: noWait() });
+    const client = createOpenAICompatibleServer({
+      baseUrl: server.url,
+      model: 'm',
+      timeoutMs: 60_000,
+      retry: noWait(),
+    });
     const response = await client.chat({ messages: [{ role: 'user', content: 'q' }], timeoutMs: 150 });
     expect(response.choices[0]?.message.content).toBe('late but fine');
   });
 
   it('reports a timeout that never recovers as a retryable ServerError', async () => {
     const server = await scripted([{ fault: 'hang' }, { fault: 'hang' }]);
-    const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', timeoutMs: 100, retry: { ...noWait(), maxRetries: 1 } });
-    await expect(client.chat({ messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow(/no answer within 100 ms/);
+    const client = createOpenAICompatibleServer({
+      baseUrl: server.url,
+      model: 'm',
+      timeoutMs: 100,
+      retry: { ...noWait(), maxRetries: 1 },
+    });
+    await expect(client.chat({ messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow(
+      /no answer within 100 ms/,
+    );
   });
 
   it('does not retry a bad model name (404) and names the endpoint and model', async () => {
-    const server = await scripted([{ fault: 'error', status: 404, body: { error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error' } } }]);
+    const server = await scripted([
+      {
+        fault: 'error',
+        status: 404,
+        body: { error: { message: 'The model `gpt-9` does not exist', type: 'invalid_request_error' } },
+      },
+    ]);
     const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'gpt-9', retry: noWait() });
-    const error = (await client.chat({ messages: [{ role: 'user', content: 'q' }] }).catch((caught: unknown) => caught)) as ServerError;
+    const error = (await client
+      .chat({ messages: [{ role: 'user', content: 'q' }] })
+      .catch((caught: unknown) => caught)) as ServerError;
     expect(error.retryable).toBe(false);
     expect(error.status).toBe(404);
     expect(error.message).toContain(server.url);
@@ -155,10 +230,21 @@ describe('createOpenAICompatibleServer: faults', () => {
 
   it('does not retry a context-too-long 400 and says what to do', async () => {
     const server = await scripted([
-      { fault: 'error', status: 400, body: { error: { message: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens." } } },
+      {
+        fault: 'error',
+        status: 400,
+        body: {
+          error: {
+            message:
+              "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+          },
+        },
+      },
     ]);
     const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: noWait() });
-    const error = (await client.chat({ messages: [{ role: 'user', content: 'q' }] }).catch((caught: unknown) => caught)) as ServerError;
+    const error = (await client
+      .chat({ messages: [{ role: 'user', content: 'q' }] })
+      .catch((caught: unknown) => caught)) as ServerError;
     expect(error.retryable).toBe(false);
     expect(error.message).toMatch(/longer than the model context/);
     expect(server.chatRequests).toHaveLength(1);
@@ -176,6 +262,8 @@ describe('createOpenAICompatibleServer: faults', () => {
   });
 
   it('names the expected form of a bad baseUrl', () => {
-    expect(() => createOpenAICompatibleServer({ baseUrl: 'api.openai.com', model: 'm' })).toThrow(/http\(s\) URL/);
+    expect(() => createOpenAICompatibleServer({ baseUrl: 'api.openai.com', model: 'm' })).toThrow(
+      /http\(s\) URL/,
+    );
   });
 });

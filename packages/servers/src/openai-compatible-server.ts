@@ -13,7 +13,14 @@ import {
   type Usage,
 } from '@shears/core';
 import OpenAI from 'openai';
-import { type RetrySettings, httpServerError, parseRetryAfter, resolveRetrySettings, timeoutServerError, withRetries } from './retry.js';
+import {
+  httpServerError,
+  parseRetryAfter,
+  type RetrySettings,
+  resolveRetrySettings,
+  timeoutServerError,
+  withRetries,
+} from './retry.js';
 
 export interface OpenAICompatibleServerSettings {
   /** API root, e.g. `https://openrouter.ai/api/v1` or `http://127.0.0.1:8000/v1`. */
@@ -68,7 +75,11 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     });
   }
   if (typeof settings.model !== 'string' || settings.model.length === 0) {
-    throw new InvalidArgumentError({ argument: 'model', value: settings.model, message: 'createOpenAICompatibleServer: "model" is required' });
+    throw new InvalidArgumentError({
+      argument: 'model',
+      value: settings.model,
+      message: 'createOpenAICompatibleServer: "model" is required',
+    });
   }
   const provider = settings.provider ?? 'openai';
   const endpoint = settings.baseUrl.replace(/\/+$/, '');
@@ -88,7 +99,8 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
 
   const classify = (error: unknown, timeoutMs: number, signal?: AbortSignal): unknown => {
     if (signal?.aborted) return new AbortedError({ cause: signal.reason });
-    if (error instanceof OpenAI.APIConnectionTimeoutError) return timeoutServerError({ endpoint, model: settings.model, provider, timeoutMs, cause: error });
+    if (error instanceof OpenAI.APIConnectionTimeoutError)
+      return timeoutServerError({ endpoint, model: settings.model, provider, timeoutMs, cause: error });
     if (error instanceof OpenAI.APIUserAbortError) return new AbortedError({ cause: error });
     if (error instanceof OpenAI.APIConnectionError) {
       return new ServerError({
@@ -146,11 +158,14 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     Object.assign(body, request.extraBody);
     let completion: OpenAI.ChatCompletion;
     try {
-      completion = (await getClient().chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, {
-        timeout: timeoutMs,
-        signal: request.signal,
-        maxRetries: 0,
-      })) as OpenAI.ChatCompletion;
+      completion = (await getClient().chat.completions.create(
+        body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
+        {
+          timeout: timeoutMs,
+          signal: request.signal,
+          maxRetries: 0,
+        },
+      )) as OpenAI.ChatCompletion;
     } catch (error) {
       throw classify(error, timeoutMs, request.signal);
     }
@@ -189,7 +204,11 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     model: settings.model,
     async chat(request) {
       if (!request || !Array.isArray(request.messages)) {
-        throw new InvalidArgumentError({ argument: 'messages', value: request?.messages, message: 'chat: request.messages must be an array' });
+        throw new InvalidArgumentError({
+          argument: 'messages',
+          value: request?.messages,
+          message: 'chat: request.messages must be an array',
+        });
       }
       const timeoutMs = request.timeoutMs ?? settings.timeoutMs ?? 120_000;
       return withRetries(() => attempt(request, timeoutMs), retry, { signal: request.signal });

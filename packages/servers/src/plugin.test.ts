@@ -18,7 +18,9 @@ describe('@shears/servers plugin manifest', () => {
     try {
       const registry = createRegistry().use(servers);
       const server = await registry.create('servers', 'openrouter', { baseUrl: scripted.url, model: 'm' });
-      expect((await server.chat({ messages: [{ role: 'user', content: 'q' }] })).choices[0]?.message.content).toBe('via alias');
+      expect(
+        (await server.chat({ messages: [{ role: 'user', content: 'q' }] })).choices[0]?.message.content,
+      ).toBe('via alias');
     } finally {
       await scripted.close();
     }
@@ -32,12 +34,20 @@ describe('@shears/servers plugin manifest', () => {
     const scripted = await createScriptedServer({ routes: generate.routes });
     try {
       const registry = createRegistry().use(servers).use(parsers);
-      const server = await registry.create('servers', 'vllm', { baseUrl: scripted.origin, model: 'q', tokenizer: QWEN3_DIR, parser: 'hermes' });
+      const server = await registry.create('servers', 'vllm', {
+        baseUrl: scripted.origin,
+        model: 'q',
+        tokenizer: QWEN3_DIR,
+        parser: 'hermes',
+      });
       const response = await server.chat({
         messages: [{ role: 'user', content: 'call f' }],
         tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
       });
-      expect(response.choices[0]?.message.tool_calls?.[0]?.function).toEqual({ name: 'f', arguments: '{"x": 1}' });
+      expect(response.choices[0]?.message.tool_calls?.[0]?.function).toEqual({
+        name: 'f',
+        arguments: '{"x": 1}',
+      });
     } finally {
       await scripted.close();
     }
@@ -45,6 +55,8 @@ describe('@shears/servers plugin manifest', () => {
 
   it('says what a managed server needs when the tokenizer is missing', async () => {
     const registry = createRegistry().use(servers);
-    await expect(registry.create('servers', 'sglang', { baseUrl: 'http://127.0.0.1:1', model: 'q' })).rejects.toThrow(/tokenizer\.json/);
+    await expect(
+      registry.create('servers', 'sglang', { baseUrl: 'http://127.0.0.1:1', model: 'q' }),
+    ).rejects.toThrow(/tokenizer\.json/);
   });
 });

@@ -2,24 +2,34 @@
 // `openai-compatible`), `vllm`, `sglang` and `manager`, created from plain config settings
 // (a tokenizer folder path and a parser name are resolved here).
 import {
+  definePlugin,
   InvalidArgumentError,
   type PluginContext,
   type ServerV1,
   type TokenizerV1,
   type ToolCallParserV1,
-  definePlugin,
 } from '@shears/core';
-import { type HfTokenizerSettings, createHfTokenizer } from './hf-tokenizer.js';
-import { type ManagedServerSettings, createSglangServer, createVllmServer } from './managed-server.js';
-import { type OpenAICompatibleServerSettings, createOpenAICompatibleServer } from './openai-compatible-server.js';
-import { type ManagerEndpoint, type ServerManagerSettings, createServerManager } from './server-manager.js';
+import { createHfTokenizer, type HfTokenizerSettings } from './hf-tokenizer.js';
+import { createSglangServer, createVllmServer, type ManagedServerSettings } from './managed-server.js';
+import {
+  createOpenAICompatibleServer,
+  type OpenAICompatibleServerSettings,
+} from './openai-compatible-server.js';
+import { createServerManager, type ManagerEndpoint, type ServerManagerSettings } from './server-manager.js';
 
 function isTokenizer(value: unknown): value is TokenizerV1 {
-  return typeof value === 'object' && value !== null && typeof (value as TokenizerV1).applyChatTemplate === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as TokenizerV1).applyChatTemplate === 'function'
+  );
 }
 
 /** `tokenizer`: a TokenizerV1, a folder path, or HfTokenizerSettings. `parser`: an instance or a registered parser name. */
-async function resolveManaged(settings: Record<string, unknown>, context: PluginContext): Promise<ManagedServerSettings> {
+async function resolveManaged(
+  settings: Record<string, unknown>,
+  context: PluginContext,
+): Promise<ManagedServerSettings> {
   const raw = settings.tokenizer;
   let tokenizer: TokenizerV1;
   if (isTokenizer(raw)) tokenizer = raw;
@@ -29,11 +39,13 @@ async function resolveManaged(settings: Record<string, unknown>, context: Plugin
     throw new InvalidArgumentError({
       argument: 'tokenizer',
       value: raw,
-      message: 'managed servers need "tokenizer": a folder with tokenizer.json + tokenizer_config.json, or { dir }',
+      message:
+        'managed servers need "tokenizer": a folder with tokenizer.json + tokenizer_config.json, or { dir }',
     });
   }
   let parser = settings.parser as ToolCallParserV1 | string | undefined;
-  if (typeof parser === 'string') parser = (await context.registry.create('parsers', parser)) as ToolCallParserV1;
+  if (typeof parser === 'string')
+    parser = (await context.registry.create('parsers', parser)) as ToolCallParserV1;
   return { ...(settings as unknown as ManagedServerSettings), tokenizer, parser };
 }
 
@@ -42,28 +54,42 @@ export default definePlugin({
   servers: {
     openai: {
       aliases: ['openrouter', 'openai-compatible'],
-      description: 'OpenAI-compatible chat completions through the official SDK (OpenAI, OpenRouter, vLLM/SGLang chat, ...)',
-      create: (settings) => createOpenAICompatibleServer(settings as unknown as OpenAICompatibleServerSettings),
+      description:
+        'OpenAI-compatible chat completions through the official SDK (OpenAI, OpenRouter, vLLM/SGLang chat, ...)',
+      create: (settings) =>
+        createOpenAICompatibleServer(settings as unknown as OpenAICompatibleServerSettings),
     },
     vllm: {
-      description: 'Managed token-in/token-out vLLM server (/generate or /v1/completions) recording tokens, masks and logprobs',
-      create: async (settings, context) => createVllmServer({ ...(await resolveManaged(settings, context)), api: settings.api as 'generate' | 'completions' | undefined }),
+      description:
+        'Managed token-in/token-out vLLM server (/generate or /v1/completions) recording tokens, masks and logprobs',
+      create: async (settings, context) =>
+        createVllmServer({
+          ...(await resolveManaged(settings, context)),
+          api: settings.api as 'generate' | 'completions' | undefined,
+        }),
     },
     sglang: {
-      description: 'Managed token-in/token-out SGLang server (/generate) recording tokens, masks and logprobs',
+      description:
+        'Managed token-in/token-out SGLang server (/generate) recording tokens, masks and logprobs',
       create: async (settings, context) => createSglangServer(await resolveManaged(settings, context)),
     },
     manager: {
-      description: 'Several endpoints behind one server: least-busy routing, failover, health probes, rate limits, circuit breaker',
+      description:
+        'Several endpoints behind one server: least-busy routing, failover, health probes, rate limits, circuit breaker',
       create: async (settings, context): Promise<ServerV1> => {
-        const endpoints = Array.isArray(settings.endpoints) ? (settings.endpoints as Array<Record<string, unknown>>) : [];
+        const endpoints = Array.isArray(settings.endpoints)
+          ? (settings.endpoints as Array<Record<string, unknown>>)
+          : [];
         const resolved: ManagerEndpoint[] = [];
         for (const endpoint of endpoints) {
           if (endpoint.kind === 'vllm' || endpoint.kind === 'sglang') {
             resolved.push({ ...endpoint, ...(await resolveManaged(endpoint, context)) } as ManagerEndpoint);
           } else resolved.push(endpoint as unknown as ManagerEndpoint);
         }
-        return createServerManager({ ...(settings as unknown as ServerManagerSettings), endpoints: resolved });
+        return createServerManager({
+          ...(settings as unknown as ServerManagerSettings),
+          endpoints: resolved,
+        });
       },
     },
   },

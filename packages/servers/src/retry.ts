@@ -64,12 +64,14 @@ export function parseRetryAfter(
 ): number | undefined {
   if (!headers) return undefined;
   const read = (name: string): string | undefined => {
-    if (typeof (headers as { get?: unknown }).get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+    if (typeof (headers as { get?: unknown }).get === 'function')
+      return (headers as { get(name: string): string | null }).get(name) ?? undefined;
     const value = (headers as Record<string, string | string[] | undefined>)[name];
     return Array.isArray(value) ? value[0] : value;
   };
   const milliseconds = read('retry-after-ms');
-  if (milliseconds !== undefined && /^\d+(\.\d+)?$/.test(milliseconds.trim())) return Math.ceil(Number(milliseconds));
+  if (milliseconds !== undefined && /^\d+(\.\d+)?$/.test(milliseconds.trim()))
+    return Math.ceil(Number(milliseconds));
   const value = read('retry-after')?.trim();
   if (!value) return undefined;
   if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000);
@@ -79,12 +81,16 @@ export function parseRetryAfter(
 }
 
 /** Exponential backoff with equal jitter: half fixed, half random, so retries spread out. */
-export function backoffDelayMs(retryIndex: number, settings: Pick<ResolvedRetrySettings, 'baseDelayMs' | 'maxDelayMs' | 'random'>): number {
+export function backoffDelayMs(
+  retryIndex: number,
+  settings: Pick<ResolvedRetrySettings, 'baseDelayMs' | 'maxDelayMs' | 'random'>,
+): number {
   const exponential = Math.min(settings.maxDelayMs, settings.baseDelayMs * 2 ** retryIndex);
   return Math.round(exponential / 2 + (exponential / 2) * settings.random());
 }
 
-const CONTEXT_TOO_LONG = /context length|context window|maximum context|too many tokens|prompt is too long|reduce the length|input is too long|max_model_len|longer than the maximum/i;
+const CONTEXT_TOO_LONG =
+  /context length|context window|maximum context|too many tokens|prompt is too long|reduce the length|input is too long|max_model_len|longer than the maximum/i;
 
 /** Turns an HTTP failure status into a ServerError that says whether retrying can help. */
 export function httpServerError(options: {
@@ -138,7 +144,10 @@ export interface RetryContext {
 export async function withRetries<T>(
   operation: (context: RetryContext) => Promise<T>,
   settings: ResolvedRetrySettings,
-  options: { signal?: AbortSignal; onRetry?: (error: ServerError, delayMs: number, attempt: number) => void } = {},
+  options: {
+    signal?: AbortSignal;
+    onRetry?: (error: ServerError, delayMs: number, attempt: number) => void;
+  } = {},
 ): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
@@ -179,12 +188,20 @@ export async function withRetries<T>(
 }
 
 /** A ServerError for a call that ran past its timeout (retryable: a slow server may recover). */
-export function timeoutServerError(options: { endpoint: string; model: string; provider: string; timeoutMs: number; cause?: unknown }): ServerError {
+export function timeoutServerError(options: {
+  endpoint: string;
+  model: string;
+  provider: string;
+  timeoutMs: number;
+  cause?: unknown;
+}): ServerError {
   return new ServerError({
     message: `${options.provider} server ${options.endpoint} (model "${options.model}"): no answer within ${options.timeoutMs} ms`,
     endpoint: options.endpoint,
     model: options.model,
     retryable: true,
-    cause: options.cause ?? new TimeoutError({ message: `timed out after ${options.timeoutMs} ms`, timeoutMs: options.timeoutMs }),
+    cause:
+      options.cause ??
+      new TimeoutError({ message: `timed out after ${options.timeoutMs} ms`, timeoutMs: options.timeoutMs }),
   });
 }

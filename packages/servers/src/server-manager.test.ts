@@ -1,8 +1,13 @@
 import { createServer } from 'node:net';
 import type { ChatMessage } from '@shears/core';
-import { type ScriptedServer, createScriptedGenerate, createScriptedServer, describeServerConformance } from '@shears/core/test';
-import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createScriptedGenerate,
+  createScriptedServer,
+  describeServerConformance,
+  type ScriptedServer,
+} from '@shears/core/test';
 import { getParser } from '@shears/parsers';
+import { afterEach, describe, expect, it } from 'vitest';
 import { qwen3Tokenizer } from '../test/tokenizers.js';
 import { createServerManager, type ServerManager } from './server-manager.js';
 
@@ -64,12 +69,20 @@ describe('createServerManager', () => {
       cooldownMs: 60_000,
     });
     expect((await manager.chat(ask)).choices[0]?.message.content).toBe('one');
-    expect(manager.status().find((entry) => entry.id === 'dead')).toMatchObject({ state: 'open', failures: 1 });
+    expect(manager.status().find((entry) => entry.id === 'dead')).toMatchObject({
+      state: 'open',
+      failures: 1,
+    });
     expect((await manager.chat(ask)).choices[0]?.message.content).toBe('two');
     expect(manager.status().find((entry) => entry.id === 'dead')?.requests).toBe(1);
   });
 
-  for (const fault of [{ fault: 'error', status: 500 }, { fault: 'reset' }, { fault: 'malformed' }, { fault: 'empty_choices' }] as const) {
+  for (const fault of [
+    { fault: 'error', status: 500 },
+    { fault: 'reset' },
+    { fault: 'malformed' },
+    { fault: 'empty_choices' },
+  ] as const) {
     it(`fails over after ${'status' in fault ? 'HTTP 500' : fault.fault} on the first endpoint`, async () => {
       const first = await scripted({ replies: [fault] });
       const second = await scripted({ replies: [{ content: 'from second' }] });
@@ -97,7 +110,9 @@ describe('createServerManager', () => {
   });
 
   it('honours a 429 Retry-After… by trying another endpoint first', async () => {
-    const limited = await scripted({ replies: [{ fault: 'error', status: 429, headers: { 'retry-after': '30' } }] });
+    const limited = await scripted({
+      replies: [{ fault: 'error', status: 429, headers: { 'retry-after': '30' } }],
+    });
     const other = await scripted({ replies: [{ content: 'elsewhere' }] });
     const manager = manage({
       endpoints: [
@@ -106,6 +121,18 @@ describe('createServerManager', () => {
       ],
     });
     expect((await manager.chat(ask)).choices[0]?.message.content).toBe('elsewhere');
+  });
+
+  it('waits out a 429 Retry-After on a single endpoint instead of failing', async () => {
+    const server = await scripted({
+      replies: [
+        { fault: 'error', status: 429, headers: { 'retry-after': '0.05' } },
+        { content: 'after the wait' },
+      ],
+    });
+    const manager = manage({ endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm' }] });
+    expect((await manager.chat(ask)).choices[0]?.message.content).toBe('after the wait');
+    expect(server.chatRequests).toHaveLength(2);
   });
 
   it('does not fail over on a non-retryable 404', async () => {
@@ -147,7 +174,9 @@ describe('createServerManager', () => {
     await manager.chat(ask);
     expect(manager.status()[0]?.state).toBe('open');
     await expect.poll(() => manager.status()[0]?.state, { timeout: 5_000 }).toBe('half-open');
-    expect(flaky.requests.some((request) => request.method === 'GET' && request.path === '/v1/models')).toBe(true);
+    expect(flaky.requests.some((request) => request.method === 'GET' && request.path === '/v1/models')).toBe(
+      true,
+    );
     expect(flaky.chatRequests).toHaveLength(1);
     flaky.enqueue({ content: 'flaky is back' });
     expect((await manager.chat(ask)).choices[0]?.message.content).toBe('flaky is back');
@@ -181,7 +210,9 @@ describe('createServerManager', () => {
         return { content: 'ok' };
       },
     });
-    const manager = manage({ endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm', maxConcurrency: 2 }] });
+    const manager = manage({
+      endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm', maxConcurrency: 2 }],
+    });
     await Promise.all(Array.from({ length: 5 }, () => manager.chat(ask)));
     expect(server.chatRequests).toHaveLength(5);
     expect(peak).toBe(2);
@@ -189,7 +220,10 @@ describe('createServerManager', () => {
 
   it('holds calls beyond requestsPerMinute until the window moves', async () => {
     const server = await scripted({ policy: () => ({ content: 'ok' }) });
-    const manager = manage({ endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm', requestsPerMinute: 2 }], rateWindowMs: 300 });
+    const manager = manage({
+      endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm', requestsPerMinute: 2 }],
+      rateWindowMs: 300,
+    });
     const calls = Array.from({ length: 3 }, () => manager.chat(ask));
     await Promise.all(calls.slice(0, 2));
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -199,8 +233,13 @@ describe('createServerManager', () => {
   });
 
   it('holds calls beyond tokensPerMinute (counting the usage servers report)', async () => {
-    const server = await scripted({ policy: () => ({ content: 'ok', usage: { prompt_tokens: 60, completion_tokens: 40 } }) });
-    const manager = manage({ endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm', tokensPerMinute: 100 }], rateWindowMs: 300 });
+    const server = await scripted({
+      policy: () => ({ content: 'ok', usage: { prompt_tokens: 60, completion_tokens: 40 } }),
+    });
+    const manager = manage({
+      endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'm', tokensPerMinute: 100 }],
+      rateWindowMs: 300,
+    });
     await manager.chat(ask);
     const second = manager.chat(ask);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -211,7 +250,10 @@ describe('createServerManager', () => {
 
   it('runs a managed session across vLLM endpoints and survives a failover mid-rollout', async () => {
     const tokenizer = qwen3Tokenizer();
-    const generateA = createScriptedGenerate({ tokenizer, replies: ['<think>\nA\n</think>\n\nfirst', { fault: 'reset' }] });
+    const generateA = createScriptedGenerate({
+      tokenizer,
+      replies: ['<think>\nA\n</think>\n\nfirst', { fault: 'reset' }],
+    });
     const generateB = createScriptedGenerate({ tokenizer, replies: ['<think>\nB\n</think>\n\nsecond'] });
     const a = await scripted({ routes: generateA.routes });
     const b = await scripted({ routes: generateB.routes });
@@ -225,17 +267,28 @@ describe('createServerManager', () => {
     if (!session) throw new Error('manager over managed endpoints must offer sessions');
     const messages: ChatMessage[] = [{ role: 'user', content: 'go' }];
     const first = await session.chat(messages.length ? { messages } : ask);
-    messages.push(first.choices[0]?.message as ChatMessage, { role: 'tool', content: 'result', tool_call_id: 'x' });
+    messages.push(first.choices[0]?.message as ChatMessage, {
+      role: 'tool',
+      content: 'result',
+      tool_call_id: 'x',
+    });
     const second = await session.chat({ messages });
     expect(second.choices[0]?.message.content).toBe('second');
     const record = session.tokenRecord();
     expect(record.splits).toBe(0);
-    const unmasked = record.sequences[0]?.tokens.filter((_, index) => record.sequences[0]?.masks[index] !== -100);
-    expect(unmasked).toEqual([...(generateA.generated[0]?.tokenIds ?? []), ...(generateB.generated[0]?.tokenIds ?? [])]);
+    const unmasked = record.sequences[0]?.tokens.filter(
+      (_, index) => record.sequences[0]?.masks[index] !== -100,
+    );
+    expect(unmasked).toEqual([
+      ...(generateA.generated[0]?.tokenIds ?? []),
+      ...(generateB.generated[0]?.tokenIds ?? []),
+    ]);
   });
 
   it('names valid endpoint kinds and requires at least one endpoint', () => {
     expect(() => createServerManager({ endpoints: [] })).toThrow(/at least one endpoint/);
-    expect(() => createServerManager({ endpoints: [{ kind: 'tgi', baseUrl: 'http://x', model: 'm' } as never] })).toThrow(/available: openai, vllm, sglang/);
+    expect(() =>
+      createServerManager({ endpoints: [{ kind: 'tgi', baseUrl: 'http://x', model: 'm' } as never] }),
+    ).toThrow(/available: openai, vllm, sglang/);
   });
 });

@@ -10,14 +10,25 @@ import {
   type ChatRequest,
   type ChatResponse,
   InvalidArgumentError,
+  messageText,
   ServerError,
   type ServerV1,
-  messageText,
 } from '@shears/core';
 import type { GenerateBackend, GeneratedSequence, GenerateRequest } from './generate-backends.js';
-import { type ManagedServer, type ManagedSession, type SglangServerSettings, type VllmServerSettings, createManagedServer, createSglangServer, createVllmServer } from './managed-server.js';
-import { type OpenAICompatibleServerSettings, createOpenAICompatibleServer } from './openai-compatible-server.js';
-import { type RetrySettings, abortableSleep, backoffDelayMs, resolveRetrySettings } from './retry.js';
+import {
+  createManagedServer,
+  createSglangServer,
+  createVllmServer,
+  type ManagedServer,
+  type ManagedSession,
+  type SglangServerSettings,
+  type VllmServerSettings,
+} from './managed-server.js';
+import {
+  createOpenAICompatibleServer,
+  type OpenAICompatibleServerSettings,
+} from './openai-compatible-server.js';
+import { abortableSleep, backoffDelayMs, type RetrySettings, resolveRetrySettings } from './retry.js';
 
 export interface EndpointLimits {
   /** Name in logs and errors (default: the endpoint's URL or `endpoint-N`). */
@@ -89,15 +100,22 @@ interface Endpoint {
   openUntil: number;
   cooldownMs: number;
   probeTimer: NodeJS.Timeout | undefined;
+  /** Not before this time (a 429's Retry-After). */
+  notBefore: number;
   requests: number;
   failures: number;
 }
 
-function createEndpointServer(endpoint: ManagerEndpoint, fetchImpl: typeof globalThis.fetch | undefined): ServerV1 {
+function createEndpointServer(
+  endpoint: ManagerEndpoint,
+  fetchImpl: typeof globalThis.fetch | undefined,
+): ServerV1 {
   if ('server' in endpoint) return endpoint.server;
   // Endpoints made here do not retry on their own: the manager retries across endpoints.
   const noRetry = { maxRetries: 0 };
-  const withFetch = <T extends { fetch?: typeof globalThis.fetch; retry?: RetrySettings }>(settings: T): T => ({
+  const withFetch = <T extends { fetch?: typeof globalThis.fetch; retry?: RetrySettings }>(
+    settings: T,
+  ): T => ({
     ...settings,
     fetch: settings.fetch ?? fetchImpl,
     retry: { ...settings.retry, ...noRetry },
@@ -120,8 +138,10 @@ function createEndpointServer(endpoint: ManagerEndpoint, fetchImpl: typeof globa
 
 function defaultHealthUrl(endpoint: ManagerEndpoint, server: ServerV1): string | undefined {
   if (endpoint.healthUrl) return endpoint.healthUrl;
-  if ('healthUrl' in server && typeof (server as ManagedServer).healthUrl === 'string') return (server as ManagedServer).healthUrl;
-  if ('kind' in endpoint && endpoint.kind === 'openai') return `${endpoint.baseUrl.replace(/\/+$/, '')}/models`;
+  if ('healthUrl' in server && typeof (server as ManagedServer).healthUrl === 'string')
+    return (server as ManagedServer).healthUrl;
+  if ('kind' in endpoint && endpoint.kind === 'openai')
+    return `${endpoint.baseUrl.replace(/\/+$/, '')}/models`;
   return undefined;
 }
 
@@ -135,7 +155,8 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
     throw new InvalidArgumentError({
       argument: 'endpoints',
       value: settings?.endpoints,
-      message: 'createServerManager: "endpoints" must list at least one endpoint ({ kind: "openai" | "vllm" | "sglang", ... } or { server })',
+      message:
+        'createServerManager: "endpoints" must list at least one endpoint ({ kind: "openai" | "vllm" | "sglang", ... } or { server })',
     });
   }
   const now = settings.now ?? Date.now;
@@ -165,6 +186,7 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
       openUntil: 0,
       cooldownMs: baseCooldownMs,
       probeTimer: undefined,
+      notBefore: 0,
       requests: 0,
       failures: 0,
     };
@@ -238,7 +260,7 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
     if (endpoint.inFlight >= endpoint.maxConcurrency) return Number.POSITIVE_INFINITY;
     const time = now();
     endpoint.window = endpoint.window.filter((entry) => entry.at > time - rateWindowMs);
-    let wait = 0;
+    let wait = Math.max(0, endpoint.notBefore - time);
     if (endpoint.requestsPerMinute !== undefined && endpoint.window.length >= endpoint.requestsPerMinute) {
       const oldest = endpoint.window[endpoint.window.length - endpoint.requestsPerMinute];
       wait = Math.max(wait, (oldest?.at ?? time) + rateWindowMs - time);
@@ -256,7 +278,11 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
   };
 
   /** Reserves the best endpoint outside `exclude`; undefined when none is left this round. */
-  const acquire = async (tokens: number, exclude: Set<Endpoint>, signal: AbortSignal | undefined): Promise<Endpoint | undefined> => {
+  const acquire = async (
+    tokens: number,
+    exclude: Set<Endpoint>,
+    signal: AbortSignal | undefined,
+  ): Promise<Endpoint | undefined> => {
     for (;;) {
       if (closed) throw new ServerError({ message: 'server manager is closed', retryable: false });
       if (signal?.aborted) throw new AbortedError({ cause: signal.reason });
@@ -274,7 +300,8 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
         const wait = readyIn(endpoint, tokens);
         if (wait === 0) {
           // Least busy relative to capacity; ties keep list order (first = preferred).
-          if (!best || endpoint.inFlight / endpoint.maxConcurrency < best.inFlight / best.maxConcurrency) best = endpoint;
+          if (!best || endpoint.inFlight / endpoint.maxConcurrency < best.inFlight / best.maxConcurrency)
+            best = endpoint;
         } else soonest = Math.min(soonest, wait);
       }
       if (best) {
@@ -329,7 +356,11 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
         }
       } catch (error) {
         if (ServerError.isInstance(error) && lastError !== undefined) {
-          throw new ServerError({ message: `${error.message}; last error: ${(lastError as Error).message}`, retryable: true, cause: lastError });
+          throw new ServerError({
+            message: `${error.message}; last error: ${(lastError as Error).message}`,
+            retryable: true,
+            cause: lastError,
+          });
         }
         throw error;
       }
@@ -343,6 +374,10 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
         if (AbortedError.isInstance(error) || signal?.aborted) throw error;
         if (ServerError.isInstance(error) && !error.retryable) throw error;
         recordFailure(endpoint);
+        // A rate-limited endpoint is not picked again before its Retry-After.
+        if (ServerError.isInstance(error) && error.retryAfterMs !== undefined) {
+          endpoint.notBefore = now() + Math.min(error.retryAfterMs, 60_000);
+        }
         lastError = error;
         continue;
       }
@@ -374,11 +409,15 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
   periodic?.unref?.();
 
   const first = endpoints[0] as Endpoint;
-  const managed = endpoints.every((endpoint) => 'backend' in endpoint.server && 'settings' in endpoint.server);
+  const managed = endpoints.every(
+    (endpoint) => 'backend' in endpoint.server && 'settings' in endpoint.server,
+  );
   let sessionServer: ManagedServer | undefined;
   if (managed) {
     // One managed server whose backend routes every generate call through the manager.
-    const backends = new Map(endpoints.map((endpoint) => [endpoint, (endpoint.server as ManagedServer).backend]));
+    const backends = new Map(
+      endpoints.map((endpoint) => [endpoint, (endpoint.server as ManagedServer).backend]),
+    );
     const routingBackend: GenerateBackend = {
       provider: 'manager',
       endpoint: endpoints.map((endpoint) => endpoint.id).join(', '),
@@ -388,10 +427,14 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
           request.promptIds.length + (request.maxTokens ?? 0),
           request.signal,
           (endpoint) => (backends.get(endpoint) as GenerateBackend).generate(request),
-          (result) => request.promptIds.length + result.reduce((sum, sequence) => sum + sequence.tokenIds.length, 0),
+          (result) =>
+            request.promptIds.length + result.reduce((sum, sequence) => sum + sequence.tokenIds.length, 0),
         ),
     };
-    sessionServer = createManagedServer({ ...(first.server as ManagedServer).settings, retry: { maxRetries: 0 } }, routingBackend);
+    sessionServer = createManagedServer(
+      { ...(first.server as ManagedServer).settings, retry: { maxRetries: 0 } },
+      routingBackend,
+    );
   }
 
   const manager: ServerManager = {
@@ -400,7 +443,11 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
     model: first.server.model,
     chat(request: ChatRequest): Promise<ChatResponse> {
       if (!request || !Array.isArray(request.messages)) {
-        throw new InvalidArgumentError({ argument: 'messages', value: request?.messages, message: 'chat: request.messages must be an array' });
+        throw new InvalidArgumentError({
+          argument: 'messages',
+          value: request?.messages,
+          message: 'chat: request.messages must be an array',
+        });
       }
       return route(
         estimateTokens(request),
@@ -420,7 +467,9 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
       }));
     },
     async checkHealth() {
-      const results = await Promise.all(endpoints.map(async (endpoint) => ((await probe(endpoint)) ? endpoint.id : undefined)));
+      const results = await Promise.all(
+        endpoints.map(async (endpoint) => ((await probe(endpoint)) ? endpoint.id : undefined)),
+      );
       return results.filter((id): id is string => id !== undefined);
     },
     async close() {

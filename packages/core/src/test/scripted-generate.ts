@@ -62,10 +62,19 @@ export function scriptedLogprob(tokenId: number, position: number): number {
   return -0.01 - (((tokenId * 31 + position * 7) % 97) / 97) * 2;
 }
 
-function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (response.destroyed || response.writableEnded) return;
   const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   response.end(text);
 }
 
@@ -74,7 +83,9 @@ function isFault(reply: ScriptedGenerateReply): reply is ScriptedFault {
 }
 
 function numberArray(value: unknown): number[] | undefined {
-  return Array.isArray(value) && value.every((item) => Number.isInteger(item)) ? (value as number[]) : undefined;
+  return Array.isArray(value) && value.every((item) => Number.isInteger(item))
+    ? (value as number[])
+    : undefined;
 }
 
 export function createScriptedGenerate(options: ScriptedGenerateOptions): ScriptedGenerate {
@@ -90,18 +101,23 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
     const completion = typeof reply === 'string' ? { text: reply } : reply;
     let ids = tokenizer.encode(completion.text, { addSpecialTokens: false });
     let finishReason = completion.finishReason ?? 'stop';
-    if (finishReason === 'stop' && stopTokenId !== undefined && !stopSet.has(ids[ids.length - 1] as number)) ids.push(stopTokenId);
+    if (finishReason === 'stop' && stopTokenId !== undefined && !stopSet.has(ids[ids.length - 1] as number))
+      ids.push(stopTokenId);
     if (request.maxTokens !== undefined && ids.length > request.maxTokens) {
       ids = ids.slice(0, request.maxTokens);
       finishReason = 'length';
     }
     const logprobs = ids.map((id, position) => scriptedLogprob(id, position));
-    const skipSpecial = request.body.skip_special_tokens !== false && (request.body.sampling_params as { skip_special_tokens?: unknown } | undefined)?.skip_special_tokens !== false;
+    const skipSpecial =
+      request.body.skip_special_tokens !== false &&
+      (request.body.sampling_params as { skip_special_tokens?: unknown } | undefined)?.skip_special_tokens !==
+        false;
     generated.push({ request, tokenIds: ids, logprobs });
     return { ids, logprobs, finishReason, text: tokenizer.decode(ids, { skipSpecialTokens: skipSpecial }) };
   };
 
-  const handle = (flavor: 'generate' | 'completions'): ScriptedRoute =>
+  const handle =
+    (flavor: 'generate' | 'completions'): ScriptedRoute =>
     async (request: IncomingMessage, response: ServerResponse, raw: Buffer) => {
       if (request.method === 'GET') return send(response, 405, { error: { message: 'use POST' } });
       let body: Record<string, unknown>;
@@ -115,17 +131,25 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
       let promptIds: number[] | undefined;
       if (flavor === 'completions') {
         kind = 'completions';
-        promptIds = numberArray(body.prompt) ?? (typeof body.prompt === 'string' ? tokenizer.encode(body.prompt, { addSpecialTokens: false }) : undefined);
+        promptIds =
+          numberArray(body.prompt) ??
+          (typeof body.prompt === 'string'
+            ? tokenizer.encode(body.prompt, { addSpecialTokens: false })
+            : undefined);
       } else if ('input_ids' in body || 'sampling_params' in body) {
         kind = 'sglang';
         promptIds = numberArray(body.input_ids);
       } else {
         kind = 'vllm';
-        promptIds = numberArray((body.prompt as { prompt_token_ids?: unknown } | undefined)?.prompt_token_ids);
+        promptIds = numberArray(
+          (body.prompt as { prompt_token_ids?: unknown } | undefined)?.prompt_token_ids,
+        );
       }
       if (!promptIds) {
         return send(response, 400, {
-          error: { message: `scripted generate (${kind}): expected token-id prompt (${kind === 'sglang' ? 'input_ids' : kind === 'vllm' ? 'prompt.prompt_token_ids' : 'prompt'})` },
+          error: {
+            message: `scripted generate (${kind}): expected token-id prompt (${kind === 'sglang' ? 'input_ids' : kind === 'vllm' ? 'prompt.prompt_token_ids' : 'prompt'})`,
+          },
         });
       }
       const maxRaw = kind === 'sglang' ? sampling.max_new_tokens : body.max_tokens;
@@ -140,12 +164,21 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
       };
       requests.push(scripted);
       const index = callIndex++;
-      const reply = (options.policy ? await options.policy(scripted, { callIndex: index }) : undefined) ?? queue.shift();
-      if (reply === undefined) return send(response, 500, { error: { message: `scripted generate: no reply scripted for call #${index}` } });
+      const reply =
+        (options.policy ? await options.policy(scripted, { callIndex: index }) : undefined) ?? queue.shift();
+      if (reply === undefined)
+        return send(response, 500, {
+          error: { message: `scripted generate: no reply scripted for call #${index}` },
+        });
       if (isFault(reply)) {
         switch (reply.fault) {
           case 'error':
-            return send(response, reply.status, reply.body ?? { error: { message: `scripted error ${reply.status}` } }, reply.headers);
+            return send(
+              response,
+              reply.status,
+              reply.body ?? { error: { message: `scripted error ${reply.status}` } },
+              reply.headers,
+            );
           case 'hang':
             return;
           case 'reset':
@@ -153,12 +186,23 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
             return;
           case 'malformed': {
             const text = '{"token_ids": [[1, 2,';
-            response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+            response.writeHead(200, {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(text),
+            });
             response.end(text);
             return;
           }
           case 'empty_choices':
-            return send(response, 200, kind === 'sglang' ? [] : kind === 'vllm' ? { text: [], token_ids: [], logprobs: [], finish_reasons: [] } : { choices: [] });
+            return send(
+              response,
+              200,
+              kind === 'sglang'
+                ? []
+                : kind === 'vllm'
+                  ? { text: [], token_ids: [], logprobs: [], finish_reasons: [] }
+                  : { choices: [] },
+            );
         }
       }
       const outputs = Array.from({ length: scripted.n }, () => complete(reply, scripted));
@@ -168,7 +212,9 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
           prompt: scripted.promptText,
           prompt_token_ids: promptIds,
           token_ids: outputs.map((output) => output.ids),
-          logprobs: outputs.map((output) => output.ids.map((id, position) => [{ [String(id)]: output.logprobs[position] }])),
+          logprobs: outputs.map((output) =>
+            output.ids.map((id, position) => [{ [String(id)]: output.logprobs[position] }]),
+          ),
           finish_reasons: outputs.map((output) => output.finishReason),
         });
       }
@@ -196,7 +242,9 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
           token_ids: body.return_token_ids === true ? output.ids : undefined,
           finish_reason: output.finishReason,
           logprobs: {
-            tokens: output.ids.map((id) => (body.return_tokens_as_token_ids === true ? `token_id:${id}` : tokenizer.decode([id]))),
+            tokens: output.ids.map((id) =>
+              body.return_tokens_as_token_ids === true ? `token_id:${id}` : tokenizer.decode([id]),
+            ),
             token_logprobs: output.logprobs,
           },
         })),

@@ -5,7 +5,7 @@
 // tokens, masks and logprobs.
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSchema } from '../contracts/chat.js';
-import { type ServerV1, isManagedServer } from '../contracts/server.js';
+import { isManagedServer, type ServerV1 } from '../contracts/server.js';
 import { ServerError } from '../errors.js';
 
 export interface ServerConformanceFixture {
@@ -21,10 +21,20 @@ export interface ServerConformanceFixture {
 }
 
 const TOOLS: ToolSchema[] = [
-  { type: 'function', function: { name: 'lookup', description: 'Look a word up', parameters: { type: 'object', properties: { word: { type: 'string' } } } } },
+  {
+    type: 'function',
+    function: {
+      name: 'lookup',
+      description: 'Look a word up',
+      parameters: { type: 'object', properties: { word: { type: 'string' } } },
+    },
+  },
 ];
 
-export function describeServerConformance(name: string, makeFixture: () => Promise<ServerConformanceFixture>): void {
+export function describeServerConformance(
+  name: string,
+  makeFixture: () => Promise<ServerConformanceFixture>,
+): void {
   const withFixture = async (body: (fixture: ServerConformanceFixture) => Promise<void>) => {
     const fixture = await makeFixture();
     try {
@@ -52,14 +62,19 @@ export function describeServerConformance(name: string, makeFixture: () => Promi
         expect(response.choices[0]?.message.tool_calls ?? []).toHaveLength(0);
         if (response.usage) {
           expect(response.usage.promptTokens).toBeGreaterThan(0);
-          expect(response.usage.totalTokens).toBe(response.usage.promptTokens + response.usage.completionTokens);
+          expect(response.usage.totalTokens).toBe(
+            response.usage.promptTokens + response.usage.completionTokens,
+          );
         }
       }));
 
     it('returns a tool call with an id, the name and JSON arguments', () =>
       withFixture(async ({ server, enqueueToolCall }) => {
         enqueueToolCall('lookup', { word: 'shears' });
-        const response = await server.chat({ messages: [{ role: 'user', content: 'Define shears.' }], tools: TOOLS });
+        const response = await server.chat({
+          messages: [{ role: 'user', content: 'Define shears.' }],
+          tools: TOOLS,
+        });
         const call = response.choices[0]?.message.tool_calls?.[0];
         expect(call?.id.length).toBeGreaterThan(0);
         expect(call?.type).toBe('function');
@@ -80,7 +95,9 @@ export function describeServerConformance(name: string, makeFixture: () => Promi
       withFixture(async ({ server, enqueueError, enqueueText }) => {
         enqueueError(404);
         enqueueText('must not be reached');
-        const error = await server.chat({ messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+        const error = await server
+          .chat({ messages: [{ role: 'user', content: 'hi' }] })
+          .catch((caught: unknown) => caught);
         expect(ServerError.isInstance(error)).toBe(true);
         expect((error as ServerError).retryable).toBe(false);
         expect((error as ServerError).status).toBe(404);
@@ -91,7 +108,9 @@ export function describeServerConformance(name: string, makeFixture: () => Promi
         enqueueText('unused');
         const controller = new AbortController();
         controller.abort();
-        await expect(server.chat({ messages: [{ role: 'user', content: 'hi' }], signal: controller.signal })).rejects.toThrow();
+        await expect(
+          server.chat({ messages: [{ role: 'user', content: 'hi' }], signal: controller.signal }),
+        ).rejects.toThrow();
       }));
 
     it('records well-formed tokens, masks and logprobs in a session (managed servers)', () =>
@@ -101,7 +120,13 @@ export function describeServerConformance(name: string, makeFixture: () => Promi
         enqueueText('second');
         const session = server.openSession({ rolloutId: 'conformance' });
         const first = await session.chat({ messages: [{ role: 'user', content: 'one' }] });
-        await session.chat({ messages: [{ role: 'user', content: 'one' }, first.choices[0]?.message as ChatMessage, { role: 'user', content: 'two' }] });
+        await session.chat({
+          messages: [
+            { role: 'user', content: 'one' },
+            first.choices[0]?.message as ChatMessage,
+            { role: 'user', content: 'two' },
+          ],
+        });
         const record = session.tokenRecord();
         expect(record.sequences.length).toBeGreaterThan(0);
         expect(record.splits).toBe(record.sequences.length - 1);

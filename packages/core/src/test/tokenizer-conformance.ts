@@ -19,7 +19,10 @@ const CONVERSATION: ChatMessage[] = [
   { role: 'user', content: 'Say hi.' },
 ];
 
-export function describeTokenizerConformance(name: string, makeFixture: () => TokenizerConformanceFixture | Promise<TokenizerConformanceFixture>): void {
+export function describeTokenizerConformance(
+  name: string,
+  makeFixture: () => TokenizerConformanceFixture | Promise<TokenizerConformanceFixture>,
+): void {
   describe(`TokenizerV1 conformance: ${name}`, () => {
     let fixture: TokenizerConformanceFixture;
     const get = async () => {
