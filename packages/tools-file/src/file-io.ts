@@ -1,6 +1,7 @@
 // Reading and writing whole files inside a sandbox, each in ONE shell script that resolves and
 // confines the path and then uses it (no check-then-use gap). Writes go to a temporary file
 // beside the target and are renamed over it, so a reader never sees half a file.
+import { randomUUID } from 'node:crypto';
 import type { SandboxV1 } from '@shears/core';
 import { FileToolError } from './file-tool-error.js';
 import { readFields, shellQuote } from './shell.js';
@@ -115,7 +116,12 @@ export interface WriteResult {
   dirsCreated: boolean;
 }
 
-/** Creates parent directories and atomically replaces `path` with `content`. */
+/**
+ * Creates parent directories and atomically replaces `path` with `content`. The bytes are
+ * uploaded with `sandbox.writeFile` into the sandbox's own temp dir (fast on every backend,
+ * unlike large stdin), then ONE script resolves and confines the path, copies the upload next to
+ * the target and renames it over the target.
+ */
 export async function writeAtomic(
   sandbox: SandboxV1,
   path: string,
@@ -123,7 +129,11 @@ export async function writeAtomic(
   options: FileIoOptions,
 ): Promise<WriteResult> {
   const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
-  const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}
+  const upload = `${sandbox.tempDir.replace(/\/+$/, '')}/shears-upload-${randomUUID()}`;
+  await sandbox.writeFile(upload, content, { signal: options.signal });
+  const script = `upload=${shellQuote(upload)}
+trap 'rm -f "$upload"' EXIT
+${resolveScript(absolute, sandbox.workdir, options.confine)}
 [ "$t" = dir ] && { printf 'STATUS:isdir\\n'; exit 0; }
 [ "$t" = other ] && { printf 'STATUS:notregular\\n'; exit 0; }
 [ "$pdir" = 1 ] || { printf 'STATUS:notdir\\n'; exit 0; }
@@ -131,12 +141,12 @@ d="\${full%/*}"; [ -n "$d" ] || d=/
 created=0
 if [ ! -d "$d" ]; then mkdir -p "$d" 2>/dev/null || { printf 'STATUS:mkdirfailed\\n'; exit 0; }; created=1; fi
 tmp="$d/.shears-write.$$.tmp"
-cat > "$tmp" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
+cat "$upload" > "$tmp" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
 if [ -f "$full" ]; then chmod "$(stat -c %a "$full" 2>/dev/null || echo 644)" "$tmp" 2>/dev/null; fi
 mv -f "$tmp" "$full" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
 printf 'STATUS:ok\\nTYPE:file\\nWS:%s\\nBYTES:%s\\nCREATED:%s\\nREAL:%s\\n' "$ws" "$(wc -c < "$full" | tr -d ' ')" "$created" "$full"
 `;
-  const result = await sandbox.exec(script, { stdin: content, signal: options.signal });
+  const result = await sandbox.exec(script, { signal: options.signal });
   const fields = readFields(result.stdout);
   const status = fields.get('STATUS');
   const reason: Record<string, string> = {

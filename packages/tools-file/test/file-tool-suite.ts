@@ -102,7 +102,13 @@ export function describeFileToolSuite(
       it('pages files too big to read whole with sed, giving the same lines and hint', async () => {
         const small = toolRunner(sandbox, { wholeReadBytes: 64 });
         const page = await small('read_file', { path: 'paged.txt', offset: 11, limit: 5 });
-        expect(page.json.content.split('\n')).toEqual(['    11|line 11', '    12|line 12', '    13|line 13', '    14|line 14', '    15|line 15']);
+        expect(page.json.content.split('\n')).toEqual([
+          '    11|line 11',
+          '    12|line 12',
+          '    13|line 13',
+          '    14|line 14',
+          '    15|line 15',
+        ]);
         expect(page.json.hint).toBe('Use offset=16 to continue reading (showing 11-15 of 30 lines)');
         expect(page.json.file_size).toBe(231);
       });
@@ -156,6 +162,7 @@ export function describeFileToolSuite(
         expect(await sh('./script.sh')).toBe('two\n');
         expect(await sh('[ -L link.sh ] && echo still-a-link')).toBe('still-a-link\n');
         expect((await sh('ls -a')).includes('.shears-write')).toBe(false);
+        expect((await sh(`ls -a '${sandbox.tempDir}'`)).includes('shears-upload')).toBe(false);
       });
 
       it('refuses sensitive system paths', async () => {
@@ -457,8 +464,16 @@ export function describeFileToolSuite(
       it('refuses symlink loops and dangling symlinks that lead out', async () => {
         await sh('ln -s loop-a loop-b && ln -s loop-b loop-a && ln -s /nonexistent-shears/target dangling');
         await refused('read_file', { path: 'loop-a' }, /broken or loops|outside the sandbox workspace/);
-        await refused('write_file', { path: 'dangling', content: 'x' }, /broken or loops|outside the sandbox workspace/);
-        await refused('write_file', { path: 'loop-a/x.txt', content: 'x' }, /broken or loops|outside the sandbox workspace|not a directory/);
+        await refused(
+          'write_file',
+          { path: 'dangling', content: 'x' },
+          /broken or loops|outside the sandbox workspace/,
+        );
+        await refused(
+          'write_file',
+          { path: 'loop-a/x.txt', content: 'x' },
+          /broken or loops|outside the sandbox workspace|not a directory/,
+        );
       });
 
       it('refuses NUL bytes, control characters, over-long paths and text that is not UTF-8', async () => {
