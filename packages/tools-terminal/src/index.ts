@@ -28,6 +28,8 @@ export type { LocalSandbox, LocalSandboxSettings } from './local/local-sandbox-p
 export { createLocalSandboxProvider, LOCAL_INHERITED_ENV, localSandboxSettingsSchema } from './local/local-sandbox-provider.js';
 export type { DockerSandboxProvider, DockerSandboxSettings } from './docker/docker-sandbox-provider.js';
 export { createDockerSandboxProvider, dockerSandboxSettingsSchema } from './docker/docker-sandbox-provider.js';
+export type { SshSandboxProvider, SshSandboxSettings } from './ssh/ssh-sandbox-provider.js';
+export { createSshSandboxProvider, sshFingerprint, sshSandboxSettingsSchema } from './ssh/ssh-sandbox-provider.js';
 export type { TerminalInput, TerminalToolSettings } from './terminal-tool.js';
 export {
   createTerminalTool,

@@ -15,6 +15,8 @@ export interface ShellSandboxOptions {
   isolated: boolean;
   /** Starts a fresh shell (see SHELL_BOOTSTRAP) and returns its streams. */
   openTransport: () => Promise<ShellTransport>;
+  /** Shell run in every new session before entering the workdir (e.g. `mkdir -p` it). */
+  sessionSetup?: string;
   /** Environment exported in every new session. */
   env?: Record<string, string>;
   maxOutputBytes?: number;
@@ -43,7 +45,8 @@ export function createShellSandbox(options: ShellSandboxOptions): ShellSandbox {
     const exports = Object.entries(options.env ?? {})
       .map(([name, value]) => `export ${name}=${shellQuote(value)}`)
       .join('; ');
-    const init = await opened.exec(`${exports ? `${exports}; ` : ''}cd -- ${shellQuote(options.workdir)}`);
+    const setup = options.sessionSetup ? `${options.sessionSetup} && ` : '';
+    const init = await opened.exec(`${exports ? `${exports}; ` : ''}${setup}cd -- ${shellQuote(options.workdir)}`);
     if (init.exitCode !== 0) {
       await opened.close();
       throw new SandboxError({

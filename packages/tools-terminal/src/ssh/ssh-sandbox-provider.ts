@@ -204,6 +204,8 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
       });
     });
     connectionsOpened += 1;
+    // Commands are small interactive writes; Nagle's algorithm would hold them for delayed ACKs.
+    client.setNoDelay(true);
     // Later errors surface as closed channels; an unhandled 'error' event must not crash the process.
     client.on('error', () => undefined);
     return client;
@@ -268,13 +270,6 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         return opened;
       };
 
-      const first = await connection();
-      const prepared = await execOnce(first, `mkdir -p ${shellQuote(workdir)} ${shellQuote(tempDir)}`);
-      if (prepared.code !== 0) {
-        first.end();
-        throw new SandboxError({ sandboxId: id, message: `Could not create ${workdir} on ${config.host}: ${prepared.output.trim()}` });
-      }
-
       const fileError = (path: string, action: string, error: unknown) => {
         const code = (error as { code?: number | string }).code;
         return new SandboxError({
@@ -292,6 +287,7 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         isolated: config.isolatedHost ?? false,
         maxOutputBytes: config.maxOutputBytes,
         env: { ...config.env, ...spec.env, TMPDIR: tempDir, SHEARS_SANDBOX_ID: id },
+        sessionSetup: `mkdir -p ${shellQuote(workdir)} ${shellQuote(tempDir)}`,
         async openTransport(): Promise<ShellTransport> {
           const active = await connection();
           const channel = await new Promise<ClientChannel>((resolve, reject) =>
@@ -354,6 +350,15 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         },
       });
       live.add(sandbox);
+      // Connect and open the shell now: acquire fails fast on a bad host, and the first command is fast.
+      try {
+        await sandbox.exec('true');
+      } catch (error) {
+        await sandbox.dispose();
+        throw (error as { cause?: unknown }).cause && SandboxError.isInstance((error as { cause?: unknown }).cause)
+          ? (error as { cause: Error }).cause
+          : error;
+      }
       for (const command of spec.setup ?? []) {
         const result = await sandbox.exec(command, { timeoutMs: 600_000 });
         if (result.exitCode !== 0) {
