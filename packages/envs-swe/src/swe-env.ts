@@ -41,6 +41,8 @@ async function defaultTools(): Promise<ToolV1[]> {
 export interface SweEnv extends EnvV1<SweItem> {
   /** Prepared repositories and images, by task id (after setup). */
   readonly prepared: ReadonlyMap<string, { task: SweTask; prepared: PreparedRepository; image: string }>;
+  /** Prepares every repository and builds the images (idempotent). */
+  setup(options?: { signal?: AbortSignal; logger: Logger }): Promise<void>;
 }
 
 export function createSweEnv(settings: SweEnvSettings): SweEnv {
