@@ -3,6 +3,7 @@
 // rate alongside for reference. (2) Memory per rollout with 256 rollouts in flight at once
 // through the group runner, each parked inside a tool call. Prints one JSON line per figure.
 // Run: pnpm -F @shears/core bench   (add --expose-gc through NODE_OPTIONS for steadier memory)
+import { loadavg } from 'node:os';
 import { z } from 'zod';
 import { runAgent } from '../src/agent-loop.js';
 import { createConcurrencyLimiter } from '../src/concurrency-limiter.js';
@@ -82,7 +83,6 @@ async function turnsPerSecond() {
     }
     const seconds = (performance.now() - started) / 1000;
     const perTurnMs = (seconds * 1000) / turns;
-    const rawPerCallMs = (rawSeconds * 1000) / rawCalls;
     print({
       bench: 'agent-loop.turns_per_second',
       mode: 'scripted-http',
@@ -94,7 +94,7 @@ async function turnsPerSecond() {
       turnsPerSecond: Number((turns / seconds).toFixed(1)),
       msPerTurn: Number(perTurnMs.toFixed(3)),
       rawHttpChatsPerSecond: Number((rawCalls / rawSeconds).toFixed(1)),
-      loopOverheadMsPerTurn: Number((perTurnMs - rawPerCallMs).toFixed(3)),
+      loadAverage1m: Number(loadavg()[0]?.toFixed(2)),
     });
 
     // The loop alone: the same policy answered in-process (no HTTP), isolating framework cost.
