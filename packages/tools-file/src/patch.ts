@@ -7,6 +7,7 @@ import { deleteFile, readText, writeAtomic } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';
 import { applyRanges, findMatches, reindent } from './fuzzy-match.js';
 import { applyHunks, type PatchOperation, parsePatch } from './patch-operations.js';
+import { resetRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { createUnifiedDiff } from './unified-diff.js';
@@ -115,6 +116,7 @@ export function createPatchTool(settings: ResolvedFileToolsSettings): ToolV1<Pat
     maxResultChars: 100_000,
     execute: (args, context) =>
       guarded(async () => {
+        resetRepeat(context);
         const sandbox = context.sandbox;
         const mode = args.mode ?? 'replace';
         if (mode === 'replace') {

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { readRaw } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';
 import { binaryExtension, isDevicePath, looksBinary } from './guards.js';
+import { checkRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { normalizeToolPath } from './workspace.js';
@@ -169,6 +170,16 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
             { total_lines: totalLines, file_size: read.size },
           );
         }
+        // The content itself is part of the signature: re-reading a file that changed is fine.
+        const repeat = checkRepeat(
+          context,
+          `read_file\0${resolved.real}\0${offset}\0${limit}\0${read.size}\0${text.length}\0${text.slice(0, 200)}\0${text.slice(-200)}`,
+        );
+        if (repeat.kind === 'block') {
+          return errorResult(
+            `BLOCKED: You have read ${args.path} (offset=${offset}, limit=${limit}) ${repeat.count} times in a row and it has not changed. Use the content you already have instead of reading it again.`,
+          );
+        }
         const lastShown = offset - 1 + lines.length;
         const truncated = lastShown < totalLines;
         let hint: string | undefined;
@@ -176,7 +187,18 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
           hint = `Use offset=${lastShown + 1} to continue reading (showing ${offset}-${lastShown} of ${totalLines} lines)`;
         else if (lines.length === 0 && totalLines > 0)
           hint = `offset=${offset} is past the end of the file (${totalLines} lines)`;
-        return jsonResult({ content, total_lines: totalLines, file_size: read.size, truncated, hint });
+        const warning =
+          repeat.kind === 'warn'
+            ? `You have read this exact range ${repeat.count} times in a row and the file has not changed. Use the content you already have; a 4th identical read will be blocked.`
+            : undefined;
+        return jsonResult({
+          content,
+          total_lines: totalLines,
+          file_size: read.size,
+          truncated,
+          hint,
+          _warning: warning,
+        });
       }),
   });
 }

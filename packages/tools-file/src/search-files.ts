@@ -4,6 +4,7 @@
 import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
 import { similarNames } from './read-file.js';
+import { checkRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { readFields, shellQuote } from './shell.js';
@@ -128,6 +129,19 @@ export function createSearchFilesTool(settings: ResolvedFileToolsSettings): Tool
         const outputMode = args.output_mode ?? 'content';
         const contextLines = Math.min(args.context ?? 0, 20);
         const absolute = normalizeToolPath(path, sandbox.workdir, { confine: settings.confine });
+        const repeat = checkRepeat(
+          context,
+          `search_files\0${JSON.stringify([args.pattern, target, absolute, args.file_glob, limit, offset, outputMode, contextLines])}`,
+        );
+        if (repeat.kind === 'block') {
+          return errorResult(
+            `BLOCKED: You have run this exact search ${repeat.count} times in a row. Use the results you already have, or change the pattern, path or offset.`,
+          );
+        }
+        const warning =
+          repeat.kind === 'warn'
+            ? `You have run this exact search ${repeat.count} times in a row; a 4th identical search will be blocked.`
+            : undefined;
         const wanted =
           offset +
           limit +
@@ -203,7 +217,12 @@ rm -f "$e"
           const files = lines.map(stripDot);
           const { truncated, hint } = pageInfo(files.length);
           return jsonResult(
-            { total_count: files.length, files: files.slice(offset, offset + limit), truncated },
+            {
+              total_count: files.length,
+              files: files.slice(offset, offset + limit),
+              truncated,
+              _warning: warning,
+            },
             hint,
           );
         }
@@ -218,7 +237,12 @@ rm -f "$e"
           const { truncated, hint } = pageInfo(entries.length);
           const paged = Object.fromEntries(entries.slice(offset, offset + limit));
           return jsonResult(
-            { total_count: entries.reduce((sum, [, n]) => sum + n, 0), counts: paged, truncated },
+            {
+              total_count: entries.reduce((sum, [, n]) => sum + n, 0),
+              counts: paged,
+              truncated,
+              _warning: warning,
+            },
             hint,
           );
         }
@@ -254,7 +278,12 @@ rm -f "$e"
         }
         const { truncated, hint } = pageInfo(matches.length);
         return jsonResult(
-          { total_count: matches.length, matches: matches.slice(offset, offset + limit), truncated },
+          {
+            total_count: matches.length,
+            matches: matches.slice(offset, offset + limit),
+            truncated,
+            _warning: warning,
+          },
           hint,
         );
       }),

@@ -4,6 +4,7 @@ import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
 import { writeAtomic } from './file-io.js';
 import { sensitivePathError, writeDeniedError } from './guards.js';
+import { resetRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { normalizeToolPath } from './workspace.js';
@@ -42,6 +43,7 @@ export function createWriteFileTool(settings: ResolvedFileToolsSettings): ToolV1
     maxResultChars: 100_000,
     execute: (args, context) =>
       guarded(async () => {
+        resetRepeat(context);
         const absolute = normalizeToolPath(args.path, context.sandbox.workdir, { confine: settings.confine });
         const refusal = writeRefusal(absolute, args.path);
         if (refusal) return errorResult(refusal);
