@@ -241,6 +241,31 @@ describe('runAgent', () => {
     expect(server?.chatRequests).toHaveLength(1);
   });
 
+  it('reports a tool past its time limit as a failed call and carries on', async () => {
+    const sleepy = defineTool({
+      name: 'sleepy',
+      description: 'Never returns',
+      inputSchema: z.object({}),
+      execute: () => new Promise<string>(() => {}),
+    });
+    const client = await setup([
+      { toolCalls: [{ id: 'c1', name: 'sleepy', arguments: {} }] },
+      { content: 'gave up' },
+    ]);
+    const result = await runAgent({
+      server: client,
+      messages: prompt,
+      tools: [sleepy],
+      sandbox,
+      budget: { toolTimeoutMs: 100 },
+    });
+    expect(result.messages[3]?.content).toBe(
+      `{"error": "Tool execution failed: TimeoutError: Tool 'sleepy' timed out after 100 ms"}`,
+    );
+    expect(result).toMatchObject({ stopReason: 'answer', finalResponse: 'gave up' });
+    expect(result.toolErrors).toHaveLength(1);
+  });
+
   it('stops at the turn limit', async () => {
     server = await createScriptedServer({
       policy: () => ({ toolCalls: [{ name: 'echo', arguments: { text: 'again' } }] }),
