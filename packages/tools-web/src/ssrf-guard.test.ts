@@ -125,6 +125,17 @@ describe('SSRF guard inside web_extract', () => {
     expect(server.requests.length).toBe(before);
   });
 
+  it('refuses a public-looking host name that resolves to 127.0.0.1, without connecting', async () => {
+    const resolver: HostResolver = async () => [{ address: '127.0.0.1', family: 4 }];
+    const tool = createWebExtractTool({ minIntervalMsPerHost: 0, ssrf: { resolver } });
+    const before = server.requests.length;
+    const { json } = await call(tool, { urls: [`http://www.public-news.example:${server.port}/page`] });
+    expect(json.results[0].error).toBe(
+      'Blocked: www.public-news.example resolves to 127.0.0.1, which is a loopback address. Requests to private or internal network addresses are not allowed',
+    );
+    expect(server.requests.length).toBe(before);
+  });
+
   it('re-checks after a redirect: a public-looking host redirecting to a private address is blocked', async () => {
     const resolver: HostResolver = async (hostname) => {
       if (hostname === 'news.example') return [{ address: '127.0.0.1', family: 4 }];
