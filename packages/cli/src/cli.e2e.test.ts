@@ -5,8 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedServer } from '@shears/core/test';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from './test-support/run-cli.js';
+
+// End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
+vi.setConfig({ testTimeout: 120_000 });
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-cli-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -96,6 +99,42 @@ describe('shears process', () => {
       expect(jsonl).not.toContain(secret);
       expect(readFileSync(join(dir, 'runs/secret.html'), 'utf8')).not.toContain(secret);
       expect(run.stdout + run.stderr).not.toContain(secret);
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('loads a third-party plugin pack named in the config and runs its env and tool', async () => {
+    const pack = join(import.meta.dirname, '..', '..', '..', 'examples', 'hello-pack');
+    const model = await createScriptedServer({
+      policy: (request) => {
+        const prompt = String(request.messages.find((message) => message.role === 'user')?.content ?? '');
+        const name = /Greet (\w+)/.exec(prompt)?.[1] ?? 'nobody';
+        if (request.messages.some((message) => message.role === 'tool')) return { content: 'done' };
+        return { toolCalls: [{ name: 'hello', arguments: { name } }] };
+      },
+    });
+    try {
+      writeFileSync(
+        join(dir, 'pack.yaml'),
+        [
+          `plugins: [${JSON.stringify(pack)}]`,
+          'env: { name: hello, group_size: 2 }',
+          `server: { provider: openai, base_url: ${model.url}, model: m }`,
+          'run: { groups: 2, out: runs/pack.jsonl, report: false }',
+        ].join('\n'),
+      );
+      const run = await runShears(['process', '--config', 'pack.yaml'], { cwd: dir });
+      expect(run.stderr).not.toMatch(/^error/m);
+      expect(run.code).toBe(0);
+      const groups = readGroups(join(dir, 'runs/pack.jsonl'));
+      expect(groups.map((group) => group.envId)).toEqual(['hello', 'hello']);
+      expect(groups.flatMap((group) => group.scores)).toEqual([1, 1, 1, 1]);
+      const missing = await runShears(['process', '--plugins', '["shears-pack-nope"]'], { cwd: dir });
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(
+        /plugins\[0\]: could not load "shears-pack-nope": Plugin package "shears-pack-nope" is not installed/,
+      );
     } finally {
       await model.close();
     }

@@ -55,17 +55,20 @@ export async function composeRegistry(
   const registry = createRegistry({ logger: options.logger });
   registry.use(cliPlugin);
   const plugins: PluginStatus[] = [];
-  for (const name of BUILTIN_PLUGINS) {
+  // Imported in parallel; registered in a fixed order so ids resolve the same way every run.
+  const imported = await Promise.allSettled(BUILTIN_PLUGINS.map((name) => importBuiltin(name)));
+  imported.forEach((result, index) => {
+    const name = BUILTIN_PLUGINS[index]!;
     try {
-      const manifest = await importBuiltin(name);
-      if (!isPlugin(manifest)) throw new Error('no plugin manifest as default export');
-      registry.use(manifest);
+      if (result.status === 'rejected') throw result.reason;
+      if (!isPlugin(result.value)) throw new Error('no plugin manifest as default export');
+      registry.use(result.value);
       plugins.push({ name, loaded: true });
     } catch (error) {
       plugins.push({ name, loaded: false, error: (error as Error).message.split('\n')[0] });
       options.logger.debug(`built-in plugin ${name} not available: ${(error as Error).message}`);
     }
-  }
+  });
   for (const [index, specifier] of config.plugins.entries()) {
     try {
       await registry.load(specifier, { from: options.cwd });

@@ -6,9 +6,12 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startTrajectoryApiServer } from '@shears/grpo';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from '../test-support/run-cli.js';
 import { batchesAhead } from './serve-loop.js';
+
+// End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
+vi.setConfig({ testTimeout: 120_000 });
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-serve-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,10 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
 import { buildViewerHtml, readGroupsForViewer } from './build-viewer.js';
 import { createSyntheticGroups } from './synthetic-groups.js';
+
+// End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
+vi.setConfig({ testTimeout: 120_000 });
 
 const hasChromium = chromiumAvailable();
 const screenshotDir = join(import.meta.dirname, '..', '..', 'test-output');
