@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxV1 } from '@shears/core';
@@ -82,6 +83,20 @@ describe.skipIf(!available)('createSshSandboxProvider', () => {
     await expect(mismatched.acquire()).rejects.toThrow(/host key verification failed.*does not match the key for \[127\.0\.0\.1\]:\d+/);
     writeFileSync(path, '');
     await expect(createSshSandboxProvider(settings({ knownHostsPath: path })).acquire()).rejects.toThrow(/has no entry for \[127\.0\.0\.1\]/);
+  });
+
+  it('authenticates through a real ssh-agent holding the key', async () => {
+    const socket = join(tmpdir(), `shears-agent-${process.pid}.sock`);
+    const agent = spawn('ssh-agent', ['-D', '-a', socket], { stdio: 'ignore' });
+    try {
+      for (let attempt = 0; attempt < 50 && !existsSync(socket); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+      execFileSync('ssh-add', ['-q', env.SHEARS_TEST_SSH_KEY!], { env: { ...process.env, SSH_AUTH_SOCK: socket } });
+      const viaAgent = createSshSandboxProvider(settings({ privateKeyPath: undefined, agent: socket }));
+      sandbox = await viaAgent.acquire();
+      expect((await sandbox.exec('echo agent')).stdout).toBe('agent\n');
+    } finally {
+      agent.kill();
+    }
   });
 
   it('rejects settings without credentials or with unknown keys', async () => {
