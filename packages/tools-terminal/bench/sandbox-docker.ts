@@ -3,6 +3,7 @@
 // Prints one JSON line per metric (milliseconds). Uses SHEARS_TEST_DOCKER_HOST/IMAGE when set,
 // otherwise starts a private dockerd and builds the busybox image like the test set-up does.
 //   pnpm exec tsx packages/tools-terminal/bench/sandbox-docker.ts
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import Dockerode from 'dockerode';
 import { startDockerd } from '../../../scripts/test-infra/dockerd.js';
@@ -29,6 +30,8 @@ function summarise(metric: string, samples: number[], extra: Record<string, unkn
       p50: round(at(0.5)),
       p95: round(at(0.95)),
       mean: round(samples.reduce((sum, value) => sum + value, 0) / samples.length),
+      // Latencies here depend heavily on machine load; record it next to the figures.
+      loadavg1: round(loadavg()[0] ?? 0),
       ...extra,
     }),
   );
