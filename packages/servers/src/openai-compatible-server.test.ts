@@ -191,7 +191,7 @@ describe('createOpenAICompatibleServer: faults', () => {
       timeoutMs: 60_000,
       retry: noWait(),
     });
-    const response = await client.chat({ messages: [{ role: 'user', content: 'q' }], timeoutMs: 150 });
+    const response = await client.chat({ messages: [{ role: 'user', content: 'q' }], timeoutMs: 1_000 });
     expect(response.choices[0]?.message.content).toBe('late but fine');
   });
 
