@@ -30,7 +30,7 @@ function toolOutput(characters: number): string {
     const line =
       random() < 0.3
         ? `  ${word()}_${Math.floor(random() * 1000)} = ${word()}(${word()}, ${Math.floor(random() * 100)})  # ${word()} ${word()}`
-        : Array.from({ length: 6 + Math.floor(random() * 10) }, word).join(' ') + '.';
+        : `${Array.from({ length: 6 + Math.floor(random() * 10) }, word).join(' ')}.`;
     lines.push(line);
     length += line.length + 1;
   }
