@@ -66,6 +66,20 @@ describeDocker(describe, 'docker sandbox provider', (docker) => {
     }
   });
 
+  it('cancels a command through its AbortSignal (exit 130) and keeps the sandbox usable', async () => {
+    const sandbox = await provider.acquire();
+    try {
+      const controller = new AbortController();
+      const pending = sandbox.exec('sleep 30', { signal: controller.signal });
+      setTimeout(() => controller.abort(), 300);
+      const result = await pending;
+      expect(result.exitCode).toBe(130);
+      expect((await sandbox.exec('echo after')).stdout).toBe('after\n');
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
   it('round-trips files through the archive API (binary, nested dirs, relative paths)', async () => {
     const sandbox = await provider.acquire();
     try {
@@ -197,5 +211,13 @@ describeDocker(describe, 'docker sandbox provider', (docker) => {
       await reaping.close();
       await living.remove({ force: true });
     }
+  });
+});
+
+describe('docker sandbox settings', () => {
+  it('rejects bad settings with the offending field named, before touching Docker', () => {
+    expect(() => createDockerSandboxProvider({ poolSize: -1 })).toThrow(/"poolSize"/);
+    expect(() => createDockerSandboxProvider({ network: 'host' as never })).toThrow(/"network"/);
+    expect(() => createDockerSandboxProvider({ workdir: 'relative' })).toThrow(/"workdir"/);
   });
 });
