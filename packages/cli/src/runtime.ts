@@ -14,6 +14,7 @@ import {
   type ScoredGroupRecord,
   type ServerV1,
 } from '@shears/core';
+import { resolveAdvantageEstimator } from '@shears/grpo';
 import {
   composeRegistry,
   createEnv,
@@ -123,6 +124,8 @@ export async function runOneGroup(
     limiter: runtime.limiter,
     budget: { maxTurns: config.env.max_turns },
     retryBudget: config.run.max_retries,
+    advantages: resolveAdvantageEstimator(config.run.advantage),
+    allEqualScores: config.run.all_equal_scores,
     temperature: config.server.temperature,
     maxTokens: config.server.max_tokens,
     signal: context.signal,

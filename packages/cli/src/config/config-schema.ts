@@ -68,6 +68,14 @@ export const runConfigSchema = z
       .default(2)
       .describe('Retries of rollouts that failed for infrastructure reasons'),
     progress: z.enum(['auto', 'bars', 'lines', 'none']).default('auto'),
+    advantage: z
+      .enum(['grpo', 'dr-grpo', 'rloo'])
+      .default('grpo')
+      .describe('Advantage estimator over the counted scores of a group'),
+    all_equal_scores: z
+      .enum(['drop', 'keep'])
+      .default('drop')
+      .describe('Groups whose scores are all equal carry no signal; Atropos drops them'),
   })
   .describe('Settings of `shears process` and `shears serve`');
 

@@ -3,10 +3,10 @@
 // batches ahead of the trainer.
 import { resolve } from 'node:path';
 import { ConfigError, type TokenizerV1 } from '@shears/core';
+import { scoredDataFromRecord } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
 import { type AtroposLink, createAtroposLink, sleep } from './atropos-link.js';
-import { toScoredData } from './scored-data.js';
 
 export interface ServeResult {
   groupsSent: number;
@@ -100,7 +100,7 @@ export async function runServeLoop(
         if (!item) break;
         const record = await runOneGroup(runtime, context, item, config.env.group_size);
         runtime.progress.groupFinished(record);
-        const data = toScoredData(record, { envId, tokenizer });
+        const data = scoredDataFromRecord(record, { envId, tokenizer, includeMessages: true });
         if (!data) {
           result.groupsSkipped++;
           continue;
