@@ -170,6 +170,20 @@ describeDocker(describe, 'docker sandbox provider', (docker) => {
     }
   });
 
+  it('skips a Docker host that cannot be reached', async () => {
+    const failover = createDockerSandboxProvider({
+      hosts: ['unix:///nonexistent/shears-docker.sock', docker.host],
+      image: docker.image,
+    });
+    try {
+      const sandbox = (await failover.acquire()) as DockerSandbox;
+      expect(sandbox.hostUrl).toBe(docker.host);
+      expect((await sandbox.exec('echo ok')).stdout).toBe('ok\n');
+    } finally {
+      await failover.close();
+    }
+  });
+
   it('reaps containers of dead owner processes at start-up and idle sandboxes', async () => {
     const hostId = `reaper-test-${randomBytes(4).toString('hex')}`;
     const deadPid = await new Promise<number>((resolve) => {

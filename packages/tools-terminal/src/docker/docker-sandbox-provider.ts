@@ -487,12 +487,16 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
           throw error;
         });
       } else {
-        const host = await place();
-        try {
-          sandbox = await createSandbox(host, container, spec.env ?? {});
-        } catch (error) {
-          host.load = Math.max(0, host.load - 1);
-          throw error;
+        // A host that cannot be reached is marked unhealthy and the sandbox goes to the next one.
+        const attempts = (await hosts()).length;
+        for (let attempt = 1; !sandbox; attempt += 1) {
+          const host = await place();
+          try {
+            sandbox = await createSandbox(host, container, spec.env ?? {});
+          } catch (error) {
+            host.load = Math.max(0, host.load - 1);
+            if (host.healthy || attempt >= attempts) throw error;
+          }
         }
       }
       active.add(sandbox);
