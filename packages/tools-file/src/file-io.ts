@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SandboxV1 } from '@shears/core';
 import { FileToolError } from './file-tool-error.js';
-import { readFields, shellQuote } from './shell.js';
+import { inSubshell, readFields, shellQuote } from './shell.js';
 import {
   normalizeToolPath,
   parseResolved,
@@ -61,7 +61,7 @@ elif [ "$t" = missing ] && [ "$pdir" = 1 ]; then
   ls -1a "\${full%/*}" 2>/dev/null | head -n 50
 fi
 `;
-  const result = await sandbox.exec(script, { signal: options.signal });
+  const result = await sandbox.exec(inSubshell(script), { signal: options.signal });
   const stdout = result.stdout;
   const markerAt = stdout.indexOf(`${CONTENT_MARKER}\n`);
   const head = markerAt >= 0 ? stdout.slice(0, markerAt) : stdout;
@@ -131,9 +131,7 @@ export async function writeAtomic(
   const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
   const upload = `${sandbox.tempDir.replace(/\/+$/, '')}/shears-upload-${randomUUID()}`;
   await sandbox.writeFile(upload, content, { signal: options.signal });
-  const script = `upload=${shellQuote(upload)}
-trap 'rm -f "$upload"' EXIT
-${resolveScript(absolute, sandbox.workdir, options.confine)}
+  const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}
 [ "$t" = dir ] && { printf 'STATUS:isdir\\n'; exit 0; }
 [ "$t" = other ] && { printf 'STATUS:notregular\\n'; exit 0; }
 [ "$pdir" = 1 ] || { printf 'STATUS:notdir\\n'; exit 0; }
@@ -146,7 +144,12 @@ if [ -f "$full" ]; then chmod "$(stat -c %a "$full" 2>/dev/null || echo 644)" "$
 mv -f "$tmp" "$full" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
 printf 'STATUS:ok\\nTYPE:file\\nWS:%s\\nBYTES:%s\\nCREATED:%s\\nREAL:%s\\n' "$ws" "$(wc -c < "$full" | tr -d ' ')" "$created" "$full"
 `;
-  const result = await sandbox.exec(script, { signal: options.signal });
+  const result = await sandbox.exec(
+    inSubshell(`upload=${shellQuote(upload)}\n${script}`, `rm -f ${shellQuote(upload)}`),
+    {
+      signal: options.signal,
+    },
+  );
   const fields = readFields(result.stdout);
   const status = fields.get('STATUS');
   const reason: Record<string, string> = {
@@ -173,7 +176,7 @@ export async function deleteFile(sandbox: SandboxV1, path: string, options: File
 rm -f "$full" 2>/dev/null || { printf 'STATUS:rmfailed\\n'; exit 0; }
 ${REPORT_RESOLVED}
 `;
-  const result = await sandbox.exec(script, { signal: options.signal });
+  const result = await sandbox.exec(inSubshell(script), { signal: options.signal });
   const fields = readFields(result.stdout);
   if (fields.get('STATUS') === 'notfile')
     throw new FileToolError(`Cannot delete ${path}: it is not an existing regular file`, { path });

@@ -7,7 +7,7 @@ import { similarNames } from './read-file.js';
 import { checkRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
-import { readFields, shellQuote } from './shell.js';
+import { inSubshell, readFields, shellQuote } from './shell.js';
 import { normalizeToolPath, parseResolved, REPORT_RESOLVED, resolveScript } from './workspace.js';
 
 export const SEARCH_FILES_DESCRIPTION =
@@ -154,7 +154,7 @@ export function createSearchFilesTool(settings: ResolvedFileToolsSettings): Tool
           search = `if command -v rg >/dev/null 2>&1; then
   rg --files --sortr=modified -g ${shellQuote(glob)} -- "$rel" 2>"$e"
 else
-  find "$rel" -type f ! -path '*/.*' ${findGlobArgs(glob)} 2>"$e" | sort
+  find "$rel" -type f ! -path '*/.*' ${findGlobArgs(glob)} -exec stat -c '%Y %n' {} + 2>"$e" | sort -rn | cut -d ' ' -f 2-
 fi`;
         } else {
           const flag = outputMode === 'files_only' ? '-l' : outputMode === 'count' ? '-c' : '';
@@ -183,7 +183,7 @@ printf '%s\\n' ${shellQuote(ERROR_MARKER)}
 head -c 2000 "$e" 2>/dev/null
 rm -f "$e"
 `;
-        const result = await sandbox.exec(script, { signal: context.signal });
+        const result = await sandbox.exec(inSubshell(script), { signal: context.signal });
         const stdout = result.stdout;
         const outputAt = stdout.indexOf(`${OUTPUT_MARKER}\n`);
         const fields = readFields(outputAt >= 0 ? stdout.slice(0, outputAt) : stdout);

@@ -15,3 +15,12 @@ export function readFields(stdout: string): Map<string, string> {
   }
   return fields;
 }
+
+/**
+ * Runs a tool script in a subshell: its `exit` ends only the subshell, never a backend's
+ * persistent shell session, and the backend's own traps are left alone. `after` runs once the
+ * subshell is done, whatever way it ended (cleanup).
+ */
+export function inSubshell(script: string, after = ''): string {
+  return `(\n${script}\n)${after ? `\n${after}` : ''}`;
+}

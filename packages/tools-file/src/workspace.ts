@@ -7,7 +7,7 @@
 import { posix } from 'node:path';
 import type { SandboxV1 } from '@shears/core';
 import { FileToolError } from './file-tool-error.js';
-import { readFields, shellQuote } from './shell.js';
+import { inSubshell, readFields, shellQuote } from './shell.js';
 
 /** Linux PATH_MAX and NAME_MAX (bytes). */
 export const MAX_PATH_BYTES = 4096;
@@ -162,7 +162,7 @@ export async function resolveSandboxPath(
   const confine = options.confine ?? true;
   const absolute = normalizeToolPath(path, sandbox.workdir, options);
   const result = await sandbox.exec(
-    `${resolveScript(absolute, sandbox.workdir, confine)}${REPORT_RESOLVED}`,
+    inSubshell(`${resolveScript(absolute, sandbox.workdir, confine)}${REPORT_RESOLVED}`),
     {
       signal: options.signal,
     },

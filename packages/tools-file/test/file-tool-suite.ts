@@ -367,6 +367,9 @@ export function describeFileToolSuite(
       it('finds files by glob', async () => {
         const result = await run('search_files', { pattern: '*.ts', target: 'files', path: 'proj' });
         expect([...result.json.files].sort()).toEqual(['proj/src/helper.ts', 'proj/src/main.ts']);
+        await sh('touch -d "2020-01-01 00:00:00" proj/src/helper.ts && touch proj/src/main.ts');
+        const newestFirst = await run('search_files', { pattern: '*.ts', target: 'files', path: 'proj/src' });
+        expect(newestFirst.json.files).toEqual(['proj/src/main.ts', 'proj/src/helper.ts']);
         const bare = await run('search_files', { pattern: 'help', target: 'find', path: 'proj' });
         expect(bare.json.files).toEqual(['proj/src/helper.ts']);
       });
