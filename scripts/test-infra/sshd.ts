@@ -25,7 +25,9 @@ async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -53,7 +55,8 @@ async function waitForBanner(port: number, deadlineMs: number): Promise<boolean>
 
 export async function startSshService(): Promise<{ env: Record<string, string>; teardown: Teardown } | null> {
   if (process.env.SHEARS_TEST_SSH_HOST) return null; // provided from outside
-  if (!existsSync(SSHD)) return fail(`${SSHD} not found (install openssh-server, see scripts/provision-test.sh)`);
+  if (!existsSync(SSHD))
+    return fail(`${SSHD} not found (install openssh-server, see scripts/provision-test.sh)`);
   if (typeof process.getuid === 'function' && process.getuid() !== 0) return fail('not running as root');
   const dir = await mkdtemp(join(tmpdir(), 'shears-sshd-'));
   let child: ChildProcess | undefined;

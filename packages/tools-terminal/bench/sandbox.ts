@@ -16,7 +16,12 @@ const ACQUIRES = Number(process.env.BENCH_ACQUIRES ?? 20);
 const COMMANDS = Number(process.env.BENCH_COMMANDS ?? 300);
 const FRESH = Number(process.env.BENCH_FRESH ?? 100);
 
-function summarise(backend: string, metric: string, samples: number[], extra: Record<string, unknown> = {}): void {
+function summarise(
+  backend: string,
+  metric: string,
+  samples: number[],
+  extra: Record<string, unknown> = {},
+): void {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
   const round = (value: number) => Math.round(value * 100) / 100;
@@ -41,7 +46,11 @@ async function time(body: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-async function benchProvider(backend: string, provider: SandboxProviderV1, fresh: () => Promise<unknown>): Promise<void> {
+async function benchProvider(
+  backend: string,
+  provider: SandboxProviderV1,
+  fresh: () => Promise<unknown>,
+): Promise<void> {
   const acquire: number[] = [];
   const ready: number[] = [];
   for (let index = 0; index < ACQUIRES; index += 1) {
@@ -61,34 +70,55 @@ async function benchProvider(backend: string, provider: SandboxProviderV1, fresh
   for (let index = 0; index < COMMANDS; index += 1) persistent.push(await time(() => sandbox.exec('true')));
   summarise(backend, 'command_persistent_shell', persistent, { command: 'true' });
   const withTimeout: number[] = [];
-  for (let index = 0; index < COMMANDS; index += 1) withTimeout.push(await time(() => sandbox.exec('true', { timeoutMs: 60_000 })));
+  for (let index = 0; index < COMMANDS; index += 1)
+    withTimeout.push(await time(() => sandbox.exec('true', { timeoutMs: 60_000 })));
   summarise(backend, 'command_persistent_shell_with_timeout', withTimeout, { command: 'true' });
   const echo: number[] = [];
-  for (let index = 0; index < COMMANDS; index += 1) echo.push(await time(() => sandbox.exec('echo hello; echo err >&2')));
+  for (let index = 0; index < COMMANDS; index += 1)
+    echo.push(await time(() => sandbox.exec('echo hello; echo err >&2')));
   summarise(backend, 'command_persistent_shell_output', echo, { command: 'echo hello; echo err >&2' });
   await sandbox.dispose();
 
   const spawned: number[] = [];
   for (let index = 0; index < FRESH; index += 1) spawned.push(await time(fresh));
-  summarise(backend, backend === 'local' ? 'command_fresh_process' : 'command_fresh_channel', spawned, { command: 'true' });
+  summarise(backend, backend === 'local' ? 'command_fresh_process' : 'command_fresh_channel', spawned, {
+    command: 'true',
+  });
   await provider.close();
 }
 
 async function main(): Promise<void> {
-  console.log(JSON.stringify({ bench: 'sandbox', event: 'start', cpus: (await import('node:os')).cpus().length, loadavg: (await import('node:os')).loadavg() }));
-
-  await benchProvider('local', createLocalSandboxProvider(), () =>
-    new Promise<void>((resolve, reject) => {
-      const child = spawn('/bin/sh', ['-c', 'true'], { stdio: 'pipe' });
-      child.once('error', reject);
-      child.once('close', () => resolve());
+  console.log(
+    JSON.stringify({
+      bench: 'sandbox',
+      event: 'start',
+      cpus: (await import('node:os')).cpus().length,
+      loadavg: (await import('node:os')).loadavg(),
     }),
   );
 
+  await benchProvider(
+    'local',
+    createLocalSandboxProvider(),
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn('/bin/sh', ['-c', 'true'], { stdio: 'pipe' });
+        child.once('error', reject);
+        child.once('close', () => resolve());
+      }),
+  );
+
   const ssh = await startSshService();
-  const env = ssh?.env ?? (process.env.SHEARS_TEST_SSH_HOST ? (process.env as Record<string, string>) : undefined);
+  const env =
+    ssh?.env ?? (process.env.SHEARS_TEST_SSH_HOST ? (process.env as Record<string, string>) : undefined);
   if (!env) {
-    console.log(JSON.stringify({ bench: 'sandbox', backend: 'ssh', skipped: 'no sshd (needs root and openssh-server)' }));
+    console.log(
+      JSON.stringify({
+        bench: 'sandbox',
+        backend: 'ssh',
+        skipped: 'no sshd (needs root and openssh-server)',
+      }),
+    );
   } else {
     try {
       const settings = {
@@ -111,14 +141,17 @@ async function main(): Promise<void> {
           privateKey: readFileSync(settings.privateKeyPath),
         });
       });
-      await benchProvider('ssh', createSshSandboxProvider(settings), () =>
-        new Promise<void>((resolve, reject) => {
-          client.exec('true', (error, channel) => {
-            if (error) return reject(error);
-            channel.resume();
-            channel.once('close', () => resolve());
-          });
-        }),
+      await benchProvider(
+        'ssh',
+        createSshSandboxProvider(settings),
+        () =>
+          new Promise<void>((resolve, reject) => {
+            client.exec('true', (error, channel) => {
+              if (error) return reject(error);
+              channel.resume();
+              channel.once('close', () => resolve());
+            });
+          }),
       );
       client.end();
     } finally {

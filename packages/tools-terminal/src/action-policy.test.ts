@@ -10,7 +10,14 @@ const names = (line: string) => parseCommandLine(line).map((command) => command.
 
 describe('parseCommandLine', () => {
   it('finds every command in pipelines, lists, subshells and substitutions', () => {
-    expect(names('ls -la | grep x && echo ok || true; pwd & wait')).toEqual(['ls', 'grep', 'echo', 'true', 'pwd', 'wait']);
+    expect(names('ls -la | grep x && echo ok || true; pwd & wait')).toEqual([
+      'ls',
+      'grep',
+      'echo',
+      'true',
+      'pwd',
+      'wait',
+    ]);
     expect(names('(cd /tmp && make) ; { echo a; echo b; }')).toEqual(['cd', 'make', 'echo', 'echo']);
     expect(names('echo "$(whoami) `hostname`" $(id -u)')).toEqual(['whoami', 'hostname', 'id', 'echo']);
     expect(names('diff <(sort a) >(tee b)')).toEqual(['sort', 'tee', 'diff']);
@@ -24,7 +31,13 @@ describe('parseCommandLine', () => {
     expect(names("$'\\x72m' x")).toEqual(['rm']);
     expect(names('FOO=1 BAR=2 rm x')).toEqual(['rm']);
     expect(names('env -i X=1 /usr/bin/rm x')).toEqual(['env', 'rm']);
-    expect(names('sudo -u root -E nohup nice -n 5 timeout -s KILL 10 rm x')).toEqual(['sudo', 'nohup', 'nice', 'timeout', 'rm']);
+    expect(names('sudo -u root -E nohup nice -n 5 timeout -s KILL 10 rm x')).toEqual([
+      'sudo',
+      'nohup',
+      'nice',
+      'timeout',
+      'rm',
+    ]);
     expect(names('xargs -0 -n 1 rm < list')).toEqual(['xargs', 'rm']);
     expect(names('find . -name "*.o" -exec rm {} \\;')).toEqual(['find', 'rm']);
     expect(names('bash -c "curl x | sh"')).toEqual(['bash', 'curl', 'sh']);
@@ -50,7 +63,10 @@ describe('parseCommandLine', () => {
 });
 
 describe('createActionPolicy', () => {
-  const deny = createActionPolicy({ commands: { deny: ['rm', 'git push', 'curl'] }, tools: { deny: ['web_search'] } });
+  const deny = createActionPolicy({
+    commands: { deny: ['rm', 'git push', 'curl'] },
+    tools: { deny: ['web_search'] },
+  });
 
   it.each([
     'rm -rf /',
@@ -89,15 +105,22 @@ describe('createActionPolicy', () => {
     if (!decision.allow) expect(decision.message).toMatch(/^Refused by the action policy: /);
   });
 
-  it.each(['ls -la', 'echo rm is a word', 'grep -r "rm -rf" .', 'git status', 'cat rm.txt', 'echo curl > notes', 'printf "%s" "$(ls)"'])(
-    'allows %s',
-    (line) => {
-      expect(deny.checkCommand(line)).toEqual({ allow: true });
-    },
-  );
+  it.each([
+    'ls -la',
+    'echo rm is a word',
+    'grep -r "rm -rf" .',
+    'git status',
+    'cat rm.txt',
+    'echo curl > notes',
+    'printf "%s" "$(ls)"',
+  ])('allows %s', (line) => {
+    expect(deny.checkCommand(line)).toEqual({ allow: true });
+  });
 
   it('with an allow list, every command in the line must be allowed', () => {
-    const allow = createActionPolicy({ commands: { allow: ['ls', 'cat', 'git status', 'python3 -m pytest'] } });
+    const allow = createActionPolicy({
+      commands: { allow: ['ls', 'cat', 'git status', 'python3 -m pytest'] },
+    });
     expect(allow.checkCommand('ls -la && cat x')).toEqual({ allow: true });
     expect(allow.checkCommand('git status --short')).toEqual({ allow: true });
     expect(allow.checkCommand('python3 -m pytest -q')).toEqual({ allow: true });
@@ -113,24 +136,32 @@ describe('createActionPolicy', () => {
   });
 
   it('checks tools and the terminal command argument, counting refusals', () => {
-    const policy = createActionPolicy({ commands: { deny: ['rm'] }, tools: { allow: ['terminal', 'read_file'] } });
+    const policy = createActionPolicy({
+      commands: { deny: ['rm'] },
+      tools: { allow: ['terminal', 'read_file'] },
+    });
     expect(policy.beforeToolCall({ name: 'read_file', arguments: { path: 'rm' } })).toEqual({ allow: true });
     expect(policy.beforeToolCall({ name: 'terminal', arguments: { command: 'rm -rf /' } }).allow).toBe(false);
     expect(policy.beforeToolCall({ name: 'web_search', arguments: {} })).toMatchObject({
       allow: false,
-      message: 'Refused by the action policy: the tool "web_search" is not allowed in this environment (allowed: terminal, read_file).',
+      message:
+        'Refused by the action policy: the tool "web_search" is not allowed in this environment (allowed: terminal, read_file).',
     });
     expect(policy.refusals).toBe(2);
   });
 
   it('rejects bad settings naming the valid keys', () => {
-    expect(() => createActionPolicy({ commands: { denny: ['rm'] } } as never)).toThrow(/commands\.allow, commands\.deny/);
+    expect(() => createActionPolicy({ commands: { denny: ['rm'] } } as never)).toThrow(
+      /commands\.allow, commands\.deny/,
+    );
   });
 
   it('refuses before execution inside the agent loop and counts it in the trajectory', async () => {
     const server = await createScriptedServer({
       replies: [
-        { toolCalls: [{ id: 'c1', name: 'terminal', arguments: { command: 'touch made-it; /bin/rm -rf .' } }] },
+        {
+          toolCalls: [{ id: 'c1', name: 'terminal', arguments: { command: 'touch made-it; /bin/rm -rf .' } }],
+        },
         { toolCalls: [{ id: 'c2', name: 'terminal', arguments: { command: 'touch allowed' } }] },
         { content: 'done' },
       ],
@@ -138,7 +169,11 @@ describe('createActionPolicy', () => {
     const provider = createLocalSandboxProvider();
     const sandbox = await provider.acquire();
     try {
-      const client = createScriptedServerClient({ baseUrl: server.url, model: 'test-model', timeoutMs: 5_000 });
+      const client = createScriptedServerClient({
+        baseUrl: server.url,
+        model: 'test-model',
+        timeoutMs: 5_000,
+      });
       const policy = createActionPolicy({ commands: { deny: ['rm'] } });
       const result = await runAgent({
         server: client,
@@ -149,7 +184,9 @@ describe('createActionPolicy', () => {
       });
       expect(result.policyRefusals).toBe(1);
       const firstToolResult = result.messages.find((message) => message.role === 'tool');
-      expect(String(firstToolResult?.content)).toContain('Refused by the action policy: \\"rm\\" is not allowed');
+      expect(String(firstToolResult?.content)).toContain(
+        'Refused by the action policy: \\"rm\\" is not allowed',
+      );
       expect((await sandbox.exec('ls')).stdout).toBe('allowed\n');
     } finally {
       await sandbox.dispose();

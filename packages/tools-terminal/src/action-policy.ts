@@ -66,7 +66,11 @@ function parseRule(text: string, field: string): Rule {
   const words = text.trim().split(/\s+/);
   const first = words[0]!;
   if (!first || first.includes('*')) {
-    throw new InvalidArgumentError({ argument: field, value: text, message: `Invalid command rule ${JSON.stringify(text)} in ${field}: expected a command name with optional arguments (no wildcards)` });
+    throw new InvalidArgumentError({
+      argument: field,
+      value: text,
+      message: `Invalid command rule ${JSON.stringify(text)} in ${field}: expected a command name with optional arguments (no wildcards)`,
+    });
   }
   return { name: first.slice(first.lastIndexOf('/') + 1), args: words.slice(1), text };
 }
@@ -135,7 +139,9 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
       }
       const denied = denyCommands.find((rule) => matchesDeny(rule, command));
       if (denied) {
-        return refuse(`"${denied.text}" is not allowed in this environment (found in: ${clip(command.source)}). Nothing was run.`);
+        return refuse(
+          `"${denied.text}" is not allowed in this environment (found in: ${clip(command.source)}). Nothing was run.`,
+        );
       }
       if (allowCommands.length > 0 && !allowCommands.some((rule) => matchesAllow(rule, command))) {
         return refuse(
@@ -147,9 +153,12 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
   };
 
   const checkToolCall = (call: PolicyToolCall): PolicyDecision => {
-    if (denyTools.has(call.name)) return refuse(`the tool "${call.name}" is not allowed in this environment.`);
+    if (denyTools.has(call.name))
+      return refuse(`the tool "${call.name}" is not allowed in this environment.`);
     if (allowTools.size > 0 && !allowTools.has(call.name)) {
-      return refuse(`the tool "${call.name}" is not allowed in this environment (allowed: ${[...allowTools].join(', ')}).`);
+      return refuse(
+        `the tool "${call.name}" is not allowed in this environment (allowed: ${[...allowTools].join(', ')}).`,
+      );
     }
     const argument = commandArguments[call.name];
     if (argument !== undefined) {

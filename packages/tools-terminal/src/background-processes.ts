@@ -37,7 +37,9 @@ export interface BackgroundSnapshot {
 const STATE_KEY = 'shears.tools-terminal.processes';
 
 /** The registry of one sandbox within one rollout. */
-export function processRegistry(context: Pick<ToolContext, 'state' | 'sandbox'>): Map<string, BackgroundProcess> {
+export function processRegistry(
+  context: Pick<ToolContext, 'state' | 'sandbox'>,
+): Map<string, BackgroundProcess> {
   let bySandbox = context.state.get(STATE_KEY) as Map<string, Map<string, BackgroundProcess>> | undefined;
   if (!bySandbox) {
     bySandbox = new Map();
@@ -79,7 +81,10 @@ export async function startBackgroundProcess(
   const result = await sandbox.exec(launcher, { cwd: options.cwd, timeoutMs: 30_000 });
   const pid = Number(result.stdout.trim());
   if (result.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
-    throw new SandboxError({ sandboxId: sandbox.id, message: `Could not start background process: ${result.output.trim() || `exit ${result.exitCode}`}` });
+    throw new SandboxError({
+      sandboxId: sandbox.id,
+      message: `Could not start background process: ${result.output.trim() || `exit ${result.exitCode}`}`,
+    });
   }
   const entry: BackgroundProcess = {
     sessionId,

@@ -2,6 +2,27 @@
 // `terminal` and `process` tools. The default export is the plugin manifest.
 import plugin from './plugin.js';
 
+export type { ActionPolicy, ActionPolicySettings, PolicyDecision, PolicyToolCall } from './action-policy.js';
+export { actionPolicySettingsSchema, createActionPolicy } from './action-policy.js';
+export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
+export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
+export type { DockerSandboxProvider, DockerSandboxSettings } from './docker/docker-sandbox-provider.js';
+export {
+  createDockerSandboxProvider,
+  dockerSandboxSettingsSchema,
+} from './docker/docker-sandbox-provider.js';
+export type { LocalSandbox, LocalSandboxSettings } from './local/local-sandbox-provider.js';
+export {
+  createLocalSandboxProvider,
+  LOCAL_INHERITED_ENV,
+  localSandboxSettingsSchema,
+} from './local/local-sandbox-provider.js';
+export type { ProcessInput, ProcessToolSettings } from './process-tool.js';
+export { createProcessTool, PROCESS_ACTIONS, processInputSchema, processJsonSchema } from './process-tool.js';
+export type { ParsedCommand, ShellWord } from './shell-parse.js';
+export { parseCommandLine, parseSimpleCommands, ShellParseError } from './shell-parse.js';
+export type { ShellSandbox, ShellSandboxOptions } from './shell-sandbox.js';
+export { createShellSandbox } from './shell-sandbox.js';
 export type {
   ShellExecOptions,
   ShellExecResult,
@@ -22,14 +43,12 @@ export {
   ShellSessionClosedError,
   shellQuote,
 } from './shell-session.js';
-export type { ShellSandbox, ShellSandboxOptions } from './shell-sandbox.js';
-export { createShellSandbox } from './shell-sandbox.js';
-export type { LocalSandbox, LocalSandboxSettings } from './local/local-sandbox-provider.js';
-export { createLocalSandboxProvider, LOCAL_INHERITED_ENV, localSandboxSettingsSchema } from './local/local-sandbox-provider.js';
-export type { DockerSandboxProvider, DockerSandboxSettings } from './docker/docker-sandbox-provider.js';
-export { createDockerSandboxProvider, dockerSandboxSettingsSchema } from './docker/docker-sandbox-provider.js';
 export type { SshSandboxProvider, SshSandboxSettings } from './ssh/ssh-sandbox-provider.js';
-export { createSshSandboxProvider, sshFingerprint, sshSandboxSettingsSchema } from './ssh/ssh-sandbox-provider.js';
+export {
+  createSshSandboxProvider,
+  sshFingerprint,
+  sshSandboxSettingsSchema,
+} from './ssh/ssh-sandbox-provider.js';
 export type { TerminalInput, TerminalToolSettings } from './terminal-tool.js';
 export {
   createTerminalTool,
@@ -44,17 +63,14 @@ export {
   terminalToolSettingsSchema,
   truncateOutput,
 } from './terminal-tool.js';
-export type { ProcessInput, ProcessToolSettings } from './process-tool.js';
-export { createProcessTool, PROCESS_ACTIONS, processInputSchema, processJsonSchema } from './process-tool.js';
-export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
-export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
-export type { ActionPolicy, ActionPolicySettings, PolicyDecision, PolicyToolCall } from './action-policy.js';
-export { actionPolicySettingsSchema, createActionPolicy } from './action-policy.js';
-export type { ParsedCommand, ShellWord } from './shell-parse.js';
-export { parseCommandLine, parseSimpleCommands, ShellParseError } from './shell-parse.js';
 export { plugin };
 export default plugin;
+export type {
+  DockerConnectionOptions,
+  DockerHost,
+  DockerHostSettings,
+  PlacementCandidate,
+} from './docker/docker-hosts.js';
+export { dockerHostSchema, pickHost, resolveDockerConnection } from './docker/docker-hosts.js';
 export type { DockerSandbox } from './docker/docker-sandbox.js';
 export { LABELS as DOCKER_LABELS } from './docker/docker-sandbox-provider.js';
-export type { DockerConnectionOptions, DockerHost, DockerHostSettings, PlacementCandidate } from './docker/docker-hosts.js';
-export { dockerHostSchema, pickHost, resolveDockerConnection } from './docker/docker-hosts.js';

@@ -15,7 +15,8 @@ export default definePlugin({
       description: 'A temp workspace on this machine; NOT isolated',
     },
     ssh: {
-      create: async (settings) => (await import('./ssh/ssh-sandbox-provider.js')).createSshSandboxProvider(settings),
+      create: async (settings) =>
+        (await import('./ssh/ssh-sandbox-provider.js')).createSshSandboxProvider(settings),
       description: 'A working directory per sandbox on an SSH host (ssh2, host-key checked)',
     },
     docker: {
@@ -25,8 +26,14 @@ export default definePlugin({
     },
   },
   tools: {
-    terminal: { create: (settings) => createTerminalTool(settings), description: 'Run shell commands in the sandbox' },
-    process: { create: (settings) => createProcessTool(settings), description: 'Manage background processes' },
+    terminal: {
+      create: (settings) => createTerminalTool(settings),
+      description: 'Run shell commands in the sandbox',
+    },
+    process: {
+      create: (settings) => createProcessTool(settings),
+      description: 'Manage background processes',
+    },
   },
   toolsets: {
     terminal: { description: 'Shell commands and background processes', tools: ['terminal', 'process'] },

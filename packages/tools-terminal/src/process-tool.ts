@@ -27,9 +27,13 @@ export const processJsonSchema: Record<string, unknown> = {
     action: {
       type: 'string',
       enum: [...PROCESS_ACTIONS],
-      description: 'list: all background processes; poll: status and recent output; log: output lines (offset/limit); wait: block until done (timeout); kill: stop it',
+      description:
+        'list: all background processes; poll: status and recent output; log: output lines (offset/limit); wait: block until done (timeout); kill: stop it',
     },
-    session_id: { type: 'string', description: 'The session_id returned by terminal(background=true); required except for list' },
+    session_id: {
+      type: 'string',
+      description: 'The session_id returned by terminal(background=true); required except for list',
+    },
     data: { type: 'string', description: 'Input for write/submit' },
     timeout: { type: 'integer', minimum: 1, description: 'For wait: seconds to wait (default 180)' },
     offset: { type: 'integer', minimum: 0, description: 'For log: first line (default 0)' },
@@ -90,7 +94,9 @@ export function createProcessTool(settings: ProcessToolSettings = {}): ToolV1<Pr
       const entry: BackgroundProcess | undefined = registry.get(args.session_id);
       if (!entry) {
         const known = [...registry.keys()];
-        return error(`No background process '${args.session_id}' (known: ${known.length > 0 ? known.join(', ') : 'none'})`);
+        return error(
+          `No background process '${args.session_id}' (known: ${known.length > 0 ? known.join(', ') : 'none'})`,
+        );
       }
 
       switch (args.action) {
@@ -147,13 +153,24 @@ export function createProcessTool(settings: ProcessToolSettings = {}): ToolV1<Pr
         case 'kill': {
           const before = await inspectBackgroundProcess(sandbox, entry, 0);
           if (before.status !== 'running') {
-            return dumpsResult({ session_id: entry.sessionId, status: before.status, exit_code: before.exitCode, message: 'Process had already finished' });
+            return dumpsResult({
+              session_id: entry.sessionId,
+              status: before.status,
+              exit_code: before.exitCode,
+              message: 'Process had already finished',
+            });
           }
           await killBackgroundProcess(sandbox, entry);
-          return dumpsResult({ session_id: entry.sessionId, status: 'killed', message: `Killed process ${entry.pid}` });
+          return dumpsResult({
+            session_id: entry.sessionId,
+            status: 'killed',
+            message: `Killed process ${entry.pid}`,
+          });
         }
         default:
-          return error(`Action '${args.action}' is not supported: background processes started by the terminal tool have no stdin. Use kill, then start the command again with its input.`);
+          return error(
+            `Action '${args.action}' is not supported: background processes started by the terminal tool have no stdin. Use kill, then start the command again with its input.`,
+          );
       }
     },
   });

@@ -32,7 +32,25 @@ export class ShellParseError extends Error {
 }
 
 const OPERATOR_CHARS = new Set([';', '&', '|', '\n', '(', ')']);
-const KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', '!', '{', '}', 'esac', 'in', 'function', 'time', 'coproc']);
+const KEYWORDS = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  '!',
+  '{',
+  '}',
+  'esac',
+  'in',
+  'function',
+  'time',
+  'coproc',
+]);
 const HEADER_KEYWORDS = new Set(['for', 'select', 'case']);
 const MAX_DEPTH = 16;
 
@@ -95,11 +113,20 @@ function findBacktick(text: string, start: number): number {
 }
 
 function decodeAnsiC(body: string): string {
-  return body.replace(/\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)/g, (_, escape: string) => {
-    if (escape[0] === 'x') return String.fromCharCode(Number.parseInt(escape.slice(1), 16));
-    if (/^[0-7]/.test(escape)) return String.fromCharCode(Number.parseInt(escape, 8));
-    const map: Record<string, string> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', e: '\x1b', f: '\f', v: '\v' };
-    return map[escape] ?? escape;
+  return body.replace(/\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)/g, (_, sequence: string) => {
+    if (sequence[0] === 'x') return String.fromCharCode(Number.parseInt(sequence.slice(1), 16));
+    if (/^[0-7]/.test(sequence)) return String.fromCharCode(Number.parseInt(sequence, 8));
+    const map: Record<string, string> = {
+      n: '\n',
+      t: '\t',
+      r: '\r',
+      a: '\x07',
+      b: '\b',
+      e: '\x1b',
+      f: '\f',
+      v: '\v',
+    };
+    return map[sequence] ?? sequence;
   });
 }
 
@@ -344,7 +371,8 @@ function parseList(state: ParseState, terminator: ')' | undefined): void {
       if (char === ')') throw new ShellParseError('unmatched )');
       endCommand();
       state.index += 1;
-      if ((char === '&' || char === '|' || char === ';') && (next === char || (char === '|' && next === '&'))) state.index += 1;
+      if ((char === '&' || char === '|' || char === ';') && (next === char || (char === '|' && next === '&')))
+        state.index += 1;
       if (char === ';' && next === '&') state.index += 1;
       continue;
     }
@@ -378,7 +406,26 @@ function basename(name: string): string {
 
 /** Options of wrapper commands that take a value (the next word is not the command). */
 const WRAPPERS: Record<string, { valueOptions: Set<string>; positional?: number }> = {
-  sudo: { valueOptions: new Set(['-u', '-g', '-h', '-p', '-C', '-r', '-t', '-U', '-D', '-R', '-T', '--user', '--group', '--host', '--prompt', '--chdir']) },
+  sudo: {
+    valueOptions: new Set([
+      '-u',
+      '-g',
+      '-h',
+      '-p',
+      '-C',
+      '-r',
+      '-t',
+      '-U',
+      '-D',
+      '-R',
+      '-T',
+      '--user',
+      '--group',
+      '--host',
+      '--prompt',
+      '--chdir',
+    ]),
+  },
   doas: { valueOptions: new Set(['-u', '-C']) },
   env: { valueOptions: new Set(['-u', '-C', '--unset', '--chdir']) },
   nohup: { valueOptions: new Set() },
@@ -392,7 +439,26 @@ const WRAPPERS: Record<string, { valueOptions: Set<string>; positional?: number 
   time: { valueOptions: new Set(['-f', '-o', '--format', '--output']) },
   timeout: { valueOptions: new Set(['-s', '-k', '--signal', '--kill-after']), positional: 1 },
   chroot: { valueOptions: new Set(['--userspec', '--groups']), positional: 1 },
-  xargs: { valueOptions: new Set(['-I', '-i', '-n', '-P', '-L', '-l', '-s', '-d', '-E', '-e', '-a', '--max-args', '--max-procs', '--delimiter', '--arg-file', '--replace']) },
+  xargs: {
+    valueOptions: new Set([
+      '-I',
+      '-i',
+      '-n',
+      '-P',
+      '-L',
+      '-l',
+      '-s',
+      '-d',
+      '-E',
+      '-e',
+      '-a',
+      '--max-args',
+      '--max-procs',
+      '--delimiter',
+      '--arg-file',
+      '--replace',
+    ]),
+  },
   watch: { valueOptions: new Set(['-n', '-d', '--interval']) },
   strace: { valueOptions: new Set(['-o', '-e', '-p', '-s', '-u', '-E']) },
   ltrace: { valueOptions: new Set(['-o', '-e', '-p', '-s', '-u']) },
@@ -441,10 +507,16 @@ function resolveWords(input: ShellWord[], out: ParsedCommand[], depth: number): 
   if (name === 'eval') {
     const rest = words.slice(1);
     if (rest.some((word) => word.dynamic)) {
-      out.push({ name: rest.map((word) => word.text).join(' '), args: [], dynamic: true, source: rest.map((word) => word.text).join(' ') });
+      out.push({
+        name: rest.map((word) => word.text).join(' '),
+        args: [],
+        dynamic: true,
+        source: rest.map((word) => word.text).join(' '),
+      });
       return;
     }
-    for (const command of parseCommandLine(rest.map((word) => word.text).join(' '), depth + 1)) out.push(command);
+    for (const command of parseCommandLine(rest.map((word) => word.text).join(' '), depth + 1))
+      out.push(command);
     return;
   }
   if (name === 'find') {
@@ -458,7 +530,11 @@ function resolveWords(input: ShellWord[], out: ParsedCommand[], depth: number): 
   }
   const wrapper = WRAPPERS[name];
   if (!wrapper) return;
-  if ((name === 'command' || name === 'builtin') && words.slice(1).some((word) => word.text === '-v' || word.text === '-V')) return;
+  if (
+    (name === 'command' || name === 'builtin') &&
+    words.slice(1).some((word) => word.text === '-v' || word.text === '-V')
+  )
+    return;
   let index = 1;
   let positional = wrapper.positional ?? 0;
   while (index < words.length) {

@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
 import { SandboxError } from '@shears/core';
 import type { ShellExecResult, ShellSession, ShellTransport } from './shell-session.js';
-import { createShellSession, shellQuote, ShellSessionClosedError } from './shell-session.js';
+import { createShellSession, ShellSessionClosedError, shellQuote } from './shell-session.js';
 
 export interface ShellSandboxOptions {
   id: string;
@@ -21,7 +21,11 @@ export interface ShellSandboxOptions {
   env?: Record<string, string>;
   maxOutputBytes?: number;
   readFile: (absolutePath: string, options: { signal?: AbortSignal }) => Promise<Uint8Array>;
-  writeFile: (absolutePath: string, data: Uint8Array, options: { signal?: AbortSignal; mode?: number }) => Promise<void>;
+  writeFile: (
+    absolutePath: string,
+    data: Uint8Array,
+    options: { signal?: AbortSignal; mode?: number },
+  ) => Promise<void>;
   /** Backend clean-up after the session is closed (remove the workspace, kill leftovers). */
   dispose: () => Promise<void>;
 }
@@ -46,7 +50,9 @@ export function createShellSandbox(options: ShellSandboxOptions): ShellSandbox {
       .map(([name, value]) => `export ${name}=${shellQuote(value)}`)
       .join('; ');
     const setup = options.sessionSetup ? `${options.sessionSetup} && ` : '';
-    const init = await opened.exec(`${exports ? `${exports}; ` : ''}${setup}cd -- ${shellQuote(options.workdir)}`);
+    const init = await opened.exec(
+      `${exports ? `${exports}; ` : ''}${setup}cd -- ${shellQuote(options.workdir)}`,
+    );
     if (init.exitCode !== 0) {
       await opened.close();
       throw new SandboxError({
@@ -69,7 +75,11 @@ export function createShellSandbox(options: ShellSandboxOptions): ShellSandbox {
   const resolve = (path: string) => (posix.isAbsolute(path) ? path : posix.join(options.workdir, path));
 
   const assertUsable = (what: string) => {
-    if (disposed) throw new SandboxError({ sandboxId: options.id, message: `Sandbox ${options.id} is disposed; cannot ${what}` });
+    if (disposed)
+      throw new SandboxError({
+        sandboxId: options.id,
+        message: `Sandbox ${options.id} is disposed; cannot ${what}`,
+      });
   };
 
   const toExecResult = (result: ShellExecResult): ExecResult => ({
@@ -94,16 +104,23 @@ export function createShellSandbox(options: ShellSandboxOptions): ShellSandbox {
     async exec(command: string, execOptions: ExecOptions = {}) {
       assertUsable('exec');
       if (typeof command !== 'string') {
-        throw new SandboxError({ sandboxId: options.id, message: `exec: command must be a string, got ${typeof command}` });
+        throw new SandboxError({
+          sandboxId: options.id,
+          message: `exec: command must be a string, got ${typeof command}`,
+        });
       }
-      const shellOptions = { ...execOptions, cwd: execOptions.cwd === undefined ? undefined : resolve(execOptions.cwd) };
+      const shellOptions = {
+        ...execOptions,
+        cwd: execOptions.cwd === undefined ? undefined : resolve(execOptions.cwd),
+      };
       // A command that never reached a dead session is retried once on a fresh one.
       for (let attempt = 0; ; attempt += 1) {
         const active = await current();
         try {
           return toExecResult(await active.exec(command, shellOptions));
         } catch (error) {
-          if (attempt === 0 && error instanceof ShellSessionClosedError && error.notStarted && !disposed) continue;
+          if (attempt === 0 && error instanceof ShellSessionClosedError && error.notStarted && !disposed)
+            continue;
           throw new SandboxError({
             sandboxId: options.id,
             message: `Sandbox ${options.id}: command failed: ${(error as Error).message}`,

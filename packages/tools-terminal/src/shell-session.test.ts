@@ -49,12 +49,20 @@ function start(
         process.kill(-child.pid!, 'SIGKILL');
       } catch {}
     },
-    ...(options.outsideKill === false ? {} : { killProcessGroup: (pgid: number, signal: NodeJS.Signals) => void process.kill(-pgid, signal) }),
+    ...(options.outsideKill === false
+      ? {}
+      : { killProcessGroup: (pgid: number, signal: NodeJS.Signals) => void process.kill(-pgid, signal) }),
   };
 }
 
-async function open(argv: readonly string[], options: Parameters<typeof start>[1] & { maxOutputBytes?: number } = {}) {
-  const session = await createShellSession({ transport: start(argv, options), maxOutputBytes: options.maxOutputBytes });
+async function open(
+  argv: readonly string[],
+  options: Parameters<typeof start>[1] & { maxOutputBytes?: number } = {},
+) {
+  const session = await createShellSession({
+    transport: start(argv, options),
+    maxOutputBytes: options.maxOutputBytes,
+  });
   sessions.push(session);
   return session;
 }
@@ -74,7 +82,9 @@ describe('createShellSession over bash', () => {
     const session = await open(SHELL_BOOTSTRAP);
     await session.exec('cd /tmp && export GREETING="hello world"');
     expect((await session.exec('pwd; echo "$GREETING"')).stdout).toBe('/tmp\nhello world\n');
-    expect((await session.exec('pwd; echo "$ONLY_ONCE"', { cwd: '/', env: { ONLY_ONCE: 'x' } })).stdout).toBe('/\nx\n');
+    expect((await session.exec('pwd; echo "$ONLY_ONCE"', { cwd: '/', env: { ONLY_ONCE: 'x' } })).stdout).toBe(
+      '/\nx\n',
+    );
     expect((await session.exec('pwd; echo "[$ONLY_ONCE]"')).stdout).toBe('/tmp\n[]\n');
   });
 
@@ -136,24 +146,33 @@ describe('createShellSession over bash', () => {
   });
 });
 
-describe.skipIf(!existsSync('/bin/busybox') && !existsSync('/usr/bin/busybox'))('createShellSession over busybox sh', () => {
-  const busybox = existsSync('/bin/busybox') ? '/bin/busybox' : '/usr/bin/busybox';
+describe.skipIf(!existsSync('/bin/busybox') && !existsSync('/usr/bin/busybox'))(
+  'createShellSession over busybox sh',
+  () => {
+    const busybox = existsSync('/bin/busybox') ? '/bin/busybox' : '/usr/bin/busybox';
 
-  it('runs in setsid mode with persistence, exit codes and group-killing timeouts', async () => {
-    const session = await open([busybox, 'sh'], { outsideKill: false });
-    expect(session.mode).toBe('setsid');
-    expect(await session.exec('echo x; echo y >&2; exit 5')).toMatchObject({ exitCode: 5, stdout: 'x\n', stderr: 'y\n' });
-    await session.exec('cd /tmp; export K=v');
-    expect((await session.exec('pwd; echo $K')).stdout).toBe('/tmp\nv\n');
-    const marker = `/tmp/shears-bb-${process.pid}`;
-    const result = await session.exec(`(sleep 30; touch ${marker}) & echo $! > ${marker}.pid; sleep 30`, { timeoutMs: 300 });
-    expect(result.exitCode).toBe(124);
-    const child = Number((await session.exec(`cat ${marker}.pid; rm -f ${marker}.pid`)).stdout);
-    // A killed child may linger as a zombie until init reaps it; zombies count as gone.
-    const state = await session.exec(`cut -d' ' -f3 /proc/${child}/stat 2>/dev/null || echo gone`);
-    expect(['gone\n', 'Z\n']).toContain(state.stdout);
-  });
-});
+    it('runs in setsid mode with persistence, exit codes and group-killing timeouts', async () => {
+      const session = await open([busybox, 'sh'], { outsideKill: false });
+      expect(session.mode).toBe('setsid');
+      expect(await session.exec('echo x; echo y >&2; exit 5')).toMatchObject({
+        exitCode: 5,
+        stdout: 'x\n',
+        stderr: 'y\n',
+      });
+      await session.exec('cd /tmp; export K=v');
+      expect((await session.exec('pwd; echo $K')).stdout).toBe('/tmp\nv\n');
+      const marker = `/tmp/shears-bb-${process.pid}`;
+      const result = await session.exec(`(sleep 30; touch ${marker}) & echo $! > ${marker}.pid; sleep 30`, {
+        timeoutMs: 300,
+      });
+      expect(result.exitCode).toBe(124);
+      const child = Number((await session.exec(`cat ${marker}.pid; rm -f ${marker}.pid`)).stdout);
+      // A killed child may linger as a zombie until init reaps it; zombies count as gone.
+      const state = await session.exec(`cut -d' ' -f3 /proc/${child}/stat 2>/dev/null || echo gone`);
+      expect(['gone\n', 'Z\n']).toContain(state.stdout);
+    });
+  },
+);
 
 describe('CappedBytes and shellQuote', () => {
   it('decodes invalid UTF-8 with replacement characters', () => {

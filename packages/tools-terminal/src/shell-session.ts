@@ -234,26 +234,40 @@ printf '__SHEARS_${nonce}_READY %s %s__\\n' "$__shears_m" "$__shears_d"
 `;
 
 /** Builds the job script for one command (runs in a subshell or `sh -c`). */
-function jobScript(nonce: string, seq: number, command: string, options: ShellExecOptions, stateDir: string, merged: boolean): string {
+function jobScript(
+  nonce: string,
+  seq: number,
+  command: string,
+  options: ShellExecOptions,
+  stateDir: string,
+  merged: boolean,
+): string {
   const lines: string[] = [
     `printf '__SHEARS_${nonce}_S${seq} %s__\\n' "\${BASHPID:-$$}"${merged ? '' : `; printf '__SHEARS_${nonce}_S${seq}__\\n' >&2`}`,
   ];
   const restore: string[] = [];
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (!ENV_NAME.test(name)) {
-      throw new SandboxError({ message: `Invalid environment variable name ${JSON.stringify(name)} (expected [A-Za-z_][A-Za-z0-9_]*)` });
+      throw new SandboxError({
+        message: `Invalid environment variable name ${JSON.stringify(name)} (expected [A-Za-z_][A-Za-z0-9_]*)`,
+      });
     }
     // Per-command variables must not leak into the persisted state unless the command changed them.
-    lines.push(`__shears_h_${name}=\${${name}+1}; __shears_o_${name}=\${${name}-}; export ${name}=${shellQuote(value)}`);
+    lines.push(
+      `__shears_h_${name}=\${${name}+1}; __shears_o_${name}=\${${name}-}; export ${name}=${shellQuote(value)}`,
+    );
     restore.push(
       `if [ "\${${name}-}" = ${shellQuote(value)} ]; then if [ -n "$__shears_h_${name}" ]; then export ${name}="$__shears_o_${name}"; else unset ${name}; fi; fi`,
     );
   }
   // The exported PWD carries the cwd; a per-command cwd is undone before saving.
   if (options.cwd !== undefined) restore.push('cd -- "$__shears_pwd0"');
-  lines.push(`__shears_s() { ${restore.join('; ')}${restore.length ? '; ' : ''}export -p > ${shellQuote(`${stateDir}/e`)}; }`);
+  lines.push(
+    `__shears_s() { ${restore.join('; ')}${restore.length ? '; ' : ''}export -p > ${shellQuote(`${stateDir}/e`)}; }`,
+  );
   lines.push(`trap '__shears_s' EXIT`);
-  if (options.cwd !== undefined) lines.push(`__shears_pwd0=$PWD; cd -- ${shellQuote(options.cwd)} || exit 126`);
+  if (options.cwd !== undefined)
+    lines.push(`__shears_pwd0=$PWD; cd -- ${shellQuote(options.cwd)} || exit 126`);
   lines.push(`eval ${shellQuote(command)}`);
   lines.push(`__shears_c=$?; trap - EXIT; __shears_s; exit $__shears_c`);
   return lines.join('\n');
@@ -265,7 +279,8 @@ function printfBytes(data: Uint8Array, file: string): string {
   const chunk = 2048;
   for (let offset = 0; offset < data.length || offset === 0; offset += chunk) {
     let escaped = '';
-    for (const byte of data.subarray(offset, offset + chunk)) escaped += `\\${byte.toString(8).padStart(3, '0')}`;
+    for (const byte of data.subarray(offset, offset + chunk))
+      escaped += `\\${byte.toString(8).padStart(3, '0')}`;
     parts.push(`printf '${escaped}' ${offset === 0 ? '>' : '>>'} ${shellQuote(file)}`);
     if (data.length === 0) break;
   }
@@ -328,10 +343,16 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
       const index = buffer.indexOf(readyPrefix);
       const end = index >= 0 ? buffer.indexOf('__\n', index) : -1;
       if (index < 0 || end < 0) {
-        pending.stdout = index >= 0 ? buffer.subarray(index) : buffer.subarray(Math.max(0, buffer.length - readyPrefix.length));
+        pending.stdout =
+          index >= 0
+            ? buffer.subarray(index)
+            : buffer.subarray(Math.max(0, buffer.length - readyPrefix.length));
         return;
       }
-      const [reportedMode, ...dir] = buffer.subarray(index + readyPrefix.length, end).toString('utf8').split(' ');
+      const [reportedMode, ...dir] = buffer
+        .subarray(index + readyPrefix.length, end)
+        .toString('utf8')
+        .split(' ');
       mode = reportedMode as ShellMode;
       stateDir = dir.join(' ');
       isReady = true;
@@ -349,10 +370,14 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
         const index = buffer.indexOf(marker);
         const end = index >= 0 ? buffer.indexOf('__\n', index + marker.length) : -1;
         if (index < 0 || end < 0) {
-          pending[stream] = index >= 0 ? buffer.subarray(index) : buffer.subarray(Math.max(0, buffer.length - marker.length));
+          pending[stream] =
+            index >= 0 ? buffer.subarray(index) : buffer.subarray(Math.max(0, buffer.length - marker.length));
           return;
         }
-        const rest = buffer.subarray(index + marker.length, end).toString('utf8').trim();
+        const rest = buffer
+          .subarray(index + marker.length, end)
+          .toString('utf8')
+          .trim();
         if (stream === 'stdout' && rest) {
           command.pgid = Number(rest);
           command.onPgid?.(command.pgid);
@@ -376,7 +401,10 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
         pending[stream] = buffer.subarray(index);
         return;
       }
-      const trailer = buffer.subarray(index + endMarker.length, end).toString('utf8').trim();
+      const trailer = buffer
+        .subarray(index + endMarker.length, end)
+        .toString('utf8')
+        .trim();
       if (trailer) {
         const [code, timedOut] = trailer.split(' ');
         command.exitCode = Number(code);
@@ -408,7 +436,9 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
   transport.stderr?.on('error', (error) => markDead(`stream error: ${error.message}`));
 
   // A write to a dead shell fails asynchronously (EPIPE); it must not become an unhandled error.
-  const stdinEvents = transport.stdin as { on?: (event: 'error', listener: (error: Error) => void) => unknown };
+  const stdinEvents = transport.stdin as {
+    on?: (event: 'error', listener: (error: Error) => void) => unknown;
+  };
   stdinEvents.on?.('error', (error) => markDead(`writing to the shell failed: ${error.message}`));
   const write = (text: string) => {
     try {
@@ -426,7 +456,12 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
       ready,
       new Promise<never>((_, reject) => {
         startupTimer = setTimeout(
-          () => reject(new SandboxError({ message: `Shell session did not report ready within ${startupTimeoutMs} ms` })),
+          () =>
+            reject(
+              new SandboxError({
+                message: `Shell session did not report ready within ${startupTimeoutMs} ms`,
+              }),
+            ),
           startupTimeoutMs,
         );
       }),
@@ -456,11 +491,13 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
     let preamble = '';
     if (execOptions.stdin !== undefined) {
       stdinFile = `${stateDir}/i${mySeq}`;
-      const bytes = typeof execOptions.stdin === 'string' ? Buffer.from(execOptions.stdin, 'utf8') : execOptions.stdin;
+      const bytes =
+        typeof execOptions.stdin === 'string' ? Buffer.from(execOptions.stdin, 'utf8') : execOptions.stdin;
       preamble = `${printfBytes(bytes, stdinFile)}\n`;
     }
     const script = jobScript(nonce, mySeq, command, execOptions, stateDir, merged);
-    const timeout = execOptions.timeoutMs !== undefined ? formatTimeoutSeconds(Math.max(1, execOptions.timeoutMs)) : '';
+    const timeout =
+      execOptions.timeoutMs !== undefined ? formatTimeoutSeconds(Math.max(1, execOptions.timeoutMs)) : '';
     // In plain mode the reported pid is the shell's own: never signal that group from outside.
     const killFromOutside = transport.killProcessGroup !== undefined && mode !== 'plain';
 
@@ -519,10 +556,13 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
           killCommand();
         }, execOptions.timeoutMs);
       }
-      hardTimer = setTimeout(() => {
-        hardTimedOut = true;
-        void close(`the command outlived its timeout by ${graceMs} ms (kill failed)`);
-      }, execOptions.timeoutMs + 1000 + graceMs);
+      hardTimer = setTimeout(
+        () => {
+          hardTimedOut = true;
+          void close(`the command outlived its timeout by ${graceMs} ms (kill failed)`);
+        },
+        execOptions.timeoutMs + 1000 + graceMs,
+      );
     }
     // `.` runs at top level: bash's `declare -x` lines would make function-local variables.
     write(
@@ -563,7 +603,15 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
   };
 
   function abortedResult(durationMs: number): ShellExecResult {
-    return { exitCode: 130, output: '[Command interrupted]', stdout: '', stderr: '', timedOut: false, interrupted: true, durationMs };
+    return {
+      exitCode: 130,
+      output: '[Command interrupted]',
+      stdout: '',
+      stderr: '',
+      timedOut: false,
+      interrupted: true,
+      durationMs,
+    };
   }
 
   return {
@@ -578,7 +626,9 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
     },
     exec(command, execOptions = {}) {
       if (typeof command !== 'string') {
-        return Promise.reject(new SandboxError({ message: `exec: command must be a string, got ${typeof command}` }));
+        return Promise.reject(
+          new SandboxError({ message: `exec: command must be a string, got ${typeof command}` }),
+        );
       }
       const result = queue.then(() => runOne(command, execOptions));
       queue = result.catch(() => undefined);

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { describeTerminalTools } from '../test/terminal-tools-suite.js';
 import { createLocalSandboxProvider } from './local/local-sandbox-provider.js';
-import { dumpsResult, exitCodeMeaning, foregroundGuidance, stripAnsi, truncateOutput } from './terminal-tool.js';
+import {
+  dumpsResult,
+  exitCodeMeaning,
+  foregroundGuidance,
+  stripAnsi,
+  truncateOutput,
+} from './terminal-tool.js';
 
 describeTerminalTools('local', () => createLocalSandboxProvider());
 
@@ -23,11 +29,15 @@ describe('terminal tool helpers', () => {
 
   it('truncates with the hermes notice and strips ANSI escapes', () => {
     const text = 'x'.repeat(200);
-    expect(truncateOutput(text, 100)).toBe(`${'x'.repeat(40)}\n\n... [OUTPUT TRUNCATED - 100 chars omitted out of 200 total] ...\n\n${'x'.repeat(60)}`);
+    expect(truncateOutput(text, 100)).toBe(
+      `${'x'.repeat(40)}\n\n... [OUTPUT TRUNCATED - 100 chars omitted out of 200 total] ...\n\n${'x'.repeat(60)}`,
+    );
     expect(stripAnsi('\u001b[31mred\u001b[0m')).toBe('red');
   });
 
   it('dumps JSON with Python separators and unicode kept', () => {
-    expect(dumpsResult({ output: 'é', exit_code: 0, error: null })).toBe('{"output": "é", "exit_code": 0, "error": null}');
+    expect(dumpsResult({ output: 'é', exit_code: 0, error: null })).toBe(
+      '{"output": "é", "exit_code": 0, "error": null}',
+    );
   });
 });

@@ -49,7 +49,8 @@ export const terminalJsonSchema: Record<string, unknown> = {
     command: { type: 'string', description: 'The command to execute' },
     background: {
       type: 'boolean',
-      description: 'Run the command in the background and return immediately (use the process tool to poll it)',
+      description:
+        'Run the command in the background and return immediately (use the process tool to poll it)',
       default: false,
     },
     timeout: {
@@ -152,7 +153,9 @@ export function foregroundGuidance(command: string): string | undefined {
   const trimmed = command.trim();
   if (/\s--help\b|\s--version\b/.test(trimmed) || /\s-[hv]$/.test(trimmed)) return undefined;
   const backgrounding =
-    /(?:^|[\s;&|(])(?:nohup|disown|setsid)(?:\s|$)/.test(trimmed) || / & /.test(trimmed) || /(?:^|[^&])&$/.test(trimmed);
+    /(?:^|[\s;&|(])(?:nohup|disown|setsid)(?:\s|$)/.test(trimmed) ||
+    / & /.test(trimmed) ||
+    /(?:^|[^&])&$/.test(trimmed);
   const server = LONG_LIVED.some((pattern) => pattern.test(trimmed));
   if (!backgrounding && !server) return undefined;
   return (
@@ -165,7 +168,9 @@ function secondsLabel(seconds: number): string {
   return Number.isInteger(seconds) ? String(seconds) : String(seconds);
 }
 
-export function createTerminalTool(settings: TerminalToolSettings | Record<string, unknown> = {}): ToolV1<TerminalInput> {
+export function createTerminalTool(
+  settings: TerminalToolSettings | Record<string, unknown> = {},
+): ToolV1<TerminalInput> {
   const parsed = terminalToolSettingsSchema.safeParse(settings);
   if (!parsed.success) {
     throw new SandboxError({
@@ -187,7 +192,12 @@ export function createTerminalTool(settings: TerminalToolSettings | Record<strin
     async execute(rawArgs, context: ToolContext) {
       const command = (rawArgs as { command?: unknown }).command;
       if (typeof command !== 'string') {
-        return dumpsResult({ output: '', exit_code: -1, error: `Invalid command: expected string, got ${command === null ? 'NoneType' : typeof command}`, status: 'error' });
+        return dumpsResult({
+          output: '',
+          exit_code: -1,
+          error: `Invalid command: expected string, got ${command === null ? 'NoneType' : typeof command}`,
+          status: 'error',
+        });
       }
       const args = terminalInputSchema.parse(rawArgs);
       const timeout = args.timeout ?? defaultTimeout;
@@ -211,7 +221,10 @@ export function createTerminalTool(settings: TerminalToolSettings | Record<strin
 
       if (args.background) {
         try {
-          const entry = await startBackgroundProcess(context.sandbox, processRegistry(context), { command, cwd: args.workdir });
+          const entry = await startBackgroundProcess(context.sandbox, processRegistry(context), {
+            command,
+            cwd: args.workdir,
+          });
           return {
             content: dumpsResult({
               output: 'Background process started',
@@ -220,12 +233,22 @@ export function createTerminalTool(settings: TerminalToolSettings | Record<strin
               exit_code: 0,
               error: null,
               ...(args.notify_on_complete ? { notify_on_complete: true } : {}),
-              ...(args.watch_patterns && !args.notify_on_complete ? { watch_patterns: args.watch_patterns } : {}),
+              ...(args.watch_patterns && !args.notify_on_complete
+                ? { watch_patterns: args.watch_patterns }
+                : {}),
             }),
             data: { sessionId: entry.sessionId, pid: entry.pid },
           };
         } catch (error) {
-          return { content: dumpsResult({ output: '', exit_code: -1, error: `Failed to start background process: ${(error as Error).message}`, status: 'error' }), isError: true };
+          return {
+            content: dumpsResult({
+              output: '',
+              exit_code: -1,
+              error: `Failed to start background process: ${(error as Error).message}`,
+              status: 'error',
+            }),
+            isError: true,
+          };
         }
       }
 
@@ -242,14 +265,26 @@ export function createTerminalTool(settings: TerminalToolSettings | Record<strin
           const output = stripAnsi(truncateOutput(result.output, maxChars)).trim();
           const meaning = result.timedOut ? undefined : exitCodeMeaning(command, result.exitCode);
           return {
-            content: dumpsResult({ output, exit_code: result.exitCode, error: null, ...(meaning ? { exit_code_meaning: meaning } : {}) }),
+            content: dumpsResult({
+              output,
+              exit_code: result.exitCode,
+              error: null,
+              ...(meaning ? { exit_code_meaning: meaning } : {}),
+            }),
             data: { exitCode: result.exitCode, timedOut: result.timedOut, durationMs: result.durationMs },
           };
         } catch (error) {
           lastError = error;
           const message = (error as Error).message ?? String(error);
           if (/timeout|timed out/i.test(message)) {
-            return { content: dumpsResult({ output: '', exit_code: 124, error: `Command timed out after ${secondsLabel(timeout)} seconds` }), isError: true };
+            return {
+              content: dumpsResult({
+                output: '',
+                exit_code: 124,
+                error: `Command timed out after ${secondsLabel(timeout)} seconds`,
+              }),
+              isError: true,
+            };
           }
           // A disposed sandbox will not come back; retrying only delays the rollout's end.
           if (/dispos/i.test(message)) break;

@@ -27,14 +27,23 @@ export function describeTerminalTools(
     });
     const fresh = async () => {
       sandbox = await provider.acquire();
-      context = { sandbox, taskId: 't', rolloutId: 'r', signal: new AbortController().signal, logger: silentLogger, state: new Map() };
+      context = {
+        sandbox,
+        taskId: 't',
+        rolloutId: 'r',
+        signal: new AbortController().signal,
+        logger: silentLogger,
+        state: new Map(),
+      };
     };
     afterEach(async () => {
       await sandbox?.dispose();
     });
 
     const run = async (tool: typeof terminal | typeof processTool, args: Record<string, unknown>) => {
-      const output = (await tool.execute(tool.inputSchema.parse(args) as never, context)) as ToolOutput | string;
+      const output = (await tool.execute(tool.inputSchema.parse(args) as never, context)) as
+        | ToolOutput
+        | string;
       const text = typeof output === 'string' ? output : output.content;
       return { text, json: JSON.parse(text) as Record<string, any> };
     };
@@ -48,7 +57,12 @@ export function describeTerminalTools(
       expect(ok.json.output).toContain('oops');
       expect(ok.text.startsWith('{"output": ')).toBe(true);
       const grep = await run(terminal, { command: 'echo abc | grep zzz' });
-      expect(grep.json).toEqual({ output: '', exit_code: 1, error: null, exit_code_meaning: 'No matches found (not an error)' });
+      expect(grep.json).toEqual({
+        output: '',
+        exit_code: 1,
+        error: null,
+        exit_code_meaning: 'No matches found (not an error)',
+      });
       expect((await run(terminal, { command: 'exit 3' })).json.exit_code).toBe(3);
     });
 
@@ -66,7 +80,9 @@ export function describeTerminalTools(
     it('runs in workdir and refuses foreground backgrounding and odd workdirs', async () => {
       await fresh();
       await run(terminal, { command: 'mkdir -p sub' });
-      expect((await run(terminal, { command: 'pwd', workdir: `${sandbox.workdir}/sub` })).json.output).toBe(`${sandbox.workdir}/sub`);
+      expect((await run(terminal, { command: 'pwd', workdir: `${sandbox.workdir}/sub` })).json.output).toBe(
+        `${sandbox.workdir}/sub`,
+      );
       const guarded = await run(terminal, { command: 'python3 -m http.server 8000 &' });
       expect(guarded.json).toMatchObject({ exit_code: -1, status: 'error' });
       expect(guarded.json.error).toContain('background=true');
@@ -76,7 +92,7 @@ export function describeTerminalTools(
 
     it('truncates long output to 40% head and 60% tail', async () => {
       await fresh();
-      const result = await run(createTerminalTool({ maxOutputChars: 1000 }), { command: "seq 1 3000" });
+      const result = await run(createTerminalTool({ maxOutputChars: 1000 }), { command: 'seq 1 3000' });
       expect(result.json.output).toContain('[OUTPUT TRUNCATED - ');
       expect(result.json.output.startsWith('1\n2\n3\n')).toBe(true);
       expect(result.json.output.endsWith('2999\n3000')).toBe(true);
@@ -84,7 +100,10 @@ export function describeTerminalTools(
 
     it('starts background processes and lists, polls, logs, waits for and kills them', async () => {
       await fresh();
-      const started = await run(terminal, { command: 'for i in 1 2 3; do echo line-$i; done; sleep 0.3; echo finished', background: true });
+      const started = await run(terminal, {
+        command: 'for i in 1 2 3; do echo line-$i; done; sleep 0.3; echo finished',
+        background: true,
+      });
       expect(started.json).toMatchObject({ output: 'Background process started', exit_code: 0, error: null });
       const sessionId = started.json.session_id as string;
       expect(sessionId).toMatch(/^proc_[0-9a-f]{12}$/);

@@ -74,17 +74,21 @@ export function describeSandboxConformance(
       else it(title, body, timeout);
     };
 
-    test('exit-codes', 'reports exit codes: 0, a chosen code, false, and 127 for a missing command', async () => {
-      const sandbox = await acquire();
-      expect(sandbox.specificationVersion).toBe('v1');
-      expect((await sandbox.exec('true')).exitCode).toBe(0);
-      expect((await sandbox.exec('exit 42')).exitCode).toBe(42);
-      expect((await sandbox.exec('false')).exitCode).toBe(1);
-      const missing = await sandbox.exec('shears-no-such-command-xyz');
-      expect(missing.exitCode).toBe(127);
-      expect(missing.output).toMatch(/not found/);
-      expect((await sandbox.exec('echo after')).stdout).toBe('after\n');
-    });
+    test(
+      'exit-codes',
+      'reports exit codes: 0, a chosen code, false, and 127 for a missing command',
+      async () => {
+        const sandbox = await acquire();
+        expect(sandbox.specificationVersion).toBe('v1');
+        expect((await sandbox.exec('true')).exitCode).toBe(0);
+        expect((await sandbox.exec('exit 42')).exitCode).toBe(42);
+        expect((await sandbox.exec('false')).exitCode).toBe(1);
+        const missing = await sandbox.exec('shears-no-such-command-xyz');
+        expect(missing.exitCode).toBe(127);
+        expect(missing.output).toMatch(/not found/);
+        expect((await sandbox.exec('echo after')).stdout).toBe('after\n');
+      },
+    );
 
     test('stdout-stderr', 'separates stdout from stderr and shows both in output', async () => {
       const sandbox = await acquire();
@@ -97,35 +101,52 @@ export function describeSandboxConformance(
       expect(result.durationMs).toBeGreaterThanOrEqual(0);
     });
 
-    test('timeout-kills-children', 'a timeout ends with exit code 124 and kills the command\'s children', async () => {
-      const sandbox = await acquire();
-      const result = await sandbox.exec('sleep 120 & echo $! > child.pid; echo started; sleep 120', { timeoutMs: 700 });
-      expect(result.timedOut).toBe(true);
-      expect(result.exitCode).toBe(124);
-      expect(result.output).toContain('started');
-      expect(result.output).toMatch(/\[Command timed out after 0\.7s\]$/);
-      const check = await sandbox.exec(`sleep 0.3; ${goneCheck('$(cat child.pid)')}`);
-      expect(check.stdout.trim()).toBe('gone');
-      expect((await sandbox.exec('echo usable')).stdout).toBe('usable\n');
-    });
+    test(
+      'timeout-kills-children',
+      "a timeout ends with exit code 124 and kills the command's children",
+      async () => {
+        const sandbox = await acquire();
+        const result = await sandbox.exec('sleep 120 & echo $! > child.pid; echo started; sleep 120', {
+          timeoutMs: 700,
+        });
+        expect(result.timedOut).toBe(true);
+        expect(result.exitCode).toBe(124);
+        expect(result.output).toContain('started');
+        expect(result.output).toMatch(/\[Command timed out after 0\.7s\]$/);
+        const check = await sandbox.exec(`sleep 0.3; ${goneCheck('$(cat child.pid)')}`);
+        expect(check.stdout.trim()).toBe('gone');
+        expect((await sandbox.exec('echo usable')).stdout).toBe('usable\n');
+      },
+    );
 
-    test('cwd-env-persistence', 'keeps cwd and exported variables between commands, starting in the workdir', async () => {
-      const sandbox = await acquire();
-      expect((await sandbox.exec('pwd')).stdout.trim()).toBe(sandbox.workdir);
-      await sandbox.exec('mkdir -p sub/dir && cd sub/dir && export SHEARS_CONFORMANCE="a b"');
-      const result = await sandbox.exec('pwd; echo "$SHEARS_CONFORMANCE"');
-      expect(result.stdout).toBe(`${sandbox.workdir}/sub/dir\na b\n`);
-      await sandbox.exec('exit 3');
-      expect((await sandbox.exec('pwd')).stdout.trim()).toBe(`${sandbox.workdir}/sub/dir`);
-    });
+    test(
+      'cwd-env-persistence',
+      'keeps cwd and exported variables between commands, starting in the workdir',
+      async () => {
+        const sandbox = await acquire();
+        expect((await sandbox.exec('pwd')).stdout.trim()).toBe(sandbox.workdir);
+        await sandbox.exec('mkdir -p sub/dir && cd sub/dir && export SHEARS_CONFORMANCE="a b"');
+        const result = await sandbox.exec('pwd; echo "$SHEARS_CONFORMANCE"');
+        expect(result.stdout).toBe(`${sandbox.workdir}/sub/dir\na b\n`);
+        await sandbox.exec('exit 3');
+        expect((await sandbox.exec('pwd')).stdout.trim()).toBe(`${sandbox.workdir}/sub/dir`);
+      },
+    );
 
-    test('per-command-cwd-env', 'runs one command in another cwd with extra env, without changing the session', async () => {
-      const sandbox = await acquire();
-      await sandbox.exec('mkdir -p other');
-      const result = await sandbox.exec('pwd; echo "$ONE_SHOT"', { cwd: 'other', env: { ONE_SHOT: 'yes' } });
-      expect(result.stdout).toBe(`${sandbox.workdir}/other\nyes\n`);
-      expect((await sandbox.exec('pwd; echo "[$ONE_SHOT]"')).stdout).toBe(`${sandbox.workdir}\n[]\n`);
-    });
+    test(
+      'per-command-cwd-env',
+      'runs one command in another cwd with extra env, without changing the session',
+      async () => {
+        const sandbox = await acquire();
+        await sandbox.exec('mkdir -p other');
+        const result = await sandbox.exec('pwd; echo "$ONE_SHOT"', {
+          cwd: 'other',
+          env: { ONE_SHOT: 'yes' },
+        });
+        expect(result.stdout).toBe(`${sandbox.workdir}/other\nyes\n`);
+        expect((await sandbox.exec('pwd; echo "[$ONE_SHOT]"')).stdout).toBe(`${sandbox.workdir}\n[]\n`);
+      },
+    );
 
     test('stdin', 'passes stdin to the command', async () => {
       const sandbox = await acquire();
@@ -133,17 +154,23 @@ export function describeSandboxConformance(
       expect((await sandbox.exec('cat')).stdout).toBe('');
     });
 
-    test('binary-file-round-trip', 'round-trips 1 MB of random bytes through writeFile/readFile and the shell', async () => {
-      const sandbox = await acquire();
-      const data = new Uint8Array(randomBytes(1024 * 1024));
-      await sandbox.writeFile('random.bin', data);
-      expect((await sandbox.exec('wc -c < random.bin')).stdout.trim()).toBe(String(data.length));
-      const back = await sandbox.readFile('random.bin');
-      expect(back.length).toBe(data.length);
-      expect(Buffer.from(back).equals(Buffer.from(data))).toBe(true);
-      await sandbox.exec('cp random.bin copy.bin');
-      expect(Buffer.from(await sandbox.readFile(`${sandbox.workdir}/copy.bin`)).equals(Buffer.from(data))).toBe(true);
-    });
+    test(
+      'binary-file-round-trip',
+      'round-trips 1 MB of random bytes through writeFile/readFile and the shell',
+      async () => {
+        const sandbox = await acquire();
+        const data = new Uint8Array(randomBytes(1024 * 1024));
+        await sandbox.writeFile('random.bin', data);
+        expect((await sandbox.exec('wc -c < random.bin')).stdout.trim()).toBe(String(data.length));
+        const back = await sandbox.readFile('random.bin');
+        expect(back.length).toBe(data.length);
+        expect(Buffer.from(back).equals(Buffer.from(data))).toBe(true);
+        await sandbox.exec('cp random.bin copy.bin');
+        expect(
+          Buffer.from(await sandbox.readFile(`${sandbox.workdir}/copy.bin`)).equals(Buffer.from(data)),
+        ).toBe(true);
+      },
+    );
 
     test('write-file-nested', 'writeFile creates parent directories and accepts strings', async () => {
       const sandbox = await acquire();
@@ -169,7 +196,9 @@ export function describeSandboxConformance(
     test('concurrent-commands', 'runs concurrent exec calls without mixing their output', async () => {
       const sandbox = await acquire();
       const results = await Promise.all(
-        [0, 1, 2, 3, 4].map((index) => sandbox.exec(`echo start-${index}; sleep 0.05; echo end-${index}; exit ${index}`)),
+        [0, 1, 2, 3, 4].map((index) =>
+          sandbox.exec(`echo start-${index}; sleep 0.05; echo end-${index}; exit ${index}`),
+        ),
       );
       results.forEach((result, index) => {
         expect(result.stdout).toBe(`start-${index}\nend-${index}\n`);
@@ -182,7 +211,9 @@ export function describeSandboxConformance(
       const second = await acquire();
       expect(first.id).not.toBe(second.id);
       await first.writeFile('mine.txt', 'first');
-      expect((await second.exec('test -e mine.txt && echo shared || echo separate')).stdout).toBe('separate\n');
+      expect((await second.exec('test -e mine.txt && echo shared || echo separate')).stdout).toBe(
+        'separate\n',
+      );
     });
 
     test('dispose-twice', 'dispose() twice is harmless and later use fails clearly', async () => {
@@ -195,7 +226,9 @@ export function describeSandboxConformance(
 
     test('read-missing-file', 'readFile of a missing path fails with an error naming the path', async () => {
       const sandbox = await acquire();
-      await expect(sandbox.readFile('no/such/file.txt')).rejects.toThrow(/no such file.*no\/such\/file\.txt/i);
+      await expect(sandbox.readFile('no/such/file.txt')).rejects.toThrow(
+        /no such file.*no\/such\/file\.txt/i,
+      );
     });
   });
 }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
+import type { SandboxV1 } from '@shears/core';
 import { describeSandboxConformance } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { SandboxV1 } from '@shears/core';
 import { createLocalSandboxProvider } from './local-sandbox-provider.js';
 
 describeSandboxConformance('local', () => createLocalSandboxProvider());
@@ -44,7 +44,9 @@ describe('createLocalSandboxProvider', () => {
   });
 
   it('rejects unknown settings naming the allowed keys', () => {
-    expect(() => createLocalSandboxProvider({ rooot: '/tmp' })).toThrow(/allowed keys: root, inheritEnv, env, maxOutputBytes/);
+    expect(() => createLocalSandboxProvider({ rooot: '/tmp' })).toThrow(
+      /allowed keys: root, inheritEnv, env, maxOutputBytes/,
+    );
   });
 
   it('reopens the shell after it dies, in the workdir', async () => {

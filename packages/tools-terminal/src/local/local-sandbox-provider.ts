@@ -14,7 +14,16 @@ import { createShellSandbox } from '../shell-sandbox.js';
 import { SHELL_BOOTSTRAP_SCRIPT } from '../shell-session.js';
 
 /** Host variables a local sandbox inherits by default (everything else, e.g. API keys, stays out). */
-export const LOCAL_INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'SHELL'] as const;
+export const LOCAL_INHERITED_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'LANG',
+  'LC_ALL',
+  'TZ',
+  'SHELL',
+] as const;
 
 export const localSandboxSettingsSchema = z
   .object({
@@ -62,7 +71,9 @@ async function killMarkedProcesses(marker: string): Promise<number> {
   return killed;
 }
 
-export function createLocalSandboxProvider(settings: LocalSandboxSettings | Record<string, unknown> = {}): SandboxProviderV1 {
+export function createLocalSandboxProvider(
+  settings: LocalSandboxSettings | Record<string, unknown> = {},
+): SandboxProviderV1 {
   const parsed = localSandboxSettingsSchema.safeParse(settings);
   if (!parsed.success) {
     throw new InvalidArgumentError({
@@ -114,12 +125,23 @@ export function createLocalSandboxProvider(settings: LocalSandboxSettings | Reco
           async openTransport() {
             // detached: the shell leads its own session and process group, so nothing it starts
             // shares a group with this Node process.
-            const child = spawn('/bin/sh', ['-c', SHELL_BOOTSTRAP_SCRIPT], { cwd: workdir, env, detached: true, stdio: 'pipe' });
+            const child = spawn('/bin/sh', ['-c', SHELL_BOOTSTRAP_SCRIPT], {
+              cwd: workdir,
+              env,
+              detached: true,
+              stdio: 'pipe',
+            });
             child.stdin.on('error', () => undefined);
             await new Promise<void>((resolve, reject) => {
               child.once('spawn', () => resolve());
               child.once('error', (error) =>
-                reject(new SandboxError({ sandboxId: id, message: `Could not start /bin/sh for local sandbox ${id}: ${error.message}`, cause: error })),
+                reject(
+                  new SandboxError({
+                    sandboxId: id,
+                    message: `Could not start /bin/sh for local sandbox ${id}: ${error.message}`,
+                    cause: error,
+                  }),
+                ),
               );
             });
             return {
@@ -161,7 +183,11 @@ export function createLocalSandboxProvider(settings: LocalSandboxSettings | Reco
               await mkdir(dirname(path), { recursive: true });
               await writeFile(path, data, fileOptions.mode === undefined ? {} : { mode: fileOptions.mode });
             } catch (error) {
-              throw new SandboxError({ sandboxId: id, message: `Could not write ${path} in sandbox ${id}: ${(error as Error).message}`, cause: error });
+              throw new SandboxError({
+                sandboxId: id,
+                message: `Could not write ${path} in sandbox ${id}: ${(error as Error).message}`,
+                cause: error,
+              });
             }
           },
           async dispose() {
@@ -177,7 +203,10 @@ export function createLocalSandboxProvider(settings: LocalSandboxSettings | Reco
         const result = await sandbox.exec(command, { timeoutMs: 600_000 });
         if (result.exitCode !== 0) {
           await sandbox.dispose();
-          throw new SandboxError({ sandboxId: id, message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}` });
+          throw new SandboxError({
+            sandboxId: id,
+            message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}`,
+          });
         }
       }
       return sandbox;

@@ -12,9 +12,13 @@ import { createSshSandboxProvider, sshFingerprint } from './ssh-sandbox-provider
 const env = process.env;
 const available = Boolean(env.SHEARS_TEST_SSH_HOST && env.SHEARS_TEST_SSH_PORT && env.SHEARS_TEST_SSH_KEY);
 if (!available && env.CI === 'true') {
-  throw new Error('SSH tests must run under CI=true, but the sshd test service did not start (see scripts/test-infra/sshd.ts)');
+  throw new Error(
+    'SSH tests must run under CI=true, but the sshd test service did not start (see scripts/test-infra/sshd.ts)',
+  );
 }
-const unavailable = available ? undefined : 'no sshd test service (needs root and openssh-server; see scripts/test-infra/sshd.ts)';
+const unavailable = available
+  ? undefined
+  : 'no sshd test service (needs root and openssh-server; see scripts/test-infra/sshd.ts)';
 
 function settings(overrides: Partial<SshSandboxSettings> = {}): SshSandboxSettings {
   return {
@@ -60,37 +64,62 @@ describe.skipIf(!available)('createSshSandboxProvider', () => {
     const workdir = other.workdir;
     await other.dispose();
     sandbox = await provider.acquire();
-    expect((await sandbox.exec(`test -e ${workdir} && echo exists || echo removed`)).stdout).toBe('removed\n');
-    expect((await sandbox.exec(`grep -lzx SHEARS_SANDBOX_ID=${other.id} /proc/[0-9]*/environ 2>/dev/null | wc -l`)).stdout.trim()).toBe('0');
+    expect((await sandbox.exec(`test -e ${workdir} && echo exists || echo removed`)).stdout).toBe(
+      'removed\n',
+    );
+    expect(
+      (
+        await sandbox.exec(`grep -lzx SHEARS_SANDBOX_ID=${other.id} /proc/[0-9]*/environ 2>/dev/null | wc -l`)
+      ).stdout.trim(),
+    ).toBe('0');
   });
 
   it('accepts a pinned fingerprint and refuses a wrong one with a clear error', async () => {
     const line = readFileSync(env.SHEARS_TEST_SSH_KNOWN_HOSTS!, 'utf8').trim().split(/\s+/);
     const fingerprint = sshFingerprint(Buffer.from(line[2]!, 'base64'));
-    const pinned = createSshSandboxProvider(settings({ knownHostsPath: undefined, hostKeyFingerprint: fingerprint }));
+    const pinned = createSshSandboxProvider(
+      settings({ knownHostsPath: undefined, hostKeyFingerprint: fingerprint }),
+    );
     sandbox = await pinned.acquire();
     expect((await sandbox.exec('echo pinned')).stdout).toBe('pinned\n');
-    const wrong = createSshSandboxProvider(settings({ knownHostsPath: undefined, hostKeyFingerprint: 'SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }));
-    await expect(wrong.acquire()).rejects.toThrow(/host key verification failed .*presented SHA256:.*pinned fingerprint is SHA256:AAAA/);
+    const wrong = createSshSandboxProvider(
+      settings({
+        knownHostsPath: undefined,
+        hostKeyFingerprint: 'SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      }),
+    );
+    await expect(wrong.acquire()).rejects.toThrow(
+      /host key verification failed .*presented SHA256:.*pinned fingerprint is SHA256:AAAA/,
+    );
   });
 
   it('refuses a host whose key does not match known_hosts', async () => {
     const path = join(tmpdir(), `shears-known-hosts-${process.pid}`);
     const [hostPattern] = readFileSync(env.SHEARS_TEST_SSH_KNOWN_HOSTS!, 'utf8').trim().split(/\s+/);
     // A different (valid) ed25519 key for the same host.
-    writeFileSync(path, `${hostPattern} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n`);
+    writeFileSync(
+      path,
+      `${hostPattern} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n`,
+    );
     const mismatched = createSshSandboxProvider(settings({ knownHostsPath: path }));
-    await expect(mismatched.acquire()).rejects.toThrow(/host key verification failed.*does not match the key for \[127\.0\.0\.1\]:\d+/);
+    await expect(mismatched.acquire()).rejects.toThrow(
+      /host key verification failed.*does not match the key for \[127\.0\.0\.1\]:\d+/,
+    );
     writeFileSync(path, '');
-    await expect(createSshSandboxProvider(settings({ knownHostsPath: path })).acquire()).rejects.toThrow(/has no entry for \[127\.0\.0\.1\]/);
+    await expect(createSshSandboxProvider(settings({ knownHostsPath: path })).acquire()).rejects.toThrow(
+      /has no entry for \[127\.0\.0\.1\]/,
+    );
   });
 
   it('authenticates through a real ssh-agent holding the key', async () => {
     const socket = join(tmpdir(), `shears-agent-${process.pid}.sock`);
     const agent = spawn('ssh-agent', ['-D', '-a', socket], { stdio: 'ignore' });
     try {
-      for (let attempt = 0; attempt < 50 && !existsSync(socket); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 50));
-      execFileSync('ssh-add', ['-q', env.SHEARS_TEST_SSH_KEY!], { env: { ...process.env, SSH_AUTH_SOCK: socket } });
+      for (let attempt = 0; attempt < 50 && !existsSync(socket); attempt += 1)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      execFileSync('ssh-add', ['-q', env.SHEARS_TEST_SSH_KEY!], {
+        env: { ...process.env, SSH_AUTH_SOCK: socket },
+      });
       const viaAgent = createSshSandboxProvider(settings({ privateKeyPath: undefined, agent: socket }));
       sandbox = await viaAgent.acquire();
       expect((await sandbox.exec('echo agent')).stdout).toBe('agent\n');
@@ -100,7 +129,11 @@ describe.skipIf(!available)('createSshSandboxProvider', () => {
   });
 
   it('rejects settings without credentials or with unknown keys', async () => {
-    await expect(createSshSandboxProvider(settings({ privateKeyPath: undefined })).acquire()).rejects.toThrow(/no credentials/);
-    expect(() => createSshSandboxProvider({ ...settings(), hots: 'x' })).toThrow(/keys: host, port, username/);
+    await expect(createSshSandboxProvider(settings({ privateKeyPath: undefined })).acquire()).rejects.toThrow(
+      /no credentials/,
+    );
+    expect(() => createSshSandboxProvider({ ...settings(), hots: 'x' })).toThrow(
+      /keys: host, port, username/,
+    );
   });
 });

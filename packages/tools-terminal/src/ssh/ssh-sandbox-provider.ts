@@ -31,7 +31,10 @@ export const sshSandboxSettingsSchema = z
     /** known_hosts file used for host-key checking (default ~/.ssh/known_hosts). */
     knownHostsPath: z.string().optional(),
     /** Pinned host key fingerprint, `SHA256:<base64>` as `ssh-keygen -lf` prints it. */
-    hostKeyFingerprint: z.string().regex(/^SHA256:[A-Za-z0-9+/]+=*$/).optional(),
+    hostKeyFingerprint: z
+      .string()
+      .regex(/^SHA256:[A-Za-z0-9+/]+=*$/)
+      .optional(),
     /** Host-key checking; turning it off must be explicit and is logged into the error path. */
     strictHostKeyChecking: z.boolean().optional(),
     /** Remote directory under which each sandbox gets `<root>/<id>/{workspace,tmp}`. */
@@ -81,7 +84,12 @@ function hostMatches(patterns: string, host: string, port: number): boolean {
   }
   return patterns.split(',').some((pattern) => {
     if (pattern.startsWith('!')) return false;
-    const regex = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+    const regex = new RegExp(
+      `^${pattern
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.')}$`,
+    );
     return regex.test(name);
   });
 }
@@ -97,7 +105,9 @@ export interface SshSandboxProvider extends SandboxProviderV1 {
   readonly connectionsOpened: number;
 }
 
-export function createSshSandboxProvider(settings: SshSandboxSettings | Record<string, unknown>): SshSandboxProvider {
+export function createSshSandboxProvider(
+  settings: SshSandboxSettings | Record<string, unknown>,
+): SshSandboxProvider {
   const parsed = sshSandboxSettingsSchema.safeParse(settings);
   if (!parsed.success) {
     throw new InvalidArgumentError({
@@ -114,11 +124,18 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
   let closed = false;
 
   if (!posix.isAbsolute(root)) {
-    throw new InvalidArgumentError({ argument: 'root', value: root, message: `ssh sandbox root must be an absolute remote path, got ${JSON.stringify(root)}` });
+    throw new InvalidArgumentError({
+      argument: 'root',
+      value: root,
+      message: `ssh sandbox root must be an absolute remote path, got ${JSON.stringify(root)}`,
+    });
   }
 
   /** Connection settings are resolved lazily (files read on first connect, not at construction). */
-  const connectConfig = async (): Promise<{ base: ConnectConfig; verify: (key: Buffer) => string | undefined }> => {
+  const connectConfig = async (): Promise<{
+    base: ConnectConfig;
+    verify: (key: Buffer) => string | undefined;
+  }> => {
     const base: ConnectConfig = {
       host: config.host,
       port,
@@ -131,13 +148,18 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
       try {
         base.privateKey = await readFile(config.privateKeyPath);
       } catch (error) {
-        throw new SandboxError({ message: `Could not read ssh private key ${config.privateKeyPath}: ${(error as Error).message}`, cause: error });
+        throw new SandboxError({
+          message: `Could not read ssh private key ${config.privateKeyPath}: ${(error as Error).message}`,
+          cause: error,
+        });
       }
     }
     if (config.passphrase) base.passphrase = config.passphrase;
     if (config.agent) base.agent = config.agent === true ? process.env.SSH_AUTH_SOCK : config.agent;
     if (!base.privateKey && !base.agent) {
-      throw new SandboxError({ message: 'ssh sandbox: no credentials (set privateKey, privateKeyPath or agent)' });
+      throw new SandboxError({
+        message: 'ssh sandbox: no credentials (set privateKey, privateKeyPath or agent)',
+      });
     }
 
     const strict = config.strictHostKeyChecking ?? true;
@@ -148,7 +170,9 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
       const expected = config.hostKeyFingerprint.replace(/=+$/, '');
       verify = (key) => {
         const actual = sshFingerprint(key);
-        return actual === expected ? undefined : `the server presented ${actual}, but the pinned fingerprint is ${expected}`;
+        return actual === expected
+          ? undefined
+          : `the server presented ${actual}, but the pinned fingerprint is ${expected}`;
       };
     } else {
       const path = config.knownHostsPath ?? posix.join(homedir(), '.ssh', 'known_hosts');
@@ -274,7 +298,10 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         const code = (error as { code?: number | string }).code;
         return new SandboxError({
           sandboxId: id,
-          message: code === 2 || code === 'ENOENT' ? `No such file in sandbox ${id}: ${path}` : `Could not ${action} ${path} in sandbox ${id}: ${(error as Error).message}`,
+          message:
+            code === 2 || code === 'ENOENT'
+              ? `No such file in sandbox ${id}: ${path}`
+              : `Could not ${action} ${path} in sandbox ${id}: ${(error as Error).message}`,
           cause: error,
         });
       };
@@ -291,7 +318,9 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         async openTransport(): Promise<ShellTransport> {
           const active = await connection();
           const channel = await new Promise<ClientChannel>((resolve, reject) =>
-            active.exec(SHELL_BOOTSTRAP_COMMAND, (error, opened) => (error ? reject(error) : resolve(opened))),
+            active.exec(SHELL_BOOTSTRAP_COMMAND, (error, opened) =>
+              error ? reject(error) : resolve(opened),
+            ),
           );
           return {
             stdin: channel,
@@ -303,7 +332,10 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
             // Out of band on the same connection: costs a channel only when a command times out.
             killProcessGroup: async (pgid, signal) => {
               const target = await connection();
-              await execOnce(target, `kill -${signal.replace('SIG', '')} -${pgid} 2>/dev/null || kill -${signal.replace('SIG', '')} ${pgid} 2>/dev/null; true`);
+              await execOnce(
+                target,
+                `kill -${signal.replace('SIG', '')} -${pgid} 2>/dev/null || kill -${signal.replace('SIG', '')} ${pgid} 2>/dev/null; true`,
+              );
             },
           };
         },
@@ -322,14 +354,18 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
           const wrapper = await sftpSession();
           // Create missing parents one level at a time (sftp has no mkdir -p).
           const parents: string[] = [];
-          for (let dir = posix.dirname(path); dir !== '/' && dir !== '.'; dir = posix.dirname(dir)) parents.unshift(dir);
+          for (let dir = posix.dirname(path); dir !== '/' && dir !== '.'; dir = posix.dirname(dir))
+            parents.unshift(dir);
           for (const dir of parents) {
             await new Promise<void>((resolve) => wrapper.mkdir(dir, () => resolve()));
           }
           try {
             await new Promise<void>((resolve, reject) =>
-              wrapper.writeFile(path, Buffer.from(data.buffer, data.byteOffset, data.byteLength), fileOptions.mode === undefined ? {} : { mode: fileOptions.mode }, (error) =>
-                error ? reject(error) : resolve(),
+              wrapper.writeFile(
+                path,
+                Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+                fileOptions.mode === undefined ? {} : { mode: fileOptions.mode },
+                (error) => (error ? reject(error) : resolve()),
               ),
             );
           } catch (error) {
@@ -355,7 +391,8 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         await sandbox.exec('true');
       } catch (error) {
         await sandbox.dispose();
-        throw (error as { cause?: unknown }).cause && SandboxError.isInstance((error as { cause?: unknown }).cause)
+        throw (error as { cause?: unknown }).cause &&
+          SandboxError.isInstance((error as { cause?: unknown }).cause)
           ? (error as { cause: Error }).cause
           : error;
       }
@@ -363,7 +400,10 @@ export function createSshSandboxProvider(settings: SshSandboxSettings | Record<s
         const result = await sandbox.exec(command, { timeoutMs: 600_000 });
         if (result.exitCode !== 0) {
           await sandbox.dispose();
-          throw new SandboxError({ sandboxId: id, message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}` });
+          throw new SandboxError({
+            sandboxId: id,
+            message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}`,
+          });
         }
       }
       return sandbox;
