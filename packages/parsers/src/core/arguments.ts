@@ -1,6 +1,6 @@
 // Turning decoded call objects and argument text into the `arguments` string, and back into
 // values for rendering. One place so every format agrees on the same Python-identical text.
-import { PyNumber, type PyValue, pyDumps, pyJsonLoads } from '../json/python-json.js';
+import { isPyObject, PyNumber, type PyValue, pyDumps, pyJsonLoads } from '../json/python-json.js';
 import type { FormatContext, StepItem } from './format.js';
 
 /**
@@ -12,7 +12,7 @@ export function argumentsFromValue(value: PyValue | undefined): string {
   if (value === undefined || value === null) return '{}';
   if (typeof value === 'string') {
     const decoded = pyJsonLoads(value);
-    if (decoded.ok && decoded.value instanceof Map) return pyDumps(decoded.value);
+    if (decoded.ok && isPyObject(decoded.value)) return pyDumps(decoded.value);
   }
   return pyDumps(value);
 }
@@ -60,7 +60,7 @@ export function argumentsJson(text: string): string {
 
 /** Arguments as a dict for XML-style templates; non-object arguments become `{}`. */
 export function argumentsObject(text: string): Map<string, PyValue> {
-  const decoded = decodeArguments(text);
+  const decoded = pyJsonLoads(text.trim() === '' ? '{}' : text, true);
   return decoded.ok && decoded.value instanceof Map ? decoded.value : new Map();
 }
 

@@ -108,50 +108,65 @@ function safeParse(format: ToolCallFormat, text: unknown, options: ParseOptions 
 }
 
 /** Credit granted per character fed: total scanning work stays within this multiple of the input. */
-const WORK_PER_CHAR = 16;
-const WORK_PER_FEED = 256;
+const WORK_PER_CHAR = 4;
+const WORK_PER_FEED = 64;
+/** Every format's calls end on one of these characters (a JSON close or a tag's `>`). */
+const COMPLETERS = /[}\]>]/;
 
 function createStream(format: ToolCallFormat, options: ParseOptions | undefined): ToolCallStreamV1 {
-  let buffer = '';
-  let pos = 0;
+  // The whole text is kept as pieces (joined once, by finish); the format sees only the
+  // undecided tail. Appending to one growing string would make V8 flatten it on every feed.
+  const pieces: string[] = [];
+  let window = '';
   let credit = 0;
   let waiting = false;
+  let triedAt = 0;
   let finished: ParseResult | null = null;
   const resolved = resolveOptions(format, options);
+  const context = resolved.context;
+  const advance = (by: number): void => {
+    if (by <= 0) return;
+    window = window.slice(by);
+    context.offset += by;
+  };
   return {
     feed(delta: string): ParsedToolCall[] {
       if (finished || typeof delta !== 'string' || delta.length === 0) return [];
-      buffer += delta;
+      pieces.push(delta);
+      window += delta;
       credit += delta.length * WORK_PER_CHAR + WORK_PER_FEED;
       const out: ParsedToolCall[] = [];
       try {
         for (;;) {
-          // A region still undecided is re-scanned only when the budget allows, which keeps
-          // the total work linear in the input however small the deltas are.
-          if (waiting && buffer.length - pos > credit) break;
-          const step = format.next(buffer, pos, false, resolved.context);
+          // An undecided region is re-scanned only when the new text could complete it (a
+          // closing character arrived, within the work budget) or the region grew by a quarter
+          // since the last try; both keep the total work linear however small the deltas are.
+          if (waiting && !(COMPLETERS.test(delta) && window.length <= credit) && window.length < triedAt * 1.25) break;
+          context.version += 1;
+          const step = format.next(window, 0, false, context);
           if (step.kind === 'more') {
-            credit -= buffer.length - pos;
+            credit = Math.max(0, credit - window.length);
             waiting = true;
-            if (step.skip > pos) pos = step.skip;
+            triedAt = window.length - Math.max(0, step.skip);
+            advance(step.skip);
             break;
           }
-          if (step.kind !== 'region' || step.end <= pos) break;
-          credit -= step.end - pos;
+          if (step.kind !== 'region' || step.end <= 0) break;
+          credit -= step.end;
           waiting = false;
           for (const item of step.items) {
             const verdict = judgeItem(item, resolved.allowedNames);
             if ('call' in verdict) out.push(verdict.call);
           }
-          pos = step.end;
+          advance(step.end);
         }
       } catch {
-        // Never throw from feed: finish() re-parses the whole buffer anyway.
+        // Never throw from feed: finish() re-parses the whole text anyway.
       }
       return out;
     },
     finish(): ParseResult {
-      finished ??= safeParse(format, buffer, options);
+      finished ??= safeParse(format, pieces.join(''), options);
       return finished;
     },
   };

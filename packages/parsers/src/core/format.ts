@@ -3,7 +3,7 @@
 // more text. The whole-text parser and the stream drive the same step function, which is why
 // any chunking gives the whole-text result.
 import type { RenderInput, ToolSchema } from '@shears/core';
-import { JsonReader } from '../json/python-json.js';
+import { canonicalJsonEnd, JsonReader } from '../json/python-json.js';
 
 /** One call (or failed call) inside a region. */
 export interface StepItem {
@@ -33,6 +33,15 @@ export interface FormatContext {
   reader: JsonReader;
   /** Per-run scratch space a format may use (the same object for one parse or one stream). */
   state: Record<string, unknown>;
+  /** Absolute position of `text[0]` (the stream hands formats a window of its buffer). */
+  offset: number;
+  /** Bumped whenever the text handed to `next` changes, so cached searches are dropped. */
+  version: number;
+  /**
+   * `text.indexOf(marker, from)` remembered per marker: the next occurrence after a position
+   * only moves forward, so repeated searches for a missing marker do not rescan the text.
+   */
+  find(text: string, marker: string, from: number): number;
 }
 
 export interface ToolCallFormat {
@@ -48,7 +57,23 @@ export interface ToolCallFormat {
 }
 
 export function createFormatContext(tools: ToolSchema[] | undefined, keepInvalidArguments: boolean): FormatContext {
-  return { tools, keepInvalidArguments, reader: new JsonReader(), state: {} };
+  const cache = new Map<string, { version: number; from: number; index: number }>();
+  const context: FormatContext = {
+    tools,
+    keepInvalidArguments,
+    reader: Object.assign(new JsonReader(), { rawArguments: true }),
+    state: {},
+    offset: 0,
+    version: 0,
+    find(text, marker, from) {
+      const entry = cache.get(marker);
+      if (entry && entry.version === context.version && from >= entry.from && (entry.index < 0 || entry.index >= from)) return entry.index;
+      const index = text.indexOf(marker, from);
+      cache.set(marker, { version: context.version, from, index });
+      return index;
+    },
+  };
+  return context;
 }
 
 /**
@@ -66,11 +91,11 @@ export function holdback(text: string, markers: readonly string[], pos: number):
 }
 
 /** The earliest occurrence of any marker at or after `pos`: [index, marker] or [-1, '']. */
-export function findFirst(text: string, markers: readonly string[], pos: number): [number, string] {
+export function findFirst(text: string, markers: readonly string[], pos: number, context: FormatContext): [number, string] {
   let best = -1;
   let found = '';
   for (const marker of markers) {
-    const index = text.indexOf(marker, pos);
+    const index = context.find(text, marker, pos);
     if (index >= 0 && (best < 0 || index < best)) {
       best = index;
       found = marker;
@@ -85,8 +110,9 @@ export function nextStart(
   markers: readonly string[],
   pos: number,
   eof: boolean,
+  context: FormatContext,
 ): { index: number; marker: string } | Step {
-  const [index, marker] = findFirst(text, markers, pos);
+  const [index, marker] = findFirst(text, markers, pos, context);
   if (index >= 0) return { index, marker };
   return eof ? { kind: 'done' } : { kind: 'more', skip: holdback(text, markers, pos) };
 }
@@ -122,4 +148,16 @@ export function nineCharId(seed: string): string {
     out += alphabet[hash % alphabet.length];
   }
   return out;
+}
+
+/**
+ * End of the JSON value at `start` (canonical fast path first), or the reader's failure kind.
+ * Used where only the extent of the value matters before it is decoded.
+ */
+export function jsonValueEnd(context: FormatContext, text: string, start: number): number | 'incomplete' | 'invalid' {
+  const end = canonicalJsonEnd(text, start);
+  if (end > 0) return end;
+  const reader = context.reader;
+  if (reader.read(text, start) !== undefined) return reader.pos;
+  return reader.failure ?? 'invalid';
 }

@@ -5,7 +5,7 @@
 // arguments may span lines, and the outer `<｜tool▁calls▁begin｜>` may be missing.
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
-import { type FormatContext, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import { type FormatContext, isStep, issueRaw, jsonValueEnd, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
 import { skipWhitespace } from '../json/python-json.js';
 
 const CALLS_BEGIN = '<｜tool▁calls▁begin｜>';
@@ -23,20 +23,19 @@ function readArguments(
   context: FormatContext,
   fenced: boolean,
 ): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number } {
-  const reader = context.reader;
   const jsonStart = skipWhitespace(text, at);
   const code = text.charCodeAt(jsonStart);
   if (code === 123 || code === 91) {
-    const value = reader.read(text, jsonStart);
-    if (value !== undefined) {
-      let cursor = skipWhitespace(text, reader.pos);
+    const valueEnd = jsonValueEnd(context, text, jsonStart);
+    if (typeof valueEnd === 'number') {
+      let cursor = skipWhitespace(text, valueEnd);
       if (fenced && text.startsWith(FENCE, cursor)) cursor = skipWhitespace(text, cursor + FENCE.length);
-      if (text.startsWith(CALL_END, cursor)) return { kind: 'ok', text: text.slice(jsonStart, reader.pos), end: cursor + CALL_END.length };
+      if (text.startsWith(CALL_END, cursor)) return { kind: 'ok', text: text.slice(jsonStart, valueEnd), end: cursor + CALL_END.length };
     }
   }
   // Not clean JSON: the arguments are the raw text up to the first call end.
-  const end = text.indexOf(CALL_END, at);
-  const nextCall = text.indexOf(CALL_BEGIN, at);
+  const end = context.find(text, CALL_END, at);
+  const nextCall = context.find(text, CALL_BEGIN, at);
   if (end < 0 || (nextCall >= 0 && nextCall < end)) {
     if (!eof && nextCall < 0) return { kind: 'more' };
     return { kind: 'missing' };
@@ -48,7 +47,7 @@ function readArguments(
 
 function makeNext(version: 'v3' | 'v31') {
   return function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-    const found = nextStart(text, [CALLS_BEGIN, CALL_BEGIN], pos, eof);
+    const found = nextStart(text, [CALLS_BEGIN, CALL_BEGIN], pos, eof, context);
     if (isStep(found)) return found;
     const start = found.index;
     if (found.marker === CALLS_BEGIN) {
@@ -57,9 +56,9 @@ function makeNext(version: 'v3' | 'v31') {
     }
     const more: Step = { kind: 'more', skip: start };
     const headStart = start + CALL_BEGIN.length;
-    const sep = text.indexOf(SEP, headStart);
-    const stop = text.indexOf(CALL_END, headStart);
-    const nextCall = text.indexOf(CALL_BEGIN, headStart);
+    const sep = context.find(text, SEP, headStart);
+    const stop = context.find(text, CALL_END, headStart);
+    const nextCall = context.find(text, CALL_BEGIN, headStart);
     const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end) }] });
     if (sep < 0 || (stop >= 0 && stop < sep) || (nextCall >= 0 && nextCall < sep)) {
       if (!eof && sep < 0 && stop < 0 && nextCall < 0) return more;
@@ -73,9 +72,9 @@ function makeNext(version: 'v3' | 'v31') {
       argsAt = sep + SEP.length;
     } else {
       // V3: the type before the separator, the name on the rest of the line, then a ```json fence.
-      const lineEnd = text.indexOf('\n', sep);
-      const fence = text.indexOf(FENCE, sep);
-      const brace = text.indexOf('{', sep);
+      const lineEnd = context.find(text, '\n', sep);
+      const fence = context.find(text, FENCE, sep);
+      const brace = context.find(text, '{', sep);
       const candidates = [lineEnd, fence, brace, stop, nextCall].filter((index) => index >= 0);
       if (candidates.length === 0) return eof ? bad('call without arguments', text.length) : more;
       const nameEnd = Math.min(...candidates);

@@ -41,7 +41,7 @@ function decodeValue(raw: string, schema: unknown, hasSchema: boolean): PyValue 
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [OPEN], pos, eof);
+  const found = nextStart(text, [OPEN], pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const headStart = start + OPEN.length;
@@ -70,13 +70,13 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       return { kind: 'region', start, end, items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, start, end) }] };
     }
     if (!text.startsWith(KEY_OPEN, cursor)) return bad('unexpected text inside <tool_call>', headStart);
-    const keyClose = text.indexOf(KEY_CLOSE, cursor);
+    const keyClose = context.find(text, KEY_CLOSE, cursor);
     if (keyClose < 0) return eof ? bad('unterminated <arg_key>', text.length) : more;
     const key = text.slice(cursor + KEY_OPEN.length, keyClose).trim();
     cursor = skipSeparators(text, keyClose + KEY_CLOSE.length);
     if (cursor >= text.length || (!eof && couldStart(text, cursor, VALUE_OPEN))) return eof ? bad('unterminated <arg_key>', text.length) : more;
     if (!text.startsWith(VALUE_OPEN, cursor)) return bad('<arg_key> without <arg_value>', headStart);
-    const valueClose = text.indexOf(VALUE_CLOSE, cursor);
+    const valueClose = context.find(text, VALUE_CLOSE, cursor);
     if (valueClose < 0) return eof ? bad('unterminated <arg_value>', text.length) : more;
     const schema = schemas?.[key];
     args.set(key, decodeValue(text.slice(cursor + VALUE_OPEN.length, valueClose), schema, schemas !== undefined && schema !== undefined));

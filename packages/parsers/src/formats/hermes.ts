@@ -10,7 +10,7 @@ const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
 
 function next(text: string, pos: number, eof: boolean, context: Parameters<ToolCallFormat['next']>[3]): Step {
-  const found = nextStart(text, [OPEN], pos, eof);
+  const found = nextStart(text, [OPEN], pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const bodyStart = start + OPEN.length;

@@ -3,7 +3,7 @@
 // writes the call id itself (`functions.NAME:IDX`); the counter runs over the conversation.
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
-import { type FormatContext, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import { type FormatContext, isStep, issueRaw, jsonValueEnd, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
 import { skipWhitespace } from '../json/python-json.js';
 
 const SECTION_BEGIN = '<|tool_calls_section_begin|>';
@@ -17,15 +17,15 @@ const CALL_END = '<|tool_call_end|>';
 const ID_PATTERN = /^[^<]+:\d+$/;
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN], pos, eof);
+  const found = nextStart(text, [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN], pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   if (found.marker !== CALL_BEGIN) return { kind: 'region', start, end: start + found.marker.length, items: [] };
   const more: Step = { kind: 'more', skip: start };
   const headStart = start + CALL_BEGIN.length;
-  const argBegin = text.indexOf(ARG_BEGIN, headStart);
-  const stop = text.indexOf(CALL_END, headStart);
-  const nextCall = text.indexOf(CALL_BEGIN, headStart);
+  const argBegin = context.find(text, ARG_BEGIN, headStart);
+  const stop = context.find(text, CALL_END, headStart);
+  const nextCall = context.find(text, CALL_BEGIN, headStart);
   const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + 200) }] });
   if (argBegin < 0 || (stop >= 0 && stop < argBegin) || (nextCall >= 0 && nextCall < argBegin)) {
     if (!eof && argBegin < 0 && stop < 0 && nextCall < 0) return more;
@@ -37,18 +37,18 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   // first end marker; they never run into the next call (vLLM's regex rule).
   let argsText: string | undefined;
   let end = -1;
-  const reader = context.reader;
   const jsonStart = skipWhitespace(text, argsAt);
-  if (text.charCodeAt(jsonStart) === 123 && reader.read(text, jsonStart) !== undefined) {
-    const after = skipWhitespace(text, reader.pos);
+  const valueEnd = text.charCodeAt(jsonStart) === 123 ? jsonValueEnd(context, text, jsonStart) : 'invalid';
+  if (typeof valueEnd === 'number') {
+    const after = skipWhitespace(text, valueEnd);
     if (text.startsWith(CALL_END, after)) {
-      argsText = text.slice(jsonStart, reader.pos);
+      argsText = text.slice(jsonStart, valueEnd);
       end = after + CALL_END.length;
     }
   }
   if (argsText === undefined) {
-    const callEnd = text.indexOf(CALL_END, argsAt);
-    const following = text.indexOf(CALL_BEGIN, argsAt);
+    const callEnd = context.find(text, CALL_END, argsAt);
+    const following = context.find(text, CALL_BEGIN, argsAt);
     if (callEnd < 0 || (following >= 0 && following < callEnd)) {
       if (!eof && following < 0) return more;
       return bad('call without <|tool_call_end|>', headStart);

@@ -27,7 +27,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       if (eof) return { kind: 'done' };
       return { kind: 'more', skip: holdback(text, [PYTHON_TAG], Math.max(pos, text.length - PYTHON_TAG.length)) };
     }
-    if (dead.has(brace)) {
+    if (dead.has(context.offset + brace)) {
       cursor = brace + 1;
       continue;
     }
@@ -36,7 +36,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     if (value === undefined) {
       if (reader.failure === 'incomplete' && !eof) return { kind: 'more', skip: brace };
       // A nested object still open at the failure would fail at the same place: never retry it.
-      for (const open of reader.openObjects) if (open !== brace) dead.add(open);
+      for (const open of reader.openObjects) if (open !== brace) dead.add(context.offset + open);
       cursor = brace + 1;
       continue;
     }

@@ -8,6 +8,7 @@ import {
   type FormatContext,
   isStep,
   issueRaw,
+  jsonValueEnd,
   nextStart,
   nineCharId,
   type Step,
@@ -94,18 +95,17 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
   if (cursor >= text.length) return eof ? fail('[ARGS] without arguments', text.length) : more;
   const code = text.charCodeAt(cursor);
   if (name === '' || (code !== 123 && code !== 91)) return fail('no "name{arguments}" after [TOOL_CALLS]', cursor);
-  const reader = context.reader;
-  const value = reader.read(text, cursor);
-  if (value !== undefined) {
-    const raw = text.slice(cursor, reader.pos);
-    return { kind: 'region', start, end: reader.pos, items: [callFromArgumentText(name, raw, context, raw, id)] };
+  const valueEnd = jsonValueEnd(context, text, cursor);
+  if (typeof valueEnd === 'number') {
+    const raw = text.slice(cursor, valueEnd);
+    return { kind: 'region', start, end: valueEnd, items: [callFromArgumentText(name, raw, context, raw, id)] };
   }
   // Broken arguments run to the next call (or the end) and are kept raw when allowed.
   let end = text.length;
-  if (reader.failure === 'incomplete') {
+  if (valueEnd === 'incomplete') {
     if (!eof) return more;
   } else {
-    const nextCall = text.indexOf(TOOL_CALLS, cursor);
+    const nextCall = context.find(text, TOOL_CALLS, cursor);
     if (nextCall >= 0) end = nextCall;
     else if (!eof) return more;
   }
@@ -114,7 +114,7 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [TOOL_CALLS], pos, eof);
+  const found = nextStart(text, [TOOL_CALLS], pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const at = skipWhitespace(text, start + TOOL_CALLS.length);

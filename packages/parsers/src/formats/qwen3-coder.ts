@@ -5,7 +5,7 @@
 // `</parameter…>` markers.
 import type { RenderInput } from '@shears/core';
 import { argumentsObject, jinjaString } from '../core/arguments.js';
-import { findFirst, type FormatContext, holdback, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import { findFirst, type FormatContext, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
 import { heuristicValue, parameterSchemas, typedValue } from '../core/schema-values.js';
 import { type PyValue, pyDumps, skipWhitespace } from '../json/python-json.js';
 
@@ -27,7 +27,7 @@ function stripOneNewline(value: string): string {
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [TOOL_CALL, FUNCTION], pos, eof);
+  const found = nextStart(text, [TOOL_CALL, FUNCTION], pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const more: Step = { kind: 'more', skip: start };
@@ -39,7 +39,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     if (!text.startsWith(FUNCTION, cursor)) return bad('no <function=...> after <tool_call>', start + TOOL_CALL.length);
   }
   const nameStart = cursor + FUNCTION.length;
-  const nameEnd = text.indexOf('>', nameStart);
+  const nameEnd = context.find(text, '>', nameStart);
   if (nameEnd < 0) return eof ? bad('unterminated <function=', text.length) : more;
   const name = text.slice(nameStart, nameEnd).trim();
   if (name === '' || name.includes('<') || name.includes('\n')) return bad('malformed <function=NAME>', nameStart);
@@ -54,23 +54,24 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     }
     if (text.startsWith(PARAMETER, cursor)) {
       const keyStart = cursor + PARAMETER.length;
-      const keyEnd = text.indexOf('>', keyStart);
+      const keyEnd = context.find(text, '>', keyStart);
       if (keyEnd < 0) return eof ? finishCall(start, text.length) : more;
       const key = text.slice(keyStart, keyEnd).trim();
       const valueStart = keyEnd + 1;
-      const [stop, marker] = findFirst(text, VALUE_ENDS, valueStart);
+      const [stop, marker] = findFirst(text, VALUE_ENDS, valueStart, context);
       if (stop < 0 && !eof) return more;
       const valueEnd = stop < 0 ? text.length : stop;
       // A value may end in a partial marker only when the text is final.
       if (stop < 0 && !eof) return more;
-      if (stop >= 0 && !eof && stop === valueEnd && marker === PARAMETER_END && text.indexOf('>', stop) < 0 && text.length - stop < 24) return more;
+      const closeWindow = stop >= 0 && marker === PARAMETER_END ? text.slice(stop, stop + 24) : '';
+      if (!eof && closeWindow !== '' && !closeWindow.includes('>') && text.length - stop < 24) return more;
       args.set(key, convert(stripOneNewline(text.slice(valueStart, valueEnd)), name, key, schemas));
       cursor = valueEnd;
       if (marker === PARAMETER_END) {
         // `</parameter>` or a drifted `</parameter1>` / `</parameter_x>`: up to its `>` when close.
-        const close = text.indexOf('>', stop);
-        const nextOpen = text.indexOf('<', stop + 1);
-        cursor = close >= 0 && close - stop < 24 && (nextOpen < 0 || close < nextOpen) ? close + 1 : stop + PARAMETER_END.length;
+        const close = closeWindow.indexOf('>');
+        const nextOpen = closeWindow.indexOf('<', 1);
+        cursor = close >= 0 && (nextOpen < 0 || close < nextOpen) ? stop + close + 1 : stop + PARAMETER_END.length;
       }
       continue;
     }
@@ -84,12 +85,11 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     if (text.startsWith(TOOL_CALL_END, cursor)) return finishCall(start, cursor + TOOL_CALL_END.length);
     if (text.startsWith(TOOL_CALL, cursor) || text.startsWith(FUNCTION, cursor)) return finishCall(start, cursor);
     // Stray text between parameters is ignored up to the next tag.
-    const nextTag = text.indexOf('<', cursor + 1);
+    const nextTag = context.find(text, '<', cursor + 1);
     if (nextTag < 0) {
       if (!eof) return { kind: 'more', skip: start };
       return finishCall(start, text.length);
     }
-    if (!eof && holdback(text, VALUE_ENDS, nextTag) < text.length && text.indexOf('>', nextTag) < 0) return more;
     cursor = nextTag;
   }
 

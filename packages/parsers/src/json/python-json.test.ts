@@ -115,3 +115,33 @@ describe('pyLiteralEval (ast.literal_eval subset)', () => {
     });
   }
 });
+
+describe('canonical fast path', () => {
+  it('agrees with the full decoder on any JSON text, canonical or not', async () => {
+    const fc = (await import('fast-check')).default;
+    const { canonicalJsonEnd } = await import('./python-json.js');
+    const layouts = fc.constantFrom<[string, string]>([', ', ': '], [',', ':'], [', ', ':'], [',\n  ', ': ']);
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), layouts, (value, [comma, colon]) => {
+        const text = JSON.stringify(value, null, 0).replace(/,(?=(?:[^"\\]|\\.|"(?:[^"\\]|\\.)*")*$)/g, comma).replace(/:(?=(?:[^"\\]|\\.|"(?:[^"\\]|\\.)*")*$)/g, colon);
+        const full = pyJsonLoads(text, true);
+        const fast = pyJsonLoads(text);
+        expect(fast.ok).toBe(full.ok);
+        if (!full.ok || !fast.ok) return;
+        const canonical = pyDumps(full.value);
+        expect(pyDumps(fast.value)).toBe(canonical);
+        if (canonical.startsWith('{') || canonical.startsWith('[')) expect(canonicalJsonEnd(`${canonical} `, 0)).toBe(canonical.length);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses non-canonical spellings so they are re-serialised', async () => {
+    const { canonicalJsonEnd } = await import('./python-json.js');
+    for (const text of ['{"a":1}', '{"a": 1.50}', '{"a": -0}', '{"a": "\\u00e9"}', '{"a": "\\/"}', '{"a": 1, "a": 2}', '{"a": 1E5}', '[1,2]', '{"a": "x\ny"}']) {
+      expect(canonicalJsonEnd(`${text} `, 0), text).toBe(-1);
+    }
+    const sample = '{"a": [1, 2.5, "\\u001f\\n"], "b": {}}';
+    expect(canonicalJsonEnd(`${sample} tail`, 0)).toBe(sample.length);
+  });
+});

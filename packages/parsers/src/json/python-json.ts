@@ -9,7 +9,7 @@ export class PyNumber {
 }
 
 /** A decoded value: dicts are Maps (insertion order, last duplicate wins, first position kept). */
-export type PyValue = null | boolean | string | PyNumber | PyValue[] | Map<string, PyValue>;
+export type PyValue = null | boolean | string | PyNumber | RawJson | PyValue[] | Map<string, PyValue>;
 
 /** How a read ended: `incomplete` means the text ran out while the value could still be valid. */
 export type JsonReadFailure = 'incomplete' | 'invalid';
@@ -89,7 +89,7 @@ export function pyDumps(value: PyValue): string {
   if (value === true) return 'true';
   if (value === false) return 'false';
   if (typeof value === 'string') return pyQuote(value);
-  if (value instanceof PyNumber) return value.text;
+  if (value instanceof PyNumber || value instanceof RawJson) return value.text;
   if (Array.isArray(value)) {
     if (value.length === 0) return '[]';
     let out = '[';
@@ -161,6 +161,8 @@ export class JsonReader {
   failedAt = 0;
   /** Starts of objects still open when the read failed (outermost first). */
   openObjects: number[] = [];
+  /** Read the values of `arguments`/`parameters` keys through the canonical fast path. */
+  rawArguments = false;
   private depth = 0;
 
   read(text: string, start: number): PyValue | undefined {
@@ -264,11 +266,15 @@ export class JsonReader {
     let index = this.pos + 1;
     let runStart = index;
     let out = '';
+    // The quote search only moves forward and backslashes are looked for only before the
+    // quote, so many strings or many escapes stay linear.
+    let quote = text.indexOf('"', index);
     for (;;) {
-      const quote = text.indexOf('"', index);
-      const slash = text.indexOf('\\', index);
-      if (quote < 0 && slash < 0) return this.fail('incomplete', text.length);
-      if (quote >= 0 && (slash < 0 || quote < slash)) {
+      if (quote >= 0 && quote < index) quote = text.indexOf('"', index);
+      if (quote < 0) return this.fail('incomplete', text.length);
+      let slash = index;
+      while (slash < quote && text.charCodeAt(slash) !== 92) slash += 1;
+      if (slash === quote) {
         this.pos = quote + 1;
         return out + text.slice(runStart, quote);
       }
@@ -373,7 +379,12 @@ export class JsonReader {
       if (text.charCodeAt(this.pos) !== 58) return this.fail('invalid', this.pos);
       this.pos += 1;
       this.ws();
-      const item = this.value();
+      let item: PyValue | undefined;
+      const rawEnd = this.rawArguments && (key === 'arguments' || key === 'parameters') ? canonicalJsonEnd(text, this.pos) : -1;
+      if (rawEnd > 0 && (text.charCodeAt(this.pos) === 123 || text.charCodeAt(this.pos) === 91)) {
+        item = new RawJson(text.slice(this.pos, rawEnd));
+        this.pos = rawEnd;
+      } else item = this.value();
       if (item === undefined) return undefined;
       entries.set(key, item);
       this.ws();
@@ -396,11 +407,25 @@ function isDigit(code: number): boolean {
 
 const sharedReader = new JsonReader();
 
-/** `json.loads(text)`: the whole text (surrounding whitespace allowed) must be one value. */
-export function pyJsonLoads(text: string): { ok: true; value: PyValue } | { ok: false } {
+/** True for a decoded JSON object (a dict), whether decoded fully or kept as canonical text. */
+export function isPyObject(value: PyValue | undefined): boolean {
+  return value instanceof Map || (value instanceof RawJson && value.text.charCodeAt(0) === 123);
+}
+
+/**
+ * `json.loads(text)`: the whole text (surrounding whitespace allowed) must be one value.
+ * Canonical objects and arrays come back as RawJson unless `tree` is set.
+ */
+export function pyJsonLoads(text: string, tree = false): { ok: true; value: PyValue } | { ok: false } {
   const start = skipJsonWhitespace(text, 0);
+  const code = text.charCodeAt(start);
+  if (!tree && (code === 123 || code === 91)) {
+    const end = canonicalJsonEnd(text, start);
+    if (end > 0 && skipJsonWhitespace(text, end) === text.length) return { ok: true, value: new RawJson(text.slice(start, end)) };
+  }
   // Pad so a trailing number is known to be finished: the whole text is given.
   const padded = `${text} `;
+  sharedReader.rawArguments = !tree;
   const value = sharedReader.read(padded, start);
   if (value === undefined) return { ok: false };
   if (skipJsonWhitespace(padded, sharedReader.pos) !== padded.length) return { ok: false };
@@ -410,6 +435,7 @@ export function pyJsonLoads(text: string): { ok: true; value: PyValue } | { ok: 
 /** Plain JavaScript view of a PyValue (numbers become JS numbers), for tests and callers. */
 export function fromPyValue(value: PyValue): unknown {
   if (value instanceof PyNumber) return Number(value.text);
+  if (value instanceof RawJson) return JSON.parse(value.text);
   if (Array.isArray(value)) return value.map(fromPyValue);
   if (value instanceof Map) {
     const out: Record<string, unknown> = {};
@@ -419,4 +445,125 @@ export function fromPyValue(value: PyValue): unknown {
     return out;
   }
   return value;
+}
+
+/** JSON text that is already exactly what `json.dumps` would print; dumped as is. */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
+const SHORT_ESCAPES = new Set([34, 92, 98, 102, 110, 114, 116]);
+
+/**
+ * Fast path: if the value at `start` is valid JSON already written exactly as Python's
+ * `json.dumps(ensure_ascii=False)` would write it (`, `/`: ` separators, canonical escapes and
+ * numbers, no duplicate keys), returns its end; otherwise -1 and the caller decodes it fully.
+ * Model output copied from `tojson` templates is nearly always in this form, and checking it
+ * allocates nothing, which is what makes parsing fast.
+ */
+export function canonicalJsonEnd(text: string, start: number): number {
+  return canonicalValue(text, start, 0);
+}
+
+function canonicalValue(text: string, start: number, depth: number): number {
+  if (depth > 200) return -1;
+  const code = text.charCodeAt(start);
+  if (code === 34) return canonicalString(text, start);
+  if (code === 123) {
+    let index = start + 1;
+    if (text.charCodeAt(index) === 125) return index + 1;
+    let keys: string[] | Set<string> = [];
+    for (;;) {
+      if (text.charCodeAt(index) !== 34) return -1;
+      const keyEnd = canonicalString(text, index);
+      if (keyEnd < 0) return -1;
+      const key = text.slice(index, keyEnd);
+      // Canonical escaping is unique, so equal keys have equal text.
+      if (Array.isArray(keys)) {
+        if (keys.includes(key)) return -1;
+        keys.push(key);
+        if (keys.length > 16) keys = new Set(keys);
+      } else {
+        if (keys.has(key)) return -1;
+        keys.add(key);
+      }
+      if (text.charCodeAt(keyEnd) !== 58 || text.charCodeAt(keyEnd + 1) !== 32) return -1;
+      index = canonicalValue(text, keyEnd + 2, depth + 1);
+      if (index < 0) return -1;
+      const next = text.charCodeAt(index);
+      if (next === 125) return index + 1;
+      if (next !== 44 || text.charCodeAt(index + 1) !== 32) return -1;
+      index += 2;
+    }
+  }
+  if (code === 91) {
+    let index = start + 1;
+    if (text.charCodeAt(index) === 93) return index + 1;
+    for (;;) {
+      index = canonicalValue(text, index, depth + 1);
+      if (index < 0) return -1;
+      const next = text.charCodeAt(index);
+      if (next === 93) return index + 1;
+      if (next !== 44 || text.charCodeAt(index + 1) !== 32) return -1;
+      index += 2;
+    }
+  }
+  if (code === 116) return text.startsWith('true', start) ? start + 4 : -1;
+  if (code === 102) return text.startsWith('false', start) ? start + 5 : -1;
+  if (code === 110) return text.startsWith('null', start) ? start + 4 : -1;
+  if (code === 45 || (code >= 48 && code <= 57)) return canonicalNumber(text, start);
+  return -1;
+}
+
+function canonicalString(text: string, start: number): number {
+  let index = start + 1;
+  const length = text.length;
+  while (index < length) {
+    const code = text.charCodeAt(index);
+    if (code === 34) return index + 1;
+    if (code < 32) return -1;
+    if (code === 92) {
+      const escape = text.charCodeAt(index + 1);
+      if (SHORT_ESCAPES.has(escape)) index += 2;
+      else if (escape === 117) {
+        // Only control characters without a short form are written as \u00xx.
+        const hex = text.slice(index + 2, index + 6);
+        const value = /^00[01][0-9a-f]$/.test(hex) ? Number.parseInt(hex, 16) : -1;
+        if (value < 0 || value === 8 || value === 9 || value === 10 || value === 12 || value === 13) return -1;
+        index += 6;
+      } else return -1;
+    } else index += 1;
+  }
+  return -1;
+}
+
+function canonicalNumber(text: string, start: number): number {
+  let index = start;
+  if (text.charCodeAt(index) === 45) index += 1;
+  const first = text.charCodeAt(index);
+  if (first === 48) index += 1;
+  else if (first >= 49 && first <= 57) {
+    while (isDigit(text.charCodeAt(index))) index += 1;
+  } else return -1;
+  let isFloat = false;
+  if (text.charCodeAt(index) === 46) {
+    if (!isDigit(text.charCodeAt(index + 1))) return -1;
+    index += 2;
+    while (isDigit(text.charCodeAt(index))) index += 1;
+    isFloat = true;
+  }
+  const e = text.charCodeAt(index);
+  if (e === 101 || e === 69) {
+    let probe = index + 1;
+    const sign = text.charCodeAt(probe);
+    if (sign === 43 || sign === 45) probe += 1;
+    if (!isDigit(text.charCodeAt(probe))) return -1;
+    index = probe;
+    while (isDigit(text.charCodeAt(index))) index += 1;
+    isFloat = true;
+  }
+  if (index >= text.length) return -1; // may still grow
+  const lexeme = text.slice(start, index);
+  if (isFloat ? pyFloatRepr(Number(lexeme)) !== lexeme : lexeme === '-0') return -1;
+  return index;
 }

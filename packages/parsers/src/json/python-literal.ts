@@ -4,6 +4,9 @@
 import { PyNumber, type PyValue, pyFloatRepr, pyIntText } from './python-json.js';
 
 class LiteralError extends Error {}
+// One shared instance: failing is the common case for plain text, and building a stack trace
+// per attempt would dominate the cost.
+const LITERAL_FAILURE = new LiteralError('not a literal');
 
 const MAX_DEPTH = 500;
 
@@ -17,7 +20,7 @@ class LiteralReader {
   }
 
   fail(): never {
-    throw new LiteralError('not a literal');
+    throw LITERAL_FAILURE;
   }
 
   value(): PyValue {
@@ -160,6 +163,7 @@ function keyText(key: PyValue): string {
 
 /** `ast.literal_eval(text)` limited to JSON-representable values; undefined when it would fail. */
 export function pyLiteralEval(text: string): PyValue | undefined {
+  if (!/^[\s]*[-+.\d[({'"TFN]/.test(text)) return undefined;
   try {
     const reader = new LiteralReader(text);
     const value = reader.value();
