@@ -233,5 +233,8 @@ describe('docker sandbox settings', () => {
     expect(() => createDockerSandboxProvider({ poolSize: -1 })).toThrow(/"poolSize"/);
     expect(() => createDockerSandboxProvider({ network: 'host' as never })).toThrow(/"network"/);
     expect(() => createDockerSandboxProvider({ workdir: 'relative' })).toThrow(/"workdir"/);
+    expect(() => createDockerSandboxProvider({ hosts: ['docker.example:2375'] })).toThrow(
+      /unsupported scheme "docker\.example:"/,
+    );
   });
 });

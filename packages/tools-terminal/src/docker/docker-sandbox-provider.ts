@@ -125,6 +125,8 @@ function parseSettings(settings: unknown): ResolvedSettings {
       message: `Invalid docker sandbox settings at "${where}": ${issue?.message ?? parsed.error.message}`,
     });
   }
+  // Host URLs are checked now (no I/O) so a typo fails at start-up, not at the first acquire.
+  for (const host of parsed.data.hosts ?? []) resolveDockerConnection(host);
   return parsed.data;
 }
 
