@@ -45,7 +45,8 @@ for (const [label, name, args] of cases) {
     if (name === 'patch' && index % 2 === 1)
       input = { ...input, old_string: input.new_string, new_string: input.old_string };
     const started = performance.now();
-    const output = await tool.execute(tool.inputSchema.parse(input), context);
+    // A fresh state per call: the repeated-read guard would (rightly) block identical reads.
+    const output = await tool.execute(tool.inputSchema.parse(input), { ...context, state: new Map() });
     samples.push(performance.now() - started);
     if (typeof output !== 'string' && output.isError) throw new Error(`${label}: ${output.content}`);
   }
