@@ -39,16 +39,26 @@ async function freePort(): Promise<number> {
   });
 }
 
-function call(url: string, path: string, options: { method?: string; body?: Buffer; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Buffer; headers: Record<string, unknown> }> {
+function call(
+  url: string,
+  path: string,
+  options: { method?: string; body?: Buffer; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: Buffer; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'accept-encoding': 'gzip', ...(options.headers ?? {}) };
     if (options.body) headers['content-length'] = String(options.body.length);
-    const req = httpRequest(new URL(path, url), { method: options.method ?? 'GET', headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }));
-      res.on('error', reject);
-    });
+    const req = httpRequest(
+      new URL(path, url),
+      { method: options.method ?? 'GET', headers, agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
@@ -80,7 +90,13 @@ function makeGroup(seed: number): Buffer {
     masks.push(row.map((token, position) => (position < 512 ? -100 : token)));
     logprobs.push(row.map((_, position) => (position < 512 ? 1.0 : -next() * 4)));
   }
-  const group = { tokens, masks, scores: Array.from({ length: sequences }, () => next()), inference_logprobs: logprobs, env_id: null };
+  const group = {
+    tokens,
+    masks,
+    scores: Array.from({ length: sequences }, () => next()),
+    inference_logprobs: logprobs,
+    env_id: null,
+  };
   return gzipSync(JSON.stringify(group));
 }
 
@@ -88,23 +104,52 @@ async function main(): Promise<void> {
   const directory = mkdtempSync(join(tmpdir(), 'shears-api-bench-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--conditions=@shears/source', 'src/server-main.ts'], {
-    cwd: packageDirectory,
-    env: { ...process.env, SHEARS_API_PORT: String(port), SHEARS_API_DB: join(directory, 'api.sqlite'), SHEARS_API_SYNCHRONOUS: 'full', SHEARS_API_MAX_QUEUED_GROUPS: '100000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const server: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@shears/source', 'src/server-main.ts'],
+    {
+      cwd: packageDirectory,
+      env: {
+        ...process.env,
+        SHEARS_API_PORT: String(port),
+        SHEARS_API_DB: join(directory, 'api.sqlite'),
+        SHEARS_API_SYNCHRONOUS: 'full',
+        SHEARS_API_MAX_QUEUED_GROUPS: '100000',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       server.stdout?.on('data', (chunk: Buffer) => chunk.toString().includes('"listening"') && resolve());
       server.once('exit', (code) => reject(new Error(`server exited (${code})`)));
     });
     const pid = server.pid as number;
-    const register = { wandb_group: 'bench', wandb_project: 'bench', batch_size: batchSize, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 100, starting_step: 0, num_steps: 100000 };
-    await call(url, '/register', { method: 'POST', body: Buffer.from(JSON.stringify(register)), headers: { 'content-type': 'application/json' } });
+    const register = {
+      wandb_group: 'bench',
+      wandb_project: 'bench',
+      batch_size: batchSize,
+      max_token_len: 8192,
+      checkpoint_dir: 'c',
+      save_checkpoint_interval: 100,
+      starting_step: 0,
+      num_steps: 100000,
+    };
+    await call(url, '/register', {
+      method: 'POST',
+      body: Buffer.from(JSON.stringify(register)),
+      headers: { 'content-type': 'application/json' },
+    });
     await call(url, '/batch');
     const bodies = Array.from({ length: 8 }, (_, index) => makeGroup(index));
     const rawBytes = gunzipSync(bodies[0] as Buffer).length;
-    emit({ figure: 'payload', sequences, tokensPerSequence, jsonBytes: rawBytes, gzipBytes: (bodies[0] as Buffer).length });
+    emit({
+      figure: 'payload',
+      sequences,
+      tokensPerSequence,
+      jsonBytes: rawBytes,
+      gzipBytes: (bodies[0] as Buffer).length,
+    });
     const rssStart = rssOf(pid);
     let peakRss = rssStart;
     const sampler = setInterval(() => {
@@ -118,8 +163,13 @@ async function main(): Promise<void> {
       while (sent < totalGroups) {
         const index = sent++;
         const started = performance.now();
-        const response = await call(url, '/scored_data', { method: 'POST', body: bodies[index % bodies.length], headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
-        if (response.status !== 200) throw new Error(`POST /scored_data answered ${response.status}: ${response.body.toString()}`);
+        const response = await call(url, '/scored_data', {
+          method: 'POST',
+          body: bodies[index % bodies.length],
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        });
+        if (response.status !== 200)
+          throw new Error(`POST /scored_data answered ${response.status}: ${response.body.toString()}`);
         latencies.push(performance.now() - started);
       }
     };
@@ -140,7 +190,14 @@ async function main(): Promise<void> {
       atroposGroupsPerSecond: 17.3,
       atroposCpuMsPerGroup: 58,
     });
-    emit({ figure: 'memory', afterGroups: totalGroups, rssBytes: rssOf(pid), peakRssBytes: peakRss, startRssBytes: rssStart, atroposRssBytes: 15.2e9 });
+    emit({
+      figure: 'memory',
+      afterGroups: totalGroups,
+      rssBytes: rssOf(pid),
+      peakRssBytes: peakRss,
+      startRssBytes: rssStart,
+      atroposRssBytes: 15.2e9,
+    });
 
     // Phase 2: /batch latency (time to the last byte, gzip as Python clients ask for it).
     const batchLatencies: number[] = [];
@@ -153,7 +210,12 @@ async function main(): Promise<void> {
         const batch = JSON.parse(gunzipSync(response.body).toString()) as { batch: { tokens: unknown[] }[] };
         const total = batch.batch.reduce((sum, group) => sum + group.tokens.length, 0);
         if (total !== batchSize) throw new Error(`batch had ${total} sequences`);
-        emit({ figure: 'batch-size-check', sequences: total, groups: batch.batch.length, gzipBytes: response.body.length });
+        emit({
+          figure: 'batch-size-check',
+          sequences: total,
+          groups: batch.batch.length,
+          gzipBytes: response.body.length,
+        });
       }
     }
     emit({
@@ -189,7 +251,11 @@ async function main(): Promise<void> {
       while (sent < concurrentGroups) {
         const index = sent++;
         const started = performance.now();
-        const response = await call(url, '/scored_data', { method: 'POST', body: bodies[index % bodies.length], headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+        const response = await call(url, '/scored_data', {
+          method: 'POST',
+          body: bodies[index % bodies.length],
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        });
         if (response.status !== 200) throw new Error(`POST answered ${response.status}`);
         latencies.push(performance.now() - started);
       }

@@ -62,12 +62,15 @@ describe('discounted returns and per-step credit', () => {
 
 describe('group advantages', () => {
   it('keeps infrastructure and judge failures out of the statistics', () => {
-    const result = computeGroupAdvantages([
-      { score: 1, outcome: 'scored' },
-      { score: null, outcome: 'infra_failure' },
-      { score: 0, outcome: 'model_failure' },
-      { score: 0.9, outcome: 'judge_failure' },
-    ], { estimator: resolveAdvantageEstimator('dr-grpo') });
+    const result = computeGroupAdvantages(
+      [
+        { score: 1, outcome: 'scored' },
+        { score: null, outcome: 'infra_failure' },
+        { score: 0, outcome: 'model_failure' },
+        { score: 0.9, outcome: 'judge_failure' },
+      ],
+      { estimator: resolveAdvantageEstimator('dr-grpo') },
+    );
     expect(result.stats).toMatchObject({ counted: 2, excluded: 2, mean: 0.5 });
     expect(result.advantages).toEqual([0.5, null, -0.5, null]);
     expect(result.dropped).toBeNull();
@@ -81,15 +84,23 @@ describe('group advantages', () => {
     ]);
     expect(flat.dropped).toEqual({ reason: 'all_scores_equal' });
     counter.record(flat);
-    const kept = computeGroupAdvantages([
-      { score: 1, outcome: 'scored' },
-      { score: 1, outcome: 'scored' },
-    ], { dropEqualScores: false });
+    const kept = computeGroupAdvantages(
+      [
+        { score: 1, outcome: 'scored' },
+        { score: 1, outcome: 'scored' },
+      ],
+      { dropEqualScores: false },
+    );
     expect(kept.advantages).toEqual([0, 0]);
     counter.record(kept);
     counter.record(computeGroupAdvantages([{ score: null, outcome: 'aborted' }]));
     // A single counted rollout is not "all equal": Atropos silently drops every size-1 group.
     expect(computeGroupAdvantages([{ score: 1, outcome: 'scored' }]).dropped).toBeNull();
-    expect(counter.snapshot()).toEqual({ groups: 3, kept: 1, excludedRollouts: 1, dropped: { all_scores_equal: 1, too_few_counted: 1 } });
+    expect(counter.snapshot()).toEqual({
+      groups: 3,
+      kept: 1,
+      excludedRollouts: 1,
+      dropped: { all_scores_equal: 1, too_few_counted: 1 },
+    });
   });
 });

@@ -23,7 +23,11 @@ function mean(values: readonly number[]): number {
 function checkScores(scores: readonly number[]): void {
   scores.forEach((score, index) => {
     if (typeof score !== 'number' || !Number.isFinite(score)) {
-      throw new InvalidArgumentError({ argument: `scores[${index}]`, value: score, message: `advantage: score ${index} is not a finite number (${String(score)})` });
+      throw new InvalidArgumentError({
+        argument: `scores[${index}]`,
+        value: score,
+        message: `advantage: score ${index} is not a finite number (${String(score)})`,
+      });
     }
   });
 }
@@ -34,7 +38,8 @@ export function grpoAdvantages(scores: readonly number[], options: GrpoOptions =
   if (scores.length === 0) return [];
   const average = mean(scores);
   const denominator = options.std === 'population' ? scores.length : scores.length - 1;
-  const variance = denominator <= 0 ? 0 : scores.reduce((sum, score) => sum + (score - average) ** 2, 0) / denominator;
+  const variance =
+    denominator <= 0 ? 0 : scores.reduce((sum, score) => sum + (score - average) ** 2, 0) / denominator;
   const std = Math.sqrt(variance);
   if (std === 0) return scores.map(() => 0);
   return scores.map((score) => (score - average) / (std + (options.epsilon ?? 1e-8)));
@@ -65,13 +70,23 @@ export const ADVANTAGE_ESTIMATORS: Readonly<Record<string, AdvantageEstimator>> 
 /** The estimator registered under `name` (`grpo`, `dr-grpo`, `rloo`). */
 export function resolveAdvantageEstimator(name: string): AdvantageEstimator {
   const estimator = Object.hasOwn(ADVANTAGE_ESTIMATORS, name) ? ADVANTAGE_ESTIMATORS[name] : undefined;
-  if (!estimator) throw new NoSuchEntryError({ kind: 'advantage estimator', id: name, available: Object.keys(ADVANTAGE_ESTIMATORS) });
+  if (!estimator)
+    throw new NoSuchEntryError({
+      kind: 'advantage estimator',
+      id: name,
+      available: Object.keys(ADVANTAGE_ESTIMATORS),
+    });
   return estimator;
 }
 
 /** Discounted returns G_t = r_t + γ·G_{t+1}; `[1,1,1]`, γ = 0.9 → `[2.71, 1.9, 1]`. */
 export function discountedReturns(rewards: readonly number[], gamma: number): number[] {
-  if (!(gamma >= 0 && gamma <= 1)) throw new InvalidArgumentError({ argument: 'gamma', value: gamma, message: `discount gamma must be within [0, 1], got ${gamma}` });
+  if (!(gamma >= 0 && gamma <= 1))
+    throw new InvalidArgumentError({
+      argument: 'gamma',
+      value: gamma,
+      message: `discount gamma must be within [0, 1], got ${gamma}`,
+    });
   const returns = new Array<number>(rewards.length);
   let running = 0;
   for (let index = rewards.length - 1; index >= 0; index--) {
@@ -86,7 +101,12 @@ export function discountedReturns(rewards: readonly number[], gamma: number): nu
  * back, so step t of T gets `advantage · γ^(T−1−t)`.
  */
 export function stepAdvantages(terminalAdvantage: number, steps: number, gamma: number): number[] {
-  if (!Number.isInteger(steps) || steps < 0) throw new InvalidArgumentError({ argument: 'steps', value: steps, message: `steps must be a non-negative integer, got ${steps}` });
+  if (!Number.isInteger(steps) || steps < 0)
+    throw new InvalidArgumentError({
+      argument: 'steps',
+      value: steps,
+      message: `steps must be a non-negative integer, got ${steps}`,
+    });
   const rewards = Array.from({ length: steps }, (_, index) => (index === steps - 1 ? terminalAdvantage : 0));
   return discountedReturns(rewards, gamma);
 }
@@ -129,7 +149,14 @@ export interface GroupAdvantageOptions {
 export interface GroupAdvantageResult {
   /** Per rollout; null for rollouts kept out of the statistics. */
   advantages: (number | null)[];
-  stats: { counted: number; excluded: number; mean: number | null; std: number | null; min: number | null; max: number | null };
+  stats: {
+    counted: number;
+    excluded: number;
+    mean: number | null;
+    std: number | null;
+    min: number | null;
+    max: number | null;
+  };
   dropped: { reason: 'all_scores_equal' | 'too_few_counted' } | null;
 }
 
@@ -137,11 +164,19 @@ export interface GroupAdvantageResult {
  * Advantages for one group: infrastructure, judge, timeout and aborted rollouts (and rollouts
  * without a score) stay out of the statistics; flat groups are dropped when configured.
  */
-export function computeGroupAdvantages(rollouts: readonly GroupAdvantageInput[], options: GroupAdvantageOptions = {}): GroupAdvantageResult {
+export function computeGroupAdvantages(
+  rollouts: readonly GroupAdvantageInput[],
+  options: GroupAdvantageOptions = {},
+): GroupAdvantageResult {
   const estimator = options.estimator ?? ADVANTAGE_ESTIMATORS.grpo!;
   const countedIndexes: number[] = [];
   rollouts.forEach((rollout, index) => {
-    if (COUNTED_OUTCOMES.includes(rollout.outcome) && typeof rollout.score === 'number' && Number.isFinite(rollout.score)) countedIndexes.push(index);
+    if (
+      COUNTED_OUTCOMES.includes(rollout.outcome) &&
+      typeof rollout.score === 'number' &&
+      Number.isFinite(rollout.score)
+    )
+      countedIndexes.push(index);
   });
   const scores = countedIndexes.map((index) => (rollouts[index] as GroupAdvantageInput).score as number);
   const counted = scores.length;
@@ -150,13 +185,18 @@ export function computeGroupAdvantages(rollouts: readonly GroupAdvantageInput[],
     counted,
     excluded: rollouts.length - counted,
     mean: average,
-    std: average === null ? null : Math.sqrt(scores.reduce((sum, score) => sum + (score - average) ** 2, 0) / counted),
+    std:
+      average === null
+        ? null
+        : Math.sqrt(scores.reduce((sum, score) => sum + (score - average) ** 2, 0) / counted),
     min: counted > 0 ? Math.min(...scores) : null,
     max: counted > 0 ? Math.max(...scores) : null,
   };
   const advantages: (number | null)[] = rollouts.map(() => null);
-  if (counted < Math.max(1, options.minCounted ?? 1)) return { advantages, stats, dropped: { reason: 'too_few_counted' } };
-  if ((options.dropEqualScores ?? true) && counted >= 2 && stats.min === stats.max) return { advantages, stats, dropped: { reason: 'all_scores_equal' } };
+  if (counted < Math.max(1, options.minCounted ?? 1))
+    return { advantages, stats, dropped: { reason: 'too_few_counted' } };
+  if ((options.dropEqualScores ?? true) && counted >= 2 && stats.min === stats.max)
+    return { advantages, stats, dropped: { reason: 'all_scores_equal' } };
   const computed = estimator.compute(scores);
   countedIndexes.forEach((rolloutIndex, position) => {
     advantages[rolloutIndex] = computed[position] ?? 0;
@@ -171,7 +211,8 @@ export function createGroupFilterCounter() {
     record(result: GroupAdvantageResult): void {
       counts.groups++;
       counts.excludedRollouts += result.stats.excluded;
-      if (result.dropped) counts.dropped[result.dropped.reason] = (counts.dropped[result.dropped.reason] ?? 0) + 1;
+      if (result.dropped)
+        counts.dropped[result.dropped.reason] = (counts.dropped[result.dropped.reason] ?? 0) + 1;
       else counts.kept++;
     },
     snapshot() {

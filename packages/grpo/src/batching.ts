@@ -83,7 +83,11 @@ export const BATCH_SEARCH_WINDOW = 4096;
  * and enough sequences are queued, one group is split instead of waiting forever (Atropos
  * never forms a batch then).
  */
-export function planBatch(queue: readonly QueuedGroup[], batchSize: number, options: { splitGroups?: boolean } = {}): BatchPlan | undefined {
+export function planBatch(
+  queue: readonly QueuedGroup[],
+  batchSize: number,
+  options: { splitGroups?: boolean } = {},
+): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
   let total = 0;
   for (const group of queue) total += group.size;
@@ -146,7 +150,11 @@ export function planBatch(queue: readonly QueuedGroup[], batchSize: number, opti
  * adapted): minimums of connected envs are honoured first in registration order, then the rest
  * is filled in queue order. Unlike Atropos, groups without an env id are still batched.
  */
-export function planBatchWithMinimums(queue: readonly QueuedGroup[], batchSize: number, envs: readonly EnvRecord[]): BatchPlan | undefined {
+export function planBatchWithMinimums(
+  queue: readonly QueuedGroup[],
+  batchSize: number,
+  envs: readonly EnvRecord[],
+): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
   const minimums = new Map<number, number>();
   envs.forEach((env, envId) => {
@@ -214,13 +222,18 @@ export function computeEnvStatus(options: {
 }): EnvStatus {
   const { envId, envs, queue, batchSize } = options;
   const env = Number.isInteger(envId) && envId >= 0 ? envs[envId] : undefined;
-  if (!env) throw new EnvStatusError(`unknown env_id ${envId} (registered: ${envs.length === 0 ? 'none' : `0..${envs.length - 1}`})`);
+  if (!env)
+    throw new EnvStatusError(
+      `unknown env_id ${envId} (registered: ${envs.length === 0 ? 'none' : `0..${envs.length - 1}`})`,
+    );
   let total = 0;
-  for (const record of envs) if (record.connected) total += record.max_context_len * Math.max(0, record.weight);
+  for (const record of envs)
+    if (record.connected) total += record.max_context_len * Math.max(0, record.weight);
   if (total === 0) throw new EnvStatusError('the connected envs have a total weight of 0');
   const envWeight = Math.max(0.01, (env.max_context_len * env.weight) / total);
   let allocated = 0;
-  for (const record of envs) if (record.connected && record.min_batch_allocation !== null) allocated += record.min_batch_allocation;
+  for (const record of envs)
+    if (record.connected && record.min_batch_allocation !== null) allocated += record.min_batch_allocation;
   const unallocated = 1 - Math.min(1, allocated);
   let maxGroup = 1;
   let ownLargest = 0;

@@ -10,7 +10,9 @@ export interface Regression {
   current: number;
 }
 
-export type CollapseEvent = { type: 'collapse_detected'; regressions: Regression[]; weights: Record<string, number> } | { type: 'collapse_recovered'; weights: Record<string, number> };
+export type CollapseEvent =
+  | { type: 'collapse_detected'; regressions: Regression[]; weights: Record<string, number> }
+  | { type: 'collapse_recovered'; weights: Record<string, number> };
 
 export interface CollapseMonitorSettings {
   baselines: Record<string, number>;
@@ -33,7 +35,12 @@ export interface CollapseMonitor {
 export function createCollapseMonitor(settings: CollapseMonitorSettings): CollapseMonitor {
   const tolerance = settings.tolerance ?? 0.95;
   const share = settings.capabilityShare ?? 0.5;
-  if (!(share >= 0 && share < 1)) throw new InvalidArgumentError({ argument: 'capabilityShare', value: share, message: `capabilityShare must be within [0, 1), got ${share}` });
+  if (!(share >= 0 && share < 1))
+    throw new InvalidArgumentError({
+      argument: 'capabilityShare',
+      value: share,
+      message: `capabilityShare must be within [0, 1), got ${share}`,
+    });
   const source = settings.capabilitySource ?? 'capability';
   let saved: Record<string, number> | undefined;
   return {

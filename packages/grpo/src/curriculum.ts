@@ -24,13 +24,27 @@ export interface Curriculum<TLevel = string> {
 }
 
 export function createCurriculum<TLevel = string>(settings: CurriculumSettings<TLevel>): Curriculum<TLevel> {
-  if (settings.levels.length === 0) throw new InvalidArgumentError({ argument: 'levels', value: [], message: 'curriculum needs at least one level' });
+  if (settings.levels.length === 0)
+    throw new InvalidArgumentError({
+      argument: 'levels',
+      value: [],
+      message: 'curriculum needs at least one level',
+    });
   const window = settings.window ?? 100;
   const threshold = settings.threshold ?? 0.75;
-  if (!Number.isInteger(window) || window < 1) throw new InvalidArgumentError({ argument: 'window', value: window, message: `curriculum window must be a positive integer, got ${window}` });
+  if (!Number.isInteger(window) || window < 1)
+    throw new InvalidArgumentError({
+      argument: 'window',
+      value: window,
+      message: `curriculum window must be a positive integer, got ${window}`,
+    });
   let level = settings.startLevel ?? 0;
   if (!Number.isInteger(level) || level < 0 || level >= settings.levels.length) {
-    throw new InvalidArgumentError({ argument: 'startLevel', value: level, message: `curriculum startLevel must be within 0..${settings.levels.length - 1}, got ${level}` });
+    throw new InvalidArgumentError({
+      argument: 'startLevel',
+      value: level,
+      message: `curriculum startLevel must be within 0..${settings.levels.length - 1}, got ${level}`,
+    });
   }
   let recent: number[] = [];
   const mean = () => (recent.length < window ? null : recent.reduce((sum, score) => sum + score, 0) / window);

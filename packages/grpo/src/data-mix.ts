@@ -13,9 +13,19 @@ export interface MixedBatch<TItem> {
  * A batch of `batchSize` items: `onlineFraction` of fresh items (in order), the rest sampled
  * from the replay buffer; when the buffer runs short, fresh items fill the gap.
  */
-export function mixOnlineOffline<TItem>(options: { online: readonly TItem[]; replay: ReplayBuffer<TItem>; batchSize: number; onlineFraction?: number }): MixedBatch<TItem> {
+export function mixOnlineOffline<TItem>(options: {
+  online: readonly TItem[];
+  replay: ReplayBuffer<TItem>;
+  batchSize: number;
+  onlineFraction?: number;
+}): MixedBatch<TItem> {
   const fraction = options.onlineFraction ?? 0.7;
-  if (!(fraction >= 0 && fraction <= 1)) throw new InvalidArgumentError({ argument: 'onlineFraction', value: fraction, message: `onlineFraction must be within [0, 1], got ${fraction}` });
+  if (!(fraction >= 0 && fraction <= 1))
+    throw new InvalidArgumentError({
+      argument: 'onlineFraction',
+      value: fraction,
+      message: `onlineFraction must be within [0, 1], got ${fraction}`,
+    });
   const wantOnline = Math.min(options.online.length, Math.floor(options.batchSize * fraction));
   const offline = options.replay.sample(options.batchSize - wantOnline);
   const online = options.online.slice(0, Math.min(options.online.length, options.batchSize - offline.length));
@@ -33,7 +43,12 @@ export interface DataMix {
 export function createDataMix(initial: Record<string, number>): DataMix {
   let current: Record<string, number> = {};
   const check = (source: string, weight: number) => {
-    if (!(weight >= 0) || !Number.isFinite(weight)) throw new InvalidArgumentError({ argument: source, value: weight, message: `data mix weight of "${source}" must be a finite number ≥ 0, got ${weight}` });
+    if (!(weight >= 0) || !Number.isFinite(weight))
+      throw new InvalidArgumentError({
+        argument: source,
+        value: weight,
+        message: `data mix weight of "${source}" must be a finite number ≥ 0, got ${weight}`,
+      });
   };
   const setWeights = (weights: Record<string, number>) => {
     for (const [source, weight] of Object.entries(weights)) check(source, weight);

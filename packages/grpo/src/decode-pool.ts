@@ -34,7 +34,10 @@ export function createDecodePool(options: { workers: number }): DecodePool {
   }
   // Workers created with `eval: true` run as CommonJS scripts, so the source uses `require`.
   const source = workerSource();
-  const pending = new Map<number, { resolve: (result: DecodeResult) => void; reject: (error: Error) => void }>();
+  const pending = new Map<
+    number,
+    { resolve: (result: DecodeResult) => void; reject: (error: Error) => void }
+  >();
   const load = new Map<Worker, number>();
   let nextId = 0;
   const workers: Worker[] = [];

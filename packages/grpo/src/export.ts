@@ -1,7 +1,8 @@
 // SFT and DPO export from scored groups: chat JSONL of good rollouts for supervised fine-tuning,
 // and chosen/rejected pairs (best vs worst rollout of a group) for preference training.
-import { createWriteStream } from 'node:fs';
+
 import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import type { ScoredGroupRecord } from '@shears/core';
 
 export interface SftRecord {
@@ -19,18 +20,33 @@ export interface SftExportOptions {
 }
 
 const counted = (group: ScoredGroupRecord) =>
-  group.rollouts.map((rollout, index) => ({ rollout, score: group.scores[index] })).filter((entry): entry is { rollout: ScoredGroupRecord['rollouts'][number]; score: number } => typeof entry.score === 'number');
+  group.rollouts
+    .map((rollout, index) => ({ rollout, score: group.scores[index] }))
+    .filter(
+      (entry): entry is { rollout: ScoredGroupRecord['rollouts'][number]; score: number } =>
+        typeof entry.score === 'number',
+    );
 
-export function toSftRecords(groups: Iterable<ScoredGroupRecord>, options: SftExportOptions = {}): SftRecord[] {
+export function toSftRecords(
+  groups: Iterable<ScoredGroupRecord>,
+  options: SftExportOptions = {},
+): SftRecord[] {
   const out: SftRecord[] = [];
   for (const group of groups) {
-    let entries = counted(group).filter((entry) => options.minScore === undefined || entry.score >= options.minScore);
+    let entries = counted(group).filter(
+      (entry) => options.minScore === undefined || entry.score >= options.minScore,
+    );
     if ((options.select ?? 'best') === 'best' && entries.length > 0) {
       const best = entries.reduce((top, entry) => (entry.score > top.score ? entry : top));
       entries = [best];
     }
     for (const { rollout, score } of entries) {
-      out.push({ messages: rollout.messages as Record<string, unknown>[], score, task_id: group.taskId, group_id: group.groupId });
+      out.push({
+        messages: rollout.messages as Record<string, unknown>[],
+        score,
+        task_id: group.taskId,
+        group_id: group.groupId,
+      });
     }
   }
   return out;
@@ -54,7 +70,9 @@ export interface DpoExportOptions {
   pairs?: 'best-worst' | 'all';
 }
 
-function splitPrompt(messages: Record<string, unknown>[]): [Record<string, unknown>[], Record<string, unknown>[]] {
+function splitPrompt(
+  messages: Record<string, unknown>[],
+): [Record<string, unknown>[], Record<string, unknown>[]] {
   const first = messages.findIndex((message) => message.role === 'assistant');
   return first < 0 ? [messages, []] : [messages.slice(0, first), messages.slice(first)];
 }
@@ -65,15 +83,30 @@ export function toDpoPairs(groups: Iterable<ScoredGroupRecord>, options: DpoExpo
   for (const group of groups) {
     const entries = counted(group).sort((a, b) => b.score - a.score);
     if (entries.length < 2) continue;
-    const candidates: [typeof entries[number], typeof entries[number]][] = [];
-    if ((options.pairs ?? 'best-worst') === 'best-worst') candidates.push([entries[0] as (typeof entries)[number], entries[entries.length - 1] as (typeof entries)[number]]);
-    else for (let i = 0; i < entries.length; i++) for (let j = i + 1; j < entries.length; j++) candidates.push([entries[i] as (typeof entries)[number], entries[j] as (typeof entries)[number]]);
+    const candidates: [(typeof entries)[number], (typeof entries)[number]][] = [];
+    if ((options.pairs ?? 'best-worst') === 'best-worst')
+      candidates.push([
+        entries[0] as (typeof entries)[number],
+        entries[entries.length - 1] as (typeof entries)[number],
+      ]);
+    else
+      for (let i = 0; i < entries.length; i++)
+        for (let j = i + 1; j < entries.length; j++)
+          candidates.push([entries[i] as (typeof entries)[number], entries[j] as (typeof entries)[number]]);
     for (const [chosen, rejected] of candidates) {
       const difference = chosen.score - rejected.score;
       if (!(difference > 0) || difference < margin) continue;
       const [prompt, chosenTurns] = splitPrompt(chosen.rollout.messages as Record<string, unknown>[]);
       const [, rejectedTurns] = splitPrompt(rejected.rollout.messages as Record<string, unknown>[]);
-      out.push({ prompt, chosen: chosenTurns, rejected: rejectedTurns, score_chosen: chosen.score, score_rejected: rejected.score, task_id: group.taskId, group_id: group.groupId });
+      out.push({
+        prompt,
+        chosen: chosenTurns,
+        rejected: rejectedTurns,
+        score_chosen: chosen.score,
+        score_rejected: rejected.score,
+        task_id: group.taskId,
+        group_id: group.groupId,
+      });
     }
   }
   return out;

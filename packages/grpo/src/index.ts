@@ -1,6 +1,12 @@
 // @shears/grpo: GRPO advantages, scored-group building, the Atropos-compatible durable
 // trajectory API (server, client, sink), and training-data shaping. Named exports only.
-export type { AdvantageEstimator, GroupAdvantageInput, GroupAdvantageOptions, GroupAdvantageResult, GrpoOptions } from './advantages.js';
+export type {
+  AdvantageEstimator,
+  GroupAdvantageInput,
+  GroupAdvantageOptions,
+  GroupAdvantageResult,
+  GrpoOptions,
+} from './advantages.js';
 export {
   ADVANTAGE_ESTIMATORS,
   COUNTED_OUTCOMES,
@@ -14,12 +20,28 @@ export {
   stepAdvantages,
   tokenAdvantages,
 } from './advantages.js';
-export type { BuildScoredDataOptions, RecordToScoredDataOptions, RolloutForGroup } from './scored-group.js';
-export { buildScoredData, scoredDataFromRecord, tokenizeConversation } from './scored-group.js';
+export type { ApiSink, ApiSinkSettings } from './api-sink.js';
+export { createApiSink } from './api-sink.js';
 export type { BatchPlan, EnvRecord, EnvStatus, QueuedGroup } from './batching.js';
 export { computeEnvStatus, findGroupsSummingToTarget, planBatch, planBatchWithMinimums } from './batching.js';
-export type { TrajectoryApiServer, TrajectoryApiServerSettings } from './trajectory-api-server.js';
-export { createTrajectoryApiServer, startTrajectoryApiServer } from './trajectory-api-server.js';
+export type {
+  CollapseEvent,
+  CollapseMonitor,
+  CollapseMonitorSettings,
+  Regression,
+} from './collapse-monitor.js';
+export { createCollapseMonitor } from './collapse-monitor.js';
+export type { Curriculum, CurriculumSettings } from './curriculum.js';
+export { createCurriculum } from './curriculum.js';
+export type { DataMix, MixedBatch } from './data-mix.js';
+export { createDataMix, mixOnlineOffline } from './data-mix.js';
+export type { DpoExportOptions, DpoPair, SftExportOptions, SftRecord } from './export.js';
+export { toDpoPairs, toSftRecords, writeJsonl } from './export.js';
+export { default as plugin } from './plugin.js';
+export type { ReplayBuffer, ReplayBufferSettings } from './replay-buffer.js';
+export { createReplayBuffer, createReplayBufferSink } from './replay-buffer.js';
+export type { BuildScoredDataOptions, RecordToScoredDataOptions, RolloutForGroup } from './scored-group.js';
+export { buildScoredData, scoredDataFromRecord, tokenizeConversation } from './scored-group.js';
 export type {
   EnvRegistration,
   EnvRegistrationResult,
@@ -30,18 +52,8 @@ export type {
   TrajectoryApiClientSettings,
 } from './trajectory-api-client.js';
 export { createTrajectoryApiClient } from './trajectory-api-client.js';
-export type { ApiSink, ApiSinkSettings } from './api-sink.js';
-export { createApiSink } from './api-sink.js';
-export type { ReplayBuffer, ReplayBufferSettings } from './replay-buffer.js';
-export { createReplayBuffer, createReplayBufferSink } from './replay-buffer.js';
-export type { DataMix, MixedBatch } from './data-mix.js';
-export { createDataMix, mixOnlineOffline } from './data-mix.js';
-export type { Curriculum, CurriculumSettings } from './curriculum.js';
-export { createCurriculum } from './curriculum.js';
-export type { CollapseEvent, CollapseMonitor, CollapseMonitorSettings, Regression } from './collapse-monitor.js';
-export { createCollapseMonitor } from './collapse-monitor.js';
-export type { DpoExportOptions, DpoPair, SftExportOptions, SftRecord } from './export.js';
-export { toDpoPairs, toSftRecords, writeJsonl } from './export.js';
-export { default as plugin } from './plugin.js';
+export type { TrajectoryApiServer, TrajectoryApiServerSettings } from './trajectory-api-server.js';
+export { createTrajectoryApiServer, startTrajectoryApiServer } from './trajectory-api-server.js';
+
 import plugin from './plugin.js';
 export default plugin;

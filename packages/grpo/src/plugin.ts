@@ -1,6 +1,6 @@
 // The @shears/grpo plugin manifest: trajectory sinks `atropos-api` (push scored groups to an
 // Atropos-compatible trajectory API) and `replay-buffer` (keep high scorers for replay).
-import { InvalidArgumentError, definePlugin } from '@shears/core';
+import { definePlugin, InvalidArgumentError } from '@shears/core';
 import { createApiSink } from './api-sink.js';
 import { createReplayBuffer, createReplayBufferSink } from './replay-buffer.js';
 
@@ -10,11 +10,16 @@ const plugin = definePlugin({
   sinks: {
     'atropos-api': {
       aliases: ['atropos', 'trajectory-api'],
-      description: 'POST scored groups to an Atropos-compatible trajectory API (settings: url, authToken, envId, register, retries)',
+      description:
+        'POST scored groups to an Atropos-compatible trajectory API (settings: url, authToken, envId, register, retries)',
       create(settings) {
         const url = settings.url;
         if (typeof url !== 'string' || url === '') {
-          throw new InvalidArgumentError({ argument: 'url', value: url, message: 'sink "atropos-api" needs a "url" setting, e.g. http://127.0.0.1:8000' });
+          throw new InvalidArgumentError({
+            argument: 'url',
+            value: url,
+            message: 'sink "atropos-api" needs a "url" setting, e.g. http://127.0.0.1:8000',
+          });
         }
         return createApiSink({ ...(settings as Record<string, never>), url });
       },
@@ -23,7 +28,10 @@ const plugin = definePlugin({
       description: 'Keep groups whose best score passes a threshold (settings: capacity, threshold)',
       create(settings) {
         return createReplayBufferSink(
-          createReplayBuffer({ capacity: settings.capacity as number | undefined, threshold: settings.threshold as number | undefined }),
+          createReplayBuffer({
+            capacity: settings.capacity as number | undefined,
+            threshold: settings.threshold as number | undefined,
+          }),
         );
       },
     },

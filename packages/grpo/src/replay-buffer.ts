@@ -1,7 +1,13 @@
 // Experience replay for online/offline mixing (the seed's `replay_buffer`): keeps only
 // high-scoring items (score above a threshold, e.g. 0.7), bounded, sampled in proportion to
 // priority (the score by default) without replacement.
-import { InvalidArgumentError, type ScoredGroupRecord, ShearsError, type TrajectorySinkV1, throwIfAborted } from '@shears/core';
+import {
+  InvalidArgumentError,
+  type ScoredGroupRecord,
+  ShearsError,
+  type TrajectorySinkV1,
+  throwIfAborted,
+} from '@shears/core';
 
 export interface ReplayBufferSettings {
   /** Items kept at most; when full, the lowest-priority item makes room for a better one. Default 10,000. */
@@ -25,7 +31,12 @@ export interface ReplayBuffer<TItem> {
 
 export function createReplayBuffer<TItem>(settings: ReplayBufferSettings = {}): ReplayBuffer<TItem> {
   const capacity = settings.capacity ?? 10_000;
-  if (!Number.isInteger(capacity) || capacity < 1) throw new InvalidArgumentError({ argument: 'capacity', value: capacity, message: `replay buffer capacity must be a positive integer, got ${capacity}` });
+  if (!Number.isInteger(capacity) || capacity < 1)
+    throw new InvalidArgumentError({
+      argument: 'capacity',
+      value: capacity,
+      message: `replay buffer capacity must be a positive integer, got ${capacity}`,
+    });
   const threshold = settings.threshold ?? 0.7;
   const priority = settings.priority ?? ((score: number) => score);
   const random = settings.random ?? Math.random;
@@ -80,14 +91,17 @@ export function createReplayBuffer<TItem>(settings: ReplayBufferSettings = {}): 
  * A TrajectorySinkV1 that keeps high-scoring groups in a replay buffer (priority = the group's
  * best counted score), for mixing them back into later batches.
  */
-export function createReplayBufferSink(buffer: ReplayBuffer<ScoredGroupRecord>): TrajectorySinkV1 & { buffer: ReplayBuffer<ScoredGroupRecord> } {
+export function createReplayBufferSink(
+  buffer: ReplayBuffer<ScoredGroupRecord>,
+): TrajectorySinkV1 & { buffer: ReplayBuffer<ScoredGroupRecord> } {
   let closed = false;
   return {
     specificationVersion: 'v1',
     id: 'replay-buffer',
     buffer,
     async write(group, options = {}) {
-      if (closed) throw new ShearsError('replay-buffer sink: write after close', { code: 'SHEARS_SINK_CLOSED' });
+      if (closed)
+        throw new ShearsError('replay-buffer sink: write after close', { code: 'SHEARS_SINK_CLOSED' });
       throwIfAborted(options.signal);
       const scores = group.scores.filter((score): score is number => typeof score === 'number');
       if (group.dropped || scores.length === 0) return;

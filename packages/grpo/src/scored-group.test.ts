@@ -11,7 +11,9 @@ export const charTokenizer: TokenizerV1 = {
   encode: (text) => [...text].map((character) => character.codePointAt(0) as number),
   decode: (ids) => String.fromCodePoint(...ids),
   applyChatTemplate: (messages, options = {}) =>
-    messages.map((message) => `<${message.role}>${typeof message.content === 'string' ? message.content : ''}</>`).join('') + (options.addGenerationPrompt ? '<assistant>' : ''),
+    messages
+      .map((message) => `<${message.role}>${typeof message.content === 'string' ? message.content : ''}</>`)
+      .join('') + (options.addGenerationPrompt ? '<assistant>' : ''),
   stopTokenIds: [],
 };
 
@@ -19,8 +21,20 @@ describe('buildScoredData', () => {
   it('turns phase-2 token records into tokens, masks and inference logprobs with all 14 keys', () => {
     const group = buildScoredData({
       rollouts: [
-        { score: 1, tokens: { sequences: [{ tokens: [1, 5, 9], masks: [-100, 5, 9], logprobs: [1, -0.5, -0.1] }], splits: 0 }, advantage: 0.7, overrides: { temperature: 0.5 } },
-        { score: 0, tokens: { sequences: [{ tokens: [1, 6], masks: [-100, 6], logprobs: [1, -2] }], splits: 0 }, advantage: -0.7 },
+        {
+          score: 1,
+          tokens: {
+            sequences: [{ tokens: [1, 5, 9], masks: [-100, 5, 9], logprobs: [1, -0.5, -0.1] }],
+            splits: 0,
+          },
+          advantage: 0.7,
+          overrides: { temperature: 0.5 },
+        },
+        {
+          score: 0,
+          tokens: { sequences: [{ tokens: [1, 6], masks: [-100, 6], logprobs: [1, -2] }], splits: 0 },
+          advantage: -0.7,
+        },
       ],
       envId: 3,
       groupOverrides: { group_size: 2 },
@@ -28,10 +42,22 @@ describe('buildScoredData', () => {
     });
     expect(Object.keys(group).sort()).toEqual([...SCORED_DATA_KEYS].sort());
     expect(scoredDataSchema.safeParse(group).success).toBe(true);
-    expect(group.tokens).toEqual([[1, 5, 9], [1, 6]]);
-    expect(group.masks).toEqual([[-100, 5, 9], [-100, 6]]);
-    expect(group.inference_logprobs).toEqual([[1, -0.5, -0.1], [1, -2]]);
-    expect(group.advantages).toEqual([[0, 0.7, 0.7], [0, -0.7]]);
+    expect(group.tokens).toEqual([
+      [1, 5, 9],
+      [1, 6],
+    ]);
+    expect(group.masks).toEqual([
+      [-100, 5, 9],
+      [-100, 6],
+    ]);
+    expect(group.inference_logprobs).toEqual([
+      [1, -0.5, -0.1],
+      [1, -2],
+    ]);
+    expect(group.advantages).toEqual([
+      [0, 0.7, 0.7],
+      [0, -0.7],
+    ]);
     expect(group.overrides).toEqual([{ temperature: 0.5 }, {}]);
     expect(group.group_overrides).toEqual({ group_size: 2 });
     expect(group.env_id).toBe(3);
@@ -39,9 +65,17 @@ describe('buildScoredData', () => {
   });
 
   it('sends every sequence of a split record, each with the rollout score', () => {
-    const record = { sequences: [{ tokens: [1], masks: [1], logprobs: [-1] }, { tokens: [2, 3], masks: [-100, 3], logprobs: [1, -1] }], splits: 1 };
+    const record = {
+      sequences: [
+        { tokens: [1], masks: [1], logprobs: [-1] },
+        { tokens: [2, 3], masks: [-100, 3], logprobs: [1, -1] },
+      ],
+      splits: 1,
+    };
     expect(buildScoredData({ rollouts: [{ score: 0.5, tokens: record }] }).scores).toEqual([0.5, 0.5]);
-    expect(buildScoredData({ rollouts: [{ score: 0.5, tokens: record }], splitSequences: 'last' }).tokens).toEqual([[2, 3]]);
+    expect(
+      buildScoredData({ rollouts: [{ score: 0.5, tokens: record }], splitSequences: 'last' }).tokens,
+    ).toEqual([[2, 3]]);
   });
 
   it('tokenises phase-1 transcripts, training only the assistant turns', () => {
@@ -52,7 +86,9 @@ describe('buildScoredData', () => {
     const sequence = tokenizeConversation(charTokenizer, messages);
     const text = charTokenizer.decode(sequence.tokens);
     expect(text).toBe('<user>hi</><assistant>yo</>');
-    const trained = charTokenizer.decode(sequence.tokens.filter((_, index) => sequence.masks[index] !== -100));
+    const trained = charTokenizer.decode(
+      sequence.tokens.filter((_, index) => sequence.masks[index] !== -100),
+    );
     expect(trained).toBe('yo</>');
     const group = buildScoredData({ rollouts: [{ score: 1, messages }], tokenizer: charTokenizer });
     expect(group.inference_logprobs).toBeNull();
@@ -60,7 +96,9 @@ describe('buildScoredData', () => {
   });
 
   it('names what is missing when a rollout has neither tokens nor a tokenizer', () => {
-    expect(() => buildScoredData({ rollouts: [{ score: 1, messages: [{ role: 'user', content: 'x' }] }] })).toThrow(/rollout 0 has no token record/);
+    expect(() =>
+      buildScoredData({ rollouts: [{ score: 1, messages: [{ role: 'user', content: 'x' }] }] }),
+    ).toThrow(/rollout 0 has no token record/);
   });
 
   it('builds from a group record, leaving out uncounted rollouts and dropped groups', () => {

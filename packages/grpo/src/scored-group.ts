@@ -1,7 +1,16 @@
 // Building Atropos wire groups (`ScoredData`, all 14 keys) from rollouts: phase-2 token records
 // (tokens, masks, inference logprobs) or phase-1 chat transcripts tokenised with a chat
 // template, plus per-sequence `overrides` and `group_overrides`.
-import { type ChatMessage, InvalidArgumentError, SCORED_DATA_KEYS, type ScoredData, type ScoredGroupRecord, type TokenRecord, type TokenSequence, type TokenizerV1 } from '@shears/core';
+import {
+  type ChatMessage,
+  InvalidArgumentError,
+  SCORED_DATA_KEYS,
+  type ScoredData,
+  type ScoredGroupRecord,
+  type TokenizerV1,
+  type TokenRecord,
+  type TokenSequence,
+} from '@shears/core';
 import { tokenAdvantages } from './advantages.js';
 
 export interface RolloutForGroup {
@@ -42,16 +51,30 @@ function wireMessage(message: ChatMessage | Record<string, unknown>): Record<str
  * are trained (mask = token id), everything else is -100. Relies on the template rendering a
  * prefix of the conversation as a prefix of the text, which chat templates do.
  */
-export function tokenizeConversation(tokenizer: TokenizerV1, messages: readonly ChatMessage[]): TokenSequence {
+export function tokenizeConversation(
+  tokenizer: TokenizerV1,
+  messages: readonly ChatMessage[],
+): TokenSequence {
   const tokens = tokenizer.encode(tokenizer.applyChatTemplate([...messages]), { addSpecialTokens: false });
   const masks = tokens.map(() => -100);
   let start = 0;
   messages.forEach((message, index) => {
-    const end = Math.min(tokens.length, tokenizer.encode(tokenizer.applyChatTemplate(messages.slice(0, index + 1)), { addSpecialTokens: false }).length);
+    const end = Math.min(
+      tokens.length,
+      tokenizer.encode(tokenizer.applyChatTemplate(messages.slice(0, index + 1)), { addSpecialTokens: false })
+        .length,
+    );
     if (message.role === 'assistant') {
       // The generation prompt belongs to the prompt, not to the answer.
-      const promptEnd = index === 0 ? 0 : tokenizer.encode(tokenizer.applyChatTemplate(messages.slice(0, index), { addGenerationPrompt: true }), { addSpecialTokens: false }).length;
-      for (let position = Math.max(start, promptEnd); position < end; position++) masks[position] = tokens[position] as number;
+      const promptEnd =
+        index === 0
+          ? 0
+          : tokenizer.encode(
+              tokenizer.applyChatTemplate(messages.slice(0, index), { addGenerationPrompt: true }),
+              { addSpecialTokens: false },
+            ).length;
+      for (let position = Math.max(start, promptEnd); position < end; position++)
+        masks[position] = tokens[position] as number;
     }
     start = end;
   });
@@ -60,7 +83,12 @@ export function tokenizeConversation(tokenizer: TokenizerV1, messages: readonly 
 
 /** One Atropos wire group with all 14 keys. */
 export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
-  if (options.rollouts.length === 0) throw new InvalidArgumentError({ argument: 'rollouts', value: [], message: 'buildScoredData: a group needs at least one rollout' });
+  if (options.rollouts.length === 0)
+    throw new InvalidArgumentError({
+      argument: 'rollouts',
+      value: [],
+      message: 'buildScoredData: a group needs at least one rollout',
+    });
   const tokens: number[][] = [];
   const masks: number[][] = [];
   const scores: number[] = [];
@@ -74,7 +102,8 @@ export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
     let sequences: TokenSequence[];
     let realLogprobs = true;
     if (rollout.tokens && rollout.tokens.sequences.length > 0) {
-      sequences = options.splitSequences === 'last' ? rollout.tokens.sequences.slice(-1) : rollout.tokens.sequences;
+      sequences =
+        options.splitSequences === 'last' ? rollout.tokens.sequences.slice(-1) : rollout.tokens.sequences;
     } else if (options.tokenizer && rollout.messages) {
       sequences = [tokenizeConversation(options.tokenizer, rollout.messages as ChatMessage[])];
       realLogprobs = false;
@@ -87,12 +116,18 @@ export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
     }
     for (const sequence of sequences) {
       if (sequence.masks.length !== sequence.tokens.length) {
-        throw new InvalidArgumentError({ argument: `rollouts[${index}].tokens`, value: sequence.masks.length, message: `buildScoredData: rollout ${index} has ${sequence.tokens.length} tokens but ${sequence.masks.length} masks` });
+        throw new InvalidArgumentError({
+          argument: `rollouts[${index}].tokens`,
+          value: sequence.masks.length,
+          message: `buildScoredData: rollout ${index} has ${sequence.tokens.length} tokens but ${sequence.masks.length} masks`,
+        });
       }
       tokens.push([...sequence.tokens]);
       masks.push([...sequence.masks]);
       scores.push(rollout.score);
-      logprobs.push(realLogprobs && sequence.logprobs.length === sequence.tokens.length ? [...sequence.logprobs] : null);
+      logprobs.push(
+        realLogprobs && sequence.logprobs.length === sequence.tokens.length ? [...sequence.logprobs] : null,
+      );
       messages.push((rollout.messages ?? []).map((message) => wireMessage(message)));
       overrides.push({ ...(rollout.overrides ?? {}) });
       if (rollout.overrides && Object.keys(rollout.overrides).length > 0) anyOverrides = true;
@@ -109,7 +144,10 @@ export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
     masks,
     scores,
     advantages: anyAdvantage ? advantages : null,
-    messages: options.includeMessages === false || options.rollouts.every((rollout) => !rollout.messages) ? null : messages,
+    messages:
+      options.includeMessages === false || options.rollouts.every((rollout) => !rollout.messages)
+        ? null
+        : messages,
     generation_params: options.generationParams ?? null,
     inference_logprobs: logprobs.every((row) => row !== null) ? logprobs : null,
     overrides: anyOverrides ? overrides : null,
@@ -133,9 +171,13 @@ export interface RecordToScoredDataOptions {
  * The wire group for a shears group record, or null when the record was dropped or has no
  * counted rollout. Rollouts kept out of the statistics (null score) are left out of the group.
  */
-export function scoredDataFromRecord(record: ScoredGroupRecord, options: RecordToScoredDataOptions = {}): ScoredData | null {
+export function scoredDataFromRecord(
+  record: ScoredGroupRecord,
+  options: RecordToScoredDataOptions = {},
+): ScoredData | null {
   if (record.dropped) return null;
-  if (record.scoredData && options.envId === undefined) return { ...emptyGroup(), ...record.scoredData } as ScoredData;
+  if (record.scoredData && options.envId === undefined)
+    return { ...emptyGroup(), ...record.scoredData } as ScoredData;
   const rollouts: RolloutForGroup[] = [];
   record.rollouts.forEach((trajectory, index) => {
     const score = record.scores[index];
@@ -148,7 +190,12 @@ export function scoredDataFromRecord(record: ScoredGroupRecord, options: RecordT
     });
   });
   if (rollouts.length === 0) return null;
-  if (record.scoredData) return { ...emptyGroup(), ...record.scoredData, env_id: options.envId ?? record.scoredData.env_id ?? null } as ScoredData;
+  if (record.scoredData)
+    return {
+      ...emptyGroup(),
+      ...record.scoredData,
+      env_id: options.envId ?? record.scoredData.env_id ?? null,
+    } as ScoredData;
   return buildScoredData({
     rollouts,
     envId: options.envId,

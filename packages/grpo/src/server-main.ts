@@ -7,7 +7,8 @@
 import { startTrajectoryApiServer } from './trajectory-api-server.js';
 
 const environment = process.env;
-const number = (name: string): number | undefined => (environment[name] === undefined ? undefined : Number(environment[name]));
+const number = (name: string): number | undefined =>
+  environment[name] === undefined ? undefined : Number(environment[name]);
 
 const server = await startTrajectoryApiServer({
   host: environment.SHEARS_API_HOST ?? '127.0.0.1',

@@ -25,11 +25,20 @@ describe('replay buffer and online/offline mixing', () => {
     expect(buffer.add('b', 0.9)).toBe(true);
     expect(buffer.add('c', 0.75)).toBe(false);
     expect(buffer.add('d', 0.95)).toBe(true);
-    expect(buffer.items().map((entry) => entry.item).sort()).toEqual(['b', 'd']);
+    expect(
+      buffer
+        .items()
+        .map((entry) => entry.item)
+        .sort(),
+    ).toEqual(['b', 'd']);
   });
 
   it('samples high priorities more often', () => {
-    const buffer = createReplayBuffer<string>({ threshold: 0, priority: (score) => score, random: seeded(7) });
+    const buffer = createReplayBuffer<string>({
+      threshold: 0,
+      priority: (score) => score,
+      random: seeded(7),
+    });
     buffer.add('rare', 0.1);
     buffer.add('common', 0.9);
     let common = 0;
@@ -47,14 +56,20 @@ describe('replay buffer and online/offline mixing', () => {
     expect(batch.items).toHaveLength(256);
     const small = createReplayBuffer<number>();
     small.add(-1, 0.9);
-    expect(mixOnlineOffline({ online, replay: small, batchSize: 10 })).toMatchObject({ online: 9, offline: 1 });
+    expect(mixOnlineOffline({ online, replay: small, batchSize: 10 })).toMatchObject({
+      online: 9,
+      offline: 1,
+    });
   });
 });
 
 describe('curriculum', () => {
   it('advances when the mean of the last 100 scores passes 0.75', () => {
     const advances: number[] = [];
-    const curriculum = createCurriculum({ levels: ['single tool call', 'multi-step', 'complex'], onAdvance: (event) => advances.push(event.to) });
+    const curriculum = createCurriculum({
+      levels: ['single tool call', 'multi-step', 'complex'],
+      onAdvance: (event) => advances.push(event.to),
+    });
     for (let index = 0; index < 99; index++) expect(curriculum.record(1)).toBe(false);
     expect(curriculum.windowMean()).toBeNull();
     expect(curriculum.record(1)).toBe(true);
@@ -77,7 +92,11 @@ describe('collapse monitor', () => {
   it('shifts the mix toward capability data below 95 % of a baseline, emits events, and restores it', () => {
     const mix = createDataMix({ rl: 0.7, replay: 0.3, capability: 0 });
     const events: CollapseEvent[] = [];
-    const monitor = createCollapseMonitor({ baselines: { mmlu: 0.8, gsm8k: 0.6 }, mix, onEvent: (event) => events.push(event) });
+    const monitor = createCollapseMonitor({
+      baselines: { mmlu: 0.8, gsm8k: 0.6 },
+      mix,
+      onEvent: (event) => events.push(event),
+    });
     expect(monitor.check({ mmlu: 0.77, gsm8k: 0.6 })).toEqual([]);
     const regressions = monitor.check({ mmlu: 0.75, gsm8k: 0.6 });
     expect(regressions).toEqual([{ benchmark: 'mmlu', baseline: 0.8, current: 0.75 }]);
@@ -104,7 +123,12 @@ describe('SFT and DPO export', () => {
     ]);
     const pairs = toDpoPairs(groups);
     expect(pairs).toHaveLength(1);
-    expect(pairs[0]).toMatchObject({ prompt: [{ role: 'user', content: 'Say yes' }], chosen: [{ role: 'assistant', content: 'yes' }], score_chosen: 1, score_rejected: 0 });
+    expect(pairs[0]).toMatchObject({
+      prompt: [{ role: 'user', content: 'Say yes' }],
+      chosen: [{ role: 'assistant', content: 'yes' }],
+      score_chosen: 1,
+      score_rejected: 0,
+    });
     const directory = mkdtempSync(join(tmpdir(), 'shears-export-'));
     try {
       const path = join(directory, 'sft.jsonl');

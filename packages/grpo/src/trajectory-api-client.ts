@@ -6,7 +6,16 @@ import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { AbortedError, InvalidArgumentError, type Logger, type ScoredData, ServerError, safeParseJson, silentLogger, throwIfAborted } from '@shears/core';
+import {
+  AbortedError,
+  InvalidArgumentError,
+  type Logger,
+  type ScoredData,
+  ServerError,
+  safeParseJson,
+  silentLogger,
+  throwIfAborted,
+} from '@shears/core';
 
 export interface TrajectoryApiClientSettings {
   /** Base URL, e.g. `http://127.0.0.1:8000`. */
@@ -85,16 +94,25 @@ interface Reply {
 export interface TrajectoryApiClient {
   readonly url: string;
   /** Registers a trainer; the uuid is a 128-bit integer, returned as a decimal string. */
-  registerTrainer(registration: TrainerRegistration, options?: { signal?: AbortSignal }): Promise<{ uuid: string }>;
+  registerTrainer(
+    registration: TrainerRegistration,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ uuid: string }>;
   /** Registers an env, polling while the server says "wait for trainer to start" (unless `wait: false`). */
-  registerEnv(registration: EnvRegistration, options?: { wait?: boolean; pollMs?: number; signal?: AbortSignal }): Promise<EnvRegistrationResult>;
+  registerEnv(
+    registration: EnvRegistration,
+    options?: { wait?: boolean; pollMs?: number; signal?: AbortSignal },
+  ): Promise<EnvRegistrationResult>;
   disconnectEnv(envId: number): Promise<{ status: string; error?: string }>;
   info(): Promise<{ batch_size: number; max_token_len: number }>;
   wandbInfo(): Promise<{ group: string | null; project: string | null }>;
   status(): Promise<{ current_step: number; queue_size: number }>;
   statusEnv(envId: number): Promise<EnvStatusResponse>;
   /** POSTs one group (`/scored_data`) or several (`/scored_data_list`). */
-  submit(groups: ScoredData | ScoredData[], options?: { signal?: AbortSignal; idempotencyKey?: string }): Promise<SubmitResult>;
+  submit(
+    groups: ScoredData | ScoredData[],
+    options?: { signal?: AbortSignal; idempotencyKey?: string },
+  ): Promise<SubmitResult>;
   /** One trainer batch, or null when none is ready. Throws when the trainer is not registered. */
   batch(options?: { signal?: AbortSignal }): Promise<ScoredData[] | null>;
   latestExample(): Promise<Record<string, unknown>>;
@@ -120,10 +138,19 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
   try {
     base = new URL(settings.url);
   } catch (error) {
-    throw new InvalidArgumentError({ argument: 'url', value: settings.url, message: `trajectory API client: "${settings.url}" is not a URL (e.g. http://127.0.0.1:8000)`, cause: error });
+    throw new InvalidArgumentError({
+      argument: 'url',
+      value: settings.url,
+      message: `trajectory API client: "${settings.url}" is not a URL (e.g. http://127.0.0.1:8000)`,
+      cause: error,
+    });
   }
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw new InvalidArgumentError({ argument: 'url', value: settings.url, message: `trajectory API client: protocol must be http: or https:, got ${base.protocol}` });
+    throw new InvalidArgumentError({
+      argument: 'url',
+      value: settings.url,
+      message: `trajectory API client: protocol must be http: or https:, got ${base.protocol}`,
+    });
   }
   const logger = settings.logger ?? silentLogger;
   const sleep = settings.sleep ?? defaultSleep;
@@ -132,7 +159,12 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
   const timeoutMs = settings.timeoutMs ?? 120_000;
   const gzipThreshold = settings.gzipThreshold ?? 1024;
 
-  function send(method: string, path: string, body: unknown, options: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<Reply> {
+  function send(
+    method: string,
+    path: string,
+    body: unknown,
+    options: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
     throwIfAborted(options.signal);
     const url = new URL(path.replace(/^\//, ''), base.href.endsWith('/') ? base.href : `${base.href}/`);
     const headers: Record<string, string> = { 'accept-encoding': 'gzip', ...(options.headers ?? {}) };
@@ -166,8 +198,17 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
           }
         });
       });
-      req.on('timeout', () => req.destroy(new ServerError({ message: `trajectory API ${method} ${path} timed out after ${timeoutMs} ms`, endpoint: url.href })));
-      req.on('error', (error) => reject(options.signal?.aborted ? new AbortedError({ cause: error }) : error));
+      req.on('timeout', () =>
+        req.destroy(
+          new ServerError({
+            message: `trajectory API ${method} ${path} timed out after ${timeoutMs} ms`,
+            endpoint: url.href,
+          }),
+        ),
+      );
+      req.on('error', (error) =>
+        reject(options.signal?.aborted ? new AbortedError({ cause: error }) : error),
+      );
       req.end(payload);
     });
   }
@@ -189,7 +230,11 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
     });
   }
 
-  async function withRetries(what: string, signal: AbortSignal | undefined, attempt: () => Promise<Reply>): Promise<Reply> {
+  async function withRetries(
+    what: string,
+    signal: AbortSignal | undefined,
+    attempt: () => Promise<Reply>,
+  ): Promise<Reply> {
     for (let tries = 0; ; tries++) {
       let error: unknown;
       try {
@@ -202,9 +247,16 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
       }
       const retryable = !ServerError.isInstance(error) || error.retryable;
       if (!retryable || tries >= retries) throw error;
-      const backoff = Math.min(settings.maxBackoffMs ?? 10_000, (settings.initialBackoffMs ?? 250) * 2 ** tries) * (0.5 + random() / 2);
-      const wait = ServerError.isInstance(error) && error.retryAfterMs !== undefined ? Math.max(error.retryAfterMs, backoff) : backoff;
-      logger.warn(`trajectory API ${what} failed (attempt ${tries + 1}/${retries + 1}), retrying in ${Math.round(wait)} ms: ${(error as Error).message}`);
+      const backoff =
+        Math.min(settings.maxBackoffMs ?? 10_000, (settings.initialBackoffMs ?? 250) * 2 ** tries) *
+        (0.5 + random() / 2);
+      const wait =
+        ServerError.isInstance(error) && error.retryAfterMs !== undefined
+          ? Math.max(error.retryAfterMs, backoff)
+          : backoff;
+      logger.warn(
+        `trajectory API ${what} failed (attempt ${tries + 1}/${retries + 1}), retrying in ${Math.round(wait)} ms: ${(error as Error).message}`,
+      );
       await sleep(wait, signal);
     }
   }
@@ -217,10 +269,17 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
   return {
     url: base.href.replace(/\/$/, ''),
     async registerTrainer(registration, options = {}) {
-      const reply = await withRetries('POST /register', options.signal, () => send('POST', '/register', registration, { signal: options.signal }));
+      const reply = await withRetries('POST /register', options.signal, () =>
+        send('POST', '/register', registration, { signal: options.signal }),
+      );
       // The uuid is a 128-bit integer: read its digits, JSON.parse would round it.
       const match = /"uuid"\s*:\s*(-?\d+)/.exec(reply.text);
-      if (!match?.[1]) throw new ServerError({ message: `trajectory API /register answered without a uuid: ${reply.text.slice(0, 200)}`, endpoint: base.href, retryable: false });
+      if (!match?.[1])
+        throw new ServerError({
+          message: `trajectory API /register answered without a uuid: ${reply.text.slice(0, 200)}`,
+          endpoint: base.href,
+          retryable: false,
+        });
       return { uuid: match[1] };
     },
     async registerEnv(registration, options = {}) {
@@ -232,9 +291,19 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
         min_batch_allocation: registration.minBatchAllocation ?? null,
       };
       for (;;) {
-        const result = await call<{ status: string } & Partial<EnvRegistrationResult>>('POST', '/register-env', body, options.signal);
+        const result = await call<{ status: string } & Partial<EnvRegistrationResult>>(
+          'POST',
+          '/register-env',
+          body,
+          options.signal,
+        );
         if (result.status === 'success') return result as EnvRegistrationResult;
-        if (options.wait === false) throw new ServerError({ message: `trajectory API /register-env answered "${result.status}"`, endpoint: base.href, retryable: true });
+        if (options.wait === false)
+          throw new ServerError({
+            message: `trajectory API /register-env answered "${result.status}"`,
+            endpoint: base.href,
+            retryable: true,
+          });
         logger.debug(`trajectory API: ${result.status}; polling again`);
         await sleep(options.pollMs ?? 1000, options.signal);
       }
@@ -249,12 +318,24 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
       const path = list ? '/scored_data_list' : '/scored_data';
       const key = options.idempotencyKey ?? (settings.idempotencyKeys === false ? undefined : randomUUID());
       const headers = key ? { 'idempotency-key': key } : undefined;
-      const reply = await withRetries(`POST ${path}`, options.signal, () => send('POST', path, groups, { signal: options.signal, headers }));
+      const reply = await withRetries(`POST ${path}`, options.signal, () =>
+        send('POST', path, groups, { signal: options.signal, headers }),
+      );
       return parse<SubmitResult>(reply, `POST ${path}`);
     },
     async batch(options = {}) {
-      const result = await call<{ batch: ScoredData[] | null; status?: string; message?: string }>('GET', '/batch', undefined, options.signal);
-      if (result.status === 'error') throw new ServerError({ message: `trajectory API /batch: ${result.message ?? 'error'}`, endpoint: base.href, retryable: false });
+      const result = await call<{ batch: ScoredData[] | null; status?: string; message?: string }>(
+        'GET',
+        '/batch',
+        undefined,
+        options.signal,
+      );
+      if (result.status === 'error')
+        throw new ServerError({
+          message: `trajectory API /batch: ${result.message ?? 'error'}`,
+          endpoint: base.href,
+          retryable: false,
+        });
       return result.batch && result.batch.length > 0 ? result.batch : null;
     },
     latestExample: () => call('GET', '/latest_example'),

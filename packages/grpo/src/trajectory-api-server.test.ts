@@ -5,7 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { rawRequest } from '../test/http.js';
-import { type TrajectoryApiServer, type TrajectoryApiServerSettings, startTrajectoryApiServer } from './trajectory-api-server.js';
+import {
+  startTrajectoryApiServer,
+  type TrajectoryApiServer,
+  type TrajectoryApiServerSettings,
+} from './trajectory-api-server.js';
 
 const KEYS = [
   'tokens',
@@ -32,13 +36,22 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 let counter = 0;
 async function start(settings: TrajectoryApiServerSettings = {}): Promise<TrajectoryApiServer> {
-  return startTrajectoryApiServer({ port: 0, databasePath: join(directory, `db-${counter++}.sqlite`), decodeWorkers: 1, ...settings });
+  return startTrajectoryApiServer({
+    port: 0,
+    databasePath: join(directory, `db-${counter++}.sqlite`),
+    decodeWorkers: 1,
+    ...settings,
+  });
 }
 
 function group(size: number, length = 3, extra: Record<string, unknown> = {}) {
   return {
-    tokens: Array.from({ length: size }, (_, index) => Array.from({ length }, (_, position) => index * 1000 + position)),
-    masks: Array.from({ length: size }, () => Array.from({ length }, (_, position) => (position === 0 ? -100 : position))),
+    tokens: Array.from({ length: size }, (_, index) =>
+      Array.from({ length }, (_, position) => index * 1000 + position),
+    ),
+    masks: Array.from({ length: size }, () =>
+      Array.from({ length }, (_, position) => (position === 0 ? -100 : position)),
+    ),
     scores: Array.from({ length: size }, (_, index) => index / size),
     ...extra,
   };
@@ -59,7 +72,8 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
   let server: TrajectoryApiServer;
   let url: string;
   const get = (path: string, options = {}) => rawRequest(url, path, { method: 'GET', ...options });
-  const post = (path: string, body: unknown, options = {}) => rawRequest(url, path, { method: 'POST', body, ...options });
+  const post = (path: string, body: unknown, options = {}) =>
+    rawRequest(url, path, { method: 'POST', body, ...options });
 
   beforeAll(async () => {
     server = await start();
@@ -149,11 +163,26 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
 
   it('walks the environment handshake with a GET-with-body /status-env', async () => {
     await post('/register', registration(32));
-    expect((await post('/register-env', { max_token_length: 2048, desired_name: 'early', weight: 1, group_size: 4 })).json).toEqual({
+    expect(
+      (
+        await post('/register-env', {
+          max_token_length: 2048,
+          desired_name: 'early',
+          weight: 1,
+          group_size: 4,
+        })
+      ).json,
+    ).toEqual({
       status: 'wait for trainer to start',
     });
     await get('/batch');
-    const env = await post('/register-env', { max_token_length: 2048, desired_name: 'gsm8k', weight: 1.0, group_size: 4, min_batch_allocation: null });
+    const env = await post('/register-env', {
+      max_token_length: 2048,
+      desired_name: 'gsm8k',
+      weight: 1.0,
+      group_size: 4,
+      min_batch_allocation: null,
+    });
     expect(env.json).toEqual({
       status: 'success',
       env_id: 0,
@@ -163,14 +192,30 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
       checkpoint_interval: 10,
       num_steps: 10,
     });
-    expect((await post('/register-env', { max_token_length: 2048, desired_name: 'gsm8k', weight: 1, group_size: 4 })).json).toMatchObject({
+    expect(
+      (
+        await post('/register-env', {
+          max_token_length: 2048,
+          desired_name: 'gsm8k',
+          weight: 1,
+          group_size: 4,
+        })
+      ).json,
+    ).toMatchObject({
       env_id: 1,
       wandb_name: 'gsm8k_1',
     });
     expect((await post('/scored_data', { ...group(4), env_id: 0 })).status).toBe(200);
     const status = await get('/status-env', { body: { env_id: 0 } });
     expect(status.status).toBe(200);
-    expect(status.json).toEqual({ current_step: 0, queue_size: 1, unallocated_fraction: 1, self_queue_size: 1, max_group_size: 4, env_weight: 0.5 });
+    expect(status.json).toEqual({
+      current_step: 0,
+      queue_size: 1,
+      unallocated_fraction: 1,
+      self_queue_size: 1,
+      max_group_size: 4,
+      env_weight: 0.5,
+    });
     // Float fields keep Python's float form.
     expect(status.text).toContain('"unallocated_fraction":1.0');
     expect(status.text).toContain('"env_weight":0.5');
@@ -187,17 +232,29 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
   });
 
   it('answers 400 to bodies that are not gzip or are damaged', async () => {
-    expect((await rawRequest(url, '/scored_data', { rawBody: 'not gzip', headers: { 'content-encoding': 'gzip' } })).status).toBe(400);
+    expect(
+      (
+        await rawRequest(url, '/scored_data', {
+          rawBody: 'not gzip',
+          headers: { 'content-encoding': 'gzip' },
+        })
+      ).status,
+    ).toBe(400);
     const { gzipSync } = await import('node:zlib');
     const truncated = gzipSync(JSON.stringify(group(8))).subarray(0, 40);
-    const response = await rawRequest(url, '/scored_data', { rawBody: truncated, headers: { 'content-encoding': 'GZIP' } });
+    const response = await rawRequest(url, '/scored_data', {
+      rawBody: truncated,
+      headers: { 'content-encoding': 'GZIP' },
+    });
     expect(response.status).toBe(400);
     expect(response.text).toBe('Invalid gzip payload');
   });
 
   it('takes lists of groups and batches exactly batch_size sequences', async () => {
     await post('/register', registration(32));
-    const response = await post('/scored_data_list', [group(8), group(8), group(8), group(8)], { gzip: true });
+    const response = await post('/scored_data_list', [group(8), group(8), group(8), group(8)], {
+      gzip: true,
+    });
     expect(response.json).toEqual({ status: 'received', groups_processed: 4 });
     const groups = ((await get('/batch')).json as { batch: { tokens: unknown[] }[] }).batch;
     expect(groups.reduce((sum, item) => sum + item.tokens.length, 0)).toBe(32);
@@ -205,7 +262,12 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
 
   it('passes messages, generation params and logprobs through to /latest_example', async () => {
     await post('/register', registration(8));
-    const messages = [[{ role: 'user', content: 'What is 2+2?', reward: null }, { role: 'assistant', content: '4', reward: null }]];
+    const messages = [
+      [
+        { role: 'user', content: 'What is 2+2?', reward: null },
+        { role: 'assistant', content: '4', reward: null },
+      ],
+    ];
     const posted = await post('/scored_data', {
       ...group(1),
       messages,
@@ -224,8 +286,17 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
 
   it('serves batches of groups in submission order with every key present', async () => {
     await post('/register', registration(2));
-    await post('/scored_data', { ...group(1), messages: [[{ role: 'user', content: 'first' }]], overrides: [{ temperature: 0.5 }], unknown_key: 1 });
-    await post('/scored_data', { ...group(1), messages: [[{ role: 'user', content: 'second' }]], generation_params: { temperature: 0.8 } });
+    await post('/scored_data', {
+      ...group(1),
+      messages: [[{ role: 'user', content: 'first' }]],
+      overrides: [{ temperature: 0.5 }],
+      unknown_key: 1,
+    });
+    await post('/scored_data', {
+      ...group(1),
+      messages: [[{ role: 'user', content: 'second' }]],
+      generation_params: { temperature: 0.8 },
+    });
     const groups = ((await get('/batch')).json as { batch: Record<string, unknown>[] }).batch;
     expect(groups).toHaveLength(2);
     for (const item of groups) expect(Object.keys(item).sort()).toEqual([...KEYS].sort());
@@ -239,10 +310,28 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
   it('accepts every message shape Atropos accepts and rejects messages without role or content', async () => {
     await post('/register', registration(8));
     const shapes: unknown[] = [
-      [{ role: 'system', content: 's' }, { role: 'user', content: 'u' }, { role: 'assistant', content: 'a' }, { role: 'tool', content: 't' }],
-      [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }],
+      [
+        { role: 'system', content: 's' },
+        { role: 'user', content: 'u' },
+        { role: 'assistant', content: 'a' },
+        { role: 'tool', content: 't' },
+      ],
+      [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'hi' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+      ],
       [{ role: 'user', content: { nested: true } }],
-      [{ role: 'user', content: '' }, { role: 'user', content: ' ' }, { role: 'user', content: '0' }, { role: 'user', content: '12345' }],
+      [
+        { role: 'user', content: '' },
+        { role: 'user', content: ' ' },
+        { role: 'user', content: '0' },
+        { role: 'user', content: '12345' },
+      ],
       [{ role: 'dog', content: 'woof', reward: 0.5, extra: true, other: null }],
       [{ role: 'USER', content: 'x'.repeat(10_000) }],
       [{ role: 'user', content: 'emoji 🚀 ünïcödé \n\t "quoted"' }],
@@ -252,7 +341,9 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     }
     expect((await post('/scored_data', { ...group(1), images: ['aGVsbG8='] })).status).toBe(200);
     expect((await post('/scored_data', { ...group(1), messages: [] })).status).toBe(200);
-    expect((await post('/scored_data', { ...group(1), messages: [[{ content: 'no role' }]] })).status).toBe(422);
+    expect((await post('/scored_data', { ...group(1), messages: [[{ content: 'no role' }]] })).status).toBe(
+      422,
+    );
     expect((await post('/scored_data', { ...group(1), messages: [[{ role: 'user' }]] })).status).toBe(422);
   });
 
@@ -266,11 +357,16 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     expect((await post('/scored_data', { ...group(1), tokens: [[1.5]] })).status).toBe(422);
     expect((await rawRequest(url, '/scored_data', { rawBody: '{not json' })).status).toBe(422);
     expect((await rawRequest(url, '/scored_data', { method: 'POST', rawBody: '' })).status).toBe(422);
-    expect((await post('/register-env', { max_token_length: 1, desired_name: null, weight: 1, group_size: 4 })).status).toBe(422);
+    expect(
+      (await post('/register-env', { max_token_length: 1, desired_name: null, weight: 1, group_size: 4 }))
+        .status,
+    ).toBe(422);
     expect((await post('/register', { wandb_group: 'g' })).status).toBe(422);
     expect((await post('/scored_data_list', [group(1), { tokens: 1 }])).status).toBe(422);
     // Lax mode: integral floats and numeric strings are ints.
-    expect((await post('/scored_data', { ...group(1), tokens: [[1.0, '2', 3]], scores: [1] })).status).toBe(200);
+    expect((await post('/scored_data', { ...group(1), tokens: [[1.0, '2', 3]], scores: [1] })).status).toBe(
+      200,
+    );
   });
 
   it('handles SFT-style groups (test_sft_batch_processing)', async () => {
@@ -287,7 +383,11 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
       expect(response.status).toBe(200);
     }
     expect((await get('/status')).json).toEqual({ current_step: 0, queue_size: 4 });
-    const groups = ((await get('/batch')).json as { batch: { overrides: { sft: boolean }[]; group_overrides: { sft: boolean } }[] }).batch;
+    const groups = (
+      (await get('/batch')).json as {
+        batch: { overrides: { sft: boolean }[]; group_overrides: { sft: boolean } }[];
+      }
+    ).batch;
     expect(groups).toHaveLength(4);
     for (const item of groups) {
       expect(item.group_overrides.sft).toBe(true);
@@ -296,7 +396,11 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
   });
 
   it('answers /batch before any register with the error and an empty list', async () => {
-    expect((await get('/batch')).json).toEqual({ status: 'error', message: 'Trainer not registered. Call /register first.', batch: [] });
+    expect((await get('/batch')).json).toEqual({
+      status: 'error',
+      message: 'Trainer not registered. Call /register first.',
+      batch: [],
+    });
   });
 
   it('returns the empty latest example before anything was queued', async () => {
@@ -340,9 +444,19 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     await post('/register', registration(8));
     await get('/batch');
     await post('/register-env', { max_token_length: 2048, desired_name: 'env', weight: 1, group_size: 8 });
-    expect((await post('/scored_data', { ...group(4), env_id: 0 })).json).toEqual({ status: 'buffered', buffer_size: 4 });
+    expect((await post('/scored_data', { ...group(4), env_id: 0 })).json).toEqual({
+      status: 'buffered',
+      buffer_size: 4,
+    });
     expect((await get('/status')).json).toMatchObject({ queue_size: 0 });
-    expect((await post('/scored_data_list', [{ ...group(2), env_id: 0 }, { ...group(2), env_id: 0 }])).json).toEqual({
+    expect(
+      (
+        await post('/scored_data_list', [
+          { ...group(2), env_id: 0 },
+          { ...group(2), env_id: 0 },
+        ])
+      ).json,
+    ).toEqual({
       status: 'received',
       groups_processed: 2,
       buffered: 2,
@@ -355,7 +469,8 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
 
   it('advances the step by every batch formed and serves formed batches oldest first', async () => {
     await post('/register', registration(8));
-    for (let index = 0; index < 3; index++) await post('/scored_data', group(8, 3, { group_overrides: { index } }));
+    for (let index = 0; index < 3; index++)
+      await post('/scored_data', group(8, 3, { group_overrides: { index } }));
     const first = (await get('/batch')).json as { batch: { group_overrides: { index: number } }[] };
     expect(first.batch[0]?.group_overrides.index).toBe(0);
     expect((await get('/status')).json).toEqual({ current_step: 3, queue_size: 0 });
@@ -367,12 +482,20 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
   it('honours minimum batch allocations: a minimum-holding env without data stalls the batch', async () => {
     await post('/register', registration(8));
     await get('/batch');
-    await post('/register-env', { max_token_length: 2048, desired_name: 'a', weight: 1, group_size: 4, min_batch_allocation: 0.5 });
+    await post('/register-env', {
+      max_token_length: 2048,
+      desired_name: 'a',
+      weight: 1,
+      group_size: 4,
+      min_batch_allocation: 0.5,
+    });
     await post('/register-env', { max_token_length: 2048, desired_name: 'b', weight: 1, group_size: 4 });
     await post('/scored_data', { ...group(4), env_id: 1 });
     await post('/scored_data', { ...group(4), env_id: 1 });
     expect((await get('/batch')).json).toEqual({ batch: null });
-    expect((await get('/status-env', { body: { env_id: 1 } })).json).toMatchObject({ unallocated_fraction: 0.5 });
+    expect((await get('/status-env', { body: { env_id: 1 } })).json).toMatchObject({
+      unallocated_fraction: 0.5,
+    });
     await post('/scored_data', { ...group(4), env_id: 0 });
     const groups = ((await get('/batch')).json as { batch: { env_id: number }[] }).batch;
     expect(groups.map((item) => item.env_id)).toEqual([0, 1]);
@@ -382,7 +505,8 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
 describe('trajectory API: where shears does better than Atropos', () => {
   let server: TrajectoryApiServer;
   const get = (path: string, options = {}) => rawRequest(server.url, path, { method: 'GET', ...options });
-  const post = (path: string, body: unknown, options = {}) => rawRequest(server.url, path, { method: 'POST', body, ...options });
+  const post = (path: string, body: unknown, options = {}) =>
+    rawRequest(server.url, path, { method: 'POST', body, ...options });
   afterEach(() => server?.close());
 
   it('queues a group larger than the registered size instead of losing it', async () => {
@@ -398,11 +522,20 @@ describe('trajectory API: where shears does better than Atropos', () => {
   it('forms batches when batch_size is not a multiple of the group size, splitting one group', async () => {
     server = await start();
     await post('/register', registration(12));
-    for (let index = 0; index < 3; index++) await post('/scored_data', group(8, 3, { group_overrides: { index } }));
-    const first = ((await get('/batch')).json as { batch: { tokens: unknown[]; scores: number[]; group_overrides: { index: number } }[] }).batch;
+    for (let index = 0; index < 3; index++)
+      await post('/scored_data', group(8, 3, { group_overrides: { index } }));
+    const first = (
+      (await get('/batch')).json as {
+        batch: { tokens: unknown[]; scores: number[]; group_overrides: { index: number } }[];
+      }
+    ).batch;
     expect(first.map((item) => item.tokens.length)).toEqual([8, 4]);
     expect(first[1]?.scores).toEqual([0, 0.125, 0.25, 0.375]);
-    const second = ((await get('/batch')).json as { batch: { tokens: unknown[]; scores: number[]; group_overrides: { index: number } }[] }).batch;
+    const second = (
+      (await get('/batch')).json as {
+        batch: { tokens: unknown[]; scores: number[]; group_overrides: { index: number } }[];
+      }
+    ).batch;
     expect(second.map((item) => [item.group_overrides.index, item.tokens.length])).toEqual([
       [1, 4],
       [2, 8],
@@ -425,7 +558,9 @@ describe('trajectory API: where shears does better than Atropos', () => {
     server = await start({ maxRequestBytes: 10_000 });
     expect((await post('/scored_data', group(8, 1000))).status).toBe(413);
     // 40 KB of JSON that gzips far below the limit still inflates past it.
-    expect((await post('/scored_data', { ...group(1), images: 'a'.repeat(40_000) }, { gzip: true })).status).toBe(413);
+    expect(
+      (await post('/scored_data', { ...group(1), images: 'a'.repeat(40_000) }, { gzip: true })).status,
+    ).toBe(413);
   });
 
   it('requires the bearer token when one is configured', async () => {
@@ -452,7 +587,8 @@ describe('trajectory API: where shears does better than Atropos', () => {
     await post('/register', registration(4));
     await get('/batch');
     await post('/register-env', { max_token_length: 2048, desired_name: 'env', weight: 1, group_size: 4 });
-    for (let index = 0; index < 3; index++) await post('/scored_data', { ...group(4), env_id: 0, group_overrides: { index } });
+    for (let index = 0; index < 3; index++)
+      await post('/scored_data', { ...group(4), env_id: 0, group_overrides: { index } });
     await post('/scored_data', { ...group(2), env_id: 0 });
     const first = ((await get('/batch')).json as { batch: { group_overrides: { index: number } }[] }).batch;
     expect(first[0]?.group_overrides.index).toBe(0);
@@ -463,6 +599,9 @@ describe('trajectory API: where shears does better than Atropos', () => {
     const second = ((await get('/batch')).json as { batch: { group_overrides: { index: number } }[] }).batch;
     expect(second[0]?.group_overrides.index).toBe(1);
     // The buffered 2-sequence group survived too.
-    expect((await post('/scored_data', { ...group(2), env_id: 0 })).json).toEqual({ status: 'buffered', buffer_size: 0 });
+    expect((await post('/scored_data', { ...group(2), env_id: 0 })).json).toEqual({
+      status: 'buffered',
+      buffer_size: 0,
+    });
   });
 });

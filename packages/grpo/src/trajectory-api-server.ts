@@ -4,15 +4,21 @@
 // queued data lives in SQLite instead of the heap, the queue is bounded, and the places where
 // Atropos loses or starves data are fixed (docs/atropos-differences.md).
 import { randomBytes as nodeRandomBytes, timingSafeEqual } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { InvalidArgumentError, type Logger, safeParseJson, silentLogger } from '@shears/core';
-import { EnvStatusError, computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from './batching.js';
-import { type DecodePool, createDecodePool } from './decode-pool.js';
-import { type FormedBatch, type Synchronous, TrajectoryStore, joinSuffix } from './trajectory-store.js';
+import {
+  computeEnvStatus,
+  EnvStatusError,
+  planBatch,
+  planBatchWithMinimums,
+  usesMinimumAllocations,
+} from './batching.js';
+import { createDecodePool, type DecodePool } from './decode-pool.js';
+import { type FormedBatch, joinSuffix, type Synchronous, TrajectoryStore } from './trajectory-store.js';
 
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
@@ -90,18 +96,25 @@ function pyFloat(value: number): string {
 
 function jsonWithFloats(value: Record<string, unknown>, floatKeys: readonly string[]): string {
   const parts = Object.entries(value).map(
-    ([key, item]) => `${JSON.stringify(key)}:${floatKeys.includes(key) && typeof item === 'number' ? pyFloat(item) : JSON.stringify(item)}`,
+    ([key, item]) =>
+      `${JSON.stringify(key)}:${floatKeys.includes(key) && typeof item === 'number' ? pyFloat(item) : JSON.stringify(item)}`,
   );
   return `{${parts.join(',')}}`;
 }
-
 
 type FieldType = 'str' | 'int' | 'float' | 'float?';
 
 // The small request models (pydantic, lax mode): returns the coerced values or a 422.
 function validateModel(value: unknown, fields: Record<string, FieldType>): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw detail(422, [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: value }]);
+    throw detail(422, [
+      {
+        type: 'model_attributes_type',
+        loc: ['body'],
+        msg: 'Input should be a valid dictionary or object to extract fields from',
+        input: value,
+      },
+    ]);
   }
   const input = value as Record<string, unknown>;
   const issues: unknown[] = [];
@@ -115,19 +128,51 @@ function validateModel(value: unknown, fields: Record<string, FieldType>): Recor
     }
     if (type === 'str') {
       if (typeof item === 'string') output[name] = item;
-      else issues.push({ type: 'string_type', loc: ['body', name], msg: 'Input should be a valid string', input: item });
+      else
+        issues.push({
+          type: 'string_type',
+          loc: ['body', name],
+          msg: 'Input should be a valid string',
+          input: item,
+        });
     } else if (type === 'int') {
-      const number = typeof item === 'number' ? item : typeof item === 'string' && /^\s*[-+]?\d+\s*$/.test(item) ? Number(item) : typeof item === 'boolean' ? Number(item) : Number.NaN;
+      const number =
+        typeof item === 'number'
+          ? item
+          : typeof item === 'string' && /^\s*[-+]?\d+\s*$/.test(item)
+            ? Number(item)
+            : typeof item === 'boolean'
+              ? Number(item)
+              : Number.NaN;
       if (Number.isInteger(number)) output[name] = number;
-      else issues.push({ type: 'int_parsing', loc: ['body', name], msg: 'Input should be a valid integer', input: item });
+      else
+        issues.push({
+          type: 'int_parsing',
+          loc: ['body', name],
+          msg: 'Input should be a valid integer',
+          input: item,
+        });
     } else {
       if (item === null && type === 'float?') {
         output[name] = null;
         continue;
       }
-      const number = typeof item === 'number' ? item : typeof item === 'string' && item.trim() !== '' ? Number(item) : typeof item === 'boolean' ? Number(item) : Number.NaN;
+      const number =
+        typeof item === 'number'
+          ? item
+          : typeof item === 'string' && item.trim() !== ''
+            ? Number(item)
+            : typeof item === 'boolean'
+              ? Number(item)
+              : Number.NaN;
       if (Number.isFinite(number)) output[name] = number;
-      else issues.push({ type: 'float_parsing', loc: ['body', name], msg: 'Input should be a valid number', input: item });
+      else
+        issues.push({
+          type: 'float_parsing',
+          loc: ['body', name],
+          msg: 'Input should be a valid number',
+          input: item,
+        });
     }
   }
   if (issues.length > 0) throw detail(422, issues);
@@ -142,7 +187,8 @@ function trainerUuid(random: (size: number) => Uint8Array): string {
   return BigInt(`0x${Buffer.from(bytes).toString('hex')}`).toString();
 }
 
-const EMPTY_LATEST = '{"tokens":[],"masks":[],"scores":[],"advantages":[],"ref_logprobs":[],"generation_params":[],"inference_logprobs":[],"messages":[],"images":[]}';
+const EMPTY_LATEST =
+  '{"tokens":[],"masks":[],"scores":[],"advantages":[],"ref_logprobs":[],"generation_params":[],"inference_logprobs":[],"messages":[],"images":[]}';
 
 const ROUTES: Record<string, readonly string[]> = {
   '/': ['GET'],
@@ -197,13 +243,19 @@ function isGzip(request: IncomingMessage): boolean {
 
 function checkInt(value: number, name: string, minimum: number): number {
   if (!Number.isInteger(value) || value < minimum) {
-    throw new InvalidArgumentError({ argument: name, value, message: `trajectory API setting "${name}" must be an integer ≥ ${minimum}, got ${String(value)}` });
+    throw new InvalidArgumentError({
+      argument: name,
+      value,
+      message: `trajectory API setting "${name}" must be an integer ≥ ${minimum}, got ${String(value)}`,
+    });
   }
   return value;
 }
 
 /** Opens the store, starts listening and returns the running server. */
-export async function startTrajectoryApiServer(settings: TrajectoryApiServerSettings = {}): Promise<TrajectoryApiServer> {
+export async function startTrajectoryApiServer(
+  settings: TrajectoryApiServerSettings = {},
+): Promise<TrajectoryApiServer> {
   const logger = settings.logger ?? silentLogger;
   const now = settings.now ?? Date.now;
   const random = settings.randomBytes ?? ((size: number) => new Uint8Array(nodeRandomBytes(size)));
@@ -214,15 +266,30 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
   const idempotencyLimit = checkInt(settings.idempotencyKeyLimit ?? 100_000, 'idempotencyKeyLimit', 1);
   const batchOrder = settings.batchOrder ?? 'fifo';
   if (batchOrder !== 'fifo' && batchOrder !== 'lifo') {
-    throw new InvalidArgumentError({ argument: 'batchOrder', value: batchOrder, message: `trajectory API setting "batchOrder" must be "fifo" or "lifo", got "${String(batchOrder)}"` });
+    throw new InvalidArgumentError({
+      argument: 'batchOrder',
+      value: batchOrder,
+      message: `trajectory API setting "batchOrder" must be "fifo" or "lifo", got "${String(batchOrder)}"`,
+    });
   }
-  if (settings.synchronous !== undefined && settings.synchronous !== 'full' && settings.synchronous !== 'normal') {
-    throw new InvalidArgumentError({ argument: 'synchronous', value: settings.synchronous, message: `trajectory API setting "synchronous" must be "full" or "normal", got "${String(settings.synchronous)}"` });
+  if (
+    settings.synchronous !== undefined &&
+    settings.synchronous !== 'full' &&
+    settings.synchronous !== 'normal'
+  ) {
+    throw new InvalidArgumentError({
+      argument: 'synchronous',
+      value: settings.synchronous,
+      message: `trajectory API setting "synchronous" must be "full" or "normal", got "${String(settings.synchronous)}"`,
+    });
   }
   const workers = checkInt(settings.decodeWorkers ?? Math.min(4, availableParallelism()), 'decodeWorkers', 0);
   const expectedAuth = settings.authToken ? Buffer.from(`Bearer ${settings.authToken}`) : undefined;
 
-  const store = await TrajectoryStore.open({ path: settings.databasePath ?? 'shears-trajectory-api.sqlite', synchronous: settings.synchronous });
+  const store = await TrajectoryStore.open({
+    path: settings.databasePath ?? 'shears-trajectory-api.sqlite',
+    synchronous: settings.synchronous,
+  });
   const pool: DecodePool = createDecodePool({ workers });
   const leased = new Set<FormedBatch>();
   const metrics: Metrics = {
@@ -237,7 +304,12 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
   };
   const reject = (reason: string) => metrics.rejected.set(reason, (metrics.rejected.get(reason) ?? 0) + 1);
 
-  async function encodeBody(request: IncomingMessage, body: string | Buffer, contentType: string, headers: Record<string, string>): Promise<{ payload: Buffer; headers: Record<string, string> }> {
+  async function encodeBody(
+    request: IncomingMessage,
+    body: string | Buffer,
+    contentType: string,
+    headers: Record<string, string>,
+  ): Promise<{ payload: Buffer; headers: Record<string, string> }> {
     let payload = typeof body === 'string' ? Buffer.from(body) : body;
     const out: Record<string, string> = { 'content-type': contentType, ...headers };
     // Starlette's GZipMiddleware: responses of 1000 bytes or more, when the client accepts gzip.
@@ -250,13 +322,21 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
     return { payload, headers: out };
   }
 
-  async function send(request: IncomingMessage, response: ServerResponse, status: number, body: string | Buffer, contentType: string, headers: Record<string, string> = {}): Promise<void> {
+  async function send(
+    request: IncomingMessage,
+    response: ServerResponse,
+    status: number,
+    body: string | Buffer,
+    contentType: string,
+    headers: Record<string, string> = {},
+  ): Promise<void> {
     const encoded = await encodeBody(request, body, contentType, headers);
     response.writeHead(status, encoded.headers);
     response.end(encoded.payload);
   }
 
-  const json = (request: IncomingMessage, response: ServerResponse, body: string, status = 200) => send(request, response, status, body, 'application/json');
+  const json = (request: IncomingMessage, response: ServerResponse, body: string, status = 200) =>
+    send(request, response, status, body, 'application/json');
 
   function parseBody(body: Buffer, request: IncomingMessage): unknown {
     let bytes = body;
@@ -268,16 +348,34 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       }
     }
     const text = bytes.toString('utf8');
-    if (text.trim() === '') throw detail(422, [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+    if (text.trim() === '')
+      throw detail(422, [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
     const parsed = safeParseJson(text, { source: 'request body' });
-    if (!parsed.success) throw detail(422, [{ type: 'json_invalid', loc: ['body', parsed.error.position ?? 0], msg: 'JSON decode error', input: {} }]);
+    if (!parsed.success)
+      throw detail(422, [
+        {
+          type: 'json_invalid',
+          loc: ['body', parsed.error.position ?? 0],
+          msg: 'JSON decode error',
+          input: {},
+        },
+      ]);
     return parsed.value;
   }
 
-  async function handleScoredData(request: IncomingMessage, response: ServerResponse, body: Buffer, kind: 'single' | 'list'): Promise<void> {
+  async function handleScoredData(
+    request: IncomingMessage,
+    response: ServerResponse,
+    body: Buffer,
+    kind: 'single' | 'list',
+  ): Promise<void> {
     if (store.storedGroups >= maxQueuedGroups || store.storedBytes >= maxQueuedBytes) {
       reject('queue_full');
-      throw detail(429, `Queue full (${store.storedGroups} groups, ${store.storedBytes} bytes stored); retry later`, { 'retry-after': retryAfter });
+      throw detail(
+        429,
+        `Queue full (${store.storedGroups} groups, ${store.storedBytes} bytes stored); retry later`,
+        { 'retry-after': retryAfter },
+      );
     }
     const key = request.headers['idempotency-key'];
     const idempotencyKey = typeof key === 'string' && key !== '' ? key : undefined;
@@ -309,7 +407,9 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       respond: (outcome) => {
         if (kind === 'single') {
           const buffered = outcome[0];
-          return buffered === undefined ? '{"status":"received"}' : JSON.stringify({ status: 'buffered', buffer_size: buffered });
+          return buffered === undefined
+            ? '{"status":"received"}'
+            : JSON.stringify({ status: 'buffered', buffer_size: buffered });
         }
         const result: Record<string, unknown> = { status: 'received', groups_processed: outcome.length };
         const bufferedOnes = outcome.filter((item) => item !== undefined);
@@ -331,7 +431,11 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
   async function handleBatch(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const run = store.run;
     if (!run.registered) {
-      await json(request, response, '{"status":"error","message":"Trainer not registered. Call /register first.","batch":[]}');
+      await json(
+        request,
+        response,
+        '{"status":"error","message":"Trainer not registered. Call /register first.","batch":[]}',
+      );
       return;
     }
     if (!run.started) store.transaction(() => void (run.started = true));
@@ -339,7 +443,9 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
     if (available.length === 0) {
       const minimums = usesMinimumAllocations(run.envs);
       const formed = store.formBatches((queue) =>
-        minimums ? planBatchWithMinimums(queue, run.batchSize, run.envs) : planBatch(queue, run.batchSize, { splitGroups: settings.splitGroups ?? true }),
+        minimums
+          ? planBatchWithMinimums(queue, run.batchSize, run.envs)
+          : planBatch(queue, run.batchSize, { splitGroups: settings.splitGroups ?? true }),
       );
       if (formed > 0) logger.debug(`formed ${formed} batch(es); step is now ${store.run.step}`);
       available = store.formed.filter((batch) => !leased.has(batch));
@@ -353,7 +459,12 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
     try {
       const rows = store.readBatch(batch);
       const texts = await Promise.all(
-        rows.map(async (row) => joinSuffix((row.encoding === 1 ? await gunzip(row.payload) : row.payload).toString('utf8'), row.suffix)),
+        rows.map(async (row) =>
+          joinSuffix(
+            (row.encoding === 1 ? await gunzip(row.payload) : row.payload).toString('utf8'),
+            row.suffix,
+          ),
+        ),
       );
       const encoded = await encodeBody(request, `{"batch":[${texts.join(',')}]}`, 'application/json', {});
       await deliverBatch(response, batch, encoded);
@@ -366,7 +477,11 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
   // written and drained first; then the last bytes go to the kernel and the groups are deleted
   // in the same synchronous step. A crash before that step leaves the batch on disk (the trainer
   // saw an incomplete response and will get it again); after it, the trainer has it all.
-  async function deliverBatch(response: ServerResponse, batch: FormedBatch, encoded: { payload: Buffer; headers: Record<string, string> }): Promise<void> {
+  async function deliverBatch(
+    response: ServerResponse,
+    batch: FormedBatch,
+    encoded: { payload: Buffer; headers: Record<string, string> },
+  ): Promise<void> {
     const cut = Math.max(0, encoded.payload.length - 16);
     response.writeHead(200, encoded.headers);
     if (cut > 0 && !response.write(encoded.payload.subarray(0, cut))) {
@@ -391,12 +506,13 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
     };
     const tail = encoded.payload.subarray(cut);
-    const handedOver = store.formed.includes(batch)
-      ? store.completeBatchWith(batch, () => {
-          response.end(tail);
-          return (response.socket?.writableLength ?? 1) === 0;
-        })
-      : (response.end(tail), true);
+    let handedOver = true;
+    if (store.formed.includes(batch)) {
+      handedOver = store.completeBatchWith(batch, () => {
+        response.end(tail);
+        return (response.socket?.writableLength ?? 1) === 0;
+      });
+    } else response.end(tail); // a /reset_data removed it meanwhile
     if (handedOver) {
       metrics.batchesServed++;
       metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
@@ -419,29 +535,77 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
       for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
     };
     const queuedSequences = store.queue.reduce((sum, group) => sum + group.size, 0);
-    metric('shears_api_requests_total', 'counter', 'HTTP requests by path and status.', [...metrics.requests].map(([key, value]) => [key, value]));
-    metric('shears_api_groups_received_total', 'counter', 'Groups accepted by /scored_data and /scored_data_list.', [['', metrics.groupsReceived]]);
-    metric('shears_api_sequences_received_total', 'counter', 'Sequences accepted.', [['', metrics.sequencesReceived]]);
-    metric('shears_api_batches_served_total', 'counter', 'Batches delivered to trainers.', [['', metrics.batchesServed]]);
-    metric('shears_api_sequences_served_total', 'counter', 'Sequences delivered to trainers.', [['', metrics.sequencesServed]]);
-    metric('shears_api_rejected_total', 'counter', 'Rejected submissions by reason.', [...metrics.rejected].map(([reason, value]) => [`{reason="${reason}"}`, value]));
-    metric('shears_api_idempotent_replays_total', 'counter', 'Retried POSTs answered from the idempotency record.', [['', metrics.idempotentReplays]]);
-    metric('shears_api_queue_groups', 'gauge', 'Groups waiting in the main queue.', [['', store.queue.length]]);
-    metric('shears_api_queue_sequences', 'gauge', 'Sequences waiting in the main queue.', [['', queuedSequences]]);
-    metric('shears_api_buffered_groups', 'gauge', 'Undersized groups waiting in env buffers.', [['', metrics.groupsBuffered]]);
-    metric('shears_api_formed_batches', 'gauge', 'Formed batches not yet delivered.', [['', store.formed.length]]);
+    metric(
+      'shears_api_requests_total',
+      'counter',
+      'HTTP requests by path and status.',
+      [...metrics.requests].map(([key, value]) => [key, value]),
+    );
+    metric(
+      'shears_api_groups_received_total',
+      'counter',
+      'Groups accepted by /scored_data and /scored_data_list.',
+      [['', metrics.groupsReceived]],
+    );
+    metric('shears_api_sequences_received_total', 'counter', 'Sequences accepted.', [
+      ['', metrics.sequencesReceived],
+    ]);
+    metric('shears_api_batches_served_total', 'counter', 'Batches delivered to trainers.', [
+      ['', metrics.batchesServed],
+    ]);
+    metric('shears_api_sequences_served_total', 'counter', 'Sequences delivered to trainers.', [
+      ['', metrics.sequencesServed],
+    ]);
+    metric(
+      'shears_api_rejected_total',
+      'counter',
+      'Rejected submissions by reason.',
+      [...metrics.rejected].map(([reason, value]) => [`{reason="${reason}"}`, value]),
+    );
+    metric(
+      'shears_api_idempotent_replays_total',
+      'counter',
+      'Retried POSTs answered from the idempotency record.',
+      [['', metrics.idempotentReplays]],
+    );
+    metric('shears_api_queue_groups', 'gauge', 'Groups waiting in the main queue.', [
+      ['', store.queue.length],
+    ]);
+    metric('shears_api_queue_sequences', 'gauge', 'Sequences waiting in the main queue.', [
+      ['', queuedSequences],
+    ]);
+    metric('shears_api_buffered_groups', 'gauge', 'Undersized groups waiting in env buffers.', [
+      ['', metrics.groupsBuffered],
+    ]);
+    metric('shears_api_formed_batches', 'gauge', 'Formed batches not yet delivered.', [
+      ['', store.formed.length],
+    ]);
     metric('shears_api_stored_groups', 'gauge', 'Groups on disk.', [['', store.storedGroups]]);
     metric('shears_api_stored_bytes', 'gauge', 'Payload bytes on disk.', [['', store.storedBytes]]);
-    metric('shears_api_queue_limit_groups', 'gauge', 'Stored-group limit before 429.', [['', maxQueuedGroups]]);
+    metric('shears_api_queue_limit_groups', 'gauge', 'Stored-group limit before 429.', [
+      ['', maxQueuedGroups],
+    ]);
     metric('shears_api_current_step', 'gauge', 'Trainer step (batches formed).', [['', store.run.step]]);
-    metric('shears_api_registered_envs', 'gauge', 'Registered envs (connected or not).', [['', store.run.envs.length]]);
-    metric('process_resident_memory_bytes', 'gauge', 'Resident memory of the server process.', [['', process.memoryUsage().rss]]);
+    metric('shears_api_registered_envs', 'gauge', 'Registered envs (connected or not).', [
+      ['', store.run.envs.length],
+    ]);
+    metric('process_resident_memory_bytes', 'gauge', 'Resident memory of the server process.', [
+      ['', process.memoryUsage().rss],
+    ]);
     return `${lines.join('\n')}\n`;
   }
 
-  async function route(request: IncomingMessage, response: ServerResponse, path: string, query: URLSearchParams): Promise<void> {
+  async function route(
+    request: IncomingMessage,
+    response: ServerResponse,
+    path: string,
+    query: URLSearchParams,
+  ): Promise<void> {
     const method = request.method ?? 'GET';
-    const limit = path === '/scored_data' || path === '/scored_data_list' ? maxRequestBytes : Math.min(maxRequestBytes, 16 * 1024 * 1024);
+    const limit =
+      path === '/scored_data' || path === '/scored_data_list'
+        ? maxRequestBytes
+        : Math.min(maxRequestBytes, 16 * 1024 * 1024);
     const body = await readBody(request, limit);
     const run = store.run;
     switch (`${method} ${path}`) {
@@ -520,30 +684,60 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
         const input = validateModel(parseBody(body, request), { env_id: 'int' });
         const envId = input.env_id as number;
         const env = envId >= 0 ? run.envs[envId] : undefined;
-        if (!env) return json(request, response, JSON.stringify({ status: 'failure', error: 'list index out of range' }));
+        if (!env)
+          return json(
+            request,
+            response,
+            JSON.stringify({ status: 'failure', error: 'list index out of range' }),
+          );
         store.transaction(() => void (env.connected = false));
         return json(request, response, '{"status":"success"}');
       }
       case 'GET /wandb_info':
         return json(request, response, JSON.stringify({ group: run.group, project: run.project }));
       case 'GET /info':
-        return json(request, response, JSON.stringify({ batch_size: run.batchSize, max_token_len: run.maxTokenLen }));
+        return json(
+          request,
+          response,
+          JSON.stringify({ batch_size: run.batchSize, max_token_len: run.maxTokenLen }),
+        );
       case 'GET /status':
-        return json(request, response, JSON.stringify({ current_step: run.step, queue_size: store.queue.length }));
+        return json(
+          request,
+          response,
+          JSON.stringify({ current_step: run.step, queue_size: store.queue.length }),
+        );
       case 'GET /status-env': {
         // Atropos takes `{"env_id"}` as a JSON body on a GET; `?env_id=` is an extension for fetch-only clients.
         const fromQuery = query.get('env_id');
-        const input = body.length === 0 && fromQuery !== null ? validateModel({ env_id: fromQuery }, { env_id: 'int' }) : validateModel(parseBody(body, request), { env_id: 'int' });
+        const input =
+          body.length === 0 && fromQuery !== null
+            ? validateModel({ env_id: fromQuery }, { env_id: 'int' })
+            : validateModel(parseBody(body, request), { env_id: 'int' });
         let status: ReturnType<typeof computeEnvStatus>;
         try {
           status = store.transaction(() =>
-            computeEnvStatus({ envId: input.env_id as number, envs: run.envs, queue: store.queue, batchSize: run.batchSize, currentStep: run.step }),
+            computeEnvStatus({
+              envId: input.env_id as number,
+              envs: run.envs,
+              queue: store.queue,
+              batchSize: run.batchSize,
+              currentStep: run.step,
+            }),
           );
         } catch (error) {
-          if (error instanceof EnvStatusError) throw new HttpError(500, `Internal Server Error: ${error.message}`, 'text/plain; charset=utf-8');
+          if (error instanceof EnvStatusError)
+            throw new HttpError(500, `Internal Server Error: ${error.message}`, 'text/plain; charset=utf-8');
           throw error;
         }
-        return json(request, response, jsonWithFloats(status as unknown as Record<string, unknown>, ['unallocated_fraction', 'env_weight']));
+        return json(
+          request,
+          response,
+          jsonWithFloats(status as unknown as Record<string, unknown>, [
+            'unallocated_fraction',
+            'env_weight',
+          ]),
+        );
       }
       case 'POST /scored_data':
         return handleScoredData(request, response, body, 'single');
@@ -596,19 +790,27 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
         }
       }
       if (!Object.hasOwn(ROUTES, path)) throw detail(404, 'Not Found');
-      if (!ROUTES[path]?.includes(request.method ?? '')) throw detail(405, 'Method Not Allowed', { allow: (ROUTES[path] ?? []).join(', ') });
+      if (!ROUTES[path]?.includes(request.method ?? ''))
+        throw detail(405, 'Method Not Allowed', { allow: (ROUTES[path] ?? []).join(', ') });
       await route(request, response, path, url.searchParams);
       status = response.statusCode;
     } catch (error) {
       if (error instanceof HttpError) {
         status = error.status;
         const close: Record<string, string> = status === 413 ? { connection: 'close' } : {};
-        if (!response.headersSent) await send(request, response, error.status, error.body, error.contentType, { ...error.headers, ...close });
+        if (!response.headersSent)
+          await send(request, response, error.status, error.body, error.contentType, {
+            ...error.headers,
+            ...close,
+          });
         if (status === 413) request.resume();
       } else {
         status = 500;
-        logger.error(`trajectory API ${request.method} ${path} failed: ${(error as Error)?.stack ?? String(error)}`);
-        if (!response.headersSent) await send(request, response, 500, 'Internal Server Error', 'text/plain; charset=utf-8');
+        logger.error(
+          `trajectory API ${request.method} ${path} failed: ${(error as Error)?.stack ?? String(error)}`,
+        );
+        if (!response.headersSent)
+          await send(request, response, 500, 'Internal Server Error', 'text/plain; charset=utf-8');
         else response.destroy();
       }
     } finally {
@@ -637,7 +839,9 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
   }
   const address = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
-  logger.info(`trajectory API listening on ${url} (database ${settings.databasePath ?? 'shears-trajectory-api.sqlite'})`);
+  logger.info(
+    `trajectory API listening on ${url} (database ${settings.databasePath ?? 'shears-trajectory-api.sqlite'})`,
+  );
   let closed = false;
   return {
     url,
@@ -659,6 +863,9 @@ export async function startTrajectoryApiServer(settings: TrajectoryApiServerSett
  * The server as a value: `listen()` opens the store and starts it (same as
  * `startTrajectoryApiServer(settings)`).
  */
-export function createTrajectoryApiServer(settings: TrajectoryApiServerSettings = {}): { settings: TrajectoryApiServerSettings; listen(): Promise<TrajectoryApiServer> } {
+export function createTrajectoryApiServer(settings: TrajectoryApiServerSettings = {}): {
+  settings: TrajectoryApiServerSettings;
+  listen(): Promise<TrajectoryApiServer>;
+} {
   return { settings, listen: () => startTrajectoryApiServer(settings) };
 }

@@ -2,10 +2,11 @@
 // batches and the run state live in one SQLite file (WAL). Group payloads stay on disk; the
 // heap holds only a few numbers per queued group. Every mutation is one transaction, committed
 // before the HTTP answer, so a restart after `kill -9` resumes exactly where it stopped.
-import type BetterSqlite3 from 'better-sqlite3';
+
 import { gunzipSync } from 'node:zlib';
 import { ConfigError } from '@shears/core';
-import { type BatchPlan, type EnvRecord, type QueuedGroup, findGroupsSummingToTarget } from './batching.js';
+import type BetterSqlite3 from 'better-sqlite3';
+import { type BatchPlan, type EnvRecord, findGroupsSummingToTarget, type QueuedGroup } from './batching.js';
 import type { DecodedGroup } from './wire-decode.js';
 
 /** What Atropos keeps on `app.state`, minus the queue (which is the groups table). */
@@ -82,9 +83,23 @@ export function joinSuffix(text: string, suffix: string): string {
 }
 
 // Per-sequence fields: when a group is split these are cut; the others are group-level.
-const PER_SEQUENCE = ['tokens', 'masks', 'scores', 'advantages', 'ref_logprobs', 'messages', 'inference_logprobs', 'overrides', 'distill_token_ids', 'distill_logprobs'];
+const PER_SEQUENCE = [
+  'tokens',
+  'masks',
+  'scores',
+  'advantages',
+  'ref_logprobs',
+  'messages',
+  'inference_logprobs',
+  'overrides',
+  'distill_token_ids',
+  'distill_logprobs',
+];
 
-export function splitGroupObject(group: Record<string, unknown>, at: number): [Record<string, unknown>, Record<string, unknown>] {
+export function splitGroupObject(
+  group: Record<string, unknown>,
+  at: number,
+): [Record<string, unknown>, Record<string, unknown>] {
   const head: Record<string, unknown> = {};
   const tail: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(group)) {
@@ -142,9 +157,11 @@ export class TrajectoryStore {
         pos INTEGER,
         encoding INTEGER NOT NULL,
         suffix TEXT NOT NULL,
-        bytes INTEGER NOT NULL,
-        payload BLOB NOT NULL
+        bytes INTEGER NOT NULL
       );
+      -- Payloads apart from the metadata: updating a row rewrites it whole, and batch formation
+      -- updates state/batch_no of many rows at once.
+      CREATE TABLE IF NOT EXISTS payloads (id INTEGER PRIMARY KEY, payload BLOB NOT NULL);
       CREATE INDEX IF NOT EXISTS groups_batch ON groups (batch_no);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, response TEXT NOT NULL);
@@ -155,11 +172,22 @@ export class TrajectoryStore {
   }
 
   private load(): void {
-    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('run') as { value: string } | undefined;
+    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('run') as
+      | { value: string }
+      | undefined;
     this.run = row ? { ...initialRun(), ...(JSON.parse(row.value) as Partial<RunState>) } : initialRun();
     const rows = this.db
-      .prepare('SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes FROM groups ORDER BY state, batch_no, pos, ord, id')
-      .all() as { id: number; envId: number | null; size: number; state: number; batchNo: number | null; bytes: number }[];
+      .prepare(
+        'SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes FROM groups ORDER BY state, batch_no, pos, ord, id',
+      )
+      .all() as {
+      id: number;
+      envId: number | null;
+      size: number;
+      state: number;
+      batchNo: number | null;
+      bytes: number;
+    }[];
     this.queue = [];
     this.buffers.clear();
     this.formed = [];
@@ -182,7 +210,11 @@ export class TrajectoryStore {
   }
 
   private saveRun(): void {
-    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run('run', JSON.stringify(this.run));
+    this.db
+      .prepare(
+        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+      )
+      .run('run', JSON.stringify(this.run));
   }
 
   /** Runs `change` and persists the run state in one transaction. */
@@ -195,7 +227,9 @@ export class TrajectoryStore {
   }
 
   idempotentResponse(key: string): string | undefined {
-    const row = this.db.prepare('SELECT response FROM idempotency WHERE key = ?').get(key) as { response: string } | undefined;
+    const row = this.db.prepare('SELECT response FROM idempotency WHERE key = ?').get(key) as
+      | { response: string }
+      | undefined;
     return row?.response;
   }
 
@@ -204,19 +238,45 @@ export class TrajectoryStore {
    * size goes straight to the queue instead of being buffered forever). Returns per group
    * `undefined` (queued) or the env buffer's remaining sequences.
    */
-  ingest(groups: DecodedGroup[], options: { idempotencyKey?: string; respond: (buffered: (number | undefined)[]) => string; idempotencyLimit: number }): string {
+  ingest(
+    groups: DecodedGroup[],
+    options: {
+      idempotencyKey?: string;
+      respond: (buffered: (number | undefined)[]) => string;
+      idempotencyLimit: number;
+    },
+  ): string {
     const insert = this.db.prepare(
-      'INSERT INTO groups (id, ord, env_id, size, state, encoding, suffix, bytes, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO groups (id, ord, env_id, size, state, encoding, suffix, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
+    const insertPayload = this.db.prepare('INSERT INTO payloads (id, payload) VALUES (?, ?)');
     const requeue = this.db.prepare('UPDATE groups SET state = 0, ord = ? WHERE id = ?');
     return this.transaction(() => {
       const outcome: (number | undefined)[] = [];
       for (const group of groups) {
         const id = this.run.nextId++;
-        const stored: StoredGroup = { id, envId: group.envId, size: group.size, bytes: group.payload.byteLength };
-        const env = group.envId !== null && group.envId >= 0 && group.envId < this.run.envs.length ? this.run.envs[group.envId] : undefined;
+        const stored: StoredGroup = {
+          id,
+          envId: group.envId,
+          size: group.size,
+          bytes: group.payload.byteLength,
+        };
+        const env =
+          group.envId !== null && group.envId >= 0 && group.envId < this.run.envs.length
+            ? this.run.envs[group.envId]
+            : undefined;
         const buffered = env !== undefined && group.size < env.group_size;
-        insert.run(id, id, group.envId, group.size, buffered ? STATE_BUFFERED : STATE_QUEUED, group.encoding, group.suffix, stored.bytes, group.payload);
+        insert.run(
+          id,
+          id,
+          group.envId,
+          group.size,
+          buffered ? STATE_BUFFERED : STATE_QUEUED,
+          group.encoding,
+          group.suffix,
+          stored.bytes,
+        );
+        insertPayload.run(id, group.payload);
         this.storedGroups++;
         this.storedBytes += stored.bytes;
         if (!buffered || env === undefined) {
@@ -247,9 +307,13 @@ export class TrajectoryStore {
       }
       const response = options.respond(outcome);
       if (options.idempotencyKey !== undefined) {
-        this.db.prepare('INSERT OR REPLACE INTO idempotency (key, response) VALUES (?, ?)').run(options.idempotencyKey, response);
+        this.db
+          .prepare('INSERT OR REPLACE INTO idempotency (key, response) VALUES (?, ?)')
+          .run(options.idempotencyKey, response);
         if (this.run.nextId % 1000 === 0) {
-          this.db.prepare('DELETE FROM idempotency WHERE rowid <= (SELECT max(rowid) FROM idempotency) - ?').run(options.idempotencyLimit);
+          this.db
+            .prepare('DELETE FROM idempotency WHERE rowid <= (SELECT max(rowid) FROM idempotency) - ?')
+            .run(options.idempotencyLimit);
         }
       }
       return response;
@@ -277,7 +341,12 @@ export class TrajectoryStore {
         const remove = new Set(next.take);
         let replacement: { index: number; tail: StoredGroup } | undefined;
         if (next.split) {
-          const { head, tail } = this.splitQueued(next.split.index, next.split.sequences, batchNo, next.take.length);
+          const { head, tail } = this.splitQueued(
+            next.split.index,
+            next.split.sequences,
+            batchNo,
+            next.take.length,
+          );
           groups.push(head);
           replacement = { index: next.split.index, tail };
         }
@@ -296,19 +365,34 @@ export class TrajectoryStore {
   }
 
   // Cuts a queued group in two: the head joins the batch, the tail keeps the queue position.
-  private splitQueued(index: number, sequences: number, batchNo: number, position: number): { head: StoredGroup; tail: StoredGroup } {
+  private splitQueued(
+    index: number,
+    sequences: number,
+    batchNo: number,
+    position: number,
+  ): { head: StoredGroup; tail: StoredGroup } {
     const group = this.queue[index] as StoredGroup;
-    const row = this.db.prepare('SELECT ord, encoding, suffix, payload FROM groups WHERE id = ?').get(group.id) as StoredPayload & { ord: number };
+    const row = this.db
+      .prepare('SELECT ord, encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
+      .get(group.id) as StoredPayload & { ord: number };
     this.preserveLatest([group.id]);
     const value = JSON.parse(groupText(row)) as Record<string, unknown>;
     const [headValue, tailValue] = splitGroupObject(value, sequences);
     const insert = this.db.prepare(
-      'INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes, payload) VALUES (?, ?, ?, ?, ?, ?, ?, 0, \'\', ?, ?)',
+      "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?)",
     );
-    const make = (content: Record<string, unknown>, size: number, state: number, batch: number | null, pos: number | null): StoredGroup => {
+    const insertPayload = this.db.prepare('INSERT INTO payloads (id, payload) VALUES (?, ?)');
+    const make = (
+      content: Record<string, unknown>,
+      size: number,
+      state: number,
+      batch: number | null,
+      pos: number | null,
+    ): StoredGroup => {
       const payload = Buffer.from(JSON.stringify(content));
       const id = this.run.nextId++;
-      insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength, payload);
+      insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength);
+      insertPayload.run(id, payload);
       this.storedGroups++;
       this.storedBytes += payload.byteLength;
       return { id, envId: group.envId, size, bytes: payload.byteLength };
@@ -316,6 +400,7 @@ export class TrajectoryStore {
     const head = make(headValue, sequences, STATE_FORMED, batchNo, position);
     const tail = make(tailValue, group.size - sequences, STATE_QUEUED, null, null);
     this.db.prepare('DELETE FROM groups WHERE id = ?').run(group.id);
+    this.db.prepare('DELETE FROM payloads WHERE id = ?').run(group.id);
     this.storedGroups--;
     this.storedBytes -= group.bytes;
     return { head, tail };
@@ -323,7 +408,9 @@ export class TrajectoryStore {
 
   /** Reads the payloads of a formed batch, in batch order. */
   readBatch(batch: FormedBatch): StoredPayload[] {
-    const rows = this.db.prepare('SELECT encoding, suffix, payload FROM groups WHERE batch_no = ? ORDER BY pos').all(batch.batchNo) as StoredPayload[];
+    const rows = this.db
+      .prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE batch_no = ? ORDER BY pos')
+      .all(batch.batchNo) as StoredPayload[];
     return rows;
   }
 
@@ -331,6 +418,7 @@ export class TrajectoryStore {
   completeBatch(batch: FormedBatch): void {
     this.db.transaction(() => {
       this.preserveLatest(batch.groups.map((group) => group.id));
+      this.db.prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)').run(batch.batchNo);
       const result = this.db.prepare('DELETE FROM groups WHERE batch_no = ?').run(batch.batchNo);
       if (result.changes > 0) {
         for (const group of batch.groups) {
@@ -350,12 +438,14 @@ export class TrajectoryStore {
    * `send` reports the bytes did not all reach the kernel, nothing is deleted.
    */
   completeBatchWith(batch: FormedBatch, send: () => boolean): boolean {
+    const removePayloads = this.db.prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)');
     const remove = this.db.prepare('DELETE FROM groups WHERE batch_no = ?');
     const latestId = this.run.latestId;
     this.db.exec('BEGIN IMMEDIATE');
     let sent: boolean;
     try {
       this.preserveLatest(batch.groups.map((group) => group.id));
+      removePayloads.run(batch.batchNo);
       remove.run(batch.batchNo);
       sent = send();
     } catch (error) {
@@ -381,19 +471,29 @@ export class TrajectoryStore {
   private preserveLatest(ids: number[]): void {
     const latestId = this.run.latestId;
     if (latestId === null || !ids.includes(latestId)) return;
-    const row = this.db.prepare('SELECT encoding, suffix, payload FROM groups WHERE id = ?').get(latestId) as StoredPayload | undefined;
+    const row = this.db.prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?').get(latestId) as
+      | StoredPayload
+      | undefined;
     if (!row) return;
-    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run('latest', groupText(row));
+    this.db
+      .prepare(
+        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+      )
+      .run('latest', groupText(row));
     this.run.latestId = null;
     this.saveRun();
   }
 
   latestText(): string | undefined {
     if (this.run.latestId !== null) {
-      const row = this.db.prepare('SELECT encoding, suffix, payload FROM groups WHERE id = ?').get(this.run.latestId) as StoredPayload | undefined;
+      const row = this.db
+        .prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
+        .get(this.run.latestId) as StoredPayload | undefined;
       if (row) return groupText(row);
     }
-    const meta = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('latest') as { value: string } | undefined;
+    const meta = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('latest') as
+      | { value: string }
+      | undefined;
     return meta?.value;
   }
 
@@ -403,6 +503,7 @@ export class TrajectoryStore {
       const all = this.db.prepare('SELECT id FROM groups').all() as { id: number }[];
       this.preserveLatest(all.map((row) => row.id));
       this.db.prepare('DELETE FROM groups').run();
+      this.db.prepare('DELETE FROM payloads').run();
       const kept = this.run;
       this.run = {
         ...initialRun(),

@@ -79,7 +79,8 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
   function laxFloat(value: unknown): number | undefined {
     if (typeof value === 'number') return value;
     if (typeof value === 'boolean') return value ? 1 : 0;
-    if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+    if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+      return Number(value);
     return undefined;
   }
 
@@ -89,13 +90,20 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
   }
 
   // Validates (and coerces in place) a list nested `depth` levels deep of numbers.
-  function numberList(value: unknown, depth: number, integer: boolean, loc: (string | number)[], ctx: Ctx): void {
+  function numberList(
+    value: unknown,
+    depth: number,
+    integer: boolean,
+    loc: (string | number)[],
+    ctx: Ctx,
+  ): void {
     if (!Array.isArray(value)) {
       ctx.issues.push({ type: 'list_type', loc, msg: 'Input should be a valid list', input: preview(value) });
       return;
     }
     if (depth > 1) {
-      for (let index = 0; index < value.length; index++) numberList(value[index], depth - 1, integer, [...loc, index], ctx);
+      for (let index = 0; index < value.length; index++)
+        numberList(value[index], depth - 1, integer, [...loc, index], ctx);
       return;
     }
     for (let index = 0; index < value.length; index++) {
@@ -106,9 +114,24 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
         ctx.issues.push(
           integer
             ? typeof item === 'number'
-              ? { type: 'int_from_float', loc: [...loc, index], msg: 'Input should be a valid integer, got a number with a fractional part', input: item }
-              : { type: 'int_type', loc: [...loc, index], msg: 'Input should be a valid integer', input: preview(item) }
-            : { type: 'float_type', loc: [...loc, index], msg: 'Input should be a valid number', input: preview(item) },
+              ? {
+                  type: 'int_from_float',
+                  loc: [...loc, index],
+                  msg: 'Input should be a valid integer, got a number with a fractional part',
+                  input: item,
+                }
+              : {
+                  type: 'int_type',
+                  loc: [...loc, index],
+                  msg: 'Input should be a valid integer',
+                  input: preview(item),
+                }
+            : {
+                type: 'float_type',
+                loc: [...loc, index],
+                msg: 'Input should be a valid number',
+                input: preview(item),
+              },
         );
         if (ctx.issues.length > 20) return;
       } else {
@@ -124,7 +147,12 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
 
   function validateGroup(value: unknown, base: (string | number)[], ctx: Ctx): boolean {
     if (!isDict(value)) {
-      ctx.issues.push({ type: 'model_attributes_type', loc: base, msg: 'Input should be a valid dictionary or object to extract fields from', input: preview(value) });
+      ctx.issues.push({
+        type: 'model_attributes_type',
+        loc: base,
+        msg: 'Input should be a valid dictionary or object to extract fields from',
+        input: preview(value),
+      });
       return false;
     }
     const before = ctx.issues.length;
@@ -133,31 +161,57 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
       ['masks', 2, true],
       ['scores', 1, false],
     ] as const) {
-      if (!(key in value)) ctx.issues.push({ type: 'missing', loc: [...base, key], msg: 'Field required', input: '{…}' });
+      if (!(key in value))
+        ctx.issues.push({ type: 'missing', loc: [...base, key], msg: 'Field required', input: '{…}' });
       else numberList(value[key], depth, integer, [...base, key], ctx);
     }
     const nullable = (key: string) => value[key] === undefined || value[key] === null;
     for (const key of ['advantages', 'ref_logprobs', 'inference_logprobs']) {
       if (!nullable(key)) numberList(value[key], 2, false, [...base, key], ctx);
     }
-    if (!nullable('distill_token_ids')) numberList(value.distill_token_ids, 3, true, [...base, 'distill_token_ids'], ctx);
-    if (!nullable('distill_logprobs')) numberList(value.distill_logprobs, 3, false, [...base, 'distill_logprobs'], ctx);
+    if (!nullable('distill_token_ids'))
+      numberList(value.distill_token_ids, 3, true, [...base, 'distill_token_ids'], ctx);
+    if (!nullable('distill_logprobs'))
+      numberList(value.distill_logprobs, 3, false, [...base, 'distill_logprobs'], ctx);
     for (const key of ['generation_params', 'group_overrides']) {
       if (!nullable(key) && !isDict(value[key])) {
-        ctx.issues.push({ type: 'dict_type', loc: [...base, key], msg: 'Input should be a valid dictionary', input: preview(value[key]) });
+        ctx.issues.push({
+          type: 'dict_type',
+          loc: [...base, key],
+          msg: 'Input should be a valid dictionary',
+          input: preview(value[key]),
+        });
       }
     }
     if (!nullable('overrides')) {
       const overrides = value.overrides;
-      if (!Array.isArray(overrides)) ctx.issues.push({ type: 'list_type', loc: [...base, 'overrides'], msg: 'Input should be a valid list', input: preview(overrides) });
+      if (!Array.isArray(overrides))
+        ctx.issues.push({
+          type: 'list_type',
+          loc: [...base, 'overrides'],
+          msg: 'Input should be a valid list',
+          input: preview(overrides),
+        });
       else
         overrides.forEach((item, index) => {
-          if (!isDict(item)) ctx.issues.push({ type: 'dict_type', loc: [...base, 'overrides', index], msg: 'Input should be a valid dictionary', input: preview(item) });
+          if (!isDict(item))
+            ctx.issues.push({
+              type: 'dict_type',
+              loc: [...base, 'overrides', index],
+              msg: 'Input should be a valid dictionary',
+              input: preview(item),
+            });
         });
     }
     if (!nullable('env_id')) {
       const envId = laxInt(value.env_id);
-      if (envId === undefined) ctx.issues.push({ type: 'int_type', loc: [...base, 'env_id'], msg: 'Input should be a valid integer', input: preview(value.env_id) });
+      if (envId === undefined)
+        ctx.issues.push({
+          type: 'int_type',
+          loc: [...base, 'env_id'],
+          msg: 'Input should be a valid integer',
+          input: preview(value.env_id),
+        });
       else if (envId !== value.env_id) {
         value.env_id = envId;
         ctx.coerced = true;
@@ -165,23 +219,56 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
     }
     if (!nullable('messages')) {
       const messages = value.messages;
-      if (!Array.isArray(messages)) ctx.issues.push({ type: 'list_type', loc: [...base, 'messages'], msg: 'Input should be a valid list', input: preview(messages) });
+      if (!Array.isArray(messages))
+        ctx.issues.push({
+          type: 'list_type',
+          loc: [...base, 'messages'],
+          msg: 'Input should be a valid list',
+          input: preview(messages),
+        });
       else
         messages.forEach((conversation, index) => {
           if (!Array.isArray(conversation)) {
-            ctx.issues.push({ type: 'list_type', loc: [...base, 'messages', index], msg: 'Input should be a valid list', input: preview(conversation) });
+            ctx.issues.push({
+              type: 'list_type',
+              loc: [...base, 'messages', index],
+              msg: 'Input should be a valid list',
+              input: preview(conversation),
+            });
             return;
           }
           conversation.forEach((message, position) => {
             const loc = [...base, 'messages', index, position];
             if (!isDict(message)) {
-              ctx.issues.push({ type: 'dict_type', loc, msg: 'Input should be a valid dictionary', input: preview(message) });
+              ctx.issues.push({
+                type: 'dict_type',
+                loc,
+                msg: 'Input should be a valid dictionary',
+                input: preview(message),
+              });
               return;
             }
-            if (!('role' in message)) ctx.issues.push({ type: 'missing', loc: [...loc, 'role'], msg: 'Field required', input: '{…}' });
+            if (!('role' in message))
+              ctx.issues.push({
+                type: 'missing',
+                loc: [...loc, 'role'],
+                msg: 'Field required',
+                input: '{…}',
+              });
             else if (typeof message.role !== 'string')
-              ctx.issues.push({ type: 'string_type', loc: [...loc, 'role'], msg: 'Input should be a valid string', input: preview(message.role) });
-            if (!('content' in message)) ctx.issues.push({ type: 'missing', loc: [...loc, 'content'], msg: 'Field required', input: '{…}' });
+              ctx.issues.push({
+                type: 'string_type',
+                loc: [...loc, 'role'],
+                msg: 'Input should be a valid string',
+                input: preview(message.role),
+              });
+            if (!('content' in message))
+              ctx.issues.push({
+                type: 'missing',
+                loc: [...loc, 'content'],
+                msg: 'Field required',
+                input: '{…}',
+              });
           });
         });
     }
@@ -192,7 +279,12 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
 
   // The stored text of a group: exactly its known keys (unknown top-level keys are dropped, as
   // pydantic does), with the missing ones supplied at serve time through `suffix`.
-  function storedFrom(value: Record<string, unknown>, rawText: string | undefined, rawGzip: Uint8Array | undefined, coerced: boolean): DecodedGroup {
+  function storedFrom(
+    value: Record<string, unknown>,
+    rawText: string | undefined,
+    rawGzip: Uint8Array | undefined,
+    coerced: boolean,
+  ): DecodedGroup {
     const present = Object.keys(value);
     const onlyKnown = present.every((key) => KNOWN.has(key));
     let suffix = '';
@@ -205,12 +297,18 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
       return { envId, size, encoding: 0, payload: encoder.encode(rawText), suffix };
     }
     const parts: string[] = [];
-    for (const key of KEYS) if (key in value) parts.push(`${JSON.stringify(key)}:${JSON.stringify(value[key] ?? null)}`);
+    for (const key of KEYS)
+      if (key in value) parts.push(`${JSON.stringify(key)}:${JSON.stringify(value[key] ?? null)}`);
     return { envId, size, encoding: 0, payload: encoder.encode(`{${parts.join(',')}}`), suffix };
   }
 
   function unprocessable(issues: Issue[]): DecodeResult {
-    return { ok: false, status: 422, contentType: 'application/json', body: JSON.stringify({ detail: issues.slice(0, 20) }) };
+    return {
+      ok: false,
+      status: 422,
+      contentType: 'application/json',
+      body: JSON.stringify({ detail: issues.slice(0, 20) }),
+    };
   }
 
   function decode(request: DecodeRequest): DecodeResult {
@@ -220,33 +318,66 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
         bytes = zlib.gunzipSync(bytes, { maxOutputLength: request.maxBytes });
       } catch (error) {
         if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || error instanceof RangeError) {
-          return { ok: false, status: 413, contentType: 'application/json', body: JSON.stringify({ detail: `Request body larger than ${request.maxBytes} bytes after decompression` }) };
+          return {
+            ok: false,
+            status: 413,
+            contentType: 'application/json',
+            body: JSON.stringify({
+              detail: `Request body larger than ${request.maxBytes} bytes after decompression`,
+            }),
+          };
         }
-        return { ok: false, status: 400, contentType: 'text/plain; charset=utf-8', body: 'Invalid gzip payload' };
+        return {
+          ok: false,
+          status: 400,
+          contentType: 'text/plain; charset=utf-8',
+          body: 'Invalid gzip payload',
+        };
       }
     }
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
-    if (text.trim() === '') return unprocessable([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+    if (text.trim() === '')
+      return unprocessable([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch (error) {
       const match = /position (\d+)/.exec(String((error as Error).message));
       return unprocessable([
-        { type: 'json_invalid', loc: ['body', match ? Number(match[1]) : 0], msg: 'JSON decode error', input: {} },
+        {
+          type: 'json_invalid',
+          loc: ['body', match ? Number(match[1]) : 0],
+          msg: 'JSON decode error',
+          input: {},
+        },
       ]);
     }
     const ctx: Ctx = { issues: [], coerced: false };
     if (request.kind === 'single') {
       if (!validateGroup(value, ['body'], ctx)) return unprocessable(ctx.issues);
-      return { ok: true, groups: [storedFrom(value as Record<string, unknown>, text, request.gzip ? request.body : undefined, ctx.coerced)] };
+      return {
+        ok: true,
+        groups: [
+          storedFrom(
+            value as Record<string, unknown>,
+            text,
+            request.gzip ? request.body : undefined,
+            ctx.coerced,
+          ),
+        ],
+      };
     }
     if (!Array.isArray(value)) {
-      return unprocessable([{ type: 'list_type', loc: ['body'], msg: 'Input should be a valid list', input: preview(value) }]);
+      return unprocessable([
+        { type: 'list_type', loc: ['body'], msg: 'Input should be a valid list', input: preview(value) },
+      ]);
     }
-    value.forEach((item, index) => validateGroup(item, ['body', index], ctx));
+    for (let index = 0; index < value.length; index++) validateGroup(value[index], ['body', index], ctx);
     if (ctx.issues.length > 0) return unprocessable(ctx.issues);
-    return { ok: true, groups: value.map((item) => storedFrom(item as Record<string, unknown>, undefined, undefined, true)) };
+    return {
+      ok: true,
+      groups: value.map((item) => storedFrom(item as Record<string, unknown>, undefined, undefined, true)),
+    };
   }
 
   return { decode, keys: KEYS };

@@ -15,7 +15,11 @@ for (let id = 0; id < count; id++) {
   };
   for (let attempt = 0; ; attempt++) {
     try {
-      const response = await rawRequest(url, '/scored_data', { body, gzip: true, headers: { 'idempotency-key': `writer-${id}` } });
+      const response = await rawRequest(url, '/scored_data', {
+        body,
+        gzip: true,
+        headers: { 'idempotency-key': `writer-${id}` },
+      });
       if (response.status === 200) {
         process.stdout.write(`ack ${id}\n`);
         break;

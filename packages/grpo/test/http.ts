@@ -23,7 +23,11 @@ export interface RawRequestOptions {
   acceptGzip?: boolean;
 }
 
-export function rawRequest(baseUrl: string, path: string, options: RawRequestOptions = {}): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  path: string,
+  options: RawRequestOptions = {},
+): Promise<RawResponse> {
   const url = new URL(path, baseUrl);
   let payload: Buffer | undefined;
   if (options.rawBody !== undefined) payload = Buffer.from(options.rawBody);
