@@ -1,7 +1,7 @@
 // `shears serve` and `shears train` end to end: the real trajectory API server (@shears/grpo),
 // the demo env in local sandboxes, the scripted policy over HTTP, a real Qwen3 tokenizer, and for
 // `train` a trainer process that registers and pulls batches over HTTP.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -175,6 +175,35 @@ console.log('trainer done');
     expect(run.stderr).toContain('[trainer] out of memory (pretend)');
     expect(run.stderr).toContain('[train] trainer exited with 3; stopping workers');
     expect(run.code).toBe(3);
+  });
+
+  it('stops the trainer and the workers together on Ctrl-C', async () => {
+    writeFileSync(
+      join(dir, 'forever.mjs'),
+      `import { writeFileSync } from 'node:fs'; writeFileSync('trainer.pid', String(process.pid)); console.log('training forever'); setInterval(() => {}, 1000);`,
+    );
+    const controller = new AbortController();
+    const run = runShears(
+      [
+        'train',
+        '--api.port',
+        '0',
+        '--train.trainer.command',
+        JSON.stringify([process.execPath, 'forever.mjs']),
+      ],
+      {
+        cwd: dir,
+        signal: controller.signal,
+        onStderr: (text) => {
+          if (text.includes('[trainer] training forever')) controller.abort();
+        },
+      },
+    );
+    const result = await run;
+    expect(result.code).toBe(130);
+    expect(result.stderr).toContain('[train] interrupted; stopping the trainer and workers');
+    const pid = Number(readFileSync(join(dir, 'trainer.pid'), 'utf8'));
+    expect(() => process.kill(pid, 0)).toThrow();
   });
 
   it('names the missing trainer command', async () => {
