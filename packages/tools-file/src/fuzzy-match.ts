@@ -222,3 +222,55 @@ export function applyRanges(
   }
   return result + content.slice(cursor);
 }
+
+function bigrams(text: string): Map<string, number> {
+  const grams = new Map<string, number>();
+  for (let index = 0; index < text.length - 1; index++) {
+    const gram = text.slice(index, index + 2);
+    grams.set(gram, (grams.get(gram) ?? 0) + 1);
+  }
+  return grams;
+}
+
+/** Dice coefficient over character bigrams: 1 for equal text, near 0 for unrelated text. */
+export function diceSimilarity(a: string, b: string): number {
+  if (a === b) return 1;
+  if (a.length < 2 || b.length < 2) return 0;
+  const left = bigrams(a);
+  let shared = 0;
+  for (const [gram, count] of bigrams(b)) shared += Math.min(count, left.get(gram) ?? 0);
+  return (2 * shared) / (a.length - 1 + (b.length - 1));
+}
+
+export interface Section {
+  /** 1-based first line. */
+  startLine: number;
+  lines: string[];
+  score: number;
+}
+
+/** The (up to `max`) places in `content` that look most like `needle`, for "did you mean". */
+export function closestSections(content: string, needle: string, max = 3, minimumScore = 0.65): Section[] {
+  const wanted = stripBlankEdges(needle.split('\n')).map((line) => line.trim());
+  if (wanted.length === 0) return [];
+  const lines = content.split('\n');
+  // Long files with long needles: compare the first line only, to stay linear.
+  const compared = lines.length * wanted.length > 200_000 ? wanted.slice(0, 1) : wanted;
+  const scored: Section[] = [];
+  for (let start = 0; start + compared.length <= lines.length; start++) {
+    let total = 0;
+    for (let offset = 0; offset < compared.length; offset++)
+      total += diceSimilarity(lines[start + offset]!.trim(), compared[offset]!);
+    const score = total / compared.length;
+    if (score >= minimumScore)
+      scored.push({ startLine: start + 1, lines: lines.slice(start, start + wanted.length), score });
+  }
+  scored.sort((a, b) => b.score - a.score || a.startLine - b.startLine);
+  const chosen: Section[] = [];
+  for (const section of scored) {
+    if (chosen.some((other) => Math.abs(other.startLine - section.startLine) < wanted.length)) continue;
+    chosen.push(section);
+    if (chosen.length === max) break;
+  }
+  return chosen;
+}

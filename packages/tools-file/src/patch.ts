@@ -5,7 +5,7 @@ import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
 import { deleteFile, readText, writeAtomic } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';
-import { applyRanges, findMatches, reindent } from './fuzzy-match.js';
+import { applyRanges, closestSections, findMatches, reindent } from './fuzzy-match.js';
 import { applyHunks, type PatchOperation, parsePatch } from './patch-operations.js';
 import { resetRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
@@ -81,10 +81,27 @@ export function replaceInContent(
   const crlf = content.includes('\r\n');
   const text = crlf ? content.replace(/\r\n/g, '\n') : content;
   const match = findMatches(text, oldString.replace(/\r\n/g, '\n'));
-  if (!match)
-    throw new FileToolError('Could not find a match for old_string in the file', {
-      extra: { _hint: NO_MATCH_HINT },
-    });
+  if (!match) {
+    const sections = closestSections(text, oldString.replace(/\r\n/g, '\n'));
+    if (sections.length === 0) {
+      throw new FileToolError('Could not find a match for old_string in the file', {
+        extra: { _hint: NO_MATCH_HINT },
+      });
+    }
+    // hermes-agent leaves out the generic hint when it can show candidates.
+    const shown = sections
+      .map((section) => {
+        const end = section.startLine + section.lines.length - 1;
+        const body = section.lines
+          .map((line, index) => `${String(section.startLine + index).padStart(6, ' ')}|${line}`)
+          .join('\n');
+        return `--- lines ${section.startLine}-${end} ---\n${body}`;
+      })
+      .join('\n');
+    throw new FileToolError(
+      `Could not find a match for old_string in the file\n\nDid you mean one of these sections?\n${shown}`,
+    );
+  }
   if (match.ranges.length > 1 && !replaceAll) {
     throw new FileToolError(
       `Found ${match.ranges.length} matches for old_string. Provide more context to make it unique, or use replace_all=True.`,
