@@ -7,7 +7,7 @@ import type Dockerode from 'dockerode';
 import { createDockerClient, ensureSweBaseImage, ensureTaskImage, type ProgressCallback, SWE_WORKDIR } from './images.js';
 import { type PreparedRepository, prepareRepository } from './repo.js';
 import { gradeSweRollout } from './swe-grading.js';
-import { taskMarker } from './demo-policy.js';
+import { createSweDemoPolicy, type SweDemoPolicy, taskMarker } from './demo-policy.js';
 import type { SweTask } from './task-schema.js';
 
 export interface SweItem extends EnvItem {
@@ -43,6 +43,10 @@ export interface SweEnv extends EnvV1<SweItem> {
   readonly prepared: ReadonlyMap<string, { task: SweTask; prepared: PreparedRepository; image: string }>;
   /** Prepares every repository and builds the images (idempotent). */
   setup(options?: { signal?: AbortSignal; logger: Logger }): Promise<void>;
+  /** The sandbox backend this env needs (its items name container images). */
+  readonly preferredSandbox: 'docker';
+  /** The demo policy for the scripted server (after setup): gold fixes in some rollouts, wrong moves in others. */
+  demoPolicy(): Promise<SweDemoPolicy>;
 }
 
 export function createSweEnv(settings: SweEnvSettings): SweEnv {
@@ -56,6 +60,11 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
     specificationVersion: 'v1',
     id: 'swe',
     prepared,
+    preferredSandbox: 'docker',
+    async demoPolicy() {
+      if (prepared.size === 0) throw new InvalidArgumentError({ argument: 'env', message: 'The SWE demo policy needs the env set up first (call setup())' });
+      return createSweDemoPolicy({ tasks: [...prepared.values()].map(({ task, prepared: repository }) => ({ task, prepared: repository })) });
+    },
     async setup(options: { signal?: AbortSignal; logger: Logger } = { logger: silentLogger }) {
       const docker = typeof settings.docker === 'object' ? settings.docker : await createDockerClient(settings.docker);
       const progress = settings.onProgress ?? ((message: string) => options.logger.debug(message));
