@@ -100,6 +100,16 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     expect(await rollouts.first().textContent()).toContain('grep -n needle file-0.txt');
     expect(await rollouts.first().textContent()).toContain('Rollout 0 thinks about grep.');
 
+    // A judge map with a failed verdict (group-1) shows the failure reason, not a score.
+    await page.fill('[data-testid=search]', 'group-1');
+    await page.locator('[data-testid=group-row][data-group="group-1"]').click();
+    expect(await page.locator('[data-testid=verdicts]').first().textContent()).toContain(
+      'pairwise: failed: judge returned no JSON',
+    );
+    await page.fill('[data-testid=search]', 'group-0');
+    await page.locator('[data-testid=group-row][data-group="group-0"]').click();
+    await page.locator('[data-testid=rollout]').first().locator('[data-testid=expand]').click();
+
     mkdirSync(screenshotDir, { recursive: true });
     await page.screenshot({ path: join(screenshotDir, 'viewer.png'), fullPage: false });
     expect(errors).toEqual([]);

@@ -84,7 +84,12 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
             ],
             diff: `--- a/src/needle.py\n+++ b/src/needle.py\n@@ -1,2 +1,2 @@\n-needle = None\n+needle = 3\n context`,
           }
-        : { verifier: 'grep -q needle answer.txt' },
+        : groupIndex % 3 === 1
+          ? {
+              judges: { pairwise: { status: 'failed', reason: 'judge returned no JSON' } },
+              verifier: 'grep -q needle answer.txt',
+            }
+          : { verifier: 'grep -q needle answer.txt' },
     advantage: null,
     success: reward === 1,
     judgeScore: null,

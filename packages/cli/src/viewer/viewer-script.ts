@@ -146,8 +146,12 @@ export const VIEWER_SCRIPT = String.raw`
   }
 
   function renderVerdicts(details) {
-    var list = details.verdicts || details.judges || details.judgements;
-    if (!Array.isArray(list)) return null;
+    var list = details.verdicts || details.judges || details.judgements || (details.verdict ? [details.verdict] : null);
+    if (list && !Array.isArray(list) && typeof list === 'object') {
+      // A map of judge id -> verdict.
+      list = Object.keys(list).map(function (key) { var verdict = Object.assign({}, list[key]); verdict.judge = verdict.judge || key; return verdict; });
+    }
+    if (!Array.isArray(list) || list.length === 0) return null;
     return el('div', { class: 'verdicts', 'data-testid': 'verdicts' }, list.map(function (verdict) {
       return el('div', { class: 'verdict' }, [
         el('b', { text: (verdict.judge || verdict.id || 'judge') + ': ' }),
@@ -207,7 +211,7 @@ export const VIEWER_SCRIPT = String.raw`
     var details = rollout.rewardDetails || {};
     var diff = typeof details.diff === 'string' ? details.diff : typeof details.patch === 'string' ? details.patch : null;
     var rest = {};
-    Object.keys(details).forEach(function (key) { if (['diff', 'patch', 'verdicts', 'judges', 'judgements'].indexOf(key) < 0) rest[key] = details[key]; });
+    Object.keys(details).forEach(function (key) { if (['diff', 'patch', 'verdicts', 'verdict', 'judges', 'judgements'].indexOf(key) < 0) rest[key] = details[key]; });
     return el('div', { class: 'rollout' + (rolloutMatches(rollout) ? '' : ' dim'), 'data-testid': 'rollout' }, [
       el('div', { class: 'rollout-head' }, [
         el('span', { class: 'score', style: 'background:' + scoreColor(rollout.reward), text: fmt(rollout.reward) }),
