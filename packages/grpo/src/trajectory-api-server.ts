@@ -369,14 +369,6 @@ export async function startTrajectoryApiServer(
     body: Buffer,
     kind: 'single' | 'list',
   ): Promise<void> {
-    if (store.storedGroups >= maxQueuedGroups || store.storedBytes >= maxQueuedBytes) {
-      reject('queue_full');
-      throw detail(
-        429,
-        `Queue full (${store.storedGroups} groups, ${store.storedBytes} bytes stored); retry later`,
-        { 'retry-after': retryAfter },
-      );
-    }
     const key = request.headers['idempotency-key'];
     const idempotencyKey = typeof key === 'string' && key !== '' ? key : undefined;
     if (idempotencyKey !== undefined) {
@@ -386,6 +378,14 @@ export async function startTrajectoryApiServer(
         await send(request, response, 200, previous, 'application/json', { 'idempotent-replayed': 'true' });
         return;
       }
+    }
+    if (store.storedGroups >= maxQueuedGroups || store.storedBytes >= maxQueuedBytes) {
+      reject('queue_full');
+      throw detail(
+        429,
+        `Queue full (${store.storedGroups} groups, ${store.storedBytes} bytes stored); retry later`,
+        { 'retry-after': retryAfter },
+      );
     }
     const decoded = await pool.decode({ kind, body, gzip: isGzip(request), maxBytes: maxRequestBytes });
     if (!decoded.ok) {

@@ -409,7 +409,9 @@ export class TrajectoryStore {
   /** Reads the payloads of a formed batch, in batch order. */
   readBatch(batch: FormedBatch): StoredPayload[] {
     const rows = this.db
-      .prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE batch_no = ? ORDER BY pos')
+      .prepare(
+        'SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE batch_no = ? ORDER BY pos',
+      )
       .all(batch.batchNo) as StoredPayload[];
     return rows;
   }
@@ -418,7 +420,9 @@ export class TrajectoryStore {
   completeBatch(batch: FormedBatch): void {
     this.db.transaction(() => {
       this.preserveLatest(batch.groups.map((group) => group.id));
-      this.db.prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)').run(batch.batchNo);
+      this.db
+        .prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)')
+        .run(batch.batchNo);
       const result = this.db.prepare('DELETE FROM groups WHERE batch_no = ?').run(batch.batchNo);
       if (result.changes > 0) {
         for (const group of batch.groups) {
@@ -438,7 +442,9 @@ export class TrajectoryStore {
    * `send` reports the bytes did not all reach the kernel, nothing is deleted.
    */
   completeBatchWith(batch: FormedBatch, send: () => boolean): boolean {
-    const removePayloads = this.db.prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)');
+    const removePayloads = this.db.prepare(
+      'DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)',
+    );
     const remove = this.db.prepare('DELETE FROM groups WHERE batch_no = ?');
     const latestId = this.run.latestId;
     this.db.exec('BEGIN IMMEDIATE');
@@ -471,9 +477,9 @@ export class TrajectoryStore {
   private preserveLatest(ids: number[]): void {
     const latestId = this.run.latestId;
     if (latestId === null || !ids.includes(latestId)) return;
-    const row = this.db.prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?').get(latestId) as
-      | StoredPayload
-      | undefined;
+    const row = this.db
+      .prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
+      .get(latestId) as StoredPayload | undefined;
     if (!row) return;
     this.db
       .prepare(

@@ -1,0 +1,133 @@
+// The Atropos packing tests (test_heterogeneous_packing, test_heterogeneous_batching,
+// test_min_batch_allocation) against shears' batcher.
+import { describe, expect, it } from 'vitest';
+import {
+  computeEnvStatus,
+  type EnvRecord,
+  findGroupsSummingToTarget,
+  planBatch,
+  planBatchWithMinimums,
+  type QueuedGroup,
+} from './batching.js';
+
+const queueOf = (sizes: number[], envIds: (number | null)[] = []): QueuedGroup[] =>
+  sizes.map((size, index) => ({ id: index, size, envId: envIds[index] ?? null }));
+const env = (overrides: Partial<EnvRecord> = {}): EnvRecord => ({
+  max_context_len: 2048,
+  weight: 1,
+  desired_name: 'e',
+  real_name: 'e_0',
+  registered_id: 0,
+  last_update: 0,
+  connected: true,
+  min_batch_allocation: null,
+  group_size: 1,
+  ...overrides,
+});
+const total = (queue: QueuedGroup[], take: number[]) =>
+  take.reduce((sum, index) => sum + (queue[index] as QueuedGroup).size, 0);
+
+describe('findGroupsSummingToTarget (buffer flushing)', () => {
+  it.each([
+    [[1, 2, 1], 4, [0, 1, 2]],
+    [[2, 2, 4], 4, [0, 1]],
+    [[3, 1, 4], 5, [1, 2]],
+    [[2, 4], 3, []],
+    [[], 4, []],
+    [[4], 4, [0]],
+    [[2, 2, 2, 2], 8, [0, 1, 2, 3]],
+    [[16, 8, 8], 32, [0, 1, 2]],
+    [[2, 2, 4, 2, 2], 4, [0, 1]],
+    [[2, 4, 2, 1], 6, [0, 1]],
+    [Array(16).fill(1), 8, [0, 1, 2, 3, 4, 5, 6, 7]],
+  ])('sizes %j, target %i → %j', (sizes, target, expected) => {
+    expect(findGroupsSummingToTarget(sizes as number[], target as number)).toEqual(expected);
+  });
+});
+
+describe('planBatch', () => {
+  it('takes whole groups FIFO to exactly the batch size (Atropos worked example)', () => {
+    expect(planBatch(queueOf([8, 4, 4, 2, 8, 2, 2, 2]), 16)).toEqual({ take: [0, 1, 2] });
+  });
+
+  it('returns a batch of exactly batch_size whenever it returns one (random trials)', () => {
+    let seed = 42;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let trial = 0; trial < 2000; trial++) {
+      const queue = queueOf(Array.from({ length: 1 + Math.floor(random() * 100) }, () => 8));
+      const batchSize = 64 * (1 + Math.floor(random() * 4));
+      const plan = planBatch(queue, batchSize);
+      const queued = queue.length * 8;
+      if (queued >= batchSize) expect(plan && total(queue, plan.take)).toBe(batchSize);
+      else expect(plan).toBeUndefined();
+    }
+  });
+
+  it('waits for data when the size is reachable later, and splits when it never is', () => {
+    expect(planBatch(queueOf([12, 8]), 16)).toBeUndefined();
+    expect(planBatch(queueOf([8, 8]), 12)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
+    expect(planBatch(queueOf([8, 8]), 12, { splitGroups: false })).toBeUndefined();
+    expect(planBatch(queueOf([3, 1, 4]), 5)).toEqual({ take: [1, 2] });
+  });
+});
+
+describe('planBatchWithMinimums', () => {
+  const two = [env({ min_batch_allocation: 0.25 }), env({ min_batch_allocation: 0.5 })];
+  it('honours minimums and fills to exactly the batch size', () => {
+    const queue = queueOf([1, 1, 1, 1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]);
+    const plan = planBatchWithMinimums(queue, 8, two);
+    expect(plan && total(queue, plan.take)).toBe(8);
+    expect(plan?.take.filter((index) => queue[index]?.envId === 1).length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('fails while a minimum-holding env has no data; ignores disconnected envs and minimums that truncate to 0', () => {
+    const queue = queueOf([4, 4], [1, 1]);
+    expect(planBatchWithMinimums(queue, 8, [env({ min_batch_allocation: 0.5 }), env()])).toBeUndefined();
+    expect(
+      planBatchWithMinimums(queue, 8, [env({ min_batch_allocation: 0.5, connected: false }), env()])?.take,
+    ).toEqual([0, 1]);
+    expect(
+      planBatchWithMinimums(queueOf([1, 1], [1, 1]), 2, [env({ min_batch_allocation: 0.3 }), env()])?.take,
+    ).toEqual([0, 1]);
+  });
+
+  it('scales minimums above 100 % down and batches groups without an env id', () => {
+    const queue = queueOf([2, 2, 2], [0, 1, null]);
+    const plan = planBatchWithMinimums(queue, 4, [
+      env({ min_batch_allocation: 1 }),
+      env({ min_batch_allocation: 1 }),
+    ]);
+    expect(plan?.take.sort()).toEqual([0, 1]);
+    expect(
+      planBatchWithMinimums(queueOf([2, 2], [0, null]), 4, [env({ min_batch_allocation: 0.5 })])?.take,
+    ).toEqual([0, 1]);
+  });
+});
+
+describe('computeEnvStatus', () => {
+  it('computes queue sizes in units of the env group and grows its recorded group size', () => {
+    const envs = [env({ group_size: 4 }), env({ group_size: 8, weight: 3 })];
+    const status = computeEnvStatus({
+      envId: 0,
+      envs,
+      queue: queueOf([4, 8, 8, 6], [0, 1, 1, 0]),
+      batchSize: 16,
+      currentStep: 5,
+    });
+    expect(status).toEqual({
+      current_step: 5,
+      queue_size: 4,
+      unallocated_fraction: 1,
+      self_queue_size: 1,
+      max_group_size: 8,
+      env_weight: 0.25,
+    });
+    expect(envs[0]?.group_size).toBe(6);
+    expect(() => computeEnvStatus({ envId: 9, envs, queue: [], batchSize: 16, currentStep: 0 })).toThrow(
+      /unknown env_id 9/,
+    );
+  });
+});
