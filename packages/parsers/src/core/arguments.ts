@@ -34,7 +34,13 @@ export function callFromObject(value: PyValue, raw: string, options: { requireAr
  * Argument text written between markers (DeepSeek, Kimi, Mistral v11): valid JSON is
  * re-serialised; anything else is kept verbatim when the options allow, else the call fails.
  */
-export function callFromArgumentText(name: string, text: string, context: FormatContext, raw: string, id?: string): StepItem {
+export function callFromArgumentText(name: string, text: string, context: FormatContext, raw: string, id?: string, canonical = false): StepItem {
+  if (canonical) {
+    // Already exactly what json.dumps prints (checked by jsonValueEnd): no need to decode.
+    const item: StepItem = { call: { name, arguments: text }, raw };
+    if (id !== undefined && item.call) item.call.id = id;
+    return item;
+  }
   const trimmed = text.trim();
   const decoded = pyJsonLoads(trimmed === '' ? '{}' : trimmed);
   let argumentsText: string;

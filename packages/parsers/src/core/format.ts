@@ -156,6 +156,7 @@ export function nineCharId(seed: string): string {
  */
 export function jsonValueEnd(context: FormatContext, text: string, start: number): number | 'incomplete' | 'invalid' {
   const end = canonicalJsonEnd(text, start);
+  context.state.lastValueCanonical = end > 0;
   if (end > 0) return end;
   const reader = context.reader;
   if (reader.read(text, start) !== undefined) return reader.pos;

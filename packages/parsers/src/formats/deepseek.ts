@@ -22,7 +22,7 @@ function readArguments(
   eof: boolean,
   context: FormatContext,
   fenced: boolean,
-): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number } {
+): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number; canonical?: boolean } {
   const jsonStart = skipWhitespace(text, at);
   const code = text.charCodeAt(jsonStart);
   if (code === 123 || code === 91) {
@@ -30,7 +30,9 @@ function readArguments(
     if (typeof valueEnd === 'number') {
       let cursor = skipWhitespace(text, valueEnd);
       if (fenced && text.startsWith(FENCE, cursor)) cursor = skipWhitespace(text, cursor + FENCE.length);
-      if (text.startsWith(CALL_END, cursor)) return { kind: 'ok', text: text.slice(jsonStart, valueEnd), end: cursor + CALL_END.length };
+      if (text.startsWith(CALL_END, cursor)) {
+        return { kind: 'ok', text: text.slice(jsonStart, valueEnd), end: cursor + CALL_END.length, canonical: context.state.lastValueCanonical === true };
+      }
     }
   }
   // Not clean JSON: the arguments are the raw text up to the first call end.
@@ -92,7 +94,7 @@ function makeNext(version: 'v3' | 'v31') {
     if (args.kind === 'missing') return bad('call without <｜tool▁call▁end｜>', headStart);
     if (name === '') return bad('call without a function name', args.end);
     const raw = text.slice(start, args.end);
-    return { kind: 'region', start, end: args.end, items: [callFromArgumentText(name, args.text, context, raw.length > 400 ? raw.slice(0, 400) : raw)] };
+    return { kind: 'region', start, end: args.end, items: [callFromArgumentText(name, args.text, context, raw.length > 400 ? raw.slice(0, 400) : raw, undefined, args.canonical)] };
   };
 }
 

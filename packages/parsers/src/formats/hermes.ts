@@ -4,7 +4,7 @@
 import type { RenderInput } from '@shears/core';
 import { argumentsJson, callFromObject } from '../core/arguments.js';
 import { couldBeMarker, isStep, issueRaw, nextStart, type Step, type StepItem, type ToolCallFormat } from '../core/format.js';
-import { pyQuote, skipJsonWhitespace } from '../json/python-json.js';
+import { canonicalCallObject, pyQuote, skipJsonWhitespace } from '../json/python-json.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
@@ -27,6 +27,28 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
       return { kind: 'region', start, end: bodyStart, items };
     }
     const valueStart = cursor;
+    const fast = code === 123 ? canonicalCallObject(text, valueStart) : undefined;
+    if (fast) {
+      items.push({ call: { name: fast.name, arguments: fast.argumentsText }, raw: text.slice(valueStart, fast.end) });
+      cursor = skipJsonWhitespace(text, fast.end);
+      if (cursor >= text.length) {
+        if (!eof) return more;
+        return { kind: 'region', start, end: text.length, items };
+      }
+      if (text.startsWith(CLOSE, cursor)) return { kind: 'region', start, end: cursor + CLOSE.length, items };
+      if (text.charCodeAt(cursor) !== 44) {
+        if (!eof && couldBeMarker(text, cursor, CLOSE)) return more;
+        return { kind: 'region', start, end: cursor, items };
+      }
+      const after = skipJsonWhitespace(text, cursor + 1);
+      if (after >= text.length) {
+        if (!eof) return more;
+        return { kind: 'region', start, end: text.length, items };
+      }
+      if (text.charCodeAt(after) !== 123) return { kind: 'region', start, end: cursor, items };
+      cursor = after;
+      continue;
+    }
     const value = reader.read(text, valueStart);
     if (value === undefined) {
       if (reader.failure === 'incomplete') {

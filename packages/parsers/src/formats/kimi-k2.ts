@@ -36,6 +36,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   // Arguments end at the JSON's own end when it is followed by the end marker, else at the
   // first end marker; they never run into the next call (vLLM's regex rule).
   let argsText: string | undefined;
+  let canonical = false;
   let end = -1;
   const jsonStart = skipWhitespace(text, argsAt);
   const valueEnd = text.charCodeAt(jsonStart) === 123 ? jsonValueEnd(context, text, jsonStart) : 'invalid';
@@ -43,6 +44,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     const after = skipWhitespace(text, valueEnd);
     if (text.startsWith(CALL_END, after)) {
       argsText = text.slice(jsonStart, valueEnd);
+      canonical = context.state.lastValueCanonical === true;
       end = after + CALL_END.length;
     }
   }
@@ -58,7 +60,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   }
   if (!ID_PATTERN.test(id)) return bad(`call id "${id.slice(0, 80)}" is not NAME:INDEX`, end);
   const name = (id.split(':')[0] as string).split('.').pop()?.trim() ?? '';
-  return { kind: 'region', start, end, items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id)] };
+  return { kind: 'region', start, end, items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, canonical)] };
 }
 
 export const kimiK2Format: ToolCallFormat = {

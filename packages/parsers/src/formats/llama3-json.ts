@@ -4,7 +4,7 @@
 import type { RenderInput } from '@shears/core';
 import { argumentsJson, callFromObject } from '../core/arguments.js';
 import { type FormatContext, holdback, type Step, type ToolCallFormat } from '../core/format.js';
-import { pyQuote } from '../json/python-json.js';
+import { canonicalCallObject, pyQuote } from '../json/python-json.js';
 
 const PYTHON_TAG = '<|python_tag|>';
 
@@ -30,6 +30,15 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     if (dead.has(context.offset + brace)) {
       cursor = brace + 1;
       continue;
+    }
+    const fast = canonicalCallObject(text, brace);
+    if (fast) {
+      let back = brace;
+      while (back > pos && /\s/.test(text[back - 1] as string)) back -= 1;
+      const tagged = back - PYTHON_TAG.length >= pos && text.startsWith(PYTHON_TAG, back - PYTHON_TAG.length);
+      const start = tagged ? back - PYTHON_TAG.length : brace;
+      const item = { call: { name: fast.name, arguments: fast.argumentsText }, raw: text.slice(brace, fast.end) };
+      return { kind: 'region', start, end: fast.end, items: [item], contentEnd: tagged ? start : null };
     }
     const reader = context.reader;
     const value = reader.read(text, brace);

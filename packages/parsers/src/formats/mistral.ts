@@ -15,7 +15,7 @@ import {
   type StepItem,
   type ToolCallFormat,
 } from '../core/format.js';
-import { pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
+import { canonicalCallObject, pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALLS = '[TOOL_CALLS]';
 const ARGS = '[ARGS]';
@@ -43,6 +43,20 @@ function preV11(text: string, start: number, at: number, eof: boolean, context: 
       return { kind: 'region', start, end: text.length, items };
     }
     if (text.charCodeAt(cursor) === 93) return { kind: 'region', start, end: cursor + 1, items };
+    const fast = canonicalCallObject(text, cursor);
+    if (fast) {
+      items.push({ call: { name: fast.name, arguments: fast.argumentsText }, raw: text.slice(cursor, fast.end) });
+      cursor = skipJsonWhitespace(text, fast.end);
+      if (cursor >= text.length) {
+        if (!eof) return more;
+        return { kind: 'region', start, end: text.length, items };
+      }
+      const next = text.charCodeAt(cursor);
+      if (next === 93) return { kind: 'region', start, end: cursor + 1, items };
+      if (next !== 44) return { kind: 'region', start, end: cursor, items };
+      cursor += 1;
+      continue;
+    }
     const value = reader.read(text, cursor);
     if (value === undefined) {
       if (reader.failure === 'incomplete') {
@@ -98,7 +112,7 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
   const valueEnd = jsonValueEnd(context, text, cursor);
   if (typeof valueEnd === 'number') {
     const raw = text.slice(cursor, valueEnd);
-    return { kind: 'region', start, end: valueEnd, items: [callFromArgumentText(name, raw, context, raw, id)] };
+    return { kind: 'region', start, end: valueEnd, items: [callFromArgumentText(name, raw, context, raw, id, context.state.lastValueCanonical === true)] };
   }
   // Broken arguments run to the next call (or the end) and are kept raw when allowed.
   let end = text.length;

@@ -68,8 +68,13 @@ const ESCAPES: Record<number, string> = { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\
 const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
 
 /** A string literal as `json.dumps(..., ensure_ascii=False)` writes it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 export function pyQuote(text: string): string {
   if (!NEEDS_ESCAPE.test(text)) return `"${text}"`;
+  // JSON.stringify escapes exactly like Python except for lone surrogates (it writes \udXXX
+  // where Python keeps the code unit), so it is used whenever there are none.
+  if (!LONE_SURROGATE.test(text)) return JSON.stringify(text);
   let out = '"';
   let runStart = 0;
   for (let index = 0; index < text.length; index += 1) {
@@ -452,7 +457,6 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
-const SHORT_ESCAPES = new Set([34, 92, 98, 102, 110, 114, 116]);
 
 /**
  * Fast path: if the value at `start` is valid JSON already written exactly as Python's
@@ -515,26 +519,49 @@ function canonicalValue(text: string, start: number, depth: number): number {
   return -1;
 }
 
+/** A run of characters a canonical string holds as they are (sticky, so it scans natively). */
+const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
+
 function canonicalString(text: string, start: number): number {
   let index = start + 1;
-  const length = text.length;
-  while (index < length) {
+  for (;;) {
+    PLAIN_RUN.lastIndex = index;
+    PLAIN_RUN.test(text);
+    index = PLAIN_RUN.lastIndex;
     const code = text.charCodeAt(index);
     if (code === 34) return index + 1;
-    if (code < 32) return -1;
-    if (code === 92) {
-      const escape = text.charCodeAt(index + 1);
-      if (SHORT_ESCAPES.has(escape)) index += 2;
-      else if (escape === 117) {
-        // Only control characters without a short form are written as \u00xx.
-        const hex = text.slice(index + 2, index + 6);
-        const value = /^00[01][0-9a-f]$/.test(hex) ? Number.parseInt(hex, 16) : -1;
-        if (value < 0 || value === 8 || value === 9 || value === 10 || value === 12 || value === 13) return -1;
-        index += 6;
-      } else return -1;
-    } else index += 1;
+    if (code !== 92) return -1; // a raw control character, or the end of the text
+    const escape = text.charCodeAt(index + 1);
+    if (escape === 34 || escape === 92 || escape === 98 || escape === 102 || escape === 110 || escape === 114 || escape === 116) index += 2;
+    else if (escape === 117) {
+      // Only control characters without a short form are written as \u00xx.
+      const hex = text.slice(index + 2, index + 6);
+      const value = /^00[01][0-9a-f]$/.test(hex) ? Number.parseInt(hex, 16) : -1;
+      if (value < 0 || value === 8 || value === 9 || value === 10 || value === 12 || value === 13) return -1;
+      index += 6;
+    } else return -1;
   }
-  return -1;
+}
+
+/**
+ * Fast path for the usual call object `{"name": "N", "arguments": {...}}` (or `"parameters"`),
+ * written canonically: returns the name, the argument text and the end, or undefined.
+ */
+export function canonicalCallObject(text: string, start: number): { name: string; argumentsText: string; end: number } | undefined {
+  if (!text.startsWith('{"name": "', start)) return undefined;
+  const nameStart = start + 9;
+  const nameEnd = canonicalString(text, nameStart);
+  if (nameEnd < 0) return undefined;
+  const name = text.slice(nameStart + 1, nameEnd - 1);
+  if (name.includes('\\')) return undefined;
+  let argsStart: number;
+  if (text.startsWith(', "arguments": ', nameEnd)) argsStart = nameEnd + 15;
+  else if (text.startsWith(', "parameters": ', nameEnd)) argsStart = nameEnd + 16;
+  else return undefined;
+  if (text.charCodeAt(argsStart) !== 123) return undefined;
+  const argsEnd = canonicalJsonEnd(text, argsStart);
+  if (argsEnd < 0 || text.charCodeAt(argsEnd) !== 125) return undefined;
+  return { name, argumentsText: text.slice(argsStart, argsEnd), end: argsEnd + 1 };
 }
 
 function canonicalNumber(text: string, start: number): number {
