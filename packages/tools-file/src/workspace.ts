@@ -133,9 +133,12 @@ export function parseResolved(requested: string, fields: Map<string, string>): R
   if (status === 'noworkspace')
     throw new FileToolError('The sandbox workspace directory does not exist', { path: requested });
   if (status === 'unresolvable') {
-    throw new FileToolError(`Cannot resolve ${requested}: a symlink on the way is broken or loops`, {
-      path: requested,
-    });
+    throw new FileToolError(
+      `Cannot resolve ${requested}: a symlink on the way is broken or loops, or a directory on the way is not accessible`,
+      {
+        path: requested,
+      },
+    );
   }
   if (status !== 'ok')
     throw new FileToolError(`Cannot resolve ${requested}: unexpected answer from the sandbox`, {
