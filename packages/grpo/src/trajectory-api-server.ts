@@ -18,6 +18,7 @@ import {
   usesMinimumAllocations,
 } from './batching.js';
 import { createDecodePool, type DecodePool } from './decode-pool.js';
+import { parallelGzip } from './parallel-gzip.js';
 import { type FormedBatch, joinSuffix, type Synchronous, TrajectoryStore } from './trajectory-store.js';
 
 const gzip = promisify(zlib.gzip);
@@ -322,6 +323,26 @@ export async function startTrajectoryApiServer(
     return { payload, headers: out };
   }
 
+  // The /batch body: gzip built in parallel pieces (one per group) when the client accepts it.
+  async function encodeBatch(
+    request: IncomingMessage,
+    texts: string[],
+  ): Promise<{ payload: Buffer; headers: Record<string, string> }> {
+    const parts = texts.map((text, index) =>
+      Buffer.from(`${index === 0 ? '{"batch":[' : ','}${text}${index === texts.length - 1 ? ']}' : ''}`),
+    );
+    const size = parts.reduce((sum, part) => sum + part.length, 0);
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    let payload: Buffer;
+    if (size >= 1000 && /gzip/i.test(String(request.headers['accept-encoding'] ?? ''))) {
+      payload = await parallelGzip(parts);
+      headers['content-encoding'] = 'gzip';
+      headers.vary = 'Accept-Encoding';
+    } else payload = Buffer.concat(parts);
+    headers['content-length'] = String(payload.length);
+    return { payload, headers };
+  }
+
   async function send(
     request: IncomingMessage,
     response: ServerResponse,
@@ -466,7 +487,7 @@ export async function startTrajectoryApiServer(
           ),
         ),
       );
-      const encoded = await encodeBody(request, `{"batch":[${texts.join(',')}]}`, 'application/json', {});
+      const encoded = await encodeBatch(request, texts);
       await deliverBatch(response, batch, encoded);
     } finally {
       leased.delete(batch);
