@@ -1,11 +1,14 @@
 // The part every shell-backed sandbox shares: a persistent ShellSession that is reopened when it
 // dies (dropped connection, interrupted command), path resolution against the workdir, and the
 // dispose-once bookkeeping. Backends supply the transport and the file operations.
+import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
 import { SandboxError } from '@shears/core';
-import type { ShellExecResult, ShellSession, ShellTransport } from './shell-session.js';
+import type { ShellExecOptions, ShellExecResult, ShellSession, ShellTransport } from './shell-session.js';
 import { createShellSession, ShellSessionClosedError, shellQuote } from './shell-session.js';
+
+const INLINE_STDIN_LIMIT = 4096;
 
 export interface ShellSandboxOptions {
   id: string;
@@ -109,10 +112,20 @@ export function createShellSandbox(options: ShellSandboxOptions): ShellSandbox {
           message: `exec: command must be a string, got ${typeof command}`,
         });
       }
-      const shellOptions = {
+      const shellOptions: ShellExecOptions = {
         ...execOptions,
         cwd: execOptions.cwd === undefined ? undefined : resolve(execOptions.cwd),
       };
+      // Inline stdin is written into the script, which bash reads byte by byte; big inputs go
+      // through the backend's file API instead (the session removes the file afterwards).
+      if (execOptions.stdin !== undefined && execOptions.stdin.length > INLINE_STDIN_LIMIT) {
+        const stdinPath = posix.join(options.tempDir, `.shears-stdin-${randomBytes(8).toString('hex')}`);
+        const bytes =
+          typeof execOptions.stdin === 'string' ? Buffer.from(execOptions.stdin, 'utf8') : execOptions.stdin;
+        await options.writeFile(stdinPath, bytes, {});
+        shellOptions.stdin = undefined;
+        shellOptions.stdinPath = stdinPath;
+      }
       // A command that never reached a dead session is retried once on a fresh one.
       for (let attempt = 0; ; attempt += 1) {
         const active = await current();

@@ -3,7 +3,13 @@ import { existsSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ShellSession, ShellTransport } from './shell-session.js';
-import { CappedBytes, createShellSession, SHELL_BOOTSTRAP, shellQuote } from './shell-session.js';
+import {
+  CappedBytes,
+  createShellSession,
+  SHELL_BOOTSTRAP,
+  SHELL_BOOTSTRAP_SCRIPT,
+  shellQuote,
+} from './shell-session.js';
 
 const children: ChildProcessWithoutNullStreams[] = [];
 const sessions: ShellSession[] = [];
@@ -32,13 +38,6 @@ function start(
     });
     child.stdout.on('end', () => split.end());
     stdout = split;
-  }
-  if (options.merged) {
-    const both = new PassThrough();
-    stdout.on('data', (chunk) => both.write(chunk));
-    child.stderr.on('data', (chunk) => both.write(chunk));
-    stdout.on('end', () => both.end());
-    stdout = both;
   }
   return {
     stdin: child.stdin,
@@ -129,7 +128,8 @@ describe('createShellSession over bash', () => {
   });
 
   it('works on a transport that merges stderr into stdout', async () => {
-    const session = await open(SHELL_BOOTSTRAP, { merged: true });
+    // Merged at the source (as a PTY or a docker TTY would), so order within the stream is real.
+    const session = await open(['sh', '-c', `exec 2>&1; ${SHELL_BOOTSTRAP_SCRIPT}`], { merged: true });
     const result = await session.exec('echo a; echo b >&2; exit 4');
     expect(result.exitCode).toBe(4);
     expect(result.output).toContain('a\n');

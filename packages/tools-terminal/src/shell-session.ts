@@ -95,6 +95,11 @@ export interface ShellExecOptions {
   /** Environment for this command only. */
   env?: Record<string, string>;
   stdin?: string | Uint8Array;
+  /**
+   * A file inside the sandbox to use as stdin instead of `stdin` (removed afterwards). Large
+   * inputs go this way: bash reads its script from a pipe one byte at a time.
+   */
+  stdinPath?: string;
   signal?: AbortSignal;
 }
 
@@ -489,7 +494,9 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
     const mySeq = seq;
     let stdinFile = '/dev/null';
     let preamble = '';
-    if (execOptions.stdin !== undefined) {
+    if (execOptions.stdinPath !== undefined) {
+      stdinFile = execOptions.stdinPath;
+    } else if (execOptions.stdin !== undefined) {
       stdinFile = `${stateDir}/i${mySeq}`;
       const bytes =
         typeof execOptions.stdin === 'string' ? Buffer.from(execOptions.stdin, 'utf8') : execOptions.stdin;

@@ -152,6 +152,8 @@ export function describeSandboxConformance(
       const sandbox = await acquire();
       expect((await sandbox.exec('cat', { stdin: 'line 1\nline 2\n' })).stdout).toBe('line 1\nline 2\n');
       expect((await sandbox.exec('cat')).stdout).toBe('');
+      const big = new Uint8Array(randomBytes(200_000));
+      expect((await sandbox.exec('wc -c', { stdin: big })).stdout.trim()).toBe('200000');
     });
 
     test(
