@@ -11,6 +11,8 @@ export interface SafeFetchOptions {
   maxRedirects: number;
   maxBytes: number;
   userAgent: string;
+  /** Extra trusted CA certificates (PEM), e.g. an intranet's own CA. */
+  ca?: string | readonly string[];
   signal?: AbortSignal;
 }
 
@@ -30,10 +32,13 @@ type LookupCallback = (
 ) => void;
 
 /** An undici Agent whose every connection goes to `target.address`, whatever DNS says now. */
-function pinnedAgent(target: VettedTarget): Agent {
+function pinnedAgent(target: VettedTarget, ca: string | readonly string[] | undefined): Agent {
   return new Agent({
     connections: 1,
     connect: {
+      // TLS still verifies the certificate against the host name (SNI = hostname), only the
+      // address is pinned.
+      ...(ca ? { ca: typeof ca === 'string' ? ca : [...ca] } : {}),
       lookup: (_hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
         if (options?.all) callback(null, [{ address: target.address, family: target.family }]);
         else callback(null, target.address, target.family);
@@ -49,7 +54,7 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
   let current = input;
   for (let hop = 0; ; hop++) {
     const target = await options.guard.vet(current);
-    const agent = pinnedAgent(target);
+    const agent = pinnedAgent(target, options.ca);
     try {
       const response = await request(target.url, {
         method: 'GET',

@@ -47,6 +47,8 @@ export interface WebExtractSettings {
   cacheTtlMs?: number;
   cacheMaxEntries?: number;
   userAgent?: string;
+  /** Extra trusted CA certificates (PEM) for intranet sites; public CAs stay trusted. */
+  ca?: string | readonly string[];
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -162,6 +164,7 @@ export function createWebExtractTool(settings: WebExtractSettings = {}): ToolV1<
         maxRedirects: settings.maxRedirects ?? 5,
         maxBytes: settings.maxBytes ?? 5 * 1024 * 1024,
         userAgent: settings.userAgent ?? 'Mozilla/5.0 (compatible; shears-web-extract/0.1)',
+        ca: settings.ca,
       });
       if (page.status >= 400) throw new WebToolError(`HTTP ${page.status} fetching ${page.url}`, { url });
       const converted = bodyToMarkdown(page.body, page.contentType, page.url);
