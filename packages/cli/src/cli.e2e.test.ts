@@ -140,6 +140,51 @@ describe('shears process', () => {
     }
   });
 
+  it("uses an env's own demo policy and preferred sandbox with the scripted server", async () => {
+    // A pack in plain JavaScript with no imports: the manifest shape is all the registry needs.
+    writeFileSync(
+      join(dir, 'own-policy-pack.mjs'),
+      `export default {
+  specificationVersion: 'v1',
+  id: 'own-policy-pack',
+  envs: { quiz: { create: () => ({
+    specificationVersion: 'v1', id: 'quiz', preferredSandbox: 'local', setupCalls: 0,
+    async setup() { this.setupCalls++; },
+    async demoPolicy() { if (!this.setupCalls) throw new Error('demoPolicy before setup'); return () => ({ content: 'forty-two, from the env policy' }); },
+    async nextItem() { return { id: 'q1', prompt: 'What is six times seven?' }; },
+    buildMessages(item) { return [{ role: 'user', content: item.prompt }]; },
+    tools() { return []; },
+    async computeReward(_item, rollout) { return { score: String(rollout.finalResponse).includes('forty-two') ? 1 : 0 }; },
+  }) } },
+};`,
+    );
+    const run = await runShears(
+      [
+        'process',
+        '--plugins',
+        '["./own-policy-pack.mjs"]',
+        '--env',
+        'quiz',
+        '--groups',
+        '1',
+        '--group-size',
+        '2',
+        '--out',
+        'runs/quiz.jsonl',
+        '--no-report',
+      ],
+      { cwd: dir },
+    );
+    expect(run.stderr).not.toMatch(/^error/m);
+    expect(run.code).toBe(0);
+    const [group] = readGroups(join(dir, 'runs/quiz.jsonl'));
+    expect(group?.rollouts.map((rollout) => rollout.finalResponse)).toEqual([
+      'forty-two, from the env policy',
+      'forty-two, from the env policy',
+    ]);
+    expect(group?.scores).toEqual([1, 1]);
+  });
+
   it('rejects bad configs with errors that name the field, the value and what is allowed', async () => {
     const zero = await runShears(['process', '--env.group_size', '0'], { cwd: dir });
     expect(zero.code).toBe(2);

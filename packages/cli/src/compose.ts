@@ -115,17 +115,29 @@ export async function createEnv(registry: Registry, config: ShearsConfig): Promi
   });
 }
 
+/** Optional extras an env may offer the CLI (the SWE env does). */
+interface EnvExtras {
+  /** A scripted policy that plays this env's tasks, used when `server.provider` is `scripted`. */
+  demoPolicy?: () => Promise<unknown> | unknown;
+  /** The sandbox backend the env's items need (e.g. `docker` for container images). */
+  preferredSandbox?: string;
+}
+
 export async function createServer(
   registry: Registry,
   config: ShearsConfig,
   apiKey: string | undefined,
   cwd = process.cwd(),
+  env?: EnvV1,
 ): Promise<ServerV1> {
   const server = config.server;
   if (server.provider === 'scripted') {
+    const extras = env as (EnvV1 & EnvExtras) | undefined;
+    const policy = typeof extras?.demoPolicy === 'function' ? await extras.demoPolicy() : undefined;
     return createFromConfig(registry, 'servers', 'scripted', 'server.provider', {
       seed: config.env.seed,
       model: server.model,
+      ...(policy ? { policy } : {}),
       ...server.settings,
     });
   }
@@ -157,8 +169,11 @@ export async function createServer(
 export async function createSandboxProvider(
   registry: Registry,
   config: ShearsConfig,
+  env?: EnvV1,
 ): Promise<SandboxProviderV1> {
-  return createFromConfig(registry, 'sandboxes', config.sandbox.provider, 'sandbox.provider', {
+  const preferred = (env as (EnvV1 & EnvExtras) | undefined)?.preferredSandbox;
+  const id = config.sandbox.provider ?? (typeof preferred === 'string' ? preferred : 'local');
+  return createFromConfig(registry, 'sandboxes', id, 'sandbox.provider', {
     ...(config.sandbox.image ? { image: config.sandbox.image } : {}),
     ...config.sandbox.settings,
   });

@@ -3,7 +3,7 @@
 // client), so `shears process --env demo` needs no key and no GPU.
 import { definePlugin, NoSuchEntryError, type ServerV1, type ToolV1 } from '@shears/core';
 import { createDemoEnv } from './demo/demo-env.js';
-import { startDemoServer } from './demo/demo-server.js';
+import { type DemoServerOptions, startDemoServer } from './demo/demo-server.js';
 
 export default definePlugin({
   id: '@shears/cli',
@@ -39,6 +39,10 @@ export default definePlugin({
           seed: typeof settings.seed === 'number' ? settings.seed : 0,
           model: typeof settings.model === 'string' ? settings.model : undefined,
           latencyMs: typeof settings.latencyMs === 'number' ? settings.latencyMs : undefined,
+          policy:
+            typeof settings.policy === 'function'
+              ? (settings.policy as DemoServerOptions['policy'])
+              : undefined,
           registry: context.registry,
         });
       },

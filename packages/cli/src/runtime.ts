@@ -75,12 +75,13 @@ export async function startRuntime(
   try {
     const env = await createEnv(registry, config);
     closers.push(() => env.close?.());
-    const rawServer = await createServer(registry, config, context.apiKey, context.io.cwd);
+    const sandboxes = await createSandboxProvider(registry, config, env);
+    closers.push(() => sandboxes.close());
+    // Set up before the server: an env's scripted demo policy may need its prepared tasks.
+    await env.setup?.({ signal: context.signal, logger: context.logger });
+    const rawServer = await createServer(registry, config, context.apiKey, context.io.cwd, env);
     closers.push(() => rawServer.close?.());
     const server = observeServer(rawServer, (count) => progress.addTokens(count));
-    const sandboxes = await createSandboxProvider(registry, config);
-    closers.push(() => sandboxes.close());
-    await env.setup?.({ signal: context.signal, logger: context.logger });
     return {
       registry,
       plugins,

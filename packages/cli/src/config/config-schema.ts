@@ -45,7 +45,11 @@ export const serverConfigSchema = z
 
 export const sandboxConfigSchema = z
   .strictObject({
-    provider: z.string().min(1).default('local').describe('Sandbox provider id: local, docker, ssh'),
+    provider: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Sandbox provider id: local, docker, ssh (default: the env's preferred backend, else local)"),
     image: z.string().optional(),
     ssh_targets: z
       .array(z.string())

@@ -1,6 +1,7 @@
 // Starts the scripted demo policy behind the scripted OpenAI-compatible HTTP server and returns
 // a ServerV1 that talks to it over HTTP through the real OpenAI-compatible client.
 import type { Registry, ServerV1 } from '@shears/core';
+import type { ScriptedChatRequest, ScriptedReply } from '@shears/core/test';
 import { createDemoPolicy } from './demo-policy.js';
 
 export const DEMO_MODEL = 'shears-demo-policy';
@@ -10,6 +11,8 @@ export interface DemoServerOptions {
   model?: string;
   latencyMs?: number;
   registry?: Registry;
+  /** Another env's scripted policy (e.g. the SWE env's); default: the shell demo policy. */
+  policy?: (request: ScriptedChatRequest) => ScriptedReply | undefined | Promise<ScriptedReply | undefined>;
 }
 
 export async function startDemoServer(
@@ -18,7 +21,7 @@ export async function startDemoServer(
   const model = options.model ?? DEMO_MODEL;
   // Loaded on demand: the test entry point also carries the conformance suites (and vitest).
   const { createScriptedServer, createScriptedServerClient } = await import('@shears/core/test');
-  const policy = createDemoPolicy({ seed: options.seed ?? 0 });
+  const policy = options.policy ?? createDemoPolicy({ seed: options.seed ?? 0 });
   const scripted = await createScriptedServer({
     policy: (request) => policy(request),
     model,
