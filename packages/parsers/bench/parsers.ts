@@ -6,7 +6,13 @@ import type { RenderInput, ToolCallParserV1, ToolSchema } from '@shears/core';
 import { PARSERS } from '../src/index.js';
 
 /** MB/s of the reference Python parsers on a similar corpus (from the issue). */
-const PYTHON_MB_PER_S: Record<string, number> = { hermes: 40, qwen: 40, mistral: 40, llama3_json: 33, qwen3_coder: 18.5 };
+const PYTHON_MB_PER_S: Record<string, number> = {
+  hermes: 40,
+  qwen: 40,
+  mistral: 40,
+  llama3_json: 33,
+  qwen3_coder: 18.5,
+};
 
 function createRandom(seed: number): () => number {
   let state = seed >>> 0 || 1;
@@ -18,8 +24,31 @@ function createRandom(seed: number): () => number {
   };
 }
 
-const WORDS = ['the', 'weather', 'file', 'search', 'résumé', '東京', 'données', 'let', 'me', 'check', 'über', 'naïve', '😀', 'result', 'value', 'Москва', 'path'];
-const CODE = ['def f(x):\n    return {"k": [x, x + 1]}\n', 'if (a && b) { console.log("}{"); }\n', 'SELECT * FROM t WHERE name = \'{x}\';\n', 'echo "$HOME" | grep -E \'[a-z]{3}\'\n'];
+const WORDS = [
+  'the',
+  'weather',
+  'file',
+  'search',
+  'résumé',
+  '東京',
+  'données',
+  'let',
+  'me',
+  'check',
+  'über',
+  'naïve',
+  '😀',
+  'result',
+  'value',
+  'Москва',
+  'path',
+];
+const CODE = [
+  'def f(x):\n    return {"k": [x, x + 1]}\n',
+  'if (a && b) { console.log("}{"); }\n',
+  "SELECT * FROM t WHERE name = '{x}';\n",
+  'echo "$HOME" | grep -E \'[a-z]{3}\'\n',
+];
 
 function sentence(random: () => number, words: number): string {
   return Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
@@ -30,9 +59,19 @@ function argumentValue(random: () => number, depth: number): unknown {
   if (kind === 0) return sentence(random, 1 + Math.floor(random() * 8));
   if (kind === 1) return Math.floor(random() * 100000) / (random() < 0.5 ? 1 : 100);
   if (kind === 2) return random() < 0.5;
-  if (kind === 3) return Array.from({ length: 1 + Math.floor(random() * 20) }, () => CODE[Math.floor(random() * CODE.length)]).join('');
-  if (kind === 4) return Array.from({ length: 1 + Math.floor(random() * 4) }, () => argumentValue(random, depth + 1));
-  return Object.fromEntries(Array.from({ length: 1 + Math.floor(random() * 4) }, (_, index) => [`k${index}`, argumentValue(random, depth + 1)]));
+  if (kind === 3)
+    return Array.from(
+      { length: 1 + Math.floor(random() * 20) },
+      () => CODE[Math.floor(random() * CODE.length)],
+    ).join('');
+  if (kind === 4)
+    return Array.from({ length: 1 + Math.floor(random() * 4) }, () => argumentValue(random, depth + 1));
+  return Object.fromEntries(
+    Array.from({ length: 1 + Math.floor(random() * 4) }, (_, index) => [
+      `k${index}`,
+      argumentValue(random, depth + 1),
+    ]),
+  );
 }
 
 interface Sample {
@@ -53,7 +92,18 @@ function corpus(parser: ToolCallParserV1, count: number): Sample[] {
       for (let key = 0; key < 1 + Math.floor(random() * 4); key += 1) {
         const value = argumentValue(random, 0);
         args[`arg_${key}`] = value;
-        properties[`arg_${key}`] = { type: typeof value === 'string' ? 'string' : typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'boolean' : Array.isArray(value) ? 'array' : 'object' };
+        properties[`arg_${key}`] = {
+          type:
+            typeof value === 'string'
+              ? 'string'
+              : typeof value === 'number'
+                ? 'number'
+                : typeof value === 'boolean'
+                  ? 'boolean'
+                  : Array.isArray(value)
+                    ? 'array'
+                    : 'object',
+        };
       }
       const name = `tool_${call}_${Math.floor(random() * 5)}`;
       toolCalls.push({ name, arguments: JSON.stringify(args) });
@@ -92,15 +142,18 @@ for (const parser of PARSERS.filter((candidate) => !only || candidate.id === onl
   let calls = 0;
   const parseMs = measure(() => {
     calls = 0;
-    for (const sample of samples) calls += parser.parse(sample.text, typed ? { tools: sample.tools } : undefined).toolCalls.length;
+    for (const sample of samples)
+      calls += parser.parse(sample.text, typed ? { tools: sample.tools } : undefined).toolCalls.length;
   });
-  const streamMs = process.env.SKIP_STREAM ? Number.NaN : measure(() => {
-    for (const sample of samples) {
-      const stream = parser.createStream(typed ? { tools: sample.tools } : undefined);
-      for (let at = 0; at < sample.text.length; at += 16) stream.feed(sample.text.slice(at, at + 16));
-      stream.finish();
-    }
-  });
+  const streamMs = process.env.SKIP_STREAM
+    ? Number.NaN
+    : measure(() => {
+        for (const sample of samples) {
+          const stream = parser.createStream(typed ? { tools: sample.tools } : undefined);
+          for (let at = 0; at < sample.text.length; at += 16) stream.feed(sample.text.slice(at, at + 16));
+          stream.finish();
+        }
+      });
   const mbPerS = bytes / 1e6 / (parseMs / 1000);
   const reference = PYTHON_MB_PER_S[parser.id];
   console.log(

@@ -2,10 +2,25 @@
 // streamed) and render calls back into each model's own format.
 import plugin from './plugin.js';
 
+export { createParserFromFormat, stripEndTokens } from './core/create-parser.js';
+export type { FormatContext, Step, StepItem, ToolCallFormat } from './core/format.js';
+export type { MistralRenderVersion } from './formats/mistral.js';
+export type { PyValue } from './json/python-json.js';
+export {
+  fromPyValue,
+  PyNumber,
+  pyDumps,
+  pyFloatRepr,
+  pyJsonLoads,
+  pyQuote,
+  toPyValue,
+} from './json/python-json.js';
+export { pyLiteralEval } from './json/python-literal.js';
+export type { MistralParserSettings } from './parsers.js';
 export {
   createMistralParser,
-  deepseekV31Parser,
   deepseekV3Parser,
+  deepseekV31Parser,
   getParser,
   glm45Parser,
   hermesParser,
@@ -17,12 +32,5 @@ export {
   qwen3CoderParser,
   qwenParser,
 } from './parsers.js';
-export type { MistralParserSettings } from './parsers.js';
-export type { MistralRenderVersion } from './formats/mistral.js';
-export { createParserFromFormat, stripEndTokens } from './core/create-parser.js';
-export type { FormatContext, Step, StepItem, ToolCallFormat } from './core/format.js';
-export { fromPyValue, PyNumber, pyDumps, pyFloatRepr, pyJsonLoads, pyQuote, toPyValue } from './json/python-json.js';
-export type { PyValue } from './json/python-json.js';
-export { pyLiteralEval } from './json/python-literal.js';
 export { plugin };
 export default plugin;

@@ -18,7 +18,9 @@ describe('getParser', () => {
 
   it('names the available parsers when the name is unknown', () => {
     expect(() => getParser('hermès')).toThrow(NoSuchEntryError);
-    expect(() => getParser('nope')).toThrow(/available: hermes, qwen, qwen3_coder, mistral, llama3_json, deepseek_v3, deepseek_v31, kimi_k2, glm45/);
+    expect(() => getParser('nope')).toThrow(
+      /available: hermes, qwen, qwen3_coder, mistral, llama3_json, deepseek_v3, deepseek_v31, kimi_k2, glm45/,
+    );
   });
 
   it('registers every parser in the plugin manifest', () => {

@@ -18,6 +18,7 @@ for (const parser of PARSERS) {
 
 export default definePlugin({
   id: '@shears/parsers',
-  description: 'Tool-call parsers: hermes, qwen, qwen3_coder, mistral, llama3_json, deepseek_v3, deepseek_v31, kimi_k2, glm45',
+  description:
+    'Tool-call parsers: hermes, qwen, qwen3_coder, mistral, llama3_json, deepseek_v3, deepseek_v31, kimi_k2, glm45',
   parsers,
 });

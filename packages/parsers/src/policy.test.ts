@@ -4,11 +4,19 @@
 import { describe, expect, it } from 'vitest';
 import { createMistralParser, getParser } from './index.js';
 
-const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } } } };
+const weather = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } },
+  },
+};
 
 describe('parse policy', () => {
   it('skips a bad call, keeps the good ones, and says why in issues', () => {
-    const result = getParser('hermes').parse('<tool_call>{"name": "a", "arguments": {oops}}</tool_call><tool_call>{"name": "b", "arguments": {"x": 1}}</tool_call>');
+    const result = getParser('hermes').parse(
+      '<tool_call>{"name": "a", "arguments": {oops}}</tool_call><tool_call>{"name": "b", "arguments": {"x": 1}}</tool_call>',
+    );
     expect(result.toolCalls).toEqual([{ name: 'b', arguments: '{"x": 1}' }]);
     expect(result.issues).toHaveLength(1);
     expect(result.issues[0]).toMatchObject({ index: 0, reason: 'invalid JSON in <tool_call>' });
@@ -20,15 +28,21 @@ describe('parse policy', () => {
   });
 
   it('validates names against the offered tools (default on when tools are given)', () => {
-    const text = '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call><tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>';
+    const text =
+      '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call><tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>';
     const parser = getParser('hermes');
-    expect(parser.parse(text, { tools: [weather] }).toolCalls.map((call) => call.name)).toEqual(['get_weather']);
-    expect(parser.parse(text, { tools: [weather] }).issues[0]?.reason).toMatch(/unknown function "rm_rf" \(offered: get_weather\)/);
+    expect(parser.parse(text, { tools: [weather] }).toolCalls.map((call) => call.name)).toEqual([
+      'get_weather',
+    ]);
+    expect(parser.parse(text, { tools: [weather] }).issues[0]?.reason).toMatch(
+      /unknown function "rm_rf" \(offered: get_weather\)/,
+    );
     expect(parser.parse(text, { tools: [weather], validateNames: false }).toolCalls).toHaveLength(2);
   });
 
   it('keeps or drops unparseable arguments as asked', () => {
-    const text = '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"a": nope}<｜tool▁call▁end｜><｜tool▁calls▁end｜>';
+    const text =
+      '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"a": nope}<｜tool▁call▁end｜><｜tool▁calls▁end｜>';
     const parser = getParser('deepseek_v31');
     expect(parser.parse(text).toolCalls).toEqual([{ name: 'f', arguments: '{"a": nope}' }]);
     expect(parser.parse(text, { keepInvalidArguments: false }).toolCalls).toEqual([]);
@@ -41,26 +55,44 @@ describe('parse policy', () => {
   });
 
   it('ignores end-of-turn tokens', () => {
-    expect(getParser('llama3_json').parse('{"name": "f", "parameters": {"a": 1}}<|eot_id|>').toolCalls).toEqual([{ name: 'f', arguments: '{"a": 1}' }]);
-    expect(getParser('mistral').parse('[TOOL_CALLS]f[ARGS]{"a": 1}</s>').toolCalls).toEqual([{ name: 'f', arguments: '{"a": 1}' }]);
+    expect(
+      getParser('llama3_json').parse('{"name": "f", "parameters": {"a": 1}}<|eot_id|>').toolCalls,
+    ).toEqual([{ name: 'f', arguments: '{"a": 1}' }]);
+    expect(getParser('mistral').parse('[TOOL_CALLS]f[ARGS]{"a": 1}</s>').toolCalls).toEqual([
+      { name: 'f', arguments: '{"a": 1}' },
+    ]);
     expect(getParser('hermes').parse('Just text<|im_end|>\n').content).toBe('Just text');
   });
 
   it('re-serialises arguments exactly like Python json.dumps', () => {
-    const result = getParser('hermes').parse('<tool_call>{"name":"f","arguments":{"n":1E2,"big":123456789012345678901234567890,"s":"\\u00e9\\/"}}</tool_call>');
-    expect(result.toolCalls[0]?.arguments).toBe('{"n": 100.0, "big": 123456789012345678901234567890, "s": "é/"}');
+    const result = getParser('hermes').parse(
+      '<tool_call>{"name":"f","arguments":{"n":1E2,"big":123456789012345678901234567890,"s":"\\u00e9\\/"}}</tool_call>',
+    );
+    expect(result.toolCalls[0]?.arguments).toBe(
+      '{"n": 100.0, "big": 123456789012345678901234567890, "s": "é/"}',
+    );
   });
 
   it('types XML values by the tool schema', () => {
-    const text = '<tool_call>\n<function=get_weather>\n<parameter=city>\n2024\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>';
-    expect(getParser('qwen3_coder').parse(text, { tools: [weather] }).toolCalls[0]?.arguments).toBe('{"city": "2024", "days": 3}');
+    const text =
+      '<tool_call>\n<function=get_weather>\n<parameter=city>\n2024\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>';
+    expect(getParser('qwen3_coder').parse(text, { tools: [weather] }).toolCalls[0]?.arguments).toBe(
+      '{"city": "2024", "days": 3}',
+    );
     expect(getParser('qwen3_coder').parse(text).toolCalls[0]?.arguments).toBe('{"city": 2024, "days": 3}');
   });
 
   it('keeps model-written ids and writes valid Mistral ids', () => {
-    expect(getParser('mistral').parse('[TOOL_CALLS]f[CALL_ID]abcDEF123[ARGS]{}').toolCalls[0]?.id).toBe('abcDEF123');
-    const rendered = createMistralParser({ renderVersion: 'v3' }).render({ content: null, toolCalls: [{ name: 'f', arguments: '{"a": 1}' }] });
-    expect(rendered).toMatch(/^\[TOOL_CALLS\] \[\{"name": "f", "arguments": \{"a": 1\}, "id": "[A-Za-z0-9]{9}"\}\]$/);
+    expect(getParser('mistral').parse('[TOOL_CALLS]f[CALL_ID]abcDEF123[ARGS]{}').toolCalls[0]?.id).toBe(
+      'abcDEF123',
+    );
+    const rendered = createMistralParser({ renderVersion: 'v3' }).render({
+      content: null,
+      toolCalls: [{ name: 'f', arguments: '{"a": 1}' }],
+    });
+    expect(rendered).toMatch(
+      /^\[TOOL_CALLS\] \[\{"name": "f", "arguments": \{"a": 1\}, "id": "[A-Za-z0-9]{9}"\}\]$/,
+    );
   });
 });
 
@@ -69,8 +101,17 @@ describe('streaming', () => {
     const stream = getParser('qwen').createStream();
     expect(stream.feed('Sure.\n<tool_call>\n{"name": "a", "argu')).toEqual([]);
     expect(stream.feed('ments": {"x": 1}}\n</tool_call>')).toEqual([{ name: 'a', arguments: '{"x": 1}' }]);
-    expect(stream.feed('\n<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>')).toEqual([{ name: 'b', arguments: '{}' }]);
-    expect(stream.finish()).toEqual({ content: 'Sure.\n', toolCalls: [{ name: 'a', arguments: '{"x": 1}' }, { name: 'b', arguments: '{}' }], issues: [] });
+    expect(stream.feed('\n<tool_call>\n{"name": "b", "arguments": {}}\n</tool_call>')).toEqual([
+      { name: 'b', arguments: '{}' },
+    ]);
+    expect(stream.finish()).toEqual({
+      content: 'Sure.\n',
+      toolCalls: [
+        { name: 'a', arguments: '{"x": 1}' },
+        { name: 'b', arguments: '{}' },
+      ],
+      issues: [],
+    });
   });
 
   it('holds back a partial marker and flushes it as content at the end', () => {

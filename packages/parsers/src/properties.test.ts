@@ -10,15 +10,39 @@ const XML_FORMATS = new Set(['qwen3_coder', 'glm45']);
 
 const name = fc.stringMatching(/^[a-zA-Z_][a-zA-Z0-9_]{0,15}$/);
 // Content that cannot itself look like a call in any format.
-const content = fc.option(fc.string({ unit: fc.constantFrom('a', 'b', ' ', '.', '!', '\n', 'é', '東', '😀', ')', ':'), maxLength: 30 }), { nil: null });
-const safeText = fc.string({ unit: fc.constantFrom('a', 'Z', ' ', '{', '}', '[', ']', '"', '\\', 'é', '東', '😀', ',', ':', '>', '\t'), maxLength: 20 });
+const content = fc.option(
+  fc.string({
+    unit: fc.constantFrom('a', 'b', ' ', '.', '!', '\n', 'é', '東', '😀', ')', ':'),
+    maxLength: 30,
+  }),
+  { nil: null },
+);
+const safeText = fc.string({
+  unit: fc.constantFrom('a', 'Z', ' ', '{', '}', '[', ']', '"', '\\', 'é', '東', '😀', ',', ':', '>', '\t'),
+  maxLength: 20,
+});
 const xmlText = fc
-  .string({ unit: fc.constantFrom('a', 'Z', ' ', '{', '}', '"', '\\', 'é', '東', '&', '/', '\n'), minLength: 1, maxLength: 20 })
+  .string({
+    unit: fc.constantFrom('a', 'Z', ' ', '{', '}', '"', '\\', 'é', '東', '&', '/', '\n'),
+    minLength: 1,
+    maxLength: 20,
+  })
   .filter((text) => text.trim() === text && text.toLowerCase() !== 'null' && !/^[\d\s.eE+-]+$/.test(text));
-const number = fc.oneof(fc.integer({ min: -1e9, max: 1e9 }), fc.integer({ min: -1e6, max: 1e6 }).map((value) => value / 64));
+const number = fc.oneof(
+  fc.integer({ min: -1e9, max: 1e9 }),
+  fc.integer({ min: -1e6, max: 1e6 }).map((value) => value / 64),
+);
 
 const jsonValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, safeText, number, fc.boolean(), fc.constant(null), tie('array'), tie('object')),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    safeText,
+    number,
+    fc.boolean(),
+    fc.constant(null),
+    tie('array'),
+    tie('object'),
+  ),
   array: fc.array(tie('value'), { maxLength: 3 }),
   object: fc.dictionary(name, tie('value'), { maxKeys: 3 }),
 })).value;
@@ -42,29 +66,46 @@ function generated(parser: ToolCallParserV1): fc.Arbitrary<Generated> {
   const maxCalls = parser.id === 'llama3_json' ? 3 : 4;
   if (XML_FORMATS.has(parser.id)) {
     const call = fc.record({ name, args: fc.dictionary(name, xmlArgument, { maxKeys: 4 }) });
-    return fc.record({ content, calls: fc.array(call, { minLength: 1, maxLength: maxCalls }) }).map(({ content: text, calls }) => {
-      const tools: ToolSchema[] = calls.map((entry) => ({
-        type: 'function',
-        function: {
-          name: entry.name,
-          parameters: { type: 'object', properties: Object.fromEntries(Object.entries(entry.args).map(([key, arg]) => [key, { type: arg.type }])) },
-        },
-      }));
-      // Names repeat across calls: the schema of the first wins, so give repeated names the same args.
-      const firstArgs = new Map<string, Record<string, { value: unknown }>>();
-      const toolCalls = calls.map((entry) => {
-        const args = firstArgs.get(entry.name) ?? entry.args;
-        firstArgs.set(entry.name, args);
-        return { name: entry.name, arguments: JSON.stringify(Object.fromEntries(Object.entries(args).map(([key, arg]) => [key, arg.value]))) };
+    return fc
+      .record({ content, calls: fc.array(call, { minLength: 1, maxLength: maxCalls }) })
+      .map(({ content: text, calls }) => {
+        const tools: ToolSchema[] = calls.map((entry) => ({
+          type: 'function',
+          function: {
+            name: entry.name,
+            parameters: {
+              type: 'object',
+              properties: Object.fromEntries(
+                Object.entries(entry.args).map(([key, arg]) => [key, { type: arg.type }]),
+              ),
+            },
+          },
+        }));
+        // Names repeat across calls: the schema of the first wins, so give repeated names the same args.
+        const firstArgs = new Map<string, Record<string, { value: unknown }>>();
+        const toolCalls = calls.map((entry) => {
+          const args = firstArgs.get(entry.name) ?? entry.args;
+          firstArgs.set(entry.name, args);
+          return {
+            name: entry.name,
+            arguments: JSON.stringify(
+              Object.fromEntries(Object.entries(args).map(([key, arg]) => [key, arg.value])),
+            ),
+          };
+        });
+        return { input: { content: text, toolCalls }, options: { tools } };
       });
-      return { input: { content: text, toolCalls }, options: { tools } };
-    });
   }
   const call = fc.record({ name, args: fc.dictionary(name, jsonValue, { maxKeys: 4 }) });
-  return fc.record({ content, calls: fc.array(call, { minLength: 1, maxLength: maxCalls }) }).map(({ content: text, calls }) => ({
-    input: { content: text, toolCalls: calls.map((entry) => ({ name: entry.name, arguments: JSON.stringify(entry.args) })) },
-    options: {},
-  }));
+  return fc
+    .record({ content, calls: fc.array(call, { minLength: 1, maxLength: maxCalls }) })
+    .map(({ content: text, calls }) => ({
+      input: {
+        content: text,
+        toolCalls: calls.map((entry) => ({ name: entry.name, arguments: JSON.stringify(entry.args) })),
+      },
+      options: {},
+    }));
 }
 
 for (const parser of PARSERS) {
@@ -85,13 +126,26 @@ for (const parser of PARSERS) {
     });
 
     it('any chunking of a rendered or damaged output gives the whole-text result', () => {
-      const damaged = fc.tuple(generated(parser), fc.nat(), fc.nat({ max: 8 }), fc.constantFrom('cut', 'drop', 'keep', 'double')).map(([sample, at, length, how]) => {
-        const text = parser.render(sample.input);
-        const where = at % (text.length + 1);
-        const changed =
-          how === 'cut' ? text.slice(0, where) : how === 'drop' ? text.slice(0, where) + text.slice(where + length) : how === 'double' ? text + text : text;
-        return { text: changed, options: sample.options };
-      });
+      const damaged = fc
+        .tuple(
+          generated(parser),
+          fc.nat(),
+          fc.nat({ max: 8 }),
+          fc.constantFrom('cut', 'drop', 'keep', 'double'),
+        )
+        .map(([sample, at, length, how]) => {
+          const text = parser.render(sample.input);
+          const where = at % (text.length + 1);
+          const changed =
+            how === 'cut'
+              ? text.slice(0, where)
+              : how === 'drop'
+                ? text.slice(0, where) + text.slice(where + length)
+                : how === 'double'
+                  ? text + text
+                  : text;
+          return { text: changed, options: sample.options };
+        });
       fc.assert(
         fc.property(damaged, fc.array(fc.nat(), { maxLength: 12 }), ({ text, options }, cuts) => {
           expectChunkingInvariant(

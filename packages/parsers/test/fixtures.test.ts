@@ -20,7 +20,9 @@ interface FixtureCase {
   assert?: 'tool_calls';
 }
 
-const cases = JSON.parse(readFileSync(new URL('./fixtures/parser-cases.json', import.meta.url), 'utf8')) as Record<string, FixtureCase[]>;
+const cases = JSON.parse(
+  readFileSync(new URL('./fixtures/parser-cases.json', import.meta.url), 'utf8'),
+) as Record<string, FixtureCase[]>;
 
 function check(result: ParseResult, fixture: FixtureCase): void {
   expect(result.toolCalls.map((call) => call.name)).toEqual(fixture.tool_calls.map((call) => call.name));
@@ -31,7 +33,8 @@ function check(result: ParseResult, fixture: FixtureCase): void {
     else expect(JSON.parse(actual.arguments)).toEqual(expected.arguments);
     if (expected.id !== undefined) expect(actual.id).toBe(expected.id);
   });
-  if (fixture.assert !== 'tool_calls') expect((result.content ?? '').trim()).toBe((fixture.content ?? '').trim());
+  if (fixture.assert !== 'tool_calls')
+    expect((result.content ?? '').trim()).toBe((fixture.content ?? '').trim());
 }
 
 for (const [parserName, list] of Object.entries(cases)) {
@@ -44,7 +47,8 @@ for (const [parserName, list] of Object.entries(cases)) {
         for (const size of [1, 2, 3, 7, 64]) {
           const stream = parser.createStream(options);
           const emitted = [];
-          for (let index = 0; index < fixture.raw.length; index += size) emitted.push(...stream.feed(fixture.raw.slice(index, index + size)));
+          for (let index = 0; index < fixture.raw.length; index += size)
+            emitted.push(...stream.feed(fixture.raw.slice(index, index + size)));
           const final = stream.finish();
           check(final, fixture);
           expect(final.toolCalls.slice(0, emitted.length)).toEqual(emitted);

@@ -2,7 +2,13 @@
 // throw, streaming in any chunking gives the whole-text result, render then parse gives the
 // same calls back, and content follows the null rules.
 import { describe, expect, it } from 'vitest';
-import type { ParsedToolCall, ParseOptions, ParseResult, RenderInput, ToolCallParserV1 } from '../contracts/parser.js';
+import type {
+  ParsedToolCall,
+  ParseOptions,
+  ParseResult,
+  RenderInput,
+  ToolCallParserV1,
+} from '../contracts/parser.js';
 
 export interface ParserConformanceCases {
   /** Raw outputs in the parser's own format (with and without calls) used for the chunking checks. */
@@ -69,7 +75,10 @@ export function junkInputs(count: number, seed = 7): string[] {
     let text = '';
     const parts = 1 + Math.floor(random() * 12);
     for (let part = 0; part < parts; part += 1) {
-      text += random() < 0.6 ? (MARKERS[Math.floor(random() * MARKERS.length)] as string) : String.fromCharCode(Math.floor(random() * 0x3000));
+      text +=
+        random() < 0.6
+          ? (MARKERS[Math.floor(random() * MARKERS.length)] as string)
+          : String.fromCharCode(Math.floor(random() * 0x3000));
     }
     out.push(text);
   }
@@ -77,7 +86,12 @@ export function junkInputs(count: number, seed = 7): string[] {
 }
 
 /** Feeds `text` in pieces and returns what the stream emitted and its final result. */
-export function streamInChunks(parser: ToolCallParserV1, text: string, cuts: number[], options?: ParseOptions): { emitted: ParsedToolCall[]; result: ParseResult } {
+export function streamInChunks(
+  parser: ToolCallParserV1,
+  text: string,
+  cuts: number[],
+  options?: ParseOptions,
+): { emitted: ParsedToolCall[]; result: ParseResult } {
   const stream = parser.createStream(options);
   const emitted: ParsedToolCall[] = [];
   let previous = 0;
@@ -90,7 +104,12 @@ export function streamInChunks(parser: ToolCallParserV1, text: string, cuts: num
 }
 
 /** Asserts that a chunked stream agrees with the whole-text parse. */
-export function expectChunkingInvariant(parser: ToolCallParserV1, text: string, cuts: number[], options?: ParseOptions): void {
+export function expectChunkingInvariant(
+  parser: ToolCallParserV1,
+  text: string,
+  cuts: number[],
+  options?: ParseOptions,
+): void {
   const whole = parser.parse(text, options);
   const { emitted, result } = streamInChunks(parser, text, cuts, options);
   expect(result).toEqual(whole);
@@ -100,9 +119,20 @@ export function expectChunkingInvariant(parser: ToolCallParserV1, text: string, 
 
 const DEFAULT_RENDER_INPUTS: RenderInput[] = [
   { content: null, toolCalls: [{ name: 'get_weather', arguments: '{"city": "Paris"}' }] },
-  { content: 'Let me check both.', toolCalls: [{ name: 'get_weather', arguments: '{"city": "東京", "days": 3}' }, { name: 'search', arguments: '{"query": "a {b} \\"c\\"", "limit": 10}' }] },
+  {
+    content: 'Let me check both.',
+    toolCalls: [
+      { name: 'get_weather', arguments: '{"city": "東京", "days": 3}' },
+      { name: 'search', arguments: '{"query": "a {b} \\"c\\"", "limit": 10}' },
+    ],
+  },
   { content: null, toolCalls: [{ name: 'noop', arguments: '{}' }] },
-  { content: null, toolCalls: [{ name: 'nested', arguments: '{"filter": {"tags": ["x", "y"], "deep": {"ok": true, "n": 1.5}}}' }] },
+  {
+    content: null,
+    toolCalls: [
+      { name: 'nested', arguments: '{"filter": {"tags": ["x", "y"], "deep": {"ok": true, "n": 1.5}}}' },
+    ],
+  },
 ];
 
 function sameCalls(actual: ParsedToolCall[], expected: RenderInput['toolCalls']): void {
@@ -112,7 +142,11 @@ function sameCalls(actual: ParsedToolCall[], expected: RenderInput['toolCalls'])
   });
 }
 
-export function describeParserConformance(name: string, parser: ToolCallParserV1, cases: ParserConformanceCases = {}): void {
+export function describeParserConformance(
+  name: string,
+  parser: ToolCallParserV1,
+  cases: ParserConformanceCases = {},
+): void {
   const options = cases.options;
   const renderInputs = cases.renderInputs ?? DEFAULT_RENDER_INPUTS;
   const samples = [...(cases.samples ?? []), ...renderInputs.map((input) => parser.render(input))];
@@ -145,7 +179,10 @@ export function describeParserConformance(name: string, parser: ToolCallParserV1
       for (const sample of samples) {
         for (let round = 0; round < 40; round += 1) {
           const at = Math.floor(random() * (sample.length + 1));
-          const mutated = round % 2 === 0 ? sample.slice(0, at) : sample.slice(0, at) + sample.slice(at + 1 + Math.floor(random() * 5));
+          const mutated =
+            round % 2 === 0
+              ? sample.slice(0, at)
+              : sample.slice(0, at) + sample.slice(at + 1 + Math.floor(random() * 5));
           expect(() => parser.parse(mutated, options)).not.toThrow();
           expectChunkingInvariant(parser, mutated, [Math.floor(random() * (mutated.length + 1))], options);
         }
@@ -155,9 +192,16 @@ export function describeParserConformance(name: string, parser: ToolCallParserV1
     it('gives the whole-text result for any chunking of the samples', () => {
       const random = createRandom(17);
       for (const sample of samples) {
-        expectChunkingInvariant(parser, sample, Array.from({ length: sample.length }, (_, index) => index), options);
+        expectChunkingInvariant(
+          parser,
+          sample,
+          Array.from({ length: sample.length }, (_, index) => index),
+          options,
+        );
         for (let round = 0; round < 20; round += 1) {
-          const cuts = Array.from({ length: 1 + Math.floor(random() * 6) }, () => Math.floor(random() * (sample.length + 1)));
+          const cuts = Array.from({ length: 1 + Math.floor(random() * 6) }, () =>
+            Math.floor(random() * (sample.length + 1)),
+          );
           expectChunkingInvariant(parser, sample, cuts, options);
         }
       }

@@ -18,12 +18,17 @@ export function argumentsFromValue(value: PyValue | undefined): string {
 }
 
 /** A call object `{"name": ..., "arguments"|"parameters": ...}` as a step item. */
-export function callFromObject(value: PyValue, raw: string, options: { requireArguments?: boolean } = {}): StepItem {
+export function callFromObject(
+  value: PyValue,
+  raw: string,
+  options: { requireArguments?: boolean } = {},
+): StepItem {
   if (!(value instanceof Map)) return { issue: 'call is not a JSON object', raw };
   const name = value.get('name');
   if (typeof name !== 'string') return { issue: 'call has no string "name"', raw };
   const args = value.has('arguments') ? value.get('arguments') : value.get('parameters');
-  if (options.requireArguments && (args === undefined || args === null)) return { issue: 'call has no "arguments" or "parameters"', raw };
+  if (options.requireArguments && (args === undefined || args === null))
+    return { issue: 'call has no "arguments" or "parameters"', raw };
   const item: StepItem = { call: { name, arguments: argumentsFromValue(args) }, raw };
   const id = value.get('id');
   if (typeof id === 'string' && item.call) item.call.id = id;
@@ -34,7 +39,14 @@ export function callFromObject(value: PyValue, raw: string, options: { requireAr
  * Argument text written between markers (DeepSeek, Kimi, Mistral v11): valid JSON is
  * re-serialised; anything else is kept verbatim when the options allow, else the call fails.
  */
-export function callFromArgumentText(name: string, text: string, context: FormatContext, raw: string, id?: string, canonical = false): StepItem {
+export function callFromArgumentText(
+  name: string,
+  text: string,
+  context: FormatContext,
+  raw: string,
+  id?: string,
+  canonical = false,
+): StepItem {
   if (canonical) {
     // Already exactly what json.dumps prints (checked by jsonValueEnd): no need to decode.
     const item: StepItem = { call: { name, arguments: text }, raw };

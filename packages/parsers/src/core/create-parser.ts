@@ -13,7 +13,17 @@ import type {
 import { createFormatContext, type FormatContext, type StepItem, type ToolCallFormat } from './format.js';
 
 /** End-of-turn tokens that may trail a completion when special tokens were kept. */
-const END_TOKENS = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '</s>', '<｜end▁of▁sentence｜>', '<|endoftext|>', '<|im_end|>', '<|user|>', '<|observation|>'];
+const END_TOKENS = [
+  '<|im_end|>',
+  '<|eot_id|>',
+  '<|eom_id|>',
+  '</s>',
+  '<｜end▁of▁sentence｜>',
+  '<|endoftext|>',
+  '<|im_end|>',
+  '<|user|>',
+  '<|observation|>',
+];
 
 /** Removes end-of-turn tokens (and the whitespace around them) from the end of the text. */
 export function stripEndTokens(text: string): string {
@@ -38,13 +48,23 @@ interface ResolvedOptions {
 function resolveOptions(format: ToolCallFormat, options: ParseOptions | undefined): ResolvedOptions {
   const tools = Array.isArray(options?.tools) ? options.tools : undefined;
   const validate = options?.validateNames ?? (tools !== undefined && tools.length > 0);
-  const allowedNames = validate && tools ? new Set(tools.map((tool) => tool?.function?.name).filter((name): name is string => typeof name === 'string')) : null;
+  const allowedNames =
+    validate && tools
+      ? new Set(
+          tools
+            .map((tool) => tool?.function?.name)
+            .filter((name): name is string => typeof name === 'string'),
+        )
+      : null;
   const keepInvalid = options?.keepInvalidArguments ?? format.keepInvalidArgumentsByDefault;
   return { context: createFormatContext(tools, keepInvalid), allowedNames };
 }
 
 /** Applies name validation to one item: the call to keep, or the reason it was skipped. */
-function judgeItem(item: StepItem, allowedNames: Set<string> | null): { call: ParsedToolCall } | { issue: string } {
+function judgeItem(
+  item: StepItem,
+  allowedNames: Set<string> | null,
+): { call: ParsedToolCall } | { issue: string } {
   if (!item.call) return { issue: item.issue ?? 'malformed call' };
   if (item.call.name === '') return { issue: 'empty function name' };
   if (allowedNames && !allowedNames.has(item.call.name)) {
@@ -68,7 +88,8 @@ function parseWith(format: ToolCallFormat, input: string, options: ParseOptions 
   for (;;) {
     const step = format.next(text, pos, true, context);
     if (step.kind !== 'region' || step.end <= pos) break;
-    if (firstContentEnd === undefined) firstContentEnd = step.contentEnd === undefined ? step.start : step.contentEnd;
+    if (firstContentEnd === undefined)
+      firstContentEnd = step.contentEnd === undefined ? step.start : step.contentEnd;
     for (const item of step.items) {
       const verdict = judgeItem(item, allowedNames);
       if ('call' in verdict) toolCalls.push(verdict.call);
@@ -80,10 +101,14 @@ function parseWith(format: ToolCallFormat, input: string, options: ParseOptions 
   }
   // With no call at all the whole output is the answer; otherwise only the text before the
   // first call is content (what every reference does, and all a template can render).
-  const content = toolCalls.length === 0 ? text : firstContentEnd == null ? null : text.slice(0, firstContentEnd);
+  const content =
+    toolCalls.length === 0 ? text : firstContentEnd == null ? null : text.slice(0, firstContentEnd);
   const result: ParseResult = { content: blankToNull(content), toolCalls, issues };
   if (options?.keepTrailingText) {
-    result.trailingText = toolCalls.length === 0 ? null : blankToNull(stripClosingMarkers(text.slice(lastEnd), format.closingMarkers));
+    result.trailingText =
+      toolCalls.length === 0
+        ? null
+        : blankToNull(stripClosingMarkers(text.slice(lastEnd), format.closingMarkers));
   }
   return result;
 }
@@ -103,7 +128,11 @@ function safeParse(format: ToolCallFormat, text: unknown, options: ParseOptions 
     return parseWith(format, input, options);
   } catch (error) {
     // Unreachable by design (the fuzz tests hunt for it); a parser must still never throw.
-    return { content: blankToNull(input), toolCalls: [], issues: [{ index: 0, reason: `internal parser error: ${String(error)}`, raw: '' }] };
+    return {
+      content: blankToNull(input),
+      toolCalls: [],
+      issues: [{ index: 0, reason: `internal parser error: ${String(error)}`, raw: '' }],
+    };
   }
 }
 
@@ -141,7 +170,12 @@ function createStream(format: ToolCallFormat, options: ParseOptions | undefined)
           // An undecided region is re-scanned only when the new text could complete it (a
           // closing character arrived, within the work budget) or the region grew by a quarter
           // since the last try; both keep the total work linear however small the deltas are.
-          if (waiting && !(COMPLETERS.test(delta) && window.length <= credit) && window.length < triedAt * 1.25) break;
+          if (
+            waiting &&
+            !(COMPLETERS.test(delta) && window.length <= credit) &&
+            window.length < triedAt * 1.25
+          )
+            break;
           context.version += 1;
           const step = format.next(window, 0, false, context);
           if (step.kind === 'more') {

@@ -56,7 +56,10 @@ export interface ToolCallFormat {
   render(input: RenderInput): string;
 }
 
-export function createFormatContext(tools: ToolSchema[] | undefined, keepInvalidArguments: boolean): FormatContext {
+export function createFormatContext(
+  tools: ToolSchema[] | undefined,
+  keepInvalidArguments: boolean,
+): FormatContext {
   const cache = new Map<string, { version: number; from: number; index: number }>();
   const context: FormatContext = {
     tools,
@@ -67,7 +70,13 @@ export function createFormatContext(tools: ToolSchema[] | undefined, keepInvalid
     version: 0,
     find(text, marker, from) {
       const entry = cache.get(marker);
-      if (entry && entry.version === context.version && from >= entry.from && (entry.index < 0 || entry.index >= from)) return entry.index;
+      if (
+        entry &&
+        entry.version === context.version &&
+        from >= entry.from &&
+        (entry.index < 0 || entry.index >= from)
+      )
+        return entry.index;
       const index = text.indexOf(marker, from);
       cache.set(marker, { version: context.version, from, index });
       return index;
@@ -91,7 +100,12 @@ export function holdback(text: string, markers: readonly string[], pos: number):
 }
 
 /** The earliest occurrence of any marker at or after `pos`: [index, marker] or [-1, '']. */
-export function findFirst(text: string, markers: readonly string[], pos: number, context: FormatContext): [number, string] {
+export function findFirst(
+  text: string,
+  markers: readonly string[],
+  pos: number,
+  context: FormatContext,
+): [number, string] {
   let best = -1;
   let found = '';
   for (const marker of markers) {
@@ -154,7 +168,11 @@ export function nineCharId(seed: string): string {
  * End of the JSON value at `start` (canonical fast path first), or the reader's failure kind.
  * Used where only the extent of the value matters before it is decoded.
  */
-export function jsonValueEnd(context: FormatContext, text: string, start: number): number | 'incomplete' | 'invalid' {
+export function jsonValueEnd(
+  context: FormatContext,
+  text: string,
+  start: number,
+): number | 'incomplete' | 'invalid' {
   const end = canonicalJsonEnd(text, start);
   context.state.lastValueCanonical = end > 0;
   if (end > 0) return end;

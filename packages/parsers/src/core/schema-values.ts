@@ -6,12 +6,17 @@ import { PyNumber, type PyValue, pyFloatRepr, pyIntText, pyJsonLoads } from '../
 import { pyLiteralEval } from '../json/python-literal.js';
 
 /** The parameter schemas of a function, or undefined when the tools do not describe it. */
-export function parameterSchemas(tools: ToolSchema[] | undefined, name: string): Record<string, unknown> | undefined {
+export function parameterSchemas(
+  tools: ToolSchema[] | undefined,
+  name: string,
+): Record<string, unknown> | undefined {
   if (!tools) return undefined;
   for (const tool of tools) {
     if (tool?.function?.name !== name) continue;
     const properties = (tool.function.parameters as { properties?: unknown } | undefined)?.properties;
-    return typeof properties === 'object' && properties !== null ? (properties as Record<string, unknown>) : {};
+    return typeof properties === 'object' && properties !== null
+      ? (properties as Record<string, unknown>)
+      : {};
   }
   return undefined;
 }
@@ -57,7 +62,8 @@ function pythonInt(text: string): PyNumber | undefined {
 function pythonFloat(text: string): number | undefined {
   const trimmed = text.trim().replace(/(\d)_(?=\d)/g, '$1');
   if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(trimmed)) return Number(trimmed);
-  if (/^[+-]?(inf|infinity)$/i.test(trimmed)) return trimmed.startsWith('-') ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  if (/^[+-]?(inf|infinity)$/i.test(trimmed))
+    return trimmed.startsWith('-') ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
   if (/^[+-]?nan$/i.test(trimmed)) return Number.NaN;
   return undefined;
 }
@@ -93,6 +99,7 @@ export function coerceNumeric(value: PyValue, schema: unknown): PyValue {
   if (type === undefined) return value;
   if (/^(int|uint|long|short|unsigned)/.test(type)) return pythonInt(value) ?? value;
   if (/^(num|float|double|decimal)/.test(type)) return numberValue(value) ?? value;
-  if (['boolean', 'bool'].includes(type) && /^(true|false)$/i.test(value.trim())) return value.trim().toLowerCase() === 'true';
+  if (['boolean', 'bool'].includes(type) && /^(true|false)$/i.test(value.trim()))
+    return value.trim().toLowerCase() === 'true';
   return value;
 }

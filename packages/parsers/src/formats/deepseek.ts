@@ -5,7 +5,15 @@
 // arguments may span lines, and the outer `<｜tool▁calls▁begin｜>` may be missing.
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
-import { type FormatContext, isStep, issueRaw, jsonValueEnd, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import {
+  type FormatContext,
+  isStep,
+  issueRaw,
+  jsonValueEnd,
+  nextStart,
+  type Step,
+  type ToolCallFormat,
+} from '../core/format.js';
 import { skipWhitespace } from '../json/python-json.js';
 
 const CALLS_BEGIN = '<｜tool▁calls▁begin｜>';
@@ -31,7 +39,12 @@ function readArguments(
       let cursor = skipWhitespace(text, valueEnd);
       if (fenced && text.startsWith(FENCE, cursor)) cursor = skipWhitespace(text, cursor + FENCE.length);
       if (text.startsWith(CALL_END, cursor)) {
-        return { kind: 'ok', text: text.slice(jsonStart, valueEnd), end: cursor + CALL_END.length, canonical: context.state.lastValueCanonical === true };
+        return {
+          kind: 'ok',
+          text: text.slice(jsonStart, valueEnd),
+          end: cursor + CALL_END.length,
+          canonical: context.state.lastValueCanonical === true,
+        };
       }
     }
   }
@@ -61,7 +74,12 @@ function makeNext(version: 'v3' | 'v31') {
     const sep = context.find(text, SEP, headStart);
     const stop = context.find(text, CALL_END, headStart);
     const nextCall = context.find(text, CALL_BEGIN, headStart);
-    const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end) }] });
+    const bad = (issue: string, end: number): Step => ({
+      kind: 'region',
+      start,
+      end,
+      items: [{ issue, raw: issueRaw(text, start, end) }],
+    });
     if (sep < 0 || (stop >= 0 && stop < sep) || (nextCall >= 0 && nextCall < sep)) {
       if (!eof && sep < 0 && stop < 0 && nextCall < 0) return more;
       return bad('call without <｜tool▁sep｜>', headStart);
@@ -94,7 +112,21 @@ function makeNext(version: 'v3' | 'v31') {
     if (args.kind === 'missing') return bad('call without <｜tool▁call▁end｜>', headStart);
     if (name === '') return bad('call without a function name', args.end);
     const raw = text.slice(start, args.end);
-    return { kind: 'region', start, end: args.end, items: [callFromArgumentText(name, args.text, context, raw.length > 400 ? raw.slice(0, 400) : raw, undefined, args.canonical)] };
+    return {
+      kind: 'region',
+      start,
+      end: args.end,
+      items: [
+        callFromArgumentText(
+          name,
+          args.text,
+          context,
+          raw.length > 400 ? raw.slice(0, 400) : raw,
+          undefined,
+          args.canonical,
+        ),
+      ],
+    };
   };
 }
 
@@ -102,7 +134,10 @@ function render(version: 'v3' | 'v31', input: RenderInput): string {
   if (input.toolCalls.length === 0) return input.content ?? '';
   const calls = input.toolCalls.map((call, index) => {
     const args = argumentsText(call.arguments);
-    const body = version === 'v3' ? `function${SEP}${call.name}\n${FENCE}json\n${args}\n${FENCE}` : `${call.name}${SEP}${args}`;
+    const body =
+      version === 'v3'
+        ? `function${SEP}${call.name}\n${FENCE}json\n${args}\n${FENCE}`
+        : `${call.name}${SEP}${args}`;
     return `${version === 'v3' && index > 0 ? '\n' : ''}${CALL_BEGIN}${body}${CALL_END}`;
   });
   return `${input.content ?? ''}${CALLS_BEGIN}${calls.join('')}${CALLS_END}`;

@@ -3,7 +3,14 @@
 // A call needs its closing tag and a newline (real or a literal `\n`) after the name.
 import type { RenderInput } from '@shears/core';
 import { argumentsObject } from '../core/arguments.js';
-import { type FormatContext, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import {
+  type FormatContext,
+  isStep,
+  issueRaw,
+  nextStart,
+  type Step,
+  type ToolCallFormat,
+} from '../core/format.js';
 import { coerceNumeric, heuristicValue, parameterSchemas, schemaType } from '../core/schema-values.js';
 import { type PyValue, pyDumps, pyJsonLoads } from '../json/python-json.js';
 
@@ -46,7 +53,12 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   const start = found.index;
   const headStart = start + OPEN.length;
   const more: Step = { kind: 'more', skip: start };
-  const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + 80) }] });
+  const bad = (issue: string, end: number): Step => ({
+    kind: 'region',
+    start,
+    end,
+    items: [{ issue, raw: issueRaw(text, start, end + 80) }],
+  });
   // The name runs to the first newline; a `<` first means the required newline is missing.
   let cursor = headStart;
   while (cursor < text.length) {
@@ -54,32 +66,53 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     if (code === 10 || code === 60 || (code === 92 && text.charCodeAt(cursor + 1) === 110)) break;
     cursor += 1;
   }
-  if (cursor >= text.length || (text.charCodeAt(cursor) === 92 && cursor + 1 >= text.length)) return eof ? bad('unterminated <tool_call>', text.length) : more;
+  if (cursor >= text.length || (text.charCodeAt(cursor) === 92 && cursor + 1 >= text.length))
+    return eof ? bad('unterminated <tool_call>', text.length) : more;
   if (text.charCodeAt(cursor) === 60) return bad('no newline after the function name', headStart);
   const name = text.slice(headStart, cursor).trim();
   const schemas = parameterSchemas(context.tools, name);
   const args = new Map<string, PyValue>();
   for (;;) {
     cursor = skipSeparators(text, cursor);
-    if (cursor >= text.length || (!eof && text.length - cursor < CLOSE.length && (CLOSE.startsWith(text.slice(cursor)) || KEY_OPEN.startsWith(text.slice(cursor)) || text.endsWith('\\')))) {
+    if (
+      cursor >= text.length ||
+      (!eof &&
+        text.length - cursor < CLOSE.length &&
+        (CLOSE.startsWith(text.slice(cursor)) ||
+          KEY_OPEN.startsWith(text.slice(cursor)) ||
+          text.endsWith('\\')))
+    ) {
       return eof ? bad('unterminated <tool_call>', text.length) : more;
     }
     if (text.startsWith(CLOSE, cursor)) {
       const end = cursor + CLOSE.length;
       if (name === '') return bad('no function name', end);
-      return { kind: 'region', start, end, items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, start, end) }] };
+      return {
+        kind: 'region',
+        start,
+        end,
+        items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, start, end) }],
+      };
     }
     if (!text.startsWith(KEY_OPEN, cursor)) return bad('unexpected text inside <tool_call>', headStart);
     const keyClose = context.find(text, KEY_CLOSE, cursor);
     if (keyClose < 0) return eof ? bad('unterminated <arg_key>', text.length) : more;
     const key = text.slice(cursor + KEY_OPEN.length, keyClose).trim();
     cursor = skipSeparators(text, keyClose + KEY_CLOSE.length);
-    if (cursor >= text.length || (!eof && couldStart(text, cursor, VALUE_OPEN))) return eof ? bad('unterminated <arg_key>', text.length) : more;
+    if (cursor >= text.length || (!eof && couldStart(text, cursor, VALUE_OPEN)))
+      return eof ? bad('unterminated <arg_key>', text.length) : more;
     if (!text.startsWith(VALUE_OPEN, cursor)) return bad('<arg_key> without <arg_value>', headStart);
     const valueClose = context.find(text, VALUE_CLOSE, cursor);
     if (valueClose < 0) return eof ? bad('unterminated <arg_value>', text.length) : more;
     const schema = schemas?.[key];
-    args.set(key, decodeValue(text.slice(cursor + VALUE_OPEN.length, valueClose), schema, schemas !== undefined && schema !== undefined));
+    args.set(
+      key,
+      decodeValue(
+        text.slice(cursor + VALUE_OPEN.length, valueClose),
+        schema,
+        schemas !== undefined && schema !== undefined,
+      ),
+    );
     cursor = valueClose + VALUE_CLOSE.length;
   }
 }

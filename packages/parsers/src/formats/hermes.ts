@@ -3,7 +3,15 @@
 // end tag, so `</tool_call>` inside an argument string is harmless.
 import type { RenderInput } from '@shears/core';
 import { argumentsJson, callFromObject } from '../core/arguments.js';
-import { couldBeMarker, isStep, issueRaw, nextStart, type Step, type StepItem, type ToolCallFormat } from '../core/format.js';
+import {
+  couldBeMarker,
+  isStep,
+  issueRaw,
+  nextStart,
+  type Step,
+  type StepItem,
+  type ToolCallFormat,
+} from '../core/format.js';
 import { canonicalCallObject, pyQuote, skipJsonWhitespace } from '../json/python-json.js';
 
 const OPEN = '<tool_call>';
@@ -18,7 +26,15 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
   const reader = context.reader;
   const items: StepItem[] = [];
   let cursor = skipJsonWhitespace(text, bodyStart);
-  if (cursor >= text.length) return eof ? { kind: 'region', start, end: text.length, items: [{ issue: 'empty <tool_call>', raw: text.slice(start) }] } : more;
+  if (cursor >= text.length)
+    return eof
+      ? {
+          kind: 'region',
+          start,
+          end: text.length,
+          items: [{ issue: 'empty <tool_call>', raw: text.slice(start) }],
+        }
+      : more;
   for (;;) {
     const code = text.charCodeAt(cursor);
     if (code !== 123 && code !== 91) {
@@ -29,7 +45,10 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
     const valueStart = cursor;
     const fast = code === 123 ? canonicalCallObject(text, valueStart) : undefined;
     if (fast) {
-      items.push({ call: { name: fast.name, arguments: fast.argumentsText }, raw: text.slice(valueStart, fast.end) });
+      items.push({
+        call: { name: fast.name, arguments: fast.argumentsText },
+        raw: text.slice(valueStart, fast.end),
+      });
       cursor = skipJsonWhitespace(text, fast.end);
       if (cursor >= text.length) {
         if (!eof) return more;
@@ -57,7 +76,12 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
         return { kind: 'region', start, end: text.length, items };
       }
       items.push({ issue: 'invalid JSON in <tool_call>', raw: issueRaw(text, start, reader.failedAt + 1) });
-      return { kind: 'region', start, end: Math.max(bodyStart, items.length > 1 ? valueStart : bodyStart), items };
+      return {
+        kind: 'region',
+        start,
+        end: Math.max(bodyStart, items.length > 1 ? valueStart : bodyStart),
+        items,
+      };
     }
     const raw = text.slice(valueStart, reader.pos);
     if (Array.isArray(value)) {

@@ -3,7 +3,15 @@
 // writes the call id itself (`functions.NAME:IDX`); the counter runs over the conversation.
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
-import { type FormatContext, isStep, issueRaw, jsonValueEnd, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import {
+  type FormatContext,
+  isStep,
+  issueRaw,
+  jsonValueEnd,
+  nextStart,
+  type Step,
+  type ToolCallFormat,
+} from '../core/format.js';
 import { skipWhitespace } from '../json/python-json.js';
 
 const SECTION_BEGIN = '<|tool_calls_section_begin|>';
@@ -20,13 +28,19 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   const found = nextStart(text, [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN], pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
-  if (found.marker !== CALL_BEGIN) return { kind: 'region', start, end: start + found.marker.length, items: [] };
+  if (found.marker !== CALL_BEGIN)
+    return { kind: 'region', start, end: start + found.marker.length, items: [] };
   const more: Step = { kind: 'more', skip: start };
   const headStart = start + CALL_BEGIN.length;
   const argBegin = context.find(text, ARG_BEGIN, headStart);
   const stop = context.find(text, CALL_END, headStart);
   const nextCall = context.find(text, CALL_BEGIN, headStart);
-  const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + 200) }] });
+  const bad = (issue: string, end: number): Step => ({
+    kind: 'region',
+    start,
+    end,
+    items: [{ issue, raw: issueRaw(text, start, end + 200) }],
+  });
   if (argBegin < 0 || (stop >= 0 && stop < argBegin) || (nextCall >= 0 && nextCall < argBegin)) {
     if (!eof && argBegin < 0 && stop < 0 && nextCall < 0) return more;
     return bad('call without <|tool_call_argument_begin|>', headStart);
@@ -60,20 +74,31 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   }
   if (!ID_PATTERN.test(id)) return bad(`call id "${id.slice(0, 80)}" is not NAME:INDEX`, end);
   const name = (id.split(':')[0] as string).split('.').pop()?.trim() ?? '';
-  return { kind: 'region', start, end, items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, canonical)] };
+  return {
+    kind: 'region',
+    start,
+    end,
+    items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, canonical)],
+  };
 }
 
 export const kimiK2Format: ToolCallFormat = {
   id: 'kimi_k2',
   aliases: ['kimik2', 'kimi', 'kimi_k2_thinking'],
-  description: 'Kimi K2 <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}<|tool_call_end|>',
+  description:
+    'Kimi K2 <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}<|tool_call_end|>',
   keepInvalidArgumentsByDefault: true,
   closingMarkers: [SECTION_END, SECTION_END_SINGULAR],
   next,
   render(input: RenderInput): string {
     if (input.toolCalls.length === 0) return input.content ?? '';
     const calls = input.toolCalls.map((call, index) => {
-      const id = call.id !== undefined && ID_PATTERN.test(call.id) && call.id.split(':')[0]?.split('.').pop() === call.name ? call.id : `functions.${call.name}:${index}`;
+      const id =
+        call.id !== undefined &&
+        ID_PATTERN.test(call.id) &&
+        call.id.split(':')[0]?.split('.').pop() === call.name
+          ? call.id
+          : `functions.${call.name}:${index}`;
       return `${CALL_BEGIN}${id}${ARG_BEGIN}${argumentsText(call.arguments)}${CALL_END}`;
     });
     return `${input.content ?? ''}${SECTION_BEGIN}${calls.join('')}${SECTION_END}`;

@@ -25,7 +25,10 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     const brace = text.indexOf('{', cursor);
     if (brace < 0) {
       if (eof) return { kind: 'done' };
-      return { kind: 'more', skip: holdback(text, [PYTHON_TAG], Math.max(pos, text.length - PYTHON_TAG.length)) };
+      return {
+        kind: 'more',
+        skip: holdback(text, [PYTHON_TAG], Math.max(pos, text.length - PYTHON_TAG.length)),
+      };
     }
     if (dead.has(context.offset + brace)) {
       cursor = brace + 1;
@@ -37,7 +40,10 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       while (back > pos && /\s/.test(text[back - 1] as string)) back -= 1;
       const tagged = back - PYTHON_TAG.length >= pos && text.startsWith(PYTHON_TAG, back - PYTHON_TAG.length);
       const start = tagged ? back - PYTHON_TAG.length : brace;
-      const item = { call: { name: fast.name, arguments: fast.argumentsText }, raw: text.slice(brace, fast.end) };
+      const item = {
+        call: { name: fast.name, arguments: fast.argumentsText },
+        raw: text.slice(brace, fast.end),
+      };
       return { kind: 'region', start, end: fast.end, items: [item], contentEnd: tagged ? start : null };
     }
     const reader = context.reader;
@@ -74,7 +80,9 @@ export const llama3JsonFormat: ToolCallFormat = {
   next,
   render(input: RenderInput): string {
     // The Llama 3.1/3.2 JSON templates allow one call per message; several are `; `-joined.
-    const calls = input.toolCalls.map((call) => `{"name": ${pyQuote(call.name)}, "parameters": ${argumentsJson(call.arguments)}}`);
+    const calls = input.toolCalls.map(
+      (call) => `{"name": ${pyQuote(call.name)}, "parameters": ${argumentsJson(call.arguments)}}`,
+    );
     if (calls.length === 0) return input.content ?? '';
     return input.content ? `${input.content}${PYTHON_TAG}${calls.join('; ')}` : calls.join('; ');
   },

@@ -29,9 +29,19 @@ function preV11(text: string, start: number, at: number, eof: boolean, context: 
     const value = reader.read(text, at);
     if (value === undefined) {
       if (reader.failure === 'incomplete' && !eof) return more;
-      return { kind: 'region', start, end: reader.failure === 'incomplete' ? text.length : at + 1, items: [{ issue: 'invalid JSON after [TOOL_CALLS]', raw: issueRaw(text, start, text.length) }] };
+      return {
+        kind: 'region',
+        start,
+        end: reader.failure === 'incomplete' ? text.length : at + 1,
+        items: [{ issue: 'invalid JSON after [TOOL_CALLS]', raw: issueRaw(text, start, text.length) }],
+      };
     }
-    return { kind: 'region', start, end: reader.pos, items: [callFromObject(value, text.slice(at, reader.pos))] };
+    return {
+      kind: 'region',
+      start,
+      end: reader.pos,
+      items: [callFromObject(value, text.slice(at, reader.pos))],
+    };
   }
   // An array read element by element, so one broken entry does not lose the ones before it.
   let cursor = at + 1;
@@ -39,13 +49,17 @@ function preV11(text: string, start: number, at: number, eof: boolean, context: 
     cursor = skipJsonWhitespace(text, cursor);
     if (cursor >= text.length) {
       if (!eof) return more;
-      if (items.length === 0) items.push({ issue: 'unterminated [TOOL_CALLS] array', raw: issueRaw(text, start, text.length) });
+      if (items.length === 0)
+        items.push({ issue: 'unterminated [TOOL_CALLS] array', raw: issueRaw(text, start, text.length) });
       return { kind: 'region', start, end: text.length, items };
     }
     if (text.charCodeAt(cursor) === 93) return { kind: 'region', start, end: cursor + 1, items };
     const fast = canonicalCallObject(text, cursor);
     if (fast) {
-      items.push({ call: { name: fast.name, arguments: fast.argumentsText }, raw: text.slice(cursor, fast.end) });
+      items.push({
+        call: { name: fast.name, arguments: fast.argumentsText },
+        raw: text.slice(cursor, fast.end),
+      });
       cursor = skipJsonWhitespace(text, fast.end);
       if (cursor >= text.length) {
         if (!eof) return more;
@@ -61,10 +75,16 @@ function preV11(text: string, start: number, at: number, eof: boolean, context: 
     if (value === undefined) {
       if (reader.failure === 'incomplete') {
         if (!eof) return more;
-        items.push({ issue: 'unterminated call in [TOOL_CALLS] array', raw: issueRaw(text, cursor, text.length) });
+        items.push({
+          issue: 'unterminated call in [TOOL_CALLS] array',
+          raw: issueRaw(text, cursor, text.length),
+        });
         return { kind: 'region', start, end: text.length, items };
       }
-      items.push({ issue: 'invalid JSON in [TOOL_CALLS] array', raw: issueRaw(text, start, reader.failedAt + 1) });
+      items.push({
+        issue: 'invalid JSON in [TOOL_CALLS] array',
+        raw: issueRaw(text, start, reader.failedAt + 1),
+      });
       return { kind: 'region', start, end: Math.max(at + 1, reader.failedAt), items };
     }
     items.push(callFromObject(value, text.slice(cursor, reader.pos)));
@@ -87,7 +107,12 @@ function isNameChar(code: number): boolean {
 
 function v11(text: string, start: number, at: number, eof: boolean, context: FormatContext): Step {
   const more: Step = { kind: 'more', skip: start };
-  const fail = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + 40) }] });
+  const fail = (issue: string, end: number): Step => ({
+    kind: 'region',
+    start,
+    end,
+    items: [{ issue, raw: issueRaw(text, start, end + 40) }],
+  });
   let cursor = at;
   while (cursor < text.length && isNameChar(text.charCodeAt(cursor))) cursor += 1;
   if (cursor >= text.length) return eof ? fail('[TOOL_CALLS] without arguments', text.length) : more;
@@ -108,11 +133,17 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
   if (text.startsWith(ARGS, cursor)) cursor = skipWhitespace(text, cursor + ARGS.length);
   if (cursor >= text.length) return eof ? fail('[ARGS] without arguments', text.length) : more;
   const code = text.charCodeAt(cursor);
-  if (name === '' || (code !== 123 && code !== 91)) return fail('no "name{arguments}" after [TOOL_CALLS]', cursor);
+  if (name === '' || (code !== 123 && code !== 91))
+    return fail('no "name{arguments}" after [TOOL_CALLS]', cursor);
   const valueEnd = jsonValueEnd(context, text, cursor);
   if (typeof valueEnd === 'number') {
     const raw = text.slice(cursor, valueEnd);
-    return { kind: 'region', start, end: valueEnd, items: [callFromArgumentText(name, raw, context, raw, id, context.state.lastValueCanonical === true)] };
+    return {
+      kind: 'region',
+      start,
+      end: valueEnd,
+      items: [callFromArgumentText(name, raw, context, raw, id, context.state.lastValueCanonical === true)],
+    };
   }
   // Broken arguments run to the next call (or the end) and are kept raw when allowed.
   let end = text.length;
@@ -134,7 +165,12 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   const at = skipWhitespace(text, start + TOOL_CALLS.length);
   if (at >= text.length) {
     if (!eof) return { kind: 'more', skip: start };
-    return { kind: 'region', start, end: text.length, items: [{ issue: 'nothing after [TOOL_CALLS]', raw: text.slice(start) }] };
+    return {
+      kind: 'region',
+      start,
+      end: text.length,
+      items: [{ issue: 'nothing after [TOOL_CALLS]', raw: text.slice(start) }],
+    };
   }
   const code = text.charCodeAt(at);
   if (code === 91 && !text.startsWith(TOOL_CALLS, at)) {
@@ -156,7 +192,8 @@ export function createMistralFormat(renderVersion: MistralRenderVersion = 'v11')
   return {
     id: 'mistral',
     aliases: ['mistral_v11', 'mistral_v13', 'magistral', 'devstral'],
-    description: 'Mistral [TOOL_CALLS] (pre-v11 JSON array, v11 [CALL_ID], v13 [ARGS], stripped control tokens)',
+    description:
+      'Mistral [TOOL_CALLS] (pre-v11 JSON array, v11 [CALL_ID], v13 [ARGS], stripped control tokens)',
     keepInvalidArgumentsByDefault: true,
     closingMarkers: [],
     next,
@@ -175,7 +212,10 @@ export function createMistralFormat(renderVersion: MistralRenderVersion = 'v11')
         content +
         input.toolCalls
           .map((call, index) => {
-            const id = renderVersion === 'v11' ? `${CALL_ID}${mistralId(call.id, `${index}:${call.name}:${call.arguments}`)}` : '';
+            const id =
+              renderVersion === 'v11'
+                ? `${CALL_ID}${mistralId(call.id, `${index}:${call.name}:${call.arguments}`)}`
+                : '';
             return `${TOOL_CALLS}${call.name}${id}${ARGS}${argumentsText(call.arguments)}`;
           })
           .join('')

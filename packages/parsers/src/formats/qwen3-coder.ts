@@ -5,7 +5,15 @@
 // `</parameter…>` markers.
 import type { RenderInput } from '@shears/core';
 import { argumentsObject, jinjaString } from '../core/arguments.js';
-import { findFirst, type FormatContext, isStep, issueRaw, nextStart, type Step, type ToolCallFormat } from '../core/format.js';
+import {
+  type FormatContext,
+  findFirst,
+  isStep,
+  issueRaw,
+  nextStart,
+  type Step,
+  type ToolCallFormat,
+} from '../core/format.js';
 import { heuristicValue, parameterSchemas, typedValue } from '../core/schema-values.js';
 import { type PyValue, pyDumps, skipWhitespace } from '../json/python-json.js';
 
@@ -31,18 +39,26 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   if (isStep(found)) return found;
   const start = found.index;
   const more: Step = { kind: 'more', skip: start };
-  const bad = (issue: string, end: number): Step => ({ kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + 80) }] });
+  const bad = (issue: string, end: number): Step => ({
+    kind: 'region',
+    start,
+    end,
+    items: [{ issue, raw: issueRaw(text, start, end + 80) }],
+  });
   let cursor = start;
   if (found.marker === TOOL_CALL) {
     cursor = skipWhitespace(text, start + TOOL_CALL.length);
-    if (cursor >= text.length || (!eof && FUNCTION.startsWith(text.slice(cursor)))) return eof ? bad('empty <tool_call>', text.length) : more;
-    if (!text.startsWith(FUNCTION, cursor)) return bad('no <function=...> after <tool_call>', start + TOOL_CALL.length);
+    if (cursor >= text.length || (!eof && FUNCTION.startsWith(text.slice(cursor))))
+      return eof ? bad('empty <tool_call>', text.length) : more;
+    if (!text.startsWith(FUNCTION, cursor))
+      return bad('no <function=...> after <tool_call>', start + TOOL_CALL.length);
   }
   const nameStart = cursor + FUNCTION.length;
   const nameEnd = context.find(text, '>', nameStart);
   if (nameEnd < 0) return eof ? bad('unterminated <function=', text.length) : more;
   const name = text.slice(nameStart, nameEnd).trim();
-  if (name === '' || name.includes('<') || name.includes('\n')) return bad('malformed <function=NAME>', nameStart);
+  if (name === '' || name.includes('<') || name.includes('\n'))
+    return bad('malformed <function=NAME>', nameStart);
   const schemas = parameterSchemas(context.tools, name);
   const args = new Map<string, PyValue>();
   cursor = nameEnd + 1;
@@ -71,19 +87,26 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
         // `</parameter>` or a drifted `</parameter1>` / `</parameter_x>`: up to its `>` when close.
         const close = closeWindow.indexOf('>');
         const nextOpen = closeWindow.indexOf('<', 1);
-        cursor = close >= 0 && (nextOpen < 0 || close < nextOpen) ? stop + close + 1 : stop + PARAMETER_END.length;
+        cursor =
+          close >= 0 && (nextOpen < 0 || close < nextOpen) ? stop + close + 1 : stop + PARAMETER_END.length;
       }
       continue;
     }
     if (text.startsWith(FUNCTION_END, cursor)) {
       let end = cursor + FUNCTION_END.length;
       const after = skipWhitespace(text, end);
-      if (!eof && (after >= text.length || (text.length - after < TOOL_CALL_END.length && TOOL_CALL_END.startsWith(text.slice(after))))) return more;
+      if (
+        !eof &&
+        (after >= text.length ||
+          (text.length - after < TOOL_CALL_END.length && TOOL_CALL_END.startsWith(text.slice(after))))
+      )
+        return more;
       if (text.startsWith(TOOL_CALL_END, after)) end = after + TOOL_CALL_END.length;
       return finishCall(start, end);
     }
     if (text.startsWith(TOOL_CALL_END, cursor)) return finishCall(start, cursor + TOOL_CALL_END.length);
-    if (text.startsWith(TOOL_CALL, cursor) || text.startsWith(FUNCTION, cursor)) return finishCall(start, cursor);
+    if (text.startsWith(TOOL_CALL, cursor) || text.startsWith(FUNCTION, cursor))
+      return finishCall(start, cursor);
     // Stray text between parameters is ignored up to the next tag.
     const nextTag = context.find(text, '<', cursor + 1);
     if (nextTag < 0) {
@@ -94,11 +117,21 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   }
 
   function finishCall(regionStart: number, end: number): Step {
-    return { kind: 'region', start: regionStart, end, items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, regionStart, end) }] };
+    return {
+      kind: 'region',
+      start: regionStart,
+      end,
+      items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, regionStart, end) }],
+    };
   }
 }
 
-function convert(raw: string, _name: string, key: string, schemas: Record<string, unknown> | undefined): PyValue {
+function convert(
+  raw: string,
+  _name: string,
+  key: string,
+  schemas: Record<string, unknown> | undefined,
+): PyValue {
   // With the function's schema: vLLM's typed conversion (unknown parameters stay strings).
   // Without one: the schema-less heuristic SGLang and hermes-agent use.
   if (schemas === undefined) return raw.toLowerCase() === 'null' ? null : heuristicValue(raw);

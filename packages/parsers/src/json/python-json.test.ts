@@ -60,7 +60,20 @@ describe('pyDumps(pyJsonLoads(x)) matches Python json.dumps(json.loads(x), ensur
   });
 
   it('rejects what Python rejects', () => {
-    for (const bad of ['', '{', '{"a" 1}', '[1,]', '01', '1.', '{"a": 1,}', '"\\x41"', "{'a': 1}", 'tru', '{"a": 1} x', '"\\u12"']) {
+    for (const bad of [
+      '',
+      '{',
+      '{"a" 1}',
+      '[1,]',
+      '01',
+      '1.',
+      '{"a": 1,}',
+      '"\\x41"',
+      "{'a': 1}",
+      'tru',
+      '{"a": 1} x',
+      '"\\u12"',
+    ]) {
       expect(pyJsonLoads(bad).ok, bad).toBe(false);
     }
   });
@@ -98,7 +111,7 @@ describe('pyLiteralEval (ast.literal_eval subset)', () => {
     ['True', 'true'],
     ['None', 'null'],
     ["{'a': 1, 'b': (1, 2), 3: 'x'}", '{"a": 1, "b": [1, 2], "3": "x"}'],
-    ["['x', \"y\", -1.5, 1_000]", '["x", "y", -1.5, 1000]'],
+    ['[\'x\', "y", -1.5, 1_000]', '["x", "y", -1.5, 1000]'],
     ['0x1F', '31'],
     ["'it\\'s'", '"it\'s"'],
     ['1e3', '1000.0'],
@@ -123,14 +136,17 @@ describe('canonical fast path', () => {
     const layouts = fc.constantFrom<[string, string]>([', ', ': '], [',', ':'], [', ', ':'], [',\n  ', ': ']);
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 3 }), layouts, (value, [comma, colon]) => {
-        const text = JSON.stringify(value, null, 0).replace(/,(?=(?:[^"\\]|\\.|"(?:[^"\\]|\\.)*")*$)/g, comma).replace(/:(?=(?:[^"\\]|\\.|"(?:[^"\\]|\\.)*")*$)/g, colon);
+        const text = JSON.stringify(value, null, 0)
+          .replace(/,(?=(?:[^"\\]|\\.|"(?:[^"\\]|\\.)*")*$)/g, comma)
+          .replace(/:(?=(?:[^"\\]|\\.|"(?:[^"\\]|\\.)*")*$)/g, colon);
         const full = pyJsonLoads(text, true);
         const fast = pyJsonLoads(text);
         expect(fast.ok).toBe(full.ok);
         if (!full.ok || !fast.ok) return;
         const canonical = pyDumps(full.value);
         expect(pyDumps(fast.value)).toBe(canonical);
-        if (canonical.startsWith('{') || canonical.startsWith('[')) expect(canonicalJsonEnd(`${canonical} `, 0)).toBe(canonical.length);
+        if (canonical.startsWith('{') || canonical.startsWith('['))
+          expect(canonicalJsonEnd(`${canonical} `, 0)).toBe(canonical.length);
       }),
       { numRuns: 500 },
     );
@@ -138,7 +154,17 @@ describe('canonical fast path', () => {
 
   it('refuses non-canonical spellings so they are re-serialised', async () => {
     const { canonicalJsonEnd } = await import('./python-json.js');
-    for (const text of ['{"a":1}', '{"a": 1.50}', '{"a": -0}', '{"a": "\\u00e9"}', '{"a": "\\/"}', '{"a": 1, "a": 2}', '{"a": 1E5}', '[1,2]', '{"a": "x\ny"}']) {
+    for (const text of [
+      '{"a":1}',
+      '{"a": 1.50}',
+      '{"a": -0}',
+      '{"a": "\\u00e9"}',
+      '{"a": "\\/"}',
+      '{"a": 1, "a": 2}',
+      '{"a": 1E5}',
+      '[1,2]',
+      '{"a": "x\ny"}',
+    ]) {
       expect(canonicalJsonEnd(`${text} `, 0), text).toBe(-1);
     }
     const sample = '{"a": [1, 2.5, "\\u001f\\n"], "b": {}}';

@@ -64,7 +64,15 @@ export function pyNumberFromJson(lexeme: string): PyNumber {
   return new PyNumber(pyIntText(lexeme));
 }
 
-const ESCAPES: Record<number, string> = { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };
+const ESCAPES: Record<number, string> = {
+  8: '\\b',
+  9: '\\t',
+  10: '\\n',
+  12: '\\f',
+  13: '\\r',
+  34: '\\"',
+  92: '\\\\',
+};
 const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
 
 /** A string literal as `json.dumps(..., ensure_ascii=False)` writes it. */
@@ -119,12 +127,18 @@ export function pyDumps(value: PyValue): string {
 export function toPyValue(value: unknown): PyValue {
   if (value === null || value === undefined) return null;
   if (typeof value === 'boolean' || typeof value === 'string') return value;
-  if (typeof value === 'number') return new PyNumber(Number.isInteger(value) && Math.abs(value) < 2 ** 53 ? String(value) : pyFloatRepr(value));
+  if (typeof value === 'number')
+    return new PyNumber(
+      Number.isInteger(value) && Math.abs(value) < 2 ** 53 ? String(value) : pyFloatRepr(value),
+    );
   if (typeof value === 'bigint') return new PyNumber(value.toString());
   if (value instanceof PyNumber) return value;
   if (Array.isArray(value)) return value.map(toPyValue);
   if (value instanceof Map) return new Map([...value].map(([key, item]) => [String(key), toPyValue(item)]));
-  if (typeof value === 'object') return new Map(Object.entries(value as Record<string, unknown>).map(([key, item]) => [key, toPyValue(item)]));
+  if (typeof value === 'object')
+    return new Map(
+      Object.entries(value as Record<string, unknown>).map(([key, item]) => [key, toPyValue(item)]),
+    );
   return String(value);
 }
 
@@ -144,7 +158,8 @@ export function skipWhitespace(text: string, from: number): number {
   let index = from;
   while (index < text.length) {
     const code = text.charCodeAt(index);
-    if (code === 32 || (code >= 9 && code <= 13) || (code > 127 && /\s/.test(text[index] as string))) index += 1;
+    if (code === 32 || (code >= 9 && code <= 13) || (code > 127 && /\s/.test(text[index] as string)))
+      index += 1;
     else break;
   }
   return index;
@@ -285,9 +300,9 @@ export class JsonReader {
       }
       out += text.slice(runStart, slash);
       if (slash + 1 >= text.length) return this.fail('incomplete', text.length);
-      const escape = text.charCodeAt(slash + 1);
+      const escaped = text.charCodeAt(slash + 1);
       index = slash + 2;
-      switch (escape) {
+      switch (escaped) {
         case 34:
           out += '"';
           break;
@@ -385,7 +400,10 @@ export class JsonReader {
       this.pos += 1;
       this.ws();
       let item: PyValue | undefined;
-      const rawEnd = this.rawArguments && (key === 'arguments' || key === 'parameters') ? canonicalJsonEnd(text, this.pos) : -1;
+      const rawEnd =
+        this.rawArguments && (key === 'arguments' || key === 'parameters')
+          ? canonicalJsonEnd(text, this.pos)
+          : -1;
       if (rawEnd > 0 && (text.charCodeAt(this.pos) === 123 || text.charCodeAt(this.pos) === 91)) {
         item = new RawJson(text.slice(this.pos, rawEnd));
         this.pos = rawEnd;
@@ -426,7 +444,8 @@ export function pyJsonLoads(text: string, tree = false): { ok: true; value: PyVa
   const code = text.charCodeAt(start);
   if (!tree && (code === 123 || code === 91)) {
     const end = canonicalJsonEnd(text, start);
-    if (end > 0 && skipJsonWhitespace(text, end) === text.length) return { ok: true, value: new RawJson(text.slice(start, end)) };
+    if (end > 0 && skipJsonWhitespace(text, end) === text.length)
+      return { ok: true, value: new RawJson(text.slice(start, end)) };
   }
   // Pad so a trailing number is known to be finished: the whole text is given.
   const padded = `${text} `;
@@ -445,7 +464,12 @@ export function fromPyValue(value: PyValue): unknown {
   if (value instanceof Map) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of value) {
-      Object.defineProperty(out, key, { value: fromPyValue(item), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, key, {
+        value: fromPyValue(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }
@@ -456,7 +480,6 @@ export function fromPyValue(value: PyValue): unknown {
 export class RawJson {
   constructor(readonly text: string) {}
 }
-
 
 /**
  * Fast path: if the value at `start` is valid JSON already written exactly as Python's
@@ -531,9 +554,18 @@ function canonicalString(text: string, start: number): number {
     const code = text.charCodeAt(index);
     if (code === 34) return index + 1;
     if (code !== 92) return -1; // a raw control character, or the end of the text
-    const escape = text.charCodeAt(index + 1);
-    if (escape === 34 || escape === 92 || escape === 98 || escape === 102 || escape === 110 || escape === 114 || escape === 116) index += 2;
-    else if (escape === 117) {
+    const escaped = text.charCodeAt(index + 1);
+    if (
+      escaped === 34 ||
+      escaped === 92 ||
+      escaped === 98 ||
+      escaped === 102 ||
+      escaped === 110 ||
+      escaped === 114 ||
+      escaped === 116
+    )
+      index += 2;
+    else if (escaped === 117) {
       // Only control characters without a short form are written as \u00xx.
       const hex = text.slice(index + 2, index + 6);
       const value = /^00[01][0-9a-f]$/.test(hex) ? Number.parseInt(hex, 16) : -1;
@@ -547,7 +579,10 @@ function canonicalString(text: string, start: number): number {
  * Fast path for the usual call object `{"name": "N", "arguments": {...}}` (or `"parameters"`),
  * written canonically: returns the name, the argument text and the end, or undefined.
  */
-export function canonicalCallObject(text: string, start: number): { name: string; argumentsText: string; end: number } | undefined {
+export function canonicalCallObject(
+  text: string,
+  start: number,
+): { name: string; argumentsText: string; end: number } | undefined {
   if (!text.startsWith('{"name": "', start)) return undefined;
   const nameStart = start + 9;
   const nameEnd = canonicalString(text, nameStart);

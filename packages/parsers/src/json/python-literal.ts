@@ -103,7 +103,20 @@ class LiteralReader {
         const next = this.text[this.pos + 1];
         if (next === undefined) this.fail();
         this.pos += 2;
-        const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"', a: '\x07', b: '\b', f: '\f', v: '\v', '0': '\0', '\n': '' };
+        const simple: Record<string, string> = {
+          n: '\n',
+          t: '\t',
+          r: '\r',
+          '\\': '\\',
+          "'": "'",
+          '"': '"',
+          a: '\x07',
+          b: '\b',
+          f: '\f',
+          v: '\v',
+          '0': '\0',
+          '\n': '',
+        };
         if (next in simple) out += simple[next];
         else if (next === 'x' || next === 'u' || next === 'U') {
           const size = next === 'x' ? 2 : next === 'u' ? 4 : 8;
