@@ -123,7 +123,7 @@ export async function runOneGroup(
     sandboxes: runtime.sandboxes,
     groupSize,
     limiter: runtime.limiter,
-    budget: { maxTurns: config.env.max_turns },
+    budget: config.env.max_turns === undefined ? undefined : { maxTurns: config.env.max_turns },
     retryBudget: config.run.max_retries,
     advantages: resolveAdvantageEstimator(config.run.advantage),
     allEqualScores: config.run.all_equal_scores,
