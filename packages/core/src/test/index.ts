@@ -46,3 +46,5 @@ export type { SandboxConformanceCase, SandboxConformanceOptions } from './sandbo
 export { describeSandboxConformance, SANDBOX_CONFORMANCE_CASES } from './sandbox-conformance.js';
 export type { ParserConformanceCases } from './parser-conformance.js';
 export { describeParserConformance, expectChunkingInvariant, junkInputs, streamInChunks } from './parser-conformance.js';
+export type { FileToolsFactory, FileToolSuiteHooks } from './file-tool-suite.js';
+export { describeFileToolSuite, fileToolRunner } from './file-tool-suite.js';
