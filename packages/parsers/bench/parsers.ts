@@ -119,7 +119,7 @@ function corpus(parser: ToolCallParserV1, count: number): Sample[] {
  * Milliseconds of CPU time (user + system) per run, after a warm-up run. CPU time, not wall
  * time: on a shared machine the wall clock mostly measures how long we waited for a core.
  */
-function measure(run: () => void, minimumMs = 600): number {
+function measure(run: () => void, minimumMs = Number(process.env.BENCH_MS ?? 600)): number {
   run(); // warm up the JIT
   let rounds = 0;
   const started = process.cpuUsage();

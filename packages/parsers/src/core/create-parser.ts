@@ -206,6 +206,24 @@ function createStream(format: ToolCallFormat, options: ParseOptions | undefined)
   };
 }
 
+/** Tolerates loosely typed input (missing fields, non-string arguments) instead of throwing. */
+function normalizeRenderInput(input: RenderInput | undefined): RenderInput {
+  const content = typeof input?.content === 'string' ? input.content : null;
+  const calls = Array.isArray(input?.toolCalls) ? input.toolCalls : [];
+  return {
+    content,
+    toolCalls: calls.map((call) => {
+      const args = call?.arguments as unknown;
+      const normalized: RenderInput['toolCalls'][number] = {
+        name: String(call?.name ?? ''),
+        arguments: typeof args === 'string' ? args : args == null ? '{}' : JSON.stringify(args),
+      };
+      if (typeof call?.id === 'string') normalized.id = call.id;
+      return normalized;
+    }),
+  };
+}
+
 /** Builds a ToolCallParserV1 from a format. */
 export function createParserFromFormat(format: ToolCallFormat): ToolCallParserV1 {
   return {
@@ -214,6 +232,6 @@ export function createParserFromFormat(format: ToolCallFormat): ToolCallParserV1
     aliases: format.aliases,
     parse: (text, options) => safeParse(format, text, options),
     createStream: (options) => createStream(format, options),
-    render: (input: RenderInput) => format.render(input),
+    render: (input: RenderInput) => format.render(normalizeRenderInput(input)),
   };
 }

@@ -22,8 +22,17 @@ export function parameterSchemas(
 }
 
 /** The schema's type name, lower-cased; unions pick the first non-null member. */
+const typeCache = new WeakMap<object, string | undefined>();
+
 export function schemaType(schema: unknown): string | undefined {
   if (typeof schema !== 'object' || schema === null) return undefined;
+  if (typeCache.has(schema)) return typeCache.get(schema);
+  const type = computeSchemaType(schema);
+  typeCache.set(schema, type);
+  return type;
+}
+
+function computeSchemaType(schema: object): string | undefined {
   const record = schema as Record<string, unknown>;
   const type = record.type;
   if (typeof type === 'string') return type.trim().toLowerCase();

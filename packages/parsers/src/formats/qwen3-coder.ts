@@ -23,7 +23,7 @@ const FUNCTION = '<function=';
 const FUNCTION_END = '</function>';
 const PARAMETER = '<parameter=';
 const PARAMETER_END = '</parameter';
-const VALUE_ENDS = [PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END, TOOL_CALL, FUNCTION];
+const VALUE_END_PATTERN = /<\/parameter|<parameter=|<\/function>|<\/tool_call>|<tool_call>|<function=/g;
 
 function stripOneNewline(value: string): string {
   let text = value;
@@ -32,6 +32,15 @@ function stripOneNewline(value: string): string {
   if (text.endsWith('\r\n')) text = text.slice(0, -2);
   else if (text.endsWith('\n')) text = text.slice(0, -1);
   return text;
+}
+
+function callStep(text: string, start: number, end: number, name: string, args: Map<string, PyValue>): Step {
+  return {
+    kind: 'region',
+    start,
+    end,
+    items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, start, end) }],
+  };
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
@@ -66,15 +75,19 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     cursor = skipWhitespace(text, cursor);
     if (cursor >= text.length) {
       if (!eof) return more;
-      return finishCall(start, text.length);
+      return callStep(text, start, text.length, name, args);
     }
     if (text.startsWith(PARAMETER, cursor)) {
       const keyStart = cursor + PARAMETER.length;
       const keyEnd = context.find(text, '>', keyStart);
-      if (keyEnd < 0) return eof ? finishCall(start, text.length) : more;
+      if (keyEnd < 0) return eof ? callStep(text, start, text.length, name, args) : more;
       const key = text.slice(keyStart, keyEnd).trim();
       const valueStart = keyEnd + 1;
-      const [stop, marker] = findFirst(text, VALUE_ENDS, valueStart, context);
+      // One native scan for the nearest end marker (linear: it stops at the first one).
+      VALUE_END_PATTERN.lastIndex = valueStart;
+      const match = VALUE_END_PATTERN.exec(text);
+      const stop = match ? match.index : -1;
+      const marker = match ? match[0] : '';
       if (stop < 0 && !eof) return more;
       const valueEnd = stop < 0 ? text.length : stop;
       // A value may end in a partial marker only when the text is final.
@@ -102,27 +115,19 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       )
         return more;
       if (text.startsWith(TOOL_CALL_END, after)) end = after + TOOL_CALL_END.length;
-      return finishCall(start, end);
+      return callStep(text, start, end, name, args);
     }
-    if (text.startsWith(TOOL_CALL_END, cursor)) return finishCall(start, cursor + TOOL_CALL_END.length);
+    if (text.startsWith(TOOL_CALL_END, cursor))
+      return callStep(text, start, cursor + TOOL_CALL_END.length, name, args);
     if (text.startsWith(TOOL_CALL, cursor) || text.startsWith(FUNCTION, cursor))
-      return finishCall(start, cursor);
+      return callStep(text, start, cursor, name, args);
     // Stray text between parameters is ignored up to the next tag.
     const nextTag = context.find(text, '<', cursor + 1);
     if (nextTag < 0) {
       if (!eof) return { kind: 'more', skip: start };
-      return finishCall(start, text.length);
+      return callStep(text, start, text.length, name, args);
     }
     cursor = nextTag;
-  }
-
-  function finishCall(regionStart: number, end: number): Step {
-    return {
-      kind: 'region',
-      start: regionStart,
-      end,
-      items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, regionStart, end) }],
-    };
   }
 }
 

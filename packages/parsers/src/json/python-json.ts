@@ -77,12 +77,20 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
 
 /** A string literal as `json.dumps(..., ensure_ascii=False)` writes it. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const ANY_SURROGATE = /[\ud800-\udfff]/;
+
+/** No lone surrogates (String.prototype.isWellFormed where the runtime has it). */
+function isWellFormed(text: string): boolean {
+  const native = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  if (typeof native === 'function') return native.call(text);
+  return !ANY_SURROGATE.test(text) || !LONE_SURROGATE.test(text);
+}
 
 export function pyQuote(text: string): string {
   if (!NEEDS_ESCAPE.test(text)) return `"${text}"`;
   // JSON.stringify escapes exactly like Python except for lone surrogates (it writes \udXXX
   // where Python keeps the code unit), so it is used whenever there are none.
-  if (!LONE_SURROGATE.test(text)) return JSON.stringify(text);
+  if (isWellFormed(text)) return JSON.stringify(text);
   let out = '"';
   let runStart = 0;
   for (let index = 0; index < text.length; index += 1) {
