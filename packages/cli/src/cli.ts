@@ -2,6 +2,7 @@
 // `runCli` is what the bin calls and what end-to-end tests call in-process.
 
 import { setMaxListeners } from 'node:events';
+import { resolve } from 'node:path';
 import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import { parseArgs } from './args.js';
 import { loadConfig } from './config/load-config.js';
@@ -77,7 +78,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     }
     const configPath = typeof args.flags.config === 'string' ? args.flags.config : undefined;
     const loaded = loadConfig({
-      path: configPath === undefined ? undefined : (await import('node:path')).resolve(io.cwd, configPath),
+      path: configPath === undefined ? undefined : resolve(io.cwd, configPath),
       overrides: args.overrides,
       environment: io.env,
     });
