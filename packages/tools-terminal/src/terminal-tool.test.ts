@@ -1,7 +1,10 @@
+import { describeToolConformance } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import { describeTerminalTools } from '../test/terminal-tools-suite.js';
 import { createLocalSandboxProvider } from './local/local-sandbox-provider.js';
+import { createProcessTool } from './process-tool.js';
 import {
+  createTerminalTool,
   dumpsResult,
   exitCodeMeaning,
   foregroundGuidance,
@@ -10,6 +13,24 @@ import {
 } from './terminal-tool.js';
 
 describeTerminalTools('local', () => createLocalSandboxProvider());
+
+describeToolConformance({
+  tool: () => createTerminalTool(),
+  validArguments: [
+    { command: 'echo hi' },
+    { command: 'sleep 0.1', timeout: 5 },
+    { command: 'true', background: true },
+  ],
+  invalidArguments: [{}, { command: 3 }, { command: 'ls', timeout: 0 }, { command: 'ls', background: 'yes' }],
+  sandboxes: createLocalSandboxProvider(),
+});
+
+describeToolConformance({
+  tool: () => createProcessTool(),
+  validArguments: [{ action: 'list' }, { action: 'poll', session_id: 'proc_000000000000' }],
+  invalidArguments: [{}, { action: 'explode' }, { action: 'log', limit: 0 }],
+  sandboxes: createLocalSandboxProvider(),
+});
 
 describe('terminal tool helpers', () => {
   it('decides the exit-code meaning by the last segment, skipping VAR=value and paths', () => {
