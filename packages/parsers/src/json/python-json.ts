@@ -550,18 +550,15 @@ function canonicalValue(text: string, start: number, depth: number): number {
   return -1;
 }
 
-/** A run of characters a canonical string holds as they are (sticky, so it scans natively). */
-const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
-
 function canonicalString(text: string, start: number): number {
   let index = start + 1;
+  const length = text.length;
   for (;;) {
-    PLAIN_RUN.lastIndex = index;
-    PLAIN_RUN.test(text);
-    index = PLAIN_RUN.lastIndex;
-    const code = text.charCodeAt(index);
+    // A plain loop beats a native scan here: runs between escapes are short in code strings.
+    let code = text.charCodeAt(index);
+    while (code >= 32 && code !== 34 && code !== 92) code = text.charCodeAt(++index);
     if (code === 34) return index + 1;
-    if (code !== 92) return -1; // a raw control character, or the end of the text
+    if (code !== 92 || index >= length) return -1; // a raw control character, or the end
     const escaped = text.charCodeAt(index + 1);
     if (
       escaped === 34 ||
@@ -634,6 +631,14 @@ function canonicalNumber(text: string, start: number): number {
   }
   if (index >= text.length) return -1; // may still grow
   const lexeme = text.slice(start, index);
-  if (isFloat ? pyFloatRepr(Number(lexeme)) !== lexeme : lexeme === '-0') return -1;
-  return index;
+  if (!isFloat) return lexeme === '-0' ? -1 : index;
+  const value = Number(lexeme);
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1e-4 && magnitude < 1e16 && e !== 101 && e !== 69) {
+    // Both languages print this range positionally with the same shortest digits; Python
+    // adds `.0` to integral floats. String() is much cheaper than pyFloatRepr.
+    const js = String(value);
+    return (Number.isInteger(value) ? `${js}.0` : js) === lexeme ? index : -1;
+  }
+  return pyFloatRepr(value) === lexeme ? index : -1;
 }
