@@ -7,7 +7,6 @@ import type { RenderInput } from '@shears/core';
 import { argumentsObject, jinjaString } from '../core/arguments.js';
 import {
   type FormatContext,
-  findFirst,
   isStep,
   issueRaw,
   nextStart,
