@@ -20,6 +20,7 @@ import {
 import { createDecodePool, type DecodePool } from './decode-pool.js';
 import { parallelGzip } from './parallel-gzip.js';
 import { type FormedBatch, joinSuffix, type Synchronous, TrajectoryStore } from './trajectory-store.js';
+import type { DecodedGroup } from './wire-decode.js';
 
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
@@ -384,6 +385,59 @@ export async function startTrajectoryApiServer(
     return parsed.value;
   }
 
+  // Group commit: submissions decoded in the same event-loop turn share one transaction (one
+  // fsync); each is answered only after that commit.
+  interface PendingIngest {
+    groups: DecodedGroup[];
+    idempotencyKey: string | undefined;
+    respond: (outcome: (number | undefined)[]) => string;
+    settle: (result: { text: string; replayed: boolean } | Error) => void;
+  }
+  let pendingIngests: PendingIngest[] = [];
+  function commitIngest(item: Omit<PendingIngest, 'settle'>): Promise<{ text: string; replayed: boolean }> {
+    return new Promise((resolve, reject) => {
+      pendingIngests.push({
+        ...item,
+        settle: (result) => (result instanceof Error ? reject(result) : resolve(result)),
+      });
+      if (pendingIngests.length === 1) setImmediate(flushIngests);
+    });
+  }
+  function flushIngests(): void {
+    const items = pendingIngests;
+    pendingIngests = [];
+    const results: ({ text: string; replayed: boolean } | Error)[] = [];
+    try {
+      store.transaction(() => {
+        for (const item of items) {
+          try {
+            // A retry may have raced the first attempt while both were decoding.
+            const previous =
+              item.idempotencyKey === undefined ? undefined : store.idempotentResponse(item.idempotencyKey);
+            if (previous !== undefined) results.push({ text: previous, replayed: true });
+            else
+              results.push({
+                text: store.ingest(item.groups, {
+                  idempotencyKey: item.idempotencyKey,
+                  idempotencyLimit,
+                  respond: item.respond,
+                }),
+                replayed: false,
+              });
+          } catch (error) {
+            results.push(error instanceof Error ? error : new Error(String(error)));
+          }
+        }
+      });
+    } catch (error) {
+      for (const item of items) item.settle(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    items.forEach((item, index) =>
+      item.settle(results[index] as { text: string; replayed: boolean } | Error),
+    );
+  }
+
   async function handleScoredData(
     request: IncomingMessage,
     response: ServerResponse,
@@ -413,34 +467,30 @@ export async function startTrajectoryApiServer(
       reject(String(decoded.status));
       throw new HttpError(decoded.status, decoded.body, decoded.contentType);
     }
-    // A retry may have raced us while we decoded.
-    if (idempotencyKey !== undefined) {
-      const previous = store.idempotentResponse(idempotencyKey);
-      if (previous !== undefined) {
-        metrics.idempotentReplays++;
-        await send(request, response, 200, previous, 'application/json', { 'idempotent-replayed': 'true' });
-        return;
+    const respond = (outcome: (number | undefined)[]) => {
+      if (kind === 'single') {
+        const buffered = outcome[0];
+        return buffered === undefined
+          ? '{"status":"received"}'
+          : JSON.stringify({ status: 'buffered', buffer_size: buffered });
       }
+      const result: Record<string, unknown> = { status: 'received', groups_processed: outcome.length };
+      const bufferedOnes = outcome.filter((item) => item !== undefined);
+      if (bufferedOnes.length > 0) {
+        result.buffered = bufferedOnes.length;
+        result.last_buffer_size = bufferedOnes[bufferedOnes.length - 1];
+      }
+      return JSON.stringify(result);
+    };
+    const committed = await commitIngest({ groups: decoded.groups, idempotencyKey, respond });
+    if (committed.replayed) {
+      metrics.idempotentReplays++;
+      await send(request, response, 200, committed.text, 'application/json', {
+        'idempotent-replayed': 'true',
+      });
+      return;
     }
-    const answer = store.ingest(decoded.groups, {
-      idempotencyKey,
-      idempotencyLimit,
-      respond: (outcome) => {
-        if (kind === 'single') {
-          const buffered = outcome[0];
-          return buffered === undefined
-            ? '{"status":"received"}'
-            : JSON.stringify({ status: 'buffered', buffer_size: buffered });
-        }
-        const result: Record<string, unknown> = { status: 'received', groups_processed: outcome.length };
-        const bufferedOnes = outcome.filter((item) => item !== undefined);
-        if (bufferedOnes.length > 0) {
-          result.buffered = bufferedOnes.length;
-          result.last_buffer_size = bufferedOnes[bufferedOnes.length - 1];
-        }
-        return JSON.stringify(result);
-      },
-    });
+    const answer = committed.text;
     for (const group of decoded.groups) {
       metrics.groupsReceived++;
       metrics.sequencesReceived += group.size;
