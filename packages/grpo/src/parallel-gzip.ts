@@ -22,6 +22,7 @@ export async function parallelGzip(
     parts.map((part, index) =>
       deflateRaw(part, {
         level,
+        strategy,
         finishFlush: index === parts.length - 1 ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH,
       }),
     ),

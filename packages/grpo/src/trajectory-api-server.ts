@@ -433,9 +433,8 @@ export async function startTrajectoryApiServer(
       for (const item of items) item.settle(error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    items.forEach((item, index) =>
-      item.settle(results[index] as { text: string; replayed: boolean } | Error),
-    );
+    for (const [index, item] of items.entries())
+      item.settle(results[index] as { text: string; replayed: boolean } | Error);
   }
 
   async function handleScoredData(
