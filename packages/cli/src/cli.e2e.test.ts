@@ -130,6 +130,25 @@ describe('shears process', () => {
       const groups = readGroups(join(dir, 'runs/pack.jsonl'));
       expect(groups.map((group) => group.envId)).toEqual(['hello', 'hello']);
       expect(groups.flatMap((group) => group.scores)).toEqual([1, 1, 1, 1]);
+      // By npm package name, resolved from the working directory's node_modules (the repo root links the example pack).
+      const repoRoot = join(import.meta.dirname, '..', '..', '..');
+      const byName = await runShears(
+        [
+          'process',
+          '--config',
+          join(dir, 'pack.yaml'),
+          '--plugins',
+          '["shears-pack-hello"]',
+          '--out',
+          join(dir, 'runs/by-name.jsonl'),
+        ],
+        { cwd: repoRoot },
+      );
+      expect(byName.code).toBe(0);
+      expect(readGroups(join(dir, 'runs/by-name.jsonl')).map((group) => group.envId)).toEqual([
+        'hello',
+        'hello',
+      ]);
       const missing = await runShears(['process', '--plugins', '["shears-pack-nope"]'], { cwd: dir });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(
