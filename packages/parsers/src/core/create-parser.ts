@@ -153,8 +153,33 @@ function createStream(format: ToolCallFormat, options: ParseOptions | undefined)
   let finished: ParseResult | null = null;
   const resolved = resolveOptions(format, options);
   const context = resolved.context;
+  // For JSON-bodied formats: bracket depth over the undecided window (string-aware), so a
+  // pending call is re-scanned only once its brackets balance, not on every inner `}`.
+  const skim = { at: 0, depth: 0, inString: false, escaped: false, opened: false };
+  const balanced = (): boolean => {
+    const text = window;
+    for (let index = skim.at; index < text.length; index += 1) {
+      const code = text.charCodeAt(index);
+      if (skim.inString) {
+        if (skim.escaped) skim.escaped = false;
+        else if (code === 92) skim.escaped = true;
+        else if (code === 34) skim.inString = false;
+      } else if (code === 34) skim.inString = true;
+      else if (code === 123 || code === 91) {
+        skim.depth += 1;
+        skim.opened = true;
+      } else if (code === 125 || code === 93) skim.depth -= 1;
+    }
+    skim.at = text.length;
+    return !skim.opened || skim.depth <= 0;
+  };
   const advance = (by: number): void => {
     if (by <= 0) return;
+    skim.at = 0;
+    skim.depth = 0;
+    skim.inString = false;
+    skim.escaped = false;
+    skim.opened = false;
     window = window.slice(by);
     context.offset += by;
   };
@@ -167,13 +192,14 @@ function createStream(format: ToolCallFormat, options: ParseOptions | undefined)
       const out: ParsedToolCall[] = [];
       try {
         for (;;) {
-          // An undecided region is re-scanned only when the new text could complete it (a
-          // closing character arrived, within the work budget) or the region grew by a quarter
-          // since the last try; both keep the total work linear however small the deltas are.
+          // An undecided region is re-scanned only when the new text could complete it (its
+          // brackets balance, or a closing character arrived, within the work budget) or the
+          // region grew geometrically since the last try; both keep the total work linear
+          // however small the deltas are.
           if (
             waiting &&
-            !(COMPLETERS.test(delta) && window.length <= credit) &&
-            window.length < triedAt * 1.25
+            !(window.length <= credit && (format.jsonBodied ? balanced() : COMPLETERS.test(delta))) &&
+            window.length < triedAt * (format.jsonBodied ? 2 : 1.25)
           )
             break;
           context.version += 1;

@@ -50,6 +50,8 @@ export interface ToolCallFormat {
   description: string;
   /** Formats whose reference implementations pass argument text through keep invalid JSON by default. */
   keepInvalidArgumentsByDefault: boolean;
+  /** Calls carry their arguments as JSON: the stream waits for balanced brackets before re-scanning. */
+  jsonBodied?: boolean;
   /** Markers that may follow the last call and are not trailing text (section ends, end tags). */
   closingMarkers: readonly string[];
   next(text: string, pos: number, eof: boolean, context: FormatContext): Step;

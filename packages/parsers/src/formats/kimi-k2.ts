@@ -87,6 +87,7 @@ export const kimiK2Format: ToolCallFormat = {
   aliases: ['kimik2', 'kimi', 'kimi_k2_thinking'],
   description:
     'Kimi K2 <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{json}<|tool_call_end|>',
+  jsonBodied: true,
   keepInvalidArgumentsByDefault: true,
   closingMarkers: [SECTION_END, SECTION_END_SINGULAR],
   next,

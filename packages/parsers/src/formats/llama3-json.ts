@@ -75,6 +75,7 @@ export const llama3JsonFormat: ToolCallFormat = {
   id: 'llama3_json',
   aliases: ['llama3', 'llama31_json', 'llama32_json', 'llama4_json', 'llama'],
   description: 'Llama 3.x JSON calls ({"name", "parameters"}), optional <|python_tag|>, ";"-separated',
+  jsonBodied: true,
   keepInvalidArgumentsByDefault: false,
   closingMarkers: [';', PYTHON_TAG],
   next,

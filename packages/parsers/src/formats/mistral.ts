@@ -194,6 +194,7 @@ export function createMistralFormat(renderVersion: MistralRenderVersion = 'v11')
     aliases: ['mistral_v11', 'mistral_v13', 'magistral', 'devstral'],
     description:
       'Mistral [TOOL_CALLS] (pre-v11 JSON array, v11 [CALL_ID], v13 [ARGS], stripped control tokens)',
+    jsonBodied: true,
     keepInvalidArgumentsByDefault: true,
     closingMarkers: [],
     next,
