@@ -63,12 +63,12 @@ function chunked(parser: ToolCallParserV1, text: string, random: () => number): 
 }
 
 /**
- * Minimum CPU time of three runs, in milliseconds. CPU time rather than wall time, so a
+ * Minimum CPU time of two runs, in milliseconds. CPU time rather than wall time, so a
  * machine busy with other work does not distort the ratio.
  */
 function timed(run: () => void): number {
   let best = Number.POSITIVE_INFINITY;
-  for (let round = 0; round < 3; round += 1) {
+  for (let round = 0; round < 2; round += 1) {
     const started = process.cpuUsage();
     run();
     const used = process.cpuUsage(started);
