@@ -9,7 +9,12 @@ export const envConfigSchema = z
   .strictObject({
     name: z.string().min(1).default('demo').describe('Environment id from a loaded plugin (built in: demo)'),
     group_size: z.int().min(1).max(1024).default(4).describe('Rollouts per group (G in GRPO)'),
-    max_turns: z.int().min(1).max(1000).optional().describe("Agent turns per rollout (default: the env's own budget, else 30)"),
+    max_turns: z
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe("Agent turns per rollout (default: the env's own budget, else 30)"),
     seed: z.int().default(0).describe('Seed for the env and the demo policy'),
     settings: settingsSchema.default({}),
   })
