@@ -14,6 +14,7 @@ export interface ParsedArgs {
 /** Short flags and the config field each one sets. */
 export const FLAG_ALIASES: Record<string, string> = {
   env: 'env.name',
+  tasks: 'env.settings.tasks',
   groups: 'run.groups',
   'group-size': 'env.group_size',
   concurrency: 'run.concurrency',

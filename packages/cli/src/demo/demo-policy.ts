@@ -4,7 +4,7 @@
 // seed, and issues real `terminal` tool calls, so groups get different rewards. The plan is
 // carried in the tool-call ids, which every OpenAI-compatible client echoes back.
 import { safeParseJson } from '@shears/core';
-import type { ScriptedChatRequest, ScriptedReply } from '@shears/core/test';
+import type { ScriptedChatRequest, ScriptedReply } from '@shears/core/scripted';
 import { DEMO_TASKS, type DemoTask } from './demo-tasks.js';
 
 export type DemoPlan = 'solve' | 'explore' | 'typo' | 'mistake' | 'give_up';

@@ -1,7 +1,7 @@
 // Starts the scripted demo policy behind the scripted OpenAI-compatible HTTP server and returns
 // a ServerV1 that talks to it over HTTP through the real OpenAI-compatible client.
 import type { Registry, ServerV1 } from '@shears/core';
-import type { ScriptedChatRequest, ScriptedReply } from '@shears/core/test';
+import type { ScriptedChatRequest, ScriptedReply } from '@shears/core/scripted';
 import { createDemoPolicy } from './demo-policy.js';
 
 export const DEMO_MODEL = 'shears-demo-policy';
@@ -19,8 +19,8 @@ export async function startDemoServer(
   options: DemoServerOptions = {},
 ): Promise<ServerV1 & { baseUrl: string }> {
   const model = options.model ?? DEMO_MODEL;
-  // Loaded on demand: the test entry point also carries the conformance suites (and vitest).
-  const { createScriptedServer, createScriptedServerClient } = await import('@shears/core/test');
+  // Loaded on demand: only the demo and scripted-server runs need it (a vitest-free entry point).
+  const { createScriptedServer, createScriptedServerClient } = await import('@shears/core/scripted');
   const policy = options.policy ?? createDemoPolicy({ seed: options.seed ?? 0 });
   const scripted = await createScriptedServer({
     policy: (request) => policy(request),
