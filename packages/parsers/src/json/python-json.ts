@@ -550,11 +550,26 @@ function canonicalValue(text: string, start: number, depth: number): number {
   return -1;
 }
 
+// A whole canonical string in one native scan: plain runs, then escapes Python writes (short
+// forms, and `\u00xx` only for control characters without one), each followed by a plain run.
+// Unrolled so the engine keeps one backtrack entry per escape, not one per character.
+const CANONICAL_STRING = /"[^"\\\u0000-\u001f]*(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\u0000-\u001f]*)*"/y;
+// Above this many remaining characters the regex could exhaust its backtrack stack on a
+// string made mostly of escapes; the plain loop below takes over.
+const REGEX_SCAN_LIMIT = 1 << 20;
+
 function canonicalString(text: string, start: number): number {
+  if (text.length - start <= REGEX_SCAN_LIMIT) {
+    CANONICAL_STRING.lastIndex = start;
+    return CANONICAL_STRING.test(text) ? CANONICAL_STRING.lastIndex : -1;
+  }
+  return canonicalStringLoop(text, start);
+}
+
+function canonicalStringLoop(text: string, start: number): number {
   let index = start + 1;
   const length = text.length;
   for (;;) {
-    // A plain loop beats a native scan here: runs between escapes are short in code strings.
     let code = text.charCodeAt(index);
     while (code >= 32 && code !== 34 && code !== 92) code = text.charCodeAt(++index);
     if (code === 34) return index + 1;
