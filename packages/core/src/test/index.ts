@@ -1,37 +1,11 @@
 // @shears/core/test: conformance suites for every contract, the scripted OpenAI-compatible
 // HTTP server, and fixture helpers. Import only from tests.
-export {};
-export type {
-  ScriptedChatRequest,
-  ScriptedFault,
-  ScriptedMessageReply,
-  ScriptedPolicy,
-  ScriptedPolicyContext,
-  ScriptedReply,
-  ScriptedRequestRecord,
-  ScriptedRoute,
-  ScriptedServer,
-  ScriptedServerOptions,
-  ScriptedToolCall,
-} from './scripted-server.js';
-export { createScriptedServer } from './scripted-server.js';
-export type { ScriptedServerClientSettings } from './scripted-server-client.js';
-export { createScriptedServerClient } from './scripted-server-client.js';
+// The scripted servers and client, also available without vitest as @shears/core/scripted.
+export * from './scripted.js';
 export type { JudgeConformanceFixture } from './judge-conformance.js';
 export { describeGroupJudgeConformance, describeJudgeConformance, expectWellFormedVerdict } from './judge-conformance.js';
 export type { TempSandboxProvider, TempSandboxProviderOptions } from './temp-sandbox-provider.js';
 export { createTempSandboxProvider } from './temp-sandbox-provider.js';
-export type {
-  ScriptedCompletion,
-  ScriptedGenerate,
-  ScriptedGeneratedRecord,
-  ScriptedGenerateFlavor,
-  ScriptedGenerateOptions,
-  ScriptedGeneratePolicy,
-  ScriptedGenerateReply,
-  ScriptedGenerateRequest,
-} from './scripted-generate.js';
-export { createScriptedGenerate, scriptedLogprob } from './scripted-generate.js';
 export type { TokenizerConformanceFixture } from './tokenizer-conformance.js';
 export { describeTokenizerConformance } from './tokenizer-conformance.js';
 export type { SinkConformanceFixture, SinkConformanceOptions } from './sink-conformance.js';
