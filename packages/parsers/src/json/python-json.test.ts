@@ -152,6 +152,32 @@ describe('canonical fast path', () => {
     );
   });
 
+  it("accepts a float lexeme exactly when it is Python's repr of that float", async () => {
+    const fc = (await import('fast-check')).default;
+    const { canonicalJsonEnd } = await import('./python-json.js');
+    const digits = (max: number) => fc.stringMatching(new RegExp(`^[0-9]{1,${max}}$`));
+    const lexeme = fc
+      .tuple(fc.boolean(), fc.oneof(fc.constant('0'), fc.stringMatching(/^[1-9][0-9]{0,17}$/)), digits(19))
+      .map(([negative, whole, fraction]) => `${negative ? '-' : ''}${whole}.${fraction}`);
+    const check = (text: string) =>
+      expect(canonicalJsonEnd(`${text} `, 0) > 0, text).toBe(pyFloatRepr(Number(text)) === text);
+    for (const text of ['0.0', '-0.0', '1.0', '0.0001', '0.00001', '0.1', '0.30000000000000004', '1e5'])
+      check(text);
+    for (const text of [
+      '123456789012345.0',
+      '1234567890123456.0',
+      '12345678901234567.0',
+      '9007199254740993.0',
+    ])
+      check(text);
+    fc.assert(
+      fc.property(lexeme, (text) => {
+        check(text);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('refuses non-canonical spellings so they are re-serialised', async () => {
     const { canonicalJsonEnd } = await import('./python-json.js');
     for (const text of [

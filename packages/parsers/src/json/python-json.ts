@@ -553,7 +553,8 @@ function canonicalValue(text: string, start: number, depth: number): number {
 // A whole canonical string in one native scan: plain runs, then escapes Python writes (short
 // forms, and `\u00xx` only for control characters without one), each followed by a plain run.
 // Unrolled so the engine keeps one backtrack entry per escape, not one per character.
-const CANONICAL_STRING = /"[^"\\\u0000-\u001f]*(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\u0000-\u001f]*)*"/y;
+const CANONICAL_STRING =
+  /"[^"\\\u0000-\u001f]*(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\u0000-\u001f]*)*"/y;
 // Above this many remaining characters the regex could exhaust its backtrack stack on a
 // string made mostly of escapes; the plain loop below takes over.
 const REGEX_SCAN_LIMIT = 1 << 20;
@@ -622,11 +623,13 @@ export function canonicalCallObject(
 function canonicalNumber(text: string, start: number): number {
   let index = start;
   if (text.charCodeAt(index) === 45) index += 1;
+  const intStart = index;
   const first = text.charCodeAt(index);
   if (first === 48) index += 1;
   else if (first >= 49 && first <= 57) {
     while (isDigit(text.charCodeAt(index))) index += 1;
   } else return -1;
+  const intEnd = index;
   let isFloat = false;
   if (text.charCodeAt(index) === 46) {
     if (!isDigit(text.charCodeAt(index + 1))) return -1;
@@ -635,6 +638,10 @@ function canonicalNumber(text: string, start: number): number {
     isFloat = true;
   }
   const e = text.charCodeAt(index);
+  if (isFloat && e !== 101 && e !== 69 && index < text.length) {
+    const verdict = canonicalPositionalFloat(text, intStart, intEnd, index);
+    if (verdict !== 0) return verdict > 0 ? index : -1;
+  }
   if (e === 101 || e === 69) {
     let probe = index + 1;
     const sign = text.charCodeAt(probe);
@@ -645,8 +652,8 @@ function canonicalNumber(text: string, start: number): number {
     isFloat = true;
   }
   if (index >= text.length) return -1; // may still grow
+  if (!isFloat) return index - start === 2 && text.charCodeAt(start) === 45 && first === 48 ? -1 : index;
   const lexeme = text.slice(start, index);
-  if (!isFloat) return lexeme === '-0' ? -1 : index;
   const value = Number(lexeme);
   const magnitude = Math.abs(value);
   if (magnitude >= 1e-4 && magnitude < 1e16 && e !== 101 && e !== 69) {
@@ -656,4 +663,33 @@ function canonicalNumber(text: string, start: number): number {
     return (Number.isInteger(value) ? `${js}.0` : js) === lexeme ? index : -1;
   }
   return pyFloatRepr(value) === lexeme ? index : -1;
+}
+
+/**
+ * Decides without converting whether the positional float `int.frac` (digits at
+ * [intStart, intEnd) and [intEnd + 1, end)) is what Python's repr prints: 1 yes, -1 no, 0 when
+ * only a conversion can tell. With at most 15 significant digits a decimal is the shortest
+ * text that round-trips to its double (doubles keep 15 digits exactly), so the repr is the
+ * same digits without trailing fraction zeros (one `0` kept for integral values), positional
+ * when the decimal exponent is in [-4, 16).
+ */
+function canonicalPositionalFloat(text: string, intStart: number, intEnd: number, end: number): number {
+  const fracStart = intEnd + 1;
+  const last = text.charCodeAt(end - 1);
+  const intIsZero = intEnd - intStart === 1 && text.charCodeAt(intStart) === 48;
+  if (last === 48) {
+    // Only `X.0` (an integral value) may end in zero, and `0.0` is zero itself.
+    if (end - fracStart !== 1) return -1;
+    if (intIsZero) return 1;
+    return intEnd - intStart <= 15 ? 1 : 0;
+  }
+  let significant: number;
+  if (intIsZero) {
+    let firstNonZero = fracStart;
+    while (text.charCodeAt(firstNonZero) === 48) firstNonZero += 1;
+    // 0.0001 is the smallest positional magnitude (decimal exponent -4).
+    if (firstNonZero - fracStart > 3) return -1;
+    significant = end - firstNonZero;
+  } else significant = intEnd - intStart + (end - fracStart);
+  return significant <= 15 ? 1 : 0;
 }
