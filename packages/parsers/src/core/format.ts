@@ -151,6 +151,15 @@ export function issueRaw(text: string, start: number, end: number): string {
   return text.slice(start, stop);
 }
 
+/**
+ * A region holding one failed call from `start` to `end`; its raw text runs `extra` characters
+ * past the end so the issue shows what followed. A module function rather than a closure made
+ * per step, which the step functions would otherwise allocate on every call.
+ */
+export function failedRegion(text: string, start: number, extra: number, issue: string, end: number): Step {
+  return { kind: 'region', start, end, items: [{ issue, raw: issueRaw(text, start, end + extra) }] };
+}
+
 /** Deterministic 9-character alphanumeric id (Mistral requires exactly this shape). */
 export function nineCharId(seed: string): string {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

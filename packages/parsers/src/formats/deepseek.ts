@@ -7,6 +7,7 @@ import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
 import {
   type FormatContext,
+  failedRegion,
   isStep,
   issueRaw,
   jsonValueEnd,
@@ -74,15 +75,9 @@ function makeNext(version: 'v3' | 'v31') {
     const sep = context.find(text, SEP, headStart);
     const stop = context.find(text, CALL_END, headStart);
     const nextCall = context.find(text, CALL_BEGIN, headStart);
-    const bad = (issue: string, end: number): Step => ({
-      kind: 'region',
-      start,
-      end,
-      items: [{ issue, raw: issueRaw(text, start, end) }],
-    });
     if (sep < 0 || (stop >= 0 && stop < sep) || (nextCall >= 0 && nextCall < sep)) {
       if (!eof && sep < 0 && stop < 0 && nextCall < 0) return more;
-      return bad('call without <｜tool▁sep｜>', headStart);
+      return failedRegion(text, start, 0, 'call without <｜tool▁sep｜>', headStart);
     }
     let name: string;
     let argsAt: number;
@@ -96,7 +91,8 @@ function makeNext(version: 'v3' | 'v31') {
       const fence = context.find(text, FENCE, sep);
       const brace = context.find(text, '{', sep);
       const candidates = [lineEnd, fence, brace, stop, nextCall].filter((index) => index >= 0);
-      if (candidates.length === 0) return eof ? bad('call without arguments', text.length) : more;
+      if (candidates.length === 0)
+        return eof ? failedRegion(text, start, 0, 'call without arguments', text.length) : more;
       const nameEnd = Math.min(...candidates);
       name = text.slice(sep + SEP.length, nameEnd).trim();
       argsAt = nameEnd;
@@ -109,8 +105,9 @@ function makeNext(version: 'v3' | 'v31') {
     }
     const args = readArguments(text, argsAt, eof, context, fenced);
     if (args.kind === 'more') return more;
-    if (args.kind === 'missing') return bad('call without <｜tool▁call▁end｜>', headStart);
-    if (name === '') return bad('call without a function name', args.end);
+    if (args.kind === 'missing')
+      return failedRegion(text, start, 0, 'call without <｜tool▁call▁end｜>', headStart);
+    if (name === '') return failedRegion(text, start, 0, 'call without a function name', args.end);
     const raw = text.slice(start, args.end);
     return {
       kind: 'region',

@@ -5,6 +5,7 @@ import type { RenderInput } from '@shears/core';
 import { argumentsObject } from '../core/arguments.js';
 import {
   type FormatContext,
+  failedRegion,
   isStep,
   issueRaw,
   nextStart,
@@ -53,12 +54,6 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   const start = found.index;
   const headStart = start + OPEN.length;
   const more: Step = { kind: 'more', skip: start };
-  const bad = (issue: string, end: number): Step => ({
-    kind: 'region',
-    start,
-    end,
-    items: [{ issue, raw: issueRaw(text, start, end + 80) }],
-  });
   // The name runs to the first newline; a `<` first means the required newline is missing.
   let cursor = headStart;
   while (cursor < text.length) {
@@ -67,8 +62,9 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     cursor += 1;
   }
   if (cursor >= text.length || (text.charCodeAt(cursor) === 92 && cursor + 1 >= text.length))
-    return eof ? bad('unterminated <tool_call>', text.length) : more;
-  if (text.charCodeAt(cursor) === 60) return bad('no newline after the function name', headStart);
+    return eof ? failedRegion(text, start, 80, 'unterminated <tool_call>', text.length) : more;
+  if (text.charCodeAt(cursor) === 60)
+    return failedRegion(text, start, 80, 'no newline after the function name', headStart);
   const name = text.slice(headStart, cursor).trim();
   const schemas = parameterSchemas(context.tools, name);
   const args = new Map<string, PyValue>();
@@ -82,11 +78,11 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
           KEY_OPEN.startsWith(text.slice(cursor)) ||
           text.endsWith('\\')))
     ) {
-      return eof ? bad('unterminated <tool_call>', text.length) : more;
+      return eof ? failedRegion(text, start, 80, 'unterminated <tool_call>', text.length) : more;
     }
     if (text.startsWith(CLOSE, cursor)) {
       const end = cursor + CLOSE.length;
-      if (name === '') return bad('no function name', end);
+      if (name === '') return failedRegion(text, start, 80, 'no function name', end);
       return {
         kind: 'region',
         start,
@@ -94,16 +90,20 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
         items: [{ call: { name, arguments: pyDumps(args) }, raw: issueRaw(text, start, end) }],
       };
     }
-    if (!text.startsWith(KEY_OPEN, cursor)) return bad('unexpected text inside <tool_call>', headStart);
+    if (!text.startsWith(KEY_OPEN, cursor))
+      return failedRegion(text, start, 80, 'unexpected text inside <tool_call>', headStart);
     const keyClose = context.find(text, KEY_CLOSE, cursor);
-    if (keyClose < 0) return eof ? bad('unterminated <arg_key>', text.length) : more;
+    if (keyClose < 0)
+      return eof ? failedRegion(text, start, 80, 'unterminated <arg_key>', text.length) : more;
     const key = text.slice(cursor + KEY_OPEN.length, keyClose).trim();
     cursor = skipSeparators(text, keyClose + KEY_CLOSE.length);
     if (cursor >= text.length || (!eof && couldStart(text, cursor, VALUE_OPEN)))
-      return eof ? bad('unterminated <arg_key>', text.length) : more;
-    if (!text.startsWith(VALUE_OPEN, cursor)) return bad('<arg_key> without <arg_value>', headStart);
+      return eof ? failedRegion(text, start, 80, 'unterminated <arg_key>', text.length) : more;
+    if (!text.startsWith(VALUE_OPEN, cursor))
+      return failedRegion(text, start, 80, '<arg_key> without <arg_value>', headStart);
     const valueClose = context.find(text, VALUE_CLOSE, cursor);
-    if (valueClose < 0) return eof ? bad('unterminated <arg_value>', text.length) : more;
+    if (valueClose < 0)
+      return eof ? failedRegion(text, start, 80, 'unterminated <arg_value>', text.length) : more;
     const schema = schemas?.[key];
     args.set(
       key,

@@ -5,6 +5,7 @@ import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
 import {
   type FormatContext,
+  failedRegion,
   isStep,
   issueRaw,
   jsonValueEnd,
@@ -35,15 +36,9 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   const argBegin = context.find(text, ARG_BEGIN, headStart);
   const stop = context.find(text, CALL_END, headStart);
   const nextCall = context.find(text, CALL_BEGIN, headStart);
-  const bad = (issue: string, end: number): Step => ({
-    kind: 'region',
-    start,
-    end,
-    items: [{ issue, raw: issueRaw(text, start, end + 200) }],
-  });
   if (argBegin < 0 || (stop >= 0 && stop < argBegin) || (nextCall >= 0 && nextCall < argBegin)) {
     if (!eof && argBegin < 0 && stop < 0 && nextCall < 0) return more;
-    return bad('call without <|tool_call_argument_begin|>', headStart);
+    return failedRegion(text, start, 200, 'call without <|tool_call_argument_begin|>', headStart);
   }
   const id = text.slice(headStart, argBegin).trim();
   const argsAt = argBegin + ARG_BEGIN.length;
@@ -67,12 +62,13 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     const following = context.find(text, CALL_BEGIN, argsAt);
     if (callEnd < 0 || (following >= 0 && following < callEnd)) {
       if (!eof && following < 0) return more;
-      return bad('call without <|tool_call_end|>', headStart);
+      return failedRegion(text, start, 200, 'call without <|tool_call_end|>', headStart);
     }
     argsText = text.slice(argsAt, callEnd);
     end = callEnd + CALL_END.length;
   }
-  if (!ID_PATTERN.test(id)) return bad(`call id "${id.slice(0, 80)}" is not NAME:INDEX`, end);
+  if (!ID_PATTERN.test(id))
+    return failedRegion(text, start, 200, `call id "${id.slice(0, 80)}" is not NAME:INDEX`, end);
   const name = (id.split(':')[0] as string).split('.').pop()?.trim() ?? '';
   return {
     kind: 'region',

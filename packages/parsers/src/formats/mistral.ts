@@ -6,6 +6,7 @@ import { argumentsJson, argumentsText, callFromArgumentText, callFromObject } fr
 import {
   couldBeMarker,
   type FormatContext,
+  failedRegion,
   isStep,
   issueRaw,
   jsonValueEnd,
@@ -107,34 +108,32 @@ function isNameChar(code: number): boolean {
 
 function v11(text: string, start: number, at: number, eof: boolean, context: FormatContext): Step {
   const more: Step = { kind: 'more', skip: start };
-  const fail = (issue: string, end: number): Step => ({
-    kind: 'region',
-    start,
-    end,
-    items: [{ issue, raw: issueRaw(text, start, end + 40) }],
-  });
   let cursor = at;
   while (cursor < text.length && isNameChar(text.charCodeAt(cursor))) cursor += 1;
-  if (cursor >= text.length) return eof ? fail('[TOOL_CALLS] without arguments', text.length) : more;
+  if (cursor >= text.length)
+    return eof ? failedRegion(text, start, 40, '[TOOL_CALLS] without arguments', text.length) : more;
   const name = text.slice(at, cursor);
   cursor = skipWhitespace(text, cursor);
-  if (cursor >= text.length) return eof ? fail('[TOOL_CALLS] without arguments', text.length) : more;
+  if (cursor >= text.length)
+    return eof ? failedRegion(text, start, 40, '[TOOL_CALLS] without arguments', text.length) : more;
   let id: string | undefined;
   if (!eof && (couldBeMarker(text, cursor, CALL_ID) || couldBeMarker(text, cursor, ARGS))) return more;
   if (text.startsWith(CALL_ID, cursor)) {
     const idStart = cursor + CALL_ID.length;
     let idEnd = idStart;
     while (idEnd < text.length && text.charCodeAt(idEnd) !== 91 && text.charCodeAt(idEnd) !== 123) idEnd += 1;
-    if (idEnd >= text.length) return eof ? fail('[CALL_ID] without arguments', text.length) : more;
+    if (idEnd >= text.length)
+      return eof ? failedRegion(text, start, 40, '[CALL_ID] without arguments', text.length) : more;
     id = text.slice(idStart, idEnd).trim();
     cursor = idEnd;
     if (!eof && couldBeMarker(text, cursor, ARGS)) return more;
   }
   if (text.startsWith(ARGS, cursor)) cursor = skipWhitespace(text, cursor + ARGS.length);
-  if (cursor >= text.length) return eof ? fail('[ARGS] without arguments', text.length) : more;
+  if (cursor >= text.length)
+    return eof ? failedRegion(text, start, 40, '[ARGS] without arguments', text.length) : more;
   const code = text.charCodeAt(cursor);
   if (name === '' || (code !== 123 && code !== 91))
-    return fail('no "name{arguments}" after [TOOL_CALLS]', cursor);
+    return failedRegion(text, start, 40, 'no "name{arguments}" after [TOOL_CALLS]', cursor);
   const valueEnd = jsonValueEnd(context, text, cursor);
   if (typeof valueEnd === 'number') {
     const raw = text.slice(cursor, valueEnd);

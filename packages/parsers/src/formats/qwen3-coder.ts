@@ -7,6 +7,7 @@ import type { RenderInput } from '@shears/core';
 import { argumentsObject, jinjaString } from '../core/arguments.js';
 import {
   type FormatContext,
+  failedRegion,
   isStep,
   issueRaw,
   nextStart,
@@ -47,26 +48,20 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   if (isStep(found)) return found;
   const start = found.index;
   const more: Step = { kind: 'more', skip: start };
-  const bad = (issue: string, end: number): Step => ({
-    kind: 'region',
-    start,
-    end,
-    items: [{ issue, raw: issueRaw(text, start, end + 80) }],
-  });
   let cursor = start;
   if (found.marker === TOOL_CALL) {
     cursor = skipWhitespace(text, start + TOOL_CALL.length);
     if (cursor >= text.length || (!eof && FUNCTION.startsWith(text.slice(cursor))))
-      return eof ? bad('empty <tool_call>', text.length) : more;
+      return eof ? failedRegion(text, start, 80, 'empty <tool_call>', text.length) : more;
     if (!text.startsWith(FUNCTION, cursor))
-      return bad('no <function=...> after <tool_call>', start + TOOL_CALL.length);
+      return failedRegion(text, start, 80, 'no <function=...> after <tool_call>', start + TOOL_CALL.length);
   }
   const nameStart = cursor + FUNCTION.length;
   const nameEnd = context.find(text, '>', nameStart);
-  if (nameEnd < 0) return eof ? bad('unterminated <function=', text.length) : more;
+  if (nameEnd < 0) return eof ? failedRegion(text, start, 80, 'unterminated <function=', text.length) : more;
   const name = text.slice(nameStart, nameEnd).trim();
   if (name === '' || name.includes('<') || name.includes('\n'))
-    return bad('malformed <function=NAME>', nameStart);
+    return failedRegion(text, start, 80, 'malformed <function=NAME>', nameStart);
   const schemas = parameterSchemas(context.tools, name);
   const args = new Map<string, PyValue>();
   cursor = nameEnd + 1;
