@@ -85,20 +85,57 @@ function numberValue(text: string): PyValue | undefined {
   return new PyNumber(pyFloatRepr(value));
 }
 
+/** Python `text.lower() == word` for an ASCII word, without lower-casing long values. */
+export function isWordIgnoringCase(text: string, word: string): boolean {
+  return text.length === word.length && text.toLowerCase() === word;
+}
+
+type ValueKind = 'none' | 'string' | 'int' | 'number' | 'bool' | 'json' | 'literal';
+const kindCache = new WeakMap<object, ValueKind>();
+
+/** How typedValue treats a schema's type, decided once per schema object. */
+function valueKind(schema: unknown): ValueKind {
+  if (typeof schema !== 'object' || schema === null) return 'none';
+  let kind = kindCache.get(schema);
+  if (kind === undefined) {
+    kind = computeValueKind(schemaType(schema));
+    kindCache.set(schema, kind);
+  }
+  return kind;
+}
+
+function computeValueKind(type: string | undefined): ValueKind {
+  if (type === undefined) return 'none';
+  if (['string', 'str', 'text', 'varchar', 'char', 'enum'].includes(type)) return 'string';
+  if (/^(int|uint|long|short|unsigned)/.test(type)) return 'int';
+  if (/^(num|float|double|decimal)/.test(type)) return 'number';
+  if (['boolean', 'bool', 'binary'].includes(type)) return 'bool';
+  if (type === 'object' || type === 'array' || type.startsWith('dict') || type.startsWith('list'))
+    return 'json';
+  return 'literal';
+}
+
 /** Converts one raw value by its schema type (vLLM qwen3coder `_convert_param_value`). */
 export function typedValue(text: string, schema: unknown): PyValue {
-  if (text.toLowerCase() === 'null') return null;
-  const type = schemaType(schema);
-  if (type === undefined) return text;
-  if (['string', 'str', 'text', 'varchar', 'char', 'enum'].includes(type)) return text;
-  if (/^(int|uint|long|short|unsigned)/.test(type)) return pythonInt(text) ?? text;
-  if (/^(num|float|double|decimal)/.test(type)) return numberValue(text) ?? text;
-  if (['boolean', 'bool', 'binary'].includes(type)) return text.toLowerCase() === 'true';
-  if (type === 'object' || type === 'array' || type.startsWith('dict') || type.startsWith('list')) {
-    const json = pyJsonLoads(text);
-    if (json.ok) return json.value;
+  if (isWordIgnoringCase(text, 'null')) return null;
+  switch (valueKind(schema)) {
+    case 'none':
+    case 'string':
+      return text;
+    case 'int':
+      return pythonInt(text) ?? text;
+    case 'number':
+      return numberValue(text) ?? text;
+    case 'bool':
+      return isWordIgnoringCase(text, 'true');
+    case 'json': {
+      const json = pyJsonLoads(text);
+      if (json.ok) return json.value;
+      return pyLiteralEval(text) ?? text;
+    }
+    default:
+      return pyLiteralEval(text) ?? text;
   }
-  return pyLiteralEval(text) ?? text;
 }
 
 /** Coerces a decoded value to a numeric schema when it came quoted (`"42"` for a number). */

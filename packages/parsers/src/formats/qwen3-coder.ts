@@ -14,7 +14,7 @@ import {
   type Step,
   type ToolCallFormat,
 } from '../core/format.js';
-import { heuristicValue, parameterSchemas, typedValue } from '../core/schema-values.js';
+import { heuristicValue, isWordIgnoringCase, parameterSchemas, typedValue } from '../core/schema-values.js';
 import { type PyValue, pyDumps, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALL = '<tool_call>';
@@ -133,9 +133,9 @@ function convert(
 ): PyValue {
   // With the function's schema: vLLM's typed conversion (unknown parameters stay strings).
   // Without one: the schema-less heuristic SGLang and hermes-agent use.
-  if (schemas === undefined) return raw.toLowerCase() === 'null' ? null : heuristicValue(raw);
+  if (schemas === undefined) return isWordIgnoringCase(raw, 'null') ? null : heuristicValue(raw);
   const schema = schemas[key];
-  if (schema === undefined) return raw.toLowerCase() === 'null' ? null : raw;
+  if (schema === undefined) return isWordIgnoringCase(raw, 'null') ? null : raw;
   return typedValue(raw, schema);
 }
 
