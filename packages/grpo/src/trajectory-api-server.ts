@@ -385,8 +385,10 @@ export async function startTrajectoryApiServer(
     return parsed.value;
   }
 
-  // Group commit: submissions decoded in the same event-loop turn share one transaction (one
-  // fsync); each is answered only after that commit.
+  // Group commit: submissions decoded in the same event-loop turn share one transaction; each
+  // is answered only after that commit is fsynced. The fsync runs on the libuv pool (one
+  // fdatasync covers every commit made before it starts), so the event loop keeps reading
+  // bodies and committing the next flush meanwhile.
   interface PendingIngest {
     groups: DecodedGroup[];
     idempotencyKey: string | undefined;
@@ -408,7 +410,7 @@ export async function startTrajectoryApiServer(
     pendingIngests = [];
     const results: ({ text: string; replayed: boolean } | Error)[] = [];
     try {
-      store.transaction(() => {
+      store.transactionUnsynced(() => {
         for (const item of items) {
           try {
             // A retry may have raced the first attempt while both were decoding.
@@ -433,8 +435,15 @@ export async function startTrajectoryApiServer(
       for (const item of items) item.settle(error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    for (const [index, item] of items.entries())
-      item.settle(results[index] as { text: string; replayed: boolean } | Error);
+    store.durable().then(
+      () => {
+        for (const [index, item] of items.entries())
+          item.settle(results[index] as { text: string; replayed: boolean } | Error);
+      },
+      (error: unknown) => {
+        for (const item of items) item.settle(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
   }
 
   async function handleScoredData(
@@ -448,6 +457,8 @@ export async function startTrajectoryApiServer(
     if (idempotencyKey !== undefined) {
       const previous = store.idempotentResponse(idempotencyKey);
       if (previous !== undefined) {
+        // The first attempt may be committed but not yet fsynced.
+        await store.durable();
         metrics.idempotentReplays++;
         await send(request, response, 200, previous, 'application/json', { 'idempotent-replayed': 'true' });
         return;

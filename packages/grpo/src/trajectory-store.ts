@@ -3,6 +3,8 @@
 // heap holds only a few numbers per queued group. Every mutation is one transaction, committed
 // before the HTTP answer, so a restart after `kill -9` resumes exactly where it stopped.
 
+import { closeSync, existsSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { ConfigError } from '@shears/core';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -139,11 +141,15 @@ export class TrajectoryStore {
       });
     }
     const db = new Database(options.path);
-    db.pragma('journal_mode = WAL');
+    const walMode = db.pragma('journal_mode = WAL', { simple: true }) === 'wal';
     // FULL: the WAL is fsynced at every commit, so an acknowledged group survives power loss,
     // not just a process crash. NORMAL is crash-safe for the process (kill -9) but may lose the
     // last commits on an OS crash; it is offered for throughput on trusted storage.
-    db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+    // With a WAL file, FULL is implemented here rather than by SQLite: the connection runs at
+    // NORMAL and the store fdatasyncs the WAL itself after each commit (see `durable`), which
+    // lets ingest wait for that fsync on the libuv pool instead of blocking the event loop.
+    const ownSync = options.synchronous !== 'normal' && walMode;
+    db.pragma(`synchronous = ${options.synchronous === 'normal' || ownSync ? 'NORMAL' : 'FULL'}`);
     // Payloads are large: checkpoint in bigger steps instead of after nearly every commit.
     db.pragma('wal_autocheckpoint = 16384');
     db.exec(`
@@ -168,6 +174,18 @@ export class TrajectoryStore {
     `);
     const store = new TrajectoryStore(db);
     store.load();
+    const walPath = `${options.path}-wal`;
+    if (ownSync && existsSync(walPath)) {
+      store.walFd = openSync(walPath, 'r');
+      // The WAL's directory entry must be durable too (SQLite does this on its first sync).
+      const directory = openSync(dirname(walPath), 'r');
+      try {
+        fsyncSync(directory);
+      } finally {
+        closeSync(directory);
+      }
+      fdatasyncSync(store.walFd);
+    } else if (ownSync) db.pragma('synchronous = FULL');
     return store;
   }
 
@@ -217,13 +235,61 @@ export class TrajectoryStore {
       .run('run', JSON.stringify(this.run));
   }
 
-  /** Runs `change` and persists the run state in one transaction. */
+  /** Runs `change` and persists the run state in one transaction, durable when it returns. */
   transaction<T>(change: () => T): T {
+    const result = this.transactionUnsynced(change);
+    this.syncCommitted();
+    return result;
+  }
+
+  /**
+   * Like `transaction`, but returns once committed, before the WAL is fsynced: the caller must
+   * `await durable()` before telling anyone the change happened. Any later `transaction`
+   * (forming or serving a batch) syncs these commits too, so nothing unsynced is ever served.
+   */
+  transactionUnsynced<T>(change: () => T): T {
     return this.db.transaction(() => {
       const result = change();
       this.saveRun();
       return result;
     })();
+  }
+
+  /** Resolves once every commit made so far is on disk (one fdatasync covers all waiters). */
+  durable(): Promise<void> {
+    if (this.walFd === undefined) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.syncWaiters.push({ resolve, reject });
+      if (!this.syncRunning) this.startSync();
+    });
+  }
+
+  // What SQLite's FULL would have done at the commit just made. Nested calls are savepoints:
+  // only the outermost commit is synced.
+  private syncCommitted(): void {
+    if (this.walFd !== undefined && !this.db.inTransaction) fdatasyncSync(this.walFd);
+  }
+
+  private walFd: number | undefined;
+  private syncRunning = false;
+  private syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = [];
+
+  // Waiters that arrive while a sync runs may have committed after it started: they get the
+  // next one.
+  private startSync(): void {
+    const waiters = this.syncWaiters;
+    this.syncWaiters = [];
+    this.syncRunning = true;
+    const fd = this.walFd as number;
+    fdatasync(fd, (error) => {
+      this.syncRunning = false;
+      if (this.walFd === undefined) closeSync(fd); // closed while syncing
+      for (const waiter of waiters) {
+        if (error) waiter.reject(error);
+        else waiter.resolve();
+      }
+      if (this.syncWaiters.length > 0 && this.walFd !== undefined) this.startSync();
+    });
   }
 
   idempotentResponse(key: string): string | undefined {
@@ -431,6 +497,7 @@ export class TrajectoryStore {
         }
       }
     })();
+    this.syncCommitted();
     this.formed = this.formed.filter((item) => item !== batch);
   }
 
@@ -465,6 +532,7 @@ export class TrajectoryStore {
       return false;
     }
     this.db.exec('COMMIT');
+    this.syncCommitted();
     for (const group of batch.groups) {
       this.storedGroups--;
       this.storedBytes -= group.bytes;
@@ -522,6 +590,7 @@ export class TrajectoryStore {
       };
       this.saveRun();
     })();
+    this.syncCommitted();
     this.queue = [];
     this.buffers.clear();
     this.formed = [];
@@ -531,5 +600,7 @@ export class TrajectoryStore {
 
   close(): void {
     if (this.db.open) this.db.close();
+    if (this.walFd !== undefined && !this.syncRunning) closeSync(this.walFd);
+    this.walFd = undefined;
   }
 }
