@@ -80,7 +80,12 @@ export function createFormatContext(
       )
         return entry.index;
       const index = text.indexOf(marker, from);
-      cache.set(marker, { version: context.version, from, index });
+      // Updated in place: a fresh entry per search was a steady source of garbage.
+      if (entry) {
+        entry.version = context.version;
+        entry.from = from;
+        entry.index = index;
+      } else cache.set(marker, { version: context.version, from, index });
       return index;
     },
   };

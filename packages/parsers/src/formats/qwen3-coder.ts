@@ -23,15 +23,27 @@ const FUNCTION = '<function=';
 const FUNCTION_END = '</function>';
 const PARAMETER = '<parameter=';
 const PARAMETER_END = '</parameter';
-const VALUE_END_PATTERN = /<\/parameter|<parameter=|<\/function>|<\/tool_call>|<tool_call>|<function=/g;
+/** Markers that end a parameter value, in the order a tie would be resolved. */
+const VALUE_END_MARKERS = [PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END, TOOL_CALL, FUNCTION];
 
-function stripOneNewline(value: string): string {
-  let text = value;
-  if (text.startsWith('\n')) text = text.slice(1);
-  else if (text.startsWith('\r\n')) text = text.slice(2);
-  if (text.endsWith('\r\n')) text = text.slice(0, -2);
-  else if (text.endsWith('\n')) text = text.slice(0, -1);
-  return text;
+/** The value-ending marker starting at `at` (which holds a `<`), or ''. */
+function valueEndMarkerAt(text: string, at: number): string {
+  for (const marker of VALUE_END_MARKERS) if (text.startsWith(marker, at)) return marker;
+  return '';
+}
+
+/**
+ * The value between `start` and `end` without one leading and one trailing newline (`\n` or
+ * `\r\n`), cut out with a single slice.
+ */
+function valueText(text: string, start: number, end: number): string {
+  let from = start;
+  let to = end;
+  if (text.charCodeAt(from) === 10 && from < to) from += 1;
+  else if (to - from >= 2 && text.charCodeAt(from) === 13 && text.charCodeAt(from + 1) === 10) from += 2;
+  if (to - from >= 2 && text.charCodeAt(to - 2) === 13 && text.charCodeAt(to - 1) === 10) to -= 2;
+  else if (to > from && text.charCodeAt(to - 1) === 10) to -= 1;
+  return text.slice(from, to);
 }
 
 function callStep(text: string, start: number, end: number, name: string, args: Map<string, PyValue>): Step {
@@ -77,18 +89,22 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       if (keyEnd < 0) return eof ? callStep(text, start, text.length, name, args) : more;
       const key = text.slice(keyStart, keyEnd).trim();
       const valueStart = keyEnd + 1;
-      // One native scan for the nearest end marker (linear: it stops at the first one).
-      VALUE_END_PATTERN.lastIndex = valueStart;
-      const match = VALUE_END_PATTERN.exec(text);
-      const stop = match ? match.index : -1;
-      const marker = match ? match[0] : '';
+      // The nearest end marker: a native search for `<`, then which marker (if any) starts
+      // there. Linear, since every `<` is looked at once, and allocates nothing.
+      let stop = text.indexOf('<', valueStart);
+      let marker = '';
+      while (stop >= 0) {
+        marker = valueEndMarkerAt(text, stop);
+        if (marker !== '') break;
+        stop = text.indexOf('<', stop + 1);
+      }
       if (stop < 0 && !eof) return more;
       const valueEnd = stop < 0 ? text.length : stop;
       // A value may end in a partial marker only when the text is final.
       if (stop < 0 && !eof) return more;
       const closeWindow = stop >= 0 && marker === PARAMETER_END ? text.slice(stop, stop + 24) : '';
       if (!eof && closeWindow !== '' && !closeWindow.includes('>') && text.length - stop < 24) return more;
-      args.set(key, convert(stripOneNewline(text.slice(valueStart, valueEnd)), name, key, schemas));
+      args.set(key, convert(valueText(text, valueStart, valueEnd), name, key, schemas));
       cursor = valueEnd;
       if (marker === PARAMETER_END) {
         // `</parameter>` or a drifted `</parameter1>` / `</parameter_x>`: up to its `>` when close.

@@ -87,10 +87,11 @@ function isWellFormed(text: string): boolean {
 }
 
 export function pyQuote(text: string): string {
-  if (!NEEDS_ESCAPE.test(text)) return `"${text}"`;
   // JSON.stringify escapes exactly like Python except for lone surrogates (it writes \udXXX
-  // where Python keeps the code unit), so it is used whenever there are none.
+  // where Python keeps the code unit), so it is used whenever there are none: one native pass
+  // instead of a search for characters to escape followed by the escaping.
   if (isWellFormed(text)) return JSON.stringify(text);
+  if (!NEEDS_ESCAPE.test(text)) return `"${text}"`;
   let out = '"';
   let runStart = 0;
   for (let index = 0; index < text.length; index += 1) {
