@@ -68,7 +68,11 @@ function pythonInt(text: string): PyNumber | undefined {
 }
 
 /** Python `float(text)`, or undefined when Python would raise. */
+const PLAIN_DECIMAL = /^-?\d+(?:\.\d+)?$/;
+
 function pythonFloat(text: string): number | undefined {
+  // The usual case, a plain decimal, needs neither trimming nor underscore removal.
+  if (PLAIN_DECIMAL.test(text)) return Number(text);
   const trimmed = text.trim().replace(/(\d)_(?=\d)/g, '$1');
   if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(trimmed)) return Number(trimmed);
   if (/^[+-]?(inf|infinity)$/i.test(trimmed))
@@ -81,7 +85,13 @@ function pythonFloat(text: string): number | undefined {
 function numberValue(text: string): PyValue | undefined {
   const value = pythonFloat(text);
   if (value === undefined || !Number.isFinite(value)) return undefined;
-  if (Number.isInteger(value)) return new PyNumber(pyIntText(BigInt(value).toString()));
+  if (Number.isInteger(value))
+    return new PyNumber(
+      Math.abs(value) <= Number.MAX_SAFE_INTEGER ? String(value) : pyIntText(BigInt(value).toString()),
+    );
+  // Positional range: JavaScript and Python print the same shortest digits there.
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1e-4 && magnitude < 1e16) return new PyNumber(String(value));
   return new PyNumber(pyFloatRepr(value));
 }
 
