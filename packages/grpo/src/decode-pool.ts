@@ -6,6 +6,7 @@ import * as zlib from 'node:zlib';
 import { type DecodeRequest, type DecodeResult, wireDecoderSource } from './wire-decode.js';
 
 export interface DecodePool {
+  /** May detach `request.body` (its ArrayBuffer is transferred to a worker). */
   decode(request: DecodeRequest): Promise<DecodeResult>;
   close(): Promise<void>;
 }
@@ -66,7 +67,15 @@ export function createDecodePool(options: { workers: number }): DecodePool {
       const id = nextId++;
       return new Promise<DecodeResult>((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        chosen.postMessage({ id, request });
+        // A body that owns its whole ArrayBuffer (Buffer.concat's result) moves to the worker
+        // instead of being copied; the caller never touches it again, and the worker hands
+        // the stored bytes back the same way.
+        const { body } = request;
+        const owned =
+          body.byteOffset === 0 &&
+          body.byteLength === body.buffer.byteLength &&
+          body.buffer instanceof ArrayBuffer;
+        chosen.postMessage({ id, request }, owned ? [body.buffer] : []);
       });
     },
     async close() {

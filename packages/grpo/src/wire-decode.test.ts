@@ -43,6 +43,16 @@ const bodies: Record<string, string> = {
   truncated: '{"tokens":[[1,2',
   trailingGarbage: '{"tokens":[[1]],"masks":[[1]],"scores":[1]} x',
   notAnObject: '[1,2]',
+  fifteenDigits: '{"tokens":[[123456789012345,-123456789012345]],"masks":[[0]],"scores":[-0]}',
+  sixteenDigits: '{"tokens":[[1234567890123456]],"masks":[[0]],"scores":[1]}',
+  exponents: '{"tokens":[[ ]],"masks":[[]],"scores":[1e5,1E+5,-2.5e-3,0.0,-0,12345678901234567890.5]}',
+  danglingDot: '{"tokens":[[1]],"masks":[[1]],"scores":[1.]}',
+  danglingExponent: '{"tokens":[[1]],"masks":[[1]],"scores":[1e]}',
+  loneMinus: '{"tokens":[[-]],"masks":[[1]],"scores":[1]}',
+  leadingComma: '{"tokens":[[,1]],"masks":[[1]],"scores":[1]}',
+  doubleComma: '{"tokens":[[1,,2]],"masks":[[1]],"scores":[1]}',
+  spacedNumbers: '{"tokens":[[ 1 , 2 ]],"masks":[[1 ,2]],"scores":[ 1 ]}',
+  tokensNotNested: '{"tokens":[1,2],"masks":[[1]],"scores":[1]}',
   empty: '   ',
 };
 

@@ -330,6 +330,48 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
     distill_token_ids: [3, true, true],
     distill_logprobs: [3, false, true],
   };
+  // The innermost list of numbers starting at `start` (a `[`), in one tight loop over locals
+  // (no captured state, so V8 keeps everything in registers). Returns the index just past
+  // the closing `]`, or -1. (A table-driven automaton measured no faster: each lookup waits
+  // for the previous one.)
+  function scanRow(b: Uint8Array, start: number, integer: boolean): number {
+    let q = start + 1;
+    let c = b[q] as number;
+    while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+    if (c === 93) return q + 1;
+    for (;;) {
+      if (c === 45) c = b[++q] as number;
+      const first = q;
+      if (c === 48) c = b[++q] as number;
+      else if (c >= 49 && c <= 57) {
+        c = b[++q] as number;
+        while (c >= 48 && c <= 57) c = b[++q] as number;
+      } else return -1;
+      if (integer) {
+        // At most 15 digits: always a safe integer; longer ones take the general path.
+        if (q - first > 15 || c === 46 || c === 101 || c === 69) return -1;
+      } else {
+        if (c === 46) {
+          c = b[++q] as number;
+          if (!(c >= 48 && c <= 57)) return -1;
+          while (c >= 48 && c <= 57) c = b[++q] as number;
+        }
+        if (c === 101 || c === 69) {
+          c = b[++q] as number;
+          if (c === 43 || c === 45) c = b[++q] as number;
+          if (!(c >= 48 && c <= 57)) return -1;
+          while (c >= 48 && c <= 57) c = b[++q] as number;
+        }
+      }
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+      if (c === 44) {
+        c = b[++q] as number;
+        while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+      } else if (c === 93) return q + 1;
+      else return -1;
+    }
+  }
+
   function scanGroup(
     b: Uint8Array,
     asciiOnly: boolean,
@@ -343,49 +385,11 @@ export function wireDecoderSource(zlib: typeof import('node:zlib')): WireDecoder
         else return;
       }
     };
-    // The innermost list of numbers, in one tight loop over locals; returns its length or -1.
     const row = (integer: boolean): number => {
-      let q = p + 1;
-      let c = b[q] as number;
-      while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
-      if (c === 93) {
-        p = q + 1;
-        return 0;
-      }
-      let count = 0;
-      for (;;) {
-        if (c === 45) c = b[++q] as number;
-        const first = q;
-        if (c === 48) c = b[++q] as number;
-        else if (c >= 49 && c <= 57) {
-          c = b[++q] as number;
-          while (c >= 48 && c <= 57) c = b[++q] as number;
-        } else return -1;
-        if (integer) {
-          if (q - first > 15 || c === 46 || c === 101 || c === 69) return -1;
-        } else {
-          if (c === 46) {
-            c = b[++q] as number;
-            if (!(c >= 48 && c <= 57)) return -1;
-            while (c >= 48 && c <= 57) c = b[++q] as number;
-          }
-          if (c === 101 || c === 69) {
-            c = b[++q] as number;
-            if (c === 43 || c === 45) c = b[++q] as number;
-            if (!(c >= 48 && c <= 57)) return -1;
-            while (c >= 48 && c <= 57) c = b[++q] as number;
-          }
-        }
-        count++;
-        while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
-        if (c === 44) {
-          c = b[++q] as number;
-          while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
-        } else if (c === 93) {
-          p = q + 1;
-          return count;
-        } else return -1;
-      }
+      const end = scanRow(b, p, integer);
+      if (end < 0) return -1;
+      p = end;
+      return 0;
     };
     // A list nested `depth` deep of numbers; returns its length or -1.
     const list = (depth: number, integer: boolean): number => {
