@@ -102,14 +102,23 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       const valueEnd = stop < 0 ? text.length : stop;
       // A value may end in a partial marker only when the text is final.
       if (stop < 0 && !eof) return more;
-      const closeWindow = stop >= 0 && marker === PARAMETER_END ? text.slice(stop, stop + 24) : '';
-      if (!eof && closeWindow !== '' && !closeWindow.includes('>') && text.length - stop < 24) return more;
+      // Within 24 characters of `</parameter`: its `>` and the next `<` (offsets, -1 if none),
+      // read in place rather than from a sliced copy.
+      let close = -1;
+      let nextOpen = -1;
+      if (marker === PARAMETER_END) {
+        const windowEnd = Math.min(text.length, stop + 24);
+        for (let at = stop + 1; at < windowEnd; at += 1) {
+          const code = text.charCodeAt(at);
+          if (code === 62 && close < 0) close = at - stop;
+          else if (code === 60 && nextOpen < 0) nextOpen = at - stop;
+        }
+        if (!eof && close < 0 && text.length - stop < 24) return more;
+      }
       args.set(key, convert(valueText(text, valueStart, valueEnd), name, key, schemas));
       cursor = valueEnd;
       if (marker === PARAMETER_END) {
         // `</parameter>` or a drifted `</parameter1>` / `</parameter_x>`: up to its `>` when close.
-        const close = closeWindow.indexOf('>');
-        const nextOpen = closeWindow.indexOf('<', 1);
         cursor =
           close >= 0 && (nextOpen < 0 || close < nextOpen) ? stop + close + 1 : stop + PARAMETER_END.length;
       }
