@@ -178,6 +178,23 @@ describe('canonical fast path', () => {
     );
   });
 
+  it('sends objects with duplicate keys to the full decoder, at any depth and key count', async () => {
+    const { canonicalJsonEnd } = await import('./python-json.js');
+    const many = (count: number, key: (index: number) => string) =>
+      `{${Array.from({ length: count }, (_, index) => `"${key(index)}": ${index}`).join(', ')}}`;
+    const cases: [string, boolean][] = [
+      ['{"a": {"b": 1}, "b": 2}', true],
+      ['[{"a": 1}, {"a": 1}]', true],
+      ['{"ab": 1, "a": 2, "b": 3}', true],
+      ['{"a": {"b": 1}, "a": 2}', false],
+      ['{"a": {"b": 1, "b": 2}}', false],
+      ['{"x\\n": 1, "x\\n": 2}', false],
+      [many(40, (index) => `k${index}`), true],
+      [many(40, (index) => `k${index % 39}`), false],
+    ];
+    for (const [text, canonical] of cases) expect(canonicalJsonEnd(`${text} `, 0) > 0, text).toBe(canonical);
+  });
+
   it('refuses non-canonical spellings so they are re-serialised', async () => {
     const { canonicalJsonEnd } = await import('./python-json.js');
     for (const text of [

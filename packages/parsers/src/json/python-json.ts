@@ -498,7 +498,19 @@ export class RawJson {
  * allocates nothing, which is what makes parsing fast.
  */
 export function canonicalJsonEnd(text: string, start: number): number {
+  keyTop = 0;
   return canonicalValue(text, start, 0);
+}
+
+/** Key ranges of the objects being checked (see canonicalValue); reset on every check. */
+const keyStack: number[] = [];
+let keyTop = 0;
+
+function sameRange(text: string, aStart: number, aEnd: number, bStart: number, bEnd: number): boolean {
+  if (aEnd - aStart !== bEnd - bStart) return false;
+  for (let offset = 0; offset < aEnd - aStart; offset += 1)
+    if (text.charCodeAt(aStart + offset) !== text.charCodeAt(bStart + offset)) return false;
+  return true;
 }
 
 function canonicalValue(text: string, start: number, depth: number): number {
@@ -508,18 +520,29 @@ function canonicalValue(text: string, start: number, depth: number): number {
   if (code === 123) {
     let index = start + 1;
     if (text.charCodeAt(index) === 125) return index + 1;
-    let keys: string[] | Set<string> = [];
+    // Keys seen so far, as [start, end) pairs on a shared stack (no strings cut out); a Set of
+    // key texts once an object has many keys.
+    const base = keyTop;
+    let keys: Set<string> | null = null;
     for (;;) {
       if (text.charCodeAt(index) !== 34) return -1;
       const keyEnd = canonicalString(text, index);
       if (keyEnd < 0) return -1;
-      const key = text.slice(index, keyEnd);
       // Canonical escaping is unique, so equal keys have equal text.
-      if (Array.isArray(keys)) {
-        if (keys.includes(key)) return -1;
-        keys.push(key);
-        if (keys.length > 16) keys = new Set(keys);
+      if (keys === null) {
+        for (let at = base; at < keyTop; at += 2)
+          if (sameRange(text, keyStack[at] as number, keyStack[at + 1] as number, index, keyEnd)) return -1;
+        keyStack[keyTop] = index;
+        keyStack[keyTop + 1] = keyEnd;
+        keyTop += 2;
+        if (keyTop - base > 32) {
+          keys = new Set();
+          for (let at = base; at < keyTop; at += 2)
+            keys.add(text.slice(keyStack[at] as number, keyStack[at + 1] as number));
+          keyTop = base;
+        }
       } else {
+        const key = text.slice(index, keyEnd);
         if (keys.has(key)) return -1;
         keys.add(key);
       }
@@ -527,7 +550,10 @@ function canonicalValue(text: string, start: number, depth: number): number {
       index = canonicalValue(text, keyEnd + 2, depth + 1);
       if (index < 0) return -1;
       const next = text.charCodeAt(index);
-      if (next === 125) return index + 1;
+      if (next === 125) {
+        keyTop = base;
+        return index + 1;
+      }
       if (next !== 44 || text.charCodeAt(index + 1) !== 32) return -1;
       index += 2;
     }
