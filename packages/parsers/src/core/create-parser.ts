@@ -48,14 +48,15 @@ interface ResolvedOptions {
 function resolveOptions(format: ToolCallFormat, options: ParseOptions | undefined): ResolvedOptions {
   const tools = Array.isArray(options?.tools) ? options.tools : undefined;
   const validate = options?.validateNames ?? (tools !== undefined && tools.length > 0);
-  const allowedNames =
-    validate && tools
-      ? new Set(
-          tools
-            .map((tool) => tool?.function?.name)
-            .filter((name): name is string => typeof name === 'string'),
-        )
-      : null;
+  let allowedNames: Set<string> | null = null;
+  if (validate && tools) {
+    // A plain loop: this runs on every parse, and map/filter made two arrays each time.
+    allowedNames = new Set();
+    for (const tool of tools) {
+      const name = tool?.function?.name;
+      if (typeof name === 'string') allowedNames.add(name);
+    }
+  }
   const keepInvalid = options?.keepInvalidArguments ?? format.keepInvalidArgumentsByDefault;
   return { context: createFormatContext(tools, keepInvalid), allowedNames };
 }
