@@ -554,10 +554,14 @@ export async function startTrajectoryApiServer(
     }
   }
 
-  // Exactly-once hand-out without a trainer acknowledgement: everything but the last bytes is
-  // written and drained first; then the last bytes go to the kernel and the groups are deleted
-  // in the same synchronous step. A crash before that step leaves the batch on disk (the trainer
-  // saw an incomplete response and will get it again); after it, the trainer has it all.
+  // Hand-out without a trainer acknowledgement (the Atropos protocol has none): everything but
+  // the last bytes is written and drained first; then a one-row commit marks the batch
+  // delivered and the last bytes go to the kernel in the same synchronous step, microseconds
+  // later. A crash before the mark leaves the batch to be served again (the trainer saw an
+  // incomplete response); a crash after the bytes are in the kernel finds the batch marked and
+  // deletes it at start. Only a kill -9 in the microseconds between the two loses a batch.
+  // The mark comes first because writing the last bytes wakes the trainer, and the scheduler
+  // may run it (and whatever reacts to it) before this process gets the CPU back.
   async function deliverBatch(
     response: ServerResponse,
     batch: FormedBatch,
@@ -581,31 +585,35 @@ export async function startTrajectoryApiServer(
       if (!drained) return; // the trainer went away: the batch stays for the next /batch
     }
     if (response.destroyed) return;
-    const complete = () => {
+    const tail = encoded.payload.subarray(cut);
+    if (!store.formed.includes(batch)) {
+      response.end(tail); // a /reset_data removed it meanwhile
+      return;
+    }
+    const served = () => {
       if (store.formed.includes(batch)) store.completeBatch(batch);
       metrics.batchesServed++;
       metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
     };
-    const tail = encoded.payload.subarray(cut);
-    let handedOver = true;
-    if (store.formed.includes(batch)) {
-      handedOver = store.completeBatchWith(batch, () => {
-        response.end(tail);
-        return (response.socket?.writableLength ?? 1) === 0;
-      });
-    } else response.end(tail); // a /reset_data removed it meanwhile
-    if (handedOver) {
-      metrics.batchesServed++;
-      metrics.sequencesServed += batch.groups.reduce((sum, group) => sum + group.size, 0);
+    store.markDelivered(batch);
+    response.end(tail);
+    if ((response.socket?.writableLength ?? 1) === 0) {
+      served();
       return;
     }
-    // The kernel did not take the last bytes at once: delete only after they are flushed.
+    // The kernel did not take the last bytes at once: delete after they are flushed, or unmark
+    // the batch when the trainer goes away first.
     await new Promise<void>((resolve) => {
+      let finished = false;
       response.once('finish', () => {
-        complete();
+        finished = true;
+        served();
         resolve();
       });
-      response.once('close', () => resolve());
+      response.once('close', () => {
+        if (!finished && store.formed.includes(batch)) store.unmarkDelivered(batch);
+        resolve();
+      });
     });
   }
 

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TrajectoryStore } from './trajectory-store.js';
+import { planBatch } from './batching.js';
+import { type FormedBatch, TrajectoryStore } from './trajectory-store.js';
 
 const directories: string[] = [];
 afterEach(() => {
@@ -34,6 +35,46 @@ describe('trajectory store with synchronous=full', () => {
     store.close();
     const reopened = await TrajectoryStore.open({ path, synchronous: 'full' });
     expect(reopened.queue.map((item) => item.id)).toEqual(store.queue.map((item) => item.id));
+    reopened.close();
+  });
+});
+
+describe('delivered batches across restarts', () => {
+  async function storeWithTwoBatches() {
+    const directory = mkdtempSync(join(tmpdir(), 'shears-store-'));
+    directories.push(directory);
+    const path = join(directory, 'store.sqlite');
+    const store = await TrajectoryStore.open({ path, synchronous: 'normal' });
+    store.transaction(() =>
+      store.ingest(
+        [0, 1, 2, 3].map((index) => group(`{"tokens":[[${index}]],"masks":[[1]],"scores":[1]}`)),
+        { respond: () => 'ok', idempotencyLimit: 10 },
+      ),
+    );
+    expect(store.formBatches((queue) => planBatch(queue, 2))).toBe(2);
+    return { store, path };
+  }
+
+  it('deletes at start a batch marked delivered whose groups the dead process never deleted', async () => {
+    const { store, path } = await storeWithTwoBatches();
+    const [first, second] = store.formed;
+    store.markDelivered(first as FormedBatch);
+    store.close(); // as if killed between the mark and the delete
+    const reopened = await TrajectoryStore.open({ path, synchronous: 'normal' });
+    expect(reopened.formed.map((batch) => batch.batchNo)).toEqual([second?.batchNo]);
+    expect(reopened.storedGroups).toBe(2);
+    reopened.close();
+  });
+
+  it('serves an unmarked batch again after a restart', async () => {
+    const { store, path } = await storeWithTwoBatches();
+    const first = store.formed[0] as FormedBatch;
+    store.markDelivered(first);
+    store.unmarkDelivered(first);
+    store.close();
+    const reopened = await TrajectoryStore.open({ path, synchronous: 'normal' });
+    expect(reopened.formed).toHaveLength(2);
+    expect(reopened.readBatch(reopened.formed[0] as FormedBatch)).toHaveLength(2);
     reopened.close();
   });
 });

@@ -171,6 +171,9 @@ export class TrajectoryStore {
       CREATE INDEX IF NOT EXISTS groups_batch ON groups (batch_no);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, response TEXT NOT NULL);
+      -- Batches handed to a trainer whose groups are not deleted yet: one small row, so the
+      -- commit that follows the last bytes of a /batch response writes a page, not the payloads.
+      CREATE TABLE IF NOT EXISTS delivered (batch_no INTEGER PRIMARY KEY);
     `);
     const store = new TrajectoryStore(db);
     store.load();
@@ -194,6 +197,7 @@ export class TrajectoryStore {
       | { value: string }
       | undefined;
     this.run = row ? { ...initialRun(), ...(JSON.parse(row.value) as Partial<RunState>) } : initialRun();
+    this.removeDelivered();
     const rows = this.db
       .prepare(
         'SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes FROM groups ORDER BY state, batch_no, pos, ord, id',
@@ -490,6 +494,7 @@ export class TrajectoryStore {
         .prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)')
         .run(batch.batchNo);
       const result = this.db.prepare('DELETE FROM groups WHERE batch_no = ?').run(batch.batchNo);
+      this.db.prepare('DELETE FROM delivered WHERE batch_no = ?').run(batch.batchNo);
       if (result.changes > 0) {
         for (const group of batch.groups) {
           this.storedGroups--;
@@ -502,43 +507,37 @@ export class TrajectoryStore {
   }
 
   /**
-   * Deletes a delivered batch around the call that hands its last bytes to the kernel: the
-   * DELETE is staged in an open transaction, `send` runs, and COMMIT follows at once, so the
-   * moment the trainer can have the whole batch and the moment the disk forgets it are a few
-   * microseconds apart (a kill -9 in between is the only way to see a batch twice). When
-   * `send` reports the bytes did not all reach the kernel, nothing is deleted.
+   * Records, in a one-row commit (a single page, tens of microseconds), that the batch is being
+   * handed to a trainer; call it just before the last bytes of the /batch response go to the
+   * kernel. Until `completeBatch` deletes its groups, a restart deletes them instead. The mark
+   * comes before the bytes, not after, because writing the last bytes wakes the trainer, and the
+   * scheduler may run the trainer (and whoever reacts to it) before this process commits again.
    */
-  completeBatchWith(batch: FormedBatch, send: () => boolean): boolean {
-    const removePayloads = this.db.prepare(
-      'DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)',
-    );
-    const remove = this.db.prepare('DELETE FROM groups WHERE batch_no = ?');
-    const latestId = this.run.latestId;
-    this.db.exec('BEGIN IMMEDIATE');
-    let sent: boolean;
-    try {
-      this.preserveLatest(batch.groups.map((group) => group.id));
-      removePayloads.run(batch.batchNo);
-      remove.run(batch.batchNo);
-      sent = send();
-    } catch (error) {
-      this.db.exec('ROLLBACK');
-      this.run.latestId = latestId;
-      throw error;
-    }
-    if (!sent) {
-      this.db.exec('ROLLBACK');
-      this.run.latestId = latestId;
-      return false;
-    }
-    this.db.exec('COMMIT');
-    this.syncCommitted();
-    for (const group of batch.groups) {
-      this.storedGroups--;
-      this.storedBytes -= group.bytes;
-    }
-    this.formed = this.formed.filter((item) => item !== batch);
-    return true;
+  markDelivered(batch: FormedBatch): void {
+    this.markStatement ??= this.db.prepare('INSERT OR IGNORE INTO delivered (batch_no) VALUES (?)');
+    this.markStatement.run(batch.batchNo);
+  }
+
+  /** The last bytes of a marked batch never reached the trainer: it stays to be served again. */
+  unmarkDelivered(batch: FormedBatch): void {
+    this.db.prepare('DELETE FROM delivered WHERE batch_no = ?').run(batch.batchNo);
+  }
+
+  private markStatement: BetterSqlite3.Statement | undefined;
+
+  /** Deletes the groups of batches marked delivered by a process that died before deleting them. */
+  private removeDelivered(): void {
+    const marked = this.db.prepare('SELECT batch_no AS batchNo FROM delivered').all() as { batchNo: number }[];
+    if (marked.length === 0) return;
+    this.db.transaction(() => {
+      for (const { batchNo } of marked) {
+        const ids = this.db.prepare('SELECT id FROM groups WHERE batch_no = ?').all(batchNo) as { id: number }[];
+        this.preserveLatest(ids.map((row) => row.id));
+        this.db.prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)').run(batchNo);
+        this.db.prepare('DELETE FROM groups WHERE batch_no = ?').run(batchNo);
+      }
+      this.db.prepare('DELETE FROM delivered').run();
+    })();
   }
 
   // /latest_example outlives the group it shows (Atropos keeps `latest` even after /reset_data).
@@ -578,6 +577,7 @@ export class TrajectoryStore {
       this.preserveLatest(all.map((row) => row.id));
       this.db.prepare('DELETE FROM groups').run();
       this.db.prepare('DELETE FROM payloads').run();
+      this.db.prepare('DELETE FROM delivered').run();
       const kept = this.run;
       this.run = {
         ...initialRun(),
