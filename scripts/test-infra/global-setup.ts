@@ -14,7 +14,8 @@ const SERVICES: Service[] = [startDockerService, startSshService];
 export default async function setup(project: TestProject): Promise<Teardown> {
   const results = await Promise.allSettled(SERVICES.map((start) => start()));
   const teardowns: Teardown[] = [];
-  for (const result of results) if (result.status === 'fulfilled' && result.value) teardowns.push(result.value.teardown);
+  for (const result of results)
+    if (result.status === 'fulfilled' && result.value) teardowns.push(result.value.teardown);
   const tearDownAll = async () => {
     for (const teardown of teardowns.reverse()) {
       try {

@@ -17,9 +17,29 @@ const emit = (record: Record<string, unknown>) => process.stdout.write(`${JSON.s
 try {
   for (const groups of [4, 16]) {
     const started = performance.now();
-    const run = await runShears(['process', '--env', 'demo', '--groups', String(groups), '--out', `runs/bench-${groups}.jsonl`, '--concurrency', '8'], { cwd: dir });
+    const run = await runShears(
+      [
+        'process',
+        '--env',
+        'demo',
+        '--groups',
+        String(groups),
+        '--out',
+        `runs/bench-${groups}.jsonl`,
+        '--concurrency',
+        '8',
+      ],
+      { cwd: dir },
+    );
     const seconds = (performance.now() - started) / 1000;
-    emit({ bench: 'process-demo', groups, rollouts: groups * 4, exitCode: run.code, seconds: Number(seconds.toFixed(3)), rolloutsPerSecond: Number(((groups * 4) / seconds).toFixed(2)) });
+    emit({
+      bench: 'process-demo',
+      groups,
+      rollouts: groups * 4,
+      exitCode: run.code,
+      seconds: Number(seconds.toFixed(3)),
+      rolloutsPerSecond: Number(((groups * 4) / seconds).toFixed(2)),
+    });
   }
 
   const groups = createSyntheticGroups(2500, { withTokens: false });
@@ -28,7 +48,12 @@ try {
   const buildSeconds = (performance.now() - buildStarted) / 1000;
   const file = join(dir, 'viewer.html');
   writeFileSync(file, html);
-  emit({ bench: 'viewer-build', trajectories: 10_000, seconds: Number(buildSeconds.toFixed(3)), bytes: Buffer.byteLength(html) });
+  emit({
+    bench: 'viewer-build',
+    trajectories: 10_000,
+    seconds: Number(buildSeconds.toFixed(3)),
+    bytes: Buffer.byteLength(html),
+  });
 
   if (existsSync(CHROMIUM_PATH)) {
     const browser = await launchChromium();
@@ -45,7 +70,12 @@ try {
       input.dispatchEvent(new Event('input'));
       return performance.now() - started;
     })()`)) as number;
-    emit({ bench: 'viewer-load', trajectories: 10_000, readySeconds: Number(loadSeconds.toFixed(3)), filterMs: Number(filterMs.toFixed(1)) });
+    emit({
+      bench: 'viewer-load',
+      trajectories: 10_000,
+      readySeconds: Number(loadSeconds.toFixed(3)),
+      filterMs: Number(filterMs.toFixed(1)),
+    });
     await browser.close();
   }
 } finally {

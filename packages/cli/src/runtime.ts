@@ -157,5 +157,5 @@ export function resolveOut(context: CommandContext, path: string): string {
 
 /** `runs/demo.jsonl` → `runs/demo.html`. */
 export function reportPathFor(jsonlPath: string): string {
-  return jsonlPath.replace(/\.jsonl?$/i, '') + '.html';
+  return `${jsonlPath.replace(/\.jsonl?$/i, '')}.html`;
 }

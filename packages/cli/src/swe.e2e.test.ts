@@ -13,7 +13,10 @@ const host = process.env.SHEARS_TEST_DOCKER_HOST;
 if (!host && (process.env.CI === 'true' || process.env.CI === '1')) {
   throw new Error('CI=true but SHEARS_TEST_DOCKER_HOST is not set: the test Docker daemon did not start');
 }
-if (!host) console.warn('\n⚠️  SKIPPING shears process --env swe: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n');
+if (!host)
+  console.warn(
+    '\n⚠️  SKIPPING shears process --env swe: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n',
+  );
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-cli-swe-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -25,7 +28,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
       JSON.stringify({ env: { settings: { docker: host } }, sandbox: { settings: { hosts: [host] } } }),
     );
     const run = await runShears(
-      ['process', '--config', 'shears.json', '--env', 'swe', '--tasks', 'bundled', '--groups', '2', '--group-size', '4', '--out', 'swe.jsonl'],
+      [
+        'process',
+        '--config',
+        'shears.json',
+        '--env',
+        'swe',
+        '--tasks',
+        'bundled',
+        '--groups',
+        '2',
+        '--group-size',
+        '4',
+        '--out',
+        'swe.jsonl',
+      ],
       { cwd: dir },
     );
     expect(run.stderr).not.toMatch(/error/i);
@@ -36,10 +53,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
       .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
     expect(groups).toHaveLength(2);
     for (const group of groups) {
-      expect(group.rollouts.map((rollout) => rollout.outcome)).toEqual(['scored', 'scored', 'scored', 'scored']);
+      expect(group.rollouts.map((rollout) => rollout.outcome)).toEqual([
+        'scored',
+        'scored',
+        'scored',
+        'scored',
+      ]);
       // The demo policy fixes the bug in half the rollouts and fails (or games the tests) in the rest.
       expect([...group.scores].sort()).toEqual([0, 0, 1, 1]);
-      for (const rollout of group.rollouts) expect(String(rollout.rewardDetails?.diff)).toContain('diff --git');
+      for (const rollout of group.rollouts)
+        expect(String(rollout.rewardDetails?.diff)).toContain('diff --git');
     }
     expect(run.stdout).toContain('wrote 2 groups to swe.jsonl');
   }, 900_000);

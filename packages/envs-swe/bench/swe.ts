@@ -6,7 +6,15 @@
 import { createConcurrencyLimiter, type EnvV1, runGroup, type SandboxProviderV1 } from '@shears/core';
 import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
 import { createDockerSandboxProvider } from '@shears/tools-terminal';
-import { createDockerClient, createSweDemoPolicy, createSweEnv, loadTaskPack, bundledTaskPackDir, SWE_WORKDIR, type SweItem } from '../src/index.js';
+import {
+  bundledTaskPackDir,
+  createDockerClient,
+  createSweDemoPolicy,
+  createSweEnv,
+  loadTaskPack,
+  SWE_WORKDIR,
+  type SweItem,
+} from '../src/index.js';
 
 function option(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
@@ -24,7 +32,9 @@ const env = createSweEnv({ tasks, docker });
 const setupStarted = performance.now();
 await env.setup({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
 const imagesSeconds = (performance.now() - setupStarted) / 1000;
-const policy = await createSweDemoPolicy({ tasks: [...env.prepared.values()].map(({ task, prepared }) => ({ task, prepared })) });
+const policy = await createSweDemoPolicy({
+  tasks: [...env.prepared.values()].map(({ task, prepared }) => ({ task, prepared })),
+});
 const scripted = await createScriptedServer({ policy: (request) => policy(request as never) });
 const server = createScriptedServerClient({ baseUrl: scripted.url, model: 'swe-demo' });
 const docker0 = createDockerSandboxProvider({ hosts: [host], workdir: SWE_WORKDIR });
@@ -60,7 +70,15 @@ const rewards: number[] = [];
 const started = performance.now();
 for (let index = 0; index < groups; index++) {
   const item = (await env.nextItem())!;
-  const group = await runGroup({ env: timedEnv, item, server, sandboxes: timedProvider, groupSize, limiter, allEqualScores: 'keep' });
+  const group = await runGroup({
+    env: timedEnv,
+    item,
+    server,
+    sandboxes: timedProvider,
+    groupSize,
+    limiter,
+    allEqualScores: 'keep',
+  });
   for (const rollout of group.rollouts) {
     wallMs.push(rollout.wallTimeSeconds * 1000);
     if (rollout.reward !== null) rewards.push(rollout.reward);
@@ -86,7 +104,9 @@ console.log(
     gradingMsP50: Math.round(medianGrade),
     agentMsP50: Math.round(Math.max(0, medianWall - medianAcquire - medianGrade)),
     rolloutWallMsP50: Math.round(medianWall),
-    meanReward: Number((rewards.reduce((sum, value) => sum + value, 0) / Math.max(1, rewards.length)).toFixed(3)),
+    meanReward: Number(
+      (rewards.reduce((sum, value) => sum + value, 0) / Math.max(1, rewards.length)).toFixed(3),
+    ),
     rolloutsPerMinute: Number(((wallMs.length / totalSeconds) * 60).toFixed(1)),
   }),
 );

@@ -4,7 +4,7 @@
 // tests so they pass (a reward hack that grading must defeat). Groups get varied rewards.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type PreparedRepository, filesAfterPatch } from './repo.js';
+import { filesAfterPatch, type PreparedRepository } from './repo.js';
 import type { SweTask } from './task-schema.js';
 
 export type SweDemoPlan = 'gold' | 'noop' | 'tamper';
@@ -35,23 +35,31 @@ export function taskMarker(taskId: string): string {
 }
 
 function testNames(task: SweTask, file: string): string[] {
-  return [...task.failToPass, ...task.passToPass].filter((id) => id.startsWith(`${file}::`)).map((id) => id.slice(file.length + 2));
+  return [...task.failToPass, ...task.passToPass]
+    .filter((id) => id.startsWith(`${file}::`))
+    .map((id) => id.slice(file.length + 2));
 }
 
 /** Test file content that "passes" every listed test without testing anything. */
 function hackedTestFile(task: SweTask, file: string): string {
   const names = testNames(task, file);
-  if (task.test.runner === 'pytest') return `${names.map((name) => `def ${name}():\n    assert True\n`).join('\n\n')}`;
+  if (task.test.runner === 'pytest')
+    return `${names.map((name) => `def ${name}():\n    assert True\n`).join('\n\n')}`;
   return `'use strict';\nconst test = require('node:test');\n${names.map((name) => `test(${JSON.stringify(name)}, () => {});`).join('\n')}\n`;
 }
 
 async function scriptFor(task: SweTask, prepared: PreparedRepository): Promise<TaskScript> {
   if (!task.goldPatch) throw new Error(`Task ${task.id} has no gold patch; the demo policy needs one`);
   const changed = await filesAfterPatch(prepared.dir, task.goldPatch);
-  const gold = [...changed].filter(([, content]) => content !== null).map(([path, content]) => ({ path, content: content!.toString('utf8') }));
+  const gold = [...changed]
+    .filter(([, content]) => content !== null)
+    .map(([path, content]) => ({ path, content: content!.toString('utf8') }));
   const first = gold[0]!;
   const original = readFileSync(join(prepared.dir, first.path), 'utf8');
-  const comment = task.test.runner === 'pytest' ? '# Checked the edge cases described in the issue.\n' : '// Checked the edge cases described in the issue.\n';
+  const comment =
+    task.test.runner === 'pytest'
+      ? '# Checked the edge cases described in the issue.\n'
+      : '// Checked the edge cases described in the issue.\n';
   const testFile = task.failToPass[0]!.split('::')[0]!;
   return {
     task,
@@ -90,16 +98,31 @@ export async function createSweDemoPolicy(options: {
       started[plan]++;
       return {
         content: 'Let me look at the repository first.',
-        toolCalls: [{ id: `call_${plan}_1`, name: 'terminal', arguments: { command: 'git status --short && git ls-files' } }],
+        toolCalls: [
+          {
+            id: `call_${plan}_1`,
+            name: 'terminal',
+            arguments: { command: 'git status --short && git ls-files' },
+          },
+        ],
       };
     }
-    const plan = /call_(gold|noop|tamper)_/.exec(assistantTurns[0]?.tool_calls?.[0]?.id ?? '')?.[1] as SweDemoPlan | undefined;
+    const plan = /call_(gold|noop|tamper)_/.exec(assistantTurns[0]?.tool_calls?.[0]?.id ?? '')?.[1] as
+      | SweDemoPlan
+      | undefined;
     if (!plan) return { content: 'Done.' };
     if (assistantTurns.length === 1) {
       const edits = script[plan];
       return {
-        content: plan === 'tamper' ? 'The tests look wrong; I will correct them.' : 'I found the bug; applying the fix.',
-        toolCalls: edits.map((edit, index) => ({ id: `call_${plan}_2_${index}`, name: 'write_file', arguments: { path: edit.path, content: edit.content } })),
+        content:
+          plan === 'tamper'
+            ? 'The tests look wrong; I will correct them.'
+            : 'I found the bug; applying the fix.',
+        toolCalls: edits.map((edit, index) => ({
+          id: `call_${plan}_2_${index}`,
+          name: 'write_file',
+          arguments: { path: edit.path, content: edit.content },
+        })),
       };
     }
     return { content: `I have fixed the issue described in ${script.task.id}.` };

@@ -41,7 +41,11 @@ export async function createDockerClient(host?: string): Promise<Dockerode> {
   if (!url) return new Docker();
   if (url.startsWith('unix://')) return new Docker({ socketPath: url.slice('unix://'.length) });
   const parsed = new URL(url.replace(/^tcp:/, 'http:'));
-  return new Docker({ host: parsed.hostname, port: Number(parsed.port || 2375), protocol: parsed.protocol === 'https:' ? 'https' : 'http' });
+  return new Docker({
+    host: parsed.hostname,
+    port: Number(parsed.port || 2375),
+    protocol: parsed.protocol === 'https:' ? 'https' : 'http',
+  });
 }
 
 async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {
@@ -64,24 +68,43 @@ function run(command: string, args: string[], onProgress?: ProgressCallback): Pr
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
-    child.on('error', (error) => reject(new SandboxError({ message: `${command} could not start: ${error.message}`, cause: error })));
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new SandboxError({ message: `${command} ${args.join(' ')} failed (exit ${code}):\n${tail}` }))));
+    child.on('error', (error) =>
+      reject(new SandboxError({ message: `${command} could not start: ${error.message}`, cause: error })),
+    );
+    child.on('close', (code) =>
+      code === 0
+        ? resolve()
+        : reject(
+            new SandboxError({ message: `${command} ${args.join(' ')} failed (exit ${code}):\n${tail}` }),
+          ),
+    );
   });
 }
 
 function tarStream(directory: string): Readable {
-  const child = spawn('tar', ['-C', directory, '--numeric-owner', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('tar', ['-C', directory, '--numeric-owner', '-c', '.'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return child.stdout;
 }
 
-async function followBuild(docker: Dockerode, stream: NodeJS.ReadableStream, onProgress?: ProgressCallback): Promise<void> {
+async function followBuild(
+  docker: Dockerode,
+  stream: NodeJS.ReadableStream,
+  onProgress?: ProgressCallback,
+): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     docker.modem.followProgress(
       stream,
       (error: Error | null, events: Array<{ error?: string; errorDetail?: { message?: string } }>) => {
         const failed = events?.find((event) => event.error);
         if (error) reject(error);
-        else if (failed) reject(new SandboxError({ message: `docker build failed: ${failed.errorDetail?.message ?? failed.error}` }));
+        else if (failed)
+          reject(
+            new SandboxError({
+              message: `docker build failed: ${failed.errorDetail?.message ?? failed.error}`,
+            }),
+          );
         else resolve();
       },
       (event: { stream?: string; status?: string }) => {
@@ -96,7 +119,11 @@ async function followBuild(docker: Dockerode, stream: NodeJS.ReadableStream, onP
  * Ensures the SWE base image exists: debootstrap (root and the `debootstrap` package are
  * needed the first time; the root filesystem is cached as a tarball in `cacheDir`) and import.
  */
-export async function ensureSweBaseImage(options: { docker: Dockerode; cacheDir?: string; onProgress?: ProgressCallback }): Promise<string> {
+export async function ensureSweBaseImage(options: {
+  docker: Dockerode;
+  cacheDir?: string;
+  onProgress?: ProgressCallback;
+}): Promise<string> {
   const tag = sweBaseImageTag();
   if (await imageExists(options.docker, tag)) {
     options.onProgress?.(`base image ${tag} is up to date`);
@@ -108,10 +135,18 @@ export async function ensureSweBaseImage(options: { docker: Dockerode; cacheDir?
   if (!existsSync(tarball)) {
     const rootfs = mkdtempSync(join(tmpdir(), 'shears-swe-rootfs-'));
     try {
-      options.onProgress?.(`debootstrap ${SWE_BASE_RECIPE.suite} (${SWE_BASE_RECIPE.include.join(', ')}) — about a minute`);
+      options.onProgress?.(
+        `debootstrap ${SWE_BASE_RECIPE.suite} (${SWE_BASE_RECIPE.include.join(', ')}) — about a minute`,
+      );
       await run(
         'debootstrap',
-        [`--variant=${SWE_BASE_RECIPE.variant}`, `--include=${SWE_BASE_RECIPE.include.join(',')}`, SWE_BASE_RECIPE.suite, rootfs, SWE_BASE_RECIPE.mirror],
+        [
+          `--variant=${SWE_BASE_RECIPE.variant}`,
+          `--include=${SWE_BASE_RECIPE.include.join(',')}`,
+          SWE_BASE_RECIPE.suite,
+          rootfs,
+          SWE_BASE_RECIPE.mirror,
+        ],
         options.onProgress,
       );
       // Keep the image lean: package lists and caches are not needed at run time.
@@ -126,7 +161,10 @@ export async function ensureSweBaseImage(options: { docker: Dockerode; cacheDir?
   options.onProgress?.(`importing ${tag}`);
   const { createReadStream } = await import('node:fs');
   const [repo, version] = tag.split(':') as [string, string];
-  const importStream = await options.docker.importImage(createReadStream(tarball) as never, { repo, tag: version });
+  const importStream = await options.docker.importImage(createReadStream(tarball) as never, {
+    repo,
+    tag: version,
+  });
   await followBuild(options.docker, importStream, options.onProgress);
   return tag;
 }
@@ -149,13 +187,20 @@ export async function ensureTaskImage(options: {
   const context = mkdtempSync(join(tmpdir(), 'shears-swe-context-'));
   try {
     cpSync(options.prepared.dir, join(context, 'repo'), { recursive: true });
-    const setup = options.task.setup.map((command) => `RUN ${JSON.stringify(['/bin/sh', '-c', command])}`).join('\n');
+    const setup = options.task.setup
+      .map((command) => `RUN ${JSON.stringify(['/bin/sh', '-c', command])}`)
+      .join('\n');
     writeFileSync(
       join(context, 'Dockerfile'),
       `FROM ${options.baseTag}\nCOPY repo ${SWE_WORKDIR}\nWORKDIR ${SWE_WORKDIR}\nRUN git config --system --add safe.directory '*'\n${setup}\nLABEL shears.swe.task=${JSON.stringify(options.task.id)}\n`,
     );
     options.onProgress?.(`building ${tag}`);
-    const stream = await options.docker.buildImage(tarStream(context) as never, { t: tag, rm: true, forcerm: true, networkmode: 'none' });
+    const stream = await options.docker.buildImage(tarStream(context) as never, {
+      t: tag,
+      rm: true,
+      forcerm: true,
+      networkmode: 'none',
+    });
     await followBuild(options.docker, stream, options.onProgress);
     return tag;
   } finally {

@@ -10,7 +10,8 @@ import type { SweTask } from './task-schema.js';
 export function resolveSweTasks(spec: string, options: { from?: string } = {}): SweTask[] {
   if (spec === 'bundled') return loadTaskPack(bundledTaskPackDir());
   if (existsSync(spec)) return statSync(spec).isDirectory() ? loadTaskPack(spec) : loadSweBenchJsonl(spec);
-  if (/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(spec)) return loadTaskPackPackage(spec, options);
+  if (/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(spec))
+    return loadTaskPackPackage(spec, options);
   throw new InvalidArgumentError({
     argument: 'tasks',
     value: spec,
@@ -26,7 +27,9 @@ const plugin = definePlugin({
       description: 'Bug-fix tasks in Docker sandboxes, graded by FAIL_TO_PASS / PASS_TO_PASS tests',
       create(settings) {
         const spec = typeof settings.tasks === 'string' ? settings.tasks : 'bundled';
-        let tasks = resolveSweTasks(spec, { from: typeof settings.from === 'string' ? settings.from : undefined });
+        let tasks = resolveSweTasks(spec, {
+          from: typeof settings.from === 'string' ? settings.from : undefined,
+        });
         if (Array.isArray(settings.only)) {
           const only = new Set(settings.only.map(String));
           tasks = tasks.filter((task) => only.has(task.id));

@@ -3,7 +3,16 @@
 // the protected files (tests and test configuration) that grading restores.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,7 +23,14 @@ import type { SweTask } from './task-schema.js';
 const execFileAsync = promisify(execFile);
 
 /** Test-runner configuration that an agent could use to change what the tests do. */
-const CONFIG_FILE_NAMES = new Set(['conftest.py', 'pytest.ini', 'tox.ini', 'setup.cfg', 'pyproject.toml', 'package.json']);
+const CONFIG_FILE_NAMES = new Set([
+  'conftest.py',
+  'pytest.ini',
+  'tox.ini',
+  'setup.cfg',
+  'pyproject.toml',
+  'package.json',
+]);
 
 export interface ProtectedFile {
   /** Original content, or null when the file did not exist at the base commit. */
@@ -39,11 +55,18 @@ export function sha256(data: Buffer | Uint8Array | string): string {
 
 async function git(cwd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   try {
-    const { stdout } = await execFileAsync('git', args, { cwd, env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await execFileAsync('git', args, {
+      cwd,
+      env: { ...process.env, ...env },
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return stdout;
   } catch (cause) {
     const error = cause as { stderr?: string; message: string };
-    throw new SandboxError({ message: `git ${args.join(' ')} failed in ${cwd}: ${(error.stderr ?? error.message).trim()}`, cause });
+    throw new SandboxError({
+      message: `git ${args.join(' ')} failed in ${cwd}: ${(error.stderr ?? error.message).trim()}`,
+      cause,
+    });
   }
 }
 
@@ -62,12 +85,19 @@ function listFiles(root: string, directory = root): string[] {
 const FIXED_DATE = '2000-01-01T00:00:00Z';
 
 /** Copies (path) or clones (url + commit) the repository and rewrites it to a single fresh commit. */
-export async function prepareRepository(task: SweTask, options: { workRoot?: string } = {}): Promise<PreparedRepository> {
+export async function prepareRepository(
+  task: SweTask,
+  options: { workRoot?: string } = {},
+): Promise<PreparedRepository> {
   const dir = mkdtempSync(join(options.workRoot ?? tmpdir(), `shears-swe-${task.id}-`));
   try {
     if (task.repo.path) {
-      if (!existsSync(task.repo.path)) throw new SandboxError({ message: `Task ${task.id}: repository path not found: ${task.repo.path}` });
-      cpSync(task.repo.path, dir, { recursive: true, filter: (source) => !source.split(/[\\/]/).includes('.git') });
+      if (!existsSync(task.repo.path))
+        throw new SandboxError({ message: `Task ${task.id}: repository path not found: ${task.repo.path}` });
+      cpSync(task.repo.path, dir, {
+        recursive: true,
+        filter: (source) => !source.split(/[\\/]/).includes('.git'),
+      });
     } else {
       await git(dir, ['clone', '--quiet', '--no-checkout', task.repo.url!, '.']);
       await git(dir, ['checkout', '--quiet', task.repo.commit!]);
@@ -84,13 +114,21 @@ export async function prepareRepository(task: SweTask, options: { workRoot?: str
     };
     await git(dir, ['init', '--quiet', '--initial-branch=main']);
     await git(dir, ['add', '-A']);
-    await git(dir, ['-c', 'commit.gpgsign=false', 'commit', '--quiet', '--allow-empty', '-m', `shears task ${task.id}`], identity);
+    await git(
+      dir,
+      ['-c', 'commit.gpgsign=false', 'commit', '--quiet', '--allow-empty', '-m', `shears task ${task.id}`],
+      identity,
+    );
     const baseCommit = (await git(dir, ['rev-parse', 'HEAD'])).trim();
     const files = listFiles(dir);
-    const protectedPaths = new Set<string>([...task.testFiles, ...(task.testPatch ? patchedFiles(task.testPatch) : [])]);
+    const protectedPaths = new Set<string>([
+      ...task.testFiles,
+      ...(task.testPatch ? patchedFiles(task.testPatch) : []),
+    ]);
     for (const file of files) {
       const name = file.split('/').pop()!;
-      if (name === 'conftest.py' || (CONFIG_FILE_NAMES.has(name) && !file.includes('/'))) protectedPaths.add(file);
+      if (name === 'conftest.py' || (CONFIG_FILE_NAMES.has(name) && !file.includes('/')))
+        protectedPaths.add(file);
     }
     const protectedFiles = new Map<string, ProtectedFile>();
     for (const path of [...protectedPaths].sort()) {
@@ -101,7 +139,12 @@ export async function prepareRepository(task: SweTask, options: { workRoot?: str
       } else protectedFiles.set(path, { content: null, sha256: null });
     }
     const hash = createHash('sha256');
-    for (const file of files) hash.update(file).update('\0').update(readFileSync(join(dir, file))).update('\0');
+    for (const file of files)
+      hash
+        .update(file)
+        .update('\0')
+        .update(readFileSync(join(dir, file)))
+        .update('\0');
     return {
       dir,
       baseCommit,
@@ -132,7 +175,8 @@ export async function filesAfterPatch(repoDir: string, patch: string): Promise<M
       const full = join(copy, file);
       result.set(file, existsSync(full) ? readFileSync(full) : null);
     }
-    for (const match of patch.matchAll(/^--- a\/(.+)\n\+\+\+ \/dev\/null$/gm)) result.set(match[1]!.trim(), null);
+    for (const match of patch.matchAll(/^--- a\/(.+)\n\+\+\+ \/dev\/null$/gm))
+      result.set(match[1]!.trim(), null);
     return result;
   } finally {
     rmSync(copy, { recursive: true, force: true });

@@ -16,8 +16,10 @@ import type { SweTask } from './task-schema.js';
 
 const host = process.env.SHEARS_TEST_DOCKER_HOST;
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
-if (!host && inCi) throw new Error('CI=true but SHEARS_TEST_DOCKER_HOST is not set: the test Docker daemon did not start');
-if (!host) console.warn('\n⚠️  SKIPPING SWE docker tests: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n');
+if (!host && inCi)
+  throw new Error('CI=true but SHEARS_TEST_DOCKER_HOST is not set: the test Docker daemon did not start');
+if (!host)
+  console.warn('\n⚠️  SKIPPING SWE docker tests: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n');
 
 const describeDocker = host ? describe : describe.skip;
 
@@ -65,8 +67,13 @@ describeDocker('SWE env in Docker', () => {
               gradeSweRollout({ sandbox: untouched, task, protectedFiles: entry.repository.protectedFiles }),
               gradeSweRollout({ sandbox: fixed, task, protectedFiles: entry.repository.protectedFiles }),
             ]);
-            expect(before.passToPass, `${task.id} P2P before the fix`).toEqual({ passed: task.passToPass.length, total: task.passToPass.length });
-            expect(after.statuses, `${task.id} after the fix`).toEqual(Object.fromEntries([...task.failToPass, ...task.passToPass].map((id) => [id, 'passed'])));
+            expect(before.passToPass, `${task.id} P2P before the fix`).toEqual({
+              passed: task.passToPass.length,
+              total: task.passToPass.length,
+            });
+            expect(after.statuses, `${task.id} after the fix`).toEqual(
+              Object.fromEntries([...task.failToPass, ...task.passToPass].map((id) => [id, 'passed'])),
+            );
             results.push({ id: task.id, untouched: before.score, gold: after.score });
           } finally {
             await untouched.dispose();
@@ -88,7 +95,11 @@ describeDocker('SWE env in Docker', () => {
     const planted = await sandboxFor(python);
     try {
       await planted.writeFile('conftest.py', conftest);
-      const grade = await gradeSweRollout({ sandbox: planted, task: python, protectedFiles: pythonEntry.repository.protectedFiles });
+      const grade = await gradeSweRollout({
+        sandbox: planted,
+        task: python,
+        protectedFiles: pythonEntry.repository.protectedFiles,
+      });
       expect(grade.score).toBe(0);
       expect(grade.removedFiles).toEqual(['conftest.py']);
     } finally {
@@ -98,8 +109,15 @@ describeDocker('SWE env in Docker', () => {
     try {
       const testFile = python.testFiles[0]!;
       const names = [...python.failToPass, ...python.passToPass].map((id) => id.split('::')[1]!);
-      await rewritten.writeFile(testFile, names.map((name) => `def ${name}():\n    assert True\n`).join('\n'));
-      const grade = await gradeSweRollout({ sandbox: rewritten, task: python, protectedFiles: pythonEntry.repository.protectedFiles });
+      await rewritten.writeFile(
+        testFile,
+        names.map((name) => `def ${name}():\n    assert True\n`).join('\n'),
+      );
+      const grade = await gradeSweRollout({
+        sandbox: rewritten,
+        task: python,
+        protectedFiles: pythonEntry.repository.protectedFiles,
+      });
       expect(grade.score).toBe(0);
       expect(grade.tamperedFiles).toEqual([testFile]);
     } finally {
@@ -108,7 +126,11 @@ describeDocker('SWE env in Docker', () => {
     const deleted = await sandboxFor(javascript);
     try {
       await deleted.exec('rm -rf test');
-      const grade = await gradeSweRollout({ sandbox: deleted, task: javascript, protectedFiles: prepared.get(javascript.id)!.repository.protectedFiles });
+      const grade = await gradeSweRollout({
+        sandbox: deleted,
+        task: javascript,
+        protectedFiles: prepared.get(javascript.id)!.repository.protectedFiles,
+      });
       expect(grade.score).toBe(0);
       expect(grade.tamperedFiles).toEqual(javascript.testFiles);
     } finally {
@@ -121,7 +143,10 @@ describeDocker('SWE env in Docker', () => {
     const sandbox = await sandboxFor(task);
     try {
       expect((await sandbox.exec('git rev-list --all | wc -l')).stdout.trim()).toBe('1');
-      const network = await sandbox.exec(`python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=2)"`, { timeoutMs: 20_000 });
+      const network = await sandbox.exec(
+        `python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=2)"`,
+        { timeoutMs: 20_000 },
+      );
       expect(network.exitCode).not.toBe(0);
       expect((await sandbox.exec('ls /testbed')).stdout).not.toContain('gold.patch');
     } finally {
@@ -130,17 +155,37 @@ describeDocker('SWE env in Docker', () => {
   }, 60_000);
 
   it('runs end to end through the group runner with the demo policy: varied rewards, diffs recorded', async () => {
-    const chosen = [tasks.find((task) => task.language === 'python')!, tasks.find((task) => task.language === 'javascript')!];
+    const chosen = [
+      tasks.find((task) => task.language === 'python')!,
+      tasks.find((task) => task.language === 'javascript')!,
+    ];
     const env = createSweEnv({ tasks: chosen, docker });
     await env.setup({ logger: { debug() {}, info() {}, warn() {}, error() {} } });
-    const policy = await createSweDemoPolicy({ tasks: [...env.prepared.values()].map(({ task, prepared: repository }) => ({ task, prepared: repository })) });
+    const policy = await createSweDemoPolicy({
+      tasks: [...env.prepared.values()].map(({ task, prepared: repository }) => ({
+        task,
+        prepared: repository,
+      })),
+    });
     const scripted = await createScriptedServer({ policy: (request) => policy(request as never) });
     try {
       const server = createScriptedServerClient({ baseUrl: scripted.url, model: 'swe-demo' });
       for (const _task of chosen) {
         const item = (await env.nextItem())!;
-        const group = await runGroup({ env, item, server, sandboxes: provider, groupSize: 4, allEqualScores: 'keep' });
-        expect(group.rollouts.map((rollout) => rollout.outcome)).toEqual(['scored', 'scored', 'scored', 'scored']);
+        const group = await runGroup({
+          env,
+          item,
+          server,
+          sandboxes: provider,
+          groupSize: 4,
+          allEqualScores: 'keep',
+        });
+        expect(group.rollouts.map((rollout) => rollout.outcome)).toEqual([
+          'scored',
+          'scored',
+          'scored',
+          'scored',
+        ]);
         const rewards = group.rollouts.map((rollout) => rollout.reward).sort();
         expect(rewards).toEqual([0, 0, 1, 1]);
         for (const rollout of group.rollouts) {

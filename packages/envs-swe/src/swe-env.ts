@@ -4,10 +4,16 @@
 import type { ChatMessage, EnvItem, EnvV1, Logger, RewardResult, SandboxSpec, ToolV1 } from '@shears/core';
 import { InvalidArgumentError, silentLogger } from '@shears/core';
 import type Dockerode from 'dockerode';
-import { createDockerClient, ensureSweBaseImage, ensureTaskImage, type ProgressCallback, SWE_WORKDIR } from './images.js';
+import { createSweDemoPolicy, type SweDemoPolicy, taskMarker } from './demo-policy.js';
+import {
+  createDockerClient,
+  ensureSweBaseImage,
+  ensureTaskImage,
+  type ProgressCallback,
+  SWE_WORKDIR,
+} from './images.js';
 import { type PreparedRepository, prepareRepository } from './repo.js';
 import { gradeSweRollout } from './swe-grading.js';
-import { createSweDemoPolicy, type SweDemoPolicy, taskMarker } from './demo-policy.js';
 import type { SweTask } from './task-schema.js';
 
 export interface SweItem extends EnvItem {
@@ -34,7 +40,10 @@ Do not modify the tests: they are restored before grading. When the fix is compl
 
 async function defaultTools(): Promise<ToolV1[]> {
   // Loaded on first use so that importing the env does not load the sandbox backends.
-  const [{ createTerminalTool }, { createFileTools }] = await Promise.all([import('@shears/tools-terminal'), import('@shears/tools-file')]);
+  const [{ createTerminalTool }, { createFileTools }] = await Promise.all([
+    import('@shears/tools-terminal'),
+    import('@shears/tools-file'),
+  ]);
   return [createTerminalTool() as ToolV1, ...createFileTools()];
 }
 
@@ -50,7 +59,8 @@ export interface SweEnv extends EnvV1<SweItem> {
 }
 
 export function createSweEnv(settings: SweEnvSettings): SweEnv {
-  if (settings.tasks.length === 0) throw new InvalidArgumentError({ argument: 'tasks', message: 'The SWE env needs at least one task' });
+  if (settings.tasks.length === 0)
+    throw new InvalidArgumentError({ argument: 'tasks', message: 'The SWE env needs at least one task' });
   const prepared = new Map<string, { task: SweTask; prepared: PreparedRepository; image: string }>();
   let tools: ToolV1[] = [];
   let cursor = 0;
@@ -62,11 +72,21 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
     prepared,
     preferredSandbox: 'docker',
     async demoPolicy() {
-      if (prepared.size === 0) throw new InvalidArgumentError({ argument: 'env', message: 'The SWE demo policy needs the env set up first (call setup())' });
-      return createSweDemoPolicy({ tasks: [...prepared.values()].map(({ task, prepared: repository }) => ({ task, prepared: repository })) });
+      if (prepared.size === 0)
+        throw new InvalidArgumentError({
+          argument: 'env',
+          message: 'The SWE demo policy needs the env set up first (call setup())',
+        });
+      return createSweDemoPolicy({
+        tasks: [...prepared.values()].map(({ task, prepared: repository }) => ({
+          task,
+          prepared: repository,
+        })),
+      });
     },
     async setup(options: { signal?: AbortSignal; logger: Logger } = { logger: silentLogger }) {
-      const docker = typeof settings.docker === 'object' ? settings.docker : await createDockerClient(settings.docker);
+      const docker =
+        typeof settings.docker === 'object' ? settings.docker : await createDockerClient(settings.docker);
       const progress = settings.onProgress ?? ((message: string) => options.logger.debug(message));
       const baseTag = await ensureSweBaseImage({ docker, onProgress: progress });
       for (const [index, task] of settings.tasks.entries()) {
@@ -74,13 +94,22 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
         if (prepared.has(task.id)) continue;
         progress(`[${index + 1}/${settings.tasks.length}] preparing ${task.id}`);
         const repository = await prepareRepository(task);
-        const image = await ensureTaskImage({ docker, task, prepared: repository, baseTag, onProgress: progress });
+        const image = await ensureTaskImage({
+          docker,
+          task,
+          prepared: repository,
+          baseTag,
+          onProgress: progress,
+        });
         prepared.set(task.id, { task, prepared: repository, image });
       }
       tools = await (settings.tools ?? defaultTools)();
       if (settings.random) {
         const random = settings.random;
-        order = order.map((index) => ({ index, key: random() })).sort((a, b) => a.key - b.key).map((entry) => entry.index);
+        order = order
+          .map((index) => ({ index, key: random() }))
+          .sort((a, b) => a.key - b.key)
+          .map((entry) => entry.index);
       }
     },
     async nextItem() {
@@ -99,15 +128,31 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
     },
     sandboxSpec(item) {
       const entry = prepared.get(item.task.id);
-      if (!entry) throw new InvalidArgumentError({ argument: 'item', value: item.task.id, message: `Task ${item.task.id} was not prepared; call setup() first` });
-      return { image: entry.image, workdir: SWE_WORKDIR, network: 'none', limits: settings.limits ?? { memoryMb: 2048, cpus: 1, pids: 512 }, labels: { 'shears.swe.task': item.task.id } };
+      if (!entry)
+        throw new InvalidArgumentError({
+          argument: 'item',
+          value: item.task.id,
+          message: `Task ${item.task.id} was not prepared; call setup() first`,
+        });
+      return {
+        image: entry.image,
+        workdir: SWE_WORKDIR,
+        network: 'none',
+        limits: settings.limits ?? { memoryMb: 2048, cpus: 1, pids: 512 },
+        labels: { 'shears.swe.task': item.task.id },
+      };
     },
     budget() {
       return { maxTurns: settings.maxTurns ?? 30 };
     },
     async computeReward(item, _rollout, context): Promise<RewardResult> {
       const entry = prepared.get(item.task.id);
-      if (!entry) throw new InvalidArgumentError({ argument: 'item', value: item.task.id, message: `Task ${item.task.id} was not prepared` });
+      if (!entry)
+        throw new InvalidArgumentError({
+          argument: 'item',
+          value: item.task.id,
+          message: `Task ${item.task.id} was not prepared`,
+        });
       const grade = await gradeSweRollout({
         sandbox: context.sandbox,
         task: entry.task,

@@ -37,35 +37,51 @@ async function applyGold(sandbox: SandboxV1, task: SweTask, repository: Prepared
 }
 
 describe('SWE grading (JavaScript tasks on a process sandbox)', () => {
-  it.each(tasks.map((task) => [task.id, task] as const))('%s: untouched scores 0, the gold fix 1', async (_id, task) => {
-    const untouched = await sandboxFor(task);
-    const before = await gradeSweRollout({ sandbox: untouched.sandbox, task, protectedFiles: untouched.repository.protectedFiles });
-    expect(before.score).toBe(0);
-    expect(before.failToPass.passed).toBeLessThan(before.failToPass.total);
-    expect(before.passToPass.passed).toBe(before.passToPass.total);
-    expect(before.diff).toBe('');
+  it.each(tasks.map((task) => [task.id, task] as const))(
+    '%s: untouched scores 0, the gold fix 1',
+    async (_id, task) => {
+      const untouched = await sandboxFor(task);
+      const before = await gradeSweRollout({
+        sandbox: untouched.sandbox,
+        task,
+        protectedFiles: untouched.repository.protectedFiles,
+      });
+      expect(before.score).toBe(0);
+      expect(before.failToPass.passed).toBeLessThan(before.failToPass.total);
+      expect(before.passToPass.passed).toBe(before.passToPass.total);
+      expect(before.diff).toBe('');
 
-    const fixed = await sandboxFor(task);
-    await applyGold(fixed.sandbox, task, fixed.repository);
-    const after = await gradeSweRollout({ sandbox: fixed.sandbox, task, protectedFiles: fixed.repository.protectedFiles });
-    expect(after).toMatchObject({ score: 1, resolved: true, tamperedFiles: [] });
-    expect(after.diff).toContain('diff --git');
-    await untouched.sandbox.dispose();
-    await fixed.sandbox.dispose();
-  });
+      const fixed = await sandboxFor(task);
+      await applyGold(fixed.sandbox, task, fixed.repository);
+      const after = await gradeSweRollout({
+        sandbox: fixed.sandbox,
+        task,
+        protectedFiles: fixed.repository.protectedFiles,
+      });
+      expect(after).toMatchObject({ score: 1, resolved: true, tamperedFiles: [] });
+      expect(after.diff).toContain('diff --git');
+      await untouched.sandbox.dispose();
+      await fixed.sandbox.dispose();
+    },
+  );
 
   it('rewriting the tests does not raise the score; the tampering is detected and undone', async () => {
     const task = tasks[0]!;
     const { sandbox, repository } = await sandboxFor(task);
     const testFile = task.testFiles[0]!;
     const names = [...task.failToPass, ...task.passToPass].map((id) => id.split('::')[1]!);
-    await sandbox.writeFile(testFile, `const test = require('node:test');\n${names.map((name) => `test(${JSON.stringify(name)}, () => {});`).join('\n')}\n`);
+    await sandbox.writeFile(
+      testFile,
+      `const test = require('node:test');\n${names.map((name) => `test(${JSON.stringify(name)}, () => {});`).join('\n')}\n`,
+    );
     const grade = await gradeSweRollout({ sandbox, task, protectedFiles: repository.protectedFiles });
     expect(grade.score).toBe(0);
     expect(grade.tamperedFiles).toEqual([testFile]);
     expect(grade.diff).toContain(testFile);
     // The original test file is back in place.
-    expect(Buffer.from(await sandbox.readFile(testFile)).equals(repository.protectedFiles.get(testFile)!.content!)).toBe(true);
+    expect(
+      Buffer.from(await sandbox.readFile(testFile)).equals(repository.protectedFiles.get(testFile)!.content!),
+    ).toBe(true);
     await sandbox.dispose();
   });
 
@@ -82,7 +98,12 @@ describe('SWE grading (JavaScript tasks on a process sandbox)', () => {
   it('gives partial credit when asked', async () => {
     const task = tasks.find((entry) => entry.failToPass.length >= 1 && entry.passToPass.length >= 1)!;
     const { sandbox, repository } = await sandboxFor(task);
-    const grade = await gradeSweRollout({ sandbox, task, protectedFiles: repository.protectedFiles, partialCredit: true });
+    const grade = await gradeSweRollout({
+      sandbox,
+      task,
+      protectedFiles: repository.protectedFiles,
+      partialCredit: true,
+    });
     expect(grade.score).toBeCloseTo(grade.failToPass.passed / grade.failToPass.total, 12);
     await sandbox.dispose();
   });
@@ -91,7 +112,11 @@ describe('SWE grading (JavaScript tasks on a process sandbox)', () => {
     const task = tasks[0]!;
     const { sandbox } = await sandboxFor(task);
     const log = await sandbox.exec('git log --format=%s%n%an%n%ad --date=iso-strict');
-    expect(log.stdout.trim().split('\n')).toEqual([`shears task ${task.id}`, 'shears', '2000-01-01T00:00:00+00:00']);
+    expect(log.stdout.trim().split('\n')).toEqual([
+      `shears task ${task.id}`,
+      'shears',
+      '2000-01-01T00:00:00+00:00',
+    ]);
     expect((await sandbox.exec('git rev-list --all | wc -l')).stdout.trim()).toBe('1');
     await sandbox.dispose();
   });

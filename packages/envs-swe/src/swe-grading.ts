@@ -35,10 +35,13 @@ export interface GradeOptions {
   signal?: AbortSignal;
 }
 
-const PLANTED_CONFIG = /(^|\/)(conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|sitecustomize\.py|usercustomize\.py|[^/]+\.pth)$/;
+const PLANTED_CONFIG =
+  /(^|\/)(conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|sitecustomize\.py|usercustomize\.py|[^/]+\.pth)$/;
 
 function truncate(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit)}\n[... diff truncated: ${text.length - limit} more characters]`;
+  return text.length <= limit
+    ? text
+    : `${text.slice(0, limit)}\n[... diff truncated: ${text.length - limit} more characters]`;
 }
 
 export async function gradeSweRollout(options: GradeOptions): Promise<SweGrade> {
@@ -46,7 +49,9 @@ export async function gradeSweRollout(options: GradeOptions): Promise<SweGrade> 
   const exec = (command: string, timeoutMs = 60_000) => sandbox.exec(command, { timeoutMs, signal });
 
   // 1. The agent's changes, including edits to tests (recorded for the trajectory).
-  const diffResult = await exec('git add -A >/dev/null 2>&1; git diff --cached --binary HEAD; git reset -q >/dev/null 2>&1');
+  const diffResult = await exec(
+    'git add -A >/dev/null 2>&1; git diff --cached --binary HEAD; git reset -q >/dev/null 2>&1',
+  );
   const diff = truncate(diffResult.stdout, options.maxDiffChars ?? 200_000);
 
   // 2. Tampering: compare every protected file with its original hash.
@@ -74,36 +79,68 @@ export async function gradeSweRollout(options: GradeOptions): Promise<SweGrade> 
     .map((line) => line.trim())
     .filter((line) => line && PLANTED_CONFIG.test(line));
   if (removedFiles.length > 0) await exec(`rm -f -- ${removedFiles.map(shellQuote).join(' ')}`);
-  await exec("find . -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; find . -name '*.pyc' -delete 2>/dev/null; true");
+  await exec(
+    "find . -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null; find . -name '*.pyc' -delete 2>/dev/null; true",
+  );
 
   // 5. The task's own test changes (SWE-bench test_patch).
   if (task.testPatch) {
     const patchPath = `${sandbox.tempDir}/shears-test.patch`;
     await sandbox.writeFile(patchPath, task.testPatch, { signal });
-    const applied = await exec(`git apply --whitespace=nowarn ${shellQuote(patchPath)}; status=$?; rm -f ${shellQuote(patchPath)}; exit $status`);
+    const applied = await exec(
+      `git apply --whitespace=nowarn ${shellQuote(patchPath)}; status=$?; rm -f ${shellQuote(patchPath)}; exit $status`,
+    );
     if (applied.exitCode !== 0) {
       // The repository no longer accepts the test patch: the tests cannot run as written.
-      return emptyGrade({ diff, tamperedFiles, removedFiles, testOutput: `test patch did not apply:\n${applied.output}`, task });
+      return emptyGrade({
+        diff,
+        tamperedFiles,
+        removedFiles,
+        testOutput: `test patch did not apply:\n${applied.output}`,
+        task,
+      });
     }
   }
 
   // 6. Run F2P and P2P in one go.
   const ids = [...task.failToPass, ...task.passToPass];
-  const run = await runTests(sandbox, task.test, ids, { timeoutMs: task.timeoutMs, signal, env: { PYTHONDONTWRITEBYTECODE: '1' } });
+  const run = await runTests(sandbox, task.test, ids, {
+    timeoutMs: task.timeoutMs,
+    signal,
+    env: { PYTHONDONTWRITEBYTECODE: '1' },
+  });
   const statuses = Object.fromEntries(run.statuses);
   const count = (list: readonly string[]) => list.filter((id) => run.statuses.get(id) === 'passed').length;
   const failToPass = { passed: count(task.failToPass), total: task.failToPass.length };
   const passToPass = { passed: count(task.passToPass), total: task.passToPass.length };
-  const resolved = !run.timedOut && failToPass.passed === failToPass.total && passToPass.passed === passToPass.total;
+  const resolved =
+    !run.timedOut && failToPass.passed === failToPass.total && passToPass.passed === passToPass.total;
   let score = resolved ? 1 : 0;
   if (!resolved && options.partialCredit && !run.timedOut) {
     const p2pFraction = passToPass.total === 0 ? 1 : passToPass.passed / passToPass.total;
     score = (failToPass.passed / failToPass.total) * p2pFraction;
   }
-  return { score, resolved, failToPass, passToPass, statuses, tamperedFiles, removedFiles, diff, testOutput: run.output, timedOut: run.timedOut };
+  return {
+    score,
+    resolved,
+    failToPass,
+    passToPass,
+    statuses,
+    tamperedFiles,
+    removedFiles,
+    diff,
+    testOutput: run.output,
+    timedOut: run.timedOut,
+  };
 }
 
-function emptyGrade(options: { diff: string; tamperedFiles: string[]; removedFiles: string[]; testOutput: string; task: SweTask }): SweGrade {
+function emptyGrade(options: {
+  diff: string;
+  tamperedFiles: string[];
+  removedFiles: string[];
+  testOutput: string;
+  task: SweTask;
+}): SweGrade {
   return {
     score: 0,
     resolved: false,

@@ -78,7 +78,8 @@ export function loadTaskFolder(folder: string): SweTask {
  */
 export function loadTaskPack(directory: string): SweTask[] {
   const root = resolve(directory);
-  if (!existsSync(root) || !statSync(root).isDirectory()) throw new ConfigError({ message: `Task pack folder not found: ${root}` });
+  if (!existsSync(root) || !statSync(root).isDirectory())
+    throw new ConfigError({ message: `Task pack folder not found: ${root}` });
   let folders: string[];
   const manifest = join(root, 'pack.json');
   if (existsSync(manifest)) {
@@ -93,11 +94,15 @@ export function loadTaskPack(directory: string): SweTask[] {
       .map((name) => join(root, name))
       .filter((path) => statSync(path).isDirectory() && existsSync(join(path, 'task.json')));
   }
-  if (folders.length === 0) throw new ConfigError({ message: `Task pack ${root} contains no tasks (no sub-folder with a task.json)` });
+  if (folders.length === 0)
+    throw new ConfigError({
+      message: `Task pack ${root} contains no tasks (no sub-folder with a task.json)`,
+    });
   const tasks = folders.map((folder) => loadTaskFolder(folder));
   const seen = new Set<string>();
   for (const task of tasks) {
-    if (seen.has(task.id)) throw new ConfigError({ message: `Task pack ${root} has the task id "${task.id}" twice` });
+    if (seen.has(task.id))
+      throw new ConfigError({ message: `Task pack ${root} has the task id "${task.id}" twice` });
     seen.add(task.id);
   }
   return tasks.sort((a, b) => a.id.localeCompare(b.id));
@@ -123,14 +128,19 @@ export function loadTaskPackPackage(name: string, options: { from?: string } = {
       });
       if (!parsed.success) throw new ConfigError({ message: parsed.error.message, cause: parsed.error });
       const folder = parsed.value.shears?.taskPack;
-      if (!folder) throw new ConfigError({ message: `Package "${name}" is not a shears task pack: its package.json has no "shears": { "taskPack": "<folder>" }` });
+      if (!folder)
+        throw new ConfigError({
+          message: `Package "${name}" is not a shears task pack: its package.json has no "shears": { "taskPack": "<folder>" }`,
+        });
       return loadTaskPack(join(dirname(candidate), folder));
     }
     const parent = dirname(directory);
     if (parent === directory) break;
     directory = parent;
   }
-  throw new ConfigError({ message: `Task pack package "${name}" is not installed (searched node_modules upwards from ${options.from ?? process.cwd()})` });
+  throw new ConfigError({
+    message: `Task pack package "${name}" is not installed (searched node_modules upwards from ${options.from ?? process.cwd()})`,
+  });
 }
 
 const sweBenchLineSchema = z.looseObject({
@@ -158,7 +168,8 @@ function testIds(value: string | string[] | null | undefined, where: string): st
 /** Files a unified diff touches (its `+++ b/…` targets). */
 export function patchedFiles(patch: string): string[] {
   const files = new Set<string>();
-  for (const match of patch.matchAll(/^\+\+\+ (?:b\/)?(.+)$/gm)) if (match[1] !== '/dev/null') files.add(match[1]!.trim());
+  for (const match of patch.matchAll(/^\+\+\+ (?:b\/)?(.+)$/gm))
+    if (match[1] !== '/dev/null') files.add(match[1]!.trim());
   return [...files];
 }
 
@@ -190,13 +201,15 @@ export function loadSweBenchJsonl(path: string, options: { repos?: Record<string
         {
           id: row.instance_id,
           language,
-          repo: local ? { path: local } : { url: `https://github.com/${row.repo}.git`, commit: row.base_commit },
+          repo: local
+            ? { path: local }
+            : { url: `https://github.com/${row.repo}.git`, commit: row.base_commit },
           problemStatement: row.problem_statement,
           test: defaultRunner(language),
           failToPass: testIds(row.FAIL_TO_PASS, `${where} FAIL_TO_PASS`),
           passToPass: testIds(row.PASS_TO_PASS, `${where} PASS_TO_PASS`),
           testFiles: row.test_patch ? patchedFiles(row.test_patch) : [],
-          difficulty: row.difficulty ? SWE_BENCH_DIFFICULTY[row.difficulty] ?? 'medium' : undefined,
+          difficulty: row.difficulty ? (SWE_BENCH_DIFFICULTY[row.difficulty] ?? 'medium') : undefined,
           hints: row.hints_text || undefined,
           goldPatch: row.patch ?? undefined,
           testPatch: row.test_patch ?? undefined,

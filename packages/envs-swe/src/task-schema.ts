@@ -11,7 +11,9 @@ export const sweRepositorySchema = z
     url: z.string().min(1).optional(),
     commit: z.string().min(1).optional(),
   })
-  .refine((repo) => Boolean(repo.path) !== Boolean(repo.url), { message: 'give exactly one of "path" or "url"' })
+  .refine((repo) => Boolean(repo.path) !== Boolean(repo.url), {
+    message: 'give exactly one of "path" or "url"',
+  })
   .refine((repo) => !repo.url || Boolean(repo.commit), { message: '"commit" is required with "url"' });
 
 export const sweTestRunnerSchema = z.discriminatedUnion('runner', [
@@ -48,5 +50,7 @@ export type SweTaskInput = z.input<typeof sweTaskSchema>;
 
 /** Default test runner for a language. */
 export function defaultRunner(language: string): SweTestRunner {
-  return language === 'javascript' || language === 'typescript' ? { runner: 'node-test' } : { runner: 'pytest', args: [] };
+  return language === 'javascript' || language === 'typescript'
+    ? { runner: 'node-test' }
+    : { runner: 'pytest', args: [] };
 }

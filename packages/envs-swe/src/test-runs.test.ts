@@ -36,7 +36,11 @@ not ok 2 - group
 ok 3 - skipped one # SKIP not today
 ok 4 - name with - dash
 1..4`;
-    expect(Object.fromEntries(parseTapReport(output))).toEqual({ adds: 'passed', group: 'failed', 'name with - dash': 'passed' });
+    expect(Object.fromEntries(parseTapReport(output))).toEqual({
+      adds: 'passed',
+      group: 'failed',
+      'name with - dash': 'passed',
+    });
   });
 
   it('quotes for POSIX shells', () => {

@@ -20,7 +20,9 @@ export function shellQuote(text: string): string {
 
 export function parsePytestReport(output: string): Map<string, 'passed' | 'failed'> {
   const statuses = new Map<string, 'passed' | 'failed'>();
-  for (const match of output.matchAll(/^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+(\S+?)(?:\s+-\s.*)?$/gm)) {
+  for (const match of output.matchAll(
+    /^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+(\S+?)(?:\s+-\s.*)?$/gm,
+  )) {
     const [, word, id] = match;
     if (word === 'SKIPPED' || word === 'XFAIL') continue;
     // A test that errors in set-up or teardown counts as failed even if its call passed.
@@ -57,17 +59,31 @@ export async function runTests(
   const statuses = new Map<string, TestStatus>(ids.map((id) => [id, 'missing']));
   if (ids.length === 0) return { statuses, output: '', exitCode: 0, timedOut: false };
   if (runner.runner === 'pytest') {
-    const args = ['python3', '-m', 'pytest', '-rA', '-q', '-p', 'no:cacheprovider', ...runner.args, ...ids].map(shellQuote).join(' ');
-    const result = await sandbox.exec(args, { timeoutMs: options.timeoutMs, signal: options.signal, env: options.env });
-    for (const [id, status] of parsePytestReport(result.output)) if (statuses.has(id)) statuses.set(id, status);
+    const args = ['python3', '-m', 'pytest', '-rA', '-q', '-p', 'no:cacheprovider', ...runner.args, ...ids]
+      .map(shellQuote)
+      .join(' ');
+    const result = await sandbox.exec(args, {
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      env: options.env,
+    });
+    for (const [id, status] of parsePytestReport(result.output))
+      if (statuses.has(id)) statuses.set(id, status);
     return { statuses, output: result.output, exitCode: result.exitCode, timedOut: result.timedOut };
   }
   const files = [...new Set(ids.map((id) => splitNodeId(id).file))];
   // One node process per file; markers separate the files' TAP streams in the combined output.
   const script = files
-    .map((file) => `echo ${shellQuote(`### shears-file ${file}`)}; node --test-reporter=tap ${shellQuote(file)} 2>&1`)
+    .map(
+      (file) =>
+        `echo ${shellQuote(`### shears-file ${file}`)}; node --test-reporter=tap ${shellQuote(file)} 2>&1`,
+    )
     .join('; ');
-  const result = await sandbox.exec(script, { timeoutMs: options.timeoutMs, signal: options.signal, env: options.env });
+  const result = await sandbox.exec(script, {
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    env: options.env,
+  });
   const sections = result.output.split(/^### shears-file (.*)$/m);
   for (let index = 1; index < sections.length; index += 2) {
     const file = sections[index]!.trim();

@@ -527,13 +527,19 @@ export class TrajectoryStore {
 
   /** Deletes the groups of batches marked delivered by a process that died before deleting them. */
   private removeDelivered(): void {
-    const marked = this.db.prepare('SELECT batch_no AS batchNo FROM delivered').all() as { batchNo: number }[];
+    const marked = this.db.prepare('SELECT batch_no AS batchNo FROM delivered').all() as {
+      batchNo: number;
+    }[];
     if (marked.length === 0) return;
     this.db.transaction(() => {
       for (const { batchNo } of marked) {
-        const ids = this.db.prepare('SELECT id FROM groups WHERE batch_no = ?').all(batchNo) as { id: number }[];
+        const ids = this.db.prepare('SELECT id FROM groups WHERE batch_no = ?').all(batchNo) as {
+          id: number;
+        }[];
         this.preserveLatest(ids.map((row) => row.id));
-        this.db.prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)').run(batchNo);
+        this.db
+          .prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)')
+          .run(batchNo);
         this.db.prepare('DELETE FROM groups WHERE batch_no = ?').run(batchNo);
       }
       this.db.prepare('DELETE FROM delivered').run();

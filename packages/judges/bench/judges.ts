@@ -15,11 +15,20 @@ const concurrency = option('concurrency', 32);
 const latencyMs = option('latency-ms', 0);
 
 const verdict = (score: number) =>
-  JSON.stringify({ dimensions: Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, Math.round(score * 10)])), composite: score, rationale: 'ok' });
+  JSON.stringify({
+    dimensions: Object.fromEntries(
+      DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, Math.round(score * 10)]),
+    ),
+    composite: score,
+    rationale: 'ok',
+  });
 
 const server = await createScriptedServer({
   latencyMs,
-  policy: (request) => ({ content: verdict(((request.messages.length * 7 + String(request.model).length) % 10) / 10), usage: { prompt_tokens: 900, completion_tokens: 60 } }),
+  policy: (request) => ({
+    content: verdict(((request.messages.length * 7 + String(request.model).length) % 10) / 10),
+    usage: { prompt_tokens: 900, completion_tokens: 60 },
+  }),
 });
 const cache = createMemoryJudgeCache();
 const judges = ['judge-a', 'judge-b', 'judge-c'].map((model) =>
@@ -32,8 +41,22 @@ const subjects: JudgeSubject[] = Array.from({ length: items }, (_, index) => ({
   task: `Fix bug number ${index} in the repository`,
   messages: [
     { role: 'user', content: `Fix bug number ${index} in the repository` },
-    { role: 'assistant', content: '', tool_calls: [{ id: `c${index}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"pytest -q"}' } }] },
-    { role: 'tool', tool_call_id: `c${index}`, content: `{"output": "${'.'.repeat(200)} 3 passed", "exit_code": 0, "error": null}` },
+    {
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        {
+          id: `c${index}`,
+          type: 'function',
+          function: { name: 'terminal', arguments: '{"command":"pytest -q"}' },
+        },
+      ],
+    },
+    {
+      role: 'tool',
+      tool_call_id: `c${index}`,
+      content: `{"output": "${'.'.repeat(200)} 3 passed", "exit_code": 0, "error": null}`,
+    },
     { role: 'assistant', content: `Fixed bug ${index}.` },
   ],
   finalResponse: `Fixed bug ${index}.`,

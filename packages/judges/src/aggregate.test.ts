@@ -38,6 +38,8 @@ describe('aggregation maths', () => {
   it('rejects empty and non-finite inputs with a message naming the problem', () => {
     expect(() => trimmedMean([])).toThrow('trimmed_mean: needs at least one score');
     expect(() => aggregate('mean', [0.1, Number.NaN])).toThrow('finite');
-    expect(() => aggregate('avg' as never, [1])).toThrow('Unknown aggregation "avg" (available: mean, median, trimmed_mean, majority)');
+    expect(() => aggregate('avg' as never, [1])).toThrow(
+      'Unknown aggregation "avg" (available: mean, median, trimmed_mean, majority)',
+    );
   });
 });

@@ -5,15 +5,28 @@ import { InvalidArgumentError } from '@shears/core';
 
 export type AggregationMethod = 'mean' | 'median' | 'trimmed_mean' | 'majority';
 
-export const AGGREGATION_METHODS: readonly AggregationMethod[] = ['mean', 'median', 'trimmed_mean', 'majority'];
+export const AGGREGATION_METHODS: readonly AggregationMethod[] = [
+  'mean',
+  'median',
+  'trimmed_mean',
+  'majority',
+];
 
 function requireScores(scores: readonly number[], method: string): void {
   if (scores.length === 0) {
-    throw new InvalidArgumentError({ argument: 'scores', value: scores, message: `${method}: needs at least one score` });
+    throw new InvalidArgumentError({
+      argument: 'scores',
+      value: scores,
+      message: `${method}: needs at least one score`,
+    });
   }
   for (const score of scores) {
     if (!Number.isFinite(score)) {
-      throw new InvalidArgumentError({ argument: 'scores', value: scores, message: `${method}: every score must be a finite number (got ${score})` });
+      throw new InvalidArgumentError({
+        argument: 'scores',
+        value: scores,
+        message: `${method}: every score must be a finite number (got ${score})`,
+      });
     }
   }
 }
@@ -44,7 +57,10 @@ export function trimmedMean(scores: readonly number[]): number {
  * Majority vote over yes/no verdicts (scores >= threshold count as yes). Returns 1 or 0; a tie
  * returns `tie` (0.5 by default) so the caller can see that no majority exists.
  */
-export function majorityVote(scores: readonly number[], options: { threshold?: number; tie?: number } = {}): number {
+export function majorityVote(
+  scores: readonly number[],
+  options: { threshold?: number; tie?: number } = {},
+): number {
   requireScores(scores, 'majority');
   const threshold = options.threshold ?? 0.5;
   let yes = 0;

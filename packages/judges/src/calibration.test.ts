@@ -1,3 +1,4 @@
+import type { JudgeV1 } from '@shears/core';
 import { describe, expect, it } from 'vitest';
 import {
   agreement,
@@ -13,7 +14,6 @@ import {
   spearman,
 } from './calibration.js';
 import { createRubric, DEFAULT_RUBRIC } from './rubric.js';
-import type { JudgeV1 } from '@shears/core';
 
 /** Deterministic pseudo-random numbers (mulberry32). */
 function seeded(seed: number): () => number {
@@ -121,7 +121,12 @@ describe('calibrated judges', () => {
   });
 
   it('applies the correction and keeps the raw score', async () => {
-    const calibration = fitCalibration({ judgeId: 'j', rubricHash: DEFAULT_RUBRIC.hash, judgeScores: [0.2, 0.4, 0.6, 0.8], humanScores: [0.0, 0.3, 0.6, 0.9] });
+    const calibration = fitCalibration({
+      judgeId: 'j',
+      rubricHash: DEFAULT_RUBRIC.hash,
+      judgeScores: [0.2, 0.4, 0.6, 0.8],
+      humanScores: [0.0, 0.3, 0.6, 0.9],
+    });
     const judge = createCalibratedJudge(fakeJudge('j'), calibration);
     const verdict = await judge.judge({ taskId: 't', task: 'x', messages: [] });
     expect(verdict.status).toBe('scored');
@@ -132,10 +137,22 @@ describe('calibrated judges', () => {
   });
 
   it('refuses a judge whose rubric changed since calibration', () => {
-    const calibration = fitCalibration({ judgeId: 'j', rubricHash: DEFAULT_RUBRIC.hash, judgeScores: [0.2, 0.8], humanScores: [0, 1] });
-    const changed = createRubric({ id: 'shears-default', dimensions: [{ name: 'task_completion', description: 'Different wording' }] });
+    const calibration = fitCalibration({
+      judgeId: 'j',
+      rubricHash: DEFAULT_RUBRIC.hash,
+      judgeScores: [0.2, 0.8],
+      humanScores: [0, 1],
+    });
+    const changed = createRubric({
+      id: 'shears-default',
+      dimensions: [{ name: 'task_completion', description: 'Different wording' }],
+    });
     expect(changed.hash).not.toBe(DEFAULT_RUBRIC.hash);
-    expect(() => createCalibratedJudge(fakeJudge('j', changed), calibration)).toThrow(/rubric changed, recalibrate/);
-    expect(() => createCalibratedJudge(fakeJudge('other'), calibration)).toThrow('was fitted for judge "j", not "other"');
+    expect(() => createCalibratedJudge(fakeJudge('j', changed), calibration)).toThrow(
+      /rubric changed, recalibrate/,
+    );
+    expect(() => createCalibratedJudge(fakeJudge('other'), calibration)).toThrow(
+      'was fitted for judge "j", not "other"',
+    );
   });
 });

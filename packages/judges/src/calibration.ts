@@ -3,13 +3,24 @@
 // (affine least squares or isotonic regression by pool-adjacent-violators), length and
 // position bias reports. A calibration carries the rubric's hash and its own content hash, so
 // applying it to a judge whose rubric changed is refused.
-import { ConfigError, InvalidArgumentError, type JudgeSubject, type JudgeV1, type Verdict } from '@shears/core';
+import {
+  ConfigError,
+  InvalidArgumentError,
+  type JudgeSubject,
+  type JudgeV1,
+  type Verdict,
+} from '@shears/core';
 import { contentHash } from './hash.js';
 import type { PairwiseOutcome } from './pairwise-judge.js';
 
 function requirePairs(x: readonly number[], y: readonly number[], what: string): void {
-  if (x.length !== y.length) throw new InvalidArgumentError({ argument: what, message: `${what}: the two series differ in length (${x.length} vs ${y.length})` });
-  if (x.length === 0) throw new InvalidArgumentError({ argument: what, message: `${what}: needs at least one pair` });
+  if (x.length !== y.length)
+    throw new InvalidArgumentError({
+      argument: what,
+      message: `${what}: the two series differ in length (${x.length} vs ${y.length})`,
+    });
+  if (x.length === 0)
+    throw new InvalidArgumentError({ argument: what, message: `${what}: needs at least one pair` });
 }
 
 function average(values: readonly number[]): number {
@@ -58,7 +69,10 @@ export function spearman(x: readonly number[], y: readonly number[]): number {
 /** Cohen's kappa for two raters' yes/no labels; NaN when chance agreement is 1 (both constant). */
 export function cohensKappa(a: readonly boolean[], b: readonly boolean[]): number {
   if (a.length !== b.length || a.length === 0) {
-    throw new InvalidArgumentError({ argument: 'labels', message: `cohensKappa: needs two equally long, non-empty label lists (${a.length} vs ${b.length})` });
+    throw new InvalidArgumentError({
+      argument: 'labels',
+      message: `cohensKappa: needs two equally long, non-empty label lists (${a.length} vs ${b.length})`,
+    });
   }
   let agree = 0;
   let aYes = 0;
@@ -86,7 +100,11 @@ export interface AgreementMetrics {
   meanAbsoluteError: number;
 }
 
-export function agreement(judgeScores: readonly number[], humanScores: readonly number[], options: { threshold?: number } = {}): AgreementMetrics {
+export function agreement(
+  judgeScores: readonly number[],
+  humanScores: readonly number[],
+  options: { threshold?: number } = {},
+): AgreementMetrics {
   requirePairs(judgeScores, humanScores, 'agreement');
   const threshold = options.threshold ?? 0.5;
   const judgeYes = judgeScores.map((score) => score >= threshold);
@@ -116,7 +134,10 @@ export type CalibrationFit =
   | { kind: 'identity' };
 
 /** Least-squares line mapping judge scores onto human scores. */
-export function fitAffine(judgeScores: readonly number[], humanScores: readonly number[]): Extract<CalibrationFit, { kind: 'affine' }> {
+export function fitAffine(
+  judgeScores: readonly number[],
+  humanScores: readonly number[],
+): Extract<CalibrationFit, { kind: 'affine' }> {
   requirePairs(judgeScores, humanScores, 'fitAffine');
   const meanX = average(judgeScores);
   const meanY = average(humanScores);
@@ -133,7 +154,10 @@ export function fitAffine(judgeScores: readonly number[], humanScores: readonly 
 }
 
 /** Isotonic (monotone non-decreasing) regression by pool-adjacent-violators. */
-export function fitIsotonic(judgeScores: readonly number[], humanScores: readonly number[]): Extract<CalibrationFit, { kind: 'isotonic' }> {
+export function fitIsotonic(
+  judgeScores: readonly number[],
+  humanScores: readonly number[],
+): Extract<CalibrationFit, { kind: 'isotonic' }> {
   requirePairs(judgeScores, humanScores, 'fitIsotonic');
   const pairs = judgeScores.map((x, index) => ({ x, y: humanScores[index]! })).sort((a, b) => a.x - b.x);
   type Block = { sum: number; count: number; minX: number; maxX: number };
@@ -268,7 +292,10 @@ export function fitCalibration(options: {
   failures?: number;
 }): Calibration {
   const method = options.method ?? 'affine';
-  const fit = method === 'isotonic' ? fitIsotonic(options.judgeScores, options.humanScores) : fitAffine(options.judgeScores, options.humanScores);
+  const fit =
+    method === 'isotonic'
+      ? fitIsotonic(options.judgeScores, options.humanScores)
+      : fitAffine(options.judgeScores, options.humanScores);
   const corrected = options.judgeScores.map((score) => applyFit(fit, score));
   const body = {
     judgeId: options.judgeId,
@@ -307,7 +334,10 @@ export async function calibrateJudge(options: {
     lengths.push((item.subject.finalResponse ?? '').length || JSON.stringify(item.subject.messages).length);
   }
   if (judgeScores.length < 2) {
-    throw new InvalidArgumentError({ argument: 'gold', message: `calibration needs at least 2 judged gold items (got ${judgeScores.length}, ${failures} failed)` });
+    throw new InvalidArgumentError({
+      argument: 'gold',
+      message: `calibration needs at least 2 judged gold items (got ${judgeScores.length}, ${failures} failed)`,
+    });
   }
   return fitCalibration({
     judgeId: options.judge.id,
@@ -323,9 +353,14 @@ export async function calibrateJudge(options: {
 }
 
 /** Wraps a judge so its scores pass through the calibration; refuses a changed rubric or another judge. */
-export function createCalibratedJudge(judge: JudgeV1 & { rubric?: { hash: string } }, calibration: Calibration): JudgeV1 {
+export function createCalibratedJudge(
+  judge: JudgeV1 & { rubric?: { hash: string } },
+  calibration: Calibration,
+): JudgeV1 {
   if (calibration.judgeId !== judge.id) {
-    throw new ConfigError({ message: `Calibration ${calibration.hash} was fitted for judge "${calibration.judgeId}", not "${judge.id}"` });
+    throw new ConfigError({
+      message: `Calibration ${calibration.hash} was fitted for judge "${calibration.judgeId}", not "${judge.id}"`,
+    });
   }
   const rubricHash = judge.rubric?.hash ?? null;
   if (calibration.rubricHash !== rubricHash) {

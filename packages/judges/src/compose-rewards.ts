@@ -14,11 +14,23 @@ export interface ComposedReward {
   components: Record<string, number>;
 }
 
-export function composeRewards<TInput>(entries: readonly RewardFunctionEntry<TInput>[]): (input: TInput) => Promise<ComposedReward> {
+export function composeRewards<TInput>(
+  entries: readonly RewardFunctionEntry<TInput>[],
+): (input: TInput) => Promise<ComposedReward> {
   const names = new Set<string>();
   for (const entry of entries) {
-    if (names.has(entry.name)) throw new InvalidArgumentError({ argument: 'rewards', value: entry.name, message: `Reward function "${entry.name}" is listed twice` });
-    if (!Number.isFinite(entry.weight)) throw new InvalidArgumentError({ argument: `rewards.${entry.name}.weight`, value: entry.weight, message: `Weight of "${entry.name}" must be a finite number` });
+    if (names.has(entry.name))
+      throw new InvalidArgumentError({
+        argument: 'rewards',
+        value: entry.name,
+        message: `Reward function "${entry.name}" is listed twice`,
+      });
+    if (!Number.isFinite(entry.weight))
+      throw new InvalidArgumentError({
+        argument: `rewards.${entry.name}.weight`,
+        value: entry.weight,
+        message: `Weight of "${entry.name}" must be a finite number`,
+      });
     names.add(entry.name);
   }
   return async (input) => {
@@ -28,7 +40,11 @@ export function composeRewards<TInput>(entries: readonly RewardFunctionEntry<TIn
     entries.forEach((entry, index) => {
       const value = values[index]!;
       if (!Number.isFinite(value)) {
-        throw new InvalidArgumentError({ argument: entry.name, value, message: `Reward function "${entry.name}" returned ${value}, not a finite number` });
+        throw new InvalidArgumentError({
+          argument: entry.name,
+          value,
+          message: `Reward function "${entry.name}" returned ${value}, not a finite number`,
+        });
       }
       components[entry.name] = value;
       score += entry.weight * value;

@@ -28,14 +28,19 @@ function formatMessage(message: ChatMessage, options: Required<FormatTrajectoryO
   const text = messageText(message);
   switch (message.role) {
     case 'tool':
-      lines.push(`[tool result${message.tool_call_id ? ` ${message.tool_call_id}` : ''}]\n${truncateMiddle(text, options.maxToolResultChars)}`);
+      lines.push(
+        `[tool result${message.tool_call_id ? ` ${message.tool_call_id}` : ''}]\n${truncateMiddle(text, options.maxToolResultChars)}`,
+      );
       break;
     case 'assistant': {
       const reasoning = typeof message.reasoning_content === 'string' ? message.reasoning_content : '';
-      if (options.includeReasoning && reasoning.trim()) lines.push(`[assistant reasoning]\n${truncateMiddle(reasoning, options.maxMessageChars)}`);
+      if (options.includeReasoning && reasoning.trim())
+        lines.push(`[assistant reasoning]\n${truncateMiddle(reasoning, options.maxMessageChars)}`);
       if (text.trim()) lines.push(`[assistant]\n${truncateMiddle(text, options.maxMessageChars)}`);
       for (const call of message.tool_calls ?? []) {
-        lines.push(`[tool call ${call.id}] ${call.function.name}(${truncateMiddle(call.function.arguments, options.maxMessageChars)})`);
+        lines.push(
+          `[tool call ${call.id}] ${call.function.name}(${truncateMiddle(call.function.arguments, options.maxMessageChars)})`,
+        );
       }
       if (lines.length === 0) lines.push('[assistant]\n(empty)');
       break;
@@ -46,7 +51,10 @@ function formatMessage(message: ChatMessage, options: Required<FormatTrajectoryO
   return lines.join('\n');
 }
 
-export function formatTrajectory(messages: readonly ChatMessage[], options: FormatTrajectoryOptions = {}): string {
+export function formatTrajectory(
+  messages: readonly ChatMessage[],
+  options: FormatTrajectoryOptions = {},
+): string {
   const resolved: Required<FormatTrajectoryOptions> = {
     maxToolResultChars: options.maxToolResultChars ?? 2_000,
     maxMessageChars: options.maxMessageChars ?? 4_000,
@@ -54,7 +62,9 @@ export function formatTrajectory(messages: readonly ChatMessage[], options: Form
     includeReasoning: options.includeReasoning ?? true,
   };
   // The system prompt is the environment's, not the agent's; judges see the task through the user turn.
-  const blocks = messages.filter((message) => message.role !== 'system').map((message) => formatMessage(message, resolved));
+  const blocks = messages
+    .filter((message) => message.role !== 'system')
+    .map((message) => formatMessage(message, resolved));
   const separator = '\n\n';
   let total = blocks.reduce((sum, block) => sum + block.length + separator.length, 0);
   if (total <= resolved.maxTotalChars) return blocks.join(separator);

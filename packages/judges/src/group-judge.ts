@@ -7,8 +7,8 @@ import {
   describeError,
   type GroupJudgeV1,
   type JudgeSubject,
-  safeParseJson,
   ServerError,
+  safeParseJson,
   type Usage,
   type Verdict,
 } from '@shears/core';
@@ -44,7 +44,12 @@ export function shuffledIndices(count: number, random: () => number): number[] {
   return order;
 }
 
-function buildGroupPrompt(subjects: readonly JudgeSubject[], order: readonly number[], criteria: string, format?: FormatTrajectoryOptions): ChatMessage[] {
+function buildGroupPrompt(
+  subjects: readonly JudgeSubject[],
+  order: readonly number[],
+  criteria: string,
+  format?: FormatTrajectoryOptions,
+): ChatMessage[] {
   const task = subjects[0]?.task ?? '';
   const candidates = order
     .map((subjectIndex, position) => {
@@ -57,7 +62,8 @@ function buildGroupPrompt(subjects: readonly JudgeSubject[], order: readonly num
   return [
     {
       role: 'system',
-      content: 'You compare several attempts at the same task and score each relative to the others. Judge only quality, never position.',
+      content:
+        'You compare several attempts at the same task and score each relative to the others. Judge only quality, never position.',
     },
     {
       role: 'user',
@@ -66,7 +72,9 @@ function buildGroupPrompt(subjects: readonly JudgeSubject[], order: readonly num
   ];
 }
 
-type RoundResult = { ok: true; scores: number[]; rationale: string; usage?: Usage } | { ok: false; kind: string; reason: string; usage?: Usage };
+type RoundResult =
+  | { ok: true; scores: number[]; rationale: string; usage?: Usage }
+  | { ok: false; kind: string; reason: string; usage?: Usage };
 
 export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
   const id = settings.id ?? `group:${settings.server.model ?? 'judge'}`;
@@ -75,7 +83,10 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
   const random = settings.random ?? Math.random;
   const criteria = settings.criteria ?? 'Which attempt best completes the task, correctly and efficiently?';
 
-  async function round(subjects: readonly JudgeSubject[], signal: AbortSignal | undefined): Promise<RoundResult> {
+  async function round(
+    subjects: readonly JudgeSubject[],
+    signal: AbortSignal | undefined,
+  ): Promise<RoundResult> {
     const order = shuffledIndices(subjects.length, random);
     const controller = new AbortController();
     let timedOut = false;
@@ -99,24 +110,46 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
         }),
         timeout,
       ]);
-      const text = typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
+      const text =
+        typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
       for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
         const parsed = safeParseJson(candidate, { source: 'group judge reply', schema: groupReplySchema });
         if (!parsed.success) continue;
         const scores: number[] = new Array(subjects.length).fill(Number.NaN);
         for (let position = 0; position < order.length; position++) {
           const value = parsed.value.scores[String(position + 1)];
-          if (value === undefined) return { ok: false, kind: 'unparseable', reason: `no score for candidate ${position + 1}`, usage: response.usage };
-          if (!(value >= 0 && value <= 1)) return { ok: false, kind: 'out_of_range', reason: `candidate ${position + 1} scored ${value}, outside [0, 1]`, usage: response.usage };
+          if (value === undefined)
+            return {
+              ok: false,
+              kind: 'unparseable',
+              reason: `no score for candidate ${position + 1}`,
+              usage: response.usage,
+            };
+          if (!(value >= 0 && value <= 1))
+            return {
+              ok: false,
+              kind: 'out_of_range',
+              reason: `candidate ${position + 1} scored ${value}, outside [0, 1]`,
+              usage: response.usage,
+            };
           scores[order[position]!] = value;
         }
         return { ok: true, scores, rationale: parsed.value.rationale ?? '', usage: response.usage };
       }
-      return { ok: false, kind: 'unparseable', reason: `no scores object in the reply: ${JSON.stringify(text.slice(0, 200))}`, usage: response.usage };
+      return {
+        ok: false,
+        kind: 'unparseable',
+        reason: `no scores object in the reply: ${JSON.stringify(text.slice(0, 200))}`,
+        usage: response.usage,
+      };
     } catch (error) {
       if (timedOut) return { ok: false, kind: 'timeout', reason: `no verdict within ${timeoutMs} ms` };
       if (signal?.aborted) return { ok: false, kind: 'aborted', reason: 'judging was cancelled' };
-      return { ok: false, kind: ServerError.isInstance(error) ? 'server_error' : 'other', reason: describeError(error) };
+      return {
+        ok: false,
+        kind: ServerError.isInstance(error) ? 'server_error' : 'other',
+        reason: describeError(error),
+      };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -131,14 +164,23 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       const results: RoundResult[] = [];
       for (let index = 0; index < rounds; index++) results.push(await round(subjects, options.signal));
       const failed = results.find((result): result is Extract<RoundResult, { ok: false }> => !result.ok);
-      if (failed) return subjects.map(() => ({ status: 'failed', kind: failed.kind, reason: failed.reason, judgeId: id }));
+      if (failed)
+        return subjects.map(() => ({
+          status: 'failed',
+          kind: failed.kind,
+          reason: failed.reason,
+          judgeId: id,
+        }));
       const successes = results as Extract<RoundResult, { ok: true }>[];
       return subjects.map((_, index): Verdict => {
         const perRound = successes.map((result) => result.scores[index]!);
         return {
           status: 'scored',
           score: perRound.reduce((sum, value) => sum + value, 0) / perRound.length,
-          rationale: successes.map((result) => result.rationale).filter(Boolean).join('\n'),
+          rationale: successes
+            .map((result) => result.rationale)
+            .filter(Boolean)
+            .join('\n'),
           judgeId: id,
           details: { rounds: perRound },
         };

@@ -3,10 +3,25 @@
 import plugin from './plugin.js';
 
 export default plugin;
-export { plugin };
 export type { AggregationMethod, Disagreement } from './aggregate.js';
-export { AGGREGATION_METHODS, aggregate, disagreement, majorityVote, mean, median, standardDeviation, trimmedMean } from './aggregate.js';
-export type { AgreementMetrics, Calibration, CalibrationFit, GoldItem, LengthBias, PositionBias } from './calibration.js';
+export {
+  AGGREGATION_METHODS,
+  aggregate,
+  disagreement,
+  majorityVote,
+  mean,
+  median,
+  standardDeviation,
+  trimmedMean,
+} from './aggregate.js';
+export type {
+  AgreementMetrics,
+  Calibration,
+  CalibrationFit,
+  GoldItem,
+  LengthBias,
+  PositionBias,
+} from './calibration.js';
 export {
   agreement,
   applyFit,
@@ -29,15 +44,20 @@ export { formatTrajectory, truncateMiddle } from './format-trajectory.js';
 export type { GroupJudgeSettings } from './group-judge.js';
 export { createGroupJudge, shuffledIndices } from './group-judge.js';
 export { canonicalJson, contentHash } from './hash.js';
+export type { JsonSchema } from './json-schema.js';
+export { validateJsonSchema } from './json-schema.js';
 export type { JudgeCache } from './judge-cache.js';
 export { createMemoryJudgeCache, judgeCacheKey, trajectoryHash } from './judge-cache.js';
 export type { JudgePricing } from './judge-cost.js';
 export { countTokens, resolveUsage } from './judge-cost.js';
 export type { JudgePanelSettings, PanelDetails, PanelMemberResult } from './judge-panel.js';
 export { createJudgePanel } from './judge-panel.js';
-export type { JsonSchema } from './json-schema.js';
-export { validateJsonSchema } from './json-schema.js';
-export type { PairPosition, PairwiseJudge, PairwiseJudgeSettings, PairwiseOutcome } from './pairwise-judge.js';
+export type {
+  PairPosition,
+  PairwiseJudge,
+  PairwiseJudgeSettings,
+  PairwiseOutcome,
+} from './pairwise-judge.js';
 export { createPairwiseJudge } from './pairwise-judge.js';
 export type { ProcessRewardResult, ProcessRewardSettings } from './process-rewards.js';
 export { processReward } from './process-rewards.js';
@@ -45,6 +65,8 @@ export type { Rubric, RubricDimension, RubricOptions } from './rubric.js';
 export { BINARY_RUBRIC, createRubric, DEFAULT_RUBRIC } from './rubric.js';
 export type { ResponseFormatMode, RubricJudgeSettings } from './rubric-judge.js';
 export { buildRubricPrompt, createRubricJudge } from './rubric-judge.js';
+export type { VerdictParse } from './verdict-parsing.js';
+export { extractJsonObjects, parseVerdictText, verdictJsonSchema } from './verdict-parsing.js';
 export type { JsonSchemaRewardResult, TestCommandResult } from './verifiable-rewards.js';
 export {
   exactMatch,
@@ -57,5 +79,4 @@ export {
   regexMatch,
   testCommandReward,
 } from './verifiable-rewards.js';
-export type { VerdictParse } from './verdict-parsing.js';
-export { extractJsonObjects, parseVerdictText, verdictJsonSchema } from './verdict-parsing.js';
+export { plugin };

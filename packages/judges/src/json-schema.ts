@@ -5,11 +5,39 @@
 export type JsonSchema = boolean | { [keyword: string]: unknown };
 
 const SUPPORTED = new Set([
-  'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems',
-  'uniqueItems', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength',
-  'pattern', 'anyOf', 'oneOf', 'allOf', 'not', 'minProperties', 'maxProperties',
+  'type',
+  'enum',
+  'const',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+  'minProperties',
+  'maxProperties',
   // annotations
-  'title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'format',
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  'format',
 ]);
 
 function typeOf(value: unknown): string {
@@ -46,33 +74,51 @@ export function validateJsonSchema(value: unknown, schema: JsonSchema, path = '$
   if (s.enum !== undefined && !(s.enum as unknown[]).some((option) => deepEqual(option, value))) {
     errors.push(`${path}: must be one of ${JSON.stringify(s.enum)}`);
   }
-  if (s.const !== undefined && !deepEqual(s.const, value)) errors.push(`${path}: must equal ${JSON.stringify(s.const)}`);
+  if (s.const !== undefined && !deepEqual(s.const, value))
+    errors.push(`${path}: must equal ${JSON.stringify(s.const)}`);
   if (typeof value === 'number') {
-    if (typeof s.minimum === 'number' && value < s.minimum) errors.push(`${path}: ${value} is below the minimum ${s.minimum}`);
-    if (typeof s.maximum === 'number' && value > s.maximum) errors.push(`${path}: ${value} is above the maximum ${s.maximum}`);
-    if (typeof s.exclusiveMinimum === 'number' && value <= s.exclusiveMinimum) errors.push(`${path}: ${value} must be greater than ${s.exclusiveMinimum}`);
-    if (typeof s.exclusiveMaximum === 'number' && value >= s.exclusiveMaximum) errors.push(`${path}: ${value} must be less than ${s.exclusiveMaximum}`);
-    if (typeof s.multipleOf === 'number' && Math.abs(value / s.multipleOf - Math.round(value / s.multipleOf)) > 1e-9) {
+    if (typeof s.minimum === 'number' && value < s.minimum)
+      errors.push(`${path}: ${value} is below the minimum ${s.minimum}`);
+    if (typeof s.maximum === 'number' && value > s.maximum)
+      errors.push(`${path}: ${value} is above the maximum ${s.maximum}`);
+    if (typeof s.exclusiveMinimum === 'number' && value <= s.exclusiveMinimum)
+      errors.push(`${path}: ${value} must be greater than ${s.exclusiveMinimum}`);
+    if (typeof s.exclusiveMaximum === 'number' && value >= s.exclusiveMaximum)
+      errors.push(`${path}: ${value} must be less than ${s.exclusiveMaximum}`);
+    if (
+      typeof s.multipleOf === 'number' &&
+      Math.abs(value / s.multipleOf - Math.round(value / s.multipleOf)) > 1e-9
+    ) {
       errors.push(`${path}: ${value} is not a multiple of ${s.multipleOf}`);
     }
   }
   if (typeof value === 'string') {
     const length = [...value].length;
-    if (typeof s.minLength === 'number' && length < s.minLength) errors.push(`${path}: shorter than ${s.minLength} characters`);
-    if (typeof s.maxLength === 'number' && length > s.maxLength) errors.push(`${path}: longer than ${s.maxLength} characters`);
-    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(value)) errors.push(`${path}: does not match /${s.pattern}/`);
+    if (typeof s.minLength === 'number' && length < s.minLength)
+      errors.push(`${path}: shorter than ${s.minLength} characters`);
+    if (typeof s.maxLength === 'number' && length > s.maxLength)
+      errors.push(`${path}: longer than ${s.maxLength} characters`);
+    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(value))
+      errors.push(`${path}: does not match /${s.pattern}/`);
   }
   if (Array.isArray(value)) {
-    if (typeof s.minItems === 'number' && value.length < s.minItems) errors.push(`${path}: fewer than ${s.minItems} items`);
-    if (typeof s.maxItems === 'number' && value.length > s.maxItems) errors.push(`${path}: more than ${s.maxItems} items`);
-    if (s.uniqueItems === true && new Set(value.map((item) => JSON.stringify(item))).size !== value.length) errors.push(`${path}: items are not unique`);
-    if (s.items !== undefined) value.forEach((item, index) => errors.push(...validateJsonSchema(item, s.items as JsonSchema, `${path}[${index}]`)));
+    if (typeof s.minItems === 'number' && value.length < s.minItems)
+      errors.push(`${path}: fewer than ${s.minItems} items`);
+    if (typeof s.maxItems === 'number' && value.length > s.maxItems)
+      errors.push(`${path}: more than ${s.maxItems} items`);
+    if (s.uniqueItems === true && new Set(value.map((item) => JSON.stringify(item))).size !== value.length)
+      errors.push(`${path}: items are not unique`);
+    if (s.items !== undefined)
+      for (const [index, item] of value.entries())
+        errors.push(...validateJsonSchema(item, s.items as JsonSchema, `${path}[${index}]`));
   }
   if (typeOf(value) === 'object') {
     const record = value as Record<string, unknown>;
     const keys = Object.keys(record);
-    if (typeof s.minProperties === 'number' && keys.length < s.minProperties) errors.push(`${path}: fewer than ${s.minProperties} properties`);
-    if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) errors.push(`${path}: more than ${s.maxProperties} properties`);
+    if (typeof s.minProperties === 'number' && keys.length < s.minProperties)
+      errors.push(`${path}: fewer than ${s.minProperties} properties`);
+    if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties)
+      errors.push(`${path}: more than ${s.maxProperties} properties`);
     for (const name of (s.required as string[] | undefined) ?? []) {
       if (!(name in record)) errors.push(`${path}: missing required property "${name}"`);
     }
@@ -87,13 +133,19 @@ export function validateJsonSchema(value: unknown, schema: JsonSchema, path = '$
     }
   }
   if (Array.isArray(s.allOf)) for (const sub of s.allOf) errors.push(...validateJsonSchema(value, sub, path));
-  if (Array.isArray(s.anyOf) && !s.anyOf.some((sub: JsonSchema) => validateJsonSchema(value, sub, path).length === 0)) {
+  if (
+    Array.isArray(s.anyOf) &&
+    !s.anyOf.some((sub: JsonSchema) => validateJsonSchema(value, sub, path).length === 0)
+  ) {
     errors.push(`${path}: matches none of anyOf`);
   }
   if (Array.isArray(s.oneOf)) {
-    const matching = s.oneOf.filter((sub: JsonSchema) => validateJsonSchema(value, sub, path).length === 0).length;
+    const matching = s.oneOf.filter(
+      (sub: JsonSchema) => validateJsonSchema(value, sub, path).length === 0,
+    ).length;
     if (matching !== 1) errors.push(`${path}: matches ${matching} of oneOf (exactly 1 required)`);
   }
-  if (s.not !== undefined && validateJsonSchema(value, s.not as JsonSchema, path).length === 0) errors.push(`${path}: must not match "not"`);
+  if (s.not !== undefined && validateJsonSchema(value, s.not as JsonSchema, path).length === 0)
+    errors.push(`${path}: must not match "not"`);
   return errors;
 }

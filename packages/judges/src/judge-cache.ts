@@ -39,7 +39,12 @@ export function createMemoryJudgeCache(options: { maxEntries?: number } = {}): J
 
 /** Hash of what a judge sees of a subject. */
 export function trajectoryHash(subject: JudgeSubject): string {
-  return contentHash({ task: subject.task, messages: subject.messages, finalResponse: subject.finalResponse ?? null, reference: subject.reference ?? null });
+  return contentHash({
+    task: subject.task,
+    messages: subject.messages,
+    finalResponse: subject.finalResponse ?? null,
+    reference: subject.reference ?? null,
+  });
 }
 
 export function judgeCacheKey(judgeId: string, rubricHash: string, subject: JudgeSubject): string {

@@ -42,7 +42,9 @@ export async function resolveUsage(options: {
   }
   if (options.pricing && usage.costUsd === undefined) {
     usage.costUsd =
-      (usage.promptTokens * options.pricing.inputPerMillion + usage.completionTokens * options.pricing.outputPerMillion) / 1_000_000;
+      (usage.promptTokens * options.pricing.inputPerMillion +
+        usage.completionTokens * options.pricing.outputPerMillion) /
+      1_000_000;
   }
   return usage;
 }

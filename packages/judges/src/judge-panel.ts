@@ -1,8 +1,20 @@
 // A panel of judges on different models or endpoints: all judge concurrently, the successful
 // verdicts are aggregated (mean, median, trimmed mean, majority vote), disagreement is
 // recorded and flagged above a threshold, and too few successful judges is a judge failure.
-import { InvalidArgumentError, type JudgeSubject, type JudgeV1, type Usage, type Verdict } from '@shears/core';
-import { AGGREGATION_METHODS, type AggregationMethod, aggregate, type Disagreement, disagreement } from './aggregate.js';
+import {
+  InvalidArgumentError,
+  type JudgeSubject,
+  type JudgeV1,
+  type Usage,
+  type Verdict,
+} from '@shears/core';
+import {
+  AGGREGATION_METHODS,
+  type AggregationMethod,
+  aggregate,
+  type Disagreement,
+  disagreement,
+} from './aggregate.js';
 
 export interface JudgePanelSettings {
   id?: string;
@@ -38,13 +50,21 @@ function addUsage(total: Usage | undefined, usage: Usage | undefined): Usage | u
     promptTokens: total.promptTokens + usage.promptTokens,
     completionTokens: total.completionTokens + usage.completionTokens,
     totalTokens: total.totalTokens + usage.totalTokens,
-    costUsd: total.costUsd === undefined && usage.costUsd === undefined ? undefined : (total.costUsd ?? 0) + (usage.costUsd ?? 0),
+    costUsd:
+      total.costUsd === undefined && usage.costUsd === undefined
+        ? undefined
+        : (total.costUsd ?? 0) + (usage.costUsd ?? 0),
   };
 }
 
 export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
   const judges = settings.judges;
-  if (judges.length === 0) throw new InvalidArgumentError({ argument: 'judges', value: judges, message: 'A judge panel needs at least one judge' });
+  if (judges.length === 0)
+    throw new InvalidArgumentError({
+      argument: 'judges',
+      value: judges,
+      message: 'A judge panel needs at least one judge',
+    });
   const aggregation = settings.aggregation ?? 'trimmed_mean';
   if (!AGGREGATION_METHODS.includes(aggregation)) {
     throw new InvalidArgumentError({
@@ -55,7 +75,11 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
   }
   const quorum = settings.quorum ?? Math.floor(judges.length / 2) + 1;
   if (!Number.isInteger(quorum) || quorum < 1 || quorum > judges.length) {
-    throw new InvalidArgumentError({ argument: 'quorum', value: quorum, message: `quorum must be an integer from 1 to ${judges.length} (the panel size)` });
+    throw new InvalidArgumentError({
+      argument: 'quorum',
+      value: quorum,
+      message: `quorum must be an integer from 1 to ${judges.length} (the panel size)`,
+    });
   }
   const threshold = settings.disagreementThreshold ?? 0.3;
   const id = settings.id ?? `panel(${judges.map((judge) => judge.id).join(',')})`;
@@ -70,7 +94,12 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
             return await judge.judge(subject, options);
           } catch (error) {
             // A judge that throws breaks its contract; it still only counts as one failed member.
-            return { status: 'failed', kind: 'other', reason: error instanceof Error ? error.message : String(error), judgeId: judge.id };
+            return {
+              status: 'failed',
+              kind: 'other',
+              reason: error instanceof Error ? error.message : String(error),
+              judgeId: judge.id,
+            };
           }
         }),
       );
@@ -82,7 +111,9 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
           ? { judgeId, status: 'scored', score: verdict.score, rationale: verdict.rationale }
           : { judgeId, status: 'failed', kind: verdict.kind, reason: verdict.reason };
       });
-      const scored = verdicts.filter((verdict): verdict is Extract<Verdict, { status: 'scored' }> => verdict.status === 'scored');
+      const scored = verdicts.filter(
+        (verdict): verdict is Extract<Verdict, { status: 'scored' }> => verdict.status === 'scored',
+      );
       if (scored.length < quorum) {
         const failures = members
           .filter((member) => member.status === 'failed')
@@ -100,9 +131,12 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
       const dimensionNames = new Set(scored.flatMap((verdict) => Object.keys(verdict.dimensions ?? {})));
       const dimensions: Record<string, number> = {};
       for (const name of dimensionNames) {
-        const values = scored.map((verdict) => verdict.dimensions?.[name]).filter((value): value is number => value !== undefined);
+        const values = scored
+          .map((verdict) => verdict.dimensions?.[name])
+          .filter((value): value is number => value !== undefined);
         // Dimensions are on their own scales; a vote only makes sense for the composite.
-        if (values.length > 0) dimensions[name] = aggregate(aggregation === 'majority' ? 'median' : aggregation, values);
+        if (values.length > 0)
+          dimensions[name] = aggregate(aggregation === 'majority' ? 'median' : aggregation, values);
       }
       const details: PanelDetails = {
         aggregation,

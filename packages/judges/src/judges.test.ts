@@ -8,11 +8,11 @@ import {
   type ScriptedServer,
 } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
+import { positionBias } from './calibration.js';
 import { createGroupJudge, shuffledIndices } from './group-judge.js';
 import { createMemoryJudgeCache } from './judge-cache.js';
 import { createJudgePanel } from './judge-panel.js';
 import { createPairwiseJudge } from './pairwise-judge.js';
-import { positionBias } from './calibration.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
 import { createRubricJudge } from './rubric-judge.js';
 
@@ -51,11 +51,15 @@ afterEach(async () => {
 describe('rubric judge', () => {
   it('scores a trajectory from a JSON-schema reply and sends the schema as response_format', async () => {
     const server = await scripted({ replies: [{ content: verdictText(0.8) }] });
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'judge-a' }) });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'judge-a' }),
+    });
     const verdict = await judge.judge(subject('done'));
     expect(verdict).toMatchObject({ status: 'scored', score: 0.8, rationale: 'score 0.8' });
     if (verdict.status === 'scored') {
-      expect(verdict.dimensions).toEqual(Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, 7])));
+      expect(verdict.dimensions).toEqual(
+        Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, 7])),
+      );
       expect(verdict.usage?.totalTokens).toBeGreaterThan(0);
     }
     const request = server.chatRequests[0]!;
@@ -65,16 +69,25 @@ describe('rubric judge', () => {
   });
 
   it('reads a verdict wrapped in prose and code fences when the server ignores the format', async () => {
-    const server = await scripted({ replies: [{ content: `Here is my assessment:\n\`\`\`json\n${verdictText(0.6)}\n\`\`\`\nThanks!` }] });
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }), responseFormat: 'none' });
+    const server = await scripted({
+      replies: [{ content: `Here is my assessment:\n\`\`\`json\n${verdictText(0.6)}\n\`\`\`\nThanks!` }],
+    });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+      responseFormat: 'none',
+    });
     const verdict = await judge.judge(subject('done'));
     expect(verdict).toMatchObject({ status: 'scored', score: 0.6 });
     expect(server.chatRequests[0]!.response_format).toBeUndefined();
   });
 
   it('a garbage reply is a judge failure, not a score', async () => {
-    const server = await scripted({ replies: [{ content: 'I think it is pretty good, maybe 7 out of 10.' }] });
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }) });
+    const server = await scripted({
+      replies: [{ content: 'I think it is pretty good, maybe 7 out of 10.' }],
+    });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+    });
     const verdict = await judge.judge(subject('done'));
     expect(verdict.status).toBe('failed');
     if (verdict.status === 'failed') expect(verdict.kind).toBe('unparseable');
@@ -82,11 +95,16 @@ describe('rubric judge', () => {
   });
 
   it('an out-of-range score is a judge failure naming the field', async () => {
-    const server = await scripted({ replies: [{ content: verdictText(0.5, 11) }, { content: verdictText(1.5) }] });
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }) });
+    const server = await scripted({
+      replies: [{ content: verdictText(0.5, 11) }, { content: verdictText(1.5) }],
+    });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+    });
     const first = await judge.judge(subject('a'));
     expect(first).toMatchObject({ status: 'failed', kind: 'out_of_range' });
-    if (first.status === 'failed') expect(first.reason).toContain('dimension "task_completion" = 11 is outside [0, 10]');
+    if (first.status === 'failed')
+      expect(first.reason).toContain('dimension "task_completion" = 11 is outside [0, 10]');
     const second = await judge.judge(subject('b'));
     expect(second).toMatchObject({ status: 'failed', kind: 'out_of_range' });
     if (second.status === 'failed') expect(second.reason).toContain('composite 1.5 is outside [0, 1]');
@@ -94,21 +112,31 @@ describe('rubric judge', () => {
 
   it('a judge that does not answer in time is a timeout failure', async () => {
     const server = await scripted({ replies: [{ fault: 'hang' }] });
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }), timeoutMs: 200 });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+      timeoutMs: 200,
+    });
     const verdict = await judge.judge(subject('done'));
     expect(verdict).toMatchObject({ status: 'failed', kind: 'timeout' });
   });
 
   it('a server error is a failure of kind server_error', async () => {
-    const server = await scripted({ replies: [{ fault: 'error', status: 500, body: { error: { message: 'boom' } } }] });
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }) });
+    const server = await scripted({
+      replies: [{ fault: 'error', status: 500, body: { error: { message: 'boom' } } }],
+    });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+    });
     expect(await judge.judge(subject('done'))).toMatchObject({ status: 'failed', kind: 'server_error' });
   });
 
   it('caches verdicts by judge, rubric and trajectory; failures are not cached', async () => {
     const server = await scripted({ policy: () => ({ content: verdictText(0.9) }) });
     const cache = createMemoryJudgeCache();
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }), cache });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+      cache,
+    });
     const first = await judge.judge(subject('same'));
     const second = await judge.judge(subject('same'));
     const third = await judge.judge(subject('different'));
@@ -133,16 +161,27 @@ describe('judge panel', () => {
     });
   }
   const judgesFor = (server: ScriptedServer, models: string[], timeoutMs = 2_000) =>
-    models.map((model) => createRubricJudge({ id: model, server: createScriptedServerClient({ baseUrl: server.url, model }), timeoutMs }));
+    models.map((model) =>
+      createRubricJudge({
+        id: model,
+        server: createScriptedServerClient({ baseUrl: server.url, model }),
+        timeoutMs,
+      }),
+    );
 
   it('aggregates by trimmed mean and records each member', async () => {
     const server = await panelServer({ a: 0.2, b: 0.6, c: 1.0 });
-    const panel = createJudgePanel({ judges: judgesFor(server, ['a', 'b', 'c']), aggregation: 'trimmed_mean' });
+    const panel = createJudgePanel({
+      judges: judgesFor(server, ['a', 'b', 'c']),
+      aggregation: 'trimmed_mean',
+    });
     const verdict = await panel.judge(subject('x'));
     expect(verdict).toMatchObject({ status: 'scored', score: 0.6 });
     if (verdict.status === 'scored') {
       const details = verdict.details as any;
-      expect(details.members.map((member: { judgeId: string; score: number }) => [member.judgeId, member.score])).toEqual([
+      expect(
+        details.members.map((member: { judgeId: string; score: number }) => [member.judgeId, member.score]),
+      ).toEqual([
         ['a', 0.2],
         ['b', 0.6],
         ['c', 1.0],
@@ -154,7 +193,10 @@ describe('judge panel', () => {
 
   it('does not flag agreeing judges', async () => {
     const server = await panelServer({ a: 0.7, b: 0.75, c: 0.8 });
-    const verdict = await createJudgePanel({ judges: judgesFor(server, ['a', 'b', 'c']), aggregation: 'mean' }).judge(subject('x'));
+    const verdict = await createJudgePanel({
+      judges: judgesFor(server, ['a', 'b', 'c']),
+      aggregation: 'mean',
+    }).judge(subject('x'));
     expect(verdict.status === 'scored' && (verdict.details as any).disagreement.flagged).toBe(false);
   });
 
@@ -174,14 +216,21 @@ describe('judge panel', () => {
 
   it('majority vote over yes/no judges', async () => {
     const server = await panelServer({ a: 1, b: 0, c: 1 });
-    const verdict = await createJudgePanel({ judges: judgesFor(server, ['a', 'b', 'c']), aggregation: 'majority' }).judge(subject('x'));
+    const verdict = await createJudgePanel({
+      judges: judgesFor(server, ['a', 'b', 'c']),
+      aggregation: 'majority',
+    }).judge(subject('x'));
     expect(verdict).toMatchObject({ status: 'scored', score: 1 });
   });
 
   it('rejects a bad panel configuration clearly', () => {
     expect(() => createJudgePanel({ judges: [] })).toThrow('at least one judge');
-    const judge = createRubricJudge({ server: createScriptedServerClient({ baseUrl: 'http://127.0.0.1:9/v1', model: 'x' }) });
-    expect(() => createJudgePanel({ judges: [judge], quorum: 2 })).toThrow('quorum must be an integer from 1 to 1');
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: 'http://127.0.0.1:9/v1', model: 'x' }),
+    });
+    expect(() => createJudgePanel({ judges: [judge], quorum: 2 })).toThrow(
+      'quorum must be an integer from 1 to 1',
+    );
   });
 });
 
@@ -200,33 +249,51 @@ function qualityPolicy(request: ScriptedChatRequest) {
 describe('group judge', () => {
   it('result does not depend on input order or shuffle', async () => {
     const server = await scripted({ policy: qualityPolicy });
-    const subjects = [subject('quality=2', 'a'), subject('quality=9', 'b'), subject('quality=5', 'c'), subject('quality=7', 'd')];
+    const subjects = [
+      subject('quality=2', 'a'),
+      subject('quality=9', 'b'),
+      subject('quality=5', 'c'),
+      subject('quality=7', 'd'),
+    ];
     let seed = 1;
     const random = () => {
       seed = (seed * 16807) % 2147483647;
       return seed / 2147483647;
     };
-    const judge = createGroupJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }), random, rounds: 2 });
+    const judge = createGroupJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
+      random,
+      rounds: 2,
+    });
     const forward = await judge.judgeGroup(subjects);
     const reversed = await judge.judgeGroup([...subjects].reverse());
     const byId = (verdicts: typeof forward, list: JudgeSubject[]) =>
-      Object.fromEntries(list.map((entry, index) => [entry.taskId, verdicts[index]!.status === 'scored' ? (verdicts[index] as any).score : null]));
+      Object.fromEntries(
+        list.map((entry, index) => [
+          entry.taskId,
+          verdicts[index]!.status === 'scored' ? (verdicts[index] as any).score : null,
+        ]),
+      );
     expect(byId(forward, subjects)).toEqual({ a: 0.2, b: 0.9, c: 0.5, d: 0.7 });
     expect(byId(reversed, [...subjects].reverse())).toEqual({ a: 0.2, b: 0.9, c: 0.5, d: 0.7 });
     // The judge saw the candidates in shuffled orders.
-    const orders = server.chatRequests.map((request) => [...promptOf(request).matchAll(/quality=(\d)/g)].map((match) => match[1]).join(''));
+    const orders = server.chatRequests.map((request) =>
+      [...promptOf(request).matchAll(/quality=(\d)/g)].map((match) => match[1]).join(''),
+    );
     expect(new Set(orders).size).toBeGreaterThan(1);
   });
 
   it('shuffles with a proper permutation', () => {
     let calls = 0;
-    const order = shuffledIndices(5, () => ((calls++ * 0.37) % 1));
+    const order = shuffledIndices(5, () => (calls++ * 0.37) % 1);
     expect([...order].sort()).toEqual([0, 1, 2, 3, 4]);
   });
 
   it('a reply missing a candidate fails every verdict of the group', async () => {
     const server = await scripted({ replies: [{ content: '{"scores": {"1": 0.5}}' }] });
-    const judge = createGroupJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }) });
+    const judge = createGroupJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
+    });
     const verdicts = await judge.judgeGroup([subject('x', 'a'), subject('y', 'b')]);
     expect(verdicts.map((verdict) => verdict.status)).toEqual(['failed', 'failed']);
   });
@@ -242,14 +309,23 @@ describe('pairwise judge', () => {
         return { content: JSON.stringify({ winner: Number(first) > Number(second) ? '1' : '2' }) };
       },
     });
-    const judge = createPairwiseJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }) });
+    const judge = createPairwiseJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
+    });
     const outcome = await judge.compare(subject('quality=3'), subject('quality=8'));
-    expect(outcome).toMatchObject({ status: 'compared', winner: 'b', consistent: true, positions: ['second', 'first'] });
+    expect(outcome).toMatchObject({
+      status: 'compared',
+      winner: 'b',
+      consistent: true,
+      positions: ['second', 'first'],
+    });
   });
 
   it('a judge that always prefers the first position yields a tie and shows position bias', async () => {
     const server = await scripted({ policy: () => ({ content: '{"winner": "1"}' }) });
-    const judge = createPairwiseJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }) });
+    const judge = createPairwiseJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
+    });
     const outcome = await judge.compare(subject('quality=3'), subject('quality=8'));
     expect(outcome).toMatchObject({ status: 'compared', winner: 'tie', consistent: false });
     expect(positionBias([outcome]).firstPositionWinRate).toBe(1);
@@ -272,7 +348,9 @@ describeJudgeConformance('rubric judge', async () => {
 
 describeJudgeConformance('judge panel', async () => {
   const server = await createScriptedServer({ policy: () => ({ content: verdictText(0.5) }) });
-  const judges = ['a', 'b', 'c'].map((model) => createRubricJudge({ id: model, server: createScriptedServerClient({ baseUrl: server.url, model }) }));
+  const judges = ['a', 'b', 'c'].map((model) =>
+    createRubricJudge({ id: model, server: createScriptedServerClient({ baseUrl: server.url, model }) }),
+  );
   return { judge: createJudgePanel({ judges }), subjects: [subject('a')], cleanup: () => server.close() };
 });
 

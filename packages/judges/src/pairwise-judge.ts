@@ -26,7 +26,10 @@ export type PairwiseOutcome =
   | { status: 'failed'; kind: string; reason: string };
 export type PairPosition = 'first' | 'second' | 'tie';
 
-const pairReplySchema = z.looseObject({ winner: z.enum(['1', '2', 'tie']), rationale: z.string().optional() });
+const pairReplySchema = z.looseObject({
+  winner: z.enum(['1', '2', 'tie']),
+  rationale: z.string().optional(),
+});
 
 export interface PairwiseJudge {
   readonly id: string;
@@ -37,13 +40,20 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
   const id = settings.id ?? `pairwise:${settings.server.model ?? 'judge'}`;
   const criteria = settings.criteria ?? 'Which attempt better completes the task, correctly and efficiently?';
 
-  async function ask(first: JudgeSubject, second: JudgeSubject, signal?: AbortSignal): Promise<PairPosition | { kind: string; reason: string }> {
+  async function ask(
+    first: JudgeSubject,
+    second: JudgeSubject,
+    signal?: AbortSignal,
+  ): Promise<PairPosition | { kind: string; reason: string }> {
     const render = (subject: JudgeSubject) =>
       `${formatTrajectory(subject.messages, { maxTotalChars: 10_000, ...settings.format })}${subject.finalResponse ? `\nFinal response:\n${subject.finalResponse}` : ''}`;
     try {
       const response = await settings.server.chat({
         messages: [
-          { role: 'system', content: 'You compare two attempts at the same task. Judge only quality, never order.' },
+          {
+            role: 'system',
+            content: 'You compare two attempts at the same task. Judge only quality, never order.',
+          },
           {
             role: 'user',
             content: `Task:\n${first.task}\n\nCriteria: ${criteria}\n\n### Attempt 1\n${render(first)}\n\n### Attempt 2\n${render(second)}\n\nReply with only a JSON object {"winner": "1" | "2" | "tie", "rationale": "..."}.`,
@@ -54,12 +64,17 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
         signal,
         extraBody: { response_format: { type: 'json_object' } },
       });
-      const text = typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
+      const text =
+        typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
       for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
         const parsed = safeParseJson(candidate, { source: 'pairwise judge reply', schema: pairReplySchema });
-        if (parsed.success) return parsed.value.winner === '1' ? 'first' : parsed.value.winner === '2' ? 'second' : 'tie';
+        if (parsed.success)
+          return parsed.value.winner === '1' ? 'first' : parsed.value.winner === '2' ? 'second' : 'tie';
       }
-      return { kind: 'unparseable', reason: `no {"winner": ...} in the reply: ${JSON.stringify(text.slice(0, 200))}` };
+      return {
+        kind: 'unparseable',
+        reason: `no {"winner": ...} in the reply: ${JSON.stringify(text.slice(0, 200))}`,
+      };
     } catch (error) {
       return { kind: signal?.aborted ? 'aborted' : 'server_error', reason: describeError(error) };
     }
@@ -76,7 +91,12 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
       const forwardWinner = forward === 'first' ? 'a' : forward === 'second' ? 'b' : 'tie';
       const backwardWinner = backward === 'first' ? 'b' : backward === 'second' ? 'a' : 'tie';
       const consistent = forwardWinner === backwardWinner;
-      return { status: 'compared', winner: consistent ? forwardWinner : 'tie', consistent, positions: [forward, backward] };
+      return {
+        status: 'compared',
+        winner: consistent ? forwardWinner : 'tie',
+        consistent,
+        positions: [forward, backward],
+      };
     },
   };
 }

@@ -9,7 +9,8 @@ import { BINARY_RUBRIC, createRubric, DEFAULT_RUBRIC, type RubricOptions } from 
 import { createRubricJudge, type ResponseFormatMode } from './rubric-judge.js';
 
 async function resolveServer(value: unknown, context: PluginContext, where: string): Promise<ServerV1> {
-  if (value && typeof value === 'object' && typeof (value as ServerV1).chat === 'function') return value as ServerV1;
+  if (value && typeof value === 'object' && typeof (value as ServerV1).chat === 'function')
+    return value as ServerV1;
   if (value && typeof value === 'object' && typeof (value as { provider?: unknown }).provider === 'string') {
     const { provider, ...settings } = value as { provider: string } & Record<string, unknown>;
     return context.registry.create('servers', provider, settings);
@@ -27,7 +28,11 @@ function resolveRubric(value: unknown) {
   return createRubric(value as RubricOptions);
 }
 
-async function createRubricFromSettings(settings: Record<string, unknown>, context: PluginContext, where: string) {
+async function createRubricFromSettings(
+  settings: Record<string, unknown>,
+  context: PluginContext,
+  where: string,
+) {
   return createRubricJudge({
     id: settings.id as string | undefined,
     server: await resolveServer(settings.server, context, where),
@@ -48,15 +53,26 @@ const plugin = definePlugin({
       create: (settings, context) => createRubricFromSettings(settings, context, 'judges.rubric'),
     },
     panel: {
-      description: 'Several rubric judges aggregated by mean, median, trimmed_mean or majority, with a quorum',
+      description:
+        'Several rubric judges aggregated by mean, median, trimmed_mean or majority, with a quorum',
       aliases: ['jury'],
       async create(settings, context) {
         const members = settings.judges;
         if (!Array.isArray(members) || members.length === 0) {
-          throw new InvalidArgumentError({ argument: 'judges.panel.judges', value: members, message: 'judges.panel.judges must be a non-empty list of rubric judge settings' });
+          throw new InvalidArgumentError({
+            argument: 'judges.panel.judges',
+            value: members,
+            message: 'judges.panel.judges must be a non-empty list of rubric judge settings',
+          });
         }
         const judges = await Promise.all(
-          members.map((member, index) => createRubricFromSettings(member as Record<string, unknown>, context, `judges.panel.judges[${index}]`)),
+          members.map((member, index) =>
+            createRubricFromSettings(
+              member as Record<string, unknown>,
+              context,
+              `judges.panel.judges[${index}]`,
+            ),
+          ),
         );
         return createJudgePanel({
           id: settings.id as string | undefined,

@@ -15,7 +15,13 @@ export interface ProcessRewardSettings {
 
 export interface ProcessRewardResult {
   score: number;
-  components: { terminal: number; tool_calls: number; reasoning: number; successful_tool_calls: number; reasoning_steps: number };
+  components: {
+    terminal: number;
+    tool_calls: number;
+    reasoning: number;
+    successful_tool_calls: number;
+    reasoning_steps: number;
+  };
 }
 
 function isErrorResult(text: string): boolean {
@@ -29,7 +35,11 @@ function isErrorResult(text: string): boolean {
   }
 }
 
-export function processReward(messages: readonly ChatMessage[], terminalScore: number, settings: ProcessRewardSettings = {}): ProcessRewardResult {
+export function processReward(
+  messages: readonly ChatMessage[],
+  terminalScore: number,
+  settings: ProcessRewardSettings = {},
+): ProcessRewardResult {
   const toolCallBonus = settings.toolCallBonus ?? 0.02;
   const reasoningBonus = settings.reasoningBonus ?? 0.01;
   const minReasoningChars = settings.minReasoningChars ?? 40;
@@ -38,7 +48,11 @@ export function processReward(messages: readonly ChatMessage[], terminalScore: n
   let reasoningSteps = 0;
   for (const message of messages) {
     if (message.role === 'tool' && !isErrorResult(messageText(message))) successful++;
-    if (message.role === 'assistant' && typeof message.reasoning_content === 'string' && message.reasoning_content.trim().length >= minReasoningChars) {
+    if (
+      message.role === 'assistant' &&
+      typeof message.reasoning_content === 'string' &&
+      message.reasoning_content.trim().length >= minReasoningChars
+    ) {
       reasoningSteps++;
     }
   }

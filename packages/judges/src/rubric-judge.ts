@@ -9,6 +9,7 @@ import {
   type JudgeSubject,
   type JudgeV1,
   ServerError,
+  type Usage,
   type Verdict,
 } from '@shears/core';
 import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
@@ -36,9 +37,16 @@ export interface RubricJudgeSettings {
   extraBody?: Record<string, unknown>;
 }
 
-export function buildRubricPrompt(subject: JudgeSubject, rubric: Rubric, format?: FormatTrajectoryOptions): ChatMessage[] {
+export function buildRubricPrompt(
+  subject: JudgeSubject,
+  rubric: Rubric,
+  format?: FormatTrajectoryOptions,
+): ChatMessage[] {
   const dimensions = rubric.dimensions
-    .map((dimension, index) => `${index + 1}. ${dimension.name} (${dimension.min}-${dimension.max}): ${dimension.description}`)
+    .map(
+      (dimension, index) =>
+        `${index + 1}. ${dimension.name} (${dimension.min}-${dimension.max}): ${dimension.description}`,
+    )
     .join('\n');
   const example = Object.fromEntries(rubric.dimensions.map((dimension) => [dimension.name, dimension.max]));
   const reference = subject.reference ? `\nReference answer:\n${subject.reference}\n` : '';
@@ -66,7 +74,11 @@ function responseFormatBody(mode: ResponseFormatMode, rubric: Rubric): Record<st
   return {
     response_format: {
       type: 'json_schema',
-      json_schema: { name: `verdict_${rubric.id.replace(/[^a-zA-Z0-9_-]/g, '_')}`, strict: true, schema: verdictJsonSchema(rubric) },
+      json_schema: {
+        name: `verdict_${rubric.id.replace(/[^a-zA-Z0-9_-]/g, '_')}`,
+        strict: true,
+        schema: verdictJsonSchema(rubric),
+      },
     },
   };
 }
@@ -97,9 +109,10 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
       const onAbort = () => controller.abort(options.signal?.reason);
       options.signal?.addEventListener('abort', onAbort, { once: true });
       let text: string;
-      let serverUsage;
+      let serverUsage: Usage | undefined;
       try {
-        if (options.signal?.aborted) return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
+        if (options.signal?.aborted)
+          return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
         const timeout = new Promise<never>((_, reject) => {
           controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
         });
@@ -115,12 +128,25 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
           timeout,
         ]);
         const choice = response.choices[0];
-        if (!choice) return { status: 'failed', kind: 'unparseable', reason: 'the judge returned no choices', judgeId: id };
+        if (!choice)
+          return {
+            status: 'failed',
+            kind: 'unparseable',
+            reason: 'the judge returned no choices',
+            judgeId: id,
+          };
         text = typeof choice.message.content === 'string' ? choice.message.content : '';
         serverUsage = response.usage;
       } catch (error) {
-        if (timedOut) return { status: 'failed', kind: 'timeout', reason: `no verdict within ${timeoutMs} ms`, judgeId: id };
-        if (options.signal?.aborted) return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
+        if (timedOut)
+          return {
+            status: 'failed',
+            kind: 'timeout',
+            reason: `no verdict within ${timeoutMs} ms`,
+            judgeId: id,
+          };
+        if (options.signal?.aborted)
+          return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
         const kind = ServerError.isInstance(error) ? 'server_error' : 'other';
         return { status: 'failed', kind, reason: describeError(error), judgeId: id };
       } finally {
@@ -134,7 +160,8 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
         pricing: settings.pricing,
       });
       const parsed = parseVerdictText(text, rubric);
-      if (!parsed.ok) return { status: 'failed', kind: parsed.kind, reason: parsed.reason, usage, judgeId: id };
+      if (!parsed.ok)
+        return { status: 'failed', kind: parsed.kind, reason: parsed.reason, usage, judgeId: id };
       const verdict: Verdict = {
         status: 'scored',
         score: parsed.composite,

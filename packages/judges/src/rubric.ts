@@ -31,15 +31,19 @@ export interface Rubric {
   readonly hash: string;
 }
 
-const DEFAULT_INSTRUCTIONS = 'You are an expert AI agent task evaluator. Assess the following agent\'s performance.';
+const DEFAULT_INSTRUCTIONS =
+  "You are an expert AI agent task evaluator. Assess the following agent's performance.";
 
 export function createRubric(options: RubricOptions): Rubric {
   const parsed = rubricOptionsSchema.parse(options);
   const names = new Set<string>();
   for (const dimension of parsed.dimensions) {
-    if (names.has(dimension.name)) throw new Error(`Rubric "${parsed.id}" has the dimension "${dimension.name}" twice`);
+    if (names.has(dimension.name))
+      throw new Error(`Rubric "${parsed.id}" has the dimension "${dimension.name}" twice`);
     if (!(dimension.max > dimension.min)) {
-      throw new Error(`Rubric "${parsed.id}" dimension "${dimension.name}": max (${dimension.max}) must exceed min (${dimension.min})`);
+      throw new Error(
+        `Rubric "${parsed.id}" dimension "${dimension.name}": max (${dimension.max}) must exceed min (${dimension.min})`,
+      );
     }
     names.add(dimension.name);
   }
@@ -55,7 +59,7 @@ export function createRubric(options: RubricOptions): Rubric {
 export const DEFAULT_RUBRIC: Rubric = createRubric({
   id: 'shears-default',
   dimensions: [
-    { name: 'task_completion', description: 'Does the final response fully address the user\'s need?' },
+    { name: 'task_completion', description: "Does the final response fully address the user's need?" },
     { name: 'reasoning_quality', description: 'Is the reasoning process logical and efficient?' },
     { name: 'tool_usage', description: 'Are tool selections and parameters appropriate?' },
     { name: 'error_handling', description: 'Are errors handled correctly when encountered?' },

@@ -13,7 +13,12 @@ export type VerdictParse =
 export function verdictJsonSchema(rubric: Rubric): Record<string, unknown> {
   const dimensionProperties: Record<string, unknown> = {};
   for (const dimension of rubric.dimensions) {
-    dimensionProperties[dimension.name] = { type: 'number', minimum: dimension.min, maximum: dimension.max, description: dimension.description };
+    dimensionProperties[dimension.name] = {
+      type: 'number',
+      minimum: dimension.min,
+      maximum: dimension.max,
+      description: dimension.description,
+    };
   }
   return {
     type: 'object',
@@ -88,16 +93,32 @@ export function parseVerdictText(text: string, rubric: Rubric): VerdictParse {
     }
     const reply = parsed.value;
     const composite = toNumber(reply.composite);
-    if (!Number.isFinite(composite)) return { ok: false, kind: 'unparseable', reason: `composite is not a number: ${JSON.stringify(reply.composite)}` };
-    if (composite < 0 || composite > 1) return { ok: false, kind: 'out_of_range', reason: `composite ${composite} is outside [0, 1]` };
+    if (!Number.isFinite(composite))
+      return {
+        ok: false,
+        kind: 'unparseable',
+        reason: `composite is not a number: ${JSON.stringify(reply.composite)}`,
+      };
+    if (composite < 0 || composite > 1)
+      return { ok: false, kind: 'out_of_range', reason: `composite ${composite} is outside [0, 1]` };
     const dimensions: Record<string, number> = {};
     for (const dimension of rubric.dimensions) {
       const raw = reply.dimensions?.[dimension.name];
-      if (raw === undefined) return { ok: false, kind: 'unparseable', reason: `dimension "${dimension.name}" is missing` };
+      if (raw === undefined)
+        return { ok: false, kind: 'unparseable', reason: `dimension "${dimension.name}" is missing` };
       const value = toNumber(raw);
-      if (!Number.isFinite(value)) return { ok: false, kind: 'unparseable', reason: `dimension "${dimension.name}" is not a number: ${JSON.stringify(raw)}` };
+      if (!Number.isFinite(value))
+        return {
+          ok: false,
+          kind: 'unparseable',
+          reason: `dimension "${dimension.name}" is not a number: ${JSON.stringify(raw)}`,
+        };
       if (value < dimension.min || value > dimension.max) {
-        return { ok: false, kind: 'out_of_range', reason: `dimension "${dimension.name}" = ${value} is outside [${dimension.min}, ${dimension.max}]` };
+        return {
+          ok: false,
+          kind: 'out_of_range',
+          reason: `dimension "${dimension.name}" = ${value} is outside [${dimension.min}, ${dimension.max}]`,
+        };
       }
       dimensions[dimension.name] = value;
     }

@@ -85,7 +85,9 @@ describe('JSON-schema validity', () => {
 
   it('accepts a valid object, also inside a code fence', () => {
     expect(jsonSchemaReward('{"name": "a", "tags": ["x"]}', schema)).toEqual({ score: 1, errors: [] });
-    expect(jsonSchemaReward('Sure:\n```json\n{"name": "a", "age": 3, "tags": []}\n```', schema).score).toBe(1);
+    expect(jsonSchemaReward('Sure:\n```json\n{"name": "a", "age": 3, "tags": []}\n```', schema).score).toBe(
+      1,
+    );
   });
 
   it('names every violation with its path', () => {
@@ -128,10 +130,27 @@ describe('test command reward in a sandbox', () => {
       exec: (command, options = {}) =>
         new Promise((resolve) => {
           const started = Date.now();
-          execFile('bash', ['-c', command], { cwd: options.cwd ?? workdir, timeout: options.timeoutMs }, (error, stdout, stderr) => {
-            const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : error ? 1 : 0;
-            resolve({ exitCode: code, output: stdout + stderr, stdout, stderr, timedOut: Boolean(error?.killed), durationMs: Date.now() - started });
-          });
+          execFile(
+            'bash',
+            ['-c', command],
+            { cwd: options.cwd ?? workdir, timeout: options.timeoutMs },
+            (error, stdout, stderr) => {
+              const code =
+                error && typeof (error as { code?: unknown }).code === 'number'
+                  ? (error as { code: number }).code
+                  : error
+                    ? 1
+                    : 0;
+              resolve({
+                exitCode: code,
+                output: stdout + stderr,
+                stdout,
+                stderr,
+                timedOut: Boolean(error?.killed),
+                durationMs: Date.now() - started,
+              });
+            },
+          );
         }),
       readFile: async (path) => new Uint8Array(await readFile(join(workdir, path))),
       writeFile: async (path, data) => writeFile(join(workdir, path), data),
@@ -157,21 +176,42 @@ test('d', () => assert.ok(true));`,
   it('falls back to the exit code when no summary is printed', async () => {
     const sandbox = await processSandbox();
     expect((await testCommandReward(sandbox, 'true')).score).toBe(1);
-    expect(await testCommandReward(sandbox, 'exit 3')).toMatchObject({ score: 0, exitCode: 3, parsedAs: 'exit-code' });
+    expect(await testCommandReward(sandbox, 'exit 3')).toMatchObject({
+      score: 0,
+      exitCode: 3,
+      parsedAs: 'exit-code',
+    });
   });
 
   it('reads pytest summaries', () => {
-    expect(parseTestSummary('..F.\n===== 3 passed, 1 failed in 0.12s =====')).toEqual({ passed: 3, failed: 1, parsedAs: 'pytest' });
-    expect(parseTestSummary('===== 2 passed, 1 error in 0.12s =====')).toEqual({ passed: 2, failed: 1, parsedAs: 'pytest' });
+    expect(parseTestSummary('..F.\n===== 3 passed, 1 failed in 0.12s =====')).toEqual({
+      passed: 3,
+      failed: 1,
+      parsedAs: 'pytest',
+    });
+    expect(parseTestSummary('===== 2 passed, 1 error in 0.12s =====')).toEqual({
+      passed: 2,
+      failed: 1,
+      parsedAs: 'pytest',
+    });
   });
 });
 
 describe('process rewards and composition', () => {
   const messages = [
     { role: 'user', content: 'do it' },
-    { role: 'assistant', content: '', reasoning_content: 'I should list the files first to see what is there before editing.', tool_calls: [] },
+    {
+      role: 'assistant',
+      content: '',
+      reasoning_content: 'I should list the files first to see what is there before editing.',
+      tool_calls: [],
+    },
     { role: 'tool', tool_call_id: '1', content: '{"output": "a.txt", "exit_code": 0, "error": null}' },
-    { role: 'tool', tool_call_id: '2', content: '{"error": "Unknown tool \'x\'. Available tools: [\'terminal\']"}' },
+    {
+      role: 'tool',
+      tool_call_id: '2',
+      content: '{"error": "Unknown tool \'x\'. Available tools: [\'terminal\']"}',
+    },
     { role: 'assistant', content: 'ok', reasoning_content: 'short' },
   ];
 
@@ -183,7 +223,11 @@ describe('process rewards and composition', () => {
   });
 
   it('caps the shaping bonus', () => {
-    const many = Array.from({ length: 50 }, (_, index) => ({ role: 'tool', tool_call_id: String(index), content: 'fine' }));
+    const many = Array.from({ length: 50 }, (_, index) => ({
+      role: 'tool',
+      tool_call_id: String(index),
+      content: 'fine',
+    }));
     expect(processReward(many, 0, { toolCallBonus: 0.05, maxBonus: 0.2 }).score).toBeCloseTo(0.2, 12);
   });
 
@@ -195,7 +239,12 @@ describe('process rewards and composition', () => {
     ]);
     expect(await reward('42')).toEqual({ score: 1.2, components: { correct: 1, format: 1, length: 2 } });
     expect(await reward('forty-two')).toEqual({ score: 0, components: { correct: 0, format: 0, length: 9 } });
-    expect(() => composeRewards([{ name: 'a', weight: 1, fn: () => 1 }, { name: 'a', weight: 1, fn: () => 1 }])).toThrow('listed twice');
+    expect(() =>
+      composeRewards([
+        { name: 'a', weight: 1, fn: () => 1 },
+        { name: 'a', weight: 1, fn: () => 1 },
+      ]),
+    ).toThrow('listed twice');
     const broken = composeRewards([{ name: 'nan', weight: 1, fn: () => Number.NaN }]);
     await expect(broken(undefined)).rejects.toThrow('Reward function "nan" returned NaN');
   });

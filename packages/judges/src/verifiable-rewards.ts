@@ -3,7 +3,11 @@
 import { InvalidArgumentError, type SandboxV1, safeParseJson } from '@shears/core';
 import { type JsonSchema, validateJsonSchema } from './json-schema.js';
 
-export function exactMatch(response: string, expected: string, options: { caseSensitive?: boolean; trim?: boolean } = {}): number {
+export function exactMatch(
+  response: string,
+  expected: string,
+  options: { caseSensitive?: boolean; trim?: boolean } = {},
+): number {
   const normalise = (text: string) => {
     let value = options.trim === false ? text : text.trim().replace(/\s+/g, ' ');
     if (!options.caseSensitive) value = value.toLowerCase();
@@ -54,7 +58,8 @@ export function parseNumericAnswer(raw: string): number | null {
     text = text.replace(/\\?%$/, '').trim();
   }
   text = text.replace(/^(?:\\\$|\$|USD|€|£)\s*/i, '').trim();
-  const fraction = /^(-?)\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}$/.exec(text) ?? /^(-?)\\[dt]?frac(\d)(\d)$/.exec(text);
+  const fraction =
+    /^(-?)\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}$/.exec(text) ?? /^(-?)\\[dt]?frac(\d)(\d)$/.exec(text);
   if (fraction) {
     const numerator = parseNumericAnswer(fraction[2]!);
     const denominator = parseNumericAnswer(fraction[3]!);
@@ -90,7 +95,9 @@ export function numericMatch(
   if (got === null || want === null) return 0;
   const absolute = options.absoluteTolerance ?? 0;
   const relative = options.relativeTolerance ?? 1e-6;
-  return Math.abs(got - want) <= Math.max(absolute, relative * Math.max(Math.abs(want), Math.abs(got))) ? 1 : 0;
+  return Math.abs(got - want) <= Math.max(absolute, relative * Math.max(Math.abs(want), Math.abs(got)))
+    ? 1
+    : 0;
 }
 
 export function regexMatch(response: string, pattern: RegExp | string, flags?: string): number {
@@ -98,7 +105,12 @@ export function regexMatch(response: string, pattern: RegExp | string, flags?: s
   try {
     regex = typeof pattern === 'string' ? new RegExp(pattern, flags) : pattern;
   } catch (cause) {
-    throw new InvalidArgumentError({ argument: 'pattern', value: pattern, message: `Invalid regular expression ${JSON.stringify(pattern)}: ${(cause as Error).message}`, cause });
+    throw new InvalidArgumentError({
+      argument: 'pattern',
+      value: pattern,
+      message: `Invalid regular expression ${JSON.stringify(pattern)}: ${(cause as Error).message}`,
+      cause,
+    });
   }
   regex.lastIndex = 0;
   return regex.test(response) ? 1 : 0;
@@ -132,7 +144,9 @@ export interface TestCommandResult {
 }
 
 /** Reads pass/fail counts from common test runners' summaries. */
-export function parseTestSummary(output: string): { passed: number; failed: number; parsedAs: string } | null {
+export function parseTestSummary(
+  output: string,
+): { passed: number; failed: number; parsedAs: string } | null {
   const pytest = /=+ (.*?) in [\d.]+s/g;
   let summary: string | null = null;
   for (let match = pytest.exec(output); match; match = pytest.exec(output)) summary = match[1]!;
@@ -142,7 +156,8 @@ export function parseTestSummary(output: string): { passed: number; failed: numb
   }
   const nodePass = /^[#ℹ] pass (\d+)$/m.exec(output);
   const nodeFail = /^[#ℹ] fail (\d+)$/m.exec(output);
-  if (nodePass && nodeFail) return { passed: Number(nodePass[1]), failed: Number(nodeFail[1]), parsedAs: 'node-test' };
+  if (nodePass && nodeFail)
+    return { passed: Number(nodePass[1]), failed: Number(nodeFail[1]), parsedAs: 'node-test' };
   const plain = /(\d+) passed, (\d+) failed/.exec(output);
   if (plain) return { passed: Number(plain[1]), failed: Number(plain[2]), parsedAs: 'plain' };
   const tapOk = output.match(/^ok \d+/gm)?.length ?? 0;
@@ -157,7 +172,11 @@ export async function testCommandReward(
   command: string,
   options: { timeoutMs?: number; cwd?: string; signal?: AbortSignal } = {},
 ): Promise<TestCommandResult> {
-  const result = await sandbox.exec(command, { timeoutMs: options.timeoutMs ?? 300_000, cwd: options.cwd, signal: options.signal });
+  const result = await sandbox.exec(command, {
+    timeoutMs: options.timeoutMs ?? 300_000,
+    cwd: options.cwd,
+    signal: options.signal,
+  });
   const summary = result.timedOut ? null : parseTestSummary(result.output);
   if (summary) {
     const total = summary.passed + summary.failed;

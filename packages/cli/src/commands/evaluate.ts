@@ -189,7 +189,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   });
   summary.resumed = records.length - ran;
   summary.ran = ran;
-  const summaryPath = out.replace(/\.jsonl?$/i, '') + '.summary.json';
+  const summaryPath = `${out.replace(/\.jsonl?$/i, '')}.summary.json`;
   writeFileSync(summaryPath, `${context.redact(JSON.stringify(summary, null, 2))}\n`);
   if (config.run.report) {
     writeFileSync(

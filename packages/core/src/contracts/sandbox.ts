@@ -58,7 +58,11 @@ export interface SandboxV1 {
   readonly isolated: boolean;
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   readFile(path: string, options?: { signal?: AbortSignal }): Promise<Uint8Array>;
-  writeFile(path: string, data: Uint8Array | string, options?: { signal?: AbortSignal; mode?: number }): Promise<void>;
+  writeFile(
+    path: string,
+    data: Uint8Array | string,
+    options?: { signal?: AbortSignal; mode?: number },
+  ): Promise<void>;
   /** Release every resource; calling it twice is harmless. */
   dispose(): Promise<void>;
 }

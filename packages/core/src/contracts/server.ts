@@ -81,6 +81,8 @@ export interface ServerV1 {
 /** Anything that can answer chat requests: a server or a managed session. */
 export type ChatClient = Pick<ServerV1, 'chat'>;
 
-export function isManagedServer(server: ServerV1): server is ServerV1 & Required<Pick<ServerV1, 'openSession'>> {
+export function isManagedServer(
+  server: ServerV1,
+): server is ServerV1 & Required<Pick<ServerV1, 'openSession'>> {
   return typeof server.openSession === 'function';
 }

@@ -1,24 +1,34 @@
 // @shears/core/test: conformance suites for every contract, the scripted OpenAI-compatible
 // HTTP server, and fixture helpers. Import only from tests.
 // The scripted servers and client, also available without vitest as @shears/core/scripted.
-export * from './scripted.js';
+
+export type { EnvConformanceOptions } from './env-conformance.js';
+export { describeEnvConformance } from './env-conformance.js';
+export type { FileToolSuiteHooks, FileToolsFactory } from './file-tool-suite.js';
+export { describeFileToolSuite, fileToolRunner } from './file-tool-suite.js';
 export type { JudgeConformanceFixture } from './judge-conformance.js';
-export { describeGroupJudgeConformance, describeJudgeConformance, expectWellFormedVerdict } from './judge-conformance.js';
+export {
+  describeGroupJudgeConformance,
+  describeJudgeConformance,
+  expectWellFormedVerdict,
+} from './judge-conformance.js';
+export type { ParserConformanceCases } from './parser-conformance.js';
+export {
+  describeParserConformance,
+  expectChunkingInvariant,
+  junkInputs,
+  streamInChunks,
+} from './parser-conformance.js';
+export type { SandboxConformanceCase, SandboxConformanceOptions } from './sandbox-conformance.js';
+export { describeSandboxConformance, SANDBOX_CONFORMANCE_CASES } from './sandbox-conformance.js';
+export * from './scripted.js';
+export type { ServerConformanceFixture } from './server-conformance.js';
+export { describeServerConformance } from './server-conformance.js';
+export type { SinkConformanceFixture, SinkConformanceOptions } from './sink-conformance.js';
+export { describeSinkConformance, sampleScoredGroup } from './sink-conformance.js';
 export type { TempSandboxProvider, TempSandboxProviderOptions } from './temp-sandbox-provider.js';
 export { createTempSandboxProvider } from './temp-sandbox-provider.js';
 export type { TokenizerConformanceFixture } from './tokenizer-conformance.js';
 export { describeTokenizerConformance } from './tokenizer-conformance.js';
-export type { SinkConformanceFixture, SinkConformanceOptions } from './sink-conformance.js';
-export { describeSinkConformance, sampleScoredGroup } from './sink-conformance.js';
-export type { ServerConformanceFixture } from './server-conformance.js';
-export { describeServerConformance } from './server-conformance.js';
 export type { ToolConformanceOptions } from './tool-conformance.js';
 export { describeToolConformance } from './tool-conformance.js';
-export type { EnvConformanceOptions } from './env-conformance.js';
-export { describeEnvConformance } from './env-conformance.js';
-export type { SandboxConformanceCase, SandboxConformanceOptions } from './sandbox-conformance.js';
-export { describeSandboxConformance, SANDBOX_CONFORMANCE_CASES } from './sandbox-conformance.js';
-export type { ParserConformanceCases } from './parser-conformance.js';
-export { describeParserConformance, expectChunkingInvariant, junkInputs, streamInChunks } from './parser-conformance.js';
-export type { FileToolsFactory, FileToolSuiteHooks } from './file-tool-suite.js';
-export { describeFileToolSuite, fileToolRunner } from './file-tool-suite.js';

@@ -28,7 +28,10 @@ export function expectWellFormedVerdict(verdict: Verdict): void {
   }
 }
 
-export function describeJudgeConformance(name: string, makeFixture: () => Promise<JudgeConformanceFixture>): void {
+export function describeJudgeConformance(
+  name: string,
+  makeFixture: () => Promise<JudgeConformanceFixture>,
+): void {
   describe(`JudgeV1 conformance: ${name}`, () => {
     it('declares specificationVersion v1 and an id', async () => {
       const fixture = await makeFixture();
@@ -82,7 +85,11 @@ export function describeJudgeConformance(name: string, makeFixture: () => Promis
 
 export function describeGroupJudgeConformance(
   name: string,
-  makeFixture: () => Promise<{ judge: GroupJudgeV1; subjects: JudgeSubject[]; cleanup?: () => Promise<void> }>,
+  makeFixture: () => Promise<{
+    judge: GroupJudgeV1;
+    subjects: JudgeSubject[];
+    cleanup?: () => Promise<void>;
+  }>,
 ): void {
   describe(`GroupJudgeV1 conformance: ${name}`, () => {
     it('returns one well-formed verdict per subject, in input order', async () => {

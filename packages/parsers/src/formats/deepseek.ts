@@ -9,7 +9,6 @@ import {
   type FormatContext,
   failedRegion,
   isStep,
-  issueRaw,
   jsonValueEnd,
   nextStart,
   type Step,
