@@ -28,3 +28,33 @@ describe('getParser', () => {
     expect(plugin.parsers?.qwen?.aliases).toContain('qwen25');
   });
 });
+
+describe('qwen3_coder schema-typed null and booleans', () => {
+  const tools = [
+    {
+      type: 'function' as const,
+      function: {
+        name: 'set',
+        parameters: {
+          type: 'object',
+          properties: { flag: { type: 'boolean' }, note: { type: 'string' }, count: { type: 'integer' } },
+        },
+      },
+    },
+  ];
+  const call = (flag: string, note: string, count = '1') =>
+    `<tool_call>\n<function=set>\n<parameter=flag>\n${flag}\n</parameter>\n<parameter=note>\n${note}\n</parameter>\n<parameter=count>\n${count}\n</parameter>\n</function>\n</tool_call>`;
+  const parse = (text: string) => getParser('qwen3_coder').parse(text, { tools }).toolCalls[0]?.arguments;
+
+  it('reads null and true in any letter case, like Python value.lower()', () => {
+    expect(parse(call('TRUE', 'NuLl', 'null'))).toBe('{"flag": true, "note": null, "count": null}');
+    expect(parse(call('True', 'Nüll — 東京'))).toBe('{"flag": true, "note": "Nüll — 東京", "count": 1}');
+  });
+
+  it('does not take look-alikes for the words', () => {
+    // Near misses: a non-letter in place of a letter, other lengths, a control character.
+    expect(parse(call('tru@', 'nul', '2'))).toBe('{"flag": false, "note": "nul", "count": 2}');
+    expect(parse(call('true ', 'nulls'))).toBe('{"flag": false, "note": "nulls", "count": 1}');
+    expect(parse(call('yes', '\u0000ULL'))).toBe('{"flag": false, "note": "\\u0000ULL", "count": 1}');
+  });
+});
