@@ -217,7 +217,7 @@ describe('shears process', () => {
     );
     const unknownCommand = await runShears(['proces'], { cwd: dir });
     expect(unknownCommand.stderr).toContain(
-      'Unknown command "proces" (available: process, serve, evaluate, api, train, view, doctor, schema)',
+      'Unknown command "proces" (available: process, serve, evaluate, api, train, view, prepare, doctor, schema)',
     );
   });
 });

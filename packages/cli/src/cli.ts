@@ -37,6 +37,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'build the static HTML viewer from a JSONL file',
     load: async () => (await import('./commands/view.js')).viewCommand,
   },
+  prepare: {
+    summary: "build what the env needs before a run (the SWE env's images), with progress",
+    load: async () => (await import('./commands/prepare.js')).prepareCommand,
+  },
   doctor: {
     summary: 'check Node, Docker, ssh targets, the inference server and tokenizer',
     load: async () => (await import('./commands/doctor.js')).doctorCommand,

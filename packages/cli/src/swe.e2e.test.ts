@@ -21,7 +21,29 @@ if (!host)
 const dir = mkdtempSync(join(tmpdir(), 'shears-cli-swe-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-(host ? describe : describe.skip)('shears process --env swe', () => {
+(host ? describe : describe.skip)('shears prepare and process --env swe', () => {
+  it('builds the image of every bundled task with progress, and reuses them the second time', async () => {
+    writeFileSync(
+      join(dir, 'shears.json'),
+      JSON.stringify({ env: { settings: { docker: host } }, sandbox: { settings: { hosts: [host] } } }),
+    );
+    const args = ['prepare', '--config', 'shears.json', '--env', 'swe', '--tasks', 'bundled'];
+    const first = await runShears(args, { cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toMatch(/\[1\/12\] preparing /);
+    expect(first.stderr).toMatch(/\[12\/12\] preparing /);
+    const lines = first.stdout.trim().split('\n');
+    expect(lines.at(-1)).toMatch(/^prepared 12 task\(s\) of env swe in [\d.]+ s$/);
+    // One line per task: its id and the image tag built for it.
+    const images = lines.slice(0, -1).map((line) => line.trim().split(/\s+/));
+    expect(images).toHaveLength(12);
+    for (const [id, image] of images) expect(image, id).toMatch(/^shears-swe-/);
+    const second = await runShears(args, { cwd: dir });
+    expect(second.code).toBe(0);
+    expect(second.stdout.trim().split('\n').slice(0, -1)).toEqual(lines.slice(0, -1));
+    expect(second.stderr).toMatch(/up to date/);
+  }, 900_000);
+
   it('runs the bundled SWE tasks in Docker and writes scored groups', async () => {
     writeFileSync(
       join(dir, 'shears.json'),

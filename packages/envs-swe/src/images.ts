@@ -183,7 +183,10 @@ export async function ensureTaskImage(options: {
   onProgress?: ProgressCallback;
 }): Promise<string> {
   const tag = taskImageTag(options.task, options.prepared, options.baseTag);
-  if (await imageExists(options.docker, tag)) return tag;
+  if (await imageExists(options.docker, tag)) {
+    options.onProgress?.(`image ${tag} is up to date`);
+    return tag;
+  }
   const context = mkdtempSync(join(tmpdir(), 'shears-swe-context-'));
   try {
     cpSync(options.prepared.dir, join(context, 'repo'), { recursive: true });

@@ -87,7 +87,7 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
     async setup(options: { signal?: AbortSignal; logger: Logger } = { logger: silentLogger }) {
       const docker =
         typeof settings.docker === 'object' ? settings.docker : await createDockerClient(settings.docker);
-      const progress = settings.onProgress ?? ((message: string) => options.logger.debug(message));
+      const progress = settings.onProgress ?? ((message: string) => options.logger.info(message));
       const baseTag = await ensureSweBaseImage({ docker, onProgress: progress });
       for (const [index, task] of settings.tasks.entries()) {
         if (options.signal?.aborted) break;
