@@ -1,6 +1,7 @@
 // The kernel runs its own conformance suites on small real implementations.
 import { z } from 'zod';
 import { defineTool } from '../contracts/tool.js';
+import { describeBudgetConformance } from './budget-conformance.js';
 import { describeEnvConformance } from './env-conformance.js';
 import { describeToolConformance } from './tool-conformance.js';
 
@@ -56,4 +57,18 @@ describeEnvConformance({
     request.messages.at(-1)?.role === 'tool'
       ? { content: 'done' }
       : { toolCalls: [{ name: 'shell_echo', arguments: { text: 'ready' } }] },
+});
+
+describeBudgetConformance({ name: 'hermes defaults', budget: {} });
+describeBudgetConformance({
+  name: 'a small custom budget (read_file override ignored)',
+  budget: {
+    maxTurns: 4,
+    maxTokens: 300,
+    wallClockMs: 500,
+    defaultResultSize: 2_000,
+    turnBudget: 3_000,
+    previewSize: 200,
+    toolOverrides: { read_file: 10, emit: 2_000 },
+  },
 });

@@ -2,6 +2,8 @@
 // HTTP server, and fixture helpers. Import only from tests.
 // The scripted servers and client, also available without vitest as @shears/core/scripted.
 
+export type { BudgetConformanceOptions } from './budget-conformance.js';
+export { describeBudgetConformance } from './budget-conformance.js';
 export type { EnvConformanceOptions } from './env-conformance.js';
 export { describeEnvConformance } from './env-conformance.js';
 export type { FileToolSuiteHooks, FileToolsFactory } from './file-tool-suite.js';
