@@ -24,6 +24,7 @@ export const FLAG_ALIASES: Record<string, string> = {
   model: 'server.model',
   'base-url': 'server.base_url',
   provider: 'server.provider',
+  tokenizer: 'server.tokenizer',
   sandbox: 'sandbox.provider',
   url: 'api.url',
   port: 'api.port',

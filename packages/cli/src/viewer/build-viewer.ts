@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { type ScoredGroupRecord, safeParseJson } from '@shears/core';
-import { VIEWER_SCRIPT } from './viewer-script.js';
+import { TOKENS_SHOWN_PER_SEQUENCE, VIEWER_SCRIPT } from './viewer-script.js';
 
 export interface ViewerMeta {
   title?: string;
@@ -15,6 +15,26 @@ export interface BuildViewerOptions {
   meta?: ViewerMeta;
   /** Applied to the serialised data before embedding (secret redaction). */
   redact?: (text: string) => string;
+  /** Text of one token id; when given, the token view shows text (ids stay in the tooltip). */
+  decodeToken?: (id: number) => string;
+}
+
+/** The text of every token id the token view will show, decoded once per distinct id. */
+function tokenVocabulary(
+  groups: readonly ScoredGroupRecord[],
+  decode: (id: number) => string,
+): Record<string, string> {
+  const vocab: Record<string, string> = {};
+  for (const group of groups)
+    for (const rollout of group.rollouts)
+      for (const sequence of rollout.tokens?.sequences ?? []) {
+        const shown = Math.min(sequence.tokens.length, TOKENS_SHOWN_PER_SEQUENCE);
+        for (let index = 0; index < shown; index++) {
+          const id = sequence.tokens[index] as number;
+          if (!(id in vocab)) vocab[id] = decode(id);
+        }
+      }
+  return vocab;
 }
 
 export interface ReadGroupsResult {
@@ -101,7 +121,8 @@ export function buildViewerHtml(
   options: BuildViewerOptions = {},
 ): string {
   const meta = options.meta ?? {};
-  let json = JSON.stringify({ meta, groups });
+  const vocab = options.decodeToken ? tokenVocabulary(groups, options.decodeToken) : undefined;
+  let json = JSON.stringify(vocab ? { meta, groups, vocab } : { meta, groups });
   if (options.redact) json = options.redact(json);
   const payload = gzipSync(Buffer.from(json, 'utf8'), { level: 6 }).toString('base64');
   const title = escapeHtml(meta.title ?? 'shears trajectories');

@@ -1,9 +1,13 @@
 // The trajectory viewer's browser code, embedded verbatim into the static HTML file. Plain
 // ES2020 without template literals, so it can live in a TS string. The list of groups is
 // virtualised (only visible rows exist in the DOM), so 10,000 trajectories stay responsive.
+/** Tokens shown per sequence in the token view (the page says how many more there are). */
+export const TOKENS_SHOWN_PER_SEQUENCE = 3000;
+
 export const VIEWER_SCRIPT = String.raw`
 (function () {
   'use strict';
+  var TOKENS_SHOWN = ${TOKENS_SHOWN_PER_SEQUENCE};
   var ROW_HEIGHT = 44;
   var OVERSCAN = 8;
   var state = { data: null, groups: [], visible: [], selected: -1, filters: { min: null, max: null, outcome: 'all', search: '', dropped: true } };
@@ -161,19 +165,28 @@ export const VIEWER_SCRIPT = String.raw`
     }));
   }
 
+  // Whitespace made visible: a space as a middle dot, newline and tab as arrows.
+  function visibleToken(piece) {
+    if (piece === '') return '\u2205';
+    return piece.replace(/ /g, '\u00b7').replace(/\n/g, '\u21b5').replace(/\t/g, '\u21e5');
+  }
+
   function renderTokens(tokens) {
+    var vocab = state.data && state.data.vocab;
     var box = el('div', { class: 'tokens', 'data-testid': 'tokens' });
     (tokens.sequences || []).forEach(function (sequence, sequenceIndex) {
       var generated = sequence.masks.filter(function (mask) { return mask !== -100; }).length;
       box.appendChild(el('div', { class: 'muted', text: 'sequence ' + sequenceIndex + ': ' + sequence.tokens.length + ' tokens, ' + generated + ' generated' + (tokens.splits ? ', ' + tokens.splits + ' splits' : '') }));
       var line = el('div', { class: 'token-line' });
-      var limit = Math.min(sequence.tokens.length, 3000);
+      var limit = Math.min(sequence.tokens.length, TOKENS_SHOWN);
       for (var index = 0; index < limit; index++) {
         var masked = sequence.masks[index] === -100;
         var logprob = sequence.logprobs[index];
-        var title = 'id ' + sequence.tokens[index] + (masked ? ' (prompt/tool, masked)' : ' (generated) logprob ' + fmt(logprob, 3));
+        var id = sequence.tokens[index];
+        var piece = vocab ? vocab[id] : undefined;
+        var title = 'id ' + id + (piece !== undefined ? ' ' + JSON.stringify(piece) : '') + (masked ? ' (prompt/tool, masked)' : ' (generated) logprob ' + fmt(logprob, 3));
         var opacity = masked ? 1 : Math.max(0.25, Math.min(1, Math.exp(logprob || 0)));
-        line.appendChild(el('span', { class: masked ? 'tok masked' : 'tok gen', style: masked ? null : 'opacity:' + opacity.toFixed(2), title: title, text: String(sequence.tokens[index]) }));
+        line.appendChild(el('span', { class: masked ? 'tok masked' : 'tok gen', style: masked ? null : 'opacity:' + opacity.toFixed(2), title: title, text: piece !== undefined ? visibleToken(piece) : String(id) }));
       }
       if (limit < sequence.tokens.length) line.appendChild(el('span', { class: 'muted', text: ' \u2026 ' + (sequence.tokens.length - limit) + ' more' }));
       box.appendChild(line);
