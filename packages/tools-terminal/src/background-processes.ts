@@ -75,7 +75,8 @@ export async function startBackgroundProcess(
   const exitPath = `${dir}/${sessionId}.exit`;
   const inner = [
     `if command -v bash >/dev/null 2>&1; then bash -c ${shellQuote(options.command)}; else sh -c ${shellQuote(options.command)}; fi`,
-    `printf '%s\\n' "$?" > ${shellQuote(exitPath)}`,
+    // Written to a temporary name and renamed, so a reader never sees an empty exit file.
+    `code=$?; printf '%s\\n' "$code" > ${shellQuote(`${exitPath}.tmp`)} && mv ${shellQuote(`${exitPath}.tmp`)} ${shellQuote(exitPath)}`,
   ].join('\n');
   const launcher = `mkdir -p ${shellQuote(dir)} && { if command -v setsid >/dev/null 2>&1; then setsid sh -c ${shellQuote(inner)}; else sh -c ${shellQuote(inner)}; fi; } > ${shellQuote(logPath)} 2>&1 < /dev/null & echo $!`;
   const result = await sandbox.exec(launcher, { cwd: options.cwd, timeoutMs: 30_000 });
@@ -110,6 +111,8 @@ export async function inspectBackgroundProcess(
   const script = [
     `if [ -f ${shellQuote(entry.exitPath)} ]; then printf 'exited %s\\n' "$(cat ${shellQuote(entry.exitPath)})";`,
     `elif kill -0 ${entry.pid} 2>/dev/null && [ "$(cut -d' ' -f3 /proc/${entry.pid}/stat 2>/dev/null)" != Z ]; then echo running;`,
+    // The process may have written its exit code and ended between the two checks above.
+    `elif [ -f ${shellQuote(entry.exitPath)} ]; then printf 'exited %s\\n' "$(cat ${shellQuote(entry.exitPath)})";`,
     'else echo gone; fi',
     `wc -c < ${shellQuote(entry.logPath)} 2>/dev/null || echo 0`,
     `echo ${SEPARATOR}`,

@@ -110,6 +110,14 @@ export function describeTerminalTools(
       const waited = await run(processTool, { action: 'wait', session_id: sessionId, timeout: 20 });
       expect(waited.json).toMatchObject({ status: 'exited', exit_code: 0 });
       expect(waited.json.output).toContain('finished');
+      // A failing background command reports its own exit code, not a missing one.
+      const failing = await run(terminal, { command: 'echo bad; exit 3', background: true });
+      const failed = await run(processTool, {
+        action: 'wait',
+        session_id: failing.json.session_id,
+        timeout: 20,
+      });
+      expect(failed.json).toMatchObject({ status: 'exited', exit_code: 3 });
       const log = await run(processTool, { action: 'log', session_id: sessionId, offset: 1, limit: 2 });
       expect(log.json.output).toBe('line-2\nline-3');
       expect(log.json.total_lines).toBe(4);
@@ -118,7 +126,7 @@ export function describeTerminalTools(
       const serverId = server.json.session_id as string;
       expect((await run(processTool, { action: 'poll', session_id: serverId })).json.status).toBe('running');
       const listed = await run(processTool, { action: 'list' });
-      expect(listed.json.count).toBe(2);
+      expect(listed.json.count).toBe(3);
       const killed = await run(processTool, { action: 'kill', session_id: serverId });
       expect(killed.json.status).toBe('killed');
       expect((await run(processTool, { action: 'poll', session_id: serverId })).json.status).toBe('killed');
