@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type ChatMessage, ConfigError, JsonParseError, type ToolSchema } from '@shears/core';
 import { describeTokenizerConformance } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
-import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
+import { llama3Tokenizer, QWEN3_DIR, qwen3Tokenizer } from '../test/tokenizers.js';
 import { createHfTokenizer } from './hf-tokenizer.js';
 import { createIncrementalEncoder } from './incremental-encoder.js';
 
@@ -135,6 +135,58 @@ describe('createHfTokenizer: chat templates', () => {
     const ids = llama.encode(LLAMA3_FULL, { addSpecialTokens: false });
     expect(ids[0]).toBe(bos);
     expect(ids.filter((id) => id === bos)).toHaveLength(1);
+  });
+});
+
+describe('createHfTokenizer: tool-call arguments in templates', () => {
+  // The assistant branch of Qwen2.5's template (and Llama 3.1's, in its own words): `arguments | tojson`
+  // with no string check, so a JSON string would come out double-encoded.
+  const QWEN25_STYLE = [
+    "{%- for message in messages %}{%- if message.role == 'assistant' %}",
+    "{{- '<|im_start|>assistant' }}{%- for tool_call in message.tool_calls %}",
+    '{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}',
+    '{{- \'\\n<tool_call>\\n{"name": "\' }}{{- tool_call.name }}{{- \'", "arguments": \' }}',
+    "{{- tool_call.arguments | tojson }}{{- '}\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\\n' }}",
+    '{%- endif %}{%- endfor %}',
+  ].join('');
+  const history: ChatMessage[] = [
+    {
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        {
+          id: 'c1',
+          type: 'function',
+          function: { name: 'get_weather', arguments: '{"city": "東京", "days": 3, "units": {"temp": "C"}}' },
+        },
+      ],
+    },
+  ];
+
+  it('hands dicts to templates that write `arguments | tojson`, as vLLM does', () => {
+    const tokenizer = createHfTokenizer({ dir: QWEN3_DIR, chatTemplate: QWEN25_STYLE });
+    expect(tokenizer.applyChatTemplate(history)).toBe(
+      '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "東京", "days": 3, "units": {"temp": "C"}}}\n</tool_call><|im_end|>\n',
+    );
+    // Forced to strings, the same template double-encodes: what `auto` avoids.
+    const asText = createHfTokenizer({ dir: QWEN3_DIR, chatTemplate: QWEN25_STYLE, toolArguments: 'string' });
+    expect(asText.applyChatTemplate(history)).toContain('"arguments": "{\\"city\\"');
+  });
+
+  it('keeps the exact text for templates that test `arguments is string` (Qwen3), floats included', () => {
+    const exact: ChatMessage[] = [
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'scale', arguments: '{"factor": 1.0}' } },
+        ],
+      },
+    ];
+    expect(qwen3Tokenizer().applyChatTemplate(exact)).toContain('"arguments": {"factor": 1.0}}');
+    const asObject = createHfTokenizer({ dir: QWEN3_DIR, toolArguments: 'object' });
+    // JavaScript numbers cannot tell 1.0 from 1: the reason `auto` keeps strings where it can.
+    expect(asObject.applyChatTemplate(exact)).toContain('"arguments": {"factor": 1}}');
   });
 });
 

@@ -12,6 +12,7 @@ import {
   InvalidArgumentError,
   messageText,
   parseJson,
+  safeParseJson,
   type TokenizerV1,
 } from '@shears/core';
 
@@ -24,13 +25,29 @@ export type HfTokenizerSettings =
       id?: string;
       /** Overrides the template in the config (e.g. a fixed or tool-use variant). */
       chatTemplate?: string;
+      toolArguments?: ToolArgumentsMode;
     }
   | {
       /** A folder holding `tokenizer.json` and `tokenizer_config.json`. */
       dir: string;
       id?: string;
       chatTemplate?: string;
+      toolArguments?: ToolArgumentsMode;
     };
+
+/**
+ * How assistant tool-call arguments reach the template. `object`: parsed into a dict, as vLLM
+ * does before templating (templates such as Qwen2.5's and Llama 3.1's write
+ * `arguments | tojson` and would otherwise double-encode a string). `string`: the JSON text as
+ * is. `auto` (default): `string` when the template tests `arguments is string` / `is mapping`
+ * itself (Qwen3), which keeps the text byte-exact; `object` otherwise.
+ */
+export type ToolArgumentsMode = 'auto' | 'string' | 'object';
+
+/** True when the template checks the arguments' type itself and writes strings as they are. */
+export function templateTakesStringArguments(source: string): boolean {
+  return /arguments\s+is\s+(?:not\s+)?(?:string|mapping)\b/.test(source);
+}
 
 /** A Hugging Face tokenizer: the TokenizerV1 contract plus the added-token table incremental encoding needs. */
 export interface HfTokenizer extends TokenizerV1 {
@@ -105,10 +122,23 @@ function pickTemplate(config: Record<string, unknown>, hasTools: boolean): strin
 }
 
 /** Messages as templates expect them: text content (null becomes ''), other keys kept. */
-function templateMessages(messages: ChatMessage[]): Record<string, unknown>[] {
+function templateMessages(messages: ChatMessage[], argumentsAsObjects: boolean): Record<string, unknown>[] {
   return messages.map((message) => {
     const copy: Record<string, unknown> = { ...message };
     copy.content = typeof message.content === 'string' ? message.content : messageText(message);
+    if (argumentsAsObjects && Array.isArray(message.tool_calls))
+      copy.tool_calls = message.tool_calls.map((call) => {
+        const parsed = safeParseJson(call.function?.arguments ?? '');
+        // Arguments that are not a JSON object stay text (vLLM would fail on them).
+        if (
+          !parsed.success ||
+          typeof parsed.value !== 'object' ||
+          parsed.value === null ||
+          Array.isArray(parsed.value)
+        )
+          return call;
+        return { ...call, function: { ...call.function, arguments: parsed.value } };
+      });
     return copy;
   });
 }
@@ -236,6 +266,7 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
       }
       const hasTools = (options.tools?.length ?? 0) > 0;
       const source = settings.chatTemplate ?? pickTemplate(tokenizerConfig, hasTools);
+      const toolArguments = settings.toolArguments ?? 'auto';
       if (!source) {
         throw new ConfigError({
           message: `Tokenizer "${settings.id ?? defaultId}" has no chat_template in tokenizer_config.json; pass settings.chatTemplate`,
@@ -243,7 +274,10 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
       }
       return compile(source).render({
         ...specialTokenVariables,
-        messages: templateMessages(messages),
+        messages: templateMessages(
+          messages,
+          toolArguments === 'object' || (toolArguments === 'auto' && !templateTakesStringArguments(source)),
+        ),
         // Templates test `if tools`, so no tools must be undefined rather than [].
         tools: hasTools ? options.tools : undefined,
         add_generation_prompt: options.addGenerationPrompt ?? false,

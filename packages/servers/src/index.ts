@@ -12,7 +12,7 @@ export type {
   VllmApi,
 } from './generate-backends.js';
 export { createSglangBackend, createVllmBackend } from './generate-backends.js';
-export type { HfTokenizer, HfTokenizerSettings } from './hf-tokenizer.js';
+export type { HfTokenizer, HfTokenizerSettings, ToolArgumentsMode } from './hf-tokenizer.js';
 export { createHfTokenizer } from './hf-tokenizer.js';
 export type { IncrementalEncodeResult, IncrementalEncoder } from './incremental-encoder.js';
 export { createIncrementalEncoder } from './incremental-encoder.js';
