@@ -30,7 +30,7 @@ const pkg = {
     build: 'tsc -p tsconfig.build.json',
     typecheck: 'tsc -p tsconfig.json --noEmit',
     test: 'vitest run',
-    publint: 'publint',
+    publint: 'publint && attw --pack . --profile esm-only',
   },
   dependencies: deps,
   devDependencies: devDeps,
