@@ -146,6 +146,42 @@ describe('rubric judge', () => {
     expect(server.chatRequests).toHaveLength(2);
     expect(cache.stats).toEqual({ hits: 1, misses: 2 });
   });
+
+  it('a cache hit costs nothing: zero tokens and cost, the original usage kept as cachedUsage', async () => {
+    const server = await scripted({
+      policy: () => ({ content: verdictText(0.9), usage: { prompt_tokens: 1_000, completion_tokens: 200 } }),
+    });
+    const cache = createMemoryJudgeCache();
+    const judges = ['a', 'b'].map((model) =>
+      createRubricJudge({
+        id: model,
+        server: createScriptedServerClient({ baseUrl: server.url, model }),
+        cache,
+        pricing: { inputPerMillion: 2, outputPerMillion: 10 },
+      }),
+    );
+    const panel = createJudgePanel({ judges, aggregation: 'mean' });
+    const fresh = await panel.judge(subject('same'));
+    // Two calls of 1,000 + 200 tokens at $2 / $10 per million: 2 * (0.002 + 0.002) = $0.008.
+    expect(fresh.usage).toMatchObject({ promptTokens: 2_000, completionTokens: 400, totalTokens: 2_400 });
+    expect(fresh.usage?.costUsd).toBeCloseTo(0.008, 12);
+
+    const again = await panel.judge(subject('same'));
+    expect(server.chatRequests).toHaveLength(2);
+    expect(again).toMatchObject({ status: 'scored', score: 0.9 });
+    expect(again.usage).toEqual({ promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 });
+
+    const hit = await judges[0]!.judge(subject('same'));
+    expect(hit).toMatchObject({ status: 'scored', cached: true });
+    expect(hit.usage).toEqual({ promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 });
+    if (hit.status === 'scored')
+      expect(hit.details?.cachedUsage).toMatchObject({
+        promptTokens: 1_000,
+        completionTokens: 200,
+        totalTokens: 1_200,
+        costUsd: 0.004,
+      });
+  });
 });
 
 describe('judge panel', () => {

@@ -83,6 +83,30 @@ function responseFormatBody(mode: ResponseFormatMode, rubric: Rubric): Record<st
   };
 }
 
+/**
+ * A cached verdict as returned to the caller: no call was made, so it reports zero tokens and
+ * (when the original was priced) zero cost. The original call's usage stays readable as
+ * `details.cachedUsage`.
+ */
+function cacheHit(cached: Verdict): Verdict {
+  const original = cached.usage;
+  const usage = original
+    ? {
+        promptTokens: 0,
+        completionTokens: 0,
+        totalTokens: 0,
+        ...(original.costUsd !== undefined ? { costUsd: 0 } : {}),
+      }
+    : undefined;
+  if (cached.status !== 'scored') return { ...cached, usage };
+  return {
+    ...cached,
+    cached: true,
+    usage,
+    details: { ...cached.details, ...(original ? { cachedUsage: original } : {}) },
+  };
+}
+
 export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { readonly rubric: Rubric } {
   const rubric = settings.rubric ?? DEFAULT_RUBRIC;
   const id = settings.id ?? `rubric:${settings.server.model ?? 'judge'}`;
@@ -97,7 +121,7 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
       const cacheKey = settings.cache ? judgeCacheKey(id, rubric.hash, subject) : undefined;
       if (cacheKey) {
         const cached = settings.cache!.get(cacheKey);
-        if (cached) return { ...cached, cached: true } as Verdict;
+        if (cached) return cacheHit(cached);
       }
       const messages = buildRubricPrompt(subject, rubric, settings.format);
       const controller = new AbortController();
