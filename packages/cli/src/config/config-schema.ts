@@ -106,8 +106,11 @@ export const apiConfigSchema = z
     poll_ms: z.int().min(10).default(1000).describe('How often a paused worker asks /status again'),
     database: z
       .string()
-      .default(':memory:')
-      .describe('SQLite file for a durable queue (`shears api`); ":memory:" keeps it in memory like Atropos'),
+      .min(1)
+      .default('shears-trajectory-api.sqlite')
+      .describe(
+        'SQLite file holding the queue of `shears api` and `shears train`, relative to the working directory; a restart resumes from it. ":memory:" keeps everything in memory like Atropos (lost on exit)',
+      ),
     auth_token: z
       .string()
       .optional()
