@@ -107,6 +107,44 @@ describe('planBatchWithMinimums', () => {
   });
 });
 
+describe('planBatchWithMinimums when the batch size is not a multiple of the group size', () => {
+  // Groups of 8, batch size 12: no set of whole groups ever makes a batch (the Atropos stall).
+  it('splits one group, as planBatch does, whether or not a minimum is in force', () => {
+    const queue = queueOf([8, 8, 8], [0, 1, 0]);
+    const withMinimum = [env({ min_batch_allocation: 0.5 }), env()];
+    expect(planBatchWithMinimums(queue, 12, withMinimum)).toEqual({
+      take: [0],
+      split: { index: 1, sequences: 4 },
+    });
+    // A minimum that truncates to 0 sequences: the mode is on, but no env holds a minimum.
+    const truncated = [env({ min_batch_allocation: 0.01 }), env()];
+    expect(planBatchWithMinimums(queue, 12, truncated)).toEqual({
+      take: [0],
+      split: { index: 1, sequences: 4 },
+    });
+  });
+
+  it("keeps Atropos's behaviour with splitGroups: false", () => {
+    const queue = queueOf([8, 8, 8], [0, 1, 0]);
+    expect(
+      planBatchWithMinimums(queue, 12, [env({ min_batch_allocation: 0.5 }), env()], { splitGroups: false }),
+    ).toBeUndefined();
+    expect(
+      planBatchWithMinimums(queue, 12, [env({ min_batch_allocation: 0.01 }), env()], { splitGroups: false }),
+    ).toBeUndefined();
+  });
+
+  it('fills the rest with the exact search where queue order alone fails', () => {
+    // The minimum gives env 0 its group of 4; queue order then takes the 8 and is stuck at 12
+    // of 14, while 4 + 4 + 6 (skipping the 8) makes the batch.
+    const queue = queueOf([4, 8, 4, 6], [0, 1, 1, 1]);
+    const plan = planBatchWithMinimums(queue, 14, [env({ min_batch_allocation: 0.25 }), env()]);
+    expect(plan?.split).toBeUndefined();
+    expect(plan && total(queue, plan.take)).toBe(14);
+    expect(plan?.take).toEqual([0, 2, 3]);
+  });
+});
+
 describe('computeEnvStatus', () => {
   it('computes queue sizes in units of the env group and grows its recorded group size', () => {
     const envs = [env({ group_size: 4 }), env({ group_size: 8, weight: 3 })];

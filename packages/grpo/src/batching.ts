@@ -148,12 +148,15 @@ export function planBatch(
 /**
  * Batches with per-env minimum allocations (Atropos `grab_batch_with_minimum_allocations`,
  * adapted): minimums of connected envs are honoured first in registration order, then the rest
- * is filled in queue order. Unlike Atropos, groups without an env id are still batched.
+ * is filled from the remaining groups with `planBatch`'s rules (queue order first, then the
+ * exact search, then — unless `splitGroups` is false — one split group when the rest can never
+ * be reached from whole groups). Unlike Atropos, groups without an env id are still batched.
  */
 export function planBatchWithMinimums(
   queue: readonly QueuedGroup[],
   batchSize: number,
   envs: readonly EnvRecord[],
+  options: { splitGroups?: boolean } = {},
 ): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
   const minimums = new Map<number, number>();
@@ -162,7 +165,7 @@ export function planBatchWithMinimums(
     const sequences = Math.trunc(batchSize * env.min_batch_allocation);
     if (sequences > 0) minimums.set(envId, sequences);
   });
-  if (minimums.size === 0) return planBatch(queue, batchSize, { splitGroups: false });
+  if (minimums.size === 0) return planBatch(queue, batchSize, options);
   for (const envId of minimums.keys()) if (!queue.some((group) => group.envId === envId)) return undefined;
   const reserved = [...minimums.values()].reduce((a, b) => a + b, 0);
   if (reserved > batchSize) {
@@ -184,13 +187,21 @@ export function planBatchWithMinimums(
       remaining -= group.size;
     });
   }
-  queue.forEach((group, index) => {
-    if (taken.has(index) || remaining === 0 || group.size > remaining) return;
-    taken.add(index);
-    take.push(index);
-    remaining -= group.size;
+  if (remaining === 0) return { take };
+  const restIndices: number[] = [];
+  queue.forEach((_, index) => {
+    if (!taken.has(index)) restIndices.push(index);
   });
-  return remaining === 0 ? { take } : undefined;
+  const rest = planBatch(
+    restIndices.map((index) => queue[index] as QueuedGroup),
+    remaining,
+    options,
+  );
+  if (!rest) return undefined;
+  const plan: BatchPlan = { take: [...take, ...rest.take.map((index) => restIndices[index] as number)] };
+  if (rest.split)
+    plan.split = { index: restIndices[rest.split.index] as number, sequences: rest.split.sequences };
+  return plan;
 }
 
 /** Whether any env record (connected or not) asks for a minimum share — Atropos's mode switch. */

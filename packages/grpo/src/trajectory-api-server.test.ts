@@ -543,6 +543,34 @@ describe('trajectory API: where shears does better than Atropos', () => {
     expect(second[0]?.scores).toEqual([0.5, 0.625, 0.75, 0.875]);
   });
 
+  it('splits a group in minimum-allocation mode too, unless splitGroups is false', async () => {
+    for (const splitGroups of [true, false]) {
+      server = await start({ splitGroups });
+      await post('/register', registration(12));
+      await get('/batch');
+      await post('/register-env', {
+        max_token_length: 2048,
+        desired_name: 'a',
+        weight: 1,
+        group_size: 8,
+        min_batch_allocation: 0.5,
+      });
+      await post('/register-env', { max_token_length: 2048, desired_name: 'b', weight: 1, group_size: 8 });
+      await post('/scored_data', { ...group(8), env_id: 1 });
+      await post('/scored_data', { ...group(8), env_id: 0 });
+      await post('/scored_data', { ...group(8), env_id: 1 });
+      const batch = ((await get('/batch')).json as { batch: { env_id: number; tokens: unknown[] }[] | null })
+        .batch;
+      if (splitGroups)
+        expect(batch?.map((item) => [item.env_id, item.tokens.length])).toEqual([
+          [0, 8],
+          [1, 4],
+        ]);
+      else expect(batch).toBeNull();
+      await server.close();
+    }
+  });
+
   it('answers 429 with Retry-After when the queue is full', async () => {
     server = await start({ maxQueuedGroups: 2, retryAfterSeconds: 3 });
     await post('/register', registration(64));

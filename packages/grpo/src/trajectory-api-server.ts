@@ -525,7 +525,9 @@ export async function startTrajectoryApiServer(
       const minimums = usesMinimumAllocations(run.envs);
       const formed = store.formBatches((queue) =>
         minimums
-          ? planBatchWithMinimums(queue, run.batchSize, run.envs)
+          ? planBatchWithMinimums(queue, run.batchSize, run.envs, {
+              splitGroups: settings.splitGroups ?? true,
+            })
           : planBatch(queue, run.batchSize, { splitGroups: settings.splitGroups ?? true }),
       );
       if (formed > 0) logger.debug(`formed ${formed} batch(es); step is now ${store.run.step}`);
@@ -556,12 +558,17 @@ export async function startTrajectoryApiServer(
 
   // Hand-out without a trainer acknowledgement (the Atropos protocol has none): everything but
   // the last bytes is written and drained first; then a one-row commit marks the batch
-  // delivered and the last bytes go to the kernel in the same synchronous step, microseconds
-  // later. A crash before the mark leaves the batch to be served again (the trainer saw an
-  // incomplete response); a crash after the bytes are in the kernel finds the batch marked and
-  // deletes it at start. Only a kill -9 in the microseconds between the two loses a batch.
+  // delivered and the last bytes are written in the same synchronous step. A crash before the
+  // mark leaves the batch to be served again (the trainer saw an incomplete response); a crash
+  // after the bytes are in the kernel finds the batch marked and deletes it at start. A kill -9
+  // after the mark but before the last bytes reach the kernel loses the batch: microseconds
+  // when the kernel takes them at once, but when its send buffer is full they wait in the
+  // socket's buffer until the trainer has read enough (see docs/atropos-differences.md).
   // The mark comes first because writing the last bytes wakes the trainer, and the scheduler
   // may run it (and whatever reacts to it) before this process gets the CPU back.
+  // The mark is deliberately not fsynced (even with synchronous=full): after a power loss an
+  // unsynced mark re-serves the batch, while a synced one would delete a batch whose bytes may
+  // have died in the kernel's send buffer. The deletion after the flush is fsynced.
   async function deliverBatch(
     response: ServerResponse,
     batch: FormedBatch,

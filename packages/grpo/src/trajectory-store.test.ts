@@ -78,3 +78,30 @@ describe('delivered batches across restarts', () => {
     reopened.close();
   });
 });
+
+describe('idempotency keys', () => {
+  it('keeps the key table bounded when every keyed POST carries a list of groups', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'shears-store-'));
+    directories.push(directory);
+    const path = join(directory, 'store.sqlite');
+    const store = await TrajectoryStore.open({ path, synchronous: 'normal' });
+    // 8 groups per POST: nextId (odd) never lands on a multiple of 1000 right after a POST, which is
+    // when the table used to be pruned.
+    const posts = 3000;
+    for (let post = 0; post < posts; post++)
+      store.ingest(
+        Array.from({ length: 8 }, (_, index) => group(`{"tokens":[[${index}]],"masks":[[1]],"scores":[1]}`)),
+        { idempotencyKey: `post-${post}`, respond: () => `answer-${post}`, idempotencyLimit: 10 },
+      );
+    // The newest keys still replay; the oldest were forgotten.
+    expect(store.idempotentResponse(`post-${posts - 1}`)).toBe(`answer-${posts - 1}`);
+    expect(store.idempotentResponse(`post-${posts - 10}`)).toBe(`answer-${posts - 10}`);
+    expect(store.idempotentResponse('post-0')).toBeUndefined();
+    store.close();
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(path, { readonly: true });
+    const { count } = db.prepare('SELECT count(*) AS count FROM idempotency').get() as { count: number };
+    db.close();
+    expect(count).toBeLessThanOrEqual(10 + 1000);
+  });
+});

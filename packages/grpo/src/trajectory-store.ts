@@ -296,6 +296,8 @@ export class TrajectoryStore {
     });
   }
 
+  private keysSincePrune = 0;
+
   idempotentResponse(key: string): string | undefined {
     const row = this.db.prepare('SELECT response FROM idempotency WHERE key = ?').get(key) as
       | { response: string }
@@ -380,11 +382,14 @@ export class TrajectoryStore {
         this.db
           .prepare('INSERT OR REPLACE INTO idempotency (key, response) VALUES (?, ?)')
           .run(options.idempotencyKey, response);
-        if (this.run.nextId % 1000 === 0) {
+        // Pruned every 1,000 keys (and at the first keyed POST after a start), so the table
+        // never holds more than the limit plus 1,000 keys, however many groups each POST carries.
+        if (this.keysSincePrune === 0) {
           this.db
             .prepare('DELETE FROM idempotency WHERE rowid <= (SELECT max(rowid) FROM idempotency) - ?')
             .run(options.idempotencyLimit);
         }
+        this.keysSincePrune = (this.keysSincePrune + 1) % 1000;
       }
       return response;
     });
@@ -512,6 +517,8 @@ export class TrajectoryStore {
    * kernel. Until `completeBatch` deletes its groups, a restart deletes them instead. The mark
    * comes before the bytes, not after, because writing the last bytes wakes the trainer, and the
    * scheduler may run the trainer (and whoever reacts to it) before this process commits again.
+   * Not fsynced on its own, even with synchronous=full: a power loss before `completeBatch`
+   * (which is fsynced) re-serves the batch rather than losing it.
    */
   markDelivered(batch: FormedBatch): void {
     this.markStatement ??= this.db.prepare('INSERT OR IGNORE INTO delivered (batch_no) VALUES (?)');
