@@ -12,6 +12,8 @@ export interface ExtractedPage {
   markdown: string;
 }
 
+// Never text a reader wants: removed outright. Form controls go, the forms around them are
+// judged below (ASP.NET WebForms pages wrap the whole body in one <form>).
 const NEVER_CONTENT = [
   'script',
   'style',
@@ -28,7 +30,10 @@ const NEVER_CONTENT = [
   'input',
   'select',
   'textarea',
-  'form',
+].join(',');
+
+// Page furniture: removed unless it holds most of the page's text.
+const FURNITURE = [
   'dialog',
   'nav',
   'aside',
@@ -43,18 +48,49 @@ const NEVER_CONTENT = [
   '[role="search"]',
 ].join(',');
 
-// id/class words that mark banners, consent prompts, share bars and ads.
+// A form with less text than this (once its controls are gone) is a search box, a login or a
+// newsletter sign-up, not content.
+const SMALL_FORM_CHARS = 500;
+
+// id/class words that mark banners, consent prompts, share bars and ads, as a whole class name
+// or one of its hyphen/underscore parts (`cookie-banner`, `share_bar`, `docs-sidebar`).
 const BOILERPLATE_WORDS =
-  /(^|[-_\s])(cookie|cookies|consent|gdpr|onetrust|cmp|banner|newsletter|subscribe|share|social|advert|ads|promo|popup|modal|breadcrumbs?|sidebar|toc|table-of-contents|skip-link)([-_\s]|$)/i;
+  /(^|[-_])(cookie|cookies|consent|gdpr|onetrust|cmp|banner|newsletter|subscribe|share|social|advert|ads|promo|popup|modal|breadcrumbs?|sidebar|toc|table-of-contents|skip-link)([-_]|$)/i;
+
+// Class names that describe the page's state or layout rather than a component: `has-sidebar`,
+// `with-toc`, `no-ads`, `page--with-toc`, `share-enabled`, `sidebar-layout` sit on wrappers
+// around the whole content.
+const STATE_CLASS =
+  /((^|--)(has|with|without|no|is|show|hide|enable|allow)[-_])|([-_](enabled|disabled|active|open|visible|hidden|layout|template|on|off)$)/i;
+
+function isBoilerplateMarker(marker: string): boolean {
+  return marker
+    .split(/\s+/)
+    .some((name) => name !== '' && BOILERPLATE_WORDS.test(name) && !STATE_CLASS.test(name));
+}
+
+function textLength(element: { textContent: string | null }): number {
+  return (element.textContent ?? '').replace(/\s+/g, '').length;
+}
 
 function removeBoilerplate(document: DomDocument): void {
   for (const element of [...document.querySelectorAll(NEVER_CONTENT)]) element.remove();
+  // Whatever a rule below matches, an element holding most of the page's text is the page
+  // (a wrapper with an unlucky class, a body-wide <form>) and stays; Readability takes it from there.
+  const pageText = textLength(document.body ?? document.documentElement);
+  const holdsMostText = (element: { textContent: string | null }) => textLength(element) * 2 > pageText;
+  for (const element of [...document.querySelectorAll('form')]) {
+    if (textLength(element) < SMALL_FORM_CHARS && !holdsMostText(element)) element.remove();
+  }
+  for (const element of [...document.querySelectorAll(FURNITURE)]) {
+    if (element.isConnected && !holdsMostText(element)) element.remove();
+  }
   for (const element of [...document.querySelectorAll('[id],[class]')]) {
     if (!element.isConnected) continue;
     const tag = element.tagName.toLowerCase();
     if (tag === 'body' || tag === 'html' || tag === 'main' || tag === 'article') continue;
     const marker = `${element.getAttribute('id') ?? ''} ${element.getAttribute('class') ?? ''}`;
-    if (BOILERPLATE_WORDS.test(marker)) element.remove();
+    if (isBoilerplateMarker(marker) && !holdsMostText(element)) element.remove();
   }
 }
 

@@ -21,6 +21,8 @@ describe('web_extract', () => {
     server.route('/article', send(html, fixture('article.html')));
     server.route('/docs', send(html, fixture('docs.html')));
     server.route('/recipe', send(html, fixture('scripts-and-cookies.html')));
+    server.route('/NewsItem.aspx', send(html, fixture('webforms.html')));
+    server.route('/blog/sticky-dough', send(html, fixture('wrapper-classes.html')));
     server.route('/notes.txt', send('text/plain; charset=utf-8', 'Plain notes\nline two\n'));
     server.route(
       '/data.json',
@@ -108,6 +110,46 @@ describe('web_extract', () => {
       'tracking loaded',
       'schema.org',
       'position:fixed',
+    ]) {
+      expect(content, boilerplate).not.toContain(boilerplate);
+    }
+  });
+
+  it('keeps the article of an ASP.NET WebForms page, whose whole body sits in one <form>', async () => {
+    const { json } = await call(local(), { urls: [`${server.origin}/NewsItem.aspx?id=4821`] });
+    const [page] = json.results;
+    expect(page.title).toBe('Water main renewal on Harbour Road');
+    const content: string = page.content;
+    expect(content).toContain('replace 640 metres of cast-iron water main beneath Harbour Road');
+    expect(content).toContain('## Water supply during the works');
+    expect(content).toContain('Call the works hotline on 0800 555 0142');
+    for (const boilerplate of [
+      '__VIEWSTATE',
+      '__doPostBack',
+      'Search the site',
+      'Council meetings',
+      'Related news',
+      'Autumn leaf collection',
+      'Accessibility statement',
+    ]) {
+      expect(content, boilerplate).not.toContain(boilerplate);
+    }
+  });
+
+  it('keeps the post inside has-sidebar / with-toc / share-enabled wrappers and drops the parts they name', async () => {
+    const { json } = await call(local(), { urls: [`${server.origin}/blog/sticky-dough`] });
+    const content: string = json.results[0].content;
+    expect(content).toContain('Sticky dough is the most common complaint');
+    expect(content).toContain('## Hydration');
+    expect(content).toContain('firms up noticeably after a series of stretch-and-folds');
+    for (const boilerplate of [
+      'Contents',
+      'Tweet this post',
+      'Share this post on Facebook',
+      'Popular posts',
+      'Get new recipes by email',
+      'Search recipes',
+      'reader-supported',
     ]) {
       expect(content, boilerplate).not.toContain(boilerplate);
     }
