@@ -14,6 +14,7 @@ import {
 } from '@shears/core';
 import { z } from 'zod';
 import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
+import { addUsage, type JudgePricing, resolveUsage, splitUsage } from './judge-cost.js';
 import { extractJsonObjects } from './verdict-parsing.js';
 
 export interface GroupJudgeSettings {
@@ -27,6 +28,8 @@ export interface GroupJudgeSettings {
   temperature?: number;
   random?: () => number;
   format?: FormatTrajectoryOptions;
+  /** Prices the judge calls; each verdict carries its share of the group's usage and cost. */
+  pricing?: JudgePricing;
 }
 
 const groupReplySchema = z.looseObject({
@@ -72,9 +75,10 @@ function buildGroupPrompt(
   ];
 }
 
+type RoundUsage = Usage & { estimated: boolean };
 type RoundResult =
-  | { ok: true; scores: number[]; rationale: string; usage?: Usage }
-  | { ok: false; kind: string; reason: string; usage?: Usage };
+  | { ok: true; scores: number[]; rationale: string; usage?: RoundUsage }
+  | { ok: false; kind: string; reason: string; usage?: RoundUsage };
 
 export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
   const id = settings.id ?? `group:${settings.server.model ?? 'judge'}`;
@@ -100,9 +104,10 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       const timeout = new Promise<never>((_, reject) =>
         controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
       );
+      const messages = buildGroupPrompt(subjects, order, criteria, settings.format);
       const response = await Promise.race([
         settings.server.chat({
-          messages: buildGroupPrompt(subjects, order, criteria, settings.format),
+          messages,
           temperature: settings.temperature ?? 0,
           timeoutMs,
           signal: controller.signal,
@@ -112,6 +117,12 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       ]);
       const text =
         typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
+      const usage = await resolveUsage({
+        serverUsage: response.usage,
+        promptText: messages.map((message) => String(message.content)).join('\n'),
+        completionText: text,
+        pricing: settings.pricing,
+      });
       for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
         const parsed = safeParseJson(candidate, { source: 'group judge reply', schema: groupReplySchema });
         if (!parsed.success) continue;
@@ -123,24 +134,24 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
               ok: false,
               kind: 'unparseable',
               reason: `no score for candidate ${position + 1}`,
-              usage: response.usage,
+              usage,
             };
           if (!(value >= 0 && value <= 1))
             return {
               ok: false,
               kind: 'out_of_range',
               reason: `candidate ${position + 1} scored ${value}, outside [0, 1]`,
-              usage: response.usage,
+              usage,
             };
           scores[order[position]!] = value;
         }
-        return { ok: true, scores, rationale: parsed.value.rationale ?? '', usage: response.usage };
+        return { ok: true, scores, rationale: parsed.value.rationale ?? '', usage };
       }
       return {
         ok: false,
         kind: 'unparseable',
         reason: `no scores object in the reply: ${JSON.stringify(text.slice(0, 200))}`,
-        usage: response.usage,
+        usage,
       };
     } catch (error) {
       if (timedOut) return { ok: false, kind: 'timeout', reason: `no verdict within ${timeoutMs} ms` };
@@ -163,12 +174,21 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       if (subjects.length === 0) return [];
       const results: RoundResult[] = [];
       for (let index = 0; index < rounds; index++) results.push(await round(subjects, options.signal));
+      // One call judges the whole group: each verdict carries an equal share of the calls' usage,
+      // so summing the verdicts of a group gives what the judge really cost.
+      const groupUsage = results.reduce<Usage | undefined>(
+        (total, result) => addUsage(total, result.usage),
+        undefined,
+      );
+      const usageEstimated = results.some((result) => result.usage?.estimated);
+      const shares = groupUsage ? splitUsage(groupUsage, subjects.length) : undefined;
       const failed = results.find((result): result is Extract<RoundResult, { ok: false }> => !result.ok);
       if (failed)
-        return subjects.map(() => ({
+        return subjects.map((_, index) => ({
           status: 'failed',
           kind: failed.kind,
           reason: failed.reason,
+          usage: shares?.[index],
           judgeId: id,
         }));
       const successes = results as Extract<RoundResult, { ok: true }>[];
@@ -181,8 +201,9 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
             .map((result) => result.rationale)
             .filter(Boolean)
             .join('\n'),
+          usage: shares?.[index],
           judgeId: id,
-          details: { rounds: perRound },
+          details: { rounds: perRound, groupUsage, usageEstimated },
         };
       });
     },

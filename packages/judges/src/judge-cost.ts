@@ -48,3 +48,34 @@ export async function resolveUsage(options: {
   }
   return usage;
 }
+
+/** Sum of two usages; the cost is known when either side priced its call. */
+export function addUsage(total: Usage | undefined, usage: Usage | undefined): Usage | undefined {
+  if (!usage) return total;
+  const base = total ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  const sum: Usage = {
+    promptTokens: base.promptTokens + usage.promptTokens,
+    completionTokens: base.completionTokens + usage.completionTokens,
+    totalTokens: base.totalTokens + usage.totalTokens,
+  };
+  if (base.reasoningTokens !== undefined || usage.reasoningTokens !== undefined)
+    sum.reasoningTokens = (base.reasoningTokens ?? 0) + (usage.reasoningTokens ?? 0);
+  if (base.costUsd !== undefined || usage.costUsd !== undefined)
+    sum.costUsd = (base.costUsd ?? 0) + (usage.costUsd ?? 0);
+  return sum;
+}
+
+/**
+ * Splits the usage of one call that judged `count` subjects into per-subject shares that add up
+ * to the whole: tokens as integers (the remainder goes to the first shares), cost evenly.
+ */
+export function splitUsage(total: Usage, count: number): Usage[] {
+  const share = (value: number, index: number) => Math.floor(value / count) + (index < value % count ? 1 : 0);
+  return Array.from({ length: count }, (_, index) => ({
+    promptTokens: share(total.promptTokens, index),
+    completionTokens: share(total.completionTokens, index),
+    totalTokens: share(total.totalTokens, index),
+    ...(total.reasoningTokens !== undefined ? { reasoningTokens: share(total.reasoningTokens, index) } : {}),
+    ...(total.costUsd !== undefined ? { costUsd: total.costUsd / count } : {}),
+  }));
+}

@@ -15,6 +15,7 @@ import {
   type Disagreement,
   disagreement,
 } from './aggregate.js';
+import { addUsage } from './judge-cost.js';
 
 export interface JudgePanelSettings {
   id?: string;
@@ -41,20 +42,6 @@ export interface PanelDetails {
   disagreement: Disagreement;
   successful: number;
   quorum: number;
-}
-
-function addUsage(total: Usage | undefined, usage: Usage | undefined): Usage | undefined {
-  if (!usage) return total;
-  if (!total) return { ...usage };
-  return {
-    promptTokens: total.promptTokens + usage.promptTokens,
-    completionTokens: total.completionTokens + usage.completionTokens,
-    totalTokens: total.totalTokens + usage.totalTokens,
-    costUsd:
-      total.costUsd === undefined && usage.costUsd === undefined
-        ? undefined
-        : (total.costUsd ?? 0) + (usage.costUsd ?? 0),
-  };
 }
 
 export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {

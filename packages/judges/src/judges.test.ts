@@ -325,6 +325,59 @@ describe('group judge', () => {
     expect([...order].sort()).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it("each verdict carries its share of the calls' tokens and cost; the shares add up to the whole", async () => {
+    const server = await scripted({
+      policy: (request) => ({
+        ...qualityPolicy(request),
+        usage: { prompt_tokens: 1_000, completion_tokens: 101 },
+      }),
+    });
+    const judge = createGroupJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
+      rounds: 2,
+      pricing: { inputPerMillion: 2, outputPerMillion: 10 },
+    });
+    const verdicts = await judge.judgeGroup([
+      subject('quality=2', 'a'),
+      subject('quality=9', 'b'),
+      subject('quality=5', 'c'),
+    ]);
+    expect(server.chatRequests).toHaveLength(2);
+    // Two calls of 1,000 + 101 tokens at $2 / $10 per million: 2 * (0.002 + 0.00101) = $0.00602.
+    const whole = { promptTokens: 2_000, completionTokens: 202, totalTokens: 2_202 };
+    const sum = (key: 'promptTokens' | 'completionTokens' | 'totalTokens' | 'costUsd') =>
+      verdicts.reduce((total, verdict) => total + (verdict.usage?.[key] ?? Number.NaN), 0);
+    expect(sum('promptTokens')).toBe(whole.promptTokens);
+    expect(sum('completionTokens')).toBe(whole.completionTokens);
+    expect(sum('totalTokens')).toBe(whole.totalTokens);
+    expect(sum('costUsd')).toBeCloseTo(0.00602, 12);
+    expect(verdicts.map((verdict) => verdict.usage?.promptTokens)).toEqual([667, 667, 666]);
+    for (const verdict of verdicts) {
+      expect(verdict.status).toBe('scored');
+      if (verdict.status === 'scored') {
+        expect(verdict.details?.groupUsage).toMatchObject(whole);
+        expect((verdict.details?.groupUsage as { costUsd?: number } | undefined)?.costUsd).toBeCloseTo(
+          0.00602,
+          12,
+        );
+      }
+    }
+  });
+
+  it('a failed group still reports what its call cost', async () => {
+    const server = await scripted({
+      replies: [{ content: '{"scores": {"1": 0.5}}', usage: { prompt_tokens: 300, completion_tokens: 10 } }],
+    });
+    const judge = createGroupJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
+    });
+    const verdicts = await judge.judgeGroup([subject('x', 'a'), subject('y', 'b')]);
+    expect(verdicts.map((verdict) => [verdict.status, verdict.usage?.totalTokens])).toEqual([
+      ['failed', 155],
+      ['failed', 155],
+    ]);
+  });
+
   it('a reply missing a candidate fails every verdict of the group', async () => {
     const server = await scripted({ replies: [{ content: '{"scores": {"1": 0.5}}' }] });
     const judge = createGroupJudge({
@@ -355,6 +408,34 @@ describe('pairwise judge', () => {
       consistent: true,
       positions: ['second', 'first'],
     });
+  });
+
+  it('reports the tokens and cost of both orders', async () => {
+    const server = await scripted({
+      policy: () => ({ content: '{"winner": "tie"}', usage: { prompt_tokens: 500, completion_tokens: 20 } }),
+    });
+    const judge = createPairwiseJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
+      pricing: { inputPerMillion: 1, outputPerMillion: 4 },
+    });
+    const outcome = await judge.compare(subject('quality=3'), subject('quality=8'));
+    expect(outcome).toMatchObject({
+      status: 'compared',
+      winner: 'tie',
+      usage: { promptTokens: 1_000, completionTokens: 40, totalTokens: 1_040 },
+    });
+    // (1,000 * $1 + 40 * $4) per million tokens.
+    expect(outcome.usage?.costUsd).toBeCloseTo(0.00116, 12);
+
+    const failing = await scripted({
+      replies: [{ content: 'no idea', usage: { prompt_tokens: 500, completion_tokens: 3 } }],
+    });
+    const failed = await createPairwiseJudge({
+      server: createScriptedServerClient({ baseUrl: failing.url, model: 'p' }),
+      pricing: { inputPerMillion: 1, outputPerMillion: 4 },
+    }).compare(subject('quality=3'), subject('quality=8'));
+    expect(failed).toMatchObject({ status: 'failed', kind: 'unparseable', usage: { totalTokens: 503 } });
+    expect(failed.usage?.costUsd).toBeCloseTo(0.000512, 12);
   });
 
   it('a judge that always prefers the first position yields a tie and shows position bias', async () => {

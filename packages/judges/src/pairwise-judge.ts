@@ -1,9 +1,17 @@
 // Pairwise judging with position swap: each pair is judged twice, A-vs-B and B-vs-A. A winner
 // is declared only when both orders agree; disagreement means the judge preferred a position,
 // which is counted so position bias can be reported.
-import { type ChatClient, describeError, type JudgeSubject, safeParseJson } from '@shears/core';
+import {
+  type ChatClient,
+  type ChatMessage,
+  describeError,
+  type JudgeSubject,
+  safeParseJson,
+  type Usage,
+} from '@shears/core';
 import { z } from 'zod';
 import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
+import { addUsage, type JudgePricing, resolveUsage } from './judge-cost.js';
 import { extractJsonObjects } from './verdict-parsing.js';
 
 export interface PairwiseJudgeSettings {
@@ -12,6 +20,8 @@ export interface PairwiseJudgeSettings {
   criteria?: string;
   timeoutMs?: number;
   format?: FormatTrajectoryOptions;
+  /** Prices the judge calls (`usage.costUsd` of the outcome). */
+  pricing?: JudgePricing;
 }
 
 export type PairwiseOutcome =
@@ -22,8 +32,10 @@ export type PairwiseOutcome =
       consistent: boolean;
       /** Which position won in each order ('first' | 'second' | 'tie'), for position-bias reports. */
       positions: [PairPosition, PairPosition];
+      /** Tokens and cost of both calls (server-reported, else counted with tiktoken). */
+      usage?: Usage;
     }
-  | { status: 'failed'; kind: string; reason: string };
+  | { status: 'failed'; kind: string; reason: string; usage?: Usage };
 export type PairPosition = 'first' | 'second' | 'tie';
 
 const pairReplySchema = z.looseObject({
@@ -40,53 +52,69 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
   const id = settings.id ?? `pairwise:${settings.server.model ?? 'judge'}`;
   const criteria = settings.criteria ?? 'Which attempt better completes the task, correctly and efficiently?';
 
-  async function ask(
-    first: JudgeSubject,
-    second: JudgeSubject,
-    signal?: AbortSignal,
-  ): Promise<PairPosition | { kind: string; reason: string }> {
+  type Answer = { result: PairPosition | { kind: string; reason: string }; usage?: Usage };
+
+  async function ask(first: JudgeSubject, second: JudgeSubject, signal?: AbortSignal): Promise<Answer> {
     const render = (subject: JudgeSubject) =>
       `${formatTrajectory(subject.messages, { maxTotalChars: 10_000, ...settings.format })}${subject.finalResponse ? `\nFinal response:\n${subject.finalResponse}` : ''}`;
+    const messages: ChatMessage[] = [
+      {
+        role: 'system',
+        content: 'You compare two attempts at the same task. Judge only quality, never order.',
+      },
+      {
+        role: 'user',
+        content: `Task:\n${first.task}\n\nCriteria: ${criteria}\n\n### Attempt 1\n${render(first)}\n\n### Attempt 2\n${render(second)}\n\nReply with only a JSON object {"winner": "1" | "2" | "tie", "rationale": "..."}.`,
+      },
+    ];
+    let text: string;
+    let serverUsage: Usage | undefined;
     try {
       const response = await settings.server.chat({
-        messages: [
-          {
-            role: 'system',
-            content: 'You compare two attempts at the same task. Judge only quality, never order.',
-          },
-          {
-            role: 'user',
-            content: `Task:\n${first.task}\n\nCriteria: ${criteria}\n\n### Attempt 1\n${render(first)}\n\n### Attempt 2\n${render(second)}\n\nReply with only a JSON object {"winner": "1" | "2" | "tie", "rationale": "..."}.`,
-          },
-        ],
+        messages,
         temperature: 0,
         timeoutMs: settings.timeoutMs ?? 60_000,
         signal,
         extraBody: { response_format: { type: 'json_object' } },
       });
-      const text =
+      text =
         typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
-      for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
-        const parsed = safeParseJson(candidate, { source: 'pairwise judge reply', schema: pairReplySchema });
-        if (parsed.success)
-          return parsed.value.winner === '1' ? 'first' : parsed.value.winner === '2' ? 'second' : 'tie';
+      serverUsage = response.usage;
+    } catch (error) {
+      return { result: { kind: signal?.aborted ? 'aborted' : 'server_error', reason: describeError(error) } };
+    }
+    const { estimated: _estimated, ...usage } = await resolveUsage({
+      serverUsage,
+      promptText: messages.map((message) => String(message.content)).join('\n'),
+      completionText: text,
+      pricing: settings.pricing,
+    });
+    for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
+      const parsed = safeParseJson(candidate, { source: 'pairwise judge reply', schema: pairReplySchema });
+      if (parsed.success) {
+        const winner = parsed.value.winner;
+        return { result: winner === '1' ? 'first' : winner === '2' ? 'second' : 'tie', usage };
       }
-      return {
+    }
+    return {
+      result: {
         kind: 'unparseable',
         reason: `no {"winner": ...} in the reply: ${JSON.stringify(text.slice(0, 200))}`,
-      };
-    } catch (error) {
-      return { kind: signal?.aborted ? 'aborted' : 'server_error', reason: describeError(error) };
-    }
+      },
+      usage,
+    };
   }
 
   return {
     id,
     async compare(a, b, options = {}) {
-      const forward = await ask(a, b, options.signal);
-      if (typeof forward !== 'string') return { status: 'failed', ...forward };
-      const backward = await ask(b, a, options.signal);
-      if (typeof backward !== 'string') return { status: 'failed', ...backward };
+      const forwardAnswer = await ask(a, b, options.signal);
+      const forward = forwardAnswer.result;
+      if (typeof forward !== 'string') return { status: 'failed', ...forward, usage: forwardAnswer.usage };
+      const backwardAnswer = await ask(b, a, options.signal);
+      const usage = addUsage(forwardAnswer.usage, backwardAnswer.usage);
+      const backward = backwardAnswer.result;
+      if (typeof backward !== 'string') return { status: 'failed', ...backward, usage };
       // Map positions back to subjects: forward 'first' = a; backward 'first' = b.
       const forwardWinner = forward === 'first' ? 'a' : forward === 'second' ? 'b' : 'tie';
       const backwardWinner = backward === 'first' ? 'b' : backward === 'second' ? 'a' : 'tie';
@@ -96,6 +124,7 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
         winner: consistent ? forwardWinner : 'tie',
         consistent,
         positions: [forward, backward],
+        usage,
       };
     },
   };
