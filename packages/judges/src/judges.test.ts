@@ -7,6 +7,7 @@ import {
   type ScriptedChatRequest,
   type ScriptedServer,
 } from '@shears/core/test';
+import { get_encoding } from 'tiktoken';
 import { afterEach, describe, expect, it } from 'vitest';
 import { positionBias } from './calibration.js';
 import { createGroupJudge, shuffledIndices } from './group-judge.js';
@@ -128,6 +129,48 @@ describe('rubric judge', () => {
       server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
     });
     expect(await judge.judge(subject('done'))).toMatchObject({ status: 'failed', kind: 'server_error' });
+  });
+
+  it('counts tokens with tiktoken and prices them when the server reports no usage', async () => {
+    const reply = verdictText(0.7);
+    const received: ScriptedChatRequest[] = [];
+    // A chat completions endpoint that, like some self-hosted servers, sends no `usage` at all.
+    const server = await scripted({
+      routes: {
+        '/v1/chat/completions': (_request, response, body) => {
+          received.push(JSON.parse(body.toString('utf8')) as ScriptedChatRequest);
+          const text = JSON.stringify({
+            id: 'c1',
+            object: 'chat.completion',
+            model: 'j',
+            choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }],
+          });
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(text);
+        },
+      },
+    });
+    const judge = createRubricJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
+      pricing: { inputPerMillion: 3, outputPerMillion: 15 },
+    });
+    const verdict = await judge.judge(subject('done'));
+    expect(verdict).toMatchObject({ status: 'scored', score: 0.7 });
+    expect(received).toHaveLength(1);
+    const encoding = get_encoding('o200k_base');
+    const promptTokens = encoding.encode(
+      received[0]!.messages.map((message) => String(message.content)).join('\n'),
+    ).length;
+    const completionTokens = encoding.encode(reply).length;
+    encoding.free();
+    expect(promptTokens).toBeGreaterThan(100);
+    expect(verdict.usage).toMatchObject({
+      promptTokens,
+      completionTokens,
+      totalTokens: promptTokens + completionTokens,
+    });
+    expect(verdict.usage?.costUsd).toBeCloseTo((promptTokens * 3 + completionTokens * 15) / 1_000_000, 15);
+    if (verdict.status === 'scored') expect(verdict.details?.usageEstimated).toBe(true);
   });
 
   it('caches verdicts by judge, rubric and trajectory; failures are not cached', async () => {
