@@ -86,6 +86,24 @@ describe('SSRF guard', () => {
     expect((await blocked('http://mixed.example/', resolver)).address).toBe('10.0.0.7');
   });
 
+  it.each([
+    ['::1', 'loopback'],
+    ['fd00:ec2::254', 'cloud metadata'],
+    ['fd7a:115c:a1e0::1', 'unique-local'],
+    ['::ffff:10.0.0.7', 'IPv4-mapped IPv6'],
+  ])('blocks a name whose A answer is public but whose AAAA answer is %s (%s)', async (address, category) => {
+    const resolver: HostResolver = async () => [
+      { address: '93.184.215.14', family: 4 },
+      { address, family: 6 },
+    ];
+    const error = await blocked('https://dual-stack.example/', resolver);
+    expect(error.address).toBe(address);
+    expect(error.category).toBe(category);
+    expect(error.message).toBe(
+      `Blocked: dual-stack.example resolves to ${address}, which is a ${category} address. Requests to private or internal network addresses are not allowed`,
+    );
+  });
+
   it('passes public addresses and honours the allowlist', async () => {
     const resolver: HostResolver = async () => [{ address: '93.184.215.14', family: 4 }];
     const target = await createSsrfGuard({ resolver }).vet('https://example.org/a?b=c');
@@ -112,6 +130,12 @@ describe('SSRF guard inside web_extract', () => {
     server.route('/page', send('text/plain', 'secret intranet page'));
     server.route('/redirect-to-loopback', (_request, response) =>
       response.writeHead(302, { location: `http://127.0.0.1:${server.port}/page` }).end(),
+    );
+    server.route('/redirect-to-file', (_request, response) =>
+      response.writeHead(302, { location: 'file:///etc/passwd' }).end(),
+    );
+    server.route('/redirect-to-intranet', (_request, response) =>
+      response.writeHead(301, { location: `http://intranet.example:${server.port}/page` }).end(),
     );
   });
   afterAll(() => server.close());
@@ -150,6 +174,57 @@ describe('SSRF guard inside web_extract', () => {
     expect(json.results[0].error).toMatch(/^Blocked: 127\.0\.0\.1 is a loopback address/);
     expect(server.requests.filter((request) => request.path === '/page')).toHaveLength(0);
     expect(server.requests.filter((request) => request.path === '/redirect-to-loopback')).toHaveLength(1);
+  });
+
+  it('refuses a redirect to a file: URL', async () => {
+    const tool = createWebExtractTool({ minIntervalMsPerHost: 0, ssrf: { allowlist: ['127.0.0.1'] } });
+    const { json, output } = await call(tool, { urls: [`${server.origin}/redirect-to-file`] });
+    expect(output.isError).toBe(true);
+    expect(json.results[0].error).toBe(
+      'Blocked: file:///etc/passwd uses the "file" scheme; only http and https URLs can be fetched',
+    );
+    expect(json.results[0].content).toBe('');
+  });
+
+  it('re-resolves a redirect target: a host name that resolves to a private address is blocked, without connecting', async () => {
+    const lookups: string[] = [];
+    const resolver: HostResolver = async (hostname) => {
+      lookups.push(hostname);
+      if (hostname === 'news.example' || hostname === 'intranet.example')
+        return [{ address: '127.0.0.1', family: 4 }];
+      throw new Error(`no such host ${hostname}`);
+    };
+    // Only news.example is allowlisted; intranet.example reaches the same test server, so a
+    // guard that skipped the redirect would fetch /page and return its text.
+    const tool = createWebExtractTool({
+      minIntervalMsPerHost: 0,
+      ssrf: { allowlist: ['news.example'], resolver },
+    });
+    const before = server.requests.filter((request) => request.path === '/page').length;
+    const { json } = await call(tool, { urls: [`http://news.example:${server.port}/redirect-to-intranet`] });
+    expect(json.results[0].error).toBe(
+      'Blocked: intranet.example resolves to 127.0.0.1, which is a loopback address. Requests to private or internal network addresses are not allowed',
+    );
+    expect(lookups).toEqual(['news.example', 'intranet.example']);
+    expect(server.requests.filter((request) => request.path === '/page')).toHaveLength(before);
+  });
+
+  it('refuses a name whose AAAA answer is private even when its A answer is allowed, without connecting', async () => {
+    const resolver: HostResolver = async () => [
+      { address: '127.0.0.1', family: 4 },
+      { address: 'fd12:3456::7', family: 6 },
+    ];
+    // 127.0.0.1 is allowlisted, fd12:3456::7 is not: connecting to the A answer would succeed.
+    const tool = createWebExtractTool({
+      minIntervalMsPerHost: 0,
+      ssrf: { allowlist: ['127.0.0.1'], resolver },
+    });
+    const before = server.requests.length;
+    const { json } = await call(tool, { urls: [`http://dual-stack.example:${server.port}/page`] });
+    expect(json.results[0].error).toBe(
+      'Blocked: dual-stack.example resolves to fd12:3456::7, which is a unique-local address. Requests to private or internal network addresses are not allowed',
+    );
+    expect(server.requests.length).toBe(before);
   });
 
   it('connects to the address it vetted, not to a fresh DNS answer', async () => {
