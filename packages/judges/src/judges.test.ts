@@ -270,6 +270,31 @@ describe('judge panel', () => {
     }
   });
 
+  it.each([
+    // Two judges: nothing is trimmed, (0.3 + 0.8) / 2.
+    { size: 2, scores: { a: 0.3, b: 0.8 }, expected: 0.55 },
+    // Three: 0.2 and 0.9 are dropped, the middle judge remains.
+    { size: 3, scores: { a: 0.9, b: 0.2, c: 0.5 }, expected: 0.5 },
+    // Five: 0.1 and 1.0 are dropped, (0.4 + 0.45 + 0.7) / 3.
+    { size: 5, scores: { a: 1.0, b: 0.4, c: 0.1, d: 0.7, e: 0.45 }, expected: 1.55 / 3 },
+  ])(
+    'trimmed mean of a $size-judge panel through the server equals the hand-computed $expected',
+    async ({ scores, expected }) => {
+      const server = await panelServer(scores);
+      const models = Object.keys(scores);
+      const verdict = await createJudgePanel({
+        judges: judgesFor(server, models),
+        aggregation: 'trimmed_mean',
+      }).judge(subject('x'));
+      expect(server.chatRequests.map((request) => request.model).sort()).toEqual(models);
+      expect(verdict.status).toBe('scored');
+      if (verdict.status === 'scored') {
+        expect(verdict.score).toBeCloseTo(expected, 12);
+        expect((verdict.details as any).successful).toBe(models.length);
+      }
+    },
+  );
+
   it('does not flag agreeing judges', async () => {
     const server = await panelServer({ a: 0.7, b: 0.75, c: 0.8 });
     const verdict = await createJudgePanel({
