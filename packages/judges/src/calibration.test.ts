@@ -1,9 +1,11 @@
-import type { JudgeV1 } from '@shears/core';
+import type { JudgeSubject, JudgeV1 } from '@shears/core';
+import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import {
   agreement,
   applyFit,
   averageRanks,
+  calibrateJudge,
   cohensKappa,
   createCalibratedJudge,
   fitAffine,
@@ -14,6 +16,7 @@ import {
   spearman,
 } from './calibration.js';
 import { createRubric, DEFAULT_RUBRIC } from './rubric.js';
+import { createRubricJudge } from './rubric-judge.js';
 
 /** Deterministic pseudo-random numbers (mulberry32). */
 function seeded(seed: number): () => number {
@@ -154,5 +157,68 @@ describe('calibrated judges', () => {
     expect(() => createCalibratedJudge(fakeJudge('other'), calibration)).toThrow(
       'was fitted for judge "j", not "other"',
     );
+  });
+});
+
+describe('calibrating a judge over a gold set', () => {
+  /** A gold item whose trajectory tells the scripted judge model the human score. */
+  const goldSubject = (human: number, index: number): JudgeSubject => ({
+    taskId: `gold-${index}`,
+    task: 'Summarise the incident report',
+    messages: [
+      { role: 'user', content: 'Summarise the incident report' },
+      { role: 'assistant', content: `summary ${index} [human=${human}]` },
+    ],
+    finalResponse: `summary ${index} [human=${human}]`,
+  });
+
+  it('recovers a judge that scores 0.7 * human + 0.15 and corrects its new verdicts', async () => {
+    // The judge model is lenient at the bottom and harsh at the top: composite = 0.7 h + 0.15,
+    // plus a small deterministic wobble so the fit is not exact.
+    const server = await createScriptedServer({
+      policy: (request) => {
+        const prompt = String(request.messages[request.messages.length - 1]?.content ?? '');
+        const human = Number(/\[human=([\d.]+)\]/.exec(prompt)![1]);
+        const composite = 0.7 * human + 0.15 + 0.01 * Math.sin(human * 37);
+        const dimension = Math.round(composite * 10);
+        const dimensions = Object.fromEntries(
+          DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, dimension]),
+        );
+        return { content: JSON.stringify({ dimensions, composite, rationale: 'scripted' }) };
+      },
+    });
+    try {
+      const judge = createRubricJudge({
+        id: 'lenient',
+        server: createScriptedServerClient({ baseUrl: server.url, model: 'lenient' }),
+      });
+      const gold = Array.from({ length: 21 }, (_, index) => ({
+        subject: goldSubject(index / 20, index),
+        human: index / 20,
+      }));
+      const calibration = await calibrateJudge({ judge, gold, method: 'affine' });
+      expect(server.chatRequests).toHaveLength(21);
+      expect(calibration).toMatchObject({ judgeId: 'lenient', rubricHash: DEFAULT_RUBRIC.hash, failures: 0 });
+      // human = (judge - 0.15) / 0.7: slope 1/0.7 = 1.4286, intercept -0.15/0.7 = -0.2143.
+      expect(calibration.fit.kind).toBe('affine');
+      if (calibration.fit.kind === 'affine') {
+        expect(calibration.fit.slope).toBeCloseTo(1 / 0.7, 1);
+        expect(Math.abs(calibration.fit.intercept - -0.15 / 0.7)).toBeLessThan(0.02);
+      }
+      expect(calibration.before.meanAbsoluteError).toBeGreaterThan(0.05);
+      expect(calibration.after.meanAbsoluteError).toBeLessThan(0.02);
+
+      const calibrated = createCalibratedJudge(judge, calibration);
+      for (const [index, human] of [0.1, 0.33, 0.62, 0.9].entries()) {
+        const verdict = await calibrated.judge(goldSubject(human, 100 + index));
+        expect(verdict.status).toBe('scored');
+        if (verdict.status !== 'scored') continue;
+        const raw = verdict.details?.rawScore as number;
+        expect(Math.abs(raw - human)).toBeGreaterThan(0.02);
+        expect(Math.abs(verdict.score - human)).toBeLessThan(0.025);
+      }
+    } finally {
+      await server.close();
+    }
   });
 });
