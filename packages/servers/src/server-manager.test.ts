@@ -8,7 +8,7 @@ import {
 } from '@shears/core/test';
 import { getParser } from '@shears/parsers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { qwen3Tokenizer } from '../test/tokenizers.js';
+import { llama3Tokenizer, qwen3Tokenizer } from '../test/tokenizers.js';
 import { createServerManager, type ServerManager } from './server-manager.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -39,7 +39,7 @@ async function deadUrl(): Promise<string> {
 
 const ask = { messages: [{ role: 'user', content: 'hi' }] as ChatMessage[] };
 
-describeServerConformance('manager over two OpenAI-compatible endpoints', async () => {
+describeServerConformance('manager over one OpenAI-compatible endpoint', async () => {
   const server = await createScriptedServer();
   const manager = createServerManager({
     endpoints: [{ kind: 'openai', baseUrl: server.url, model: 'scripted-model' }],
@@ -185,6 +185,64 @@ describe('createServerManager', () => {
     expect(manager.status()[0]?.state).toBe('closed');
   });
 
+  it('checkHealth() takes endpoints that do not answer out and lets a recovered one back in', async () => {
+    let modelsDown = true;
+    const flaky = await scripted({
+      replies: [{ content: 'flaky is back' }],
+      routes: {
+        '/v1/models': (_request, response) => {
+          response.writeHead(modelsDown ? 503 : 200, { 'content-type': 'application/json' });
+          response.end(modelsDown ? '{"error":"loading"}' : '{"object":"list","data":[]}');
+        },
+      },
+    });
+    const up = await scripted({ replies: [{ content: 'from up' }] });
+    const manager = manage({
+      endpoints: [
+        { id: 'flaky', kind: 'openai', baseUrl: flaky.url, model: 'm' },
+        { id: 'dead', kind: 'openai', baseUrl: await deadUrl(), model: 'm' },
+        { id: 'up', kind: 'openai', baseUrl: up.url, model: 'm' },
+      ],
+      cooldownMs: 60_000, // no background probe during the test
+    });
+    expect(await manager.checkHealth()).toEqual(['up']);
+    expect(manager.status().map((entry) => [entry.id, entry.state])).toEqual([
+      ['flaky', 'open'],
+      ['dead', 'open'],
+      ['up', 'closed'],
+    ]);
+    // The first endpoint in the list would be preferred; its open circuit sends the call to up.
+    expect((await manager.chat(ask)).choices[0]?.message.content).toBe('from up');
+    expect(flaky.chatRequests).toHaveLength(0);
+
+    modelsDown = false;
+    expect(await manager.checkHealth()).toEqual(['flaky', 'up']);
+    expect(manager.status().map((entry) => entry.state)).toEqual(['half-open', 'open', 'closed']);
+    expect((await manager.chat(ask)).choices[0]?.message.content).toBe('flaky is back');
+    expect(manager.status()[0]?.state).toBe('closed');
+  });
+
+  it('healthIntervalMs probes every endpoint in the background and opens the circuit of a dead one', async () => {
+    const up = await scripted({ replies: [{ content: 'from up' }] });
+    const manager = manage({
+      endpoints: [
+        { id: 'dead', kind: 'openai', baseUrl: await deadUrl(), model: 'm' },
+        { id: 'up', kind: 'openai', baseUrl: up.url, model: 'm' },
+      ],
+      healthIntervalMs: 20,
+      cooldownMs: 60_000,
+    });
+    await expect.poll(() => manager.status()[0]?.state, { timeout: 5_000 }).toBe('open');
+    // No call was spent to learn it, and the next call goes straight to the live endpoint.
+    expect(manager.status()[0]?.requests).toBe(0);
+    expect((await manager.chat(ask)).choices[0]?.message.content).toBe('from up');
+    expect(manager.status()[0]?.requests).toBe(0);
+    expect(
+      up.requests.filter((request) => request.method === 'GET' && request.path === '/v1/models').length,
+    ).toBeGreaterThan(0);
+    expect(manager.status()[1]?.state).toBe('closed');
+  });
+
   it('routes to the least busy endpoint', async () => {
     const slow = { policy: () => ({ content: 'x' }), latencyMs: 100 };
     const a = await scripted(slow);
@@ -285,6 +343,42 @@ describe('createServerManager', () => {
       ...(generateA.generated[0]?.tokenIds ?? []),
       ...(generateB.generated[0]?.tokenIds ?? []),
     ]);
+  });
+
+  it('refuses managed endpoints whose tokenizer, parser or template variables differ, naming them', () => {
+    const endpoint = (id: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      kind: 'vllm' as const,
+      baseUrl: 'http://127.0.0.1:1',
+      model: 'q',
+      tokenizer: qwen3Tokenizer(),
+      parser: getParser('hermes'),
+      ...extra,
+    });
+    expect(() =>
+      createServerManager({
+        endpoints: [endpoint('a'), endpoint('b'), endpoint('c', { tokenizer: llama3Tokenizer() })],
+      }),
+    ).toThrow('tokenizer "qwen3" (a, b) vs "llama3" (c)');
+    expect(() =>
+      createServerManager({
+        endpoints: [endpoint('a'), endpoint('b', { parser: getParser('llama3_json') })],
+      }),
+    ).toThrow(/parser "hermes" \(a\) vs "llama3_json" \(b\)/);
+    expect(() =>
+      createServerManager({
+        endpoints: [endpoint('a'), endpoint('b', { templateVariables: { enable_thinking: false } })],
+      }),
+    ).toThrow(/templateVariables \{\} \(a\) vs \{"enable_thinking":false\} \(b\)/);
+    // Same settings in separate objects (and key order) are fine.
+    const manager = createServerManager({
+      endpoints: [
+        endpoint('a', { templateVariables: { x: 1, y: 2 } }),
+        endpoint('b', { tokenizer: qwen3Tokenizer(), templateVariables: { y: 2, x: 1 } }),
+      ],
+    });
+    expect(manager.openSession).toBeDefined();
+    cleanups.push(() => manager.close());
   });
 
   it('names valid endpoint kinds and requires at least one endpoint', () => {

@@ -20,6 +20,7 @@ import {
   createSglangServer,
   createVllmServer,
   type ManagedServer,
+  type ManagedServerSettings,
   type ManagedSession,
   type SglangServerSettings,
   type VllmServerSettings,
@@ -80,7 +81,11 @@ export interface ServerManager extends ServerV1 {
   /** Present when every endpoint is a managed (vLLM/SGLang) server. */
   openSession?(options: { rolloutId: string }): ManagedSession;
   status(): EndpointStatus[];
-  /** Probes every endpoint now; resolves to the ids that answered. */
+  /**
+   * Probes every endpoint now; resolves to the ids that answered. The answers move the
+   * circuits as periodic probes do: an endpoint that does not answer is taken out (open); an
+   * open one that answers goes half-open (the next real call decides).
+   */
   checkHealth(): Promise<string[]>;
   close(): Promise<void>;
 }
@@ -148,6 +153,47 @@ function defaultHealthUrl(endpoint: ManagerEndpoint, server: ServerV1): string |
 function estimateTokens(request: ChatRequest): number {
   const characters = request.messages.reduce((sum, message) => sum + messageText(message).length, 0);
   return Math.ceil(characters / 4) + (request.maxTokens ?? 0);
+}
+
+/**
+ * Managed sessions render prompts, split reasoning and parse tool calls once, client-side, with
+ * the first endpoint's settings, whichever endpoint generates: endpoints that disagree would
+ * silently be treated as the first. Refuse that up front, naming the endpoints on each side.
+ */
+function checkSessionSettingsAgree(endpoints: readonly Endpoint[]): void {
+  const aspects: Array<[string, (settings: ManagedServerSettings) => string]> = [
+    ['tokenizer', (settings) => JSON.stringify(settings.tokenizer?.id ?? null)],
+    ['parser', (settings) => JSON.stringify(settings.parser?.id ?? null)],
+    ['reasoning', (settings) => JSON.stringify(settings.reasoning ?? 'default')],
+    ['templateVariables', (settings) => stableJson(settings.templateVariables ?? {})],
+  ];
+  const problems: string[] = [];
+  for (const [aspect, describe] of aspects) {
+    const groups = new Map<string, string[]>();
+    for (const endpoint of endpoints) {
+      const value = describe((endpoint.server as ManagedServer).settings);
+      groups.set(value, [...(groups.get(value) ?? []), endpoint.id]);
+    }
+    if (groups.size > 1)
+      problems.push(
+        `${aspect} ${[...groups].map(([value, ids]) => `${value} (${ids.join(', ')})`).join(' vs ')}`,
+      );
+  }
+  if (problems.length > 0) {
+    throw new InvalidArgumentError({
+      argument: 'endpoints',
+      value: endpoints.map((endpoint) => endpoint.id),
+      message: `createServerManager: managed endpoints must share one tokenizer, parser, reasoning markers and template variables (sessions use them for every endpoint), but they differ: ${problems.join('; ')}`,
+    });
+  }
+}
+
+function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) =>
+    item && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : item,
+  );
 }
 
 export function createServerManager(settings: ServerManagerSettings): ServerManager {
@@ -235,6 +281,27 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
       Math.max(0, endpoint.openUntil - now()),
     );
     endpoint.probeTimer.unref?.();
+  };
+
+  /**
+   * What a health probe's answer means for the circuit, wherever the probe came from (periodic,
+   * `checkHealth()`): an endpoint that does not answer is taken out (open, with the usual
+   * backoff probes); an open endpoint that answers again goes half-open, so one real call
+   * confirms it before it takes full load. A closed endpoint that answers stays as it is (its
+   * failure count belongs to real calls).
+   */
+  const applyProbe = (endpoint: Endpoint, ok: boolean) => {
+    if (closed) return;
+    if (!ok && endpoint.state !== 'open') {
+      endpoint.state = 'open';
+      endpoint.openUntil = now() + endpoint.cooldownMs;
+      scheduleProbe(endpoint);
+    } else if (ok && endpoint.state === 'open') {
+      if (endpoint.probeTimer) clearTimeout(endpoint.probeTimer);
+      endpoint.probeTimer = undefined;
+      endpoint.state = 'half-open';
+      wakeAll();
+    }
   };
 
   const recordSuccess = (endpoint: Endpoint) => {
@@ -395,15 +462,7 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
   const periodic =
     settings.healthIntervalMs && settings.healthIntervalMs > 0
       ? setInterval(() => {
-          for (const endpoint of endpoints) {
-            void probe(endpoint).then((ok) => {
-              if (!ok && endpoint.state !== 'open') {
-                endpoint.state = 'open';
-                endpoint.openUntil = now() + endpoint.cooldownMs;
-                scheduleProbe(endpoint);
-              }
-            });
-          }
+          for (const endpoint of endpoints) void probe(endpoint).then((ok) => applyProbe(endpoint, ok));
         }, settings.healthIntervalMs)
       : undefined;
   periodic?.unref?.();
@@ -414,6 +473,7 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
   );
   let sessionServer: ManagedServer | undefined;
   if (managed) {
+    checkSessionSettingsAgree(endpoints);
     // One managed server whose backend routes every generate call through the manager.
     const backends = new Map(
       endpoints.map((endpoint) => [endpoint, (endpoint.server as ManagedServer).backend]),
@@ -468,7 +528,11 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
     },
     async checkHealth() {
       const results = await Promise.all(
-        endpoints.map(async (endpoint) => ((await probe(endpoint)) ? endpoint.id : undefined)),
+        endpoints.map(async (endpoint) => {
+          const ok = await probe(endpoint);
+          applyProbe(endpoint, ok);
+          return ok ? endpoint.id : undefined;
+        }),
       );
       return results.filter((id): id is string => id !== undefined);
     },
