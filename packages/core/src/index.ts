@@ -111,6 +111,12 @@ export type {
 export { createRegistry, definePlugin, isPlugin, PLUGIN_KINDS, resolvePluginUrl } from './registry.js';
 export type { SafeResult } from './result.js';
 export { err, ok } from './result.js';
+export {
+  agentResultSchema,
+  agentStopReasonSchema,
+  agentTimingsSchema,
+  tokenRecordSchema,
+} from './schemas/agent-result.js';
 export { chatMessageSchema, toolCallSchema } from './schemas/chat-message.js';
 export type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
 export { groupStatsSchema, scoredGroupRecordSchema } from './schemas/group-record.js';
