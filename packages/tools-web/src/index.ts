@@ -22,6 +22,14 @@ export {
   selectSearchProvider,
   tavilyProvider,
 } from './search-providers.js';
+export {
+  parseWebExtractSettings,
+  parseWebSearchSettings,
+  safeParseWebExtractSettings,
+  safeParseWebSearchSettings,
+  webExtractSettingsSchema,
+  webSearchSettingsSchema,
+} from './settings.js';
 export type {
   HostResolver,
   ResolvedAddress,

@@ -1,19 +1,20 @@
 // The @shears/tools-web plugin manifest: web_search and web_extract, and the `web` and `search`
-// toolsets.
+// toolsets. Settings arrive untyped (config files), so they are checked by strict schemas first.
 import { definePlugin } from '@shears/core';
-import { createWebExtractTool, type WebExtractSettings } from './web-extract.js';
-import { createWebSearchTool, type WebSearchSettings } from './web-search.js';
+import { parseWebExtractSettings, parseWebSearchSettings } from './settings.js';
+import { createWebExtractTool } from './web-extract.js';
+import { createWebSearchTool } from './web-search.js';
 
 export default definePlugin({
   id: '@shears/tools-web',
   description: 'web_search (SearXNG, Brave, Tavily, Exa, Firecrawl) and web_extract with an SSRF guard',
   tools: {
     web_search: {
-      create: (settings) => createWebSearchTool(settings as WebSearchSettings),
+      create: (settings) => createWebSearchTool(parseWebSearchSettings(settings)),
       description: 'Search the web',
     },
     web_extract: {
-      create: (settings) => createWebExtractTool(settings as WebExtractSettings),
+      create: (settings) => createWebExtractTool(parseWebExtractSettings(settings)),
       description: 'Fetch pages as markdown',
     },
   },
