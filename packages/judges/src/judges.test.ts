@@ -270,7 +270,7 @@ describe('judge panel', () => {
     }
   });
 
-  it.each([
+  it.each<{ size: number; scores: Record<string, number>; expected: number }>([
     // Two judges: nothing is trimmed, (0.3 + 0.8) / 2.
     { size: 2, scores: { a: 0.3, b: 0.8 }, expected: 0.55 },
     // Three: 0.2 and 0.9 are dropped, the middle judge remains.
