@@ -4,6 +4,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import {
   type ConcurrencyLimiter,
+  ConfigError,
   createConcurrencyLimiter,
   type EnvItem,
   type EnvV1,
@@ -13,11 +14,14 @@ import {
   type SandboxProviderV1,
   type ScoredGroupRecord,
   type ServerV1,
+  type ToolCallParserV1,
 } from '@shears/core';
 import { resolveAdvantageEstimator } from '@shears/grpo';
+import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
 import {
   composeRegistry,
   createEnv,
+  createFromConfig,
   createSandboxProvider,
   createServer,
   observeServer,
@@ -47,7 +51,57 @@ export interface Runtime {
   sandboxes: SandboxProviderV1;
   limiter: ConcurrencyLimiter;
   progress: ProgressReporter;
+  /** `env.action_policy`, checked before every tool call. */
+  actionPolicy: ActionPolicy | undefined;
+  /** `server.tool_parser`: parses tool calls from the text whenever the server returns none. */
+  parser: ToolCallParserV1 | undefined;
+  /** `server.fallback_parser`: parses text containing `<tool_call>` when the server returns none. */
+  fallbackParser: ToolCallParserV1 | undefined;
   close(): Promise<void>;
+}
+
+/** `env.action_policy` (snake_case config) → the terminal package's action policy. */
+export function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefined {
+  const policy = config.env.action_policy;
+  if (!policy) return undefined;
+  try {
+    return createActionPolicy({
+      ...(policy.commands
+        ? {
+            commands: {
+              allow: policy.commands.allow,
+              deny: policy.commands.deny,
+              allowDynamic: policy.commands.allow_dynamic,
+            },
+          }
+        : {}),
+      ...(policy.tools ? { tools: policy.tools } : {}),
+      ...(policy.command_arguments ? { commandArguments: policy.command_arguments } : {}),
+    });
+  } catch (cause) {
+    throw new ConfigError({
+      message: `env.action_policy: ${(cause as Error).message}`,
+      issues: [{ path: 'env.action_policy', message: 'invalid action policy', value: policy }],
+      cause,
+    });
+  }
+}
+
+/** `server.tool_parser` and `server.fallback_parser`, resolved by name in the parsers registry. */
+export async function resolveParsers(
+  registry: Registry,
+  config: ShearsConfig,
+): Promise<{ parser?: ToolCallParserV1; fallbackParser?: ToolCallParserV1 }> {
+  const { tool_parser: parserId, fallback_parser: fallbackId } = config.server;
+  const parser = parserId
+    ? await createFromConfig(registry, 'parsers', parserId, 'server.tool_parser', {})
+    : undefined;
+  // The fallback only matters without a parser; `none` turns it off.
+  const fallbackParser =
+    !parserId && fallbackId !== 'none'
+      ? await createFromConfig(registry, 'parsers', fallbackId, 'server.fallback_parser', {})
+      : undefined;
+  return { parser, fallbackParser };
 }
 
 export function progressMode(context: CommandContext): ProgressMode {
@@ -73,6 +127,8 @@ export async function startRuntime(
   });
   const closers: Array<() => Promise<void> | void> = [];
   try {
+    const actionPolicy = buildActionPolicy(config);
+    const { parser, fallbackParser } = await resolveParsers(registry, config);
     const env = await createEnv(registry, config);
     closers.push(() => env.close?.());
     const sandboxes = await createSandboxProvider(registry, config, env);
@@ -90,6 +146,9 @@ export async function startRuntime(
       sandboxes,
       limiter: createConcurrencyLimiter(config.run.concurrency),
       progress,
+      actionPolicy,
+      parser,
+      fallbackParser,
       async close() {
         progress.stop();
         for (const close of closers.reverse()) {
@@ -129,6 +188,9 @@ export async function runOneGroup(
     allEqualScores: config.run.all_equal_scores,
     temperature: config.server.temperature,
     maxTokens: config.server.max_tokens,
+    ...(runtime.parser ? { parser: runtime.parser } : {}),
+    ...(runtime.fallbackParser ? { fallbackParser: runtime.fallbackParser } : {}),
+    ...(runtime.actionPolicy ? { beforeToolCall: runtime.actionPolicy.beforeToolCall } : {}),
     signal: context.signal,
     logger: context.logger,
     onEvent: (event) => {

@@ -5,6 +5,48 @@ import { z } from 'zod';
 
 const settingsSchema = z.record(z.string(), z.unknown()).describe('Settings passed to the plugin factory');
 
+const commandRule = z
+  .string()
+  .trim()
+  .min(1)
+  .refine((rule) => !rule.split(/\s+/)[0]!.includes('*'), {
+    message:
+      'a command rule is a command name with optional leading arguments (e.g. "git push"); no wildcards',
+  });
+
+export const actionPolicyConfigSchema = z
+  .strictObject({
+    commands: z
+      .strictObject({
+        allow: z
+          .array(commandRule)
+          .optional()
+          .describe('When set, every command a line runs must match one of these ("ls", "git status")'),
+        deny: z
+          .array(commandRule)
+          .optional()
+          .describe('Commands refused wherever they appear in a line (pipelines, sh -c, xargs, sudo, ...)'),
+        allow_dynamic: z
+          .boolean()
+          .optional()
+          .describe('Allow commands whose name is computed at run time ($cmd); refused by default'),
+      })
+      .optional(),
+    tools: z
+      .strictObject({
+        allow: z.array(z.string().min(1)).optional().describe('When set, only these tools may be called'),
+        deny: z.array(z.string().min(1)).optional().describe('Tools that may not be called'),
+      })
+      .optional(),
+    command_arguments: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Which argument of which tool holds a shell command (default: { terminal: command })'),
+  })
+  .describe(
+    'Allow/deny lists checked before each tool call; a refusal goes back to the model as the result and is counted in the trajectory (policyRefusals)',
+  );
+
 export const envConfigSchema = z
   .strictObject({
     name: z.string().min(1).default('demo').describe('Environment id from a loaded plugin (built in: demo)'),
@@ -17,6 +59,7 @@ export const envConfigSchema = z
       .describe("Agent turns per rollout (default: the env's own budget, else 30)"),
     seed: z.int().default(0).describe('Seed for the env and the demo policy'),
     settings: settingsSchema.default({}),
+    action_policy: actionPolicyConfigSchema.optional(),
   })
   .describe('The environment that produces tasks and rewards');
 
@@ -43,7 +86,26 @@ export const serverConfigSchema = z
     temperature: z.number().min(0).max(2).optional(),
     max_tokens: z.int().min(1).optional(),
     timeout_ms: z.int().min(1).optional(),
-    tokenizer: z.string().optional().describe('Path to a tokenizer.json (checked by `shears doctor`)'),
+    tokenizer: z
+      .string()
+      .optional()
+      .describe(
+        "Folder with the model's tokenizer.json and tokenizer_config.json (token data for `shears serve`/`train`, vllm/sglang servers; checked by `shears doctor`)",
+      ),
+    tool_parser: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Parser (e.g. hermes, qwen3_coder, mistral) that reads tool calls from the completion text whenever the server returns none; for servers started without their own tool parser',
+      ),
+    fallback_parser: z
+      .string()
+      .min(1)
+      .default('hermes')
+      .describe(
+        'hermes-agent\'s fallback: with no native tool calls and "<tool_call>" in the text, parse it with this parser; "none" turns it off; ignored when tool_parser is set',
+      ),
     settings: settingsSchema.default({}),
   })
   .describe('The inference server the agent talks to');
@@ -57,9 +119,13 @@ export const sandboxConfigSchema = z
       .describe("Sandbox provider id: local, docker, ssh (default: the env's preferred backend, else local)"),
     image: z.string().optional(),
     ssh_targets: z
-      .array(z.string())
-      .default([])
-      .describe('user@host[:port] targets checked by `shears doctor`'),
+      .unknown()
+      .refine((value) => value === undefined, {
+        message:
+          'removed: nothing used it; the ssh sandbox connects to sandbox.settings.host / port / username (which `shears doctor` checks), so delete sandbox.ssh_targets',
+      })
+      .optional()
+      .describe('Removed; use sandbox.settings.host / port of the ssh sandbox'),
     settings: settingsSchema.default({}),
   })
   .describe('Where rollouts run their tools');

@@ -1,0 +1,159 @@
+// What the runtime passes to the kernel's group runner, checked end to end through `shears process`
+// with the demo env, a local sandbox and real HTTP servers: the per-env action policy
+// (`env.action_policy`) and the tool-call text parsers (`server.tool_parser` / `fallback_parser`).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
+import { createScriptedServer } from '@shears/core/test';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runShears } from './test-support/run-cli.js';
+
+vi.setConfig({ testTimeout: 120_000 });
+
+const dir = mkdtempSync(join(tmpdir(), 'shears-runtime-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function readGroups(path: string): ScoredGroupRecord[] {
+  return readFileSync(join(dir, path), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
+}
+
+function config(name: string, lines: string[]): string {
+  writeFileSync(join(dir, name), `${lines.join('\n')}\n`);
+  return name;
+}
+
+describe('env.action_policy', () => {
+  it('refuses a denied command with the policy message, counts it in the written trajectory, and lets the rest run', async () => {
+    // hello-file is solved (and failed) only with `echo ... > hello.txt`.
+    const base = ['env:', '  name: demo', '  group_size: 4', '  settings: { only: [hello-file] }'];
+    const policy = config('policy.yaml', [
+      ...base,
+      '  action_policy:',
+      '    commands: { deny: [echo] }',
+      'run: { groups: 2, out: runs/policy.jsonl, report: false }',
+    ]);
+    const run = await runShears(['process', '--config', policy], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const groups = readGroups('runs/policy.jsonl');
+    const rollouts = groups.flatMap((group) => group.rollouts);
+    const calls = rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls));
+    const refused = calls.filter((call) => call.result.includes('Refused by the action policy'));
+    expect(refused.length).toBeGreaterThan(0);
+    for (const call of refused)
+      expect(call.result).toContain(
+        `Refused by the action policy: \\"echo\\" is not allowed in this environment (found in: echo hello shears). Nothing was run.`,
+      );
+    expect(rollouts.reduce((sum, rollout) => sum + rollout.policyRefusals, 0)).toBe(refused.length);
+    expect(rollouts.some((rollout) => rollout.policyRefusals > 0)).toBe(true);
+    // Nothing echo would have written exists, so no rollout is rewarded; allowed commands still ran.
+    expect(groups.flatMap((group) => group.scores).every((score) => score === 0)).toBe(true);
+    const terminalCalls = calls.filter((call) => call.name === 'terminal');
+    expect(terminalCalls.filter((call) => call.arguments.includes('echo'))).toEqual(refused);
+    for (const call of terminalCalls.filter((call) => !refused.includes(call)))
+      expect(call.result).toContain('"exit_code"');
+
+    // The same run without the policy solves the task in some rollouts.
+    const open = config('open.yaml', [...base, 'run: { groups: 2, out: runs/open.jsonl, report: false }']);
+    expect((await runShears(['process', '--config', open], { cwd: dir })).code).toBe(0);
+    const openGroups = readGroups('runs/open.jsonl');
+    const openRollouts = openGroups.flatMap((group) => group.rollouts);
+    expect(openGroups.flatMap((group) => group.scores)).toContain(1);
+    expect(openRollouts.every((rollout) => rollout.policyRefusals === 0)).toBe(true);
+  });
+
+  it('names the field of a bad policy', async () => {
+    const typo = await runShears(['process', '--env.action_policy.commands.denyy', 'rm'], { cwd: dir });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('env.action_policy.commands: unknown field "denyy" (did you mean "deny"?)');
+    const wildcard = config('wildcard.yaml', ['env: { action_policy: { commands: { deny: ["rm*"] } } }']);
+    const bad = await runShears(['process', '--config', wildcard], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('env.action_policy.commands.deny[0]: a command rule is a command name');
+    const tools = await runShears(['process', '--env.action_policy.tools.deny', '{}'], { cwd: dir });
+    expect(tools.code).toBe(2);
+    expect(tools.stderr).toContain('env.action_policy.tools.deny: expected array');
+  });
+});
+
+describe('server.tool_parser and server.fallback_parser', () => {
+  // A model behind a server without a tool parser: the call arrives as hermes text in the content.
+  async function textToolServer() {
+    return createScriptedServer({
+      policy: (request) => {
+        if (request.messages.some((message) => message.role === 'tool')) return { content: 'Done.' };
+        return {
+          content: `I will write the file.\n<tool_call>\n{"name": "terminal", "arguments": {"command": "echo 'hello shears' > hello.txt"}}\n</tool_call>`,
+        };
+      },
+    });
+  }
+
+  it("parses <tool_call> text with hermes by default (hermes-agent's fallback); fallback_parser none turns it off", async () => {
+    const model = await textToolServer();
+    try {
+      const lines = (out: string, extra: string[] = []) => [
+        'env: { name: demo, group_size: 2, settings: { only: [hello-file] } }',
+        'server:',
+        '  provider: openai',
+        `  base_url: ${model.url}`,
+        '  model: text-tools',
+        ...extra,
+        `run: { groups: 1, out: ${out}, report: false }`,
+      ];
+      const run = await runShears(
+        ['process', '--config', config('fallback.yaml', lines('runs/fallback.jsonl'))],
+        {
+          cwd: dir,
+        },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      const [parsedGroup] = readGroups('runs/fallback.jsonl');
+      const parsed = parsedGroup!.rollouts;
+      expect(parsedGroup!.scores).toEqual([1, 1]);
+      expect(parsed[0]!.steps[0]!.toolCalls[0]!.name).toBe('terminal');
+
+      const off = await runShears(
+        ['process', '--config', config('off.yaml', lines('runs/off.jsonl', ['  fallback_parser: none']))],
+        { cwd: dir },
+      );
+      expect(off.code, off.stderr).toBe(0);
+      const [plainGroup] = readGroups('runs/off.jsonl');
+      const plain = plainGroup!.rollouts;
+      expect(plainGroup!.scores).toEqual([0, 0]);
+      expect(plain.every((rollout) => rollout.steps.every((step) => step.toolCalls.length === 0))).toBe(true);
+      expect(plain[0]!.finalResponse).toContain('<tool_call>');
+
+      // tool_parser parses every reply without native calls, whatever fallback_parser says.
+      const forced = await runShears(
+        [
+          'process',
+          '--config',
+          config(
+            'forced.yaml',
+            lines('runs/forced.jsonl', ['  tool_parser: hermes', '  fallback_parser: none']),
+          ),
+        ],
+        { cwd: dir },
+      );
+      expect(forced.code, forced.stderr).toBe(0);
+      expect(readGroups('runs/forced.jsonl').flatMap((group) => group.scores)).toEqual([1, 1]);
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('names an unknown parser and lists the available ones', async () => {
+    const run = await runShears(['process', '--server.tool_parser', 'hermez'], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /server\.tool_parser: unknown tool-call parser "hermez" \(allowed: [^)]*\bhermes\b[^)]*\bmistral\b/,
+    );
+    const fallback = await runShears(['process', '--server.fallback_parser', 'nope'], { cwd: dir });
+    expect(fallback.code).toBe(2);
+    expect(fallback.stderr).toContain('server.fallback_parser: unknown tool-call parser "nope" (allowed: ');
+  });
+});
