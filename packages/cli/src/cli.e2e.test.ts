@@ -266,7 +266,7 @@ describe('shears evaluate', () => {
   });
 });
 
-describe('shears view, schema, doctor', () => {
+describe('shears view, schema', () => {
   it('view builds the HTML viewer from JSONL', async () => {
     const run = await runShears(['process', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], {
       cwd: dir,
@@ -312,23 +312,6 @@ describe('shears view, schema, doctor', () => {
     const run = await runShears(['schema'], { cwd: dir });
     const schema = JSON.parse(run.stdout) as { properties: Record<string, unknown> };
     expect(schema.properties).toHaveProperty('env');
-  });
-
-  it('doctor checks node, the inference server, ssh targets and the tokenizer, and says what to fix', async () => {
-    writeFileSync(
-      join(dir, 'tokenizer.json'),
-      JSON.stringify({ model: { type: 'BPE', vocab: { a: 0, b: 1 } } }),
-    );
-    const run = await runShears(
-      ['doctor', '--sandbox.ssh_targets', 'root@127.0.0.1:1', '--server.tokenizer', 'tokenizer.json'],
-      { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } },
-    );
-    expect(run.stdout).toMatch(/✓ node\s+Node 2\d/);
-    expect(run.stdout).toMatch(/✓ inference\s+scripted shears-demo-policy answered/);
-    expect(run.stdout).toMatch(/✗ ssh root@127\.0\.0\.1:1 .*\n\s+fix: start sshd on 127\.0\.0\.1:1/);
-    expect(run.stdout).toMatch(/✓ tokenizer\s+BPE with 2 vocabulary entries/);
-    expect(run.stdout).toMatch(/! docker .*\n\s+fix: start the daemon/);
-    expect(run.code).toBe(1);
   });
 });
 

