@@ -1,8 +1,10 @@
 // Fetching a page under the SSRF guard with undici: each hop's host is vetted, and the
 // connection is pinned to the vetted address through `connect.lookup`; redirects are followed
-// by hand (limited, each one vetted again); the body is capped while it streams.
+// by hand (limited, each one vetted again, each host rate-limited); the body is capped while it
+// streams.
 import { Agent, request } from 'undici';
 import { WebToolError } from './errors.js';
+import type { HostRateLimiter } from './rate-limit.js';
 import type { SsrfGuard, VettedTarget } from './ssrf-guard.js';
 
 export interface SafeFetchOptions {
@@ -13,6 +15,8 @@ export interface SafeFetchOptions {
   userAgent: string;
   /** Extra trusted CA certificates (PEM), e.g. an intranet's own CA. */
   ca?: string | readonly string[];
+  /** Spaces requests per host; consulted before every hop, redirect targets included. */
+  rateLimiter?: HostRateLimiter;
   signal?: AbortSignal;
 }
 
@@ -48,14 +52,20 @@ function pinnedAgent(target: VettedTarget, ca: string | readonly string[] | unde
 }
 
 export async function safeFetch(input: string, options: SafeFetchOptions): Promise<FetchedPage> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const redirects: string[] = [];
   let current = input;
+  let timeout: AbortSignal | undefined;
+  let signal: AbortSignal | undefined;
   for (let hop = 0; ; hop++) {
     const target = await options.guard.vet(current);
+    // Waiting for the first host's turn happens before the timeout starts (a busy host can
+    // queue many requests); a redirect target's turn is part of fetching the URL.
+    if (hop === 0) await options.rateLimiter?.acquire(target.url.host, options.signal);
+    timeout ??= AbortSignal.timeout(options.timeoutMs);
+    signal ??= options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     const agent = pinnedAgent(target, options.ca);
     try {
+      if (hop > 0) await options.rateLimiter?.acquire(target.url.host, signal);
       const response = await request(target.url, {
         method: 'GET',
         dispatcher: agent,

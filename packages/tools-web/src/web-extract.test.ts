@@ -34,6 +34,9 @@ describe('web_extract', () => {
     server.route('/hop1', (_request, response) => response.writeHead(301, { location: '/hop2' }).end());
     server.route('/hop2', (_request, response) => response.writeHead(307, { location: '/article' }).end());
     server.route('/slow', () => {}); // never answers
+    server.route('/moved', (_request, response) =>
+      response.writeHead(302, { location: `${server.origin}/notes.txt?moved` }).end(),
+    );
     server.route('/missing', send('text/plain', 'gone', 404));
     server.route('/latin1', send('text/plain; charset=iso-8859-1', Buffer.from([0x63, 0x61, 0x66, 0xe9])));
   });
@@ -229,6 +232,30 @@ describe('web_extract', () => {
     expect(count()).toBe(3);
     await call(tool, { urls: [`${server.origin}/notes.txt?cache1#section`] });
     expect(count()).toBe(3);
+  });
+
+  it('spaces requests to a redirect target host too, not only to the first host', async () => {
+    const clock = 5_000;
+    const sleeps: number[] = [];
+    const tool = local({
+      minIntervalMsPerHost: 400,
+      cacheTtlMs: 0,
+      now: () => clock,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+      },
+      // mirror.example is another host name for the same test server; it redirects to 127.0.0.1.
+      ssrf: { resolver: async () => [{ address: '127.0.0.1', family: 4 }] },
+    });
+    await call(tool, { urls: [`${server.origin}/notes.txt?direct`] });
+    expect(sleeps).toEqual([]);
+    const { json } = await call(tool, { urls: [`http://mirror.example:${server.port}/moved`] });
+    expect(json.results[0]).toMatchObject({
+      url: `${server.origin}/notes.txt?moved`,
+      content: 'Plain notes\nline two',
+    });
+    // mirror.example had not been asked before; 127.0.0.1 was asked 0 ms earlier, so the hop waits.
+    expect(sleeps).toEqual([400]);
   });
 
   it('refuses URLs that carry secrets', async () => {

@@ -41,7 +41,7 @@ export interface WebExtractSettings {
   maxBytes?: number;
   /** Longest content returned per page (default 100 000 characters). */
   maxContentChars?: number;
-  /** Minimum spacing between requests to one host (default 500 ms; 0 disables). */
+  /** Minimum spacing between requests to one host, redirect hops included (default 500 ms; 0 disables). */
   minIntervalMsPerHost?: number;
   /** How long an extracted page is reused (default 15 minutes; 0 disables the cache). */
   cacheTtlMs?: number;
@@ -155,10 +155,9 @@ export function createWebExtractTool(settings: WebExtractSettings = {}): ToolV1<
     const cached = cache.get(key);
     if (cached && cached.expires > now()) return cached.result;
     try {
-      const host = new URL(url).host;
-      await limiter.acquire(host, signal);
       const page = await safeFetch(url, {
         guard,
+        rateLimiter: limiter,
         signal,
         timeoutMs: settings.timeoutMs ?? 30_000,
         maxRedirects: settings.maxRedirects ?? 5,
