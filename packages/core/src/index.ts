@@ -160,7 +160,9 @@ export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from 
 export {
   BUILTIN_DISTRIBUTIONS,
   BUILTIN_TOOLSETS,
+  mergeToolToolsets,
   resolveToolset,
   sampleToolsets,
   selectToolNames,
+  selectTools,
 } from './toolsets.js';
