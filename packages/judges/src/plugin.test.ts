@@ -1,6 +1,18 @@
-import { createRegistry, definePlugin, NoSuchEntryError } from '@shears/core';
-import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
-import { describe, expect, it } from 'vitest';
+import {
+  createRegistry,
+  definePlugin,
+  type GroupJudgeV1,
+  type JudgeSubject,
+  type JudgeV1,
+  NoSuchEntryError,
+} from '@shears/core';
+import {
+  createScriptedServer,
+  createScriptedServerClient,
+  type ScriptedPolicy,
+  type ScriptedServer,
+} from '@shears/core/test';
+import { afterEach, describe, expect, it } from 'vitest';
 import plugin from './index.js';
 
 describe('@shears/judges manifest', () => {
@@ -53,5 +65,140 @@ describe('@shears/judges manifest', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('judges built from settings', () => {
+  const subject: JudgeSubject = {
+    taskId: 't',
+    task: 'Write the word hello into hello.txt',
+    messages: [
+      { role: 'user', content: 'Write the word hello into hello.txt' },
+      { role: 'assistant', content: `I wrote it. ${'x'.repeat(400)} THE-END-MARKER` },
+    ],
+  };
+  const verdict = JSON.stringify({ dimensions: { solved: 1 }, composite: 1, rationale: 'r' });
+
+  async function setup(policy: ScriptedPolicy) {
+    const server = await createScriptedServer({ policy });
+    const registry = createRegistry()
+      .use(plugin)
+      .use(
+        definePlugin({
+          id: 'test-servers',
+          servers: {
+            scripted: {
+              create: (settings) =>
+                createScriptedServerClient({ baseUrl: server.url, model: String(settings.model) }),
+            },
+          },
+        }),
+      );
+    return { server, registry };
+  }
+  let server: ScriptedServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('a rubric judge keeps its cache, pricing, format and maxTokens', async () => {
+    const made = await setup(() => ({
+      content: verdict,
+      usage: { prompt_tokens: 1_000, completion_tokens: 100 },
+    }));
+    server = made.server;
+    const judge = (await made.registry.create('judges', 'rubric', {
+      rubric: 'binary',
+      server: { provider: 'scripted', model: 'm' },
+      cache: true,
+      pricing: { inputPerMillion: 3, outputPerMillion: 15 },
+      format: { maxMessageChars: 60 },
+      maxTokens: 321,
+    })) as JudgeV1;
+    const first = await judge.judge(subject);
+    const second = await judge.judge(subject);
+    expect(first).toMatchObject({ status: 'scored', score: 1 });
+    // (1,000 * $3 + 100 * $15) per million tokens.
+    expect(first.usage?.costUsd).toBeCloseTo(0.0045, 12);
+    expect(second).toMatchObject({ status: 'scored', cached: true });
+    expect(server.chatRequests).toHaveLength(1);
+    const request = server.chatRequests[0]!;
+    expect(request.max_tokens).toBe(321);
+    const prompt = String(request.messages[request.messages.length - 1]?.content);
+    expect(prompt).toContain('characters omitted');
+    expect(prompt).toContain('THE-END-MARKER');
+    expect(prompt).not.toContain('x'.repeat(100));
+  });
+
+  it('a panel shares one cache among members that set none; members keep their own settings', async () => {
+    const made = await setup(() => ({
+      content: verdict,
+      usage: { prompt_tokens: 10, completion_tokens: 1 },
+    }));
+    server = made.server;
+    const panel = (await made.registry.create('judges', 'panel', {
+      cache: true,
+      aggregation: 'mean',
+      judges: [
+        { id: 'a', rubric: 'binary', server: { provider: 'scripted', model: 'a' }, maxTokens: 50 },
+        { id: 'b', rubric: 'binary', server: { provider: 'scripted', model: 'b' }, cache: false },
+      ],
+    })) as JudgeV1;
+    await panel.judge(subject);
+    await panel.judge(subject);
+    // a answered from the shared cache the second time; b opted out and was asked twice.
+    expect(server.chatRequests.map((request) => [request.model, request.max_tokens ?? null])).toEqual([
+      ['a', 50],
+      ['b', null],
+      ['b', null],
+    ]);
+  });
+
+  it('a group judge keeps its pricing and format', async () => {
+    const made = await setup(() => ({
+      content: JSON.stringify({ scores: { '1': 0.2, '2': 0.8 } }),
+      usage: { prompt_tokens: 1_000, completion_tokens: 100 },
+    }));
+    server = made.server;
+    const judge = (await made.registry.create('judges', 'group', {
+      server: { provider: 'scripted', model: 'g' },
+      pricing: { inputPerMillion: 3, outputPerMillion: 15 },
+      format: { maxMessageChars: 60 },
+    })) as GroupJudgeV1;
+    const verdicts = await judge.judgeGroup([subject, { ...subject, taskId: 'u' }]);
+    expect(verdicts.map((entry) => entry.usage?.costUsd)).toEqual([0.00225, 0.00225]);
+    expect(String(server.chatRequests[0]!.messages[1]?.content)).toContain('characters omitted');
+  });
+
+  it('rejects bad settings naming the setting', async () => {
+    const made = await setup(() => ({ content: verdict }));
+    server = made.server;
+    const rubric = (settings: Record<string, unknown>) =>
+      made.registry.create('judges', 'rubric', { server: { provider: 'scripted', model: 'm' }, ...settings });
+    await expect(rubric({ maxTokens: -5 })).rejects.toThrow(/judges\.rubric\.maxTokens: Too small/);
+    await expect(rubric({ maxTokens: 2.5 })).rejects.toThrow(/judges\.rubric\.maxTokens: .*expected int/);
+    await expect(rubric({ pricing: { inputPerMillion: 1 } })).rejects.toThrow(
+      /judges\.rubric\.pricing\.outputPerMillion: .*expected number/,
+    );
+    await expect(rubric({ format: { maxMessageChar: 10 } })).rejects.toThrow(
+      /judges\.rubric\.format: Unrecognized key.*maxMessageChar/,
+    );
+    await expect(rubric({ maxToken: 10 })).rejects.toThrow(/judges\.rubric: Unrecognized key.*maxToken/);
+    await expect(rubric({ cache: 'yes' })).rejects.toThrow(
+      'judges.rubric.cache: cache must be true, false, { maxEntries: <positive integer> } or a JudgeCache instance',
+    );
+    await expect(
+      made.registry.create('judges', 'panel', {
+        judges: [
+          { server: { provider: 'scripted', model: 'a' } },
+          { server: { provider: 'scripted', model: 'b' }, pricing: 3 },
+        ],
+      }),
+    ).rejects.toThrow(/judges\.panel\.judges\[1\]\.pricing: /);
+    await expect(
+      made.registry.create('judges', 'group', { server: { provider: 'scripted', model: 'g' }, rounds: 0 }),
+    ).rejects.toThrow(/judges\.group\.rounds: Too small/);
+    expect(server.chatRequests).toHaveLength(0);
   });
 });

@@ -4,9 +4,16 @@
 import { definePlugin, InvalidArgumentError, type PluginContext, type ServerV1 } from '@shears/core';
 import type { AggregationMethod } from './aggregate.js';
 import { createGroupJudge } from './group-judge.js';
+import type { JudgeCache } from './judge-cache.js';
 import { createJudgePanel } from './judge-panel.js';
+import {
+  parseGroupJudgeOptions,
+  parseJudgePanelOptions,
+  parseRubricJudgeOptions,
+  resolveCacheOption,
+} from './plugin-options.js';
 import { BINARY_RUBRIC, createRubric, DEFAULT_RUBRIC, type RubricOptions } from './rubric.js';
-import { createRubricJudge, type ResponseFormatMode } from './rubric-judge.js';
+import { createRubricJudge } from './rubric-judge.js';
 
 async function resolveServer(value: unknown, context: PluginContext, where: string): Promise<ServerV1> {
   if (value && typeof value === 'object' && typeof (value as ServerV1).chat === 'function')
@@ -29,18 +36,24 @@ function resolveRubric(value: unknown) {
 }
 
 async function createRubricFromSettings(
-  settings: Record<string, unknown>,
+  settings: unknown,
   context: PluginContext,
   where: string,
+  defaults: { cache?: JudgeCache } = {},
 ) {
+  const options = parseRubricJudgeOptions(settings, where);
   return createRubricJudge({
-    id: settings.id as string | undefined,
-    server: await resolveServer(settings.server, context, where),
-    rubric: resolveRubric(settings.rubric),
-    responseFormat: settings.responseFormat as ResponseFormatMode | undefined,
-    timeoutMs: settings.timeoutMs as number | undefined,
-    temperature: settings.temperature as number | undefined,
-    extraBody: settings.extraBody as Record<string, unknown> | undefined,
+    id: options.id,
+    server: await resolveServer(options.server, context, where),
+    rubric: resolveRubric(options.rubric),
+    responseFormat: options.responseFormat,
+    timeoutMs: options.timeoutMs,
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    format: options.format,
+    cache: options.cache === undefined ? defaults.cache : resolveCacheOption(options.cache),
+    pricing: options.pricing,
+    extraBody: options.extraBody,
   });
 }
 
@@ -65,21 +78,19 @@ const plugin = definePlugin({
             message: 'judges.panel.judges must be a non-empty list of rubric judge settings',
           });
         }
+        const options = parseJudgePanelOptions(settings, 'judges.panel');
+        const cache = resolveCacheOption(options.cache);
         const judges = await Promise.all(
           members.map((member, index) =>
-            createRubricFromSettings(
-              member as Record<string, unknown>,
-              context,
-              `judges.panel.judges[${index}]`,
-            ),
+            createRubricFromSettings(member, context, `judges.panel.judges[${index}]`, { cache }),
           ),
         );
         return createJudgePanel({
-          id: settings.id as string | undefined,
+          id: options.id,
           judges,
-          aggregation: settings.aggregation as AggregationMethod | undefined,
-          quorum: settings.quorum as number | undefined,
-          disagreementThreshold: settings.disagreementThreshold as number | undefined,
+          aggregation: options.aggregation as AggregationMethod | undefined,
+          quorum: options.quorum,
+          disagreementThreshold: options.disagreementThreshold,
         });
       },
     },
@@ -87,12 +98,16 @@ const plugin = definePlugin({
       description: 'Listwise judge scoring a whole GRPO group in one call, order shuffled',
       aliases: ['listwise'],
       async create(settings, context) {
+        const options = parseGroupJudgeOptions(settings, 'judges.group');
         return createGroupJudge({
-          id: settings.id as string | undefined,
-          server: await resolveServer(settings.server, context, 'judges.group'),
-          criteria: settings.criteria as string | undefined,
-          rounds: settings.rounds as number | undefined,
-          timeoutMs: settings.timeoutMs as number | undefined,
+          id: options.id,
+          server: await resolveServer(options.server, context, 'judges.group'),
+          criteria: options.criteria,
+          rounds: options.rounds,
+          timeoutMs: options.timeoutMs,
+          temperature: options.temperature,
+          format: options.format,
+          pricing: options.pricing,
         });
       },
     },

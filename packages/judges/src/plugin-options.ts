@@ -1,0 +1,130 @@
+// Strict schemas of the settings the registry manifest accepts (config files, `registry.create`):
+// a typo or a wrong type is an error naming the setting, not a judge that silently runs without
+// its cache, pricing or limits.
+import { InvalidArgumentError } from '@shears/core';
+import { z } from 'zod';
+import { AGGREGATION_METHODS } from './aggregate.js';
+import { createMemoryJudgeCache, type JudgeCache } from './judge-cache.js';
+
+const positiveInteger = z.number().int().positive();
+
+const formatSchema = z.strictObject({
+  maxToolResultChars: positiveInteger.optional(),
+  maxMessageChars: positiveInteger.optional(),
+  maxTotalChars: positiveInteger.optional(),
+  includeReasoning: z.boolean().optional(),
+});
+
+const pricingSchema = z.strictObject({
+  inputPerMillion: z.number().nonnegative(),
+  outputPerMillion: z.number().nonnegative(),
+});
+
+function isJudgeCache(value: unknown): value is JudgeCache {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as JudgeCache).get === 'function' &&
+    typeof (value as JudgeCache).set === 'function'
+  );
+}
+
+const CACHE_HINT = 'cache must be true, false, { maxEntries: <positive integer> } or a JudgeCache instance';
+
+/** `true` or `{ maxEntries }` makes a memory cache; a JudgeCache instance is used as it is. */
+const cacheSchema = z.custom<boolean | { maxEntries?: number } | JudgeCache>(
+  (value) =>
+    typeof value === 'boolean' ||
+    isJudgeCache(value) ||
+    z.strictObject({ maxEntries: positiveInteger.optional() }).safeParse(value).success,
+  { message: CACHE_HINT },
+);
+
+const rubricJudgeOptionsSchema = z.strictObject({
+  id: z.string().min(1).optional(),
+  server: z.unknown().optional(),
+  rubric: z.unknown().optional(),
+  responseFormat: z.enum(['json_schema', 'json_object', 'none']).optional(),
+  timeoutMs: z.number().positive().optional(),
+  temperature: z.number().nonnegative().optional(),
+  maxTokens: positiveInteger.optional(),
+  format: formatSchema.optional(),
+  cache: cacheSchema.optional(),
+  pricing: pricingSchema.optional(),
+  extraBody: z.record(z.string(), z.unknown()).optional(),
+});
+
+const panelOptionsSchema = z.strictObject({
+  id: z.string().min(1).optional(),
+  judges: z.array(z.unknown()),
+  aggregation: z.enum(AGGREGATION_METHODS as [string, ...string[]]).optional(),
+  quorum: positiveInteger.optional(),
+  disagreementThreshold: z.number().nonnegative().optional(),
+  /** Default cache of the members that set none (one cache shared by the panel). */
+  cache: cacheSchema.optional(),
+});
+
+const groupJudgeOptionsSchema = z.strictObject({
+  id: z.string().min(1).optional(),
+  server: z.unknown().optional(),
+  criteria: z.string().min(1).optional(),
+  rounds: positiveInteger.optional(),
+  timeoutMs: z.number().positive().optional(),
+  temperature: z.number().nonnegative().optional(),
+  format: formatSchema.optional(),
+  pricing: pricingSchema.optional(),
+});
+
+export type RubricJudgeOptions = z.infer<typeof rubricJudgeOptionsSchema>;
+export type JudgePanelOptions = z.infer<typeof panelOptionsSchema>;
+export type GroupJudgeOptions = z.infer<typeof groupJudgeOptionsSchema>;
+
+function pathText(where: string, path: readonly PropertyKey[]): string {
+  let text = where;
+  for (const key of path) text += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
+  return text;
+}
+
+function parseOptions<TShape extends z.ZodRawShape>(
+  schema: z.ZodObject<TShape>,
+  settings: unknown,
+  where: string,
+): z.infer<z.ZodObject<TShape>> {
+  const parsed = schema.safeParse(settings ?? {});
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    // A misspelt top-level setting: name the ones that exist.
+    const valid =
+      issue.code === 'unrecognized_keys' && issue.path.length === 0
+        ? ` (valid settings: ${Object.keys(schema.shape).join(', ')})`
+        : '';
+    return `${pathText(where, issue.path)}: ${issue.message}${valid}`;
+  });
+  const first = parsed.error.issues[0];
+  throw new InvalidArgumentError({
+    argument: first ? pathText(where, first.path) : where,
+    value: settings,
+    message: `Invalid judge settings: ${problems.join('; ')}`,
+    cause: parsed.error,
+  });
+}
+
+export function parseRubricJudgeOptions(settings: unknown, where: string): RubricJudgeOptions {
+  return parseOptions(rubricJudgeOptionsSchema, settings, where);
+}
+
+export function parseJudgePanelOptions(settings: unknown, where: string): JudgePanelOptions {
+  return parseOptions(panelOptionsSchema, settings, where);
+}
+
+export function parseGroupJudgeOptions(settings: unknown, where: string): GroupJudgeOptions {
+  return parseOptions(groupJudgeOptionsSchema, settings, where);
+}
+
+/** The cache a `cache` setting asks for (undefined for none). */
+export function resolveCacheOption(value: RubricJudgeOptions['cache']): JudgeCache | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return createMemoryJudgeCache();
+  if (isJudgeCache(value)) return value;
+  return createMemoryJudgeCache(value);
+}
