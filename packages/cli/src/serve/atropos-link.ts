@@ -1,12 +1,10 @@
-// The worker's side of the Atropos trajectory API: register the env, read /status and /info to
-// decide whether to pause, and post scored groups. Plain fetch, so it works against the real
-// Atropos server as well as @shears/grpo's.
-import { type ScoredData, ServerError, safeParseJson } from '@shears/core';
-import { z } from 'zod';
-
-const registerEnvSchema = z.looseObject({ status: z.string(), env_id: z.number().int().nullish() });
-const statusSchema = z.looseObject({ current_step: z.number(), queue_size: z.number() });
-const infoSchema = z.looseObject({ batch_size: z.number(), max_token_len: z.number().nullish() });
+// The worker's side of the Atropos trajectory API: register the env, read /status-env and /info
+// to decide whether to pause, and post scored groups. Built on @shears/grpo's client, so every
+// call retries network errors, 5xx and 429 with backoff (honouring Retry-After), bodies are
+// gzipped, and each group carries an Idempotency-Key so a retry cannot queue it twice. Works
+// against the real Atropos server as well as @shears/grpo's.
+import { AbortedError, type Logger, type ScoredData, ServerError, silentLogger } from '@shears/core';
+import { createTrajectoryApiClient, type TrajectoryApiClientSettings } from '@shears/grpo';
 
 export interface AtroposLink {
   readonly url: string;
@@ -19,8 +17,10 @@ export interface AtroposLink {
     signal?: AbortSignal;
     onWait?: () => void;
   }): Promise<number>;
+  /** The env's own view of the queue (GET /status-env): groups ahead of it, in its group size. */
   status(signal?: AbortSignal): Promise<{ current_step: number; queue_size: number }>;
   info(signal?: AbortSignal): Promise<{ batch_size: number }>;
+  /** Posts one group; retried with the same Idempotency-Key until the API acknowledges it. */
   postScoredData(data: ScoredData, signal?: AbortSignal): Promise<void>;
 }
 
@@ -37,73 +37,94 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Like `sleep`, but rejects with AbortedError when either signal fires (ends retry loops). */
+function abortableSleep(ms: number, signals: (AbortSignal | undefined)[]): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const live = signals.filter((signal): signal is AbortSignal => signal !== undefined);
+    const fired = live.find((signal) => signal.aborted);
+    if (fired) return reject(new AbortedError({ cause: fired.reason }));
+    const timer = setTimeout(() => {
+      cleanup();
+      resolve();
+    }, ms);
+    const onAbort = (event: Event) => {
+      cleanup();
+      reject(new AbortedError({ cause: (event.target as AbortSignal).reason }));
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      for (const signal of live) signal.removeEventListener('abort', onAbort);
+    };
+    for (const signal of live) signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Settles with `promise`, or rejects with AbortedError as soon as `signal` fires. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new AbortedError({ cause: signal.reason }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 export function createAtroposLink(options: {
   url: string;
   authToken?: string;
   pollMs: number;
-  fetch?: typeof globalThis.fetch;
+  /** Stops retry back-offs of calls in flight (Ctrl-C, `train` shutting down). */
+  signal?: AbortSignal;
+  /** Retry warnings ("retrying in 1000 ms: ... 429") go here. */
+  logger?: Logger;
+  /** Retry and timeout settings of the underlying @shears/grpo client. */
+  client?: Pick<TrajectoryApiClientSettings, 'retries' | 'initialBackoffMs' | 'maxBackoffMs' | 'timeoutMs'>;
 }): AtroposLink {
-  const base = options.url.replace(/\/+$/, '');
-  const fetchImpl = options.fetch ?? globalThis.fetch;
-  const call = async <T extends z.ZodType>(
-    method: string,
-    path: string,
-    schema: T,
-    body?: unknown,
-    signal?: AbortSignal,
-  ): Promise<z.output<T>> => {
-    let response: Response;
-    try {
-      response = await fetchImpl(`${base}${path}`, {
-        method,
-        headers: {
-          'content-type': 'application/json',
-          ...(options.authToken ? { authorization: `Bearer ${options.authToken}` } : {}),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-      });
-    } catch (cause) {
-      throw new ServerError({
-        message: `Trajectory API ${base}${path} unreachable: ${(cause as Error).message}`,
-        endpoint: `${base}${path}`,
-        cause,
-      });
-    }
-    const text = await response.text();
-    if (!response.ok) {
-      throw new ServerError({
-        message: `Trajectory API ${method} ${path} answered HTTP ${response.status}: ${text.slice(0, 200)}`,
-        endpoint: `${base}${path}`,
-        status: response.status,
-      });
-    }
-    const parsed = safeParseJson(text, { source: `${method} ${path}`, schema });
-    if (!parsed.success) throw parsed.error;
-    return parsed.value;
-  };
+  const client = createTrajectoryApiClient({
+    url: options.url,
+    authToken: options.authToken,
+    logger: options.logger ?? silentLogger,
+    sleep: (ms, signal) => abortableSleep(ms, [signal, options.signal]),
+    ...options.client,
+  });
+  let envId: number | undefined;
   return {
-    url: base,
+    url: client.url,
     async registerEnv({ name, groupSize, maxTokenLength, weight, signal, onWait }) {
+      const registration = { desiredName: name, groupSize, maxTokenLength, weight: weight ?? 1 };
       for (;;) {
-        const body = {
-          max_token_length: maxTokenLength,
-          desired_name: name,
-          weight: weight ?? 1,
-          group_size: groupSize,
-          min_batch_allocation: null,
-        };
-        const answer = await call('POST', '/register-env', registerEnvSchema, body, signal);
-        if (answer.status === 'success' && typeof answer.env_id === 'number') return answer.env_id;
+        try {
+          const result = await client.registerEnv(registration, { wait: false, signal });
+          envId = result.env_id;
+          return result.env_id;
+        } catch (error) {
+          // With `wait: false` the client reports "wait for trainer to start" as a retryable
+          // ServerError without an HTTP status; anything else is a real failure.
+          const waiting = ServerError.isInstance(error) && error.status === undefined && error.retryable;
+          if (!waiting) throw error;
+        }
         onWait?.();
         await sleep(options.pollMs, signal);
-        if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+        if (signal?.aborted) throw signal.reason ?? new AbortedError();
       }
     },
-    status: (signal) => call('GET', '/status', statusSchema, undefined, signal),
-    info: (signal) => call('GET', '/info', infoSchema, undefined, signal),
+    status(signal) {
+      if (envId === undefined) throw new Error('AtroposLink.status: registerEnv first (it needs the env id)');
+      return untilAborted(client.statusEnv(envId), signal);
+    },
+    info: (signal) => untilAborted(client.info(), signal),
     async postScoredData(data, signal) {
-      await call('POST', '/scored_data', z.unknown(), data, signal);
+      await client.submit(data, { signal });
     },
   };
 }

@@ -1,5 +1,6 @@
 // The env worker loop behind `shears serve` and `shears train`: register with the trajectory
-// API, then run groups and post them, pausing while the queue is more than `off_policy_limit`
+// API, then run groups and post them, pausing while the queue this env sees (GET /status-env,
+// its own groups plus those competing for the same batches) is more than `off_policy_limit`
 // batches ahead of the trainer.
 import { resolve } from 'node:path';
 import { ConfigError, type TokenizerV1 } from '@shears/core';
@@ -38,7 +39,7 @@ function loadTokenizerUncached(path: string): TokenizerV1 {
   }
 }
 
-/** How many trainer batches are waiting in the queue, from /status and /info. */
+/** How many trainer batches are waiting in the queue, from /status-env and /info. */
 export function batchesAhead(status: { queue_size: number }, batchSize: number, groupSize: number): number {
   if (batchSize <= 0) return 0;
   return (status.queue_size * groupSize) / batchSize;
@@ -51,7 +52,13 @@ export async function runServeLoop(
   const { config } = context;
   const link =
     options.link ??
-    createAtroposLink({ url: config.api.url, authToken: config.api.auth_token, pollMs: config.api.poll_ms });
+    createAtroposLink({
+      url: config.api.url,
+      authToken: config.api.auth_token,
+      pollMs: config.api.poll_ms,
+      signal: context.signal,
+      logger: context.logger,
+    });
   const tokenizer = config.server.tokenizer
     ? await loadTokenizer(config.server.tokenizer, context.io.cwd)
     : undefined;

@@ -2,7 +2,9 @@
 // the demo env in local sandboxes, the scripted policy over HTTP, a real Qwen3 tokenizer, and for
 // `train` a trainer process that registers and pulls batches over HTTP.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startTrajectoryApiServer } from '@shears/grpo';
@@ -114,6 +116,120 @@ describe('shears serve', () => {
         expect(masks.some((mask) => mask !== -100)).toBe(true);
       }
     } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('shears serve against a flaky trajectory API', () => {
+  it('retries 503 and 429 (Retry-After) with the same Idempotency-Key: every group lands exactly once', async () => {
+    const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
+    // A real proxy in front of the real API. The first POST /scored_data reaches the API but its
+    // answer is replaced by a 503 (the group is stored, the worker does not know); the second is
+    // refused with 429 + Retry-After before it reaches the API. Everything else passes through.
+    const upstream = new URL(api.url);
+    let posts = 0;
+    const injected: string[] = [];
+    const keys: string[] = [];
+    const requests = new Set<string>();
+    const proxy = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        requests.add(`${request.method} ${request.url}`);
+        const isPost = request.method === 'POST' && request.url === '/scored_data';
+        const post = isPost ? ++posts : 0;
+        if (isPost) keys.push(String(request.headers['idempotency-key']));
+        if (post === 2) {
+          injected.push('429');
+          response.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' });
+          return response.end(JSON.stringify({ detail: 'queue full' }));
+        }
+        const forward = httpRequest(
+          {
+            host: upstream.hostname,
+            port: upstream.port,
+            method: request.method,
+            path: request.url,
+            headers: request.headers,
+          },
+          (answer) => {
+            const body: Buffer[] = [];
+            answer.on('data', (chunk: Buffer) => body.push(chunk));
+            answer.on('end', () => {
+              if (post === 1) {
+                injected.push('503');
+                response.writeHead(503, { 'content-type': 'application/json' });
+                return response.end(JSON.stringify({ detail: 'upstream hiccup' }));
+              }
+              response.writeHead(answer.statusCode ?? 502, answer.headers);
+              response.end(Buffer.concat(body));
+            });
+          },
+        );
+        forward.on('error', (error) => {
+          response.writeHead(502);
+          response.end(String(error));
+        });
+        forward.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((done) => proxy.listen(0, '127.0.0.1', done));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      // A trainer with a batch larger than the run, so every group stays in the queue to count.
+      await json(
+        fetch(`${api.url}/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            wandb_group: 'g',
+            wandb_project: 'p',
+            batch_size: 1000,
+            max_token_len: 8192,
+            checkpoint_dir: 'c',
+            save_checkpoint_interval: 10,
+            starting_step: 0,
+            num_steps: 10,
+          }),
+        }),
+      );
+      // The trainer's first /batch starts the run (envs may register from then on).
+      expect(await json<Batch>(fetch(`${api.url}/batch`))).toEqual({ batch: null });
+      const run = await runShears(
+        [
+          'serve',
+          '--url',
+          proxyUrl,
+          '--max-groups',
+          '8',
+          '--group-size',
+          '4',
+          '--run.all_equal_scores',
+          'keep',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--concurrency',
+          '4',
+        ],
+        { cwd: dir },
+      );
+      expect(run.stderr).not.toMatch(/^error/m);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^sent 8 groups to http/);
+      expect(injected).toEqual(['503', '429']);
+      // The retried posts carried the key of their first attempt...
+      expect(keys[1]).toBe(keys[0]);
+      expect(keys[2]).toBe(keys[0]);
+      // ...so the API queued each of the 8 groups once: none lost, none duplicated.
+      const status = await json<{ queue_size: number }>(fetch(`${api.url}/status`));
+      expect(status.queue_size).toBe(8);
+      expect(new Set(keys).size).toBe(8);
+      // The off-policy pause reads this env's own view of the queue, as Atropos's BaseEnv does.
+      expect(requests).toContain('GET /status-env');
+      expect(requests).not.toContain('GET /status');
+    } finally {
+      await new Promise((done) => proxy.close(done));
       await api.close();
     }
   });
