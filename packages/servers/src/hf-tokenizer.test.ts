@@ -1,9 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ChatMessage, ConfigError, JsonParseError, type ToolSchema } from '@shears/core';
+import { type ChatMessage, ConfigError, JsonParseError } from '@shears/core';
 import { describeTokenizerConformance } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
+import { CONVERSATION, TOOLS } from '../test/conversations.js';
 import { llama3Tokenizer, QWEN3_DIR, qwen3Tokenizer } from '../test/tokenizers.js';
 import { createHfTokenizer } from './hf-tokenizer.js';
 import { createIncrementalEncoder } from './incremental-encoder.js';
@@ -17,37 +18,9 @@ describeTokenizerConformance('hf llama3', () => ({
   specialToken: '<|start_header_id|>',
 }));
 
-const TOOLS: ToolSchema[] = [
-  {
-    type: 'function',
-    function: {
-      name: 'get_weather',
-      description: 'Current weather for a city',
-      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-    },
-  },
-];
-
-// system, user, assistant (reasoning + tool call), tool result, assistant (reasoning + answer), user.
-const CONVERSATION: ChatMessage[] = [
-  { role: 'system', content: 'You are a careful assistant.' },
-  { role: 'user', content: 'What is the weather in Paris?' },
-  {
-    role: 'assistant',
-    content: null,
-    reasoning_content: 'The user wants the weather. I will call the tool.',
-    tool_calls: [
-      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } },
-    ],
-  },
-  { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 18, "sky": "clear"}' },
-  { role: 'assistant', content: 'It is 18 °C and clear in Paris.', reasoning_content: 'Report it.' },
-  { role: 'user', content: 'Thanks! And tomorrow?' },
-];
-
 // Expected renderings, written by hand from each template's source in tokenizer_config.json
-// (no Python/transformers here): we walked the Jinja logic branch by branch for this exact
-// conversation. Qwen3: the tools block goes into the system turn with each tool as
+// (chat-template-jinja2.test.ts checks the same conversations against Python jinja2): we walked
+// the Jinja logic branch by branch for this exact conversation. Qwen3: the tools block goes into the system turn with each tool as
 // `tojson` (Python json.dumps spacing), tool results become `<tool_response>` blocks inside a
 // user turn, and reasoning is rendered as `<think>` only for assistant turns after the last
 // real user query (earlier thinking is dropped). Llama 3 (base template): every message is
