@@ -506,6 +506,39 @@ describe('pairwise judge', () => {
     expect(failed.usage?.costUsd).toBeCloseTo(0.000512, 12);
   });
 
+  it('a judge that does not answer in time is a timeout failure; a server error stays server_error', async () => {
+    const server = await scripted({
+      replies: [
+        { fault: 'hang' },
+        { fault: 'error', status: 503, body: { error: { message: 'overloaded' } } },
+      ],
+    });
+    const judge = createPairwiseJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
+      timeoutMs: 200,
+    });
+    const hung = await judge.compare(subject('quality=3'), subject('quality=8'));
+    expect(hung).toMatchObject({ status: 'failed', kind: 'timeout', reason: 'no verdict within 200 ms' });
+    const broken = await judge.compare(subject('quality=3'), subject('quality=8'));
+    expect(broken).toMatchObject({ status: 'failed', kind: 'server_error' });
+    if (broken.status === 'failed') expect(broken.reason).toContain('overloaded');
+    expect(server.chatRequests).toHaveLength(2);
+  });
+
+  it('a cancelled comparison is aborted without calling the judge', async () => {
+    const server = await scripted({ policy: () => ({ content: '{"winner": "1"}' }) });
+    const judge = createPairwiseJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
+    });
+    const controller = new AbortController();
+    controller.abort();
+    const outcome = await judge.compare(subject('quality=3'), subject('quality=8'), {
+      signal: controller.signal,
+    });
+    expect(outcome).toMatchObject({ status: 'failed', kind: 'aborted' });
+    expect(server.chatRequests).toHaveLength(0);
+  });
+
   it('a judge that always prefers the first position yields a tie and shows position bias', async () => {
     const server = await scripted({ policy: () => ({ content: '{"winner": "1"}' }) });
     const judge = createPairwiseJudge({

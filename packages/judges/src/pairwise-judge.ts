@@ -6,6 +6,7 @@ import {
   type ChatMessage,
   describeError,
   type JudgeSubject,
+  ServerError,
   safeParseJson,
   type Usage,
 } from '@shears/core';
@@ -18,6 +19,7 @@ export interface PairwiseJudgeSettings {
   id?: string;
   server: ChatClient & { model?: string };
   criteria?: string;
+  /** Per comparison call (default 60 s); past it the outcome is a failure of kind `timeout`. */
   timeoutMs?: number;
   format?: FormatTrajectoryOptions;
   /** Prices the judge calls (`usage.costUsd` of the outcome). */
@@ -51,6 +53,7 @@ export interface PairwiseJudge {
 export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJudge {
   const id = settings.id ?? `pairwise:${settings.server.model ?? 'judge'}`;
   const criteria = settings.criteria ?? 'Which attempt better completes the task, correctly and efficiently?';
+  const timeoutMs = settings.timeoutMs ?? 60_000;
 
   type Answer = { result: PairPosition | { kind: string; reason: string }; usage?: Usage };
 
@@ -67,21 +70,43 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
         content: `Task:\n${first.task}\n\nCriteria: ${criteria}\n\n### Attempt 1\n${render(first)}\n\n### Attempt 2\n${render(second)}\n\nReply with only a JSON object {"winner": "1" | "2" | "tie", "rationale": "..."}.`,
       },
     ];
+    if (signal?.aborted) return { result: { kind: 'aborted', reason: 'judging was cancelled' } };
+    // Our own timer, not only the server's: a client that ignores `timeoutMs` must not hang us.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`judge timed out after ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
     let text: string;
     let serverUsage: Usage | undefined;
     try {
-      const response = await settings.server.chat({
-        messages,
-        temperature: 0,
-        timeoutMs: settings.timeoutMs ?? 60_000,
-        signal,
-        extraBody: { response_format: { type: 'json_object' } },
+      const stopped = new Promise<never>((_, reject) => {
+        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
       });
+      const response = await Promise.race([
+        settings.server.chat({
+          messages,
+          temperature: 0,
+          timeoutMs,
+          signal: controller.signal,
+          extraBody: { response_format: { type: 'json_object' } },
+        }),
+        stopped,
+      ]);
       text =
         typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
       serverUsage = response.usage;
     } catch (error) {
-      return { result: { kind: signal?.aborted ? 'aborted' : 'server_error', reason: describeError(error) } };
+      if (timedOut) return { result: { kind: 'timeout', reason: `no verdict within ${timeoutMs} ms` } };
+      if (signal?.aborted) return { result: { kind: 'aborted', reason: 'judging was cancelled' } };
+      const kind = ServerError.isInstance(error) ? 'server_error' : 'other';
+      return { result: { kind, reason: describeError(error) } };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
     const { estimated: _estimated, ...usage } = await resolveUsage({
       serverUsage,
