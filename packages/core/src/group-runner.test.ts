@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createConcurrencyLimiter } from './concurrency-limiter.js';
 import type { EnvItem, EnvV1, RewardResult } from './contracts/env.js';
+import { silentLogger } from './contracts/logger.js';
 import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import { defineTool } from './contracts/tool.js';
 import { JudgeError, SandboxError } from './errors.js';
@@ -348,6 +349,99 @@ describe('runGroup', () => {
         'web_search',
       ]);
     }
+  });
+
+  it('offers enabled toolsets minus disabled ones, also applied to the sampled toolsets', async () => {
+    const env = noteEnv();
+    const item = (await env.nextItem())!;
+    const terminalTool = defineTool({
+      name: 'terminal',
+      toolset: 'terminal',
+      description: 't',
+      inputSchema: z.object({}),
+      execute: async () => '',
+    });
+    const searchTool = defineTool({
+      name: 'web_search',
+      toolset: 'web',
+      description: 'w',
+      inputSchema: z.object({}),
+      execute: async () => '',
+    });
+    const toolsEnv = { ...env, tools: () => [writeTool, catTool, terminalTool, searchTool] };
+    const offered = () =>
+      (server?.chatRequests ?? []).map((request) => (request.tools ?? []).map((tool) => tool.function.name));
+
+    // Enabled only: the toolset's tools plus the env's own tools (which belong to no toolset).
+    const enabled = await runGroup({
+      env: toolsEnv,
+      item,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      enabledToolsets: ['terminal'],
+    });
+    expect(enabled.toolsets).toEqual(['terminal']);
+    expect(enabled.rollouts.map((rollout) => rollout.toolsets)).toEqual([['terminal'], ['terminal']]);
+    expect(offered()).toHaveLength(4);
+    for (const names of offered()) expect(names).toEqual(['write_note', 'cat_note', 'terminal']);
+    await server?.close();
+
+    // A composite enabled, with one of its includes disabled: subtracted at the end.
+    const composite = await runGroup({
+      env: toolsEnv,
+      item,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 1,
+      enabledToolsets: ['debugging'],
+      disabledToolsets: ['web'],
+    });
+    expect(composite.rollouts[0]?.outcome).toBe('scored');
+    for (const names of offered()) expect(names).toEqual(['write_note', 'cat_note', 'terminal']);
+    await server?.close();
+
+    // Disabled toolsets are subtracted from the sampled ones; the distribution wins over enabledToolsets.
+    const warnings: string[] = [];
+    const sampled = await runGroup({
+      logger: { ...silentLogger, warn: (message) => warnings.push(message) },
+      env: toolsEnv,
+      item,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      toolsetDistribution: { toolsets: { web: 100, terminal: 100 } },
+      enabledToolsets: ['file'],
+      disabledToolsets: ['terminal'],
+    });
+    expect(sampled.toolsets).toEqual(['web', 'terminal']);
+    expect(warnings).toEqual(['toolsetDistribution takes precedence; enabledToolsets is ignored']);
+    for (const names of offered()) expect(names).toEqual(['write_note', 'cat_note', 'web_search']);
+  });
+
+  it('rejects an unknown enabled, disabled or distribution toolset before starting any rollout', async () => {
+    const env = noteEnv();
+    const item = (await env.nextItem())!;
+    const api = await client(notePolicy());
+    const sandboxes = newProvider();
+    await expect(
+      runGroup({ env, item, server: api, sandboxes, groupSize: 1, enabledToolsets: ['termnal'] }),
+    ).rejects.toThrow('No toolset "termnal" (available: debugging, file, search, terminal, web)');
+    await expect(
+      runGroup({ env, item, server: api, sandboxes, groupSize: 1, disabledToolsets: ['wbe'] }),
+    ).rejects.toThrow('No toolset "wbe"');
+    await expect(
+      runGroup({
+        env,
+        item,
+        server: api,
+        sandboxes,
+        groupSize: 1,
+        toolsetDistribution: { toolsets: { terminal: 100, fiel: 5 } },
+      }),
+    ).rejects.toThrow('No toolset "fiel"');
+    expect(provider.acquiredCount).toBe(0);
+    expect(server?.chatRequests).toEqual([]);
   });
 
   it('gives every rollout a typed outcome when 30% of server calls fail or hang', async () => {

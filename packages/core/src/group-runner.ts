@@ -33,8 +33,9 @@ import type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
 import type { RolloutOutcome, Trajectory } from './schemas/trajectory.js';
 import {
   BUILTIN_TOOLSETS,
+  mergeToolToolsets,
   sampleToolsets,
-  selectToolNames,
+  selectTools,
   type ToolsetDefinition,
   type ToolsetDistribution,
 } from './toolsets.js';
@@ -101,9 +102,20 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
   beforeToolCall?: (
     call: ToolCallRequest & { rolloutId: string },
   ) => ToolCallDecision | Promise<ToolCallDecision>;
-  /** Toolset distribution sampled once per group; tools outside the sampled toolsets are not offered. */
+  /**
+   * Toolset distribution sampled once per group; tools outside the sampled toolsets are not
+   * offered. Takes precedence over `enabledToolsets` (as hermes' `distribution` does).
+   */
   toolsetDistribution?: string | ToolsetDistribution;
+  /** Toolsets to offer when there is no distribution (hermes' `enabled_toolsets`); default: all tools. */
+  enabledToolsets?: readonly string[];
+  /**
+   * Toolsets whose tools are never offered, subtracted after enabling or sampling, also from
+   * composites that include them (hermes' `disabled_toolsets`).
+   */
+  disabledToolsets?: readonly string[];
   distributions?: Readonly<Record<string, ToolsetDistribution>>;
+  /** Toolset definitions (default BUILTIN_TOOLSETS); each env tool's own `toolset` is added to them. */
   toolsets?: Readonly<Record<string, ToolsetDefinition>>;
   /** Extra attempts per rollout after infrastructure or judge failures (default 2). */
   retryBudget?: number;
@@ -154,22 +166,16 @@ function statsOf(scores: readonly number[], excluded: number): GroupStats {
   return { counted: scores.length, excluded, mean, std, min: Math.min(...scores), max: Math.max(...scores) };
 }
 
-/** Which of the env's tools a group is offered, given its sampled toolsets. */
+/**
+ * Which of the env's tools a group is offered, given its sampled toolsets (see selectTools:
+ * tools of no toolset are always offered; an unknown toolset name throws).
+ */
 export function filterToolsByToolsets(
   tools: readonly ToolV1[],
   sampled: readonly string[],
   toolsets: Readonly<Record<string, ToolsetDefinition>> = BUILTIN_TOOLSETS,
 ): ToolV1[] {
-  const known = Object.keys(toolsets);
-  const allowed = new Set(
-    selectToolNames({ enabled: sampled.filter((name) => known.includes(name)), toolsets }),
-  );
-  const member = new Set(selectToolNames({ enabled: known, toolsets }));
-  return tools.filter((tool) => {
-    if (tool.toolset !== undefined) return sampled.includes(tool.toolset) || allowed.has(tool.name);
-    // Tools of no toolset (env-specific tools such as a submit tool) are always offered.
-    return allowed.has(tool.name) || !member.has(tool.name);
-  });
+  return selectTools(tools, { enabled: sampled, toolsets });
 }
 
 export async function runGroup<TItem extends EnvItem>(
@@ -200,15 +206,30 @@ export async function runGroup<TItem extends EnvItem>(
   };
 
   const allTools = env.tools(item);
+  const toolsetTable = options.toolsets ?? BUILTIN_TOOLSETS;
+  if (options.toolsetDistribution && options.enabledToolsets) {
+    logger.warn('toolsetDistribution takes precedence; enabledToolsets is ignored', {
+      enabledToolsets: [...options.enabledToolsets],
+    });
+  }
+  // Every toolset name is checked here, before any sandbox starts: an unknown one throws.
   const sampledToolsets = options.toolsetDistribution
     ? sampleToolsets(options.toolsetDistribution, {
+        toolsets: mergeToolToolsets(allTools, toolsetTable),
         ...(options.distributions ? { distributions: options.distributions } : {}),
         ...(options.random ? { random: options.random } : {}),
       })
     : undefined;
-  const offeredTools = sampledToolsets
-    ? filterToolsByToolsets(allTools, sampledToolsets, options.toolsets)
-    : allTools;
+  const enabledToolsets =
+    sampledToolsets ?? (options.enabledToolsets ? [...options.enabledToolsets] : undefined);
+  const offeredTools =
+    enabledToolsets !== undefined || options.disabledToolsets !== undefined
+      ? selectTools(allTools, {
+          enabled: enabledToolsets ?? null,
+          disabled: options.disabledToolsets ?? [],
+          toolsets: toolsetTable,
+        })
+      : allTools;
   const budget: Partial<BudgetV1> = { ...(env.budget?.(item) ?? {}), ...(options.budget ?? {}) };
   const sandboxSpec = env.sandboxSpec?.(item);
   const prompt = env.buildMessages(item);
@@ -217,7 +238,7 @@ export async function runGroup<TItem extends EnvItem>(
     groupId,
     taskId: item.id,
     groupSize: options.groupSize,
-    toolsets: sampledToolsets,
+    toolsets: enabledToolsets,
   });
 
   const attempt = async (rolloutId: string): Promise<AttemptResult> => {
@@ -476,7 +497,7 @@ export async function runGroup<TItem extends EnvItem>(
       tokenCount: usage.totalTokens,
       wallTimeSeconds: result.wallTimeSeconds,
       ...(agent?.tokenRecord ? { tokens: agent.tokenRecord } : {}),
-      ...(sampledToolsets ? { toolsets: sampledToolsets } : {}),
+      ...(enabledToolsets ? { toolsets: enabledToolsets } : {}),
     };
   });
 
@@ -513,7 +534,7 @@ export async function runGroup<TItem extends EnvItem>(
     advantageMethod: estimator.name,
     stats,
     dropped,
-    ...(sampledToolsets ? { toolsets: sampledToolsets } : {}),
+    ...(enabledToolsets ? { toolsets: enabledToolsets } : {}),
     wallTimeSeconds: (performance.now() - started) / 1000,
   };
   emit({ type: 'group_finished', groupId, record });
