@@ -91,6 +91,8 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
     subjects: readonly JudgeSubject[],
     signal: AbortSignal | undefined,
   ): Promise<RoundResult> {
+    // An already-aborted signal never fires 'abort' again: check it before calling the judge.
+    if (signal?.aborted) return { ok: false, kind: 'aborted', reason: 'judging was cancelled' };
     const order = shuffledIndices(subjects.length, random);
     const controller = new AbortController();
     let timedOut = false;
@@ -173,7 +175,12 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
     async judgeGroup(subjects, options = {}): Promise<Verdict[]> {
       if (subjects.length === 0) return [];
       const results: RoundResult[] = [];
-      for (let index = 0; index < rounds; index++) results.push(await round(subjects, options.signal));
+      for (let index = 0; index < rounds; index++) {
+        const result = await round(subjects, options.signal);
+        results.push(result);
+        // A cancelled or failed round fails the group; further rounds would only cost money.
+        if (!result.ok) break;
+      }
       // One call judges the whole group: each verdict carries an equal share of the calls' usage,
       // so summing the verdicts of a group gives what the judge really cost.
       const groupUsage = results.reduce<Usage | undefined>(

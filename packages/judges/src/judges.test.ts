@@ -446,6 +446,46 @@ describe('group judge', () => {
     ]);
   });
 
+  it('an already-cancelled group is aborted without calling the judge', async () => {
+    const server = await scripted({ policy: qualityPolicy });
+    const judge = createGroupJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
+      rounds: 2,
+    });
+    const controller = new AbortController();
+    controller.abort();
+    const verdicts = await judge.judgeGroup([subject('quality=1', 'a'), subject('quality=3', 'b')], {
+      signal: controller.signal,
+    });
+    expect(verdicts.map((verdict) => [verdict.status, verdict.status === 'failed' && verdict.kind])).toEqual([
+      ['failed', 'aborted'],
+      ['failed', 'aborted'],
+    ]);
+    expect(server.chatRequests).toHaveLength(0);
+  });
+
+  it('cancelling during a round aborts the group and runs no further rounds', async () => {
+    const controller = new AbortController();
+    const server = await scripted({
+      policy: () => {
+        controller.abort();
+        return { fault: 'hang' };
+      },
+    });
+    const judge = createGroupJudge({
+      server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
+      rounds: 3,
+    });
+    const verdicts = await judge.judgeGroup([subject('quality=1', 'a'), subject('quality=3', 'b')], {
+      signal: controller.signal,
+    });
+    expect(verdicts.map((verdict) => verdict.status === 'failed' && verdict.kind)).toEqual([
+      'aborted',
+      'aborted',
+    ]);
+    expect(server.chatRequests).toHaveLength(1);
+  });
+
   it('a reply missing a candidate fails every verdict of the group', async () => {
     const server = await scripted({ replies: [{ content: '{"scores": {"1": 0.5}}' }] });
     const judge = createGroupJudge({
