@@ -14,16 +14,45 @@ function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) =
   createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', write);
 }
 
-function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
-  return new Promise((done) => {
-    if (child.exitCode !== null || child.signalCode !== null) return done();
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      done();
-    });
-    child.kill('SIGTERM');
+/** Sends `signal` to the trainer's whole process group (it was spawned detached, so it leads one). */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): boolean {
+  if (child.pid === undefined) return false;
+  try {
+    if (process.platform === 'win32') return child.kill(signal);
+    process.kill(-child.pid, signal);
+    return true;
+  } catch {
+    return false; // ESRCH: nobody left in the group
+  }
+}
+
+function groupAlive(child: ChildProcess): boolean {
+  if (child.pid === undefined) return false;
+  if (process.platform === 'win32') return child.exitCode === null && child.signalCode === null;
+  try {
+    process.kill(-child.pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Stops the trainer and everything it started (torchrun ranks, data loaders): SIGTERM to its
+ * process group, then SIGKILL to the group after `graceMs` if the leader or any member is still
+ * there. Runs even when the trainer itself already exited, so its orphans do not outlive `train`.
+ */
+async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  const leaderExited = new Promise<void>((done) => {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return done();
+    child.once('exit', () => done());
   });
+  if (!signalGroup(child, 'SIGTERM')) return void (await leaderExited);
+  const running = () => (child.exitCode === null && child.signalCode === null) || groupAlive(child);
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && running()) await new Promise((done) => setTimeout(done, 50));
+  if (running()) signalGroup(child, 'SIGKILL');
+  await leaderExited;
 }
 
 export async function trainCommand(context: CommandContext): Promise<number> {
@@ -61,6 +90,8 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     cwd: trainer.cwd ? resolve(io.cwd, trainer.cwd) : io.cwd,
     env: { ...process.env, ...io.env, ...trainer.env, SHEARS_API_URL: apiUrl, ATROPOS_SERVER_URL: apiUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group, so stopping it reaches its children too (torchrun ranks, workers).
+    detached: process.platform !== 'win32',
   });
   pipeLines(child.stdout, say('trainer'));
   pipeLines(child.stderr, say('trainer'));
@@ -79,6 +110,8 @@ export async function trainCommand(context: CommandContext): Promise<number> {
         ...context,
         config: {
           ...config,
+          // Each worker draws its own data: env.seed + worker index (worker-0 keeps env.seed).
+          env: { ...config.env, seed: config.env.seed + index },
           api: { ...config.api, url: apiUrl },
           run: { ...config.run, progress: config.run.progress === 'auto' ? 'lines' : config.run.progress },
         },

