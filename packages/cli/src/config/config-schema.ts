@@ -214,7 +214,9 @@ export const trainConfigSchema = z
       .min(1)
       .max(64)
       .default(1)
-      .describe('`shears serve` workers to start; worker i runs with env.seed + i, so workers draw different data'),
+      .describe(
+        '`shears serve` workers to start; worker i runs with env.seed + i, so workers draw different data',
+      ),
     start_api: z.boolean().default(true).describe('Start the trajectory API in-process'),
   })
   .describe('Settings of `shears train`');
