@@ -152,37 +152,39 @@ function unescapeDrift(text: string): string {
   return text.replace(/\\n/g, '\n').replace(/\\t/g, '\t').replace(/\\"/g, '"').replace(/\\'/g, "'");
 }
 
+/** The matching strategies, in the order they are tried (the patch description counts them). */
+export const MATCH_STRATEGIES = [
+  'exact',
+  'line_trimmed',
+  'whitespace_normalized',
+  'indentation_flexible',
+  'escape_normalized',
+  'trimmed_boundary',
+  'unicode_normalized',
+  'block_anchor',
+] as const;
+export type MatchStrategy = (typeof MATCH_STRATEGIES)[number];
+
 /** Finds `needle` in `content`, exactly if possible, else with the fuzzy strategies in order. */
 export function findMatches(content: string, needle: string): FuzzyMatch | undefined {
   const needleLines = needle.split('\n');
-  const strategies: Array<[string, () => MatchRange[]]> = [
-    ['exact', () => exactRanges(content, needle)],
-    ['line_trimmed', () => lineWindowRanges(content, needleLines, (line) => line.trim())],
-    [
-      'whitespace_normalized',
-      () => lineWindowRanges(content, needleLines, (line) => line.replace(/\s+/g, ' ').trim()),
-    ],
-    ['indentation_flexible', () => lineWindowRanges(content, needleLines, (line) => line.trimStart())],
-    [
-      'escape_normalized',
-      () =>
-        needle.includes('\\')
-          ? lineWindowRanges(content, unescapeDrift(needle).split('\n'), (line) => line.trim())
-          : [],
-    ],
-    [
-      'trimmed_boundary',
-      () => lineWindowRanges(content, stripBlankEdges(needleLines), (line) => line.trim()),
-    ],
-    [
-      'unicode_normalized',
-      () =>
-        lineWindowRanges(content, needleLines, (line) => normalizeUnicode(line).replace(/\s+/g, ' ').trim()),
-    ],
-    ['block_anchor', () => blockAnchorRanges(content, needleLines)],
-  ];
-  for (const [strategy, run] of strategies) {
-    const ranges = run();
+  const strategies: Record<MatchStrategy, () => MatchRange[]> = {
+    exact: () => exactRanges(content, needle),
+    line_trimmed: () => lineWindowRanges(content, needleLines, (line) => line.trim()),
+    whitespace_normalized: () =>
+      lineWindowRanges(content, needleLines, (line) => line.replace(/\s+/g, ' ').trim()),
+    indentation_flexible: () => lineWindowRanges(content, needleLines, (line) => line.trimStart()),
+    escape_normalized: () =>
+      needle.includes('\\')
+        ? lineWindowRanges(content, unescapeDrift(needle).split('\n'), (line) => line.trim())
+        : [],
+    trimmed_boundary: () => lineWindowRanges(content, stripBlankEdges(needleLines), (line) => line.trim()),
+    unicode_normalized: () =>
+      lineWindowRanges(content, needleLines, (line) => normalizeUnicode(line).replace(/\s+/g, ' ').trim()),
+    block_anchor: () => blockAnchorRanges(content, needleLines),
+  };
+  for (const strategy of MATCH_STRATEGIES) {
+    const ranges = strategies[strategy]();
     if (ranges.length > 0) return { strategy, ranges };
   }
   return undefined;

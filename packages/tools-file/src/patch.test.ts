@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FileToolError } from './file-tool-error.js';
-import { replaceInContent } from './patch.js';
+import { MATCH_STRATEGIES } from './fuzzy-match.js';
+import { PATCH_DESCRIPTION, replaceInContent } from './patch.js';
 
 const source = [
   'def load_config(path):',
@@ -61,5 +62,10 @@ describe('replaceInContent', () => {
     expect(result.content).toContain(
       '    with open(path) as handle:\n        data = json.load(handle)\n        return data\n',
     );
+  });
+
+  it('tells the model how many matching strategies there really are', () => {
+    expect(MATCH_STRATEGIES).toHaveLength(8);
+    expect(PATCH_DESCRIPTION).toContain('Uses fuzzy matching (8 strategies)');
   });
 });

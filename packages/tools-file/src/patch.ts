@@ -5,7 +5,7 @@ import { defineTool, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
 import { deleteFile, readText, writeAtomic } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';
-import { applyRanges, closestSections, findMatches, reindent } from './fuzzy-match.js';
+import { applyRanges, closestSections, findMatches, MATCH_STRATEGIES, reindent } from './fuzzy-match.js';
 import { applyHunks, type PatchOperation, parsePatch } from './patch-operations.js';
 import { resetRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
@@ -15,7 +15,7 @@ import { normalizeToolPath, resolveSandboxPath } from './workspace.js';
 import { writeRefusal } from './write-file.js';
 
 export const PATCH_DESCRIPTION =
-  "Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Uses fuzzy matching (9 strategies) so minor whitespace/indentation differences won't break it. " +
+  `Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Uses fuzzy matching (${MATCH_STRATEGIES.length} strategies) so minor whitespace/indentation differences won't break it. ` +
   'Returns a unified diff. Auto-runs syntax checks after editing.\n\n' +
   'Replace mode (default): find a unique string and replace it.\n' +
   'Patch mode: apply V4A multi-file patches for bulk changes.';
