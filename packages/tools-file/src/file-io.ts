@@ -119,8 +119,10 @@ export interface WriteResult {
 /**
  * Creates parent directories and atomically replaces `path` with `content`. The bytes are
  * uploaded with `sandbox.writeFile` into the sandbox's own temp dir (fast on every backend,
- * unlike large stdin), then ONE script resolves and confines the path, copies the upload next to
- * the target and renames it over the target.
+ * unlike large stdin), then ONE script resolves and confines the path, copies the upload into a
+ * fresh `mktemp` file next to the target (never a predictable name a planted symlink could
+ * redirect) and renames it over the target. New files get the mode the umask gives (mktemp
+ * makes 0600).
  */
 export async function writeAtomic(
   sandbox: SandboxV1,
@@ -138,9 +140,12 @@ export async function writeAtomic(
 d="\${full%/*}"; [ -n "$d" ] || d=/
 created=0
 if [ ! -d "$d" ]; then mkdir -p "$d" 2>/dev/null || { printf 'STATUS:mkdirfailed\\n'; exit 0; }; created=1; fi
-tmp="$d/.shears-write.$$.tmp"
+tmp=$(mktemp "$d/.shears-write.XXXXXX" 2>/dev/null) || { printf 'STATUS:writefailed\\n'; exit 0; }
 cat "$upload" > "$tmp" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
-if [ -f "$full" ]; then chmod "$(stat -c %a "$full" 2>/dev/null || echo 644)" "$tmp" 2>/dev/null; fi
+if [ -f "$full" ]; then mode=$(stat -c %a "$full" 2>/dev/null) || mode=644
+else mode=$(printf '%o' $(( 0666 & ~0$(umask) )))
+fi
+chmod "$mode" "$tmp" 2>/dev/null
 mv -f "$tmp" "$full" 2>/dev/null || { rm -f "$tmp"; printf 'STATUS:writefailed\\n'; exit 0; }
 printf 'STATUS:ok\\nTYPE:file\\nWS:%s\\nBYTES:%s\\nCREATED:%s\\nREAL:%s\\n' "$ws" "$(wc -c < "$full" | tr -d ' ')" "$created" "$full"
 `;

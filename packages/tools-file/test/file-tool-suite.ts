@@ -1,7 +1,10 @@
 // The file-tool conformance suite lives in @shears/core/test (so any sandbox backend or file-tool
-// implementation can run it); here it is bound to this package's tools.
+// implementation can run it); here it is bound to this package's tools, followed by this
+// package's own extras (large files, write_file's temp file, persisted tool results) on the same
+// backend.
 import { describeFileToolSuite as describeSuite, type FileToolSuiteHooks } from '@shears/core/test';
 import { createFileTools, type FileToolsSettings } from '../src/index.js';
+import { describeFileToolExtras } from './file-tool-extras.js';
 
 export function describeFileToolSuite(
   name: string,
@@ -13,4 +16,5 @@ export function describeFileToolSuite(
     hooks && { ...hooks, createTools: (settings) => createFileTools(settings as FileToolsSettings) },
     skipReason,
   );
+  describeFileToolExtras(name, hooks, skipReason);
 }
