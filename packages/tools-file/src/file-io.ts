@@ -15,6 +15,13 @@ import {
 
 const CONTENT_MARKER = '@@SHEARS-FILE-CONTENT@@';
 
+/**
+ * Content longer than this (bytes) is not sent through `exec`'s stdout, which sandboxes cap
+ * (@shears/tools-terminal keeps 1,000,000 bytes and cuts out the middle): the script copies it to
+ * a fresh file in the sandbox temp dir and it is fetched with `sandbox.readFile`, byte-exact.
+ */
+export const INLINE_READ_BYTES = 256 * 1024;
+
 export interface FileIoOptions {
   confine: boolean;
   signal?: AbortSignal;
@@ -32,29 +39,71 @@ export interface ReadRawResult {
   lineCount: number;
   /** Directory listing of the missing file's parent (for "did you mean"). */
   siblings: string[];
+  /** Whether the bytes behind `content` are valid UTF-8 (invalid bytes show as U+FFFD). */
+  validUtf8: boolean;
 }
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const lenientUtf8 = new TextDecoder('utf-8');
 
 /**
  * Resolves `path` and reads it. Files up to `wholeLimit` bytes come back whole; bigger ones
- * only for lines `range` (1-based, inclusive), via `sed`.
+ * only for lines `range` (1-based, inclusive), via `sed`. Content is never silently cut: the
+ * script reports its byte count, large content travels through a temp file and
+ * `sandbox.readFile`, and inline content whose byte count does not match is fetched again that way.
  */
 export async function readRaw(
   sandbox: SandboxV1,
   path: string,
   options: FileIoOptions & { wholeLimit: number; range?: [number, number] },
 ): Promise<ReadRawResult> {
+  const first = await readOnce(sandbox, path, options, INLINE_READ_BYTES);
+  if (first.exact || first.result.content === undefined) return first.result;
+  // The inline bytes did not add up: invalid UTF-8 (decoded with U+FFFD) or output the sandbox
+  // cut. Fetch the exact bytes through a temp file to tell which.
+  const second = await readOnce(sandbox, path, options, -1);
+  if (!second.exact) {
+    throw new FileToolError(
+      `Cannot read ${path}: the sandbox returned ${second.received} of ${second.expected} bytes (its output limit cut the content) and the content could not be copied to the sandbox temp dir (${sandbox.tempDir})`,
+      { path },
+    );
+  }
+  return second.result;
+}
+
+async function readOnce(
+  sandbox: SandboxV1,
+  path: string,
+  options: FileIoOptions & { wholeLimit: number; range?: [number, number] },
+  inlineLimit: number,
+): Promise<{ result: ReadRawResult; exact: boolean; expected: number; received: number }> {
   const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
   const [from, to] = options.range ?? [1, 1];
+  const page = `sed -n '${from},${to}p;${to}q' "$full"`;
+  const tempDir = sandbox.tempDir.replace(/\/+$/, '') || '/';
   const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}${REPORT_RESOLVED}
 if [ "$t" = file ]; then
   size=$(wc -c < "$full" | tr -d ' ')
   printf 'SIZE:%s\\n' "$size"
   if [ "$size" -le ${Math.floor(options.wholeLimit)} ]; then
-    printf 'MODE:whole\\n%s\\n' ${shellQuote(CONTENT_MARKER)}
-    cat "$full"
+    mode=whole; bytes=$size
   else
-    printf 'LINES:%s\\nMODE:range\\n%s\\n' "$(wc -l < "$full" | tr -d ' ')" ${shellQuote(CONTENT_MARKER)}
-    sed -n '${from},${to}p' "$full"
+    mode=range
+    printf 'LINES:%s\\n' "$(wc -l < "$full" | tr -d ' ')"
+    bytes=$(${page} | wc -c | tr -d ' ')
+  fi
+  printf 'MODE:%s\\nBYTES:%s\\n' "$mode" "$bytes"
+  spill=
+  if [ "$bytes" -gt ${Math.floor(inlineLimit)} ]; then
+    spill=$(mktemp ${shellQuote(`${tempDir}/.shears-read.`)}XXXXXX 2>/dev/null) || spill=
+    if [ -n "$spill" ]; then
+      if [ "$mode" = whole ]; then cat "$full" > "$spill"; else ${page} > "$spill"; fi
+      printf 'SPILL:%s\\n' "$spill"
+    fi
+  fi
+  printf '%s\\n' ${shellQuote(CONTENT_MARKER)}
+  if [ -z "$spill" ]; then
+    if [ "$mode" = whole ]; then cat "$full"; else ${page}; fi
   fi
 elif [ "$t" = missing ] && [ "$pdir" = 1 ]; then
   printf 'MODE:none\\n%s\\n' ${shellQuote(CONTENT_MARKER)}
@@ -65,7 +114,7 @@ fi
   const stdout = result.stdout;
   const markerAt = stdout.indexOf(`${CONTENT_MARKER}\n`);
   const head = markerAt >= 0 ? stdout.slice(0, markerAt) : stdout;
-  const body = markerAt >= 0 ? stdout.slice(markerAt + CONTENT_MARKER.length + 1) : undefined;
+  let body = markerAt >= 0 ? stdout.slice(markerAt + CONTENT_MARKER.length + 1) : undefined;
   const fields = readFields(head);
   const resolved = parseResolved(path, fields);
   const mode = (fields.get('MODE') ?? 'none') as ReadRawResult['mode'];
@@ -75,14 +124,47 @@ fi
       { path },
     );
   }
+  const expected = Number(fields.get('BYTES') ?? 0);
+  let received = body === undefined ? 0 : Buffer.byteLength(body, 'utf8');
+  let exact = true;
+  let validUtf8 = true;
+  const spill = fields.get('SPILL');
+  if (spill) {
+    let bytes: Uint8Array;
+    try {
+      bytes = await sandbox.readFile(spill, { signal: options.signal });
+    } finally {
+      await sandbox.exec(`rm -f ${shellQuote(spill)}`, { signal: options.signal }).catch(() => undefined);
+    }
+    received = bytes.byteLength;
+    try {
+      body = strictUtf8.decode(bytes);
+    } catch {
+      body = lenientUtf8.decode(bytes);
+      validUtf8 = false;
+    }
+  } else if (mode !== 'none' && body !== undefined) {
+    // Decoding never shrinks bytes (each invalid sequence becomes a 3-byte U+FFFD), so equal
+    // counts without U+FFFD mean the content arrived whole and is valid UTF-8.
+    exact = received === expected && !body.includes('\ufffd');
+    validUtf8 = exact;
+  }
   return {
-    resolved,
-    size: Number(fields.get('SIZE') ?? 0),
-    content: mode === 'none' ? undefined : body,
-    mode,
-    lineCount: Number(fields.get('LINES') ?? 0),
-    siblings:
-      mode === 'none' && body ? body.split('\n').filter((name) => name && name !== '.' && name !== '..') : [],
+    result: {
+      resolved,
+      size: Number(fields.get('SIZE') ?? 0),
+      content: mode === 'none' ? undefined : body,
+      mode,
+      lineCount: Number(fields.get('LINES') ?? 0),
+      siblings:
+        mode === 'none' && body
+          ? body.split('\n').filter((name) => name && name !== '.' && name !== '..')
+          : [],
+      validUtf8,
+    },
+    exact,
+    expected,
+    received,
   };
 }
 
@@ -104,7 +186,7 @@ export async function readText(
       { path },
     );
   }
-  if (Buffer.byteLength(read.content, 'utf8') !== read.size || read.content.includes('\0')) {
+  if (!read.validUtf8 || read.content.includes('\0')) {
     throw new FileToolError(`Cannot patch ${path}: it is not UTF-8 text`, { path });
   }
   return read.content;
