@@ -25,6 +25,8 @@ export const INLINE_READ_BYTES = 256 * 1024;
 export interface FileIoOptions {
   confine: boolean;
   signal?: AbortSignal;
+  /** Directories outside the workspace that may be read too (read_file only). */
+  extraRoots?: readonly string[];
 }
 
 export interface ReadRawResult {
@@ -77,11 +79,14 @@ async function readOnce(
   options: FileIoOptions & { wholeLimit: number; range?: [number, number] },
   inlineLimit: number,
 ): Promise<{ result: ReadRawResult; exact: boolean; expected: number; received: number }> {
-  const absolute = normalizeToolPath(path, sandbox.workdir, { confine: options.confine });
+  const absolute = normalizeToolPath(path, sandbox.workdir, {
+    confine: options.confine,
+    extraRoots: options.extraRoots,
+  });
   const [from, to] = options.range ?? [1, 1];
   const page = `sed -n '${from},${to}p;${to}q' "$full"`;
   const tempDir = sandbox.tempDir.replace(/\/+$/, '') || '/';
-  const script = `${resolveScript(absolute, sandbox.workdir, options.confine)}${REPORT_RESOLVED}
+  const script = `${resolveScript(absolute, sandbox.workdir, options.confine, options.extraRoots)}${REPORT_RESOLVED}
 if [ "$t" = file ]; then
   size=$(wc -c < "$full" | tr -d ' ')
   printf 'SIZE:%s\\n' "$size"

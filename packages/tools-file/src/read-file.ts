@@ -1,7 +1,7 @@
 // read_file: a file's lines in hermes-agent's `%6d|` format, paged with offset/limit, with
 // size caps and binary detection.
 import { posix } from 'node:path';
-import { defineTool, type ToolV1 } from '@shears/core';
+import { defineTool, PERSISTED_RESULTS_DIR, type SandboxV1, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
 import { readRaw } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';
@@ -96,6 +96,15 @@ export function similarNames(wanted: string, siblings: readonly string[]): strin
   return scored.slice(0, 5).map((entry) => entry.name);
 }
 
+/**
+ * Where core's tool-result budget persists oversized results (`persistedResultPath`): the
+ * `<persisted-output>` block tells the model to page them with read_file, so read_file (and only
+ * read_file) may read there although it is outside the workspace.
+ */
+export function persistedResultsRoot(sandbox: Pick<SandboxV1, 'tempDir'>): string {
+  return `${sandbox.tempDir.replace(/\/+$/, '')}/${PERSISTED_RESULTS_DIR}`;
+}
+
 export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<ReadFileArgs> {
   return defineTool<ReadFileArgs>({
     name: 'read_file',
@@ -109,7 +118,11 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
         const sandbox = context.sandbox;
         const offset = Math.max(1, args.offset ?? 1);
         const limit = Math.min(Math.max(1, args.limit ?? 500), settings.maxLines);
-        const absolute = normalizeToolPath(args.path, sandbox.workdir, { confine: settings.confine });
+        const extraRoots = [persistedResultsRoot(sandbox)];
+        const absolute = normalizeToolPath(args.path, sandbox.workdir, {
+          confine: settings.confine,
+          extraRoots,
+        });
         if (isDevicePath(absolute)) {
           return errorResult(`Cannot read device file: ${args.path}. Device files block or never end.`);
         }
@@ -122,6 +135,7 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
         const end = offset + limit - 1;
         const read = await readRaw(sandbox, args.path, {
           confine: settings.confine,
+          extraRoots,
           signal: context.signal,
           wholeLimit: settings.wholeReadBytes,
           range: [offset, end],

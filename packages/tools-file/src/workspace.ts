@@ -22,6 +22,12 @@ export interface PathPolicy {
    * trusted local use: absolute paths anywhere are then allowed.
    */
   confine?: boolean;
+  /**
+   * Directories outside the workspace that are allowed too (read_file's persisted tool results
+   * under `<tempDir>/hermes-results`). Each must be a real directory, not a symlink; paths are
+   * resolved and checked inside the sandbox like workspace paths.
+   */
+  extraRoots?: readonly string[];
 }
 
 /** Checks the text of a path and returns it normalised to an absolute path (no sandbox call). */
@@ -59,8 +65,18 @@ export function normalizeToolPath(path: string, workdir: string, policy: PathPol
     );
   }
   const absolute = posix.resolve(workdir, path);
-  if (confine && !isInside(absolute, posix.resolve(workdir))) throw outside(path, workdir);
+  if (
+    confine &&
+    !isInside(absolute, posix.resolve(workdir)) &&
+    !(policy.extraRoots ?? []).some((root) => isExtraRoot(root) && isInside(absolute, posix.resolve(root)))
+  )
+    throw outside(path, workdir);
   return absolute;
+}
+
+// An extra root is a directory below `/` (never `/` itself, which would allow everything).
+function isExtraRoot(root: string): boolean {
+  return posix.resolve(root) !== '/';
 }
 
 function isInside(path: string, root: string): boolean {
@@ -78,9 +94,25 @@ function outside(path: string, workdir: string): FileToolError {
  * Shell that resolves `$p` (already absolute and lexically normal) to `$full`, following
  * symlinks in the existing part, and sets `$t` to file, dir, other or missing (`$pdir` says
  * whether the deepest existing ancestor of a missing path is a directory). With confinement,
- * prints `STATUS:escape` and exits when `$full` leaves the workspace.
+ * prints `STATUS:escape` and exits when `$full` leaves the workspace and every `extraRoots`
+ * directory. An extra root counts only when it is not itself a symlink (its parent is resolved),
+ * so a link planted in its place cannot widen what is allowed.
  */
-export function resolveScript(absolutePath: string, workdir: string, confine: boolean): string {
+export function resolveScript(
+  absolutePath: string,
+  workdir: string,
+  confine: boolean,
+  extraRoots: readonly string[] = [],
+): string {
+  const roots = confine ? extraRoots.map((root) => posix.resolve(root)).filter(isExtraRoot) : [];
+  const extraChecks = roots
+    .map((root) => {
+      const parent = posix.dirname(root);
+      const base = posix.basename(root);
+      return `if [ "$ok" = 0 ]; then xp=$(cd -P ${shellQuote(parent)} 2>/dev/null && pwd -P) && xr="\${xp%/}/"${shellQuote(base)} && [ ! -L "$xr" ] && case "$full" in "$xr"|"$xr"/*) ok=1;; esac; fi
+`;
+    })
+    .join('');
   return `ws=$(cd -P ${shellQuote(workdir)} 2>/dev/null && pwd -P) || { printf 'STATUS:noworkspace\\n'; exit 0; }
 p=${shellQuote(absolutePath)}
 rest=
@@ -97,7 +129,9 @@ if [ "$r" = / ]; then full="$rest"; else full="$r$rest"; fi
 [ -n "$full" ] || full=/
 ${
   confine
-    ? `if [ "$ws" != / ]; then case "$full" in "$ws"|"$ws"/*) ;; *) printf 'STATUS:escape\\nWS:%s\\nREAL:%s\\n' "$ws" "$full"; exit 0;; esac; fi`
+    ? `ok=0
+if [ "$ws" = / ]; then ok=1; else case "$full" in "$ws"|"$ws"/*) ok=1;; esac; fi
+${extraChecks}[ "$ok" = 1 ] || { printf 'STATUS:escape\\nWS:%s\\nREAL:%s\\n' "$ws" "$full"; exit 0; }`
     : ':'
 }
 pdir=1
@@ -165,7 +199,7 @@ export async function resolveSandboxPath(
   const confine = options.confine ?? true;
   const absolute = normalizeToolPath(path, sandbox.workdir, options);
   const result = await sandbox.exec(
-    inSubshell(`${resolveScript(absolute, sandbox.workdir, confine)}${REPORT_RESOLVED}`),
+    inSubshell(`${resolveScript(absolute, sandbox.workdir, confine, options.extraRoots)}${REPORT_RESOLVED}`),
     {
       signal: options.signal,
     },

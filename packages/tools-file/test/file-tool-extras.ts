@@ -1,10 +1,12 @@
 // Tests of this package's file tools that run on every backend next to the shared conformance
-// suite (bound in file-tool-suite.ts): files bigger than a sandbox's exec output cap and a symlink
-// planted where write_file puts its temporary file.
+// suite (bound in file-tool-suite.ts): files bigger than a sandbox's exec output cap, a symlink
+// planted where write_file puts its temporary file, and core's persisted tool results
+// (`<tempDir>/hermes-results/<id>.txt`) paged with read_file through runAgent.
 import { randomUUID } from 'node:crypto';
-import type { SandboxV1 } from '@shears/core';
-import { fileToolRunner } from '@shears/core/test';
+import { defineTool, persistedResultPath, runAgent, type SandboxV1 } from '@shears/core';
+import { createScriptedServer, createScriptedServerClient, fileToolRunner } from '@shears/core/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createFileTools, type FileToolsSettings } from '../src/index.js';
 
 export interface FileToolExtrasHooks {
@@ -115,6 +117,98 @@ export function describeFileToolExtras(
           await sh(`printf '%o\\n' $(( 0666 & ~0$(umask) ))`),
         );
         await sh(`rm -rf planted '${outside}'`);
+      });
+    });
+
+    describe('persisted tool results (<tempDir>/hermes-results)', () => {
+      const lines = Array.from({ length: 3000 }, (_, index) => `result row ${index + 1}`);
+      const big = defineTool({
+        name: 'big_report',
+        description: 'Prints a long report',
+        inputSchema: z.object({}),
+        maxResultChars: 1000,
+        execute: async () => `${lines.join('\n')}\n`,
+      });
+
+      it('a result persisted by runAgent can be paged with read_file offset/limit', async () => {
+        const id = `call_${randomUUID().slice(0, 8)}`;
+        const path = persistedResultPath(sandbox, id);
+        const server = await createScriptedServer({
+          replies: [
+            { toolCalls: [{ id, name: 'big_report', arguments: {} }] },
+            {
+              toolCalls: [
+                { id: 'call_read', name: 'read_file', arguments: { path, offset: 1500, limit: 3 } },
+              ],
+            },
+            { content: 'done' },
+          ],
+        });
+        try {
+          const client = createScriptedServerClient({
+            baseUrl: server.url,
+            model: 'test-model',
+            timeoutMs: 10_000,
+          });
+          const result = await runAgent({
+            server: client,
+            sandbox,
+            tools: [big, ...createTools()],
+            messages: [{ role: 'user', content: 'report' }],
+          });
+          const toolMessages = result.messages.filter((message) => message.role === 'tool');
+          expect(toolMessages[0]?.content).toContain('<persisted-output>');
+          expect(toolMessages[0]?.content).toContain(`Full output saved to: ${path}\n`);
+          const read = JSON.parse(String(toolMessages[1]?.content));
+          expect(read.error).toBeUndefined();
+          expect(read.content).toBe('  1500|result row 1500\n  1501|result row 1501\n  1502|result row 1502');
+          expect(read.total_lines).toBe(3000);
+          expect(read.hint).toBe('Use offset=1503 to continue reading (showing 1500-1502 of 3000 lines)');
+          expect(result.finalResponse).toBe('done');
+        } finally {
+          await server.close();
+        }
+      });
+
+      it('only read_file may go there, and not through symlinks or ..', async () => {
+        const root = `${sandbox.tempDir.replace(/\/+$/, '')}/hermes-results`;
+        const secret = `${sandbox.tempDir.replace(/\/+$/, '')}/secret-${randomUUID()}.txt`;
+        await sh(
+          `mkdir -p '${root}' && printf 'top secret\\n' > '${secret}' && printf 'ok\\n' > '${root}/plain.txt'`,
+        );
+        expect((await run('read_file', { path: `${root}/plain.txt` })).json.content).toBe('     1|ok');
+        // A missing result is "not found", not "access denied".
+        expect((await run('read_file', { path: `${root}/nope.txt` })).json.error).toBe(
+          `File not found: ${root}/nope.txt`,
+        );
+        await sh(`ln -s '${secret}' '${root}/link.txt'`);
+        const viaLink = await run('read_file', { path: `${root}/link.txt` });
+        expect(viaLink.json.error).toMatch(/^Access denied: .*symlinks may not point out of the workspace/);
+        const dotDot = await run('read_file', {
+          path: `${root}/../${secret.slice(secret.lastIndexOf('/') + 1)}`,
+        });
+        expect(dotDot.json.error).toMatch(/^Access denied: .* is outside the sandbox workspace/);
+        const write = await run('write_file', { path: `${root}/new.txt`, content: 'x' });
+        expect(write.json.error).toMatch(/^Access denied: .* is outside the sandbox workspace/);
+        const patch = await run('patch', {
+          mode: 'replace',
+          path: `${root}/plain.txt`,
+          old_string: 'ok',
+          new_string: 'changed',
+        });
+        expect(patch.json.error).toMatch(/^Access denied: .* is outside the sandbox workspace/);
+        expect(await sh(`cat '${root}/plain.txt'`)).toBe('ok\n');
+        // hermes-results itself replaced by a symlink to a directory holding the secret.
+        await sh(`mv '${root}' '${root}.saved' && ln -s '${sandbox.tempDir}' '${root}'`);
+        try {
+          const swapped = await run('read_file', {
+            path: `${root}/${secret.slice(secret.lastIndexOf('/') + 1)}`,
+          });
+          expect(swapped.json.error).toMatch(/^Access denied: /);
+          expect(swapped.text).not.toContain('top secret');
+        } finally {
+          await sh(`rm -f '${root}' && mv '${root}.saved' '${root}' && rm -f '${secret}' '${root}/link.txt'`);
+        }
       });
     });
   });
