@@ -39,6 +39,22 @@ function loadTokenizerUncached(path: string): TokenizerV1 {
   }
 }
 
+/** A copy of `value` with `redact` applied to every string in it (keys included). */
+export function redactStrings<T>(value: T, redact: (text: string) => string): T {
+  const walk = (item: unknown): unknown => {
+    if (typeof item === 'string') return redact(item);
+    if (Array.isArray(item)) return item.map(walk);
+    if (ArrayBuffer.isView(item) || item instanceof Date) return item;
+    if (item !== null && typeof item === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [key, inner] of Object.entries(item)) out[redact(key)] = walk(inner);
+      return out;
+    }
+    return item;
+  };
+  return walk(value) as T;
+}
+
 /** How many trainer batches are waiting in the queue, from /status-env and /info. */
 export function batchesAhead(status: { queue_size: number }, batchSize: number, groupSize: number): number {
   if (batchSize <= 0) return 0;
@@ -102,12 +118,20 @@ export async function runServeLoop(
         }
         if (paused) runtime.progress.note(`resumed at trainer step ${status.current_step}`);
         paused = false;
+        // Checked again after the await: the other workers may have taken the last slots meanwhile.
+        if (options.maxGroups !== undefined && started >= options.maxGroups) break;
         started++;
         const item = await runtime.env.nextItem();
         if (!item) break;
         const record = await runOneGroup(runtime, context, item, config.env.group_size);
         runtime.progress.groupFinished(record);
-        const data = scoredDataFromRecord(record, { envId, tokenizer, includeMessages: true });
+        // Same redaction as the JSONL and HTML: secrets never reach the trainer, neither in
+        // `messages` nor in tokens (phase-1 tokens are made from the redacted transcript).
+        const data = scoredDataFromRecord(redactStrings(record, context.redact), {
+          envId,
+          tokenizer,
+          includeMessages: true,
+        });
         if (!data) {
           result.groupsSkipped++;
           continue;

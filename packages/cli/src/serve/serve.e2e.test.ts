@@ -7,7 +7,9 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createScriptedServer } from '@shears/core/test';
 import { startTrajectoryApiServer } from '@shears/grpo';
+import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from '../test-support/run-cli.js';
 import { batchesAhead } from './serve-loop.js';
@@ -246,6 +248,81 @@ describe('shears serve against a flaky trajectory API', () => {
     } finally {
       await new Promise((done) => proxy.close(done));
       await api.close();
+    }
+  });
+});
+
+describe('shears serve redaction', () => {
+  it('never posts a secret from the environment to the trajectory API (messages or tokens)', async () => {
+    const secret = 'sk-shears-serve-SECRET-4242';
+    // A model that leaks the Authorization header it received into its answer.
+    const model = await createScriptedServer({
+      policy: () => ({ content: `my key is ${String(model.requests.at(-1)?.headers.authorization ?? '')}` }),
+    });
+    const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
+    try {
+      await json(
+        fetch(`${api.url}/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            wandb_group: 'g',
+            wandb_project: 'p',
+            batch_size: 2,
+            max_token_len: 8192,
+            checkpoint_dir: 'c',
+            save_checkpoint_interval: 10,
+            starting_step: 0,
+            num_steps: 10,
+          }),
+        }),
+      );
+      expect(await json<Batch>(fetch(`${api.url}/batch`))).toEqual({ batch: null });
+      writeFileSync(
+        join(dir, 'serve-secret.yaml'),
+        [
+          'server:',
+          '  provider: openai',
+          `  base_url: ${model.url}`,
+          '  model: scripted-model',
+          '  api_key: ${OPENAI_API_KEY}',
+          `  tokenizer: ${JSON.stringify(tokenizerDir)}`,
+        ].join('\n'),
+      );
+      const run = await runShears(
+        [
+          'serve',
+          '--config',
+          'serve-secret.yaml',
+          '--url',
+          api.url,
+          '--max-groups',
+          '1',
+          '--group-size',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+        ],
+        { cwd: dir, env: { OPENAI_API_KEY: secret } },
+      );
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^sent 1 groups/);
+      // The model did see the key and leaked it into its answer...
+      expect(model.requests.some((request) => String(request.headers.authorization).includes(secret))).toBe(
+        true,
+      );
+      // ...but the trainer gets the redacted transcript, and tokens made from it.
+      const answer = await fetch(`${api.url}/batch`).then((response) => response.text());
+      expect(answer).not.toContain(secret);
+      const batch = (JSON.parse(answer) as Batch & { batch: Array<{ messages: unknown }> }).batch;
+      expect(JSON.stringify(batch?.[0]?.messages)).toContain('[redacted]');
+      const tokenizer = createHfTokenizer({ dir: tokenizerDir });
+      const text = batch?.[0]?.tokens.map((tokens) => tokenizer.decode(tokens)).join('\n') ?? '';
+      expect(text).toContain('my key is Bearer [redacted]');
+      expect(text).not.toContain(secret);
+    } finally {
+      await api.close();
+      await model.close();
     }
   });
 });
