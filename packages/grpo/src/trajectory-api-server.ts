@@ -562,8 +562,9 @@ export async function startTrajectoryApiServer(
   // mark leaves the batch to be served again (the trainer saw an incomplete response); a crash
   // after the bytes are in the kernel finds the batch marked and deletes it at start. A kill -9
   // after the mark but before the last bytes reach the kernel loses the batch: microseconds
-  // when the kernel takes them at once, but when its send buffer is full they wait in the
-  // socket's buffer until the trainer has read enough (see docs/atropos-differences.md).
+  // when the kernel takes them at once (unless the process is preempted in between), but when
+  // its send buffer is full they wait in the socket's buffer until the trainer has read enough
+  // (see docs/atropos-differences.md).
   // The mark comes first because writing the last bytes wakes the trainer, and the scheduler
   // may run it (and whatever reacts to it) before this process gets the CPU back.
   // The mark is deliberately not fsynced (even with synchronous=full): after a power loss an
