@@ -82,6 +82,29 @@ describe('shears api', () => {
     }
   });
 
+  it('applies the server limits of the api section: past api.max_queued_groups posts get 429 with api.retry_after_seconds', async () => {
+    const cwd = mkdtempSync(join(root, 'limits-'));
+    const api = await startApi(
+      ['--api.database', ':memory:', '--api.max_queued_groups', '1', '--api.retry_after_seconds', '7'],
+      cwd,
+    );
+    try {
+      expect((await postGroup(api.url, group(1))).status).toBe(200);
+      const refused = await postGroup(api.url, group(2));
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('7');
+      expect(await queueSize(api.url)).toBe(1);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('names the bad value of a server limit', async () => {
+    const run = await runShears(['api', '--api.batch_order', 'random'], { cwd: root });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/api\.batch_order: .*"fifo", "lifo"/);
+  });
+
   it('keeps everything in memory with api.database ":memory:" (nothing written, nothing kept)', async () => {
     const cwd = mkdtempSync(join(root, 'memory-'));
     const first = await startApi(['--api.database', ':memory:'], cwd);

@@ -8,6 +8,7 @@ import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
 import type { CommandContext } from '../runtime.js';
 import { runServeLoop } from '../serve/serve-loop.js';
+import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
   if (!stream) return;
@@ -75,10 +76,7 @@ export async function trainCommand(context: CommandContext): Promise<number> {
   if (config.train.start_api) {
     const { startTrajectoryApiServer } = await import('@shears/grpo');
     const server = await startTrajectoryApiServer({
-      host: config.api.host,
-      port: config.api.port,
-      databasePath: config.api.database === ':memory:' ? ':memory:' : resolve(io.cwd, config.api.database),
-      authToken: config.api.auth_token,
+      ...trajectoryApiServerSettings(config.api, io.cwd),
       logger: createCliLogger(io, context.redact, { prefix: '[api] ' }),
     });
     api = server;

@@ -183,8 +183,40 @@ export const apiConfigSchema = z
       .describe(
         'Bearer token required by the API; write "${SHEARS_API_TOKEN}" to read it from the environment',
       ),
+    synchronous: z
+      .enum(['full', 'normal'])
+      .default('full')
+      .describe(
+        'SQLite sync of `api.database`: "full" fsyncs every commit (an acknowledged group survives power loss), "normal" survives process crashes only',
+      ),
+    max_queued_groups: z
+      .int()
+      .min(1)
+      .default(10_000)
+      .describe(
+        'Stored groups (queued, buffered, formed into batches) before posts are answered 429 + Retry-After',
+      ),
+    max_queued_bytes: z
+      .int()
+      .min(1)
+      .default(8 * 1024 ** 3)
+      .describe('Stored payload bytes before posts are answered 429 + Retry-After (default 8 GiB)'),
+    max_request_bytes: z
+      .int()
+      .min(1)
+      .default(512 * 1024 ** 2)
+      .describe('Largest request body, compressed and decompressed, before 413 (default 512 MiB)'),
+    retry_after_seconds: z.int().min(0).default(2).describe('Retry-After seconds sent with a 429'),
+    split_groups: z
+      .boolean()
+      .default(true)
+      .describe('Split one group when the batch size cannot be reached from whole groups'),
+    batch_order: z
+      .enum(['fifo', 'lifo'])
+      .default('fifo')
+      .describe('Order formed batches are served in: "fifo" (oldest data first) or Atropos\'s "lifo"'),
   })
-  .describe('The Atropos-compatible trajectory API');
+  .describe('The Atropos-compatible trajectory API (`shears api`, and `shears train` with train.start_api)');
 
 export const evaluateConfigSchema = z
   .strictObject({
