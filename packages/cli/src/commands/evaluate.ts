@@ -15,6 +15,7 @@ import {
 } from '../runtime.js';
 import { bootstrapMean, mean, passAtK } from '../stats.js';
 import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
+import { loadTokenDecoder } from '../viewer/token-decoder.js';
 
 export interface TaskEvaluation {
   taskId: string;
@@ -192,11 +193,18 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const summaryPath = `${out.replace(/\.jsonl?$/i, '')}.summary.json`;
   writeFileSync(summaryPath, `${context.redact(JSON.stringify(summary, null, 2))}\n`);
   if (config.run.report) {
+    // Token text in the report's token view when the run recorded tokens with a known tokenizer.
+    const recordedTokens = records.some((record) => record.rollouts.some((rollout) => rollout.tokens));
+    const decodeToken =
+      recordedTokens && config.server.tokenizer
+        ? await loadTokenDecoder(config.server.tokenizer, io.cwd, 'server.tokenizer')
+        : undefined;
     writeFileSync(
       reportPathFor(out),
       buildViewerHtml(records, {
         meta: { title: `shears evaluate · ${config.env.name}`, description: `k=${k}` },
         redact: context.redact,
+        ...(decodeToken ? { decodeToken } : {}),
       }),
     );
   }
