@@ -22,7 +22,7 @@ import type { SweTask } from './task-schema.js';
 
 const execFileAsync = promisify(execFile);
 
-/** Test-runner configuration that an agent could use to change what the tests do. */
+/** Test-runner configuration that an agent could use to change what the tests do (at the root). */
 const CONFIG_FILE_NAMES = new Set([
   'conftest.py',
   'pytest.ini',
@@ -30,6 +30,16 @@ const CONFIG_FILE_NAMES = new Set([
   'setup.cfg',
   'pyproject.toml',
   'package.json',
+]);
+
+/** pytest reads these in any directory on the way up from the tests, so they are protected at any depth. */
+const PYTEST_CONFIG_NAMES = new Set([
+  'conftest.py',
+  'pytest.ini',
+  '.pytest.ini',
+  'tox.ini',
+  'setup.cfg',
+  'pyproject.toml',
 ]);
 
 export interface ProtectedFile {
@@ -127,7 +137,7 @@ export async function prepareRepository(
     ]);
     for (const file of files) {
       const name = file.split('/').pop()!;
-      if (name === 'conftest.py' || (CONFIG_FILE_NAMES.has(name) && !file.includes('/')))
+      if (PYTEST_CONFIG_NAMES.has(name) || (CONFIG_FILE_NAMES.has(name) && !file.includes('/')))
         protectedPaths.add(file);
     }
     const protectedFiles = new Map<string, ProtectedFile>();

@@ -3,7 +3,7 @@
 // runs end to end through the group runner with the demo policy behind the scripted server.
 import { runGroup, type SandboxV1 } from '@shears/core';
 import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
-import { createDockerSandboxProvider } from '@shears/tools-terminal';
+import { createDockerSandboxProvider, createTerminalTool } from '@shears/tools-terminal';
 import type Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweDemoPolicy } from './demo-policy.js';
@@ -135,6 +135,98 @@ describeDocker('SWE env in Docker', () => {
       expect(grade.tamperedFiles).toEqual(javascript.testFiles);
     } finally {
       await deleted.dispose();
+    }
+  }, 300_000);
+
+  it('a planted pytest.py, a tests/pyproject.toml loading a plugin, or a background process rewriting the tests does not raise the score', async () => {
+    const python = tasks.find(
+      (task) => task.language === 'python' && task.testFiles[0]!.startsWith('tests/'),
+    )!;
+    const entry = prepared.get(python.id)!;
+    const grade = (sandbox: SandboxV1) =>
+      gradeSweRollout({
+        sandbox,
+        task: python,
+        protectedFiles: entry.repository.protectedFiles,
+        baseCommit: entry.repository.baseCommit,
+      });
+    const testFile = python.testFiles[0]!;
+    const names = [...python.failToPass, ...python.passToPass].map((id) => id.split('::')[1]!);
+    const hackedTests = names.map((name) => `def ${name}():\n    assert True\n`).join('\n');
+    // A plugin that turns every test result into a pass.
+    const forcePass = `import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n`;
+
+    // 1. A fake pytest at the root: `python3 -m pytest` would run it, and it prints a pass per id.
+    const fakePytest = await sandboxFor(python);
+    try {
+      await fakePytest.writeFile(
+        'pytest.py',
+        `import sys\nfor arg in sys.argv[1:]:\n    if "::" in arg:\n        print("PASSED " + arg)\n`,
+      );
+      await fakePytest.writeFile('tests/json.py', 'raise SystemExit("planted json module imported")\n');
+      const result = await grade(fakePytest);
+      expect(result.score).toBe(0);
+      expect(result.failToPass.passed).toBe(0);
+      expect(result.removedFiles).toEqual(['pytest.py', 'tests/json.py']);
+      // The genuine pytest ran: P2P tests still pass.
+      expect(result.passToPass.passed).toBe(python.passToPass.length);
+    } finally {
+      await fakePytest.dispose();
+    }
+
+    // 2. pytest.ini at the root is protected, but a pyproject.toml nearer the tests is found first.
+    const plugin = await sandboxFor(python);
+    try {
+      await plugin.writeFile('shears_force_pass.py', forcePass);
+      await plugin.writeFile(
+        'tests/pyproject.toml',
+        '[tool.pytest.ini_options]\naddopts = "-p shears_force_pass"\npythonpath = [".."]\n',
+      );
+      // Hidden from `git status` through .gitignore: ignored files are removed too.
+      await plugin.exec("printf 'tests/pyproject.toml\\n' >> .git/info/exclude");
+      const result = await grade(plugin);
+      expect(result.score).toBe(0);
+      expect(result.removedFiles).toEqual(['tests/pyproject.toml']);
+    } finally {
+      await plugin.dispose();
+    }
+
+    // 3. A background process started with the terminal tool keeps rewriting the test file, so it
+    //    would undo the restoration between restore and test run.
+    const background = await sandboxFor(python);
+    try {
+      await background.writeFile('/tmp/hacked.py', hackedTests);
+      const terminal = createTerminalTool();
+      const started = await terminal.execute(
+        {
+          command: `while :; do cmp -s /tmp/hacked.py ${testFile} || cp /tmp/hacked.py ${testFile}; sleep 0.02; done`,
+          background: true,
+        },
+        {
+          sandbox: background,
+          taskId: python.id,
+          rolloutId: 'background-hack',
+          signal: new AbortController().signal,
+          logger: { debug() {}, info() {}, warn() {}, error() {} },
+          state: new Map(),
+        },
+      );
+      expect(JSON.stringify(started)).toContain('proc_');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const result = await grade(background);
+      expect(result.score).toBe(0);
+      expect(result.tamperedFiles).toEqual([testFile]);
+      // The rewriter is gone: the test file stays restored after grading.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(
+        Buffer.from(await background.readFile(testFile)).equals(
+          entry.repository.protectedFiles.get(testFile)!.content!,
+        ),
+      ).toBe(true);
+      // The sandbox still works after the clean-up.
+      expect((await background.exec('echo alive')).stdout.trim()).toBe('alive');
+    } finally {
+      await background.dispose();
     }
   }, 300_000);
 

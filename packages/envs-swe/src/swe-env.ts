@@ -157,6 +157,7 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
         sandbox: context.sandbox,
         task: entry.task,
         protectedFiles: entry.prepared.protectedFiles,
+        baseCommit: entry.prepared.baseCommit,
         partialCredit: settings.partialCredit,
         signal: context.signal,
       });

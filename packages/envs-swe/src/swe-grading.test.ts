@@ -1,22 +1,61 @@
 // Grading on a process sandbox over a temp directory (host node runs the JavaScript tasks), so the
 // grading logic is tested without Docker; the Docker run over every bundled task is in
 // swe-env.docker.test.ts.
-import { cpSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { SandboxV1 } from '@shears/core';
 import { createTempSandboxProvider } from '@shears/core/test';
 import { afterAll, describe, expect, it } from 'vitest';
 import { filesAfterPatch, type PreparedRepository, prepareRepository } from './repo.js';
 import { gradeSweRollout } from './swe-grading.js';
 import { bundledTaskPackDir, loadTaskPack } from './task-loaders.js';
-import type { SweTask } from './task-schema.js';
+import { type SweTask, sweTaskSchema } from './task-schema.js';
 
 const tasks = loadTaskPack(bundledTaskPackDir()).filter((task) => task.language === 'javascript');
 const provider = createTempSandboxProvider();
 const prepared = new Map<string, PreparedRepository>();
+const scratch = mkdtempSync(join(tmpdir(), 'shears-swe-grading-test-'));
 afterAll(async () => {
   await provider.close();
   for (const repository of prepared.values()) repository.dispose();
+  rmSync(scratch, { recursive: true, force: true });
 });
+
+// A task with two FAIL_TO_PASS tests that can be fixed one at a time.
+const BUGGY_CALC = `function double(x) { return x + x + 1; }
+function square(x) { return x * x + 1; }
+function negate(x) { return -x; }
+module.exports = { double, square, negate };
+`;
+const HALF_FIXED_CALC = BUGGY_CALC.replace('x + x + 1', 'x + x');
+const FIXED_CALC = HALF_FIXED_CALC.replace('x * x + 1', 'x * x');
+const twoBugs: SweTask = (() => {
+  const dir = join(scratch, 'two-bugs');
+  mkdirSync(join(dir, 'src'), { recursive: true });
+  mkdirSync(join(dir, 'test'), { recursive: true });
+  writeFileSync(join(dir, 'src/calc.js'), BUGGY_CALC);
+  writeFileSync(
+    join(dir, 'test/calc.test.js'),
+    `const test = require('node:test');
+const assert = require('node:assert');
+const { double, square, negate } = require('../src/calc.js');
+test('double', () => assert.strictEqual(double(2), 4));
+test('square', () => assert.strictEqual(square(3), 9));
+test('negate', () => assert.strictEqual(negate(2), -2));
+`,
+  );
+  return sweTaskSchema.parse({
+    id: 'two-bugs',
+    language: 'javascript',
+    repo: { path: dir },
+    problemStatement: 'double and square are off by one',
+    test: { runner: 'node-test' },
+    failToPass: ['test/calc.test.js::double', 'test/calc.test.js::square'],
+    passToPass: ['test/calc.test.js::negate'],
+    testFiles: ['test/calc.test.js'],
+  });
+})();
 
 async function sandboxFor(task: SweTask): Promise<{ sandbox: SandboxV1; repository: PreparedRepository }> {
   let repository = prepared.get(task.id);
@@ -95,16 +134,53 @@ describe('SWE grading (JavaScript tasks on a process sandbox)', () => {
     await sandbox.dispose();
   });
 
-  it('gives partial credit when asked', async () => {
-    const task = tasks.find((entry) => entry.failToPass.length >= 1 && entry.passToPass.length >= 1)!;
-    const { sandbox, repository } = await sandboxFor(task);
-    const grade = await gradeSweRollout({
-      sandbox,
-      task,
-      protectedFiles: repository.protectedFiles,
-      partialCredit: true,
+  it('one of two FAIL_TO_PASS tests fixed: half the reward with partial credit, nothing without', async () => {
+    const { sandbox, repository } = await sandboxFor(twoBugs);
+    await sandbox.writeFile('src/calc.js', HALF_FIXED_CALC);
+    const grade = (partialCredit: boolean) =>
+      gradeSweRollout({
+        sandbox,
+        task: twoBugs,
+        protectedFiles: repository.protectedFiles,
+        baseCommit: repository.baseCommit,
+        partialCredit,
+      });
+    const partial = await grade(true);
+    expect(partial).toMatchObject({
+      score: 0.5,
+      resolved: false,
+      failToPass: { passed: 1, total: 2 },
+      passToPass: { passed: 1, total: 1 },
     });
-    expect(grade.score).toBeCloseTo(grade.failToPass.passed / grade.failToPass.total, 12);
+    const strict = await grade(false);
+    expect(strict).toMatchObject({ score: 0, resolved: false, failToPass: { passed: 1, total: 2 } });
+    // The full fix scores 1 either way.
+    await sandbox.writeFile('src/calc.js', FIXED_CALC);
+    expect((await grade(true)).score).toBe(1);
+    expect((await grade(false)).score).toBe(1);
+    await sandbox.dispose();
+  });
+
+  it('records the diff against the base commit even when the agent committed its fix', async () => {
+    const { sandbox, repository } = await sandboxFor(twoBugs);
+    await sandbox.writeFile('src/calc.js', FIXED_CALC);
+    const commit = await sandbox.exec(
+      'git -c user.name=agent -c user.email=agent@localhost -c commit.gpgsign=false commit -qam "fix calc"',
+    );
+    expect(commit.exitCode).toBe(0);
+    expect((await sandbox.exec('git status --porcelain')).stdout.trim()).toBe('');
+    for (const baseCommit of [repository.baseCommit, undefined]) {
+      const grade = await gradeSweRollout({
+        sandbox,
+        task: twoBugs,
+        protectedFiles: repository.protectedFiles,
+        baseCommit,
+      });
+      expect(grade.score).toBe(1);
+      expect(grade.diff).toContain('diff --git a/src/calc.js b/src/calc.js');
+      expect(grade.diff).toContain('-function double(x) { return x + x + 1; }');
+      expect(grade.diff).toContain('+function double(x) { return x + x; }');
+    }
     await sandbox.dispose();
   });
 

@@ -1,5 +1,6 @@
 // Running a task's tests inside the sandbox and reading per-test results: pytest with `-rA`
-// (one `PASSED|FAILED|ERROR <node id>` line per test) and node's test runner with the TAP
+// (one `PASSED|FAILED|ERROR <node id>` line per test; started so that modules planted in the
+// repository cannot stand in for pytest) and node's test runner with the TAP
 // reporter, one file at a time (top-level `ok N - name` / `not ok N - name`).
 import type { SandboxV1 } from '@shears/core';
 import type { SweTestRunner } from './task-schema.js';
@@ -49,6 +50,16 @@ function splitNodeId(id: string): { file: string; name: string } {
   return index < 0 ? { file: id, name: '' } : { file: id.slice(0, index), name: id.slice(index + 2) };
 }
 
+/**
+ * Starts pytest the way `python3 -m pytest` does, except that the working directory goes to the
+ * end of `sys.path` instead of the front (`-P` keeps it off; the launcher appends it): the
+ * installed pytest, its plugins and the standard library always win over a `pytest.py`,
+ * `_pytest/` or `json.py` planted in the repository, while the repository's own modules still
+ * import as before.
+ */
+export const PYTEST_LAUNCHER =
+  'import os, sys; sys.path.append(os.getcwd()); import pytest; sys.exit(pytest.console_main())';
+
 /** Runs the given test ids and reports each as passed, failed or missing (never ran). */
 export async function runTests(
   sandbox: SandboxV1,
@@ -59,7 +70,18 @@ export async function runTests(
   const statuses = new Map<string, TestStatus>(ids.map((id) => [id, 'missing']));
   if (ids.length === 0) return { statuses, output: '', exitCode: 0, timedOut: false };
   if (runner.runner === 'pytest') {
-    const args = ['python3', '-m', 'pytest', '-rA', '-q', '-p', 'no:cacheprovider', ...runner.args, ...ids]
+    const args = [
+      'python3',
+      '-P',
+      '-c',
+      PYTEST_LAUNCHER,
+      '-rA',
+      '-q',
+      '-p',
+      'no:cacheprovider',
+      ...runner.args,
+      ...ids,
+    ]
       .map(shellQuote)
       .join(' ');
     const result = await sandbox.exec(args, {
