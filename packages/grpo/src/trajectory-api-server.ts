@@ -577,20 +577,19 @@ export async function startTrajectoryApiServer(
   ): Promise<void> {
     const cut = Math.max(0, encoded.payload.length - 16);
     response.writeHead(200, encoded.headers);
-    if (cut > 0 && !response.write(encoded.payload.subarray(0, cut))) {
-      const drained = await new Promise<boolean>((resolve) => {
-        const onDrain = () => {
-          response.off('close', onClose);
-          resolve(true);
-        };
-        const onClose = () => {
-          response.off('drain', onDrain);
-          resolve(false);
-        };
-        response.once('drain', onDrain);
+    if (cut > 0) {
+      // Wait until everything but the tail has been handed to the kernel (the write callback),
+      // not merely accepted into Node's buffer: then the tail written right after the mark
+      // normally goes straight to the kernel, which delivers it even if this process dies.
+      const flushed = await new Promise<boolean>((resolve) => {
+        const onClose = () => resolve(false);
         response.once('close', onClose);
+        response.write(encoded.payload.subarray(0, cut), (error) => {
+          response.off('close', onClose);
+          resolve(!error);
+        });
       });
-      if (!drained) return; // the trainer went away: the batch stays for the next /batch
+      if (!flushed) return; // the trainer went away: the batch stays for the next /batch
     }
     if (response.destroyed) return;
     const tail = encoded.payload.subarray(cut);
