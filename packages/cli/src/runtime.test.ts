@@ -157,3 +157,49 @@ describe('server.tool_parser and server.fallback_parser', () => {
     expect(fallback.stderr).toContain('server.fallback_parser: unknown tool-call parser "nope" (allowed: ');
   });
 });
+
+describe('env.toolsets', () => {
+  it('offers only the enabled toolsets minus the disabled ones, and names a misspelt toolset', async () => {
+    const base = ['env:', '  name: demo', '  group_size: 2', '  settings: { only: [hello-file] }'];
+    // Without the terminal toolset the demo policy's terminal calls reach no tool.
+    const off = config('no-terminal.yaml', [
+      ...base,
+      '  toolsets: { enabled: [all], disabled: [terminal] }',
+      'run: { groups: 1, out: runs/no-terminal.jsonl, report: false }',
+    ]);
+    const run = await runShears(['process', '--config', off], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const [group] = readGroups('runs/no-terminal.jsonl');
+    const calls = group!.rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls));
+    const terminalCalls = calls.filter((call) => call.name === 'terminal');
+    expect(terminalCalls.length).toBeGreaterThan(0);
+    for (const call of terminalCalls)
+      expect(call.result).toContain("Unknown tool 'terminal'. Available tools:");
+    expect(group!.scores.every((score) => score === 0)).toBe(true);
+
+    // Enabling only the terminal toolset keeps it (and the task is solved in some rollouts).
+    const on = config('terminal-only.yaml', [
+      ...base,
+      '  toolsets: { enabled: [terminal] }',
+      'run: { groups: 2, out: runs/terminal-only.jsonl, report: false }',
+    ]);
+    const solved = await runShears(['process', '--config', on], { cwd: dir });
+    expect(solved.code, solved.stderr).toBe(0);
+    const rollouts = readGroups('runs/terminal-only.jsonl').flatMap((entry) => entry.rollouts);
+    const offered = rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls));
+    expect(offered.some((call) => call.name === 'terminal' && call.result.includes('"exit_code"'))).toBe(
+      true,
+    );
+
+    const typo = await runShears(['process', '--config', off, '--env.toolsets.disabled', 'terminl'], {
+      cwd: dir,
+    });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('env.toolsets.disabled[0]: unknown toolset "terminl" (allowed: ');
+    const distribution = await runShears(['process', '--env.toolsets.distribution', 'defualt'], { cwd: dir });
+    expect(distribution.code).toBe(2);
+    expect(distribution.stderr).toContain(
+      'env.toolsets.distribution: unknown toolset distribution "defualt"',
+    );
+  });
+});

@@ -3,6 +3,8 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import {
+  BUILTIN_DISTRIBUTIONS,
+  BUILTIN_TOOLSETS,
   type ConcurrencyLimiter,
   ConfigError,
   createConcurrencyLimiter,
@@ -87,6 +89,29 @@ export function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefine
   }
 }
 
+/**
+ * `env.toolsets`: every name must be a known toolset (or `all`/`*`) or distribution, checked
+ * when the run starts so a typo is a config error naming the field, not a silently smaller toolset.
+ */
+export function checkToolsetsConfig(config: ShearsConfig): void {
+  const toolsets = config.env.toolsets;
+  if (!toolsets) return;
+  const known = Object.keys(BUILTIN_TOOLSETS);
+  const fail = (path: string, value: string, allowed: string[]) => {
+    throw new ConfigError({
+      message: `${path}: unknown ${path.endsWith('distribution') ? 'toolset distribution' : 'toolset'} "${value}" (allowed: ${allowed.join(', ')})`,
+      issues: [{ path, message: 'unknown name', value }],
+    });
+  };
+  for (const field of ['enabled', 'disabled'] as const)
+    (toolsets[field] ?? []).forEach((name, index) => {
+      if (name !== 'all' && name !== '*' && !Object.hasOwn(BUILTIN_TOOLSETS, name))
+        fail(`env.toolsets.${field}[${index}]`, name, [...known, 'all']);
+    });
+  if (toolsets.distribution && !Object.hasOwn(BUILTIN_DISTRIBUTIONS, toolsets.distribution))
+    fail('env.toolsets.distribution', toolsets.distribution, Object.keys(BUILTIN_DISTRIBUTIONS));
+}
+
 /** `server.tool_parser` and `server.fallback_parser`, resolved by name in the parsers registry. */
 export async function resolveParsers(
   registry: Registry,
@@ -128,6 +153,7 @@ export async function startRuntime(
   const closers: Array<() => Promise<void> | void> = [];
   try {
     const actionPolicy = buildActionPolicy(config);
+    checkToolsetsConfig(config);
     const { parser, fallbackParser } = await resolveParsers(registry, config);
     const env = await createEnv(registry, config);
     closers.push(() => env.close?.());
@@ -191,6 +217,9 @@ export async function runOneGroup(
     ...(runtime.parser ? { parser: runtime.parser } : {}),
     ...(runtime.fallbackParser ? { fallbackParser: runtime.fallbackParser } : {}),
     ...(runtime.actionPolicy ? { beforeToolCall: runtime.actionPolicy.beforeToolCall } : {}),
+    ...(config.env.toolsets?.enabled ? { enabledToolsets: config.env.toolsets.enabled } : {}),
+    ...(config.env.toolsets?.disabled ? { disabledToolsets: config.env.toolsets.disabled } : {}),
+    ...(config.env.toolsets?.distribution ? { toolsetDistribution: config.env.toolsets.distribution } : {}),
     signal: context.signal,
     logger: context.logger,
     onEvent: (event) => {

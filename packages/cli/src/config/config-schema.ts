@@ -60,6 +60,28 @@ export const envConfigSchema = z
     seed: z.int().default(0).describe('Seed for the env and the demo policy'),
     settings: settingsSchema.default({}),
     action_policy: actionPolicyConfigSchema.optional(),
+    toolsets: z
+      .strictObject({
+        enabled: z
+          .array(z.string().min(1))
+          .optional()
+          .describe(
+            "Toolsets offered to the model (terminal, file, web, search, debugging, all, …); tools without a toolset (the env's own) are always offered; default: every tool",
+          ),
+        disabled: z
+          .array(z.string().min(1))
+          .optional()
+          .describe('Toolsets removed last, also from enabled and sampled ones'),
+        distribution: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'Toolset distribution sampled once per group (default, development, minimal, terminal_only, terminal_web, science); takes precedence over enabled',
+          ),
+      })
+      .optional()
+      .describe("hermes-agent's toolsets (§9): which of the env's tools a group is offered"),
   })
   .describe('The environment that produces tasks and rewards');
 
