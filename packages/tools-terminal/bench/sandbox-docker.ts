@@ -1,5 +1,6 @@
 // Benchmark of the docker sandbox: acquire latency cold (create + start + shell) vs. from the warm
-// pool, and per-command latency over the persistent shell vs. one `docker exec` per command.
+// pool, and per-command latency over the persistent shell (without and with a timeout, i.e. with
+// the in-shell watchdog the terminal tool always starts) vs. one `docker exec` per command.
 // Prints one JSON line per metric (milliseconds). Uses SHEARS_TEST_DOCKER_HOST/IMAGE when set,
 // otherwise starts a private dockerd and builds the busybox image like the test set-up does.
 //   pnpm exec tsx packages/tools-terminal/bench/sandbox-docker.ts
@@ -90,6 +91,18 @@ async function main(): Promise<void> {
       shellSamples.push(performance.now() - started);
     }
     summarise('command_persistent_shell', shellSamples, { command: 'echo hi' });
+    // The terminal tool always passes a timeout, which starts the in-shell watchdog: the figure a
+    // rollout's commands actually see.
+    const timeoutSamples: number[] = [];
+    for (let index = 0; index < COMMANDS; index += 1) {
+      const started = performance.now();
+      await sandbox.exec('echo hi', { timeoutMs: 60_000 });
+      timeoutSamples.push(performance.now() - started);
+    }
+    summarise('command_persistent_shell_with_timeout', timeoutSamples, {
+      command: 'echo hi',
+      timeoutMs: 60_000,
+    });
 
     const client = new Dockerode(resolveDockerConnection(host) as Dockerode.DockerOptions);
     const container = client.getContainer(sandbox.container.id);

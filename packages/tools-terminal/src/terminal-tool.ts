@@ -286,8 +286,9 @@ export function createTerminalTool(
               isError: true,
             };
           }
-          // A disposed sandbox will not come back; retrying only delays the rollout's end.
-          if (/dispos/i.test(message)) break;
+          // A disposed sandbox or a gone container will not come back; retrying only delays the
+          // rollout's end (the docker sandbox says so as soon as the container is found dead).
+          if (/dispos|container is gone/i.test(message)) break;
         }
       }
       const error = lastError as Error | undefined;

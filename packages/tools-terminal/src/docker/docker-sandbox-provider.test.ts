@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { SandboxError } from '@shears/core';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTerminalTool } from '../terminal-tool.js';
 import { resolveDockerConnection } from './docker-hosts.js';
 import type { DockerSandbox } from './docker-sandbox.js';
 import {
@@ -184,6 +185,40 @@ describeDocker(describe, 'docker sandbox provider', (docker) => {
     }
   });
 
+  it('the terminal tool answers at once, without retrying, when the container is killed mid-command', async () => {
+    const sandbox = (await provider.acquire()) as DockerSandbox;
+    try {
+      // Retries ten minutes apart: a retry would outlast the test's timeout.
+      const terminal = createTerminalTool({ retryDelaysMs: [600_000] });
+      const answer = terminal.execute(
+        { command: 'touch /tmp/started; sleep 120' },
+        {
+          sandbox,
+          taskId: 'kill',
+          rolloutId: 'kill',
+          signal: new AbortController().signal,
+          logger: { debug() {}, info() {}, warn() {}, error() {} },
+          state: new Map(),
+        },
+      );
+      for (;;) {
+        const started = await sandbox.readFile('/tmp/started').then(
+          () => true,
+          () => false,
+        );
+        if (started) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await client.getContainer(sandbox.container.id).kill();
+      const result = await answer;
+      const content = typeof result === 'string' ? result : result.content;
+      expect(content).toContain('container is gone');
+      expect(sandbox.alive).toBe(false);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
   it('reaps containers of dead owner processes at start-up and idle sandboxes', async () => {
     const hostId = `reaper-test-${randomBytes(4).toString('hex')}`;
     const deadPid = await new Promise<number>((resolve) => {
@@ -218,7 +253,14 @@ describeDocker(describe, 'docker sandbox provider', (docker) => {
       await expect(orphan.inspect()).rejects.toMatchObject({ statusCode: 404 });
       expect((await living.inspect()).Id).toBe(living.id);
       await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(await reaping.reap()).toBeGreaterThanOrEqual(1);
+      // A command running longer than the idle timeout keeps its sandbox: busy is not idle.
+      const running = sandbox.exec('sleep 1; echo finished');
+      await reaping.reap();
+      expect(reaping.activeCount).toBe(1);
+      expect((await running).stdout).toBe('finished\n');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Now idle: reaped (by this call, or by the provider's own reaper a moment earlier).
+      await reaping.reap();
       await expect(sandbox.exec('true')).rejects.toThrow(/reaper/);
       expect(reaping.activeCount).toBe(0);
     } finally {

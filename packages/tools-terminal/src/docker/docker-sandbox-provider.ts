@@ -436,7 +436,8 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
     let removed = 0;
     const cutoff = Date.now() - config.idleTimeoutMs;
     for (const sandbox of [...active]) {
-      if (sandbox.lastActivity < cutoff) {
+      // A sandbox running a command is in use however long ago the command started.
+      if (!sandbox.busy && sandbox.lastActivity < cutoff) {
         sandbox.markDead(`disposed by the reaper after ${config.idleTimeoutMs} ms without activity`);
         await sandbox.dispose().catch(() => undefined);
         removed += 1;

@@ -50,6 +50,8 @@ export class DockerSandbox implements SandboxV1 {
   readonly hostUrl: string;
   /** Epoch ms of the last call; the provider's reaper disposes sandboxes idle for too long. */
   lastActivity: number;
+  /** Calls (exec, readFile, writeFile) still running; the reaper never disposes a busy sandbox. */
+  private inFlight = 0;
   private shell: ShellSandbox | undefined;
   /** False once the current exec stream ended (in a pool: the container died). */
   private streamOpen = false;
@@ -67,6 +69,11 @@ export class DockerSandbox implements SandboxV1 {
     this.hostUrl = init.hostUrl;
     this.now = init.now ?? Date.now;
     this.lastActivity = this.now();
+  }
+
+  /** True while a command or file transfer is running (a long command is not idleness). */
+  get busy(): boolean {
+    return this.inFlight > 0;
   }
 
   get isDisposed(): boolean {
@@ -158,6 +165,27 @@ export class DockerSandbox implements SandboxV1 {
       throw new SandboxError({ message: `Sandbox ${this.id} was disposed`, sandboxId: this.id });
   }
 
+  /**
+   * Marks the sandbox dead when its container is no longer running (or no longer exists). The
+   * exec stream can end a moment before Docker reports a killed container as stopped, so a
+   * container still "running" is asked again a few times (at most about half a second).
+   */
+  private async checkContainer(): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      try {
+        const info = await this.container.inspect();
+        if (!info.State?.Running) {
+          this.markDead(`the container is gone (${info.State?.Status ?? 'not running'})`);
+          return;
+        }
+      } catch (error) {
+        if (statusOf(error) === 404) this.markDead('the container is gone (removed)');
+        return;
+      }
+    }
+  }
+
   /** Mark the sandbox as dead (container gone); every later call fails with this error. */
   markDead(reason: string): void {
     if (this.deadError) return;
@@ -177,11 +205,16 @@ export class DockerSandbox implements SandboxV1 {
     const shell = this.shell;
     if (!shell)
       throw new SandboxError({ message: `Sandbox ${this.id} has no shell session`, sandboxId: this.id });
+    this.inFlight += 1;
     try {
       return await shell.exec(command, options);
     } catch (error) {
+      // The shell went away mid-command: find out at once whether the container went with it, so
+      // callers (the terminal tool's retries) learn the sandbox is dead instead of trying again.
+      if (!this.deadError && !this.disposed) await this.checkContainer();
       throw this.wrap(error, `exec failed`);
     } finally {
+      this.inFlight -= 1;
       this.lastActivity = this.now();
     }
   }
@@ -197,8 +230,9 @@ export class DockerSandbox implements SandboxV1 {
   }
 
   private wrap(error: unknown, what: string): unknown {
-    if (SandboxError.isInstance(error) || InvalidArgumentError.isInstance(error)) return error;
+    if (InvalidArgumentError.isInstance(error)) return error;
     if (this.deadError) return this.deadError;
+    if (SandboxError.isInstance(error)) return error;
     return new SandboxError({
       message: `Sandbox ${this.id}: ${what}: ${(error as Error)?.message ?? String(error)}`,
       sandboxId: this.id,
@@ -209,7 +243,13 @@ export class DockerSandbox implements SandboxV1 {
   async readFile(path: string, options: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
     this.assertUsable();
     this.lastActivity = this.now();
-    return this.archiveRead(this.resolvePath(path), options, path);
+    this.inFlight += 1;
+    try {
+      return await this.archiveRead(this.resolvePath(path), options, path);
+    } finally {
+      this.inFlight -= 1;
+      this.lastActivity = this.now();
+    }
   }
 
   private async archiveRead(
@@ -265,7 +305,13 @@ export class DockerSandbox implements SandboxV1 {
     this.assertUsable();
     this.lastActivity = this.now();
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
-    return this.archiveWrite(this.resolvePath(path), bytes, options, path);
+    this.inFlight += 1;
+    try {
+      return await this.archiveWrite(this.resolvePath(path), bytes, options, path);
+    } finally {
+      this.inFlight -= 1;
+      this.lastActivity = this.now();
+    }
   }
 
   private async archiveWrite(
