@@ -1,5 +1,5 @@
 // Behaviour of the `terminal` and `process` tools, run against every sandbox backend that can
-// exist here (local, ssh): what the model sends, what JSON it gets back.
+// exist here (local, ssh, docker): what the model sends, what JSON it gets back.
 import type { SandboxProviderV1, SandboxV1, ToolContext, ToolOutput } from '@shears/core';
 import { silentLogger } from '@shears/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

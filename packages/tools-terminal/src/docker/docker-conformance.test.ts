@@ -1,5 +1,6 @@
 // The kernel's sandbox conformance suite, unchanged, against the docker backend (busybox image).
 import { describeSandboxConformance } from '@shears/core/test';
+import { describeTerminalTools } from '../../test/terminal-tools-suite.js';
 import { createDockerSandboxProvider } from './docker-sandbox-provider.js';
 import { testDocker } from './test-docker-env.js';
 
@@ -20,4 +21,16 @@ describeSandboxConformance(
   docker
     ? { testTimeoutMs: 60_000 }
     : { unavailable: 'no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)' },
+);
+
+// The terminal and process tools (foreground, background, poll, kill, exit codes) in a container.
+describeTerminalTools(
+  'docker',
+  () =>
+    createDockerSandboxProvider({
+      hosts: [docker!.host],
+      image: docker!.image,
+      limits: { memoryMb: 256, cpus: 1, pids: 256 },
+    }),
+  docker ? {} : { unavailable: 'no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)' },
 );
