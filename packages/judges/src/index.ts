@@ -52,6 +52,8 @@ export type { JudgePricing } from './judge-cost.js';
 export { countTokens, resolveUsage } from './judge-cost.js';
 export type { JudgePanelSettings, PanelDetails, PanelMemberResult } from './judge-panel.js';
 export { createJudgePanel } from './judge-panel.js';
+export type { JudgeRewardInput, JudgeRewardOptions, VerdictRecord } from './judge-reward.js';
+export { judgeReward, verdictRecord } from './judge-reward.js';
 export type {
   PairPosition,
   PairwiseJudge,
