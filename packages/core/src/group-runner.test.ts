@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createConcurrencyLimiter } from './concurrency-limiter.js';
 import type { EnvItem, EnvV1, RewardResult } from './contracts/env.js';
+import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
 import { silentLogger } from './contracts/logger.js';
 import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import { defineTool } from './contracts/tool.js';
@@ -91,6 +92,42 @@ function notePolicy(
       usage: { prompt_tokens: 10, completion_tokens: 5 },
     };
   };
+}
+
+/**
+ * An in-process GroupJudgeV1 (core cannot depend on @shears/judges): scores 0.9 a rollout that
+ * wrote "yes" and 0.3 otherwise; `plan(call)` can fail verdicts or drop some from the list.
+ */
+function fakeGroupJudge(
+  plan: (call: number) => {
+    fail?: (subject: JudgeSubject) => { kind: string; reason: string } | undefined;
+    drop?: number;
+  },
+) {
+  const calls: JudgeSubject[][] = [];
+  const judge: GroupJudgeV1 = {
+    specificationVersion: 'v1',
+    id: 'fake-group',
+    async judgeGroup(subjects) {
+      const { fail, drop = 0 } = plan(calls.length);
+      calls.push(subjects);
+      const verdicts = subjects.map((subject): Verdict => {
+        const failure = fail?.(subject);
+        if (failure) return { status: 'failed', ...failure, judgeId: 'fake-group' };
+        const wroteYes = subject.messages.some((message) =>
+          (message.tool_calls ?? []).some((call) => call.function.arguments.includes('yes')),
+        );
+        return {
+          status: 'scored',
+          score: wroteYes ? 0.9 : 0.3,
+          rationale: `wrote ${wroteYes ? 'yes' : 'no'}`,
+          judgeId: 'fake-group',
+        };
+      });
+      return verdicts.slice(0, verdicts.length - drop);
+    },
+  };
+  return { judge, calls };
 }
 
 async function client(policy: ScriptedPolicy, timeoutMs = 5_000) {
@@ -209,6 +246,159 @@ describe('runGroup', () => {
     expect(failed.stats).toMatchObject({ counted: 0, excluded: 2, mean: null });
     expect(failed.advantages).toEqual([null, null]);
     expect(failed.dropped?.reason).toBe('no rollout produced a valid score');
+  });
+
+  it('a group judge scores the scored rollouts together and blends with the env reward', async () => {
+    const fake = fakeGroupJudge(() => ({}));
+    const env = noteEnv();
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 4,
+      groupJudge: fake.judge,
+      groupJudgeWeight: 0.5,
+    });
+    expect(scoredGroupRecordSchema.parse(record)).toBeTruthy();
+    // One call for the whole group, with every rollout's task and trajectory.
+    expect(fake.calls).toHaveLength(1);
+    expect(fake.calls[0]).toHaveLength(4);
+    expect(fake.calls[0]!.every((subject) => subject.task === 'Write the word yes into note.txt')).toBe(true);
+    for (const rollout of record.rollouts) {
+      const wroteYes = rollout.rewardComponents?.exact === 1;
+      const groupScore = wroteYes ? 0.9 : 0.3;
+      expect(rollout.outcome).toBe('scored');
+      expect(rollout.reward).toBeCloseTo(0.5 * (wroteYes ? 1 : 0) + 0.5 * groupScore, 10);
+      expect(rollout.judgeScore).toBe(groupScore);
+      expect(rollout.rewardComponents).toMatchObject({
+        env_reward: wroteYes ? 1 : 0,
+        group_judge: groupScore,
+      });
+      expect(rollout.rewardDetails?.verdicts).toEqual([
+        {
+          judge: 'fake-group',
+          status: 'scored',
+          score: groupScore,
+          rationale: `wrote ${wroteYes ? 'yes' : 'no'}`,
+        },
+      ]);
+    }
+    expect(record.stats).toMatchObject({ counted: 4, excluded: 0 });
+    expect(record.stats.mean).toBeCloseTo(0.55, 10);
+    expect([record.stats.min, record.stats.max]).toEqual([0.15, 0.95]);
+  });
+
+  it('a failed group verdict makes its rollout a judge failure; the judge call, not the rollout, is retried', async () => {
+    // First call: every verdict times out; second call: all scored. No rollout is re-run.
+    const flaky = fakeGroupJudge((call) =>
+      call === 0 ? { fail: () => ({ kind: 'timeout', reason: 'no verdict within 100 ms' }) } : {},
+    );
+    const env = noteEnv();
+    const retried = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      groupJudge: flaky.judge,
+    });
+    expect(flaky.calls).toHaveLength(2);
+    expect(provider.acquiredCount).toBe(2);
+    expect(retried.rollouts.map((rollout) => [rollout.outcome, rollout.attempts])).toEqual([
+      ['scored', 1],
+      ['scored', 1],
+    ]);
+    expect([...retried.scores].sort()).toEqual([0.3, 0.9]);
+    await server?.close();
+
+    // A judge that never scores the "no" rollouts: they stay judge failures, out of the statistics.
+    const picky = fakeGroupJudge(() => ({
+      fail: (subject) =>
+        subject.messages.some((message) =>
+          (message.tool_calls ?? []).some((call) => call.function.arguments.includes('"no"')),
+        )
+          ? { kind: 'unparseable', reason: 'no score for candidate' }
+          : undefined,
+    }));
+    const failed = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 4,
+      retryBudget: 1,
+      groupJudge: picky.judge,
+    });
+    expect(picky.calls).toHaveLength(2);
+    const outcomes = failed.rollouts.map((rollout) => [rollout.outcome, rollout.reward]);
+    expect(outcomes.filter(([outcome]) => outcome === 'scored')).toEqual([
+      ['scored', 0.9],
+      ['scored', 0.9],
+    ]);
+    expect(outcomes.filter(([outcome]) => outcome === 'judge_failure')).toEqual([
+      ['judge_failure', null],
+      ['judge_failure', null],
+    ]);
+    const reason = failed.rollouts.find((rollout) => rollout.outcome === 'judge_failure')!.outcomeReason;
+    expect(reason).toBe('group judge "fake-group" failed (unparseable): no score for candidate');
+    expect(failed.stats).toMatchObject({ counted: 2, excluded: 2, mean: 0.9 });
+    expect(failed.advantages.filter((advantage) => advantage === null)).toHaveLength(2);
+  });
+
+  it('sends only finished rollouts to the group judge; a judge returning the wrong count fails them all', async () => {
+    const short = fakeGroupJudge(() => ({ drop: 1 }));
+    const env = noteEnv();
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      retryBudget: 0,
+      groupJudge: short.judge,
+    });
+    expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual(['judge_failure', 'judge_failure']);
+    expect(record.rollouts[0]!.outcomeReason).toBe(
+      'group judge "fake-group" failed (other): returned 1 verdicts for 2 rollouts',
+    );
+    await server?.close();
+
+    const counting = fakeGroupJudge(() => ({}));
+    const unfinished = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      budget: { maxTurns: 1 },
+      allEqualScores: 'keep',
+      groupJudge: counting.judge,
+    });
+    expect(counting.calls).toHaveLength(0);
+    expect(unfinished.rollouts.map((rollout) => [rollout.outcome, rollout.reward])).toEqual([
+      ['model_failure', 0],
+      ['model_failure', 0],
+    ]);
+  });
+
+  it('rejects a bad groupJudgeWeight or groupJudge before starting any rollout', async () => {
+    const env = noteEnv();
+    const sandboxes = newProvider();
+    const base = {
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes,
+      groupSize: 1,
+    };
+    await expect(
+      runGroup({ ...base, groupJudge: fakeGroupJudge(() => ({})).judge, groupJudgeWeight: 1.5 }),
+    ).rejects.toThrow('groupJudgeWeight must be a number from 0 to 1 (got 1.5)');
+    await expect(runGroup({ ...base, groupJudge: {} as never })).rejects.toThrow(
+      'groupJudge must be a GroupJudgeV1',
+    );
+    expect(sandboxes.acquiredCount).toBe(0);
   });
 
   it('retries a sandbox that fails to start as an infrastructure failure', async () => {

@@ -1,8 +1,9 @@
 // The group runner: G rollouts of one item, concurrently under a global limiter. Every rollout
 // owns a sandbox (acquire → agent → reward in the same sandbox → dispose, also on error and
 // abort) and ends with a typed outcome. Infrastructure and judge failures are kept out of the
-// group statistics and retried within a budget; model failures count with reward 0. The result
-// is a ScoredGroupRecord with group-normalised advantages.
+// group statistics and retried within a budget; model failures count with reward 0. An optional
+// group judge scores the finished rollouts together. The result is a ScoredGroupRecord with
+// group-normalised advantages.
 import { randomUUID } from 'node:crypto';
 import {
   type AgentResult,
@@ -14,6 +15,7 @@ import {
 import { type ConcurrencyLimiter, createConcurrencyLimiter } from './concurrency-limiter.js';
 import type { BudgetV1 } from './contracts/budget.js';
 import type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';
+import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
 import type { Logger } from './contracts/logger.js';
 import { silentLogger } from './contracts/logger.js';
 import type { ToolCallParserV1 } from './contracts/parser.js';
@@ -129,6 +131,20 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
   rewardTimeoutMs?: number;
   /** Also reward rollouts that did not finish naturally (default: they are model failures with reward 0). */
   rewardUnfinished?: boolean;
+  /**
+   * Scores the group's `scored` rollouts together once every rollout is done (e.g. @shears/judges'
+   * createGroupJudge). A failed verdict makes its rollout a `judge_failure` (kept out of the
+   * statistics); the judge call, not the rollouts, is repeated up to `retryBudget` times while
+   * any verdict failed, and the last call's verdicts are used.
+   */
+  groupJudge?: GroupJudgeV1;
+  /**
+   * Share of the group verdict in a judged rollout's reward:
+   * `(1 - weight) × env reward + weight × group score`. Default 1 (the verdict replaces the env reward).
+   */
+  groupJudgeWeight?: number;
+  /** The subject shown to the group judge per rollout (default: item id and prompt, messages, final response, `item.reference`). */
+  groupJudgeSubject?: (item: TItem, rollout: RolloutView) => JudgeSubject;
   groupId?: string;
   signal?: AbortSignal;
   logger?: Logger;
@@ -187,6 +203,21 @@ export async function runGroup<TItem extends EnvItem>(
       argument: 'groupSize',
       value: options.groupSize,
       message: `groupSize must be a positive integer (got ${options.groupSize})`,
+    });
+  }
+  const groupJudgeWeight = options.groupJudgeWeight ?? 1;
+  if (!(Number.isFinite(groupJudgeWeight) && groupJudgeWeight >= 0 && groupJudgeWeight <= 1)) {
+    throw new InvalidArgumentError({
+      argument: 'groupJudgeWeight',
+      value: options.groupJudgeWeight,
+      message: `groupJudgeWeight must be a number from 0 to 1 (got ${options.groupJudgeWeight})`,
+    });
+  }
+  if (options.groupJudge !== undefined && typeof options.groupJudge?.judgeGroup !== 'function') {
+    throw new InvalidArgumentError({
+      argument: 'groupJudge',
+      value: options.groupJudge,
+      message: 'groupJudge must be a GroupJudgeV1 (an object with a judgeGroup(subjects) method)',
     });
   }
   const logger = options.logger ?? silentLogger;
@@ -467,8 +498,37 @@ export async function runGroup<TItem extends EnvItem>(
     Array.from({ length: options.groupSize }, (_, index) => runRollout(index)),
   );
 
+  const judgeScores = options.groupJudge
+    ? await applyGroupJudge({
+        judge: options.groupJudge,
+        weight: groupJudgeWeight,
+        results: settled.map(({ result }) => result),
+        subject: (agent) => {
+          const view: RolloutView = {
+            messages: agent.messages,
+            finalResponse: agent.finalResponse,
+            finishedNaturally: agent.finishedNaturally,
+            turnsUsed: agent.turnsUsed,
+            toolErrorCount: agent.toolErrors.length,
+          };
+          return options.groupJudgeSubject
+            ? options.groupJudgeSubject(item, view)
+            : {
+                taskId: item.id,
+                task: item.prompt,
+                messages: agent.messages,
+                finalResponse: agent.finalResponse,
+                ...(typeof item.reference === 'string' ? { reference: item.reference } : {}),
+              };
+        },
+        retries: retryBudget,
+        logger,
+        ...(signal ? { signal } : {}),
+      })
+    : new Map<number, number>();
+
   const taskDescription = item.prompt;
-  const trajectories: Trajectory[] = settled.map(({ result, attempts, rolloutId }) => {
+  const trajectories: Trajectory[] = settled.map(({ result, attempts, rolloutId }, index) => {
     const agent = result.agent;
     const counted = result.outcome === 'scored' || result.outcome === 'model_failure';
     const reward = counted ? (result.reward?.score ?? 0) : null;
@@ -491,6 +551,7 @@ export async function runGroup<TItem extends EnvItem>(
       ...(counted && result.reward?.components ? { rewardComponents: result.reward.components } : {}),
       ...(counted && result.reward?.details ? { rewardDetails: result.reward.details } : {}),
       advantage: null,
+      ...(judgeScores.has(index) ? { judgeScore: judgeScores.get(index)! } : {}),
       toolErrors: agent?.toolErrors ?? [],
       policyRefusals: agent?.policyRefusals ?? 0,
       usage,
@@ -539,4 +600,105 @@ export async function runGroup<TItem extends EnvItem>(
   };
   emit({ type: 'group_finished', groupId, record });
   return record;
+}
+
+/** A verdict as kept in `rewardDetails.verdicts` (the shape the CLI viewer renders). */
+function verdictRecord(verdict: Verdict, judgeId: string): Record<string, unknown> {
+  const fields: Record<string, unknown> =
+    verdict.status === 'failed'
+      ? { status: 'failed', kind: verdict.kind, reason: verdict.reason, usage: verdict.usage }
+      : {
+          status: 'scored',
+          score: verdict.score,
+          rationale: verdict.rationale,
+          dimensions: verdict.dimensions,
+          usage: verdict.usage,
+          details: verdict.details,
+        };
+  const record: Record<string, unknown> = { judge: verdict.judgeId ?? judgeId };
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) record[key] = value;
+  return record;
+}
+
+/**
+ * Runs the group judge over the `scored` rollouts (in place): a scored verdict combines into the
+ * reward and joins `details.verdicts`; a failed one turns the rollout into a judge failure.
+ * Returns the group score per rollout index.
+ */
+async function applyGroupJudge(options: {
+  judge: GroupJudgeV1;
+  weight: number;
+  results: AttemptResult[];
+  subject: (agent: AgentResult) => JudgeSubject;
+  retries: number;
+  logger: Logger;
+  signal?: AbortSignal;
+}): Promise<Map<number, number>> {
+  const { judge, weight, results, signal } = options;
+  const judged = results.flatMap((result, index) =>
+    result.outcome === 'scored' && result.agent ? [{ index, result, agent: result.agent }] : [],
+  );
+  const scores = new Map<number, number>();
+  if (judged.length === 0) return scores;
+  const subjects = judged.map(({ agent }) => options.subject(agent));
+  const failure = (kind: string, reason: string): Verdict => ({
+    status: 'failed',
+    kind,
+    reason,
+    judgeId: judge.id,
+  });
+  const started = performance.now();
+  let verdicts: Verdict[] = [];
+  for (let call = 0; call <= options.retries; call++) {
+    try {
+      const returned = await judge.judgeGroup(subjects, signal ? { signal } : {});
+      verdicts =
+        Array.isArray(returned) && returned.length === subjects.length
+          ? returned.map((verdict) =>
+              verdict.status === 'scored' &&
+              !(Number.isFinite(verdict.score) && verdict.score >= 0 && verdict.score <= 1)
+                ? failure('out_of_range', `score ${verdict.score} is outside [0, 1]`)
+                : verdict,
+            )
+          : subjects.map(() =>
+              failure(
+                'other',
+                `returned ${Array.isArray(returned) ? returned.length : 'no list of'} verdicts for ${subjects.length} rollouts`,
+              ),
+            );
+    } catch (error) {
+      // A group judge that throws breaks its contract; its rollouts still only fail as judge failures.
+      verdicts = subjects.map(() => failure('other', `judgeGroup threw: ${describeError(error)}`));
+    }
+    if (signal?.aborted || verdicts.every((verdict) => verdict.status === 'scored')) break;
+    if (call < options.retries)
+      options.logger.warn('group judge failed; judging the group again', {
+        judgeId: judge.id,
+        failed: verdicts.filter((verdict) => verdict.status === 'failed').length,
+      });
+  }
+  const seconds = (performance.now() - started) / 1000;
+  judged.forEach(({ index, result }, position) => {
+    const verdict = verdicts[position]!;
+    result.wallTimeSeconds += seconds;
+    if (verdict.status === 'failed') {
+      result.outcome = signal?.aborted ? 'aborted' : 'judge_failure';
+      result.reason = signal?.aborted
+        ? 'aborted during group judging'
+        : `group judge "${verdict.judgeId ?? judge.id}" failed (${verdict.kind}): ${verdict.reason}`;
+      return;
+    }
+    const envScore = result.reward?.score ?? 0;
+    const previous = result.reward?.details?.verdicts;
+    result.reward = {
+      score: (1 - weight) * envScore + weight * verdict.score,
+      components: { ...result.reward?.components, env_reward: envScore, group_judge: verdict.score },
+      details: {
+        ...result.reward?.details,
+        verdicts: [...(Array.isArray(previous) ? previous : []), verdictRecord(verdict, judge.id)],
+      },
+    };
+    scores.set(index, verdict.score);
+  });
+  return scores;
 }

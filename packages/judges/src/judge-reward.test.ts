@@ -1,5 +1,6 @@
-// End to end: a judge turned into an env reward, run through the kernel's group runner with a
-// temp-dir sandbox, a scripted policy server and a scripted judge server (real HTTP both).
+// End to end: a judge turned into an env reward, and a group judge given to the kernel's group
+// runner, run with a temp-dir sandbox, a scripted policy server and a scripted judge server
+// (real HTTP both).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +25,7 @@ import {
   type TempSandboxProvider,
 } from '@shears/core/test';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createGroupJudge } from './group-judge.js';
 import { createJudgePanel } from './judge-panel.js';
 import { judgeReward, type VerdictRecord } from './judge-reward.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
@@ -252,6 +254,91 @@ describe('judgeReward through runGroup', () => {
     expect(record.rollouts[0]).toMatchObject({ outcome: 'judge_failure', reward: null });
     expect(record.rollouts[0]!.outcomeReason).toMatch(/^judge: judge "panel" failed \(quorum\): only 1 of 2/);
     expect(record.dropped?.reason).toBe('no rollout produced a valid score');
+  });
+});
+
+/** A listwise judge "model": 1.0 for a candidate answering A, 0.2 for any other. */
+function listwisePolicy(request: ScriptedChatRequest) {
+  const sections = promptOf(request)
+    .split(/### Candidate (\d+)\n/)
+    .slice(1);
+  const scores: Record<string, number> = {};
+  for (let index = 0; index < sections.length; index += 2)
+    scores[sections[index]!] = sections[index + 1]!.includes('The answer is A.') ? 1 : 0.2;
+  return { content: JSON.stringify({ scores, rationale: 'A is right' }) };
+}
+
+const exactReward = async (task: QuizItem, rollout: RolloutView): Promise<RewardResult> => ({
+  score: rollout.finalResponse?.includes(`answer is ${task.reference}.`) ? 1 : 0,
+});
+
+describe('createGroupJudge through runGroup', () => {
+  it('scores the group in one call, after one garbage reply, blended with the env reward', async () => {
+    let garbage = true;
+    const judge = await judgeClient({
+      policy: (request) => {
+        if (!garbage) return listwisePolicy(request);
+        garbage = false;
+        return { content: 'Candidate 2 is best.' };
+      },
+    });
+    const record = await runGroup({
+      env: quizEnv(exactReward),
+      item,
+      server: await policyClient((_request, { callIndex }) => ({
+        content: callIndex % 2 === 0 ? 'The answer is A.' : 'The answer is C.',
+      })),
+      sandboxes: sandboxes(),
+      groupSize: 4,
+      groupJudge: createGroupJudge({ id: 'listwise', server: judge.client }),
+      groupJudgeWeight: 0.5,
+    });
+
+    // One unparseable reply, then one call for the whole group; no rollout was re-run.
+    expect(judge.server.chatRequests).toHaveLength(2);
+    expect(provider.acquiredCount).toBe(4);
+    expect(promptOf(judge.server.chatRequests[1]!).match(/### Candidate \d+/g)).toHaveLength(4);
+    expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual([
+      'scored',
+      'scored',
+      'scored',
+      'scored',
+    ]);
+    for (const rollout of record.rollouts) {
+      const right = rollout.finalResponse === 'The answer is A.';
+      expect(rollout.reward).toBeCloseTo(right ? 1 : 0.1, 10);
+      expect(rollout.judgeScore).toBe(right ? 1 : 0.2);
+      expect(rollout.rewardDetails?.verdicts).toEqual([
+        expect.objectContaining({
+          judge: 'listwise',
+          status: 'scored',
+          score: right ? 1 : 0.2,
+          rationale: 'A is right',
+        }),
+      ]);
+    }
+    expect(record.stats).toMatchObject({ counted: 4, excluded: 0 });
+  });
+
+  it('a group judge that times out leaves every rollout a judge failure, none counted', async () => {
+    const judge = await judgeClient({ policy: () => ({ fault: 'hang' }) });
+    const record = await runGroup({
+      env: quizEnv(exactReward),
+      item,
+      server: await policyClient(() => ({ content: 'The answer is A.' })),
+      sandboxes: sandboxes(),
+      groupSize: 2,
+      retryBudget: 0,
+      groupJudge: createGroupJudge({ id: 'listwise', server: judge.client, timeoutMs: 100 }),
+    });
+    expect(record.rollouts.map((rollout) => [rollout.outcome, rollout.reward])).toEqual([
+      ['judge_failure', null],
+      ['judge_failure', null],
+    ]);
+    expect(record.rollouts[0]!.outcomeReason).toBe(
+      'group judge "listwise" failed (timeout): no verdict within 100 ms',
+    );
+    expect(record.stats).toMatchObject({ counted: 0, excluded: 2, mean: null });
   });
 });
 
