@@ -212,6 +212,98 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
     expect(second?.masks.slice(0, prompt.length).every((mask) => mask === -100)).toBe(true);
   });
 
+  // The model may write a tool call in another form than the template renders it back. Its
+  // sampled tokens must stay in the record as sampled; the next prompt (the canonical
+  // rendering) then no longer extends them, so the record splits, and the split is counted.
+  for (const { name, replies, groups, written } of [
+    {
+      name: 'compact JSON',
+      replies: [
+        '<think>\nI need the weather in Paris.\n</think>\n\n<tool_call>\n{"name":"get_weather","arguments":{"city":"Paris"}}\n</tool_call>',
+        COMPLETIONS[1] as string,
+        COMPLETIONS[2] as string,
+      ],
+      groups: [[0], [1, 2]],
+      written: '{"name":"get_weather","arguments":{"city":"Paris"}}',
+    },
+    {
+      name: '"arguments" before "name"',
+      replies: [
+        COMPLETIONS[0] as string,
+        '<think>\nNow Lyon.\n</think>\n\nLet me check Lyon as well.\n<tool_call>\n{"arguments": {"city": "Lyon"}, "name": "get_weather"}\n</tool_call>',
+        COMPLETIONS[2] as string,
+      ],
+      groups: [[0, 1], [2]],
+      written: '{"arguments": {"city": "Lyon"}, "name": "get_weather"}',
+    },
+  ]) {
+    it(`splits (and counts) a record whose tool call was written as ${name}, keeping the sampled tokens`, async () => {
+      const { server, tokenizer, generate } = await setup({ replies });
+      const managed = createVllmServer({
+        baseUrl: server.origin,
+        model: 'm',
+        tokenizer,
+        parser: getParser('hermes'),
+      });
+      const { session, replies: responses, messages } = await runRollout(managed);
+      // The call is still understood, and handed back in canonical form.
+      const calls = responses.flatMap((response) => response.choices[0]?.message.tool_calls ?? []);
+      expect(calls.map((call) => call.function)).toEqual([
+        { name: 'get_weather', arguments: '{"city": "Paris"}' },
+        { name: 'get_weather', arguments: '{"city": "Lyon"}' },
+      ]);
+      expect(responses[2]?.choices[0]?.message.content).toBe('Paris is clear (18 °C); Lyon is rainy.');
+
+      const record = session.tokenRecord();
+      expect(record.splits).toBe(1);
+      expect(record.sequences).toHaveLength(2);
+      expect(generate.requests).toHaveLength(3);
+      record.sequences.forEach((sequence, index) => {
+        const calls = groups[index] ?? [];
+        // Trained positions are exactly this sequence's completions, as sampled, with their logprobs.
+        const trained = sequence.tokens.filter((_, position) => sequence.masks[position] !== -100);
+        expect(trained).toEqual(calls.flatMap((call) => generate.generated[call]?.tokenIds ?? []));
+        expect(sequence.logprobs.filter((_, position) => sequence.masks[position] !== -100)).toEqual(
+          calls.flatMap((call) => generate.generated[call]?.logprobs ?? []),
+        );
+        sequence.masks.forEach((mask, position) => {
+          if (mask === -100) expect(sequence.logprobs[position]).toBe(1.0);
+          else expect(mask).toBe(sequence.tokens[position]);
+        });
+        // Each prompt was sent exactly as recorded, followed by exactly what was sampled.
+        for (const call of calls) {
+          const promptIds = generate.requests[call]?.promptIds ?? [];
+          expect(sequence.tokens.slice(0, promptIds.length)).toEqual(promptIds);
+          const sampled = generate.generated[call]?.tokenIds ?? [];
+          expect(sequence.tokens.slice(promptIds.length, promptIds.length + sampled.length)).toEqual(sampled);
+        }
+        expect(sequence.tokens.at(-1)).toBe(tokenizer.stopTokenIds[0]);
+      });
+      const [first, second] = record.sequences;
+      if (!first || !second) throw new Error('expected two sequences');
+      // The first sequence keeps what the model wrote, not the template's rendering of it.
+      const firstText = tokenizer.decode(first.tokens, { skipSpecialTokens: false });
+      expect(firstText).toContain(written);
+      // The second starts from a fresh one-shot tokenization of the canonical rendering of the
+      // conversation up to the split turn.
+      const splitAt = groups[1]?.[0] ?? 0;
+      const splitTurnReply = responses[splitAt]?.choices[0]?.message;
+      const rendered = tokenizer.applyChatTemplate(
+        messages.slice(
+          0,
+          messages.findIndex((message) => message === splitTurnReply),
+        ),
+        { tools: TOOLS, addGenerationPrompt: true },
+      );
+      expect(rendered).not.toContain(written);
+      const promptIds = tokenizer.encode(rendered, { addSpecialTokens: false });
+      expect(generate.requests[splitAt]?.promptIds).toEqual(promptIds);
+      expect(second.tokens.slice(0, promptIds.length)).toEqual(promptIds);
+      expect(second.masks.slice(0, promptIds.length).every((mask) => mask === -100)).toBe(true);
+      expect(tokenizer.decode(second.tokens, { skipSpecialTokens: false })).not.toContain(written);
+    });
+  }
+
   it('keeps one sequence over a multi-turn Llama 3 conversation', async () => {
     const tokenizer = llama3Tokenizer();
     const { server } = await setup({ tokenizer, replies: ['Hello there.', 'Sure: 4.'] });
