@@ -10,6 +10,7 @@ import {
   createConcurrencyLimiter,
   type EnvItem,
   type EnvV1,
+  type GroupJudgeV1,
   type Logger,
   type Registry,
   runGroup,
@@ -24,10 +25,12 @@ import {
   composeRegistry,
   createEnv,
   createFromConfig,
+  createJudges,
   createSandboxProvider,
   createServer,
   observeServer,
   type PluginStatus,
+  withJudge,
 } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
 import type { CliIo } from './io.js';
@@ -48,8 +51,11 @@ export interface CommandContext {
 export interface Runtime {
   registry: Registry;
   plugins: PluginStatus[];
+  /** The env, with `judge` in its reward step when the config sets one. */
   env: EnvV1;
   server: ServerV1;
+  /** `group_judge`, given to every group. */
+  groupJudge: { judge: GroupJudgeV1; weight: number } | undefined;
   sandboxes: SandboxProviderV1;
   limiter: ConcurrencyLimiter;
   progress: ProgressReporter;
@@ -157,6 +163,8 @@ export async function startRuntime(
     const { parser, fallbackParser } = await resolveParsers(registry, config);
     const env = await createEnv(registry, config);
     closers.push(() => env.close?.());
+    const judges = await createJudges(registry, config);
+    for (const judgeServer of judges.servers) closers.push(() => judgeServer.close?.());
     const sandboxes = await createSandboxProvider(registry, config, env);
     closers.push(() => sandboxes.close());
     // Set up before the server: an env's scripted demo policy may need its prepared tasks.
@@ -167,8 +175,9 @@ export async function startRuntime(
     return {
       registry,
       plugins,
-      env,
+      env: judges.judge ? withJudge(env, judges.judge.judge, judges.judge.weight) : env,
       server,
+      groupJudge: judges.groupJudge,
       sandboxes,
       limiter: createConcurrencyLimiter(config.run.concurrency),
       progress,
@@ -214,6 +223,9 @@ export async function runOneGroup(
     allEqualScores: config.run.all_equal_scores,
     temperature: config.server.temperature,
     maxTokens: config.server.max_tokens,
+    ...(runtime.groupJudge
+      ? { groupJudge: runtime.groupJudge.judge, groupJudgeWeight: runtime.groupJudge.weight }
+      : {}),
     ...(runtime.parser ? { parser: runtime.parser } : {}),
     ...(runtime.fallbackParser ? { fallbackParser: runtime.fallbackParser } : {}),
     ...(runtime.actionPolicy ? { beforeToolCall: runtime.actionPolicy.beforeToolCall } : {}),

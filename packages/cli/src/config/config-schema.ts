@@ -152,6 +152,71 @@ export const sandboxConfigSchema = z
   })
   .describe('Where rollouts run their tools');
 
+/** The model server behind a judge (snake_case, like `server`). */
+export const judgeServerConfigSchema = z
+  .strictObject({
+    provider: z
+      .string()
+      .min(1)
+      .describe(
+        'Server id of the judge model: "openai" (any OpenAI-compatible endpoint), "openrouter", "vllm", ...',
+      ),
+    base_url: z.url().optional().describe('Endpoint base URL ending in /v1'),
+    model: z.string().min(1).describe('Model name sent to the judge server'),
+    api_key: z
+      .string()
+      .optional()
+      .describe('API key of the judge server; write "${JUDGE_API_KEY}" to read it from the environment'),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .optional()
+      .describe('Name of the environment variable holding the judge API key'),
+    timeout_ms: z.int().min(1).optional(),
+    settings: settingsSchema.default({}),
+  })
+  .describe("The judge's model server (for a panel: of every member that sets no server of its own)");
+
+const judgeWeight = z
+  .number()
+  .min(0)
+  .max(1)
+  .default(1)
+  .describe(
+    'Share of the verdict in the reward: (1 - weight) × env reward + weight × judge score; 1 (default) replaces the env reward, 0 records the verdict without rewarding it',
+  );
+
+export const judgeConfigSchema = z
+  .strictObject({
+    id: z.string().min(1).describe('Judge id from a loaded plugin: rubric, panel (jury) from @shears/judges'),
+    weight: judgeWeight,
+    server: judgeServerConfigSchema.optional(),
+    settings: settingsSchema
+      .default({})
+      .describe(
+        'Settings of the judge (camelCase, as @shears/judges documents them: rubric, timeoutMs, judges, ...)',
+      ),
+  })
+  .describe(
+    "An LLM judge scoring every finished rollout in the rollout's reward step; a failed verdict makes the rollout a judge_failure (retried, never a 0)",
+  );
+
+export const groupJudgeConfigSchema = z
+  .strictObject({
+    id: z
+      .string()
+      .min(1)
+      .describe('Group judge id from a loaded plugin: group (listwise) from @shears/judges'),
+    weight: judgeWeight,
+    server: judgeServerConfigSchema.optional(),
+    settings: settingsSchema
+      .default({})
+      .describe('Settings of the group judge (camelCase: criteria, rounds, timeoutMs, ...)'),
+  })
+  .describe(
+    "A listwise judge scoring each group's scored rollouts together in one call once they are done; a failed verdict makes its rollout a judge_failure",
+  );
+
 export const runConfigSchema = z
   .strictObject({
     groups: z.int().min(1).default(4).describe('Groups to run (`shears process`)'),
@@ -285,6 +350,8 @@ export const shearsConfigSchema = z
     env: envConfigSchema.prefault({}),
     server: serverConfigSchema.prefault({}),
     sandbox: sandboxConfigSchema.prefault({}),
+    judge: judgeConfigSchema.optional(),
+    group_judge: groupJudgeConfigSchema.optional(),
     run: runConfigSchema.prefault({}),
     api: apiConfigSchema.prefault({}),
     evaluate: evaluateConfigSchema.prefault({}),

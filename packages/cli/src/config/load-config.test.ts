@@ -97,6 +97,37 @@ describe('loadConfig', () => {
     expect(viaEnvName.apiKey).toBe('sk-other-999');
   });
 
+  it('treats judge API keys like server.api_key: read from the environment and redacted, also when written literally', () => {
+    const server = (extra: Record<string, unknown>) => ({
+      provider: 'openai',
+      base_url: 'http://127.0.0.1:9/v1',
+      model: 'judge',
+      ...extra,
+    });
+    const loaded = loadConfig({
+      object: {
+        judge: {
+          id: 'panel',
+          server: server({ api_key_env: 'JUDGE_KEY' }),
+          settings: { judges: [{ server: { provider: 'openai', apiKey: 'sk-member-literal' } }] },
+        },
+        group_judge: { id: 'group', server: server({ api_key: 'sk-group-literal' }) },
+      },
+      environment: { JUDGE_KEY: 'sk-judge-from-env' },
+    });
+    expect(loaded.config.judge?.server?.api_key).toBe('sk-judge-from-env');
+    expect(loaded.secrets).toEqual(
+      expect.arrayContaining(['sk-judge-from-env', 'sk-member-literal', 'sk-group-literal']),
+    );
+    expect(loaded.config.judge?.weight).toBe(1);
+    expect(() =>
+      loadConfig({
+        object: { group_judge: { id: 'group', server: server({ api_key_env: 'NOPE' }) } },
+        environment: {},
+      }),
+    ).toThrow(/group_judge\.server\.api_key_env: environment variable "NOPE" is not set/);
+  });
+
   it('names the variable when a referenced secret is missing', () => {
     const path = write('f.yaml', 'server:\n  api_key: ${MISSING_KEY}\n');
     expect(() => loadConfig({ path, environment: {} })).toThrow(

@@ -35,7 +35,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   if (raw === null || raw === undefined) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError({
-      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, run, api, evaluate, train), got ${describeValue(raw)}`,
+      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, judge, group_judge, run, api, evaluate, train), got ${describeValue(raw)}`,
       issues: [{ path: '(root)', message: 'must be an object', value: raw }],
     });
   }
@@ -64,12 +64,62 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
     }
   }
   if (apiKey) secrets.push(apiKey);
+  for (const section of ['judge', 'group_judge'] as const)
+    resolveJudgeSecrets(config, section, environment, secrets);
   return {
     config,
     secrets: [...new Set(secrets.filter((secret) => secret.length >= 4))],
     apiKey,
     path: options.path,
   };
+}
+
+/** Setting names whose string values are secrets, wherever they sit in a judge's settings. */
+const SECRET_SETTING = /(api_?key|token|secret|password)$/i;
+
+function collectSecretSettings(value: unknown, secrets: string[]): void {
+  if (Array.isArray(value)) for (const entry of value) collectSecretSettings(entry, secrets);
+  else if (value && typeof value === 'object')
+    for (const [key, entry] of Object.entries(value)) {
+      if (typeof entry === 'string' && SECRET_SETTING.test(key)) secrets.push(entry);
+      else collectSecretSettings(entry, secrets);
+    }
+}
+
+/**
+ * A judge's API key follows the rules of `server.api_key`: `${VAR}` or `api_key_env` read it from
+ * the environment (resolved into `api_key` here), and every key, also a literal one and any
+ * `apiKey`/`token`-like value in the judge's settings, is redacted from all output.
+ */
+function resolveJudgeSecrets(
+  config: ShearsConfig,
+  section: 'judge' | 'group_judge',
+  environment: Record<string, string | undefined>,
+  secrets: string[],
+): void {
+  const judge = config[section];
+  if (!judge) return;
+  collectSecretSettings(judge.settings, secrets);
+  const server = judge.server;
+  if (!server) return;
+  collectSecretSettings(server.settings, secrets);
+  if (server.api_key === undefined && server.api_key_env !== undefined) {
+    const value = environment[server.api_key_env];
+    if (value === undefined || value === '') {
+      throw new ConfigError({
+        message: `${section}.server.api_key_env: environment variable "${server.api_key_env}" is not set (set it, or remove ${section}.server.api_key_env)`,
+        issues: [
+          {
+            path: `${section}.server.api_key_env`,
+            message: 'environment variable not set',
+            value: server.api_key_env,
+          },
+        ],
+      });
+    }
+    server.api_key = value;
+  }
+  if (server.api_key) secrets.push(server.api_key);
 }
 
 function readConfigFile(path: string): unknown {
