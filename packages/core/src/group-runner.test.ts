@@ -272,7 +272,7 @@ describe('runGroup', () => {
       expect(rollout.reward).toBeCloseTo(0.5 * (wroteYes ? 1 : 0) + 0.5 * groupScore, 10);
       expect(rollout.judgeScore).toBe(groupScore);
       expect(rollout.rewardComponents).toMatchObject({
-        env_reward: wroteYes ? 1 : 0,
+        before_group_judge: wroteYes ? 1 : 0,
         group_judge: groupScore,
       });
       expect(rollout.rewardDetails?.verdicts).toEqual([

@@ -692,7 +692,7 @@ async function applyGroupJudge(options: {
     const previous = result.reward?.details?.verdicts;
     result.reward = {
       score: (1 - weight) * envScore + weight * verdict.score,
-      components: { ...result.reward?.components, env_reward: envScore, group_judge: verdict.score },
+      components: { ...result.reward?.components, before_group_judge: envScore, group_judge: verdict.score },
       details: {
         ...result.reward?.details,
         verdicts: [...(Array.isArray(previous) ? previous : []), verdictRecord(verdict, judge.id)],
