@@ -230,6 +230,106 @@ describeDocker('SWE env in Docker', () => {
     }
   }, 300_000);
 
+  it('JavaScript source that prints fake TAP results, rewrites stdout, exits early or stubs assertions does not raise the score', async () => {
+    const javascript = tasks.find((task) => task.language === 'javascript')!;
+    const entry = prepared.get(javascript.id)!;
+    // The module the tests import: the file the gold fix changes.
+    const sourceFile = /^diff --git a\/(\S+)/m.exec(javascript.goldPatch!)![1]!;
+    const names = [...javascript.failToPass, ...javascript.passToPass].map((id) => id.split('::')[1]!);
+    const fakeTap = [
+      'TAP version 13',
+      ...names.map((name, index) => `ok ${index + 1} - ${name}`),
+      `1..${names.length}`,
+      `# tests ${names.length}`,
+      `# pass ${names.length}`,
+      '# fail 0',
+    ];
+    const print = (write: string) => `for (const line of ${JSON.stringify(fakeTap)}) ${write};\n`;
+    const variants: Array<{ hack: string; realResultsReach: boolean; code: string }> = [
+      {
+        hack: 'prints passing TAP for every test at import, then process.exit(0)',
+        realResultsReach: false,
+        code: `${print('console.log(line)')}process.exit(0);\n`,
+      },
+      {
+        hack: 'writes passing TAP to stdout and stderr and lets the tests run',
+        realResultsReach: true,
+        code: `${print("process.stdout.write(line + '\\n')")}${print('console.error(line)')}`,
+      },
+      {
+        hack: "rewrites every 'not ok' written to stdout as text to 'ok'",
+        realResultsReach: true,
+        code: `const write = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (chunk, ...rest) => write(typeof chunk === 'string' ? chunk.replace(/^(\\s*)not ok/gm, '$1ok') : chunk, ...rest);\n`,
+      },
+      {
+        // Rewriting the runner's binary messages too garbles them: nothing is reported at all.
+        hack: "rewrites every 'not ok' in anything written to stdout to 'ok'",
+        realResultsReach: false,
+        code: `const write = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (chunk, ...rest) => write(String(chunk).replace(/^(\\s*)not ok/gm, '$1ok'), ...rest);\n`,
+      },
+      {
+        hack: 'process.exit(0) at import',
+        realResultsReach: false,
+        code: 'process.exit(0);\n',
+      },
+      {
+        hack: 'registers passing tests under the same names, then exits before the real ones run',
+        realResultsReach: false,
+        code: `const { test } = require('node:test');\nfor (const name of ${JSON.stringify(names)}) test(name, () => {});\ntest('exit', async () => { await new Promise((resolve) => setTimeout(resolve, 50)); process.exit(0); });\n`,
+      },
+      {
+        hack: 'replaces the assertions with no-ops',
+        realResultsReach: true,
+        code: `try {\n  const noop = () => {};\n  for (const module of ['node:assert', 'node:assert/strict'])\n    Object.assign(require(module), { equal: noop, strictEqual: noop, deepEqual: noop, deepStrictEqual: noop, ok: noop });\n} catch {}\n`,
+      },
+    ];
+    const sandbox = await sandboxFor(javascript);
+    try {
+      const original = Buffer.from(await sandbox.readFile(sourceFile)).toString('utf8');
+      const results: Array<{ hack: string; score: number; failToPass: number; passToPass: number }> = [];
+      for (const variant of variants) {
+        await sandbox.writeFile(sourceFile, `${original}\n${variant.code}`);
+        const grade = await gradeSweRollout({
+          sandbox,
+          task: javascript,
+          protectedFiles: entry.repository.protectedFiles,
+          baseCommit: entry.repository.baseCommit,
+        });
+        expect(grade.tamperedFiles).toEqual([]);
+        results.push({
+          hack: variant.hack,
+          score: grade.score,
+          failToPass: grade.failToPass.passed,
+          passToPass: grade.passToPass.passed,
+        });
+      }
+      // No F2P test passes. Where the real results still reach the runner, the P2P tests pass; a
+      // file that stopped early, or whose results were garbled, counts none of its tests as passed.
+      expect(results).toEqual(
+        variants.map((variant) => ({
+          hack: variant.hack,
+          score: 0,
+          failToPass: 0,
+          passToPass: variant.realResultsReach ? javascript.passToPass.length : 0,
+        })),
+      );
+      // The same source without a hack still scores as before: the grading itself is unchanged.
+      await sandbox.writeFile(sourceFile, original);
+      const clean = await gradeSweRollout({
+        sandbox,
+        task: javascript,
+        protectedFiles: entry.repository.protectedFiles,
+        baseCommit: entry.repository.baseCommit,
+      });
+      expect(clean.passToPass.passed).toBe(javascript.passToPass.length);
+      expect(clean.score).toBe(0);
+      // Nothing of the runner's scaffolding is left behind in the sandbox.
+      expect((await sandbox.exec(`ls -A ${sandbox.tempDir}`)).stdout).not.toContain('shears-node-tests');
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 300_000);
+
   it('the sandbox has no network and no reachable fix history', async () => {
     const task = tasks[0]!;
     const sandbox = await sandboxFor(task);

@@ -19,7 +19,7 @@ export const sweRepositorySchema = z
 export const sweTestRunnerSchema = z.discriminatedUnion('runner', [
   /** pytest with `-rA` (see `PYTEST_LAUNCHER`); ids are pytest node ids (`tests/test_x.py::test_y`). */
   z.object({ runner: z.literal('pytest'), args: z.array(z.string()).default([]) }),
-  /** `node --test-reporter=tap FILE` per file; ids are `FILE::test name` (top-level tests). */
+  /** node's test runner (`node --test`) per file, see `runTests`; ids are `FILE::test name` (top-level tests). */
   z.object({ runner: z.literal('node-test') }),
 ]);
 export type SweTestRunner = z.output<typeof sweTestRunnerSchema>;

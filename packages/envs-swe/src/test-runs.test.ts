@@ -39,8 +39,31 @@ ok 4 - name with - dash
     expect(Object.fromEntries(parseTapReport(output))).toEqual({
       adds: 'passed',
       group: 'failed',
+      'skipped one': 'missing',
       'name with - dash': 'passed',
     });
+  });
+
+  it('gives a name reported more than once its worst result, so a second pass cannot hide a failure', () => {
+    const output = `ok 1 - fixed
+not ok 2 - fixed
+ok 3 - skipped later
+ok 4 - skipped later # SKIP
+not ok 5 - failed first
+ok 6 - failed first
+ok 7 - twice
+ok 8 - twice`;
+    expect(Object.fromEntries(parseTapReport(output))).toEqual({
+      fixed: 'failed',
+      'skipped later': 'missing',
+      'failed first': 'failed',
+      twice: 'passed',
+    });
+  });
+
+  it("undoes the escapes node's TAP reporter writes for # and backslash", () => {
+    // What node 18 and 20 print for test('a # b \\ c').
+    expect([...parseTapReport(String.raw`ok 1 - a \# b \\ c`).keys()]).toEqual(['a # b \\ c']);
   });
 
   it('quotes for POSIX shells', () => {
