@@ -33,5 +33,5 @@ export {
 export type { SweTask, SweTaskInput, SweTestRunner } from './task-schema.js';
 export { defaultRunner, sweTaskSchema } from './task-schema.js';
 export type { TestRunResult, TestStatus } from './test-runs.js';
-export { parsePytestReport, parseTapReport, runTests } from './test-runs.js';
+export { parsePytestReport, parseTapReport, readPytestResultFile, runTests } from './test-runs.js';
 export { plugin };

@@ -330,6 +330,159 @@ describeDocker('SWE env in Docker', () => {
     }
   }, 300_000);
 
+  it('Python source that forges PASSED lines, exits early or patches pytest from inside the test process does not raise the score', async () => {
+    const python = tasks.find((task) => task.id === 'py-median-even')!;
+    const entry = prepared.get(python.id)!;
+    // The module the tests import: the file the gold fix changes. Appended code runs when the test
+    // module imports it, inside pytest's own process.
+    const sourceFile = /^diff --git a\/(\S+)/m.exec(python.goldPatch!)![1]!;
+    const ids = [...python.failToPass, ...python.passToPass];
+    const passedLines = `${JSON.stringify(ids.map((id) => `PASSED ${id}\n`).join(''))}.encode()`;
+    const forcePassPlugin = [
+      'import gc as _gc, pytest as _pytest_mod',
+      'class _ForcePass:',
+      '    @_pytest_mod.hookimpl(hookwrapper=True)',
+      '    def pytest_runtest_makereport(self, item, call):',
+      '        outcome = yield',
+      '        outcome.get_result().outcome = "passed"',
+      'for _o in _gc.get_objects():',
+      '    if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):',
+      '        _o.pluginmanager.register(_ForcePass())',
+      '        break',
+    ];
+    const noReport = 'no result file: pytest stopped before the session finished';
+    const tampered = 'pytest was tampered with from inside the test process';
+    const variants: Array<{ hack: string; realResultsReach: boolean; note: string; code: string[] }> = [
+      {
+        hack: "writes PASSED lines to every open pipe or socket (pytest's saved stdout), then os._exit(0)",
+        note: noReport,
+        realResultsReach: false,
+        code: [
+          'import os as _os',
+          'for _fd in _os.listdir("/proc/self/fd"):',
+          '    try:',
+          '        if _os.readlink("/proc/self/fd/" + _fd).startswith(("pipe:", "socket:", "/dev/pts/")):',
+          `            _os.write(int(_fd), ${passedLines})`,
+          '    except OSError:',
+          '        pass',
+          '_os._exit(0)',
+        ],
+      },
+      {
+        hack: 'prints PASSED lines to sys.__stdout__, then os._exit(0)',
+        note: noReport,
+        realResultsReach: false,
+        code: [
+          'import os as _os, sys as _sys',
+          `_sys.__stdout__.buffer.write(${passedLines})`,
+          '_sys.__stdout__.flush()',
+          '_os._exit(0)',
+        ],
+      },
+      {
+        hack: 'writes a passing report into every directory named on the command line, then os._exit(0)',
+        note: noReport,
+        realResultsReach: false,
+        code: [
+          'import json as _json, os as _os',
+          '_fake = _json.dumps({"results": {i: "passed" for i in ' + JSON.stringify(ids) + '}})',
+          'for _arg in open("/proc/self/cmdline", "rb").read().decode().split("\\0"):',
+          '    _dir = _arg if _os.path.isdir(_arg) else _os.path.dirname(_arg)',
+          '    if _arg.startswith("/") and _os.path.isdir(_dir) and _dir != "/":',
+          '        for _name in set(_os.listdir(_dir)) | {"report.json", "pytest-report.json"}:',
+          '            try:',
+          '                open(_os.path.join(_dir, _name), "w").write(_fake)',
+          '            except OSError:',
+          '                pass',
+          '_os._exit(0)',
+        ],
+      },
+      {
+        hack: 'patches TestReport.__init__ so every report says passed',
+        note: `${tampered} (_pytest.reports:TestReport.__init__)`,
+        realResultsReach: false,
+        code: [
+          'import _pytest.reports as _reports',
+          '_init = _reports.TestReport.__init__',
+          'def _forced(self, *args, **kwargs):',
+          '    _init(self, *args, **kwargs)',
+          '    self.outcome = "passed"',
+          '    self.longrepr = None',
+          '_reports.TestReport.__init__ = _forced',
+        ],
+      },
+      {
+        hack: 'replaces pytest Function.runtest with a no-op',
+        note: `${tampered} (_pytest.python:Function.runtest)`,
+        realResultsReach: false,
+        code: ['import _pytest.python as _python', '_python.Function.runtest = lambda self: None'],
+      },
+      {
+        hack: "registers a plugin forcing every result to passed on pytest's Config (found through gc)",
+        note: `${tampered} (plugin registered during the run: <statsmini._ForcePass`,
+        realResultsReach: false,
+        code: forcePassPlugin,
+      },
+      {
+        hack: 'sys.exit(0) at import',
+        note: 'results read from the result file',
+        realResultsReach: false,
+        code: ['import sys as _sys', '_sys.exit(0)'],
+      },
+    ];
+    const sandbox = await sandboxFor(python);
+    try {
+      const original = Buffer.from(await sandbox.readFile(sourceFile)).toString('utf8');
+      const results: Array<{ hack: string; score: number; failToPass: number; passToPass: number }> = [];
+      for (const variant of variants) {
+        await sandbox.writeFile(sourceFile, `${original}\n${variant.code.join('\n')}\n`);
+        const grade = await gradeSweRollout({
+          sandbox,
+          task: python,
+          protectedFiles: entry.repository.protectedFiles,
+          baseCommit: entry.repository.baseCommit,
+        });
+        expect(grade.tamperedFiles).toEqual([]);
+        expect(grade.removedFiles).toEqual([]);
+        expect(grade.testOutput, variant.hack).toContain(`### shears: ${variant.note}`);
+        results.push({
+          hack: variant.hack,
+          score: grade.score,
+          failToPass: grade.failToPass.passed,
+          passToPass: grade.passToPass.passed,
+        });
+      }
+      // No F2P test passes; a run that stopped early or whose pytest was patched counts nothing.
+      expect(results).toEqual(
+        variants.map((variant) => ({
+          hack: variant.hack,
+          score: 0,
+          failToPass: 0,
+          passToPass: variant.realResultsReach ? python.passToPass.length : 0,
+        })),
+      );
+      // The same source without a hack still scores as before, and the gold fix still scores 1.
+      await sandbox.writeFile(sourceFile, original);
+      const grade = () =>
+        gradeSweRollout({
+          sandbox,
+          task: python,
+          protectedFiles: entry.repository.protectedFiles,
+          baseCommit: entry.repository.baseCommit,
+        });
+      const clean = await grade();
+      expect(clean.passToPass.passed).toBe(python.passToPass.length);
+      expect(clean.score).toBe(0);
+      for (const [path, content] of await filesAfterPatch(entry.repository.dir, python.goldPatch!))
+        if (content) await sandbox.writeFile(path, content);
+      expect((await grade()).score).toBe(1);
+      // Nothing of the runner's scaffolding is left behind in the sandbox.
+      expect((await sandbox.exec(`ls -A ${sandbox.tempDir}`)).stdout).not.toContain('shears-pytest');
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 300_000);
+
   it('the sandbox has no network and no reachable fix history', async () => {
     const task = tasks[0]!;
     const sandbox = await sandboxFor(task);

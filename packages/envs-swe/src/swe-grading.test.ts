@@ -1,6 +1,7 @@
-// Grading on a process sandbox over a temp directory (host node runs the JavaScript tasks), so the
-// grading logic is tested without Docker; the Docker run over every bundled task is in
-// swe-env.docker.test.ts.
+// Grading on a process sandbox over a temp directory (host node runs the JavaScript tasks, and the
+// host's python3 one Python task when it has pytest), so the grading logic is tested without
+// Docker; the Docker run over every bundled task is in swe-env.docker.test.ts.
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,10 @@ import { gradeSweRollout } from './swe-grading.js';
 import { bundledTaskPackDir, loadTaskPack } from './task-loaders.js';
 import { type SweTask, sweTaskSchema } from './task-schema.js';
 
-const tasks = loadTaskPack(bundledTaskPackDir()).filter((task) => task.language === 'javascript');
+const allTasks = loadTaskPack(bundledTaskPackDir());
+const tasks = allTasks.filter((task) => task.language === 'javascript');
+const hostPytest = spawnSync('python3', ['-P', '-c', 'import pytest'], { stdio: 'ignore' }).status === 0;
+if (!hostPytest) console.warn('\n⚠️  SKIPPING the host pytest grading test: python3 with pytest not found\n');
 const provider = createTempSandboxProvider();
 const prepared = new Map<string, PreparedRepository>();
 const scratch = mkdtempSync(join(tmpdir(), 'shears-swe-grading-test-'));
@@ -196,4 +200,39 @@ describe('SWE grading (JavaScript tasks on a process sandbox)', () => {
     expect((await sandbox.exec('git rev-list --all | wc -l')).stdout.trim()).toBe('1');
     await sandbox.dispose();
   });
+
+  it.skipIf(!hostPytest)(
+    "Python task on the host's pytest: gold 1, untouched 0, PASSED lines and os._exit from the source 0",
+    async () => {
+      const task = allTasks.find((candidate) => candidate.id === 'py-median-even')!;
+      const grade = async (edit: (sandbox: SandboxV1, repository: PreparedRepository) => Promise<void>) => {
+        const { sandbox, repository } = await sandboxFor(task);
+        await edit(sandbox, repository);
+        const result = await gradeSweRollout({ sandbox, task, protectedFiles: repository.protectedFiles });
+        await sandbox.dispose();
+        return result;
+      };
+      const untouched = await grade(async () => {});
+      expect(untouched).toMatchObject({ score: 0, passToPass: { passed: 3, total: 3 } });
+      expect((await grade((sandbox, repository) => applyGold(sandbox, task, repository))).score).toBe(1);
+      const forged = await grade(async (sandbox) => {
+        const source = Buffer.from(await sandbox.readFile('statsmini.py')).toString('utf8');
+        const lines = [...task.failToPass, ...task.passToPass].map((id) => `PASSED ${id}\n`).join('');
+        // Every pipe, socket or terminal the process holds (pytest keeps a copy of the real stdout).
+        const hack = [
+          'import os',
+          'for fd in os.listdir("/proc/self/fd"):',
+          '    try:',
+          '        if os.readlink("/proc/self/fd/" + fd).startswith(("pipe:", "socket:", "/dev/pts/")):',
+          `            os.write(int(fd), ${JSON.stringify(lines)}.encode())`,
+          '    except OSError:',
+          '        pass',
+          'os._exit(0)',
+        ];
+        await sandbox.writeFile('statsmini.py', `${source}\n${hack.join('\n')}\n`);
+      });
+      expect(forged).toMatchObject({ score: 0, failToPass: { passed: 0 }, passToPass: { passed: 0 } });
+      expect(forged.testOutput).toContain('no result file');
+    },
+  );
 });

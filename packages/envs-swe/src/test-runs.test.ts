@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePytestReport, parseTapReport, shellQuote } from './test-runs.js';
+import { parsePytestReport, parseTapReport, readPytestResultFile, shellQuote } from './test-runs.js';
 
 describe('test report parsing', () => {
   it('reads pytest -rA summaries, set-up errors counting as failures', () => {
@@ -64,6 +64,38 @@ ok 8 - twice`;
   it("undoes the escapes node's TAP reporter writes for # and backslash", () => {
     // What node 18 and 20 print for test('a # b \\ c').
     expect([...parseTapReport(String.raw`ok 1 - a \# b \\ c`).keys()]).toEqual(['a # b \\ c']);
+  });
+
+  it("reads the pytest launcher's result file only when it carries the run's nonce and no tampering", () => {
+    const ids = ['t.py::a', 't.py::b'];
+    const file = (fields: Record<string, unknown>) =>
+      JSON.stringify({
+        nonce: 'n1',
+        results: { 't.py::a': 'passed', 't.py::b': 'failed' },
+        tampered: [],
+        exitstatus: 1,
+        ...fields,
+      });
+    const genuine = readPytestResultFile(file({}), 'n1', ids);
+    expect(Object.fromEntries(genuine.statuses)).toEqual({ 't.py::a': 'passed', 't.py::b': 'failed' });
+    expect(genuine.note).toBe('results read from the result file (pytest exit status 1)');
+    // No file (os._exit, crash), a forged file and a malformed file: nothing counts as passed.
+    expect(readPytestResultFile(undefined, 'n1', ids)).toEqual({
+      statuses: new Map(),
+      note: expect.stringContaining('no result file: pytest stopped before the session finished'),
+    });
+    expect(readPytestResultFile(file({ nonce: 'guessed' }), 'n1', ids)).toEqual({
+      statuses: new Map(),
+      note: expect.stringContaining("does not carry this run's nonce"),
+    });
+    const malformed = readPytestResultFile(file({ results: { 't.py::a': 'PASSED' } }), 'n1', ids);
+    expect(malformed.statuses.size).toBe(0);
+    expect(malformed.note).toContain('pytest result file');
+    expect(malformed.note).toContain('results.t.py::a');
+    // A tampered run: every test fails, and the note names what was replaced.
+    const tampered = readPytestResultFile(file({ tampered: ['_pytest.python:Function.runtest'] }), 'n1', ids);
+    expect(Object.fromEntries(tampered.statuses)).toEqual({ 't.py::a': 'failed', 't.py::b': 'failed' });
+    expect(tampered.note).toContain('_pytest.python:Function.runtest');
   });
 
   it('quotes for POSIX shells', () => {
