@@ -4,16 +4,15 @@
 import {
   type ChatClient,
   type ChatMessage,
-  describeError,
   type GroupJudgeV1,
   type JudgeSubject,
-  ServerError,
   safeParseJson,
   type Usage,
   type Verdict,
 } from '@shears/core';
 import { z } from 'zod';
 import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
+import { judgeChat } from './judge-chat.js';
 import { addUsage, type JudgePricing, resolveUsage, splitUsage } from './judge-cost.js';
 import { extractJsonObjects } from './verdict-parsing.js';
 
@@ -94,79 +93,55 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
     // An already-aborted signal never fires 'abort' again: check it before calling the judge.
     if (signal?.aborted) return { ok: false, kind: 'aborted', reason: 'judging was cancelled' };
     const order = shuffledIndices(subjects.length, random);
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    const onAbort = () => controller.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const timeout = new Promise<never>((_, reject) =>
-        controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
-      );
-      const messages = buildGroupPrompt(subjects, order, criteria, settings.format);
-      const response = await Promise.race([
-        settings.server.chat({
-          messages,
-          temperature: settings.temperature ?? 0,
-          timeoutMs,
-          signal: controller.signal,
-          extraBody: { response_format: { type: 'json_object' } },
-        }),
-        timeout,
-      ]);
-      const text =
-        typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
-      const usage = await resolveUsage({
-        serverUsage: response.usage,
-        promptText: messages.map((message) => String(message.content)).join('\n'),
-        completionText: text,
-        pricing: settings.pricing,
-      });
-      for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
-        const parsed = safeParseJson(candidate, { source: 'group judge reply', schema: groupReplySchema });
-        if (!parsed.success) continue;
-        const scores: number[] = new Array(subjects.length).fill(Number.NaN);
-        for (let position = 0; position < order.length; position++) {
-          const value = parsed.value.scores[String(position + 1)];
-          if (value === undefined)
-            return {
-              ok: false,
-              kind: 'unparseable',
-              reason: `no score for candidate ${position + 1}`,
-              usage,
-            };
-          if (!(value >= 0 && value <= 1))
-            return {
-              ok: false,
-              kind: 'out_of_range',
-              reason: `candidate ${position + 1} scored ${value}, outside [0, 1]`,
-              usage,
-            };
-          scores[order[position]!] = value;
-        }
-        return { ok: true, scores, rationale: parsed.value.rationale ?? '', usage };
+    const messages = buildGroupPrompt(subjects, order, criteria, settings.format);
+    const reply = await judgeChat(
+      settings.server,
+      {
+        messages,
+        temperature: settings.temperature ?? 0,
+        extraBody: { response_format: { type: 'json_object' } },
+      },
+      { timeoutMs, signal },
+    );
+    if (!reply.ok) return { ok: false, kind: reply.kind, reason: reply.reason };
+    const content = reply.response.choices[0]?.message.content;
+    const text = typeof content === 'string' ? content : '';
+    const usage = await resolveUsage({
+      serverUsage: reply.response.usage,
+      promptText: messages.map((message) => String(message.content)).join('\n'),
+      completionText: text,
+      pricing: settings.pricing,
+    });
+    for (const candidate of [text.trim(), ...extractJsonObjects(text)]) {
+      const parsed = safeParseJson(candidate, { source: 'group judge reply', schema: groupReplySchema });
+      if (!parsed.success) continue;
+      const scores: number[] = new Array(subjects.length).fill(Number.NaN);
+      for (let position = 0; position < order.length; position++) {
+        const value = parsed.value.scores[String(position + 1)];
+        if (value === undefined)
+          return {
+            ok: false,
+            kind: 'unparseable',
+            reason: `no score for candidate ${position + 1}`,
+            usage,
+          };
+        if (!(value >= 0 && value <= 1))
+          return {
+            ok: false,
+            kind: 'out_of_range',
+            reason: `candidate ${position + 1} scored ${value}, outside [0, 1]`,
+            usage,
+          };
+        scores[order[position]!] = value;
       }
-      return {
-        ok: false,
-        kind: 'unparseable',
-        reason: `no scores object in the reply: ${JSON.stringify(text.slice(0, 200))}`,
-        usage,
-      };
-    } catch (error) {
-      if (timedOut) return { ok: false, kind: 'timeout', reason: `no verdict within ${timeoutMs} ms` };
-      if (signal?.aborted) return { ok: false, kind: 'aborted', reason: 'judging was cancelled' };
-      return {
-        ok: false,
-        kind: ServerError.isInstance(error) ? 'server_error' : 'other',
-        reason: describeError(error),
-      };
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      return { ok: true, scores, rationale: parsed.value.rationale ?? '', usage };
     }
+    return {
+      ok: false,
+      kind: 'unparseable',
+      reason: `no scores object in the reply: ${JSON.stringify(text.slice(0, 200))}`,
+      usage,
+    };
   }
 
   return {

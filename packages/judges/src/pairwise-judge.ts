@@ -4,14 +4,13 @@
 import {
   type ChatClient,
   type ChatMessage,
-  describeError,
   type JudgeSubject,
-  ServerError,
   safeParseJson,
   type Usage,
 } from '@shears/core';
 import { z } from 'zod';
 import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
+import { judgeChat } from './judge-chat.js';
 import { addUsage, type JudgePricing, resolveUsage } from './judge-cost.js';
 import { extractJsonObjects } from './verdict-parsing.js';
 
@@ -70,44 +69,15 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
         content: `Task:\n${first.task}\n\nCriteria: ${criteria}\n\n### Attempt 1\n${render(first)}\n\n### Attempt 2\n${render(second)}\n\nReply with only a JSON object {"winner": "1" | "2" | "tie", "rationale": "..."}.`,
       },
     ];
-    if (signal?.aborted) return { result: { kind: 'aborted', reason: 'judging was cancelled' } };
-    // Our own timer, not only the server's: a client that ignores `timeoutMs` must not hang us.
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new Error(`judge timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
-    const onAbort = () => controller.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    let text: string;
-    let serverUsage: Usage | undefined;
-    try {
-      const stopped = new Promise<never>((_, reject) => {
-        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-      });
-      const response = await Promise.race([
-        settings.server.chat({
-          messages,
-          temperature: 0,
-          timeoutMs,
-          signal: controller.signal,
-          extraBody: { response_format: { type: 'json_object' } },
-        }),
-        stopped,
-      ]);
-      text =
-        typeof response.choices[0]?.message.content === 'string' ? response.choices[0].message.content : '';
-      serverUsage = response.usage;
-    } catch (error) {
-      if (timedOut) return { result: { kind: 'timeout', reason: `no verdict within ${timeoutMs} ms` } };
-      if (signal?.aborted) return { result: { kind: 'aborted', reason: 'judging was cancelled' } };
-      const kind = ServerError.isInstance(error) ? 'server_error' : 'other';
-      return { result: { kind, reason: describeError(error) } };
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    }
+    const reply = await judgeChat(
+      settings.server,
+      { messages, temperature: 0, extraBody: { response_format: { type: 'json_object' } } },
+      { timeoutMs, signal },
+    );
+    if (!reply.ok) return { result: { kind: reply.kind, reason: reply.reason } };
+    const content = reply.response.choices[0]?.message.content;
+    const text = typeof content === 'string' ? content : '';
+    const serverUsage = reply.response.usage;
     const { estimated: _estimated, ...usage } = await resolveUsage({
       serverUsage,
       promptText: messages.map((message) => String(message.content)).join('\n'),

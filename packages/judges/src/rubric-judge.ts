@@ -2,18 +2,10 @@
 // composite in [0, 1]. Asks for a JSON-schema response format where the server supports it and
 // reads the reply tolerantly where it does not. Timeouts, server errors, unparseable or
 // out-of-range replies are judge failures with a kind and a reason.
-import {
-  type ChatClient,
-  type ChatMessage,
-  describeError,
-  type JudgeSubject,
-  type JudgeV1,
-  ServerError,
-  type Usage,
-  type Verdict,
-} from '@shears/core';
+import type { ChatClient, ChatMessage, JudgeSubject, JudgeV1, Verdict } from '@shears/core';
 import { type FormatTrajectoryOptions, formatTrajectory } from './format-trajectory.js';
 import { type JudgeCache, judgeCacheKey } from './judge-cache.js';
+import { judgeChat } from './judge-chat.js';
 import { type JudgePricing, resolveUsage } from './judge-cost.js';
 import { DEFAULT_RUBRIC, type Rubric } from './rubric.js';
 import { parseVerdictText, verdictJsonSchema } from './verdict-parsing.js';
@@ -124,59 +116,27 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
         if (cached) return cacheHit(cached);
       }
       const messages = buildRubricPrompt(subject, rubric, settings.format);
-      const controller = new AbortController();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort(new Error(`judge timed out after ${timeoutMs} ms`));
-      }, timeoutMs);
-      const onAbort = () => controller.abort(options.signal?.reason);
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      let text: string;
-      let serverUsage: Usage | undefined;
-      try {
-        if (options.signal?.aborted)
-          return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
-        const timeout = new Promise<never>((_, reject) => {
-          controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-        });
-        const response = await Promise.race([
-          settings.server.chat({
-            messages,
-            temperature: settings.temperature ?? 0,
-            maxTokens: settings.maxTokens,
-            timeoutMs,
-            signal: controller.signal,
-            extraBody: { ...settings.extraBody, ...responseFormatBody(mode, rubric) },
-          }),
-          timeout,
-        ]);
-        const choice = response.choices[0];
-        if (!choice)
-          return {
-            status: 'failed',
-            kind: 'unparseable',
-            reason: 'the judge returned no choices',
-            judgeId: id,
-          };
-        text = typeof choice.message.content === 'string' ? choice.message.content : '';
-        serverUsage = response.usage;
-      } catch (error) {
-        if (timedOut)
-          return {
-            status: 'failed',
-            kind: 'timeout',
-            reason: `no verdict within ${timeoutMs} ms`,
-            judgeId: id,
-          };
-        if (options.signal?.aborted)
-          return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled', judgeId: id };
-        const kind = ServerError.isInstance(error) ? 'server_error' : 'other';
-        return { status: 'failed', kind, reason: describeError(error), judgeId: id };
-      } finally {
-        clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-      }
+      const reply = await judgeChat(
+        settings.server,
+        {
+          messages,
+          temperature: settings.temperature ?? 0,
+          maxTokens: settings.maxTokens,
+          extraBody: { ...settings.extraBody, ...responseFormatBody(mode, rubric) },
+        },
+        { timeoutMs, signal: options.signal },
+      );
+      if (!reply.ok) return { status: 'failed', kind: reply.kind, reason: reply.reason, judgeId: id };
+      const choice = reply.response.choices[0];
+      if (!choice)
+        return {
+          status: 'failed',
+          kind: 'unparseable',
+          reason: 'the judge returned no choices',
+          judgeId: id,
+        };
+      const text = typeof choice.message.content === 'string' ? choice.message.content : '';
+      const serverUsage = reply.response.usage;
       const usage = await resolveUsage({
         serverUsage,
         promptText: messages.map((message) => String(message.content)).join('\n'),
