@@ -6,6 +6,7 @@ import { resolve as resolvePath } from 'node:path';
 import {
   ConfigError,
   createRegistry,
+  describeValue,
   type EnvItem,
   type EnvV1,
   type GroupJudgeV1,
@@ -20,10 +21,10 @@ import {
   type SandboxProviderV1,
   type ServerV1,
   ShearsError,
+  valueAtPath,
 } from '@shears/core';
 import { judgeReward } from '@shears/judges';
 import type { ShearsConfig } from './config/config-schema.js';
-import { describeValue } from './config/load-config.js';
 import cliPlugin from './plugin.js';
 
 /** Plugin packages shipped with shears, registered when installed. */
@@ -284,16 +285,6 @@ async function judgeSettings(
   return { ...settings, server: instance };
 }
 
-/** The value at `a.b[1].c` in settings, or undefined. */
-function valueAt(settings: unknown, path: string): unknown {
-  let node = settings;
-  for (const key of path.split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== '')) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<string, unknown>)[key];
-  }
-  return node;
-}
-
 async function createJudge(
   registry: Registry,
   config: ShearsConfig,
@@ -316,7 +307,13 @@ async function createJudge(
         : `${section}.settings`;
       // Name the value of the setting the error is about.
       const value = field.startsWith(`${section}.settings.`)
-        ? valueAt(config[section]!.settings, field.slice(`${section}.settings.`.length))
+        ? valueAtPath(
+            config[section]!.settings,
+            field
+              .slice(`${section}.settings.`.length)
+              .split(/\.|\[(\d+)\]/)
+              .filter((part) => part !== undefined && part !== ''),
+          )
         : undefined;
       if (value !== undefined && !field.endsWith('.server') && !message.includes('; '))
         message += ` (got ${describeValue(value)})`;

@@ -20,6 +20,7 @@ export {
 export { coerceToolArguments } from './coerce-tool-args.js';
 export type { ConcurrencyLimiter } from './concurrency-limiter.js';
 export { createConcurrencyLimiter } from './concurrency-limiter.js';
+export { closestName, describeValue, valueAtPath } from './config-hints.js';
 export type { BudgetV1 } from './contracts/budget.js';
 export {
   createBudget,

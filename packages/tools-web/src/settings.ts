@@ -2,7 +2,7 @@
 // (from a config file or `registry.create`): an unknown or misspelt key (`ssrf: { enable: false }`)
 // or a value of the wrong kind is refused with the field, the value and what is allowed,
 // instead of being silently ignored.
-import { ConfigError, err, ok, type SafeResult } from '@shears/core';
+import { ConfigError, closestName, describeValue, err, ok, type SafeResult, valueAtPath } from '@shears/core';
 import { z } from 'zod';
 import { SEARCH_PROVIDERS, type SearchProvider } from './search-providers.js';
 import type { HostResolver } from './ssrf-guard.js';
@@ -77,25 +77,6 @@ export const webSearchSettingsSchema = z
     }
   });
 
-function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (Array.isArray(value)) return `a list (${JSON.stringify(value).slice(0, 60)})`;
-  if (value !== null && typeof value === 'object') return `an object (${JSON.stringify(value).slice(0, 60)})`;
-  return String(value);
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let current = input;
-  for (const key of path) {
-    if (current === null || typeof current !== 'object') return undefined;
-    current = (current as Record<PropertyKey, unknown>)[key];
-  }
-  return current;
-}
-
 function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   let current: unknown = schema;
   const unwrap = () => {
@@ -112,27 +93,6 @@ function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   return current instanceof z.ZodObject ? Object.keys(current.shape as object) : [];
 }
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    let previous = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const saved = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
-      previous = saved;
-    }
-  }
-  return row[b.length]!;
-}
-
-function closest(word: string, candidates: readonly string[]): string | undefined {
-  const ranked = candidates
-    .map((candidate) => ({ candidate, distance: editDistance(word.toLowerCase(), candidate.toLowerCase()) }))
-    .sort((a, b) => a.distance - b.distance)[0];
-  return ranked && ranked.distance <= Math.max(2, Math.floor(word.length / 3)) ? ranked.candidate : undefined;
-}
-
 function settingsError(tool: string, schema: z.ZodType, error: z.ZodError, input: unknown): ConfigError {
   const issues = error.issues.flatMap((issue) => {
     const field = (path: readonly PropertyKey[]) => path.map(String).join('.') || '(root)';
@@ -140,8 +100,8 @@ function settingsError(tool: string, schema: z.ZodType, error: z.ZodError, input
       const allowed = keysAt(schema, issue.path);
       return issue.keys.map((key) => {
         const path = [...issue.path, key];
-        const value = valueAt(input, path);
-        const suggestion = closest(key, allowed);
+        const value = valueAtPath(input, path);
+        const suggestion = closestName(key, allowed, { ignoreCase: true });
         return {
           path: field(path),
           value,
@@ -149,7 +109,7 @@ function settingsError(tool: string, schema: z.ZodType, error: z.ZodError, input
         };
       });
     }
-    const value = valueAt(input, issue.path);
+    const value = valueAtPath(input, issue.path);
     let message: string;
     switch (issue.code) {
       case 'invalid_type':

@@ -3,7 +3,7 @@
 // turns every issue into a line that names the field, the value and what is allowed.
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { ConfigError, safeParseJson } from '@shears/core';
+import { ConfigError, closestName, describeValue, safeParseJson, valueAtPath } from '@shears/core';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { type ShearsConfig, shearsConfigSchema } from './config-schema.js';
@@ -261,25 +261,6 @@ function coerceOverride(path: string, text: string): unknown {
   return text;
 }
 
-function getPath(value: unknown, path: readonly PropertyKey[]): unknown {
-  let node = value;
-  for (const key of path) {
-    if (node === null || typeof node !== 'object') return undefined;
-    node = (node as Record<PropertyKey, unknown>)[key];
-  }
-  return node;
-}
-
-export function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (Array.isArray(value)) return `a list (${JSON.stringify(value).slice(0, 60)})`;
-  if (typeof value === 'object') return `an object (${JSON.stringify(value).slice(0, 60)})`;
-  return String(value);
-}
-
 function formatPath(path: readonly PropertyKey[]): string {
   return (
     path
@@ -290,38 +271,11 @@ function formatPath(path: readonly PropertyKey[]): string {
   );
 }
 
-function closest(word: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const candidate of candidates) {
-    const distance = editDistance(word, candidate);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = candidate;
-    }
-  }
-  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    let previous = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const saved = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
-      previous = saved;
-    }
-  }
-  return row[b.length]!;
-}
-
 /** One readable line per zod issue: field, value, what is allowed. */
 export function configErrorFromZod(error: z.ZodError, input: unknown, source?: string): ConfigError {
   const issues = error.issues.map((issue) => {
     const field = formatPath(issue.path);
-    const value = getPath(input, issue.path);
+    const value = valueAtPath(input, issue.path);
     let message: string;
     switch (issue.code) {
       case 'unrecognized_keys': {
@@ -330,7 +284,7 @@ export function configErrorFromZod(error: z.ZodError, input: unknown, source?: s
           (issue.path.length === 0 ? shearsConfigSchema : undefined);
         const allowed = node instanceof z.ZodObject ? Object.keys(node.shape as object) : [];
         const parts = issue.keys.map((key) => {
-          const suggestion = closest(key, allowed);
+          const suggestion = closestName(key, allowed);
           return `"${key}"${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`;
         });
         message = `unknown field${issue.keys.length > 1 ? 's' : ''} ${parts.join(', ')}; allowed: ${allowed.join(', ')}`;
