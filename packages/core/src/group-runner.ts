@@ -162,6 +162,17 @@ interface AttemptResult {
   wallTimeSeconds: number;
 }
 
+/** What the reward function and a custom group-judge subject see of a finished rollout. */
+function rolloutView(agent: AgentResult): RolloutView {
+  return {
+    messages: agent.messages,
+    finalResponse: agent.finalResponse,
+    finishedNaturally: agent.finishedNaturally,
+    turnsUsed: agent.turnsUsed,
+    toolErrorCount: agent.toolErrors.length,
+  };
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve();
@@ -380,13 +391,7 @@ export async function runGroup<TItem extends EnvItem>(
           return typeof output === 'string' ? output : output.content;
         },
       };
-      const view: RolloutView = {
-        messages: agent.messages,
-        finalResponse: agent.finalResponse,
-        finishedNaturally: agent.finishedNaturally,
-        turnsUsed: agent.turnsUsed,
-        toolErrorCount: agent.toolErrors.length,
-      };
+      const view = rolloutView(agent);
       let reward: RewardResult;
       let rewardTimedOut = false;
       const rewardTimer =
@@ -503,24 +508,16 @@ export async function runGroup<TItem extends EnvItem>(
         judge: options.groupJudge,
         weight: groupJudgeWeight,
         results: settled.map(({ result }) => result),
-        subject: (agent) => {
-          const view: RolloutView = {
-            messages: agent.messages,
-            finalResponse: agent.finalResponse,
-            finishedNaturally: agent.finishedNaturally,
-            turnsUsed: agent.turnsUsed,
-            toolErrorCount: agent.toolErrors.length,
-          };
-          return options.groupJudgeSubject
-            ? options.groupJudgeSubject(item, view)
+        subject: (agent) =>
+          options.groupJudgeSubject
+            ? options.groupJudgeSubject(item, rolloutView(agent))
             : {
                 taskId: item.id,
                 task: item.prompt,
                 messages: agent.messages,
                 finalResponse: agent.finalResponse,
                 ...(typeof item.reference === 'string' ? { reference: item.reference } : {}),
-              };
-        },
+              },
         retries: retryBudget,
         logger,
         ...(signal ? { signal } : {}),

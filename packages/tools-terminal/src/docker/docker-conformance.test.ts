@@ -7,30 +7,18 @@ import { testDocker } from './test-docker-env.js';
 const docker = testDocker();
 if (!docker)
   console.warn(
-    '\n⚠️  SKIPPING docker sandbox conformance: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n',
+    '\n⚠️  SKIPPING docker sandbox conformance and terminal tools: no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)\n',
   );
 
-describeSandboxConformance(
-  'docker',
-  () =>
-    createDockerSandboxProvider({
-      hosts: [docker!.host],
-      image: docker!.image,
-      limits: { memoryMb: 256, cpus: 1, pids: 256 },
-    }),
-  docker
-    ? { testTimeoutMs: 60_000 }
-    : { unavailable: 'no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)' },
-);
+const unavailable = 'no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)';
+const makeProvider = () =>
+  createDockerSandboxProvider({
+    hosts: [docker!.host],
+    image: docker!.image,
+    limits: { memoryMb: 256, cpus: 1, pids: 256 },
+  });
+
+describeSandboxConformance('docker', makeProvider, docker ? { testTimeoutMs: 60_000 } : { unavailable });
 
 // The terminal and process tools (foreground, background, poll, kill, exit codes) in a container.
-describeTerminalTools(
-  'docker',
-  () =>
-    createDockerSandboxProvider({
-      hosts: [docker!.host],
-      image: docker!.image,
-      limits: { memoryMb: 256, cpus: 1, pids: 256 },
-    }),
-  docker ? {} : { unavailable: 'no test Docker daemon (SHEARS_TEST_DOCKER_HOST unset)' },
-);
+describeTerminalTools('docker', makeProvider, docker ? {} : { unavailable });
