@@ -13,6 +13,8 @@ vi.setConfig({ testTimeout: 120_000 });
 const dir = mkdtempSync(join(tmpdir(), 'shears-doctor-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+// The real sshd and dockerd come from the test run's global setup (scripts/test-infra), which fails
+// the run under CI=true when either cannot start; the tests below skip only outside CI without them.
 const vars = process.env;
 const sshAvailable = Boolean(
   vars.SHEARS_TEST_SSH_HOST && vars.SHEARS_TEST_SSH_PORT && vars.SHEARS_TEST_SSH_KEY,
