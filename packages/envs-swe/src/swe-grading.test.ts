@@ -18,7 +18,8 @@ const tasks = allTasks.filter((task) => task.language === 'javascript');
 const hostPytest = spawnSync('python3', ['-P', '-c', 'import pytest'], { stdio: 'ignore' }).status === 0;
 if (!hostPytest) {
   // Provisioned for CI (scripts/provision-test.sh installs python3-pytest); never skipped there.
-  if (process.env.CI) throw new Error('python3 with pytest is required for the host pytest grading test under CI');
+  if (process.env.CI)
+    throw new Error('python3 with pytest is required for the host pytest grading test under CI');
   console.warn('\n⚠️  SKIPPING the host pytest grading test: python3 with pytest not found\n');
 }
 const provider = createTempSandboxProvider();
