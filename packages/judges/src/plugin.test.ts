@@ -9,17 +9,19 @@ import {
 import {
   createScriptedServer,
   createScriptedServerClient,
+  type ScriptedChatRequest,
   type ScriptedPolicy,
   type ScriptedServer,
 } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import plugin from './index.js';
+import { candidatesOf, signed } from './test-support/scripted-judge.js';
 
 describe('@shears/judges manifest', () => {
   it('creates a panel from settings through the registry, servers named by provider', async () => {
     const server = await createScriptedServer({
       policy: (request) => ({
-        content: JSON.stringify({
+        content: signed(request, {
           dimensions: { solved: request.model === 'b' ? 0 : 1 },
           composite: request.model === 'b' ? 0 : 1,
           rationale: 'r',
@@ -77,7 +79,8 @@ describe('judges built from settings', () => {
       { role: 'assistant', content: `I wrote it. ${'x'.repeat(400)} THE-END-MARKER` },
     ],
   };
-  const verdict = JSON.stringify({ dimensions: { solved: 1 }, composite: 1, rationale: 'r' });
+  const verdict = (request: ScriptedChatRequest) =>
+    signed(request, { dimensions: { solved: 1 }, composite: 1, rationale: 'r' });
 
   async function setup(policy: ScriptedPolicy) {
     const server = await createScriptedServer({ policy });
@@ -103,8 +106,8 @@ describe('judges built from settings', () => {
   });
 
   it('a rubric judge keeps its cache, pricing, format and maxTokens', async () => {
-    const made = await setup(() => ({
-      content: verdict,
+    const made = await setup((request) => ({
+      content: verdict(request),
       usage: { prompt_tokens: 1_000, completion_tokens: 100 },
     }));
     server = made.server;
@@ -132,8 +135,8 @@ describe('judges built from settings', () => {
   });
 
   it('a panel shares one cache among members that set none; members keep their own settings', async () => {
-    const made = await setup(() => ({
-      content: verdict,
+    const made = await setup((request) => ({
+      content: verdict(request),
       usage: { prompt_tokens: 10, completion_tokens: 1 },
     }));
     server = made.server;
@@ -156,8 +159,12 @@ describe('judges built from settings', () => {
   });
 
   it('a group judge keeps its pricing and format', async () => {
-    const made = await setup(() => ({
-      content: JSON.stringify({ scores: { '1': 0.2, '2': 0.8 } }),
+    const made = await setup((request) => ({
+      content: signed(request, {
+        scores: Object.fromEntries(
+          candidatesOf(request).map(({ label }, index) => [label, index === 0 ? 0.2 : 0.8]),
+        ),
+      }),
       usage: { prompt_tokens: 1_000, completion_tokens: 100 },
     }));
     server = made.server;
@@ -172,7 +179,7 @@ describe('judges built from settings', () => {
   });
 
   it('rejects bad settings naming the setting', async () => {
-    const made = await setup(() => ({ content: verdict }));
+    const made = await setup((request) => ({ content: verdict(request) }));
     server = made.server;
     const rubric = (settings: Record<string, unknown>) =>
       made.registry.create('judges', 'rubric', { server: { provider: 'scripted', model: 'm' }, ...settings });
