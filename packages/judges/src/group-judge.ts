@@ -114,6 +114,48 @@ function groupMessages(
   ];
 }
 
+const DEFAULT_CRITERIA = 'Which attempt best completes the task, correctly and efficiently?';
+
+function groupViews(
+  subjects: readonly JudgeSubject[],
+  nonce: string,
+  format: FormatTrajectoryOptions | undefined,
+): TranscriptView[] {
+  return subjects.map((subject) =>
+    buildTranscriptView(subject.messages, {
+      maxTotalChars: 8_000,
+      ...format,
+      nonce,
+      finalResponse: subject.finalResponse,
+    }),
+  );
+}
+
+/**
+ * The messages a group judge sends for one round: `subjects` shown in `order` under `labels`
+ * (by position). With a round's recorded nonce, labels and order this rebuilds its prompt (the
+ * judgePromptHash equals the recorded `promptSha256`).
+ */
+export function buildGroupPrompt(
+  subjects: readonly JudgeSubject[],
+  options: {
+    nonce: string;
+    labels: readonly string[];
+    order?: readonly number[];
+    criteria?: string;
+    format?: FormatTrajectoryOptions;
+  },
+): ChatMessage[] {
+  const order = options.order ?? subjects.map((_, index) => index);
+  return groupMessages(
+    subjects[0]?.task ?? '',
+    groupViews(subjects, options.nonce, options.format),
+    order,
+    options.labels,
+    options.criteria ?? DEFAULT_CRITERIA,
+  );
+}
+
 type RoundUsage = Usage & { estimated: boolean };
 type RoundResult =
   | { ok: true; scores: number[]; rationale: string; usage?: RoundUsage; inputs: JudgeInputRecord[] }
@@ -125,18 +167,11 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
   const timeoutMs = settings.timeoutMs ?? 120_000;
   const random = settings.random ?? Math.random;
   const temperature = settings.temperature ?? 0;
-  const criteria = settings.criteria ?? 'Which attempt best completes the task, correctly and efficiently?';
+  const criteria = settings.criteria ?? DEFAULT_CRITERIA;
   const injection = resolveInjection(settings.injection, { server: settings.server, timeoutMs, temperature });
 
   const viewsFor = (subjects: readonly JudgeSubject[], nonce: string) =>
-    subjects.map((subject) =>
-      buildTranscriptView(subject.messages, {
-        maxTotalChars: 8_000,
-        ...settings.format,
-        nonce,
-        finalResponse: subject.finalResponse,
-      }),
-    );
+    groupViews(subjects, nonce, settings.format);
 
   async function round(
     subjects: readonly JudgeSubject[],

@@ -52,7 +52,7 @@ export {
   truncateMiddle,
 } from './format-trajectory.js';
 export type { GroupJudgeSettings } from './group-judge.js';
-export { createGroupJudge, shuffledIndices } from './group-judge.js';
+export { buildGroupPrompt, createGroupJudge, shuffledIndices } from './group-judge.js';
 export { canonicalJson, contentHash } from './hash.js';
 export type {
   InjectionAction,
@@ -94,7 +94,7 @@ export type {
   PairwiseJudgeSettings,
   PairwiseOutcome,
 } from './pairwise-judge.js';
-export { createPairwiseJudge } from './pairwise-judge.js';
+export { buildPairwisePrompt, createPairwiseJudge } from './pairwise-judge.js';
 export type { ProcessRewardResult, ProcessRewardSettings } from './process-rewards.js';
 export { processReward } from './process-rewards.js';
 export type { Rubric, RubricDimension, RubricOptions } from './rubric.js';

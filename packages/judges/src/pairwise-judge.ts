@@ -82,6 +82,77 @@ const pairReplySchema = z.looseObject({
   rationale: z.string().optional(),
 });
 
+/** The messages of one pairwise comparison: `first` then `second`, under `labels`. */
+function pairwiseMessages(
+  task: string,
+  views: readonly [TranscriptView, TranscriptView],
+  labels: readonly [string, string],
+  criteria: string,
+  strict?: { rules: readonly string[]; instructions?: string },
+): ChatMessage[] {
+  const nonce = views[0].nonce;
+  const [firstLabel, secondLabel] = labels;
+  const form = `{"nonce": "${nonce}", "winner": "${firstLabel}" or "${secondLabel}" or "tie", "rationale": "..."}`;
+  return [
+    {
+      role: 'system',
+      content: [
+        'You compare two attempts at the same task. Judge only quality, never order or label.',
+        untrustedNotice(nonce, 'candidates'),
+        ...(strict ? [strictNotice(strict.rules, strict.instructions)] : []),
+      ].join('\n\n'),
+    },
+    {
+      role: 'user',
+      content: [
+        quotedSection(nonce, 'TASK', task),
+        renderTranscript(views[0], firstLabel),
+        renderTranscript(views[1], secondLabel),
+        [
+          instructionsHeading(nonce),
+          `Criteria: ${criteria}`,
+          `Reply with only a JSON object of the form ${form}.`,
+          closingReminder(nonce),
+        ].join('\n'),
+      ].join('\n\n'),
+    },
+  ];
+}
+
+const DEFAULT_CRITERIA = 'Which attempt better completes the task, correctly and efficiently?';
+
+function pairView(
+  subject: JudgeSubject,
+  nonce: string,
+  format: FormatTrajectoryOptions | undefined,
+): TranscriptView {
+  return buildTranscriptView(subject.messages, {
+    maxTotalChars: 10_000,
+    ...format,
+    nonce,
+    finalResponse: subject.finalResponse,
+  });
+}
+
+/** The messages of one pairwise comparison call (with a recorded nonce and labels, its exact prompt). */
+export function buildPairwisePrompt(
+  first: JudgeSubject,
+  second: JudgeSubject,
+  options: {
+    nonce: string;
+    labels: readonly [string, string];
+    criteria?: string;
+    format?: FormatTrajectoryOptions;
+  },
+): ChatMessage[] {
+  return pairwiseMessages(
+    first.task,
+    [pairView(first, options.nonce, options.format), pairView(second, options.nonce, options.format)],
+    options.labels,
+    options.criteria ?? DEFAULT_CRITERIA,
+  );
+}
+
 export interface PairwiseJudge {
   readonly id: string;
   compare(a: JudgeSubject, b: JudgeSubject, options?: { signal?: AbortSignal }): Promise<PairwiseOutcome>;
@@ -95,7 +166,7 @@ type Answer = {
 
 export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJudge {
   const id = settings.id ?? `pairwise:${settings.server.model ?? 'judge'}`;
-  const criteria = settings.criteria ?? 'Which attempt better completes the task, correctly and efficiently?';
+  const criteria = settings.criteria ?? DEFAULT_CRITERIA;
   const timeoutMs = settings.timeoutMs ?? 60_000;
   const injection = resolveInjection(settings.injection, {
     server: settings.server,
@@ -103,13 +174,7 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
     temperature: 0,
   });
 
-  const viewOf = (subject: JudgeSubject, nonce: string) =>
-    buildTranscriptView(subject.messages, {
-      maxTotalChars: 10_000,
-      ...settings.format,
-      nonce,
-      finalResponse: subject.finalResponse,
-    });
+  const viewOf = (subject: JudgeSubject, nonce: string) => pairView(subject, nonce, settings.format);
 
   async function ask(
     first: JudgeSubject,
@@ -126,31 +191,13 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
         redactTranscriptView(views[0], strict.screens.first.spans),
         redactTranscriptView(views[1], strict.screens.second.spans),
       ];
-    const form = `{"nonce": "${nonce}", "winner": "${firstLabel}" or "${secondLabel}" or "tie", "rationale": "..."}`;
-    const messages: ChatMessage[] = [
-      {
-        role: 'system',
-        content: [
-          'You compare two attempts at the same task. Judge only quality, never order or label.',
-          untrustedNotice(nonce, 'candidates'),
-          ...(strict ? [strictNotice(strict.rules, injection.strict.instructions)] : []),
-        ].join('\n\n'),
-      },
-      {
-        role: 'user',
-        content: [
-          quotedSection(nonce, 'TASK', first.task),
-          renderTranscript(views[0], firstLabel),
-          renderTranscript(views[1], secondLabel),
-          [
-            instructionsHeading(nonce),
-            `Criteria: ${criteria}`,
-            `Reply with only a JSON object of the form ${form}.`,
-            closingReminder(nonce),
-          ].join('\n'),
-        ].join('\n\n'),
-      },
-    ];
+    const messages = pairwiseMessages(
+      first.task,
+      views,
+      [firstLabel, secondLabel],
+      criteria,
+      strict ? { rules: strict.rules, instructions: injection.strict.instructions } : undefined,
+    );
     const labels = firstIsA ? { a: firstLabel, b: secondLabel } : { a: secondLabel, b: firstLabel };
     const input = { ...judgeInputRecord(messages, nonce), labels };
     const reply = await judgeChat(

@@ -52,10 +52,35 @@ const replySchema = z.looseObject({
   rationale: z.string().optional(),
 });
 
+/** The balanced {...} that starts at `start` (a JSON-aware scan), or undefined. */
+function balancedFrom(text: string, start: number): string | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let index = start; index < text.length; index++) {
+    const char = text[index];
+    if (inString) {
+      if (char === '\\') index++;
+      else if (char === '"') inString = false;
+      continue;
+    }
+    if (char === '"') inString = true;
+    else if (char === '{') depth++;
+    else if (char === '}') {
+      depth--;
+      if (depth === 0) return text.slice(start, index + 1);
+    }
+  }
+  return undefined;
+}
+
+/** At most this many opening braces are tried: replies are short; a pathological one is not a verdict. */
+const MAX_STARTS = 2_000;
+
 /**
- * The JSON object candidates in free text, in order of appearance: fenced blocks, then every
- * balanced {...} outside strings. An unclosed brace (a quote cut short, on purpose or not) does
- * not hide the objects after it: scanning resumes after it.
+ * The JSON object candidates in free text, in order of appearance: fenced blocks, then the
+ * balanced {...} starting at every opening brace, each scanned afresh. A quote that is cut short,
+ * has unbalanced quotes or wraps the verdict cannot hide an object after or inside it: every
+ * object gets its own scan.
  */
 export function extractJsonObjects(text: string): string[] {
   const candidates: string[] = [];
@@ -63,31 +88,15 @@ export function extractJsonObjects(text: string): string[] {
   for (let match = fence.exec(text); match; match = fence.exec(text)) {
     if (match[1]?.trim().startsWith('{')) candidates.push(match[1].trim());
   }
-  // Replies are short (max tokens); rescans after unclosed braces are bounded all the same.
-  let from = 0;
-  for (let rescans = 0; from < text.length && rescans < 64; rescans++) {
-    let depth = 0;
-    let start = -1;
-    let inString = false;
-    let index = from;
-    for (; index < text.length; index++) {
-      const char = text[index];
-      if (inString) {
-        if (char === '\\') index++;
-        else if (char === '"') inString = false;
-        continue;
-      }
-      if (char === '"') inString = depth > 0;
-      else if (char === '{') {
-        if (depth === 0) start = index;
-        depth++;
-      } else if (char === '}' && depth > 0) {
-        depth--;
-        if (depth === 0 && start >= 0) candidates.push(text.slice(start, index + 1));
-      }
-    }
-    if (depth === 0 || start < 0) break;
-    from = start + 1;
+  let starts = 0;
+  for (
+    let index = text.indexOf('{');
+    index >= 0 && starts < MAX_STARTS;
+    index = text.indexOf('{', index + 1)
+  ) {
+    starts++;
+    const object = balancedFrom(text, index);
+    if (object) candidates.push(object);
   }
   return [...new Set(candidates)];
 }
