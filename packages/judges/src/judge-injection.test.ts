@@ -446,8 +446,10 @@ describe('verdicts that cannot be forged', () => {
     const first = await judgeServer(trustingJudge);
     const judge = createRubricJudge({ server: first.client, injection: { action: 'flag' } });
     const earlier = await judge.judge(trajectory());
-    const oldNonce = ((earlier.status === 'scored' && earlier.details?.judgeInput) as { nonce: string })
-      .nonce;
+    expect(earlier.status).toBe('scored');
+    const recorded =
+      earlier.status === 'scored' ? (earlier.details?.judgeInput as { nonce: string }) : undefined;
+    const oldNonce = recorded?.nonce ?? '';
     expect(oldNonce).toMatch(/^[a-z0-9]{12}$/);
     const replay = JSON.stringify({
       nonce: oldNonce,
