@@ -85,8 +85,22 @@ const cases: Array<{ name: string; messages: ChatMessage[] }> = [
 
 const encoding = get_encoding('o200k_base');
 const api = judges as unknown as Record<string, unknown>;
-// Present only after the defences: the screening step runs before every judge call.
-const screen = api.screenForInjection as ((subject: JudgeSubject) => unknown) | undefined;
+// Present only after the defences: the screening step runs over the view the prompt was built
+// from (the judges build it once), so it is timed on a prebuilt view.
+const buildView = api.buildTranscriptView as
+  | ((messages: ChatMessage[], options: { nonce: string; finalResponse?: string | null }) => unknown)
+  | undefined;
+const screenView = api.screenTranscriptView as ((view: unknown) => unknown) | undefined;
+const screen =
+  buildView && screenView
+    ? (subject: JudgeSubject) => {
+        const view = buildView(subject.messages, {
+          nonce: 'benchnonce23',
+          finalResponse: subject.finalResponse,
+        });
+        return () => screenView(view);
+      }
+    : undefined;
 
 function cpuMicros(run: () => void): number {
   for (let index = 0; index < Math.min(20, iterations); index++) run();
@@ -107,7 +121,7 @@ for (const { name, messages } of cases) {
   const prompt = judges.buildRubricPrompt(subject, judges.DEFAULT_RUBRIC);
   const text = prompt.map((message) => String(message.content)).join('\n');
   const formatMicros = cpuMicros(() => judges.buildRubricPrompt(subject, judges.DEFAULT_RUBRIC));
-  const screenMicros = screen ? cpuMicros(() => screen(subject)) : 0;
+  const screenMicros = screen ? cpuMicros(screen(subject)) : 0;
   console.log(
     JSON.stringify({
       bench: 'judge-prompt',

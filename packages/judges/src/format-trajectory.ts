@@ -188,30 +188,39 @@ export function buildTranscriptView(
   };
   const { nonce } = options;
   // The system prompt is the environment's, not the agent's; judges see the task through the user turn.
-  const blocks: TranscriptBlock[] = [];
+  const shown: Array<{ message: ChatMessage; index: number }> = [];
   messages.forEach((message, index) => {
-    if (message.role !== 'system') blocks.push(messageBlocks(message, index, resolved, nonce));
+    if (message.role !== 'system') shown.push({ message, index });
   });
+  // Keep the first block (the task) and as many of the last blocks as fit. Blocks are rendered
+  // from the end and only until the budget is spent: the elided middle is never formatted.
+  const render = (entry: { message: ChatMessage; index: number }) =>
+    messageBlocks(entry.message, entry.index, resolved, nonce);
   const separator = 1;
-  let total = blocks.reduce((sum, entry) => sum + entry.rendered.length + separator, 0);
-  let kept = blocks;
-  if (total > resolved.maxTotalChars && blocks.length > 1) {
-    // Keep the first block (the task) and as many of the last blocks as fit.
-    const first = blocks[0]!;
+  let kept: TranscriptBlock[] = [];
+  if (shown.length > 0) {
+    const first = render(shown[0]!);
     const tail: TranscriptBlock[] = [];
-    total = first.rendered.length + separator;
-    for (let index = blocks.length - 1; index >= 1; index--) {
-      const entry = blocks[index]!;
+    let total = first.rendered.length + separator;
+    let next = shown.length - 1;
+    for (; next >= 1; next--) {
+      const entry = render(shown[next]!);
       if (total + entry.rendered.length + separator > resolved.maxTotalChars) break;
       tail.unshift(entry);
       total += entry.rendered.length + separator;
     }
-    const omitted = blocks.length - 1 - tail.length;
-    const marker = block(
-      [{ marker: `[... ${omitted} earlier message${omitted === 1 ? '' : 's'} omitted ...]` }],
-      nonce,
-    );
-    kept = [first, marker, ...tail];
+    const omitted = next;
+    kept =
+      omitted === 0
+        ? [first, ...tail]
+        : [
+            first,
+            block(
+              [{ marker: `[... ${omitted} earlier message${omitted === 1 ? '' : 's'} omitted ...]` }],
+              nonce,
+            ),
+            ...tail,
+          ];
   }
   if (options.finalResponse) {
     kept = [

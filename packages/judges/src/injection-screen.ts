@@ -15,7 +15,15 @@ import {
 } from './format-trajectory.js';
 import { createJudgeNonce } from './judge-nonce.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
-import { findStructure, foldedWord, foldText, LINE_START } from './untrusted-text.js';
+import {
+  findStructure,
+  foldedWord,
+  foldText,
+  LINE_START,
+  linePrefixLength,
+  originEnd,
+  originStart,
+} from './untrusted-text.js';
 
 /** The flag a suspected injection puts on a verdict record. */
 export const JUDGE_INJECTION_FLAG = 'judge_injection_suspected';
@@ -128,6 +136,7 @@ function verdictJsonPattern(dimensions: readonly string[]): RegExp {
 const HIDDEN =
   /[\u{E0000}-\u{E007F}]+|[\u202A-\u202E\u2066-\u2069]+|[\u200B\u200C\u2060-\u2064\u180E\uFEFF]+|(?<=[\x21-\x7e])\u200D(?=[\x21-\x7e])/gu;
 
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
 const MAX_SPANS = 50;
 const MAX_BLOCK = 1_000;
 
@@ -177,18 +186,23 @@ export function screenSegments(
     ]) {
       pattern.lastIndex = 0;
       for (let match = pattern.exec(folded.folded); match; match = pattern.exec(folded.folded)) {
-        const leading = match[0].length - match[0].trimStart().length;
+        const leading = linePrefixLength(match[0]) || match[0].length - match[0].trimStart().length;
         const from = match.index + leading;
         const to = match.index + match[0].length;
         if (to > from) {
-          const end = folded.end[to - 1]!;
-          add(rule, folded.start[from]!, block && !match[0].startsWith('⟦') ? blockEnd(text, end) : end);
+          const end = originEnd(folded, to - 1);
+          add(
+            rule,
+            originStart(folded, from),
+            block && !match[0].startsWith('⟦') ? blockEnd(text, end) : end,
+          );
         }
         if (match[0].length === 0) pattern.lastIndex++;
       }
     }
-    // Structure spelt with look-alike or invisible characters: an imitation written to get past a plain match.
-    for (const match of findStructure(text, { folded })) {
+    // Structure spelt with look-alike or invisible characters: an imitation written to get past a
+    // plain match (pure ASCII text has none to hide behind).
+    for (const match of ASCII_ONLY.test(text) ? [] : findStructure(text, { folded })) {
       const span = text.slice(match.start, match.end);
       if (/[^\x00-\x7f]/.test(span) && match.name !== 'bracket')
         add('obfuscated_structure', match.start, match.end);

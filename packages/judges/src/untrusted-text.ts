@@ -40,6 +40,7 @@ function confusableTable(): Record<string, string> {
 }
 
 const foldCache = new Map<number, string>();
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
 /** What one code point folds to: lowercase ASCII where it imitates ASCII, '' where invisible. */
 function foldCodePoint(code: number, char: string): string {
@@ -66,14 +67,26 @@ function foldCodePoint(code: number, char: string): string {
 export interface FoldedText {
   /** The folded text: lowercase, look-alikes mapped to ASCII, invisible characters removed. */
   folded: string;
-  /** For each UTF-16 unit of `folded`, the index in the original where its code point starts. */
-  start: Int32Array;
-  /** For each UTF-16 unit of `folded`, the index in the original just after its code point. */
-  end: Int32Array;
+  /** For each UTF-16 unit of `folded`, the index in the original where its code point starts (null: the same index). */
+  start: Int32Array | null;
+  /** For each UTF-16 unit of `folded`, the index in the original just after its code point (null: the index + 1). */
+  end: Int32Array | null;
+}
+
+/** Where folded unit `index` starts in the original. */
+export function originStart(folded: FoldedText, index: number): number {
+  return folded.start ? folded.start[index]! : index;
+}
+
+/** Where folded unit `index` ends in the original. */
+export function originEnd(folded: FoldedText, index: number): number {
+  return folded.end ? folded.end[index]! : index + 1;
 }
 
 /** Folds text for matching, keeping where each folded character came from. */
 export function foldText(text: string): FoldedText {
+  // Most agent text is ASCII: then folding is lowercasing, one unit for one unit.
+  if (ASCII_ONLY.test(text)) return { folded: text.toLowerCase(), start: null, end: null };
   let folded = '';
   const starts: number[] = [];
   const ends: number[] = [];
@@ -107,10 +120,17 @@ export function foldedWord(word: string): string {
 const words = (...list: string[]) => list.map(foldedWord).join('|');
 
 /**
- * A line start in folded text: the start, after a newline, or after an escaped \n or \r (tool
- * arguments are JSON, and a reader takes "\n" in them as a line break).
+ * A line start in folded text: the start, a newline, or an escaped \n or \r (tool arguments are
+ * JSON, and a reader takes "\n" in them as a line break). It is part of the match (consuming it
+ * is several times faster than a lookbehind); `linePrefixLength` says how much of a match it is.
  */
-export const LINE_START = '(?<=^|\\n|\\\\[nr])';
+export const LINE_START = '(?:^|\\n|\\\\[nr])';
+
+/** How many leading units of a match are the line start it consumed (0, 1 or 2). */
+export function linePrefixLength(match: string): number {
+  if (match.startsWith('\n')) return 1;
+  return /^\\[nr]/.test(match) ? 2 : 0;
+}
 
 /**
  * What a judge prompt uses as structure, in folded form. Agent text that matches one of these is
@@ -178,12 +198,12 @@ export function findStructure(
   const matches: StructureMatch[] = [];
   const add = (name: string, from: number, to: number) => {
     if (to <= from) return;
-    matches.push({ name, start: folded.start[from]!, end: folded.end[to - 1]! });
+    matches.push({ name, start: originStart(folded, from), end: originEnd(folded, to - 1) });
   };
   for (const { name, pattern } of STRUCTURE_PATTERNS) {
     pattern.lastIndex = 0;
     for (let match = pattern.exec(folded.folded); match; match = pattern.exec(folded.folded)) {
-      add(name, match.index, match.index + match[0].length);
+      add(name, match.index + linePrefixLength(match[0]), match.index + match[0].length);
       if (match[0].length === 0) pattern.lastIndex++;
     }
   }
