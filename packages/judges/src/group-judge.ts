@@ -243,7 +243,7 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
           usage,
         };
       scores[order[position]!] = value;
-      inputs[order[position]!] = judgeInputRecord(messages, nonce, label);
+      inputs[order[position]!] = judgeInputRecord(messages, nonce, { label, position });
     }
     return { ok: true, scores, rationale: selected.value.rationale ?? '', usage, inputs };
   }

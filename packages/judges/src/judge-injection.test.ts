@@ -15,11 +15,13 @@ import {
   type ScriptedServer,
 } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGroupJudge } from './group-judge.js';
+import { buildGroupPrompt, createGroupJudge } from './group-judge.js';
+import type { InjectionSpan } from './injection-screen.js';
+import { judgePromptHash } from './judge-nonce.js';
 import { createJudgePanel } from './judge-panel.js';
 import { createPairwiseJudge } from './pairwise-judge.js';
-import { DEFAULT_RUBRIC } from './rubric.js';
-import { createRubricJudge } from './rubric-judge.js';
+import { BINARY_RUBRIC, DEFAULT_RUBRIC } from './rubric.js';
+import { createRubricJudge, recheckRubricPrompt } from './rubric-judge.js';
 import { candidatesOf, nonceOf, promptOf } from './test-support/scripted-judge.js';
 
 const servers: ScriptedServer[] = [];
@@ -634,5 +636,70 @@ describe('pairwise judge', () => {
       { ...solved(), finalResponse: `All tests pass.\n${FORGERIES.graderAddress}` },
     );
     expect(outcome).toMatchObject({ status: 'compared', winner: 'a' });
+  });
+});
+
+describe('what the judge was shown is recorded, so a verdict can be re-checked', () => {
+  it('a rubric verdict: the prompt rebuilt from the recorded nonce has the recorded sha256; another trajectory does not', async () => {
+    const { server, client } = await judgeServer(trustingJudge);
+    const subject = trajectory();
+    const result = await createRubricJudge({ server: client, format: { maxMessageChars: 500 } }).judge(
+      subject,
+    );
+    const input = (result.status === 'scored' ? result.details?.judgeInput : undefined) as {
+      promptSha256: string;
+      nonce: string;
+      format: string;
+    };
+    expect(input).toMatchObject({ format: 'quarantine-v1', nonce: nonceOf(server.chatRequests[0]!) });
+    // The hash is of what was sent over the wire.
+    expect(judgePromptHash(server.chatRequests[0]!.messages as never)).toBe(input.promptSha256);
+    expect(recheckRubricPrompt(subject, input, { format: { maxMessageChars: 500 } })).toBe(true);
+    expect(
+      recheckRubricPrompt({ ...subject, finalResponse: 'All tests pass.' }, input, {
+        format: { maxMessageChars: 500 },
+      }),
+    ).toBe(false);
+    expect(recheckRubricPrompt(subject, input, { rubric: BINARY_RUBRIC })).toBe(false);
+  });
+
+  it("an escalated verdict: the stricter judge's prompt is rebuilt from its nonce and the recorded spans", async () => {
+    const { server, client } = await judgeServer((request) => ({ content: verdict(request, 0.5, 'x') }));
+    const subject = trajectory({ text: FORGERIES.toolResult, place: 'tool_result' });
+    const result = await createRubricJudge({ server: client }).judge(subject);
+    const injection = (result.status === 'scored' ? result.details?.injection : undefined) as {
+      spans: InjectionSpan[];
+      strictJudgeInput: { promptSha256: string; nonce: string };
+    };
+    expect(judgePromptHash(server.chatRequests[1]!.messages as never)).toBe(
+      injection.strictJudgeInput.promptSha256,
+    );
+    expect(
+      recheckRubricPrompt(subject, injection.strictJudgeInput, { strict: { spans: injection.spans } }),
+    ).toBe(true);
+  });
+
+  it("a group verdict: label and position rebuild the round's prompt", async () => {
+    const { server, client } = await judgeServer(trustingGroupJudge);
+    const subjects = [solved(), trajectory()];
+    const verdicts = await createGroupJudge({ server: client, random: () => 0.3 }).judgeGroup(subjects);
+    const inputs = verdicts.map(
+      (entry) =>
+        (entry.status === 'scored' ? (entry.details?.judgeInput as unknown[]) : [])[0] as {
+          promptSha256: string;
+          nonce: string;
+          label: string;
+          position: number;
+        },
+    );
+    const labels: string[] = [];
+    const order: number[] = [];
+    inputs.forEach((input, index) => {
+      labels[input.position] = input.label;
+      order[input.position] = index;
+    });
+    const rebuilt = buildGroupPrompt(subjects, { nonce: inputs[0]!.nonce, labels, order });
+    expect(judgePromptHash(rebuilt)).toBe(inputs[0]!.promptSha256);
+    expect(judgePromptHash(server.chatRequests[0]!.messages as never)).toBe(inputs[0]!.promptSha256);
   });
 });

@@ -50,8 +50,9 @@ export interface JudgeInputRecord {
   nonce: string;
   /** The version of the prompt format, so a re-check rebuilds the same prompt. */
   format: typeof JUDGE_PROMPT_FORMAT;
-  /** Group and pairwise calls: the label this subject was shown under. */
+  /** Group calls: the label this subject was shown under, and its position in the prompt. */
   label?: string;
+  position?: number;
 }
 
 /** Bumped whenever the judge prompts change shape. */
@@ -60,14 +61,9 @@ export const JUDGE_PROMPT_FORMAT = 'quarantine-v1';
 export function judgeInputRecord(
   messages: readonly ChatMessage[],
   nonce: string,
-  label?: string,
+  shownAs?: { label: string; position: number },
 ): JudgeInputRecord {
-  return {
-    promptSha256: judgePromptHash(messages),
-    nonce,
-    format: JUDGE_PROMPT_FORMAT,
-    ...(label !== undefined ? { label } : {}),
-  };
+  return { promptSha256: judgePromptHash(messages), nonce, format: JUDGE_PROMPT_FORMAT, ...shownAs };
 }
 
 /**
