@@ -685,7 +685,9 @@ describe('what the judge was shown is recorded, so a verdict can be re-checked',
     const verdicts = await createGroupJudge({ server: client, random: () => 0.3 }).judgeGroup(subjects);
     const inputs = verdicts.map(
       (entry) =>
-        (entry.status === 'scored' ? (entry.details?.judgeInput as unknown[]) : [])[0] as {
+        (
+          (entry.status === 'scored' ? entry.details?.judgeInput : undefined) as unknown[] | undefined
+        )?.[0] as {
           promptSha256: string;
           nonce: string;
           label: string;
