@@ -127,3 +127,40 @@ describe('neutraliseUntrustedText', () => {
     expect(neutraliseUntrustedText(flood).text.length).toBeLessThanOrEqual(flood.length * 1.2);
   });
 });
+
+describe('transcript view budgets', () => {
+  const nonce = 'k7pz4wq2m9xa';
+
+  it('keeps head (40%) and tail (60%) of a long item, with an omission marker between', () => {
+    const text = `${'h'.repeat(50)}${'m'.repeat(900)}${'t'.repeat(50)}`;
+    const view = buildTranscriptView([{ role: 'tool', tool_call_id: 'c1', content: text }], {
+      nonce,
+      maxToolResultChars: 100,
+    });
+    expect(view.text).toBe(
+      `[tool result c1]\n│ ${'h'.repeat(40)}\n[... 900 characters omitted ...]\n│ ${'m'.repeat(10)}${'t'.repeat(50)}`,
+    );
+  });
+
+  it('keeps the first block and as many of the last blocks as fit the total budget', () => {
+    const messages = [
+      { role: 'user' as const, content: 'the task' },
+      ...Array.from({ length: 10 }, (_, index) => ({
+        role: 'assistant' as const,
+        content: `step ${index} ${'x'.repeat(80)}`,
+      })),
+    ];
+    const view = buildTranscriptView(messages, { nonce, maxTotalChars: 400 });
+    const markers = view.text.split('\n').filter((line) => !line.startsWith('│'));
+    expect(markers[0]).toBe('[user]');
+    expect(markers[1]).toMatch(/^\[\.\.\. \d+ earlier messages omitted \.\.\.\]$/);
+    expect(view.text).toContain('step 9');
+    expect(view.text).not.toContain('step 0');
+    expect(view.text.length).toBeLessThanOrEqual(400 + 60);
+  });
+
+  it('caps the final response by maxMessageChars', () => {
+    const view = buildTranscriptView([], { nonce, maxMessageChars: 50, finalResponse: 'f'.repeat(500) });
+    expect(view.text).toContain('[... 450 characters omitted ...]');
+  });
+});
