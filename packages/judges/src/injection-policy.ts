@@ -4,7 +4,7 @@
 // suspicious spans removed, and the lower of the two scores stands — escalation can only lower a
 // score, so triggering it can never be a way to a better one. Every path is recorded on the
 // verdict (`details.injection`, `details.flags`).
-import type { ChatClient, Usage } from '@shears/core';
+import { type ChatClient, InvalidArgumentError, type Usage } from '@shears/core';
 import { z } from 'zod';
 import { renderTranscript, type TranscriptView } from './format-trajectory.js';
 import type { InjectionSpan } from './injection-screen.js';
@@ -56,7 +56,11 @@ export function resolveInjection(
 ): ResolvedInjection {
   const action = settings?.action ?? 'escalate';
   if (!INJECTION_ACTIONS.includes(action))
-    throw new Error(`Unknown injection action "${action}" (available: ${INJECTION_ACTIONS.join(', ')})`);
+    throw new InvalidArgumentError({
+      argument: 'injection.action',
+      value: action,
+      message: `Unknown injection action "${action}" (available: ${INJECTION_ACTIONS.join(', ')})`,
+    });
   const strict = settings?.strictJudge ?? {};
   const screen = settings?.modelScreen;
   const modelScreen =

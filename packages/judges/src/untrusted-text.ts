@@ -209,7 +209,8 @@ export function findStructure(
   }
   for (const nonce of options.nonces ?? []) {
     if (!nonce) continue;
-    const pattern = new RegExp(foldedWord(nonce), 'g');
+    const pattern = noncePattern(nonce);
+    pattern.lastIndex = 0;
     for (let match = pattern.exec(folded.folded); match; match = pattern.exec(folded.folded))
       add('nonce', match.index, match.index + match[0].length);
   }
@@ -220,6 +221,19 @@ export function findStructure(
     index = next < 0 ? -1 : index + 1 + next;
   }
   return mergeMatches(matches);
+}
+
+const noncePatterns = new Map<string, RegExp>();
+
+/** The (cached) pattern of a nonce in folded text: a judge call formats many pieces with one nonce. */
+function noncePattern(nonce: string): RegExp {
+  let pattern = noncePatterns.get(nonce);
+  if (!pattern) {
+    if (noncePatterns.size >= 64) noncePatterns.delete(noncePatterns.keys().next().value as string);
+    pattern = new RegExp(foldedWord(nonce), 'g');
+    noncePatterns.set(nonce, pattern);
+  }
+  return pattern;
 }
 
 /** Sorts matches and merges overlapping ones (the first name wins). */
