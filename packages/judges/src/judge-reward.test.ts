@@ -157,7 +157,7 @@ describe('judgeReward through runGroup', () => {
           : { content: verdictText(request, 0.9) },
     });
     const env = quizEnv(
-      judgeReward(createRubricJudge({ id: 'slow-judge', server: judge.client, timeoutMs: 100 })),
+      judgeReward(createRubricJudge({ id: 'slow-judge', server: judge.client, timeoutMs: 1_000 })),
     );
     const record = await runGroup({
       env,
@@ -174,7 +174,9 @@ describe('judgeReward through runGroup', () => {
     expect(outcomes).toContainEqual(['scored', 1, 0.9]);
     expect(outcomes).toContainEqual(['judge_failure', 2, null]);
     const failed = record.rollouts.find((rollout) => rollout.outcome === 'judge_failure')!;
-    expect(failed.outcomeReason).toBe('judge: judge "slow-judge" failed (timeout): no verdict within 100 ms');
+    expect(failed.outcomeReason).toBe(
+      'judge: judge "slow-judge" failed (timeout): no verdict within 1000 ms',
+    );
     expect(failed.rewardDetails).toBeUndefined();
     // Only the scored rollout counts: no 0 (or 0.5) stands in for the failed verdict.
     expect(record.stats).toMatchObject({ counted: 1, excluded: 1, mean: 0.9, min: 0.9, max: 0.9 });
