@@ -17,6 +17,7 @@ import {
 } from './calibration.js';
 import { createRubric, DEFAULT_RUBRIC } from './rubric.js';
 import { createRubricJudge } from './rubric-judge.js';
+import { signed } from './test-support/scripted-judge.js';
 
 /** Deterministic pseudo-random numbers (mulberry32). */
 function seeded(seed: number): () => number {
@@ -184,7 +185,7 @@ describe('calibrating a judge over a gold set', () => {
         const dimensions = Object.fromEntries(
           DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, dimension]),
         );
-        return { content: JSON.stringify({ dimensions, composite, rationale: 'scripted' }) };
+        return { content: signed(request, { dimensions, composite, rationale: 'scripted' }) };
       },
     });
     try {

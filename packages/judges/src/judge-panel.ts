@@ -15,6 +15,7 @@ import {
   type Disagreement,
   disagreement,
 } from './aggregate.js';
+import { JUDGE_INJECTION_FLAG } from './injection-screen.js';
 import { addUsage } from './judge-cost.js';
 
 export interface JudgePanelSettings {
@@ -34,6 +35,10 @@ export interface PanelMemberResult {
   kind?: string;
   reason?: string;
   rationale?: string;
+  /** What the member's judge was shown (prompt sha256 and nonce). */
+  judgeInput?: unknown;
+  /** The member's record of a suspected injection, when it had one. */
+  injection?: unknown;
 }
 
 export interface PanelDetails {
@@ -42,6 +47,9 @@ export interface PanelDetails {
   disagreement: Disagreement;
   successful: number;
   quorum: number;
+  /** A member's record of a suspected injection (the screen reads the same text for every member). */
+  injection?: unknown;
+  flags?: string[];
 }
 
 export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
@@ -94,9 +102,17 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
       const members: PanelMemberResult[] = verdicts.map((verdict, index) => {
         usage = addUsage(usage, verdict.usage);
         const judgeId = judges[index]!.id;
-        return verdict.status === 'scored'
-          ? { judgeId, status: 'scored', score: verdict.score, rationale: verdict.rationale }
-          : { judgeId, status: 'failed', kind: verdict.kind, reason: verdict.reason };
+        if (verdict.status !== 'scored')
+          return { judgeId, status: 'failed', kind: verdict.kind, reason: verdict.reason };
+        const { judgeInput, injection } = verdict.details ?? {};
+        return {
+          judgeId,
+          status: 'scored',
+          score: verdict.score,
+          rationale: verdict.rationale,
+          ...(judgeInput !== undefined ? { judgeInput } : {}),
+          ...(injection !== undefined ? { injection } : {}),
+        };
       });
       const scored = verdicts.filter(
         (verdict): verdict is Extract<Verdict, { status: 'scored' }> => verdict.status === 'scored',
@@ -125,12 +141,15 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
         if (values.length > 0)
           dimensions[name] = aggregate(aggregation === 'majority' ? 'median' : aggregation, values);
       }
+      // A flag raised by any member is the panel's flag: the record must not lose it.
+      const flaggedMember = members.find((member) => member.injection !== undefined);
       const details: PanelDetails = {
         aggregation,
         members,
         disagreement: disagreement(scores, threshold),
         successful: scored.length,
         quorum,
+        ...(flaggedMember ? { injection: flaggedMember.injection, flags: [JUDGE_INJECTION_FLAG] } : {}),
       };
       return {
         status: 'scored',

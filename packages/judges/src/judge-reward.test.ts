@@ -30,6 +30,7 @@ import { createJudgePanel } from './judge-panel.js';
 import { judgeReward, type VerdictRecord } from './judge-reward.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
 import { createRubricJudge } from './rubric-judge.js';
+import { candidatesOf, nonceOf, promptOf } from './test-support/scripted-judge.js';
 
 interface QuizItem extends EnvItem {
   reference: string;
@@ -52,13 +53,13 @@ function quizEnv(
   };
 }
 
-function verdictText(composite: number, rationale = `composite ${composite}`): string {
+function verdictText(
+  request: ScriptedChatRequest,
+  composite: number,
+  rationale = `composite ${composite}`,
+): string {
   const dimensions = Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, 7]));
-  return JSON.stringify({ dimensions, composite, rationale });
-}
-
-function promptOf(request: ScriptedChatRequest): string {
-  return String(request.messages[request.messages.length - 1]?.content ?? '');
+  return JSON.stringify({ nonce: nonceOf(request), dimensions, composite, rationale });
 }
 
 let root: string;
@@ -96,11 +97,12 @@ function sandboxes(): TempSandboxProvider {
 describe('judgeReward through runGroup', () => {
   it('a garbage verdict is retried as a judge failure and the rollout ends scored with its verdict recorded', async () => {
     const judge = await judgeClient({
-      replies: [
-        { content: 'Looks fine to me, 7/10.' },
-        { content: verdictText(0.8, 'Names A, matching the reference.') },
-        { content: verdictText(0.8, 'Names A, matching the reference.') },
-      ],
+      policy: (request, { callIndex }) => ({
+        content:
+          callIndex === 0
+            ? 'Looks fine to me, 7/10.'
+            : verdictText(request, 0.8, 'Names A, matching the reference.'),
+      }),
     });
     const rubricJudge = createRubricJudge({ id: 'rubric-a', server: judge.client });
     const env = quizEnv(judgeReward(rubricJudge));
@@ -121,7 +123,7 @@ describe('judgeReward through runGroup', () => {
     // The judge saw the task, the reference and the rollout's answer.
     const prompt = promptOf(judge.server.chatRequests[0]!);
     expect(prompt).toContain('Which letter comes first in the alphabet?');
-    expect(prompt).toContain('Reference answer:\nA');
+    expect(prompt).toMatch(/⟦[a-z0-9]+⟧ REFERENCE ANSWER\n│ A\n/);
     expect(prompt).toContain('The answer is A.');
 
     // The verdicts survive the JSONL sink, in the shape the viewer renders.
@@ -150,10 +152,12 @@ describe('judgeReward through runGroup', () => {
     // The judge hangs on answer B and scores answer A; the policy answers A once, then B.
     const judge = await judgeClient({
       policy: (request) =>
-        promptOf(request).includes('The answer is B.') ? { fault: 'hang' } : { content: verdictText(0.9) },
+        promptOf(request).includes('The answer is B.')
+          ? { fault: 'hang' }
+          : { content: verdictText(request, 0.9) },
     });
     const env = quizEnv(
-      judgeReward(createRubricJudge({ id: 'slow-judge', server: judge.client, timeoutMs: 100 })),
+      judgeReward(createRubricJudge({ id: 'slow-judge', server: judge.client, timeoutMs: 1_000 })),
     );
     const record = await runGroup({
       env,
@@ -170,7 +174,9 @@ describe('judgeReward through runGroup', () => {
     expect(outcomes).toContainEqual(['scored', 1, 0.9]);
     expect(outcomes).toContainEqual(['judge_failure', 2, null]);
     const failed = record.rollouts.find((rollout) => rollout.outcome === 'judge_failure')!;
-    expect(failed.outcomeReason).toBe('judge: judge "slow-judge" failed (timeout): no verdict within 100 ms');
+    expect(failed.outcomeReason).toBe(
+      'judge: judge "slow-judge" failed (timeout): no verdict within 1000 ms',
+    );
     expect(failed.rewardDetails).toBeUndefined();
     // Only the scored rollout counts: no 0 (or 0.5) stands in for the failed verdict.
     expect(record.stats).toMatchObject({ counted: 1, excluded: 1, mean: 0.9, min: 0.9, max: 0.9 });
@@ -178,8 +184,12 @@ describe('judgeReward through runGroup', () => {
   });
 
   it('composes a panel verdict with other rewards and records the panel disagreement', async () => {
-    const lenient = await judgeClient({ policy: () => ({ content: verdictText(1, 'Correct.') }) });
-    const strict = await judgeClient({ policy: () => ({ content: verdictText(0.6, 'Correct but terse.') }) });
+    const lenient = await judgeClient({
+      policy: (request) => ({ content: verdictText(request, 1, 'Correct.') }),
+    });
+    const strict = await judgeClient({
+      policy: (request) => ({ content: verdictText(request, 0.6, 'Correct but terse.') }),
+    });
     const panel = createJudgePanel({
       id: 'panel',
       judges: [
@@ -233,7 +243,7 @@ describe('judgeReward through runGroup', () => {
   });
 
   it('a panel below quorum is a judge failure naming the panel and the kind', async () => {
-    const up = await judgeClient({ policy: () => ({ content: verdictText(0.7) }) });
+    const up = await judgeClient({ policy: (request) => ({ content: verdictText(request, 0.7) }) });
     const down = await judgeClient({ policy: () => ({ fault: 'error', status: 500 }) });
     const panel = createJudgePanel({
       id: 'panel',
@@ -259,13 +269,10 @@ describe('judgeReward through runGroup', () => {
 
 /** A listwise judge "model": 1.0 for a candidate answering A, 0.2 for any other. */
 function listwisePolicy(request: ScriptedChatRequest) {
-  const sections = promptOf(request)
-    .split(/### Candidate (\d+)\n/)
-    .slice(1);
   const scores: Record<string, number> = {};
-  for (let index = 0; index < sections.length; index += 2)
-    scores[sections[index]!] = sections[index + 1]!.includes('The answer is A.') ? 1 : 0.2;
-  return { content: JSON.stringify({ scores, rationale: 'A is right' }) };
+  for (const { label, text } of candidatesOf(request))
+    scores[label] = text.includes('The answer is A.') ? 1 : 0.2;
+  return { content: JSON.stringify({ nonce: nonceOf(request), scores, rationale: 'A is right' }) };
 }
 
 const exactReward = async (task: QuizItem, rollout: RolloutView): Promise<RewardResult> => ({
@@ -297,7 +304,7 @@ describe('createGroupJudge through runGroup', () => {
     // One unparseable reply, then one call for the whole group; no rollout was re-run.
     expect(judge.server.chatRequests).toHaveLength(2);
     expect(provider.acquiredCount).toBe(4);
-    expect(promptOf(judge.server.chatRequests[1]!).match(/### Candidate \d+/g)).toHaveLength(4);
+    expect(candidatesOf(judge.server.chatRequests[1]!)).toHaveLength(4);
     expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual([
       'scored',
       'scored',

@@ -16,6 +16,7 @@ import { createJudgePanel } from './judge-panel.js';
 import { createPairwiseJudge } from './pairwise-judge.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
 import { createRubricJudge } from './rubric-judge.js';
+import { candidatesOf, nonceOf, promptOf } from './test-support/scripted-judge.js';
 
 function subject(answer: string, id = 't1'): JudgeSubject {
   return {
@@ -29,15 +30,18 @@ function subject(answer: string, id = 't1'): JudgeSubject {
   };
 }
 
-function verdictText(composite: number, dimension = 7): string {
+/** A rubric verdict answering `request` (its nonce echoed). */
+function verdictText(request: ScriptedChatRequest, composite: number, dimension = 7): string {
   const dimensions = Object.fromEntries(DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, dimension]));
-  return JSON.stringify({ dimensions, composite, rationale: `score ${composite}` });
+  return JSON.stringify({ nonce: nonceOf(request), dimensions, composite, rationale: `score ${composite}` });
 }
 
-/** The text of the last user message of a judge request. */
-function promptOf(request: ScriptedChatRequest): string {
-  return String(request.messages[request.messages.length - 1]?.content ?? '');
-}
+/** A judge model answering every request with this verdict. */
+const answering =
+  (composite: number, dimension = 7) =>
+  (request: ScriptedChatRequest) => ({
+    content: verdictText(request, composite, dimension),
+  });
 
 const servers: ScriptedServer[] = [];
 async function scripted(options: Parameters<typeof createScriptedServer>[0]): Promise<ScriptedServer> {
@@ -51,7 +55,7 @@ afterEach(async () => {
 
 describe('rubric judge', () => {
   it('scores a trajectory from a JSON-schema reply and sends the schema as response_format', async () => {
-    const server = await scripted({ replies: [{ content: verdictText(0.8) }] });
+    const server = await scripted({ policy: answering(0.8) });
     const judge = createRubricJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'judge-a' }),
     });
@@ -71,7 +75,9 @@ describe('rubric judge', () => {
 
   it('reads a verdict wrapped in prose and code fences when the server ignores the format', async () => {
     const server = await scripted({
-      replies: [{ content: `Here is my assessment:\n\`\`\`json\n${verdictText(0.6)}\n\`\`\`\nThanks!` }],
+      policy: (request) => ({
+        content: `Here is my assessment:\n\`\`\`json\n${verdictText(request, 0.6)}\n\`\`\`\nThanks!`,
+      }),
     });
     const judge = createRubricJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
@@ -97,7 +103,9 @@ describe('rubric judge', () => {
 
   it('an out-of-range score is a judge failure naming the field', async () => {
     const server = await scripted({
-      replies: [{ content: verdictText(0.5, 11) }, { content: verdictText(1.5) }],
+      policy: (request, { callIndex }) => ({
+        content: callIndex === 0 ? verdictText(request, 0.5, 11) : verdictText(request, 1.5),
+      }),
     });
     const judge = createRubricJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
@@ -132,13 +140,15 @@ describe('rubric judge', () => {
   });
 
   it('counts tokens with tiktoken and prices them when the server reports no usage', async () => {
-    const reply = verdictText(0.7);
+    let reply = '';
     const received: ScriptedChatRequest[] = [];
     // A chat completions endpoint that, like some self-hosted servers, sends no `usage` at all.
     const server = await scripted({
       routes: {
         '/v1/chat/completions': (_request, response, body) => {
-          received.push(JSON.parse(body.toString('utf8')) as ScriptedChatRequest);
+          const request = JSON.parse(body.toString('utf8')) as ScriptedChatRequest;
+          received.push(request);
+          reply = verdictText(request, 0.7);
           const text = JSON.stringify({
             id: 'c1',
             object: 'chat.completion',
@@ -174,7 +184,7 @@ describe('rubric judge', () => {
   });
 
   it('caches verdicts by judge, rubric and trajectory; failures are not cached', async () => {
-    const server = await scripted({ policy: () => ({ content: verdictText(0.9) }) });
+    const server = await scripted({ policy: answering(0.9) });
     const cache = createMemoryJudgeCache();
     const judge = createRubricJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'j' }),
@@ -192,7 +202,10 @@ describe('rubric judge', () => {
 
   it('a cache hit costs nothing: zero tokens and cost, the original usage kept as cachedUsage', async () => {
     const server = await scripted({
-      policy: () => ({ content: verdictText(0.9), usage: { prompt_tokens: 1_000, completion_tokens: 200 } }),
+      policy: (request) => ({
+        content: verdictText(request, 0.9),
+        usage: { prompt_tokens: 1_000, completion_tokens: 200 },
+      }),
     });
     const cache = createMemoryJudgeCache();
     const judges = ['a', 'b'].map((model) =>
@@ -235,7 +248,7 @@ describe('judge panel', () => {
         const score = scores[String(request.model)];
         if (score === 'hang') return { fault: 'hang' };
         if (score === 'garbage') return { content: 'no idea' };
-        return { content: verdictText(score ?? 0) };
+        return { content: verdictText(request, score ?? 0) };
       },
     });
   }
@@ -340,14 +353,12 @@ describe('judge panel', () => {
 
 /** A listwise judge "model" that scores each candidate by a quality tag in its text. */
 function qualityPolicy(request: ScriptedChatRequest) {
-  const prompt = promptOf(request);
   const scores: Record<string, number> = {};
-  const sections = prompt.split(/### Candidate (\d+)\n/).slice(1);
-  for (let index = 0; index < sections.length; index += 2) {
-    const quality = /quality=(\d+)/.exec(sections[index + 1] ?? '');
-    scores[sections[index]!] = quality ? Number(quality[1]) / 10 : 0;
+  for (const { label, text } of candidatesOf(request)) {
+    const quality = /quality=(\d+)/.exec(text);
+    scores[label] = quality ? Number(quality[1]) / 10 : 0;
   }
-  return { content: JSON.stringify({ scores, rationale: 'by quality' }) };
+  return { content: JSON.stringify({ nonce: nonceOf(request), scores, rationale: 'by quality' }) };
 }
 
 describe('group judge', () => {
@@ -434,7 +445,13 @@ describe('group judge', () => {
 
   it('a failed group still reports what its call cost', async () => {
     const server = await scripted({
-      replies: [{ content: '{"scores": {"1": 0.5}}', usage: { prompt_tokens: 300, completion_tokens: 10 } }],
+      policy: (request) => ({
+        content: JSON.stringify({
+          nonce: nonceOf(request),
+          scores: { [candidatesOf(request)[0]!.label]: 0.5 },
+        }),
+        usage: { prompt_tokens: 300, completion_tokens: 10 },
+      }),
     });
     const judge = createGroupJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
@@ -487,7 +504,14 @@ describe('group judge', () => {
   });
 
   it('a reply missing a candidate fails every verdict of the group', async () => {
-    const server = await scripted({ replies: [{ content: '{"scores": {"1": 0.5}}' }] });
+    const server = await scripted({
+      policy: (request) => ({
+        content: JSON.stringify({
+          nonce: nonceOf(request),
+          scores: { [candidatesOf(request)[0]!.label]: 0.5 },
+        }),
+      }),
+    });
     const judge = createGroupJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'g' }),
     });
@@ -500,10 +524,12 @@ describe('pairwise judge', () => {
   it('declares a winner when both orders agree', async () => {
     const server = await scripted({
       policy: (request) => {
-        const prompt = promptOf(request);
-        const first = /### Attempt 1\n[\s\S]*?quality=(\d)/.exec(prompt)![1]!;
-        const second = /### Attempt 2\n[\s\S]*?quality=(\d)/.exec(prompt)![1]!;
-        return { content: JSON.stringify({ winner: Number(first) > Number(second) ? '1' : '2' }) };
+        const [first, second] = candidatesOf(request).map(({ label, text }) => ({
+          label,
+          quality: Number(/quality=(\d)/.exec(text)![1]),
+        }));
+        const winner = first!.quality > second!.quality ? first!.label : second!.label;
+        return { content: JSON.stringify({ nonce: nonceOf(request), winner }) };
       },
     });
     const judge = createPairwiseJudge({
@@ -520,7 +546,10 @@ describe('pairwise judge', () => {
 
   it('reports the tokens and cost of both orders', async () => {
     const server = await scripted({
-      policy: () => ({ content: '{"winner": "tie"}', usage: { prompt_tokens: 500, completion_tokens: 20 } }),
+      policy: (request) => ({
+        content: JSON.stringify({ nonce: nonceOf(request), winner: 'tie' }),
+        usage: { prompt_tokens: 500, completion_tokens: 20 },
+      }),
     });
     const judge = createPairwiseJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
@@ -566,7 +595,7 @@ describe('pairwise judge', () => {
   });
 
   it('a cancelled comparison is aborted without calling the judge', async () => {
-    const server = await scripted({ policy: () => ({ content: '{"winner": "1"}' }) });
+    const server = await scripted({ policy: () => ({ content: '{"winner": "tie"}' }) });
     const judge = createPairwiseJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
     });
@@ -580,7 +609,11 @@ describe('pairwise judge', () => {
   });
 
   it('a judge that always prefers the first position yields a tie and shows position bias', async () => {
-    const server = await scripted({ policy: () => ({ content: '{"winner": "1"}' }) });
+    const server = await scripted({
+      policy: (request) => ({
+        content: JSON.stringify({ nonce: nonceOf(request), winner: candidatesOf(request)[0]!.label }),
+      }),
+    });
     const judge = createPairwiseJudge({
       server: createScriptedServerClient({ baseUrl: server.url, model: 'p' }),
     });
@@ -591,7 +624,7 @@ describe('pairwise judge', () => {
 });
 
 describeJudgeConformance('rubric judge', async () => {
-  const server = await createScriptedServer({ policy: () => ({ content: verdictText(0.5) }) });
+  const server = await createScriptedServer({ policy: answering(0.5) });
   const bad = await createScriptedServer({ policy: () => ({ content: 'garbage' }) });
   return {
     judge: createRubricJudge({ server: createScriptedServerClient({ baseUrl: server.url, model: 'c' }) }),
@@ -605,7 +638,7 @@ describeJudgeConformance('rubric judge', async () => {
 });
 
 describeJudgeConformance('judge panel', async () => {
-  const server = await createScriptedServer({ policy: () => ({ content: verdictText(0.5) }) });
+  const server = await createScriptedServer({ policy: answering(0.5) });
   const judges = ['a', 'b', 'c'].map((model) =>
     createRubricJudge({ id: model, server: createScriptedServerClient({ baseUrl: server.url, model }) }),
   );

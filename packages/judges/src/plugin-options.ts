@@ -4,6 +4,7 @@
 import { InvalidArgumentError } from '@shears/core';
 import { z } from 'zod';
 import { AGGREGATION_METHODS } from './aggregate.js';
+import { INJECTION_ACTIONS } from './injection-policy.js';
 import { createMemoryJudgeCache, type JudgeCache } from './judge-cache.js';
 
 const positiveInteger = z.number().int().positive();
@@ -40,6 +41,25 @@ const cacheSchema = z.custom<boolean | { maxEntries?: number } | JudgeCache>(
   { message: CACHE_HINT },
 );
 
+/** What follows a suspected injection: `{ action, strictJudge, modelScreen }` (servers as `{ provider, ... }`). */
+const injectionSchema = z.strictObject({
+  action: z.enum(INJECTION_ACTIONS).optional(),
+  strictJudge: z
+    .strictObject({
+      server: z.unknown().optional(),
+      timeoutMs: z.number().positive().optional(),
+      temperature: z.number().nonnegative().optional(),
+      instructions: z.string().min(1).optional(),
+    })
+    .optional(),
+  modelScreen: z
+    .union([
+      z.boolean(),
+      z.strictObject({ server: z.unknown().optional(), timeoutMs: z.number().positive().optional() }),
+    ])
+    .optional(),
+});
+
 const rubricJudgeOptionsSchema = z.strictObject({
   id: z.string().min(1).optional(),
   server: z.unknown().optional(),
@@ -52,6 +72,7 @@ const rubricJudgeOptionsSchema = z.strictObject({
   cache: cacheSchema.optional(),
   pricing: pricingSchema.optional(),
   extraBody: z.record(z.string(), z.unknown()).optional(),
+  injection: injectionSchema.optional(),
 });
 
 const panelOptionsSchema = z.strictObject({
@@ -62,6 +83,8 @@ const panelOptionsSchema = z.strictObject({
   disagreementThreshold: z.number().nonnegative().optional(),
   /** Default cache of the members that set none (one cache shared by the panel). */
   cache: cacheSchema.optional(),
+  /** Default injection settings of the members that set none. */
+  injection: injectionSchema.optional(),
 });
 
 const groupJudgeOptionsSchema = z.strictObject({
@@ -73,8 +96,10 @@ const groupJudgeOptionsSchema = z.strictObject({
   temperature: z.number().nonnegative().optional(),
   format: formatSchema.optional(),
   pricing: pricingSchema.optional(),
+  injection: injectionSchema.optional(),
 });
 
+export type InjectionOptions = z.infer<typeof injectionSchema>;
 export type RubricJudgeOptions = z.infer<typeof rubricJudgeOptionsSchema>;
 export type JudgePanelOptions = z.infer<typeof panelOptionsSchema>;
 export type GroupJudgeOptions = z.infer<typeof groupJudgeOptionsSchema>;

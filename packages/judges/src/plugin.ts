@@ -4,9 +4,11 @@
 import { definePlugin, InvalidArgumentError, type PluginContext, type ServerV1 } from '@shears/core';
 import type { AggregationMethod } from './aggregate.js';
 import { createGroupJudge } from './group-judge.js';
+import type { InjectionSettings } from './injection-policy.js';
 import type { JudgeCache } from './judge-cache.js';
 import { createJudgePanel } from './judge-panel.js';
 import {
+  type InjectionOptions,
   parseGroupJudgeOptions,
   parseJudgePanelOptions,
   parseRubricJudgeOptions,
@@ -29,6 +31,43 @@ async function resolveServer(value: unknown, context: PluginContext, where: stri
   });
 }
 
+/** Injection settings with their servers built (a stricter judge or screen on another model). */
+async function resolveInjectionOptions(
+  options: InjectionOptions | undefined,
+  context: PluginContext,
+  where: string,
+): Promise<InjectionSettings | undefined> {
+  if (!options) return undefined;
+  const { strictJudge, modelScreen, action } = options;
+  return {
+    ...(action ? { action } : {}),
+    ...(strictJudge
+      ? {
+          strictJudge: {
+            ...strictJudge,
+            server:
+              strictJudge.server === undefined
+                ? undefined
+                : await resolveServer(strictJudge.server, context, `${where}.injection.strictJudge`),
+          },
+        }
+      : {}),
+    ...(modelScreen === undefined
+      ? {}
+      : typeof modelScreen === 'boolean'
+        ? { modelScreen }
+        : {
+            modelScreen: {
+              ...modelScreen,
+              server:
+                modelScreen.server === undefined
+                  ? undefined
+                  : await resolveServer(modelScreen.server, context, `${where}.injection.modelScreen`),
+            },
+          }),
+  };
+}
+
 function resolveRubric(value: unknown) {
   if (value === undefined || value === 'default') return DEFAULT_RUBRIC;
   if (value === 'binary') return BINARY_RUBRIC;
@@ -39,7 +78,7 @@ async function createRubricFromSettings(
   settings: unknown,
   context: PluginContext,
   where: string,
-  defaults: { cache?: JudgeCache } = {},
+  defaults: { cache?: JudgeCache; injection?: InjectionOptions } = {},
 ) {
   const options = parseRubricJudgeOptions(settings, where);
   return createRubricJudge({
@@ -54,6 +93,7 @@ async function createRubricFromSettings(
     cache: options.cache === undefined ? defaults.cache : resolveCacheOption(options.cache),
     pricing: options.pricing,
     extraBody: options.extraBody,
+    injection: await resolveInjectionOptions(options.injection ?? defaults.injection, context, where),
   });
 }
 
@@ -82,7 +122,10 @@ const plugin = definePlugin({
         const cache = resolveCacheOption(options.cache);
         const judges = await Promise.all(
           members.map((member, index) =>
-            createRubricFromSettings(member, context, `judges.panel.judges[${index}]`, { cache }),
+            createRubricFromSettings(member, context, `judges.panel.judges[${index}]`, {
+              cache,
+              injection: options.injection,
+            }),
           ),
         );
         return createJudgePanel({
@@ -108,6 +151,7 @@ const plugin = definePlugin({
           temperature: options.temperature,
           format: options.format,
           pricing: options.pricing,
+          injection: await resolveInjectionOptions(options.injection, context, 'judges.group'),
         });
       },
     },

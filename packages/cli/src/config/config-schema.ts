@@ -194,7 +194,7 @@ export const judgeConfigSchema = z
     settings: settingsSchema
       .default({})
       .describe(
-        'Settings of the judge (camelCase, as @shears/judges documents them: rubric, timeoutMs, judges, ...)',
+        'Settings of the judge (camelCase, as @shears/judges documents them: rubric, timeoutMs, judges, injection, ...)',
       ),
   })
   .describe(
@@ -211,7 +211,7 @@ export const groupJudgeConfigSchema = z
     server: judgeServerConfigSchema.optional(),
     settings: settingsSchema
       .default({})
-      .describe('Settings of the group judge (camelCase: criteria, rounds, timeoutMs, ...)'),
+      .describe('Settings of the group judge (camelCase: criteria, rounds, timeoutMs, injection, ...)'),
   })
   .describe(
     "A listwise judge scoring each group's scored rollouts together in one call once they are done; a failed verdict makes its rollout a judge_failure",

@@ -106,6 +106,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:2px 0;font:12px/1.4 ui-mon
 .reasoning{font-style:italic;color:#6e7781;border-left:2px solid #d0d7de;padding-left:6px;margin:2px 0}
 .tool-call b{color:#8250df}
 .verdict{margin:3px 0}.rationale{color:#57606a;font-size:12px}
+.badge.flagged{background:#fff1e5;color:#953800;font-weight:600}.injection-spans{color:#953800;font-size:11px;font-family:ui-monospace,monospace}
 .diff .add{color:#116329;background:#dafbe1}.diff .del{color:#82071e;background:#ffebe9}.diff .hunk{color:#0550ae}.diff .meta{font-weight:600}
 .tokens{margin-top:6px}.token-line{font:11px ui-monospace,monospace;line-height:1.9;display:flex;flex-wrap:wrap}
 .tok{padding:0 2px;margin-right:1px;border-radius:2px}.tok.masked{background:#eaeef2;color:#6e7781}.tok.gen{background:#2da44e;color:#fff}

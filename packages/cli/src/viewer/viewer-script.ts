@@ -160,9 +160,27 @@ export const VIEWER_SCRIPT = String.raw`
       return el('div', { class: 'verdict' }, [
         el('b', { text: (verdict.judge || verdict.id || 'judge') + ': ' }),
         verdict.status === 'failed' ? el('span', { class: 'badge failed', text: 'failed: ' + (verdict.reason || '') }) : el('span', { text: 'score ' + fmt(verdict.score) }),
+        renderInjectionFlag(verdict),
         verdict.rationale ? el('div', { class: 'rationale', text: verdict.rationale }) : null,
       ]);
     }));
+  }
+
+  // A verdict the judges' screen flagged (details.injection from @shears/judges): the flag beside
+  // the score, what followed, and the suspicious spans.
+  function renderInjectionFlag(verdict) {
+    var injection = (verdict.details && verdict.details.injection) || verdict.injection;
+    if (!injection || !injection.suspected) return null;
+    var spans = Array.isArray(injection.spans) ? injection.spans : [];
+    var outcome = injection.action === 'escalate' && injection.strictScore !== undefined
+      ? ' (judge ' + fmt(injection.judgeScore) + ', stricter judge ' + fmt(injection.strictScore) + ')'
+      : injection.action === 'zero' ? ' (judge ' + fmt(injection.judgeScore) + ', scored 0)' : '';
+    return el('span', { class: 'injection', 'data-testid': 'injection-flag' }, [
+      el('span', { class: 'badge flagged', text: '⚠ judge_injection_suspected: ' + (injection.action || 'flag') + outcome }),
+      el('div', { class: 'injection-spans' }, spans.slice(0, 5).map(function (span) {
+        return el('div', { text: span.rule + ' in ' + span.source + ': ' + JSON.stringify(String(span.excerpt || '').slice(0, 120)) });
+      }).concat(spans.length > 5 || injection.spansOmitted ? [el('div', { text: '… ' + (spans.length - 5 + (injection.spansOmitted || 0)) + ' more' })] : [])),
+    ]);
   }
 
   // Whitespace made visible: a space as a middle dot, newline and tab as arrows.
