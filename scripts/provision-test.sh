@@ -20,3 +20,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 bash scripts/setup.sh
+# The Python environment (reference trainer, `transformers serve`, TRL) from the local index.
+bash scripts/setup-python.sh
