@@ -204,7 +204,9 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
         );
       }
       if (deniedPrograms.size > 0) {
-        const path = command.args.find((arg) => namesDeniedProgram(arg, deniedPrograms));
+        const path = [...command.args, ...(command.paths ?? [])].find((arg) =>
+          namesDeniedProgram(arg, deniedPrograms),
+        );
         if (path) {
           return refuse(
             `"${path}" names a program that is not allowed in this environment (found in: ${clip(command.source)}). Nothing was run.`,

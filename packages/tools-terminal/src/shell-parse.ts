@@ -54,6 +54,8 @@ export interface ParsedCommand {
   reason?: string;
   /** Some argument is computed at run time (an expansion, a glob, a brace expansion). */
   argsDynamic?: boolean;
+  /** Files its redirections name (`< /bin/rm`, `> out`). */
+  paths?: string[];
   /** The words as written, for messages. */
   source: string;
 }
@@ -259,6 +261,39 @@ class Parser {
     parser.finish();
   }
 
+  /**
+   * Parses the command substitution (or process substitution) whose body starts at `start` in
+   * `text`, with the full grammar (comments, here-documents and `case` patterns may hold `)`);
+   * returns the index of its closing `)`.
+   */
+  substitution(text: string, start: number): number {
+    const parser = new Parser(text, this.depth + 1, this.sink);
+    parser.index = start;
+    parser.parseList(')');
+    parser.finish();
+    return parser.index;
+  }
+
+  /** The index of the `}` closing a `${` whose body starts at `start`. */
+  parameterEnd(text: string, start: number): number {
+    // A dry parser finds the ends of nested constructs; checkParameter reports them afterwards.
+    const dry = new Parser(text, this.depth + 1, { commands: [], hazards: [], order: 0 });
+    for (let index = start; index < text.length; ) {
+      const char = text[index]!;
+      if (char === '}') return index;
+      if (char === '\\') index += 2;
+      else if (char === "'") {
+        const end = text.indexOf("'", index + 1);
+        if (end < 0) throw new ShellParseError('unterminated single quote');
+        index = end + 1;
+      } else if (char === '"') index = dry.readDoubleQuoted(text, index).end;
+      else if (char === '`') index = findBacktick(text, index + 1) + 1;
+      else if (char === '$') index = Math.max(index + 1, dry.readDollar(text, index, true));
+      else index += 1;
+    }
+    throw new ShellParseError('unterminated ${');
+  }
+
   finish(): void {
     // Here-documents whose body never started (no newline after the command) are empty.
     for (const pending of this.pending.splice(0)) pending.redirect.heredoc = { body: '', expands: false };
@@ -305,9 +340,7 @@ class Parser {
           return end + 2;
         }
       }
-      const close = findClose(text, start + 2, '(', ')');
-      this.nested(text.slice(start + 2, close));
-      return close + 1;
+      return this.substitution(text, start + 2) + 1;
     }
     if (next === '[') {
       const close = findClose(text, start + 2, '[', ']');
@@ -315,7 +348,7 @@ class Parser {
       return close + 1;
     }
     if (next === '{') {
-      const close = findClose(text, start + 2, '{', '}');
+      const close = this.parameterEnd(text, start + 2);
       this.checkParameter(text.slice(start + 2, close), text.slice(start, close + 1));
       return close + 1;
     }
@@ -421,33 +454,35 @@ class Parser {
     return { text: this.text.slice(start + 1, end), end: end + 1 };
   }
 
-  /** Reads `"..."` at `start`; returns its text (expansions kept) and whether it expands. */
-  private doubleQuoted(start: number): { text: string; end: number; dynamic: boolean } {
-    const close = skipDoubleQuoted(this.text, start + 1);
-    const body = this.text.slice(start + 1, close);
-    let text = '';
+  /** Reads `"..."` at `start` in `text`; returns its text (expansions kept) and whether it expands. */
+  readDoubleQuoted(text: string, start: number): { text: string; end: number; dynamic: boolean } {
+    let out = '';
     let dynamic = false;
-    for (let index = 0; index < body.length; index += 1) {
-      const char = body[index]!;
-      if (char === '\\' && index + 1 < body.length && '$`"\\\n'.includes(body[index + 1]!)) {
-        if (body[index + 1] !== '\n') text += body[index + 1];
-        index += 1;
+    let index = start + 1;
+    for (;;) {
+      if (index >= text.length) throw new ShellParseError('unterminated double quote');
+      const char = text[index]!;
+      const next = text[index + 1];
+      if (char === '"') return { text: out, end: index + 1, dynamic };
+      if (char === '\\' && next !== undefined && '$`"\\\n'.includes(next)) {
+        if (next !== '\n') out += next;
+        index += 2;
       } else if (char === '`') {
-        const end = findBacktick(body, index + 1);
-        this.nested(body.slice(index + 1, end).replace(/\\([`\\$])/g, '$1'));
-        text += body.slice(index, end + 1);
+        const end = findBacktick(text, index + 1);
+        this.nested(text.slice(index + 1, end).replace(/\\([`\\$])/g, '$1'));
+        out += text.slice(index, end + 1);
         dynamic = true;
-        index = end;
+        index = end + 1;
       } else if (char === '$') {
-        const end = this.readDollar(body, index, true);
+        const end = this.readDollar(text, index, true);
         if (end > index + 1) dynamic = true;
-        text += body.slice(index, end);
-        index = end - 1;
+        out += text.slice(index, end);
+        index = end;
       } else {
-        text += char;
+        out += char;
+        index += 1;
       }
     }
-    return { text, end: close + 1, dynamic };
   }
 
   /** Reads a parenthesised group inside a word (an extglob pattern or a compound assignment). */
@@ -488,8 +523,8 @@ class Parser {
       }
       if ((char === '<' || char === '>') && next === '(' && this.index === start) {
         // Process substitution: the program gets a /dev/fd path to the command's output/input.
-        const group = this.parenthesised(this.index + 1);
-        this.nested(group.body);
+        const close = this.substitution(text, this.index + 2);
+        const group = { end: close + 1 };
         word += text.slice(this.index, group.end);
         skeleton += '\u0001';
         dynamic = true;
@@ -550,7 +585,7 @@ class Parser {
       }
       if (char === '"' || (char === '$' && next === '"')) {
         // `$"..."` is a translatable string: a double-quoted string for our purposes.
-        const part = this.doubleQuoted(char === '$' ? this.index + 1 : this.index);
+        const part = this.readDoubleQuoted(text, char === '$' ? this.index + 1 : this.index);
         word += part.text;
         skeleton += '\u0001';
         quoted = true;
@@ -1087,7 +1122,12 @@ function resolveScript(line: string, depth: number, out: ParsedCommand[]): void 
       if (reason) hazard(reason, `${redirect.op} ${target.text}`);
     }
     if (command.words.length === 0) continue;
+    const at = out.length;
     resolveWords(command.words, out, depth, stdinOf(command));
+    const paths = command.redirects
+      .filter((redirect) => redirect.target && !redirect.op.startsWith('<<'))
+      .map((redirect) => redirect.target!.text);
+    if (paths.length > 0 && out[at]) out[at]!.paths = paths;
   }
 }
 

@@ -44,12 +44,21 @@ export const EVASIONS: readonly Evasion[] = [
   { name: 'declare -n name reference', line: "declare -n r='a[$(rm victim)]'; echo $r" },
   { name: 'read into a subscript', line: "read 'a[$(rm victim)]' <<< 1" },
   { name: 'printf -v into a subscript', line: "printf -v 'a[$(rm victim)]' %s 1" },
+  { name: 'unset of a name held in a variable', line: 'x=\'a[$(rm victim)]\'; a=(1 2); unset "$x"' },
+  { name: 'read into a name held in a variable', line: 'x=\'a[$(rm victim)]\'; a=(1); read "$x" <<< y' },
   { name: 'test -v on a subscript', line: "test -v 'a[$(rm victim)]'; true" },
   { name: 'compgen -W expands its word list', line: "compgen -W '$(rm victim)' x" },
   { name: 'compgen -C runs a command', line: "compgen -C 'rm victim' x" },
   { name: 'an unquoted here-document body', line: 'cat <<EOF\n$(rm victim)\nEOF' },
   { name: 'an unquoted here-document body with tabs', line: 'cat <<-EOF\n\t`rm victim`\n\tEOF' },
   { name: 'a here-document delimiter written \\EOF', line: 'cat <<\\EOF\nx\nEOF\nrm victim' },
+  { name: 'a comment inside $( ) inside double quotes', line: 'echo "$( # )\nrm victim\n)"' },
+  {
+    name: 'a here-document inside $( ) inside double quotes',
+    line: 'echo "$(cat <<EOF\n)\nEOF\nrm victim\n)"',
+  },
+  { name: 'a comment inside $( ) inside ${ }', line: 'echo ${y:-$( # }\nrm victim\n)}' },
+  { name: 'a case pattern inside $( )', line: 'echo "$(case x in x) rm victim;; esac)"' },
   // Builtins that run strings or change what later names mean.
   { name: 'a function defined with the function keyword', line: 'function d { rm victim; }; d' },
   { name: 'a coprocess with a name', line: 'coproc d { rm victim; }; sleep 0.5' },
@@ -217,6 +226,7 @@ export const EVASIONS: readonly Evasion[] = [
   // A copy of the program under another name.
   { name: 'a copy of rm', line: 'cp /bin/rm zap && ./zap victim' },
   { name: 'a link to rm', line: 'ln -s /usr/bin/rm zap && ./zap victim' },
+  { name: 'a copy of rm through a redirection', line: 'cat < /bin/rm > zap && chmod +x zap && ./zap victim' },
   { name: 'a copy through a glob', line: 'cp /bin/r[m] zap && ./zap victim' },
   {
     name: 'a copy through brace expansion',
