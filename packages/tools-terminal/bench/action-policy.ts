@@ -1,7 +1,9 @@
 // Benchmark of the action policy's per-command check: microseconds (wall and CPU) per
 // `checkCommand` over the ordinary-command corpus, under a deny list and under an allow list.
-// Prints one JSON line per mode. `BENCH_POLICY_BASELINE=<path to another action-policy.ts>`
-// measures that implementation in the same run, interleaved, for a before/after ratio.
+// Prints one JSON line per mode. `BENCH_POLICY_BASELINE=<path to another action-policy module>`
+// measures that implementation in the same run, interleaved, for a before/after ratio;
+// `BENCH_POLICY_CURRENT=<path>` replaces the source module (e.g. with a bundle built without
+// tsx's keep-names helper, which costs more than the parser itself on closure-heavy code).
 //   pnpm -F @shears/tools-terminal bench:policy
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
@@ -41,7 +43,9 @@ const modes: Record<string, unknown> = {
   allow: { commands: { allow: [...ORDINARY_PROGRAMS] } },
 };
 
-const current = await load(new URL('../src/action-policy.ts', import.meta.url).pathname);
+const current = await load(
+  process.env.BENCH_POLICY_CURRENT ?? new URL('../src/action-policy.ts', import.meta.url).pathname,
+);
 const baselinePath = process.env.BENCH_POLICY_BASELINE;
 const baseline = baselinePath ? await load(baselinePath) : undefined;
 const round2 = (value: number) => Math.round(value * 100) / 100;

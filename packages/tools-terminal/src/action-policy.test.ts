@@ -68,6 +68,27 @@ describe('parseCommandLine', () => {
     expect(names("git rebase --exec 'make test' main")).toEqual(['git', 'make']);
   });
 
+  it('follows package runners, remote and command-string options', () => {
+    expect(names("ssh -p 22 host 'rm x; ls'")).toEqual(['ssh', 'rm', 'ls']);
+    expect(names("rsync -e 'ssh -p 2' a host:b")).toEqual(['rsync', 'ssh']);
+    expect(names('uv run --with pytest pytest -q')).toEqual(['uv', 'pytest']);
+    expect(names('poetry run python -m pytest')).toEqual(['poetry', 'python']);
+    expect(names('npx --yes jest')).toEqual(['npx', 'jest']);
+    expect(names('setsid -f make; exec make; command make; busybox make')).toEqual([
+      'setsid',
+      'make',
+      'exec',
+      'make',
+      'command',
+      'make',
+      'busybox',
+      'make',
+    ]);
+    expect(names("split --filter='gzip > $FILE.gz' big")).toEqual(['split', 'gzip']);
+    expect(names('/lib64/ld-linux-x86-64.so.2 /bin/ls')).toEqual(['ld-linux-x86-64.so.2', 'ls']);
+    expect(names("watch -n 1 'ls | wc -l'")).toEqual(['watch', 'ls', 'wc']);
+  });
+
   it('ignores redirection targets, comments and quoted here-document bodies', () => {
     expect(names('cat < in > out 2>&1 # rm -rf /')).toEqual(['cat']);
     expect(names("cat <<'EOF' > f\nrm -rf /\n$(rm x)\nEOF\nls")).toEqual(['cat', 'ls']);
@@ -128,6 +149,14 @@ describe('parseCommandLine', () => {
     expect(reasons('timeout --frobnicate 5 ls')).toEqual([
       expect.stringMatching(/does not know \(--frobnicate\)/),
     ]);
+    expect(reasons("fish -c 'ls'")).toEqual([expect.stringMatching(/syntax is not bash's/)]);
+    expect(reasons('enable -f ./x.so x')).toEqual([expect.stringMatching(/enable -f/)]);
+    for (const line of ['gdb -batch -ex r ./a.out', "tmux new -d 'ls'", 'echo ls | at now', 'vim -es f']) {
+      expect(reasons(line)).toHaveLength(1);
+    }
+    expect(reasons('cp x repo/hooks/pre-commit')).toEqual([expect.stringMatching(/git hook/)]);
+    expect(reasons('cp x /usr/local/bin/ls')).toEqual([expect.stringMatching(/directory on PATH/)]);
+    expect(reasons("echo 'x' >> ~/.bashrc")).toEqual([expect.stringMatching(/shell startup files/)]);
   });
 });
 

@@ -1449,52 +1449,54 @@ const GIT_RUNNING_SUBCOMMANDS = new Set([
 ]);
 
 /** Configuration keys git only uses as data (who commits, colours, advice, line endings). */
+const HARMLESS_GIT_KEYS = new Set([
+  'user.name',
+  'user.email',
+  'user.signingkey',
+  'author.name',
+  'author.email',
+  'committer.name',
+  'committer.email',
+  'init.defaultbranch',
+  'core.autocrlf',
+  'core.safecrlf',
+  'core.filemode',
+  'core.quotepath',
+  'core.ignorecase',
+  'core.eol',
+  'core.whitespace',
+  'core.abbrev',
+  'commit.gpgsign',
+  'tag.gpgsign',
+  'pull.rebase',
+  'pull.ff',
+  'push.default',
+  'push.autosetupremote',
+  'merge.conflictstyle',
+  'merge.ff',
+  'diff.renames',
+  'diff.algorithm',
+  'diff.mnemonicprefix',
+  'diff.noprefix',
+  'log.date',
+  'log.decorate',
+  'fetch.prune',
+  'rebase.autostash',
+  'rebase.autosquash',
+  'rerere.enabled',
+  'status.short',
+  'status.showuntrackedfiles',
+  'branch.autosetupmerge',
+  'gc.auto',
+  'maintenance.auto',
+  'safe.directory',
+  'core.pager.off',
+]);
+
 function isHarmlessGitKey(key: string): boolean {
   const lower = key.toLowerCase();
   if (/^(?:color|advice)\./.test(lower)) return true;
-  return new Set([
-    'user.name',
-    'user.email',
-    'user.signingkey',
-    'author.name',
-    'author.email',
-    'committer.name',
-    'committer.email',
-    'init.defaultbranch',
-    'core.autocrlf',
-    'core.safecrlf',
-    'core.filemode',
-    'core.quotepath',
-    'core.ignorecase',
-    'core.eol',
-    'core.whitespace',
-    'core.abbrev',
-    'commit.gpgsign',
-    'tag.gpgsign',
-    'pull.rebase',
-    'pull.ff',
-    'push.default',
-    'push.autosetupremote',
-    'merge.conflictstyle',
-    'merge.ff',
-    'diff.renames',
-    'diff.algorithm',
-    'diff.mnemonicprefix',
-    'diff.noprefix',
-    'log.date',
-    'log.decorate',
-    'fetch.prune',
-    'rebase.autostash',
-    'rebase.autosquash',
-    'rerere.enabled',
-    'status.short',
-    'status.showuntrackedfiles',
-    'branch.autosetupmerge',
-    'gc.auto',
-    'maintenance.auto',
-    'safe.directory',
-    'core.pager.off',
-  ]).has(lower);
+  return HARMLESS_GIT_KEYS.has(lower);
 }
 
 const gitGlobalSpec: OptionSpec = {
@@ -2346,6 +2348,20 @@ const HANDLERS: Record<string, Handler> = {
   man,
 };
 
+const LOADER = /^ld(?:-linux[-\w.]*)?\.so(?:\.\d+)*$|^ld-[\w.-]+\.so(?:\.\d+)*$/;
+
+/** Whether this module knows anything about what `name` runs (else it runs nothing else). */
+export function hasProgramKnowledge(name: string): boolean {
+  return (
+    POSIX_SHELLS.has(name) ||
+    OTHER_SHELLS.has(name) ||
+    Object.hasOwn(ALWAYS_HAZARD, name) ||
+    Object.hasOwn(HANDLERS, name) ||
+    LOADER.test(name) ||
+    interpreterSpecFor(name) !== undefined
+  );
+}
+
 /** Looks at what the command's program runs besides itself, and reports it to the context. */
 export function resolveProgram(context: ProgramContext): void {
   const { name } = context;
@@ -2358,7 +2374,7 @@ export function resolveProgram(context: ProgramContext): void {
         ? (inner) => inner.hazard(always)
         : Object.hasOwn(HANDLERS, name)
           ? HANDLERS[name]
-          : /^ld(?:-linux[-\w.]*)?\.so(?:\.\d+)*$|^ld-[\w.-]+\.so(?:\.\d+)*$/.test(name)
+          : LOADER.test(name)
             ? loader
             : undefined;
   if (handler) {

@@ -27,7 +27,12 @@ import {
   outputPathHazard,
   variableRisk,
 } from './shell-parse-environment.js';
-import { type ProgramContext, resolveProgram, type StdinSource } from './shell-parse-programs.js';
+import {
+  hasProgramKnowledge,
+  type ProgramContext,
+  resolveProgram,
+  type StdinSource,
+} from './shell-parse-programs.js';
 
 export interface ShellWord {
   /** The word with quotes and escapes removed (expansions left as written). */
@@ -1171,17 +1176,20 @@ function resolveWords(
   });
   const hazard = (reason: string, where = source) =>
     out.push({ name: where, args: [], dynamic: true, reason, source: where });
-  if (/^\/(?:proc|dev\/fd)\//.test(first.text)) {
+  if (first.text.startsWith('/proc/') || first.text.startsWith('/dev/fd/')) {
     hazard('a program named through /proc or /dev/fd (it can be the shell itself)');
   }
   const writes = FILE_WRITERS.has(name);
-  for (const word of words.slice(1)) {
+  for (let index = 1; index < words.length; index += 1) {
+    const word = words[index]!;
     const text = name === 'dd' ? word.text.replace(/^of=/, '') : word.text;
     const reason =
       configPathHazard(text) ??
       (writes && !text.startsWith('-') ? outputPathHazard({ ...word, text }) : undefined);
     if (reason) hazard(reason);
   }
+  // Most commands (ls, cat, grep) run nothing else: no context to build.
+  if (!hasProgramKnowledge(name)) return;
   const context: ProgramContext = {
     name,
     words,
