@@ -167,6 +167,26 @@ function decodeAnsiC(body: string): string {
     .replace(/\0[\s\S]*$/, ''); // bash ends the string at a NUL
 }
 
+/** Whether unquoted text holds a brace expansion `{a,b}` / `{1..3}` (linear: no regex backtracking). */
+function hasBraceExpansion(text: string): boolean {
+  let open = false;
+  let separated = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text[index];
+    if (char === '{') {
+      open = true;
+      separated = false;
+    } else if (!open) {
+    } else if (char === ',' || (char === '.' && text[index + 1] === '.')) {
+      separated = true;
+    } else if (char === '}') {
+      if (separated) return true;
+      open = false;
+    }
+  }
+  return false;
+}
+
 /** Finds the `)` closing a `(` opened just before `start`, honouring quotes; returns its index. */
 function findClose(text: string, start: number, open: string, close: string): number {
   let depth = 1;
@@ -281,22 +301,29 @@ class Parser {
 
   /** The index of the `}` closing a `${` whose body starts at `start`. */
   parameterEnd(text: string, start: number): number {
-    // A dry parser finds the ends of nested constructs; checkParameter reports them afterwards.
-    const dry = new Parser(text, this.depth + 1, { commands: [], hazards: [], order: 0 });
     for (let index = start; index < text.length; ) {
       const char = text[index]!;
+      const next = text[index + 1];
       if (char === '}') return index;
       if (char === '\\') index += 2;
       else if (char === "'") {
         const end = text.indexOf("'", index + 1);
         if (end < 0) throw new ShellParseError('unterminated single quote');
         index = end + 1;
-      } else if (char === '"') index = dry.readDoubleQuoted(text, index).end;
+      } else if (char === '"') index = this.dry().readDoubleQuoted(text, index).end;
       else if (char === '`') index = findBacktick(text, index + 1) + 1;
-      else if (char === '$') index = Math.max(index + 1, dry.readDollar(text, index, true));
-      else index += 1;
+      else if (char === '$' && next === '{') index = this.parameterEnd(text, index + 2) + 1;
+      else if (char === '$' && next === '(') {
+        const arithmetic = text[index + 2] === '(' ? findArithmeticEnd(text, index + 3) : -1;
+        index = arithmetic >= 0 ? arithmetic + 2 : this.dry().substitution(text, index + 2) + 1;
+      } else index += 1;
     }
     throw new ShellParseError('unterminated ${');
+  }
+
+  /** A parser whose findings are thrown away: it only finds where nested constructs end. */
+  private dry(): Parser {
+    return new Parser(this.text, this.depth + 1, { commands: [], hazards: [], order: 0 });
   }
 
   finish(): void {
@@ -624,8 +651,9 @@ class Parser {
       this.index += 1;
     }
     if (!regex) {
-      if (/[*?]/.test(skeleton) || /\[[\s\S]*\]/.test(skeleton)) dynamic = true;
-      if (/\{[^{}]*(?:,|\.\.)[^{}]*\}/.test(skeleton)) dynamic = true;
+      const bracket = skeleton.indexOf('[');
+      if (/[*?]/.test(skeleton) || (bracket >= 0 && skeleton.indexOf(']', bracket + 1) > 0)) dynamic = true;
+      if (skeleton.includes('{') && hasBraceExpansion(skeleton)) dynamic = true;
     }
     return {
       text: word,
