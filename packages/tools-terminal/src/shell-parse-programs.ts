@@ -2028,7 +2028,10 @@ const mapfile: Handler = (context) => {
     context.hazard(`${context.name} -C (it runs a callback command)`);
     return;
   }
-  for (const word of context.words.slice(scan.end)) context.variableName(word);
+  for (const word of context.words.slice(scan.end)) {
+    context.variableName(word);
+    if (isSensitiveVariable(word.text, true)) context.assignment(word.text, '', true);
+  }
 };
 
 const testBuiltin: Handler = (context) => {

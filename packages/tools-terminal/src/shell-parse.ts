@@ -728,7 +728,8 @@ class Parser {
         continue;
       }
       if (char === '\n') {
-        end(false);
+        // A newline right after `|` continues the pipeline.
+        end(atStart() && piped);
         this.index += 1;
         if (this.pending.length > 0) this.readHeredocs();
         continue;

@@ -139,6 +139,11 @@ export const EVASIONS: readonly Evasion[] = [
     name: 'ssh -F with a written config',
     line: "printf 'Host *\\n ProxyCommand rm victim\\n' > cfg; ssh -F cfg -o BatchMode=yes x true; true",
   },
+  {
+    name: 'a remote shell fed by a pipe continued on the next line',
+    line: "echo 'rm victim' |\nssh -o BatchMode=yes host",
+    proof: false,
+  },
   { name: 'scp -o ProxyCommand', line: "scp -o ProxyCommand='rm victim' -o BatchMode=yes host:a b; true" },
   { name: 'make --eval', line: "make --eval=$'x:\\n\\trm victim' x" },
   { name: 'zip -TT', line: "zip -q z.zip victim -T -TT 'rm victim'", proof: false },
@@ -212,6 +217,10 @@ export const EVASIONS: readonly Evasion[] = [
   {
     name: 'printf -v PATH',
     line: 'mkdir bin && ln -s "$(command -v rm)" bin/cat && printf -v PATH %s "$PWD/bin:$PATH" && cat victim',
+  },
+  {
+    name: 'mapfile PATH',
+    line: 'mkdir bin && ln -s "$(command -v rm)" bin/cat && mapfile -t PATH <<< "$PWD/bin" && cat victim',
   },
   {
     name: 'for PATH in',
