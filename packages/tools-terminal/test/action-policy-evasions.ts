@@ -220,7 +220,10 @@ export const EVASIONS: readonly Evasion[] = [
   },
   {
     name: 'mapfile PATH',
-    line: 'mkdir bin && ln -s "$(command -v rm)" bin/cat && mapfile -t PATH <<< "$PWD/bin" && cat victim',
+    // bash does look commands up in the new PATH (`type cat` finds bin/cat), but an array PATH is
+    // not exported, so running it fails here: no proof.
+    line: 'mkdir bin && ln -s "$(command -v rm)" bin/cat && mapfile -t PATH <<< "$PWD/bin:$PATH" && hash -r && cat victim',
+    proof: false,
   },
   {
     name: 'for PATH in',
