@@ -2059,8 +2059,10 @@ const evalBuiltin: Handler = (context) => {
 
 const BUILTIN_HAZARDS: Record<string, Handler> = {
   eval: evalBuiltin,
-  source: (context) => context.hazard('source (it runs the commands of a file)'),
-  '.': (context) => context.hazard('. (it runs the commands of a file)'),
+  source: (context) =>
+    context.hazard("source (it runs the commands of a file; run a virtualenv's programs by path instead)"),
+  '.': (context) =>
+    context.hazard(". (it runs the commands of a file; run a virtualenv's programs by path instead)"),
   alias: (context) => {
     if (context.words.slice(1).some((word) => word.text.includes('=') || word.dynamic)) {
       context.hazard('an alias definition (an alias can take the name of an allowed command)');
