@@ -1,9 +1,12 @@
-// The action policy ("sandbox isolation + action whitelisting"): per env, allow- and deny-lists
-// of tools and of shell commands, checked before a tool call runs. Commands are matched on the
-// parsed command line (every simple command in pipelines, lists, subshells, substitutions,
-// `sh -c`, `eval`, `find -exec`, `xargs` and wrappers like `sudo`/`env`), never by substring.
-// Refusals go back to the model as the tool's result and are counted in the trajectory
-// (`policyRefusals`) by the agent loop.
+// The action policy: per env, allow- and deny-lists of tools and of shell commands, checked before
+// a tool call runs. It guards a cooperative model against accidents; it is not a security
+// boundary (the sandbox is). Commands are matched on the parsed command line (every simple command
+// in pipelines, lists, subshells, substitutions, `sh -c`, `find -exec`, `xargs`, wrappers like
+// `sudo`/`env` and the command-running options of common programs: shell-parse-programs.ts), never
+// by substring; what the parser cannot see into (computed command names, `eval`, arithmetic on
+// variables, assignments to PATH/HOME/LD_PRELOAD/GIT_*, a shell reading its script from a pipe, ...)
+// is refused unless `allowDynamic`. Refusals go back to the model as the tool's result and are
+// counted in the trajectory (`policyRefusals`) by the agent loop.
 import { InvalidArgumentError } from '@shears/core';
 import { z } from 'zod';
 import type { ParsedCommand } from './shell-parse.js';
@@ -25,7 +28,14 @@ export const actionPolicySettingsSchema = z
          * whenever `push` appears among its arguments (deny rules err on the side of refusing).
          */
         deny: ruleList.optional(),
-        /** Commands whose name is computed at run time (`$cmd`, `$(echo rm)`): refused by default. */
+        /**
+         * Allow what the parser cannot see into: command names computed at run time (`$cmd`),
+         * `eval`/`source`/aliases/functions/traps, arithmetic on variables, assignments to variables
+         * that change how programs behave (PATH, HOME, LD_PRELOAD, GIT_*, ...), shells and
+         * interpreters reading their program from standard input, and options of known programs
+         * that run commands (`sed e`, `rg --pre`, `git -c alias.x=!…`). Refused by default. The
+         * commands the parser does see are still checked.
+         */
         allowDynamic: z.boolean().optional(),
       })
       .strict()
@@ -82,6 +92,8 @@ function matchesAllow(rule: Rule, command: ParsedCommand): boolean {
 
 function matchesDeny(rule: Rule, command: ParsedCommand): boolean {
   if (rule.name !== command.name) return false;
+  // An argument computed at run time (`git $x`, `git pu*`, `git {push,}`) may be the denied one.
+  if (rule.args.length > 0 && command.argsDynamic) return true;
   let from = 0;
   for (const arg of rule.args) {
     const found = command.args.indexOf(arg, from);
@@ -89,6 +101,44 @@ function matchesDeny(rule: Rule, command: ParsedCommand): boolean {
     from = found + 1;
   }
   return true;
+}
+
+/**
+ * Whether a path argument names a denied program (`/bin/rm`, `/usr/bin/r?`, `/bin/{rm,x}`): the
+ * start of copying or linking it under another name.
+ */
+function namesDeniedProgram(arg: string, denied: ReadonlySet<string>): boolean {
+  if (!arg.includes('/')) return false;
+  const base = arg.slice(arg.lastIndexOf('/') + 1);
+  if (denied.has(base)) return true;
+  // A pattern (`/bin/r?`) counts only in a directory of programs, not `cp src/* dest/`.
+  if (!/[*?[{]/.test(base) || !/(?:^|\/)s?bin\/$/.test(arg.slice(0, arg.length - base.length))) return false;
+  let source = '';
+  for (let index = 0; index < base.length; index += 1) {
+    const char = base[index]!;
+    if (char === '*') source += '.*';
+    else if (char === '?') source += '.';
+    else if (char === '[') {
+      const close = base.indexOf(']', index + 2);
+      if (close < 0) source += '\\[';
+      else {
+        source += `[${base
+          .slice(index + 1, close)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\')}]`;
+        index = close;
+      }
+    } else if (char === '{') source += '(?:';
+    else if (char === '}') source += ')';
+    else if (char === ',') source += '|';
+    else source += char.replace(/[.+^$()|\\]/g, '\\$&');
+  }
+  try {
+    const pattern = new RegExp(`^${source}$`);
+    return [...denied].some((name) => pattern.test(name));
+  } catch {
+    return true;
+  }
 }
 
 const PREFIX = 'Refused by the action policy:';
@@ -121,18 +171,28 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
     return { allow: false, message: `${PREFIX} ${message}` };
   };
 
+  // Deny rules without arguments name programs; a path to one (`cp /bin/rm x`) is refused too.
+  const deniedPrograms = new Set(
+    denyCommands.filter((rule) => rule.args.length === 0).map((rule) => rule.name),
+  );
+
   const checkCommandInner = (line: string): PolicyDecision => {
     if (!hasCommandRules) return { allow: true };
     let commands: ParsedCommand[];
     try {
       commands = parseCommandLine(line);
     } catch (error) {
-      const reason = error instanceof ShellParseError ? error.message : String(error);
+      const reason = ShellParseError.isInstance(error) ? error.message : String(error);
       return refuse(`the command could not be parsed (${reason}), so it cannot be checked. Nothing was run.`);
     }
     for (const command of commands) {
       if (command.dynamic) {
         if (allowDynamic) continue;
+        if (command.reason && command.reason !== 'the command name is computed at run time') {
+          return refuse(
+            `${command.reason} in "${clip(command.source)}" cannot be checked by this environment's command policy. Nothing was run.`,
+          );
+        }
         return refuse(
           `the command name in "${clip(command.source)}" is computed at run time, so it cannot be checked. Write the command name literally. Nothing was run.`,
         );
@@ -142,6 +202,16 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
         return refuse(
           `"${denied.text}" is not allowed in this environment (found in: ${clip(command.source)}). Nothing was run.`,
         );
+      }
+      if (deniedPrograms.size > 0) {
+        const path = [...command.args, ...(command.paths ?? [])].find((arg) =>
+          namesDeniedProgram(arg, deniedPrograms),
+        );
+        if (path) {
+          return refuse(
+            `"${path}" names a program that is not allowed in this environment (found in: ${clip(command.source)}). Nothing was run.`,
+          );
+        }
       }
       if (allowCommands.length > 0 && !allowCommands.some((rule) => matchesAllow(rule, command))) {
         return refuse(

@@ -29,7 +29,9 @@ export const actionPolicyConfigSchema = z
         allow_dynamic: z
           .boolean()
           .optional()
-          .describe('Allow commands whose name is computed at run time ($cmd); refused by default'),
+          .describe(
+            'Allow what the parser cannot see into ($cmd, eval, arithmetic on variables, PATH/LD_PRELOAD assignments, shells reading stdin, options that run commands); refused by default',
+          ),
       })
       .optional(),
     tools: z
