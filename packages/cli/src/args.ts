@@ -144,7 +144,33 @@ const API_LISTEN: readonly FlagSpec[] = [
   },
 ];
 const JSON_FLAG: FlagSpec = { name: 'json', description: 'print the result as one JSON object on stdout' };
-const RUN_SECTIONS = ['plugins', 'env', 'server', 'sandbox', 'judge', 'group_judge', 'run'] as const;
+/** What every command that runs rollouts reads. */
+const ROLLOUT_CONFIG = ['plugins', 'env', 'server', 'sandbox', 'judge', 'group_judge'] as const;
+/** The `run` fields every rollout loop uses (process also reads run.groups and run.out). */
+const RUN_LOOP = [
+  'run.concurrency',
+  'run.max_retries',
+  'run.progress',
+  'run.advantage',
+  'run.all_equal_scores',
+];
+/** What a worker pushing to a trajectory API reads of `api`. */
+const API_CLIENT = ['api.url', 'api.auth_token', 'api.poll_ms', 'api.off_policy_limit'];
+/** What the trajectory API server reads of `api` (`shears api`, and `shears train` with start_api). */
+const API_SERVER = [
+  'api.host',
+  'api.port',
+  'api.database',
+  'api.auth_token',
+  'api.synchronous',
+  'api.max_queued_groups',
+  'api.max_queued_bytes',
+  'api.max_request_bytes',
+  'api.retry_after_seconds',
+  'api.split_groups',
+  'api.batch_order',
+  'api.batch_size',
+];
 const OPEN_REFUSED = 'shears opens no browser; open the HTML file it names';
 
 /** Every subcommand, its flags and the config it reads: the one source of parser, help and docs. */
@@ -152,7 +178,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'process',
     summary: 'run N groups, write scored groups as JSONL and an HTML report',
-    reads: RUN_SECTIONS,
+    reads: [...ROLLOUT_CONFIG, 'run'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -179,7 +205,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'serve',
     summary: 'run groups continuously and push them to a trajectory API',
-    reads: [...RUN_SECTIONS, 'api'],
+    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', ...API_CLIENT, 'api.batch_size'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -199,7 +225,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'evaluate',
     summary: 'k samples per task: pass@k, mean score with a bootstrap CI, per-task table',
-    reads: [...RUN_SECTIONS, 'evaluate'],
+    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.report', 'evaluate'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -234,14 +260,14 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'api',
     summary: 'run the Atropos-compatible trajectory API server',
-    reads: ['api'],
+    reads: API_SERVER,
     flags: [CONFIG, ...API_LISTEN],
     examples: ['shears api --port 8000', 'shears api --config train.yaml --api.database :memory:'],
   },
   {
     name: 'train',
     summary: 'start the API, env workers and the trainer; supervise them',
-    reads: [...RUN_SECTIONS, 'api', 'train'],
+    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', 'api', 'train'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -293,8 +319,9 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   },
   {
     name: 'doctor',
-    summary: 'check what the run will use: env, sandbox, Docker, server, parsers, tokenizer',
-    reads: ['plugins', 'env', 'server', 'sandbox'],
+    summary:
+      'check what the run will use: env, sandbox, Docker and its image, server, parsers, tokenizer, trainer',
+    reads: ['plugins', 'env', 'server', 'sandbox', 'train.trainer'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -422,7 +449,7 @@ function checkOverridePath(spec: CommandSpec, path: string, flag: string): void 
   if (!spec.reads.some((prefix) => covers(prefix, path))) {
     throw new InvalidArgumentError({
       argument: flag,
-      message: `${flag}: shears ${spec.name} does not read ${section === path ? section : `${section}.*`} (it reads: ${readsText(spec)})`,
+      message: `${flag}: shears ${spec.name} does not read ${path} (it reads: ${readsText(spec)})`,
     });
   }
 }
@@ -517,6 +544,8 @@ export function parseArgs(
     const message = error.message.replace(/^error: /, '').replace(/\n/g, ' ');
     const where = named ? `shears ${named.name} --help` : 'shears --help';
     let text = `${message}${refusedHint(named, message)}`;
+    if (error.code === 'commander.unknownCommand')
+      text = `${message}; commands: ${COMMAND_SPECS.map((spec) => spec.name).join(', ')}`;
     if (error.code === 'commander.excessArguments' && named) {
       const given = program.commands.find((command) => command.name() === named.name)?.args ?? [];
       const extra = given.slice(named.argument ? 1 : 0).map((arg) => JSON.stringify(arg));

@@ -69,7 +69,10 @@ describe('shears bin', () => {
         ['view', 'runs/x.jsonl', '--out', 'x.html'],
         "unknown option '--out'; shears view writes the HTML to --html FILE",
       ],
-      [['api', '--env.group_size', '8'], '--env.group_size: shears api does not read env.* (it reads: api)'],
+      [
+        ['api', '--env.group_size', '8'],
+        '--env.group_size: shears api does not read env.group_size (it reads: api.host, api.port,',
+      ],
     ];
     for (const [argv, message] of cases) {
       const result = shears(...argv);

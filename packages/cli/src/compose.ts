@@ -239,6 +239,14 @@ export async function createSandboxProvider(
   env?: EnvV1,
 ): Promise<SandboxProviderV1> {
   const id = sandboxProviderId(config, env);
+  if (config.sandbox.image && config.sandbox.settings.image !== undefined) {
+    throw new ConfigError({
+      message: `sandbox.image and sandbox.settings.image are both set ("${config.sandbox.image}" and ${JSON.stringify(config.sandbox.settings.image)}); set one`,
+      issues: [
+        { path: 'sandbox.settings.image', message: 'set twice', value: config.sandbox.settings.image },
+      ],
+    });
+  }
   const unsupported = SANDBOX_SPEC_UNSUPPORTED[id];
   if (config.sandbox.image && unsupported?.includes('image')) {
     throw new ConfigError({

@@ -25,6 +25,7 @@ const scriptedServerSettingsSchema = z.strictObject({
   seed: z.int().default(0),
   model: z.string().min(1).optional(),
   latencyMs: z.number().min(0).optional(),
+  timeoutMs: z.int().min(1).optional(),
   policy: z
     .custom<NonNullable<DemoServerOptions['policy']>>((value) => typeof value === 'function')
     .optional(),
