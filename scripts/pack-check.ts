@@ -80,9 +80,25 @@ const packed = step('pack', () => {
 
 step('install with npm outside the workspace', () => {
   mkdirSync(project, { recursive: true });
-  // Fresh sources every run; node_modules stays so npm only replaces what changed.
-  for (const entry of ['src', 'test', 'dist', 'runs', 'package-lock.json'])
+  // Fresh sources every run. node_modules and the lockfile stay, minus the entries of the packed
+  // packages, so npm takes the new tarballs and keeps the rest (better-sqlite3's native build).
+  for (const entry of ['src', 'test', 'dist', 'runs'])
     rmSync(join(project, entry), { recursive: true, force: true });
+  const lockfile = join(project, 'package-lock.json');
+  if (existsSync(lockfile)) {
+    const lock = JSON.parse(readFileSync(lockfile, 'utf8')) as { packages?: Record<string, unknown> };
+    for (const key of Object.keys(lock.packages ?? {}))
+      if (
+        Object.keys(packed).some(
+          (name) => key === `node_modules/${name}` || key.startsWith(`node_modules/${name}/`),
+        )
+      )
+        delete lock.packages![key];
+    writeFileSync(lockfile, `${JSON.stringify(lock, null, 2)}\n`);
+  }
+  // Same version numbers, new contents: remove the installed copies so npm cannot keep them.
+  for (const name of Object.keys(packed))
+    rmSync(join(project, 'node_modules', name), { recursive: true, force: true });
   cpSync(join(root, 'scripts', 'pack-check', 'env-pack'), project, { recursive: true });
   const files = Object.fromEntries(Object.entries(packed).map(([name, file]) => [name, `file:${file}`]));
   const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {

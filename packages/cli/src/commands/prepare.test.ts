@@ -41,7 +41,7 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
     const lines = built.stderr.trim().split('\n');
     expect(lines.length).toBeLessThan(25);
     expect(built.stderr).toMatch(
-      /using the cached root filesystem|debootstrap: configuring packages: \d+ done/,
+      /using the cached root filesystem|debootstrap: installing packages: \d+ done/,
     );
     expect(built.stderr).toContain(`importing ${SANDBOX_BASE_IMAGE} into ${dockerHost}`);
 
@@ -100,7 +100,7 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
     expect(raw.length).toBeGreaterThan(200);
     expect(messages.length).toBeLessThan(20);
     expect(messages).toContain('debootstrap: downloading packages…');
-    const configured = messages.find((message) => message.startsWith('debootstrap: configuring packages: '));
+    const configured = messages.find((message) => message.startsWith('debootstrap: installing packages: '));
     expect(Number(/(\d+) done/.exec(configured ?? '')?.[1])).toBeGreaterThan(50);
   });
 });
