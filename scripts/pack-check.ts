@@ -8,20 +8,23 @@
 // The consumer project is kept between runs ($SHEARS_PACK_CHECK_DIR, default
 // <tmp>/shears-pack-check) so npm reuses what did not change, better-sqlite3's native build
 // included; every run installs the fresh tarballs. Prints one JSON line per step with its time.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
 
 const root = join(import.meta.dirname, '..');
 const work = process.env.SHEARS_PACK_CHECK_DIR ?? join(tmpdir(), 'shears-pack-check');
 const tarballs = join(work, 'tarballs');
 const project = join(work, 'consumer');
 
-function step<T>(name: string, action: () => T): T {
+async function step<T>(name: string, action: () => T | Promise<T>): Promise<T> {
   const started = performance.now();
   process.stderr.write(`pack-check: ${name}\n`);
-  const result = action();
+  const result = await action();
   const seconds = (performance.now() - started) / 1000;
   process.stdout.write(`${JSON.stringify({ step: name, seconds: Number(seconds.toFixed(1)) })}\n`);
   return result;
@@ -59,26 +62,39 @@ const packageDirs = [
   join(root, 'examples', 'hello-pack'),
 ].filter((dir) => existsSync(join(dir, 'package.json')));
 
-step('build', () => run('pnpm', ['turbo', 'run', 'build', '--output-logs=errors-only'], root));
+await step('build', () => run('pnpm', ['turbo', 'run', 'build', '--output-logs=errors-only'], root));
 
-const packed = step('pack', () => {
+const packed = await step('pack', async () => {
   rmSync(tarballs, { recursive: true, force: true });
   mkdirSync(tarballs, { recursive: true });
-  const result: Record<string, string> = {};
-  for (const dir of packageDirs) {
+  const manifests = packageDirs.map((dir) => {
     const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
     check(!manifest.private, `${manifest.name} is private; it cannot be published or installed from npm`);
-    run('pnpm', ['pack', '--pack-destination', tarballs], dir);
-    const file = readdirSync(tarballs).find(
-      (entry) => entry === `${manifest.name.replace(/^@/, '').replace('/', '-')}-${manifest.version}.tgz`,
-    );
-    check(file !== undefined, `pnpm pack wrote no tarball for ${manifest.name}`);
-    result[manifest.name] = join(tarballs, file!);
+    return { dir, manifest };
+  });
+  // A few at a time: each `pnpm pack` is mostly process start-up.
+  const queue = [...manifests];
+  const packOne = async (): Promise<void> => {
+    for (let next = queue.shift(); next; next = queue.shift())
+      await execFileAsync('pnpm', ['pack', '--pack-destination', tarballs], { cwd: next.dir }).catch(
+        (error: Error & { stderr?: string }) => {
+          throw new Error(
+            `pack-check: pnpm pack in ${relative(root, next!.dir)} failed: ${error.stderr ?? error.message}`,
+          );
+        },
+      );
+  };
+  await Promise.all([packOne(), packOne(), packOne()]);
+  const result: Record<string, string> = {};
+  for (const { manifest } of manifests) {
+    const file = `${manifest.name.replace(/^@/, '').replace('/', '-')}-${manifest.version}.tgz`;
+    check(existsSync(join(tarballs, file)), `pnpm pack wrote no tarball for ${manifest.name}`);
+    result[manifest.name] = join(tarballs, file);
   }
   return result;
 });
 
-step('install with npm outside the workspace', () => {
+await step('install with npm outside the workspace', () => {
   mkdirSync(project, { recursive: true });
   // Fresh sources every run. node_modules and the lockfile stay, minus the entries of the packed
   // packages, so npm takes the new tarballs and keeps the rest (better-sqlite3's native build).
@@ -138,11 +154,11 @@ step('install with npm outside the workspace', () => {
   );
 });
 
-step('compile the TypeScript env pack (strict, skipLibCheck: false)', () =>
+await step('compile the TypeScript env pack (strict, skipLibCheck: false)', () =>
   run(join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], project),
 );
 
-step('run the Env conformance suite on it', () =>
+await step('run the Env conformance suite on it', () =>
   run(join(project, 'node_modules', '.bin', 'vitest'), ['run', '--root', project, 'test'], project, {
     CI: 'true',
   }),
@@ -157,7 +173,7 @@ function readJsonl(path: string): Array<{ scores: number[]; taskId: string }> {
     .map((line) => JSON.parse(line) as { scores: number[]; taskId: string });
 }
 
-step('shears process with the pack', () => {
+await step('shears process with the pack', () => {
   writeFileSync(
     join(project, 'shears.yaml'),
     [
@@ -175,7 +191,7 @@ step('shears process with the pack', () => {
   check(existsSync(join(project, 'runs', 'answers.html')), 'process wrote no HTML report');
 });
 
-step('shears evaluate with the pack', () => {
+await step('shears evaluate with the pack', () => {
   const stdout = run(
     shears,
     [
@@ -200,7 +216,7 @@ step('shears evaluate with the pack', () => {
   check(summary.passAtK['pass@2'] === 1, `pass@2 is ${summary.passAtK['pass@2']}, expected 1`);
 });
 
-step('shears process with shears-pack-hello from its tarball', () => {
+await step('shears process with shears-pack-hello from its tarball', () => {
   run(
     shears,
     [
@@ -220,7 +236,7 @@ step('shears process with shears-pack-hello from its tarball', () => {
   check(readJsonl(join(project, 'runs', 'hello.jsonl')).length === 2, 'shears-pack-hello: expected 2 groups');
 });
 
-step('the SWE task pack by package name and by folder', () => {
+await step('the SWE task pack by package name and by folder', () => {
   for (const tasks of ['shears-swe-pack-example', join(root, 'examples', 'swe-pack-example', 'tasks')]) {
     // doctor creates the env (resolving --tasks) before it checks Docker, which may be absent here.
     const result = spawnSync(shears, ['doctor', '--env', 'swe', '--tasks', tasks, '--json'], {
