@@ -44,6 +44,18 @@ export function createHelloEnv(settings = {}) {
     budget() {
       return { maxTurns: 4 };
     },
+    // Optional hook for `shears process` with `server.provider: scripted` (no model, no key): a
+    // scripted policy that plays these tasks, greeting the right name in every other rollout.
+    demoPolicy() {
+      let calls = 0;
+      return (request) => {
+        const last = request.messages.at(-1);
+        if (last?.role === 'tool') return { content: 'done' };
+        const name = /Greet (\S+) with/.exec(String(last?.content ?? ''))?.[1] ?? 'nobody';
+        calls++;
+        return { toolCalls: [{ name: 'hello', arguments: { name: calls % 2 === 1 ? name : 'Nobody' } }] };
+      };
+    },
     async computeReward(item, _rollout, context) {
       const result = await context.sandbox.exec('cat greeting.txt 2>/dev/null || true');
       const ok = result.stdout.trim() === `Hello, ${item.name}!`;
@@ -63,5 +75,10 @@ export default definePlugin({
   },
   envs: {
     hello: { create: (settings) => createHelloEnv(settings), description: 'Greet the named person' },
+  },
+  // A toolset a config can name: `env.tools: [greetings]` adds the hello tool to any env, and
+  // `env.toolsets.enabled: [greetings]` offers only it.
+  toolsets: {
+    greetings: { description: 'Greeting tools', tools: ['hello'] },
   },
 });

@@ -221,7 +221,7 @@ describe('shears process', () => {
     );
     const unknownCommand = await runShears(['proces'], { cwd: dir });
     expect(unknownCommand.stderr).toContain(
-      'Unknown command "proces" (available: process, serve, evaluate, api, train, view, prepare, doctor, schema)',
+      "unknown command 'proces' (Did you mean process?); commands: process, serve, evaluate, api, train, view, prepare, doctor, schema",
     );
   });
 });
@@ -278,7 +278,7 @@ describe('shears view, schema', () => {
     expect(readFileSync(join(dir, 'runs/v.html'), 'utf8')).toContain('id="shears-data"');
     const missing = await runShears(['view'], { cwd: dir });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('Usage: shears view FILE.jsonl');
+    expect(missing.stderr).toContain("missing required argument 'file' (see shears view --help)");
   });
 
   it('view --tokenizer shows token text from the real tokenizer, and names a bad tokenizer path', async () => {

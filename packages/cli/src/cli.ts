@@ -4,7 +4,7 @@
 import { setMaxListeners } from 'node:events';
 import { resolve } from 'node:path';
 import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
-import { parseArgs } from './args.js';
+import { type CommandName, parseArgs } from './args.js';
 import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
 import { createRedactor } from './redact.js';
@@ -12,75 +12,24 @@ import type { CommandContext } from './runtime.js';
 
 type Command = (context: CommandContext) => Promise<number>;
 
-const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
-  process: {
-    summary: 'run N groups, write JSONL and an HTML report',
-    load: async () => (await import('./commands/process.js')).processCommand,
-  },
-  serve: {
-    summary: 'run continuously and push groups to a trajectory API',
-    load: async () => (await import('./commands/serve.js')).serveCommand,
-  },
-  evaluate: {
-    summary: 'k samples per task: pass@k, mean score with CIs, per-task table',
-    load: async () => (await import('./commands/evaluate.js')).evaluateCommand,
-  },
-  api: {
-    summary: 'run the Atropos-compatible trajectory API server',
-    load: async () => (await import('./commands/api.js')).apiCommand,
-  },
-  train: {
-    summary: 'start the API, env workers and the trainer; supervise them',
-    load: async () => (await import('./commands/train.js')).trainCommand,
-  },
-  view: {
-    summary: 'build the static HTML viewer from a JSONL file',
-    load: async () => (await import('./commands/view.js')).viewCommand,
-  },
-  prepare: {
-    summary: "build what the env needs before a run (the SWE env's images), with progress",
-    load: async () => (await import('./commands/prepare.js')).prepareCommand,
-  },
-  doctor: {
-    summary:
-      'check what the run will use: Node, the env, the sandbox host, Docker, the inference server, parsers, tokenizer',
-    load: async () => (await import('./commands/doctor.js')).doctorCommand,
-  },
-  schema: {
-    summary: "print the config's JSON Schema",
-    load: async () => (await import('./commands/schema.js')).schemaCommand,
-  },
+const COMMANDS: Record<CommandName, () => Promise<Command>> = {
+  process: async () => (await import('./commands/process.js')).processCommand,
+  serve: async () => (await import('./commands/serve.js')).serveCommand,
+  evaluate: async () => (await import('./commands/evaluate.js')).evaluateCommand,
+  api: async () => (await import('./commands/api.js')).apiCommand,
+  train: async () => (await import('./commands/train.js')).trainCommand,
+  view: async () => (await import('./commands/view.js')).viewCommand,
+  prepare: async () => (await import('./commands/prepare.js')).prepareCommand,
+  doctor: async () => (await import('./commands/doctor.js')).doctorCommand,
+  schema: async () => (await import('./commands/schema.js')).schemaCommand,
 };
-
-export const USAGE = `Usage: shears <command> [--config shears.yaml] [--flag value] [--section.field value]
-
-Commands:
-${Object.entries(COMMANDS)
-  .map(([name, command]) => `  ${name.padEnd(9)} ${command.summary}`)
-  .join('\n')}
-
-Examples:
-  shears process --env demo --groups 4 --out runs/demo.jsonl
-  shears evaluate --config eval.yaml --k 8 --resume
-  shears view runs/demo.jsonl
-`;
 
 export async function runCli(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   let redact = (text: string) => text;
   try {
-    const args = parseArgs(argv);
-    if (args.flags.help || !args.command || args.command === 'help') {
-      io.stdout(USAGE);
-      return args.command || args.flags.help ? 0 : 2;
-    }
-    const command = COMMANDS[args.command];
-    if (!command) {
-      throw new InvalidArgumentError({
-        argument: 'command',
-        value: args.command,
-        message: `Unknown command "${args.command}" (available: ${Object.keys(COMMANDS).join(', ')})`,
-      });
-    }
+    const outcome = parseArgs(argv, io);
+    if (outcome.kind === 'exit') return outcome.code;
+    const { args } = outcome;
     const configPath = typeof args.flags.config === 'string' ? args.flags.config : undefined;
     const loaded = loadConfig({
       path: configPath === undefined ? undefined : resolve(io.cwd, configPath),
@@ -96,7 +45,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       if (io.signal.aborted) controller.abort(io.signal.reason);
       else io.signal.addEventListener('abort', () => controller.abort(io.signal!.reason), { once: true });
     }
-    const run = await command.load();
+    const run = await COMMANDS[args.command]();
     return await run({
       config: loaded.config,
       apiKey: loaded.apiKey,

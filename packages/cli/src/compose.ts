@@ -19,6 +19,7 @@ import {
   type Registry,
   type RewardResult,
   type SandboxProviderV1,
+  type SandboxSpec,
   type ServerV1,
   ShearsError,
   valueAtPath,
@@ -93,13 +94,18 @@ export async function composeRegistry(
   return { registry, plugins };
 }
 
-/** registry.create, but an unknown id becomes a ConfigError naming the field. */
+/**
+ * registry.create, but an unknown id becomes a ConfigError naming the field, and a settings error
+ * from the plugin (an InvalidArgumentError) becomes one naming `settingsField` (e.g.
+ * `env.settings: The demo env has no setting "maxTurns" ...`).
+ */
 export async function createFromConfig<K extends PluginKind>(
   registry: Registry,
   kind: K,
   id: string,
   field: string,
   settings: Record<string, unknown>,
+  settingsField?: string,
 ) {
   try {
     registry.resolve(kind, id);
@@ -114,14 +120,36 @@ export async function createFromConfig<K extends PluginKind>(
     }
     throw cause;
   }
-  return registry.create(kind, id, settings);
+  try {
+    return await registry.create(kind, id, settings);
+  } catch (cause) {
+    if (settingsField === undefined) throw cause;
+    if (InvalidArgumentError.isInstance(cause))
+      throw new ConfigError({
+        message: `${settingsField}: ${cause.message}`,
+        issues: [{ path: `${settingsField}.${cause.argument}`, message: cause.message, value: cause.value }],
+        cause,
+      });
+    // A plugin's own settings error knows its settings, not where they sit in the config.
+    if (ConfigError.isInstance(cause) && !cause.message.startsWith(`${settingsField}`))
+      throw new ConfigError({
+        message: `${settingsField}: ${cause.message}`,
+        issues: cause.issues.map((issue) => ({ ...issue, path: `${settingsField}.${issue.path}` })),
+        cause,
+      });
+    throw cause;
+  }
 }
 
 export async function createEnv(registry: Registry, config: ShearsConfig): Promise<EnvV1> {
-  return createFromConfig(registry, 'envs', config.env.name, 'env.name', {
-    seed: config.env.seed,
-    ...config.env.settings,
-  });
+  return createFromConfig(
+    registry,
+    'envs',
+    config.env.name,
+    'env.name',
+    { seed: config.env.seed, ...config.env.settings },
+    'env.settings',
+  );
 }
 
 /** Optional extras an env may offer the CLI (the SWE env does). */
@@ -141,14 +169,33 @@ export async function createServer(
 ): Promise<ServerV1> {
   const server = config.server;
   if (server.provider === 'scripted') {
+    // The scripted demo policy talks to no endpoint: an endpoint or key set for it means
+    // the user forgot server.provider, and would otherwise get the demo policy silently.
+    for (const field of ['base_url', 'api_key', 'api_key_env'] as const) {
+      if (server[field] === undefined) continue;
+      throw new ConfigError({
+        message: `server.${field}: set, but server.provider is "scripted" (the bundled demo policy, which uses no endpoint); set server.provider (openai, vllm, sglang, ...) or remove server.${field}`,
+        issues: [
+          { path: `server.${field}`, message: 'not used by the scripted server', value: server[field] },
+        ],
+      });
+    }
     const extras = env as (EnvV1 & EnvExtras) | undefined;
     const policy = typeof extras?.demoPolicy === 'function' ? await extras.demoPolicy() : undefined;
-    return createFromConfig(registry, 'servers', 'scripted', 'server.provider', {
-      seed: config.env.seed,
-      model: server.model,
-      ...(policy ? { policy } : {}),
-      ...server.settings,
-    });
+    return createFromConfig(
+      registry,
+      'servers',
+      'scripted',
+      'server.provider',
+      {
+        seed: config.env.seed,
+        ...(server.model ? { model: server.model } : {}),
+        ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
+        ...(policy ? { policy } : {}),
+        ...server.settings,
+      },
+      'server.settings',
+    );
   }
   if (!server.base_url) {
     throw new ConfigError({
@@ -162,30 +209,118 @@ export async function createServer(
       issues: [{ path: 'server.model', message: 'required', value: undefined }],
     });
   }
-  return createFromConfig(registry, 'servers', server.provider, 'server.provider', {
-    baseUrl: server.base_url,
-    model: server.model,
-    ...(apiKey ? { apiKey } : {}),
-    ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
-    // Token-in/token-out servers apply the chat template themselves.
-    ...(server.tokenizer && ['vllm', 'sglang'].includes(server.provider)
-      ? { tokenizer: resolvePath(cwd, server.tokenizer) }
-      : {}),
-    ...server.settings,
-  });
+  // Token-in/token-out servers apply the chat template and parse tool calls from the text
+  // themselves: they get server.tokenizer and server.tool_parser.
+  const managed = MANAGED_SERVERS.includes(server.provider);
+  return createFromConfig(
+    registry,
+    'servers',
+    server.provider,
+    'server.provider',
+    {
+      baseUrl: server.base_url,
+      model: server.model,
+      ...(apiKey ? { apiKey } : {}),
+      ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
+      ...(managed && server.tokenizer ? { tokenizer: resolvePath(cwd, server.tokenizer) } : {}),
+      ...(managed && server.tool_parser ? { parser: server.tool_parser } : {}),
+      ...server.settings,
+    },
+    'server.settings',
+  );
 }
+
+/** Servers that apply the chat template themselves (token-in/token-out) and record tokens. */
+export const MANAGED_SERVERS: readonly string[] = ['vllm', 'sglang'];
 
 export async function createSandboxProvider(
   registry: Registry,
   config: ShearsConfig,
   env?: EnvV1,
 ): Promise<SandboxProviderV1> {
+  const id = sandboxProviderId(config, env);
+  if (config.sandbox.image && config.sandbox.settings.image !== undefined) {
+    throw new ConfigError({
+      message: `sandbox.image and sandbox.settings.image are both set ("${config.sandbox.image}" and ${JSON.stringify(config.sandbox.settings.image)}); set one`,
+      issues: [
+        { path: 'sandbox.settings.image', message: 'set twice', value: config.sandbox.settings.image },
+      ],
+    });
+  }
+  const unsupported = SANDBOX_SPEC_UNSUPPORTED[id];
+  if (config.sandbox.image && unsupported?.includes('image')) {
+    throw new ConfigError({
+      message: `sandbox.image: the ${id} sandbox runs no container image (it ${SANDBOX_NATURE[id]}); use sandbox.provider: docker for an image, or remove sandbox.image`,
+      issues: [
+        { path: 'sandbox.image', message: `not supported by the ${id} sandbox`, value: config.sandbox.image },
+      ],
+    });
+  }
+  return createFromConfig(
+    registry,
+    'sandboxes',
+    id,
+    'sandbox.provider',
+    { ...(config.sandbox.image ? { image: config.sandbox.image } : {}), ...config.sandbox.settings },
+    'sandbox.settings',
+  );
+}
+
+/** sandbox.provider, else the env's preferred backend, else local. */
+export function sandboxProviderId(config: ShearsConfig, env?: EnvV1): string {
   const preferred = (env as (EnvV1 & EnvExtras) | undefined)?.preferredSandbox;
-  const id = config.sandbox.provider ?? (typeof preferred === 'string' ? preferred : 'local');
-  return createFromConfig(registry, 'sandboxes', id, 'sandbox.provider', {
-    ...(config.sandbox.image ? { image: config.sandbox.image } : {}),
-    ...config.sandbox.settings,
-  });
+  return config.sandbox.provider ?? (typeof preferred === 'string' ? preferred : 'local');
+}
+
+/**
+ * What the built-in sandboxes without containers cannot honour from a SandboxSpec (an env's
+ * image, resource limits, network policy) or from `sandbox.image`. Third-party providers are
+ * trusted to refuse what they cannot do.
+ */
+export const SANDBOX_SPEC_UNSUPPORTED: Readonly<Record<string, readonly ('image' | 'limits' | 'network')[]>> =
+  {
+    local: ['image', 'limits', 'network'],
+    ssh: ['image', 'limits', 'network'],
+  };
+
+const SANDBOX_NATURE: Record<string, string> = {
+  local: 'is a temp directory on this machine, with its network and no resource limits',
+  ssh: 'is a directory on the ssh host, with its network and no resource limits',
+};
+
+/**
+ * Checks the sandbox an env asks for (`env.sandboxSpec(item)`) against what the provider can
+ * give, before any sandbox starts: an image, or `network: none`, that a local/ssh sandbox cannot
+ * honour is a ConfigError (the task would run in the wrong place, or with network it must not
+ * have); resource limits it cannot enforce are a warning, once.
+ */
+export function checkSandboxSpec(
+  providerId: string,
+  spec: SandboxSpec | undefined,
+  context: { envName: string; warn: (message: string) => void; warned: Set<string> },
+): void {
+  const unsupported = SANDBOX_SPEC_UNSUPPORTED[providerId];
+  if (!spec || !unsupported) return;
+  const where = `the ${providerId} sandbox ${SANDBOX_NATURE[providerId]}`;
+  if (spec.image && unsupported.includes('image')) {
+    throw new ConfigError({
+      message: `sandbox.provider: env ${context.envName} runs its tasks in the container image "${spec.image}", but ${where}; use sandbox.provider: docker`,
+      issues: [{ path: 'sandbox.provider', message: "cannot run the env's image", value: providerId }],
+    });
+  }
+  if (spec.network === 'none' && unsupported.includes('network')) {
+    throw new ConfigError({
+      message: `sandbox.provider: env ${context.envName} asks for a sandbox without network, but ${where}; use sandbox.provider: docker`,
+      issues: [{ path: 'sandbox.provider', message: 'cannot cut the network', value: providerId }],
+    });
+  }
+  const limits = Object.entries(spec.limits ?? {}).filter(([, value]) => value !== undefined);
+  if (limits.length > 0 && unsupported.includes('limits') && !context.warned.has('limits')) {
+    context.warned.add('limits');
+    context.warn(
+      `env ${context.envName} asks for resource limits (${limits.map(([key, value]) => `${key} ${value}`).join(', ')}) that the ${providerId} sandbox does not enforce; use sandbox.provider: docker to enforce them`,
+    );
+  }
 }
 
 /** Counts tokens as chat calls return, for tokens/s. */

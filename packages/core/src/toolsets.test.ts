@@ -4,7 +4,6 @@ import { defineTool } from './contracts/tool.js';
 import { InvalidArgumentError, NoSuchEntryError } from './errors.js';
 import {
   BUILTIN_DISTRIBUTIONS,
-  BUILTIN_TOOLSETS,
   mergeToolToolsets,
   resolveToolset,
   sampleToolsets,
@@ -28,6 +27,15 @@ function thrown(action: () => unknown): unknown {
   throw new Error('expected a throw');
 }
 
+/** hermes-agent's toolsets as the tool plugins and the CLI plugin declare them (the kernel declares none). */
+const HERMES: Record<string, ToolsetDefinition> = {
+  web: { description: 'Web search and extraction', tools: ['web_search', 'web_extract'] },
+  search: { description: 'Web search only', tools: ['web_search'] },
+  terminal: { description: 'Shell commands and background processes', tools: ['terminal', 'process'] },
+  file: { tools: ['read_file', 'write_file', 'patch', 'search_files'] },
+  debugging: { tools: ['terminal', 'process'], includes: ['web', 'file'] },
+};
+
 function tool(name: string, toolset?: string) {
   return defineTool({
     name,
@@ -40,8 +48,8 @@ function tool(name: string, toolset?: string) {
 
 describe('resolveToolset', () => {
   it('expands a leaf toolset and a composite one through its includes, sorted and without duplicates', () => {
-    expect(resolveToolset('web')).toEqual(['web_extract', 'web_search']);
-    expect(resolveToolset('debugging')).toEqual([
+    expect(resolveToolset('web', HERMES)).toEqual(['web_extract', 'web_search']);
+    expect(resolveToolset('debugging', HERMES)).toEqual([
       'patch',
       'process',
       'read_file',
@@ -75,11 +83,9 @@ describe('resolveToolset', () => {
   });
 
   it('treats `all` and `*` as every toolset, also inside includes', () => {
-    const every = [
-      ...new Set(Object.values(BUILTIN_TOOLSETS).flatMap((definition) => definition.tools)),
-    ].sort();
-    expect(resolveToolset('all')).toEqual(every);
-    expect(resolveToolset('*')).toEqual(every);
+    const every = [...new Set(Object.values(HERMES).flatMap((definition) => definition.tools))].sort();
+    expect(resolveToolset('all', HERMES)).toEqual(every);
+    expect(resolveToolset('*', HERMES)).toEqual(every);
     const table: Record<string, ToolsetDefinition> = {
       a: { tools: ['x'] },
       b: { tools: ['y'], includes: ['c'] },
@@ -90,7 +96,7 @@ describe('resolveToolset', () => {
   });
 
   it('names an unknown toolset, and the toolset that includes it, listing the available ones', () => {
-    const unknown = thrown(() => resolveToolset('termnal'));
+    const unknown = thrown(() => resolveToolset('termnal', HERMES));
     expect(NoSuchEntryError.isInstance(unknown)).toBe(true);
     expect((unknown as Error).message).toBe(
       'No toolset "termnal" (available: debugging, file, search, terminal, web)',
@@ -100,18 +106,32 @@ describe('resolveToolset', () => {
       'No toolset "shel" (available: dev). It is included by toolset "dev"',
     );
     // Names of Object.prototype members are not toolsets.
-    expect((thrown(() => resolveToolset('constructor')) as Error).message).toContain(
+    expect((thrown(() => resolveToolset('constructor', HERMES)) as Error).message).toContain(
       'No toolset "constructor"',
     );
   });
 });
 
+describe('the kernel declares no toolsets', () => {
+  it('knows no toolset name without a table: plugins declare them (registry.toolsets())', () => {
+    expect((thrown(() => resolveToolset('web')) as Error).message).toBe(
+      'No toolset "web" (available: none registered)',
+    );
+    // A tool's own `toolset` field still makes it a member without any table.
+    expect(
+      selectTools([tool('terminal', 'terminal'), tool('submit')], { enabled: ['terminal'] }).map(
+        (entry) => entry.name,
+      ),
+    ).toEqual(['terminal', 'submit']);
+  });
+});
+
 describe('selectToolNames', () => {
   it('offers every toolset when nothing is enabled, and nothing for an empty list', () => {
-    expect(selectToolNames()).toEqual(resolveToolset('all'));
-    expect(selectToolNames({ enabled: null })).toEqual(resolveToolset('all'));
-    expect(selectToolNames({ enabled: [] })).toEqual([]);
-    expect(selectToolNames({ enabled: ['web', 'terminal'] })).toEqual([
+    expect(selectToolNames({ toolsets: HERMES })).toEqual(resolveToolset('all', HERMES));
+    expect(selectToolNames({ toolsets: HERMES, enabled: null })).toEqual(resolveToolset('all', HERMES));
+    expect(selectToolNames({ toolsets: HERMES, enabled: [] })).toEqual([]);
+    expect(selectToolNames({ toolsets: HERMES, enabled: ['web', 'terminal'] })).toEqual([
       'process',
       'terminal',
       'web_extract',
@@ -121,7 +141,7 @@ describe('selectToolNames', () => {
 
   it('subtracts disabled toolsets at the end, also from composites and shared tools', () => {
     // debugging includes web; disabling web removes its tools even though debugging was enabled.
-    expect(selectToolNames({ enabled: ['debugging'], disabled: ['web'] })).toEqual([
+    expect(selectToolNames({ toolsets: HERMES, enabled: ['debugging'], disabled: ['web'] })).toEqual([
       'patch',
       'process',
       'read_file',
@@ -130,9 +150,11 @@ describe('selectToolNames', () => {
       'write_file',
     ]);
     // search shares web_search with web: a strict subtraction takes it from web too (hermes' rule).
-    expect(selectToolNames({ enabled: ['web'], disabled: ['search'] })).toEqual(['web_extract']);
+    expect(selectToolNames({ toolsets: HERMES, enabled: ['web'], disabled: ['search'] })).toEqual([
+      'web_extract',
+    ]);
     // Disabled with nothing enabled: every toolset minus the disabled ones.
-    expect(selectToolNames({ disabled: ['terminal', 'web'] })).toEqual([
+    expect(selectToolNames({ toolsets: HERMES, disabled: ['terminal', 'web'] })).toEqual([
       'patch',
       'read_file',
       'search_files',
@@ -141,12 +163,12 @@ describe('selectToolNames', () => {
   });
 
   it('rejects an unknown enabled or disabled toolset by name', () => {
-    expect((thrown(() => selectToolNames({ enabled: ['web', 'wbe'] })) as Error).message).toContain(
-      'No toolset "wbe"',
-    );
-    expect((thrown(() => selectToolNames({ disabled: ['nope'] })) as Error).message).toContain(
-      'No toolset "nope"',
-    );
+    expect(
+      (thrown(() => selectToolNames({ toolsets: HERMES, enabled: ['web', 'wbe'] })) as Error).message,
+    ).toContain('No toolset "wbe"');
+    expect(
+      (thrown(() => selectToolNames({ toolsets: HERMES, disabled: ['nope'] })) as Error).message,
+    ).toContain('No toolset "nope"');
   });
 });
 
@@ -160,12 +182,12 @@ describe('selectTools', () => {
   const names = (tools: readonly { name: string }[]) => tools.map((entry) => entry.name);
 
   it("counts a tool's own toolset as membership, also through includes", () => {
-    const merged = mergeToolToolsets(all);
+    const merged = mergeToolToolsets(all, HERMES);
     expect(merged.terminal?.tools).toEqual(['terminal', 'process', 'my_shell']);
     expect(merged.git).toEqual({ tools: ['git_diff'] });
-    expect(BUILTIN_TOOLSETS.terminal?.tools).toEqual(['terminal', 'process']);
+    expect(HERMES.terminal?.tools).toEqual(['terminal', 'process']);
     // debugging includes no terminal toolset, but a custom composite does: my_shell comes along.
-    const toolsets = { ...BUILTIN_TOOLSETS, dev: { tools: [], includes: ['terminal', 'git'] } };
+    const toolsets = { ...HERMES, dev: { tools: [], includes: ['terminal', 'git'] } };
     expect(names(selectTools(all, { enabled: ['dev'], toolsets }))).toEqual([
       'terminal',
       'my_shell',
@@ -175,14 +197,16 @@ describe('selectTools', () => {
   });
 
   it('always offers tools of no toolset, and removes disabled toolsets', () => {
-    expect(names(selectTools(all, { enabled: ['web'] }))).toEqual(['web_search', 'submit']);
-    expect(names(selectTools(all, { disabled: ['terminal'] }))).toEqual(['web_search', 'git_diff', 'submit']);
-    expect(names(selectTools(all, { enabled: ['all'], disabled: ['git', 'web'] }))).toEqual([
-      'terminal',
-      'my_shell',
+    expect(names(selectTools(all, { toolsets: HERMES, enabled: ['web'] }))).toEqual(['web_search', 'submit']);
+    expect(names(selectTools(all, { toolsets: HERMES, disabled: ['terminal'] }))).toEqual([
+      'web_search',
+      'git_diff',
       'submit',
     ]);
-    expect(names(selectTools(all))).toEqual(names(all));
+    expect(names(selectTools(all, { toolsets: HERMES, enabled: ['all'], disabled: ['git', 'web'] }))).toEqual(
+      ['terminal', 'my_shell', 'submit'],
+    );
+    expect(names(selectTools(all, { toolsets: HERMES }))).toEqual(names(all));
   });
 });
 
@@ -227,13 +251,11 @@ describe('sampleToolsets', () => {
     const distribution = { toolsets: { web: 100, termnal: 1 } };
     // Without a table the names are not checked.
     expect(sampleToolsets(distribution, { random: sequence(0.5) })).toEqual(['web']);
-    const error = thrown(() =>
-      sampleToolsets(distribution, { toolsets: BUILTIN_TOOLSETS, random: sequence(0.5) }),
-    );
+    const error = thrown(() => sampleToolsets(distribution, { toolsets: HERMES, random: sequence(0.5) }));
     expect(NoSuchEntryError.isInstance(error)).toBe(true);
     expect((error as Error).message).toBe(
       'No toolset "termnal" (available: debugging, file, search, terminal, web). It is named by the given toolset distribution',
     );
-    expect(sampleToolsets({ toolsets: { all: 100 } }, { toolsets: BUILTIN_TOOLSETS })).toEqual(['all']);
+    expect(sampleToolsets({ toolsets: { all: 100 } }, { toolsets: HERMES })).toEqual(['all']);
   });
 });

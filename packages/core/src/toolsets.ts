@@ -2,6 +2,11 @@
 // named sets of tools with includes, enable/disable filters, and a distribution sampled once
 // per group. Unlike hermes, which prints a warning and skips an unknown toolset name, every
 // function here throws a NoSuchEntryError naming it: a typo would otherwise silently remove tools.
+//
+// The kernel defines no toolsets: each plugin declares its own in its manifest (`web` and
+// `search` in @shears/tools-web, `terminal` in @shears/tools-terminal, `file` in
+// @shears/tools-file, a third-party pack its own), and `registry.toolsets()` is the one table.
+// A tool's own `toolset` field also makes it a member (mergeToolToolsets).
 import type { ToolV1 } from './contracts/tool.js';
 import { InvalidArgumentError, NoSuchEntryError } from './errors.js';
 
@@ -16,21 +21,6 @@ export interface ToolsetDistribution {
   description?: string;
   toolsets: Record<string, number>;
 }
-
-export const BUILTIN_TOOLSETS: Readonly<Record<string, ToolsetDefinition>> = {
-  web: { description: 'Web search and extraction', tools: ['web_search', 'web_extract'] },
-  search: { description: 'Web search only', tools: ['web_search'] },
-  terminal: { description: 'Shell commands and background processes', tools: ['terminal', 'process'] },
-  file: {
-    description: 'Reading, writing, patching and searching files',
-    tools: ['read_file', 'write_file', 'patch', 'search_files'],
-  },
-  debugging: {
-    description: 'Terminal plus web and file tools',
-    tools: ['terminal', 'process'],
-    includes: ['web', 'file'],
-  },
-};
 
 export const BUILTIN_DISTRIBUTIONS: Readonly<Record<string, ToolsetDistribution>> = {
   default: { toolsets: { web: 100, terminal: 100, file: 100 } },
@@ -48,7 +38,7 @@ export const BUILTIN_DISTRIBUTIONS: Readonly<Record<string, ToolsetDistribution>
  */
 export function resolveToolset(
   name: string,
-  toolsets: Readonly<Record<string, ToolsetDefinition>> = BUILTIN_TOOLSETS,
+  toolsets: Readonly<Record<string, ToolsetDefinition>> = {},
   visited: Set<string> = new Set(),
 ): string[] {
   return expandToolset(name, toolsets, visited, undefined);
@@ -90,12 +80,13 @@ export interface SelectToolsOptions {
   enabled?: readonly string[] | null;
   /** Toolsets whose tools are removed at the end, even when an enabled toolset includes them. */
   disabled?: readonly string[];
+  /** Toolset definitions, usually `registry.toolsets()` (default: none). */
   toolsets?: Readonly<Record<string, ToolsetDefinition>>;
 }
 
 /** Tool names for enabled toolsets (all when null), with disabled toolsets subtracted at the end. */
 export function selectToolNames(options: SelectToolsOptions = {}): string[] {
-  const toolsets = options.toolsets ?? BUILTIN_TOOLSETS;
+  const toolsets = options.toolsets ?? {};
   const enabled = options.enabled ?? Object.keys(toolsets);
   const names = new Set<string>();
   for (const toolset of enabled) for (const tool of resolveToolset(toolset, toolsets)) names.add(tool);
@@ -110,7 +101,7 @@ export function selectToolNames(options: SelectToolsOptions = {}): string[] {
  */
 export function mergeToolToolsets(
   tools: readonly ToolV1[],
-  toolsets: Readonly<Record<string, ToolsetDefinition>> = BUILTIN_TOOLSETS,
+  toolsets: Readonly<Record<string, ToolsetDefinition>> = {},
 ): Record<string, ToolsetDefinition> {
   const merged: Record<string, ToolsetDefinition> = { ...toolsets };
   for (const tool of tools) {
@@ -130,7 +121,7 @@ export function mergeToolToolsets(
  * at all (an env's own tool, such as a submit tool) is always offered.
  */
 export function selectTools(tools: readonly ToolV1[], options: SelectToolsOptions = {}): ToolV1[] {
-  const toolsets = mergeToolToolsets(tools, options.toolsets ?? BUILTIN_TOOLSETS);
+  const toolsets = mergeToolToolsets(tools, options.toolsets ?? {});
   const selected = new Set(selectToolNames({ ...options, toolsets }));
   const member = new Set(selectToolNames({ toolsets }));
   return tools.filter((tool) => selected.has(tool.name) || !member.has(tool.name));

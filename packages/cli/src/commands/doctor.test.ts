@@ -39,8 +39,44 @@ describe('shears doctor', () => {
     expect(run.stdout).toMatch(/– docker\s+not needed \(sandbox local, env demo\)/);
     expect(run.stdout).toMatch(/✓ inference\s+scripted shears-demo-policy answered/);
     expect(run.stdout).toMatch(/✓ parsers\s+text with <tool_call> and no native calls is parsed with hermes/);
-    expect(run.stdout).toMatch(/– tokenizer\s+no server.tokenizer configured/);
+    // What serve/train would miss is said in words, as a warning: process and evaluate still work.
+    expect(run.stdout).toMatch(
+      /! tokenizer\s+no server\.tokenizer: `shears process` and `evaluate` work, but `shears serve` and `train` cannot send groups to a trainer, which trains on token ids, not text\n\s+fix: for serve\/train, set server\.tokenizer/,
+    );
+    expect(run.stdout).toMatch(/– trainer\s+no train\.trainer\.command \(only `shears train` needs one\)/);
     expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('fails a managed server without a tokenizer, and checks the trainer command of shears train', async () => {
+    const managed = await runShears(
+      ['doctor', '--provider', 'vllm', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'],
+      { cwd: dir },
+    );
+    expect(managed.stdout).toMatch(
+      /✗ tokenizer\s+no server\.tokenizer: the vllm server turns chats into token ids itself/,
+    );
+    expect(managed.code).toBe(1);
+
+    const missing = await runShears(
+      ['doctor', '--train.trainer.command', '[no-such-trainer-shears, train.py]'],
+      {
+        cwd: dir,
+      },
+    );
+    expect(missing.stdout).toMatch(
+      /✗ trainer\s+train\.trainer\.command: "no-such-trainer-shears" is not an executable on PATH/,
+    );
+    expect(missing.code).toBe(1);
+    const badCwd = await runShears(
+      ['doctor', '--train.trainer.command', '[sh, train.sh]', '--train.trainer.cwd', 'nowhere'],
+      { cwd: dir },
+    );
+    expect(badCwd.stdout).toMatch(/✗ trainer\s+train\.trainer\.cwd .*nowhere is not a folder/);
+    const found = await runShears(['doctor', '--train.trainer.command', '[sh, -c, "exit 0"]'], { cwd: dir });
+    expect(found.stdout).toMatch(
+      /✓ trainer\s+\S*\/sh \(train\.trainer\.command\); it gets SHEARS_API_URL and ATROPOS_SERVER_URL/,
+    );
+    expect(found.code, found.stdout).toBe(0);
   });
 
   it('checks the host the ssh sandbox connects to (sandbox.settings.host/port) and names those fields', async () => {
@@ -134,16 +170,37 @@ describe('shears doctor', () => {
     expect(bad.code).toBe(1);
   });
 
-  it.skipIf(!dockerHost)('passes a configured Docker host that answers', async () => {
-    const file = config('docker-ok.yaml', [
-      'sandbox:',
-      '  provider: docker',
-      `  settings: { hosts: ["${dockerHost}"] }`,
-    ]);
-    const run = await runShears(['doctor', '--config', file], { cwd: dir });
-    expect(run.stdout).toMatch(/✓ docker \S+\s+daemon answers \(used by sandbox\.settings\.hosts\[0\]\)/);
-    expect(run.code, run.stdout).toBe(0);
-  });
+  it.skipIf(!dockerHost)(
+    'passes a configured Docker host that answers and holds the sandbox image; fails one without it',
+    async () => {
+      const file = config('docker-ok.yaml', [
+        'sandbox:',
+        '  provider: docker',
+        `  settings: { hosts: ["${dockerHost}"], image: "${vars.SHEARS_TEST_DOCKER_IMAGE}" }`,
+      ]);
+      const run = await runShears(['doctor', '--config', file], { cwd: dir });
+      expect(run.stdout).toMatch(/✓ docker \S+\s+daemon answers \(used by sandbox\.settings\.hosts\[0\]\)/);
+      expect(run.stdout).toMatch(
+        /✓ image \S+\s+shears-test-busybox:latest is there \(sandboxes start from it\)/,
+      );
+      expect(run.code, run.stdout).toBe(0);
+
+      const absent = await runShears(
+        [
+          'doctor',
+          '--sandbox',
+          'docker',
+          '--sandbox.settings',
+          `{hosts: ["${dockerHost}"], image: "shears-no-such-image:1"}`,
+        ],
+        { cwd: dir },
+      );
+      expect(absent.stdout).toMatch(
+        /✗ image \S+\s+shears-no-such-image:1 is not on this daemon: every docker sandbox would fail to start\n\s+fix: build or load shears-no-such-image:1/,
+      );
+      expect(absent.code).toBe(1);
+    },
+  );
 
   it('loads server.tokenizer as serve/train do: a folder with tokenizer.json and tokenizer_config.json', async () => {
     const only = join(dir, 'json-only');

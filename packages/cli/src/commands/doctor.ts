@@ -1,12 +1,13 @@
 // `shears doctor`: checks what the configured run will use — Node, the env, the sandbox backend
 // it resolves to (a real sandbox is opened on local/ssh hosts), the Docker daemons the sandbox or
-// the env needs, the inference server, the tool-call parsers, the tokenizer folder serve/train
-// load, and the plugins — and says what to fix.
-import { existsSync, statSync } from 'node:fs';
+// the env needs and the sandbox image on them, the inference server, the tool-call parsers, the
+// tokenizer folder serve/train need, the trainer command of `shears train`, and the plugins — and
+// says what to fix.
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
-import { dirname, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import type { EnvV1, Registry } from '@shears/core';
 import { createHfTokenizer } from '@shears/servers';
 import {
@@ -14,8 +15,15 @@ import {
   resolveDockerConnection,
   sshSandboxSettingsSchema,
 } from '@shears/tools-terminal';
-import { composeRegistry, createEnv, createSandboxProvider, createServer } from '../compose.js';
+import {
+  composeRegistry,
+  createEnv,
+  createSandboxProvider,
+  createServer,
+  MANAGED_SERVERS,
+} from '../compose.js';
 import { type CommandContext, resolveParsers } from '../runtime.js';
+import { dockerSandboxImage, inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
 
 export interface Check {
   name: string;
@@ -208,6 +216,8 @@ interface DockerUse {
   url: string;
   settings: unknown;
   fields: string[];
+  /** A host of the docker sandbox (rather than only the env's image builder). */
+  sandboxHost: boolean;
 }
 
 /** The Docker daemons this run talks to: the docker sandbox's hosts and the env's image builder. */
@@ -215,9 +225,10 @@ function dockerUses(context: CommandContext, env: EnvV1 | undefined, sandboxId: 
   const { config } = context;
   const vars = context.io.env;
   const uses = new Map<string, DockerUse>();
-  const add = (url: string, settings: unknown, field: string) => {
-    const use = uses.get(url) ?? { url, settings, fields: [] };
+  const add = (url: string, settings: unknown, field: string, sandboxHost = false) => {
+    const use = uses.get(url) ?? { url, settings, fields: [], sandboxHost };
     use.fields.push(field);
+    use.sandboxHost ||= sandboxHost;
     uses.set(url, use);
   };
   if (sandboxId === 'docker') {
@@ -226,10 +237,11 @@ function dockerUses(context: CommandContext, env: EnvV1 | undefined, sandboxId: 
       hosts.forEach((host, index) => {
         const url =
           typeof host === 'string' ? host : String((host as { url?: unknown } | null)?.url ?? '(no url)');
-        add(url, host, `sandbox.settings.hosts[${index}]`);
+        add(url, host, `sandbox.settings.hosts[${index}]`, true);
       });
-    } else if (vars.DOCKER_HOST) add(vars.DOCKER_HOST, vars.DOCKER_HOST, 'the docker sandbox (DOCKER_HOST)');
-    else add(DEFAULT_DOCKER_SOCKET, DEFAULT_DOCKER_SOCKET, 'the docker sandbox (default socket)');
+    } else if (vars.DOCKER_HOST)
+      add(vars.DOCKER_HOST, vars.DOCKER_HOST, 'the docker sandbox (DOCKER_HOST)', true);
+    else add(DEFAULT_DOCKER_SOCKET, DEFAULT_DOCKER_SOCKET, 'the docker sandbox (default socket)', true);
   }
   // An env whose items are container images builds them with Docker during setup (the SWE env),
   // at env.settings.docker, else SHEARS_TEST_DOCKER_HOST / DOCKER_HOST, else the local socket.
@@ -271,31 +283,82 @@ async function dockerChecks(
         detail: `not needed (sandbox ${sandboxId}, env ${context.config.env.name})`,
       },
     ];
-  return Promise.all(
-    uses.map(async (use): Promise<Check> => {
+  const image = dockerSandboxImage(context.config);
+  const checks = await Promise.all(
+    uses.map(async (use): Promise<Check[]> => {
       const result = await pingDocker(use.settings);
       const name = `docker ${use.url}`;
       const usedBy = `used by ${use.fields.join(', ')}`;
-      return result.ok
-        ? { name, status: 'ok', detail: `${result.detail} (${usedBy})` }
-        : {
+      if (!result.ok)
+        return [
+          {
             name,
             status: 'fail',
             detail: `${result.detail} (${usedBy})`,
             fix: `start the daemon (sudo systemctl start docker, or dockerd &) or point ${use.fields[0]} at a running one`,
-          };
+          },
+        ];
+      const answered: Check = { name, status: 'ok', detail: `${result.detail} (${usedBy})` };
+      // The image sandboxes start from, on every host of the docker sandbox (envs with images of
+      // their own, like swe, build them in `shears prepare`).
+      if (!use.sandboxHost || ownImages(env)) return [answered];
+      return [answered, await imageCheck(use, image)];
     }),
   );
+  return checks.flat();
+}
+
+function ownImages(env: EnvV1 | undefined): boolean {
+  return (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox === 'docker';
+}
+
+/** Whether the docker sandbox's image is on this host (for the default image: built from this recipe). */
+async function imageCheck(use: DockerUse, image: string): Promise<Check> {
+  const name = `image ${use.url}`;
+  let state: Awaited<ReturnType<typeof inspectImage>>;
+  try {
+    state = await inspectImage((await openDocker(use.settings as string | { url: string })).docker, image);
+  } catch (error) {
+    return { name, status: 'fail', detail: `${image}: ${firstLine(error)}`, fix: 'check the daemon' };
+  }
+  if (state === 'present')
+    return { name, status: 'ok', detail: `${image} is there (sandboxes start from it)` };
+  const fix =
+    image === SANDBOX_BASE_IMAGE
+      ? 'run `shears prepare --sandbox docker` (builds it with debootstrap once, then imports it; needs root)'
+      : `build or load ${image} on that daemon (docker build, docker load), or remove sandbox.image to use ${SANDBOX_BASE_IMAGE}`;
+  return state === 'missing'
+    ? {
+        name,
+        status: 'fail',
+        detail: `${image} is not on this daemon: every docker sandbox would fail to start`,
+        fix,
+      }
+    : {
+        name,
+        status: 'warn',
+        detail: `${image} was built from another recipe than this version of shears uses (python3, git, CA certificates on bookworm)`,
+        fix,
+      };
 }
 
 /** Loads server.tokenizer the way `shears serve`/`train` and the vllm/sglang servers do. */
-function tokenizerCheck(path: string | undefined, cwd: string): Check {
+function tokenizerCheck(path: string | undefined, cwd: string, provider: string): Check {
   if (!path)
-    return {
-      name: 'tokenizer',
-      status: 'skip',
-      detail: 'no server.tokenizer configured (needed for token data in `shears serve`/`train`)',
-    };
+    return MANAGED_SERVERS.includes(provider)
+      ? {
+          name: 'tokenizer',
+          status: 'fail',
+          detail: `no server.tokenizer: the ${provider} server turns chats into token ids itself and cannot run without the model's tokenizer`,
+          fix: "set server.tokenizer to the model's folder holding tokenizer.json and tokenizer_config.json (e.g. its Hugging Face snapshot)",
+        }
+      : {
+          name: 'tokenizer',
+          status: 'warn',
+          detail:
+            'no server.tokenizer: `shears process` and `evaluate` work, but `shears serve` and `train` cannot send groups to a trainer, which trains on token ids, not text',
+          fix: "for serve/train, set server.tokenizer to the model's folder holding tokenizer.json and tokenizer_config.json (e.g. its Hugging Face snapshot)",
+        };
   const full = resolve(cwd, path);
   const fix =
     "point server.tokenizer at the model's folder holding tokenizer.json and tokenizer_config.json (e.g. its Hugging Face snapshot)";
@@ -330,6 +393,53 @@ function tokenizerCheck(path: string | undefined, cwd: string): Check {
       fix: "tokenizer_config.json needs the model's chat_template",
     };
   }
+}
+
+/** `train.trainer`: the command `shears train` starts, found on PATH (or as a path), and its cwd. */
+function trainerCheck(
+  config: CommandContext['config'],
+  cwd: string,
+  vars: Record<string, string | undefined>,
+): Check {
+  const trainer = config.train.trainer;
+  if (!trainer)
+    return {
+      name: 'trainer',
+      status: 'skip',
+      detail: 'no train.trainer.command (only `shears train` needs one)',
+    };
+  const folder = trainer.cwd ? resolve(cwd, trainer.cwd) : cwd;
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    return {
+      name: 'trainer',
+      status: 'fail',
+      detail: `train.trainer.cwd ${folder} is not a folder`,
+      fix: 'point train.trainer.cwd at the folder the trainer runs in (relative to where shears runs)',
+    };
+  const program = trainer.command[0]!;
+  const candidates = program.includes('/')
+    ? [resolve(folder, program)]
+    : (vars.PATH ?? process.env.PATH ?? '').split(delimiter).map((entry) => join(entry, program));
+  const found = candidates.find((candidate) => {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return statSync(candidate).isFile();
+    } catch {
+      return false;
+    }
+  });
+  return found
+    ? {
+        name: 'trainer',
+        status: 'ok',
+        detail: `${found} (train.trainer.command); it gets SHEARS_API_URL and ATROPOS_SERVER_URL`,
+      }
+    : {
+        name: 'trainer',
+        status: 'fail',
+        detail: `train.trainer.command: "${program}" is not an executable ${program.includes('/') ? 'file' : 'on PATH'}`,
+        fix: 'install the trainer (e.g. python3) or fix train.trainer.command / train.trainer.cwd',
+      };
 }
 
 async function parserCheck(registry: Registry, context: CommandContext): Promise<Check> {
@@ -414,7 +524,8 @@ export async function runChecks(context: CommandContext): Promise<Check[]> {
     checks.push(...(await dockerChecks(context, env, sandboxId)));
     checks.push(await serverCheck(context, registry));
     checks.push(await parserCheck(registry, context));
-    checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd));
+    checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd, config.server.provider));
+    checks.push(trainerCheck(config, context.io.cwd, context.io.env));
   } finally {
     await Promise.resolve(env?.close?.()).catch(() => undefined);
   }

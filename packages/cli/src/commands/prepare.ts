@@ -1,11 +1,47 @@
-// `shears prepare`: runs the configured env's set-up ahead of a run — for the SWE env, builds the
-// base image and one image per task repository (cached by content hash) — printing progress, then
-// a line per prepared image. A later `process`, `serve` or `evaluate` finds everything ready.
-import { composeRegistry, createEnv } from '../compose.js';
+// `shears prepare`: builds what a run needs ahead of it, with progress. With the docker sandbox it
+// puts the default sandbox image (`shears-base:bookworm`) on every docker host that lacks it —
+// unless the env brings its own images (the SWE env) — and checks that a custom `sandbox.image`
+// is there. Then it runs the env's set-up: for the SWE env, the base image and one image per task
+// repository (cached by content hash). A later `process`, `serve` or `evaluate` finds all ready.
+import { ConfigError, SandboxError } from '@shears/core';
+import { composeRegistry, createEnv, sandboxProviderId } from '../compose.js';
 import type { CommandContext } from '../runtime.js';
+import {
+  dockerSandboxHosts,
+  dockerSandboxImage,
+  ensureSandboxBaseImage,
+  inspectImage,
+  openDocker,
+  SANDBOX_BASE_IMAGE,
+} from '../sandbox-image.js';
 
 interface PreparedEntries {
   prepared?: ReadonlyMap<string, { image?: string }>;
+}
+
+async function prepareDockerSandbox(context: CommandContext): Promise<void> {
+  const { config, io } = context;
+  const image = dockerSandboxImage(config);
+  const daemons = await Promise.all(
+    dockerSandboxHosts(config.sandbox.settings).map((host) => openDocker(host)),
+  );
+  const report = (message: string) => io.stderr(`${context.redact(message)}\n`);
+  if (image === SANDBOX_BASE_IMAGE) {
+    const results = await ensureSandboxBaseImage({ daemons, report, signal: context.signal });
+    for (const result of results) io.stdout(`${SANDBOX_BASE_IMAGE}  ${result.action} on ${result.url}\n`);
+    return;
+  }
+  for (const { url, docker } of daemons) {
+    const state = await inspectImage(docker, image).catch((error: unknown) => {
+      throw new SandboxError({ message: `docker host ${url}: ${(error as Error).message}`, cause: error });
+    });
+    if (state !== 'present')
+      throw new ConfigError({
+        message: `sandbox.image: "${image}" is not on the docker host ${url}; shears prepare builds only ${SANDBOX_BASE_IMAGE}: build or load "${image}" there (docker build, docker load), or remove sandbox.image to use ${SANDBOX_BASE_IMAGE}`,
+        issues: [{ path: 'sandbox.image', message: 'image not found', value: image }],
+      });
+    io.stdout(`${image}  present on ${url}\n`);
+  }
 }
 
 export async function prepareCommand(context: CommandContext): Promise<number> {
@@ -14,6 +50,12 @@ export async function prepareCommand(context: CommandContext): Promise<number> {
   const { registry } = await composeRegistry(config, { cwd: io.cwd, logger: context.logger });
   const env = await createEnv(registry, config);
   try {
+    const ownImages = (env as { preferredSandbox?: unknown }).preferredSandbox === 'docker';
+    if (sandboxProviderId(config, env) === 'docker' && !ownImages) await prepareDockerSandbox(context);
+    if (context.signal.aborted) {
+      io.stderr('preparation interrupted; what was built is kept and reused next time\n');
+      return 130;
+    }
     if (!env.setup) {
       io.stdout(`env ${config.env.name} needs no preparation\n`);
       return 0;

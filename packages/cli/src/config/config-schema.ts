@@ -62,13 +62,29 @@ export const envConfigSchema = z
     seed: z.int().default(0).describe('Seed for the env and the demo policy'),
     settings: settingsSchema.default({}),
     action_policy: actionPolicyConfigSchema.optional(),
+    tools: z
+      .array(
+        z.union([
+          z.string().min(1),
+          z.strictObject({
+            id: z.string().min(1).describe('A tool id or a toolset name'),
+            settings: settingsSchema
+              .default({})
+              .describe("The tool's settings (each tool of a toolset gets them)"),
+          }),
+        ]),
+      )
+      .optional()
+      .describe(
+        "Tools from loaded plugins added to the env's own: a tool id (web_search), a toolset name (web: every tool in it), or { id, settings }",
+      ),
     toolsets: z
       .strictObject({
         enabled: z
           .array(z.string().min(1))
           .optional()
           .describe(
-            "Toolsets offered to the model (terminal, file, web, search, debugging, all, …); tools without a toolset (the env's own) are always offered; default: every tool",
+            "Toolsets offered to the model (as the loaded plugins declare them: terminal, file, web, search, debugging, a third-party pack's own; or all); tools without a toolset (the env's own) are always offered; default: every tool; leaving no tool is an error",
           ),
         disabled: z
           .array(z.string().min(1))

@@ -1,14 +1,23 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '@shears/core';
+import { ConfigError, valueAtPath } from '@shears/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseArgs } from '../args.js';
+import type { z } from 'zod';
+import { type ParsedArgs, parseArgs } from '../args.js';
 import { configJsonSchema } from '../commands/schema.js';
-import { loadConfig } from './load-config.js';
+import { shearsConfigSchema } from './config-schema.js';
+import { loadConfig, schemaAtPath } from './load-config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** parseArgs for a command line that runs a command (help and version print instead). */
+function parsed(argv: string[]): ParsedArgs {
+  const outcome = parseArgs(argv, { stdout: () => undefined, stderr: () => undefined });
+  if (outcome.kind !== 'run') throw new Error(`expected a command to run from ${argv.join(' ')}`);
+  return outcome.args;
+}
 
 function write(name: string, text: string): string {
   const path = join(dir, name);
@@ -36,7 +45,7 @@ describe('loadConfig', () => {
 
   it('reads YAML and lets dotted flags override it, typed by the schema', () => {
     const path = write('a.yaml', 'env:\n  name: demo\n  group_size: 2\nrun:\n  report: true\n');
-    const args = parseArgs([
+    const args = parsed([
       'process',
       '--config',
       path,
@@ -156,13 +165,135 @@ describe('loadConfig', () => {
 });
 
 describe('parseArgs', () => {
-  it('maps short flags onto config fields and rejects unknown flags with the list', () => {
-    const args = parseArgs(['process', '--env', 'demo', '--groups=2', '--out', 'runs/x.jsonl']);
-    expect(args.overrides).toEqual({ 'env.name': 'demo', 'run.groups': '2', 'run.out': 'runs/x.jsonl' });
-    expect(() => parseArgs(['process', '--gropus', '2'])).toThrow(
-      /Unknown flag --gropus \(allowed: .*--groups/,
+  it('maps flags onto config fields per command and rejects unknown flags with a suggestion', () => {
+    const args = parsed(['process', '--env', 'demo', '--groups=2', '--out', 'runs/x.jsonl']);
+    expect(args.overrides).toEqual({
+      'env.name': { text: 'demo', flag: '--env' },
+      'run.groups': { text: '2', flag: '--groups' },
+      'run.out': { text: 'runs/x.jsonl', flag: '--out' },
+    });
+    // evaluate writes evaluate.out: its --out sets that, not run.out (which evaluate never reads).
+    expect(parsed(['evaluate', '--out', 'e.jsonl']).overrides).toEqual({
+      'evaluate.out': { text: 'e.jsonl', flag: '--out' },
+    });
+    expect(() => parsed(['process', '--gropus', '2'])).toThrow(
+      /unknown option '--gropus' \(Did you mean --groups\?\)/,
     );
-    expect(() => parseArgs(['process', '--groups'])).toThrow(/--groups needs a value/);
+    expect(() => parsed(['process', '--groups'])).toThrow(/option '--groups <N>' argument missing/);
+    expect(() => parsed(['process', '--env.group_size'])).toThrow(/--env.group_size needs a value/);
+  });
+});
+
+/** Every path the schema types as an open record of unknown values (plugin settings), found by walking it. */
+function unknownRecordPaths(node: z.ZodType = shearsConfigSchema, path = ''): string[] {
+  let current = node as z.ZodType & { def: { type: string; innerType?: z.ZodType; valueType?: z.ZodType } };
+  while (['optional', 'default', 'prefault', 'nullable'].includes(current.def.type))
+    current = current.def.innerType as typeof current;
+  if (current.def.type === 'record')
+    return (current.def.valueType as typeof current).def.type === 'unknown' ? [path] : [];
+  if (current.def.type !== 'object') return [];
+  return Object.entries((current as unknown as z.ZodObject).shape).flatMap(([key, child]) =>
+    unknownRecordPaths(child as z.ZodType, path ? `${path}.${key}` : key),
+  );
+}
+
+/** Fields a section needs before its settings validate. */
+const SIBLINGS: Record<string, Record<string, string>> = {
+  judge: { 'judge.id': 'rubric' },
+  'judge.server': { 'judge.server.provider': 'openai', 'judge.server.model': 'j' },
+  group_judge: { 'group_judge.id': 'group' },
+  'group_judge.server': { 'group_judge.server.provider': 'openai', 'group_judge.server.model': 'j' },
+};
+
+describe('command-line values of settings typed unknown', () => {
+  const paths = unknownRecordPaths();
+
+  it('finds every plugin-settings field of the schema', () => {
+    expect(paths.sort()).toEqual(
+      [
+        'env.settings',
+        'server.settings',
+        'sandbox.settings',
+        'judge.settings',
+        'judge.server.settings',
+        'group_judge.settings',
+        'group_judge.server.settings',
+      ].sort(),
+    );
+  });
+
+  // Each value as a config file would type it (YAML), or text where YAML would misread a flag value.
+  const cases: Array<[text: string, expected: unknown]> = [
+    ['1', 1],
+    ['-2.5', -2.5],
+    ['true', true],
+    ['false', false],
+    ['null', null],
+    ['["count-lines"]', ['count-lines']],
+    ['[a, 2, true]', ['a', 2, true]],
+    ['{maxTurns: 1, only: [x]}', { maxTurns: 1, only: ['x'] }],
+    ['"1"', '1'],
+    ["'007'", '007'],
+    ['abc', 'abc'],
+    ['', ''],
+    ['Note: x', 'Note: x'],
+    ['- item', '- item'],
+    ['a #b', 'a #b'],
+    ['#1 task', '#1 task'],
+    ['*alias', '*alias'],
+    ['http://127.0.0.1:8000/v1', 'http://127.0.0.1:8000/v1'],
+  ];
+
+  for (const path of paths) {
+    it(`--${path}.<key> VALUE has the type it would have in YAML`, () => {
+      const siblings = Object.entries(SIBLINGS)
+        .filter(([prefix]) => path.startsWith(`${prefix}.`))
+        .reduce((all, [, fields]) => Object.assign(all, fields), {} as Record<string, string>);
+      for (const [text, expected] of cases) {
+        const overrides = { ...siblings, [`${path}.key`]: { text, flag: `--${path}.key` } };
+        const { config } = loadConfig({ overrides, environment: {} });
+        expect(
+          valueAtPath(config, [...path.split('.'), 'key']),
+          `--${path}.key ${JSON.stringify(text)}`,
+        ).toEqual(expected);
+      }
+      // A nested path inside settings, and a whole settings object.
+      const nested = loadConfig({ overrides: { ...siblings, [`${path}.a.b`]: '3' }, environment: {} });
+      expect(valueAtPath(nested.config, [...path.split('.'), 'a', 'b'])).toBe(3);
+      const whole = loadConfig({ overrides: { ...siblings, [path]: '{x: [1, 2]}' }, environment: {} });
+      expect(valueAtPath(whole.config, path.split('.'))).toEqual({ x: [1, 2] });
+      // A flow value that does not parse is refused, naming the flag.
+      expect(() =>
+        loadConfig({
+          overrides: { ...siblings, [`${path}.key`]: { text: '[a, ', flag: `--${path}.key` } },
+          environment: {},
+        }),
+      ).toThrow(new RegExp(`--${path.replace(/\./g, '\\.')}\\.key: "\\[a, " is not a valid YAML flow value`));
+    });
+  }
+
+  it('types schema fields by the schema, lists as flow or comma lists, and refuses what does not fit', () => {
+    const { config } = loadConfig({
+      overrides: {
+        'env.toolsets.enabled': '[web, file]',
+        'env.toolsets.disabled': 'search, debugging',
+        'env.action_policy': '{commands: {deny: [rm]}}',
+        'server.model': '1.5',
+        'train.trainer.command': '[python, "train.py"]',
+      },
+      environment: {},
+    });
+    expect(config.env.toolsets).toEqual({ enabled: ['web', 'file'], disabled: ['search', 'debugging'] });
+    expect(config.env.action_policy).toEqual({ commands: { deny: ['rm'] } });
+    expect(config.server.model).toBe('1.5');
+    expect(config.train.trainer?.command).toEqual(['python', 'train.py']);
+    expect(() => loadConfig({ overrides: { 'env.toolsets.enabled': '{a: 1}' }, environment: {} })).toThrow(
+      /env\.toolsets\.enabled: expected array/,
+    );
+    expect(() => loadConfig({ overrides: { 'env.group_size': '2x' }, environment: {} })).toThrow(
+      /env\.group_size: expected number, got "2x"/,
+    );
+    expect(schemaAtPath('env.settings.only')?.def.type).toBe('unknown');
   });
 });
 

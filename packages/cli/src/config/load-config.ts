@@ -4,8 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ConfigError, closestName, describeValue, safeParseJson, valueAtPath } from '@shears/core';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { OverrideValue } from '../args.js';
 import { type ShearsConfig, shearsConfigSchema } from './config-schema.js';
 
 export interface LoadConfigOptions {
@@ -13,8 +14,12 @@ export interface LoadConfigOptions {
   path?: string;
   /** Already-parsed config object (used instead of `path`). */
   object?: unknown;
-  /** Dotted-path overrides as given on the command line: `env.group_size` → `"8"`. */
-  overrides?: Record<string, string>;
+  /**
+   * Dotted-path overrides as given on the command line: `env.group_size` → `"8"` (or
+   * `{ text, flag, literal }`). Each is typed as the schema types its field; values of fields
+   * the schema types `unknown` (plugin settings) are read as YAML, as in a config file.
+   */
+  overrides?: Record<string, string | OverrideValue>;
   /** Environment for `${VAR}` and `api_key_env` (default process.env). */
   environment?: Record<string, string | undefined>;
 }
@@ -41,8 +46,9 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   }
   const secrets: string[] = [];
   const interpolated = interpolate(raw, '', environment, secrets) as Record<string, unknown>;
-  for (const [path, text] of Object.entries(options.overrides ?? {})) {
-    setPath(interpolated, path, coerceOverride(path, text));
+  for (const [path, given] of Object.entries(options.overrides ?? {})) {
+    const override = typeof given === 'string' ? { text: given } : given;
+    setPath(interpolated, path, override.literal ? override.text : coerceOverride(path, override));
   }
   const parsed = shearsConfigSchema.safeParse(interpolated);
   if (!parsed.success) throw configErrorFromZod(parsed.error, interpolated, options.path);
@@ -228,37 +234,75 @@ function unwrap(node: z.ZodType | undefined): z.ZodType | undefined {
   return current;
 }
 
+/** The zod type name of a schema node (`string`, `number`, `array`, `unknown`, ...); zod 4 keeps it in `def.type`. */
+function typeName(node: z.ZodType | undefined): string | undefined {
+  return (node as { def?: { type?: string } } | undefined)?.def?.type;
+}
+
+/**
+ * A command-line value read as a one-line YAML value: a scalar (`1` → 1, `true` → true, `"1"` →
+ * "1", `abc` → "abc") or a flow collection (`[a, b]`, `{x: 1}`), so it has the type it would
+ * have in a config file. Text that YAML reads as a block mapping or list (`Note: x`, `- x`) stays
+ * text, and so does a value holding `#` (YAML would drop it as a comment); a flow collection that
+ * does not parse is an error.
+ */
+export function parseOverrideYaml(override: OverrideValue, path: string): unknown {
+  const { text } = override;
+  const flag = override.flag ?? `--${path}`;
+  const document = parseDocument(text, { prettyErrors: false });
+  const contents = document.contents as { flow?: boolean; items?: unknown } | null;
+  const looksFlow = /^\s*[[{]/.test(text);
+  if (document.errors.length > 0) {
+    if (!looksFlow) return text;
+    throw new ConfigError({
+      message: `${flag}: ${JSON.stringify(text)} is not a valid YAML flow value for ${path} (${document.errors[0]!.message.split('\n')[0]}); write e.g. '["a", "b"]' or '{key: value}'`,
+      issues: [{ path, message: 'invalid YAML flow value', value: text }],
+    });
+  }
+  // On a command line `#` is part of the value, never a comment; an empty value is the empty string.
+  const node = contents as { comment?: string | null; commentBefore?: string | null } | null;
+  if (document.comment || document.commentBefore || node?.comment || node?.commentBefore) return text;
+  if (text.trim() === '') return text;
+  if (contents && Array.isArray(contents.items) && !contents.flow) return text;
+  try {
+    return document.toJS();
+  } catch {
+    return text; // an alias (`*x`) with no anchor: text, as the shell gave it
+  }
+}
+
 /** Command-line values are text; the schema says what type the field wants. */
-function coerceOverride(path: string, text: string): unknown {
+function coerceOverride(path: string, override: OverrideValue): unknown {
+  const { text } = override;
   const node = schemaAtPath(path);
-  if (node instanceof z.ZodNumber) {
-    const number = Number(text);
-    return text.trim() !== '' && Number.isFinite(number) ? number : text;
-  }
-  if (node instanceof z.ZodBoolean) {
-    if (text === 'true' || text === '') return true;
-    if (text === 'false') return false;
-    return text;
-  }
-  if (
-    node instanceof z.ZodArray ||
-    node instanceof z.ZodRecord ||
-    node instanceof z.ZodObject ||
-    node === undefined
-  ) {
-    const trimmed = text.trim();
-    if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
-      const result = safeParseJson(trimmed, { source: `--${path}` });
-      if (result.success) return result.value;
+  switch (typeName(node)) {
+    case 'string':
+    case 'enum':
+      return text;
+    case 'number': {
+      const number = Number(text);
+      return text.trim() !== '' && Number.isFinite(number) ? number : text;
     }
-    if (node instanceof z.ZodArray) return text.split(',').filter((part) => part !== '');
-    if (node === undefined) {
-      // Unknown to the schema (plugin settings): keep numbers and booleans typed.
-      if (text === 'true' || text === 'false') return text === 'true';
-      if (/^-?\d+(\.\d+)?$/.test(text)) return Number(text);
+    case 'boolean':
+      if (text === 'true' || text === '') return true;
+      if (text === 'false') return false;
+      return text;
+    case 'array': {
+      // `[a, b]` (or a mapping, which the schema then refuses) is YAML flow; else a comma list.
+      if (/^\s*[[{]/.test(text)) return parseOverrideYaml(override, path);
+      const element = typeName(unwrap((node as z.ZodArray<z.ZodType>).element as z.ZodType));
+      const parts = text
+        .split(',')
+        .map((part) => part.trim())
+        .filter((part) => part !== '');
+      return element === 'number'
+        ? parts.map((part) => (Number.isFinite(Number(part)) ? Number(part) : part))
+        : parts;
     }
+    default:
+      // object, record, unknown (plugin settings), or a path inside them the schema does not know.
+      return parseOverrideYaml(override, path);
   }
-  return text;
 }
 
 function formatPath(path: readonly PropertyKey[]): string {

@@ -10,6 +10,8 @@ export interface DemoServerOptions {
   seed?: number;
   model?: string;
   latencyMs?: number;
+  /** Per-request timeout of the client (`server.timeout_ms`). */
+  timeoutMs?: number;
   registry?: Registry;
   /** Another env's scripted policy (e.g. the SWE env's); default: the shell demo policy. */
   policy?: (request: ScriptedChatRequest) => ScriptedReply | undefined | Promise<ScriptedReply | undefined>;
@@ -34,6 +36,7 @@ export async function startDemoServer(
       model,
       apiKey: 'not-needed',
       provider: 'scripted',
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     });
   } else {
     // Before @shears/servers is registered, the kernel's fetch-based client keeps the demo running.

@@ -1,0 +1,256 @@
+// The packed packages as a user gets them: packs every publishable package (pnpm pack turns
+// `workspace:*` into versions), installs the tarballs with npm into a project outside the
+// workspace, compiles a TypeScript env pack there with strict type checking and skipLibCheck:
+// false (every published .d.ts a user can reach is checked), runs the Env conformance suite on
+// it, and runs `shears process` and `shears evaluate` with it (and with the example pack
+// shears-pack-hello, installed from its tarball as its README says). Part of `pnpm test`.
+//
+// The consumer project is kept between runs ($SHEARS_PACK_CHECK_DIR, default
+// <tmp>/shears-pack-check) so npm reuses what did not change, better-sqlite3's native build
+// included; every run installs the fresh tarballs. Prints one JSON line per step with its time.
+import { execFile, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, relative } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+
+const root = join(import.meta.dirname, '..');
+const work = process.env.SHEARS_PACK_CHECK_DIR ?? join(tmpdir(), 'shears-pack-check');
+const tarballs = join(work, 'tarballs');
+const project = join(work, 'consumer');
+
+async function step<T>(name: string, action: () => T | Promise<T>): Promise<T> {
+  const started = performance.now();
+  process.stderr.write(`pack-check: ${name}\n`);
+  const result = await action();
+  const seconds = (performance.now() - started) / 1000;
+  process.stdout.write(`${JSON.stringify({ step: name, seconds: Number(seconds.toFixed(1)) })}\n`);
+  return result;
+}
+
+/** Runs a command; on failure prints its output and exits with a message naming the step. */
+function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): string {
+  const result = spawnSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.status !== 0) {
+    process.stderr.write(`${result.stdout ?? ''}\n${result.stderr ?? ''}\n`);
+    throw new Error(
+      `pack-check: \`${command} ${args.join(' ')}\` in ${relative(root, cwd) || cwd} failed (exit ${result.status}${result.error ? `, ${result.error.message}` : ''})`,
+    );
+  }
+  return result.stdout;
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new Error(`pack-check: ${message}`);
+}
+
+interface Manifest {
+  name: string;
+  version: string;
+  private?: boolean;
+}
+
+const packageDirs = [
+  ...readdirSync(join(root, 'packages')).map((name) => join(root, 'packages', name)),
+  join(root, 'examples', 'hello-pack'),
+].filter((dir) => existsSync(join(dir, 'package.json')));
+
+await step('build', () => run('pnpm', ['turbo', 'run', 'build', '--output-logs=errors-only'], root));
+
+const packed = await step('pack', async () => {
+  rmSync(tarballs, { recursive: true, force: true });
+  mkdirSync(tarballs, { recursive: true });
+  const manifests = packageDirs.map((dir) => {
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
+    check(!manifest.private, `${manifest.name} is private; it cannot be published or installed from npm`);
+    return { dir, manifest };
+  });
+  // A few at a time: each `pnpm pack` is mostly process start-up.
+  const queue = [...manifests];
+  const packOne = async (): Promise<void> => {
+    for (let next = queue.shift(); next; next = queue.shift())
+      await execFileAsync('pnpm', ['pack', '--pack-destination', tarballs], { cwd: next.dir }).catch(
+        (error: Error & { stderr?: string }) => {
+          throw new Error(
+            `pack-check: pnpm pack in ${relative(root, next!.dir)} failed: ${error.stderr ?? error.message}`,
+          );
+        },
+      );
+  };
+  await Promise.all([packOne(), packOne(), packOne()]);
+  const result: Record<string, string> = {};
+  for (const { manifest } of manifests) {
+    const file = `${manifest.name.replace(/^@/, '').replace('/', '-')}-${manifest.version}.tgz`;
+    check(existsSync(join(tarballs, file)), `pnpm pack wrote no tarball for ${manifest.name}`);
+    result[manifest.name] = join(tarballs, file);
+  }
+  return result;
+});
+
+await step('install with npm outside the workspace', () => {
+  mkdirSync(project, { recursive: true });
+  // Fresh sources every run. node_modules and the lockfile stay, minus the entries of the packed
+  // packages, so npm takes the new tarballs and keeps the rest (better-sqlite3's native build).
+  for (const entry of ['src', 'test', 'dist', 'runs'])
+    rmSync(join(project, entry), { recursive: true, force: true });
+  const lockfile = join(project, 'package-lock.json');
+  if (existsSync(lockfile)) {
+    const lock = JSON.parse(readFileSync(lockfile, 'utf8')) as { packages?: Record<string, unknown> };
+    for (const key of Object.keys(lock.packages ?? {}))
+      if (
+        Object.keys(packed).some(
+          (name) => key === `node_modules/${name}` || key.startsWith(`node_modules/${name}/`),
+        )
+      )
+        delete lock.packages![key];
+    writeFileSync(lockfile, `${JSON.stringify(lock, null, 2)}\n`);
+  }
+  // Same version numbers, new contents: remove the installed copies so npm cannot keep them.
+  for (const name of Object.keys(packed))
+    rmSync(join(project, 'node_modules', name), { recursive: true, force: true });
+  cpSync(join(root, 'scripts', 'pack-check', 'env-pack'), project, { recursive: true });
+  const files = Object.fromEntries(Object.entries(packed).map(([name, file]) => [name, `file:${file}`]));
+  const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  };
+  writeFileSync(
+    join(project, 'package.json'),
+    `${JSON.stringify(
+      {
+        name: 'shears-pack-answers',
+        version: '0.0.0',
+        private: true,
+        type: 'module',
+        main: './dist/index.js',
+        dependencies: {
+          ...files,
+          zod: rootManifest.devDependencies.zod,
+          // A private example, installed from its folder as its README says.
+          'shears-swe-pack-example': `file:${join(root, 'examples', 'swe-pack-example')}`,
+        },
+        devDependencies: {
+          typescript: rootManifest.devDependencies.typescript,
+          '@types/node': rootManifest.devDependencies['@types/node'],
+          vitest: rootManifest.devDependencies.vitest,
+        },
+        // Every @shears package, wherever it is depended on, is the tarball just packed.
+        overrides: files,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], project);
+  check(
+    existsSync(join(project, 'node_modules', '@shears', 'cli', 'shears.schema.json')),
+    'node_modules/@shears/cli/shears.schema.json (the $schema path the docs give) is missing',
+  );
+});
+
+await step('compile the TypeScript env pack (strict, skipLibCheck: false)', () =>
+  run(join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], project),
+);
+
+await step('run the Env conformance suite on it', () =>
+  run(join(project, 'node_modules', '.bin', 'vitest'), ['run', '--root', project, 'test'], project, {
+    CI: 'true',
+  }),
+);
+
+const shears = join(project, 'node_modules', '.bin', 'shears');
+
+function readJsonl(path: string): Array<{ scores: number[]; taskId: string }> {
+  return readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { scores: number[]; taskId: string });
+}
+
+await step('shears process with the pack', () => {
+  writeFileSync(
+    join(project, 'shears.yaml'),
+    [
+      '$schema: ./node_modules/@shears/cli/shears.schema.json',
+      'plugins: [./dist/index.js]',
+      'env: { name: answers, group_size: 2, toolsets: { enabled: [answers] } }',
+      'run: { groups: 3, out: runs/answers.jsonl, progress: lines }',
+      '',
+    ].join('\n'),
+  );
+  run(shears, ['process', '--config', 'shears.yaml'], project);
+  const groups = readJsonl(join(project, 'runs', 'answers.jsonl'));
+  check(groups.length === 3, `process wrote ${groups.length} groups, expected 3`);
+  check(groups.flatMap((group) => group.scores).includes(1), 'the demo policy solved no task of the pack');
+  check(existsSync(join(project, 'runs', 'answers.html')), 'process wrote no HTML report');
+});
+
+await step('shears evaluate with the pack', () => {
+  const stdout = run(
+    shears,
+    [
+      'evaluate',
+      '--plugins',
+      './dist/index.js',
+      '--env',
+      'answers',
+      '--k',
+      '2',
+      '--out',
+      'runs/eval.jsonl',
+      '--json',
+    ],
+    project,
+  );
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+    tasks: unknown[];
+    passAtK: Record<string, number>;
+  };
+  check(summary.tasks.length === 4, `evaluate scored ${summary.tasks.length} tasks, expected 4`);
+  check(summary.passAtK['pass@2'] === 1, `pass@2 is ${summary.passAtK['pass@2']}, expected 1`);
+});
+
+await step('shears process with shears-pack-hello from its tarball', () => {
+  run(
+    shears,
+    [
+      'process',
+      '--plugins',
+      'shears-pack-hello',
+      '--env',
+      'hello',
+      '--groups',
+      '2',
+      '--out',
+      'runs/hello.jsonl',
+      '--no-report',
+    ],
+    project,
+  );
+  check(readJsonl(join(project, 'runs', 'hello.jsonl')).length === 2, 'shears-pack-hello: expected 2 groups');
+});
+
+await step('the SWE task pack by package name and by folder', () => {
+  for (const tasks of ['shears-swe-pack-example', join(root, 'examples', 'swe-pack-example', 'tasks')]) {
+    // doctor creates the env (resolving --tasks) before it checks Docker, which may be absent here.
+    const result = spawnSync(shears, ['doctor', '--env', 'swe', '--tasks', tasks, '--json'], {
+      cwd: project,
+      encoding: 'utf8',
+    });
+    const checks = JSON.parse(result.stdout) as Array<{ name: string; status: string; detail: string }>;
+    const env = checks.find((entry) => entry.name === 'env');
+    check(env?.status === 'ok', `--tasks ${tasks}: the SWE env was not created (${env?.detail})`);
+  }
+});
+
+process.stderr.write(
+  `pack-check: ${Object.keys(packed).length} packages packed (${Object.values(packed)
+    .map((file) => basename(file))
+    .join(', ')}), installed with npm and used from ${project}\n`,
+);
