@@ -41,6 +41,7 @@ export const PLAIN_FLAGS: Record<string, boolean> = {
   help: true,
   version: true,
   resume: true,
+  force: true,
   'no-report': true,
   json: true,
   html: false,

@@ -455,7 +455,13 @@ export async function runGroup<TItem extends EnvItem>(
         rewardController.abort();
       }
       if (typeof reward?.score !== 'number' || !Number.isFinite(reward.score)) {
-        const message = `env "${env.id}" reward returned ${reward === null || typeof reward !== 'object' ? String(reward) : `a non-finite score (${String(reward.score)})`}`;
+        const message = `env "${env.id}" reward returned ${
+          reward === null || typeof reward !== 'object'
+            ? `${String(reward)} instead of { score }`
+            : typeof reward.score === 'number'
+              ? `a non-finite score (${reward.score})`
+              : `a score that is not a number (${typeof reward.score} ${JSON.stringify(reward.score) ?? String(reward.score)})`
+        }`;
         return finish('env_error', message, {
           agent,
           error: new EnvError({ envId: env.id, message }),

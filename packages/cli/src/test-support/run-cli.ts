@@ -11,6 +11,8 @@ export interface RunOptions {
   cwd: string;
   env?: Record<string, string | undefined>;
   signal?: AbortSignal;
+  /** The first Ctrl-C: no new rollouts, finished ones still rewarded. */
+  drain?: AbortSignal;
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
 }
@@ -31,6 +33,7 @@ export async function runShears(argv: readonly string[], options: RunOptions): P
     env: options.env ?? {},
     cwd: options.cwd,
     signal: options.signal,
+    drain: options.drain,
   });
   return { code, stdout, stderr };
 }
