@@ -331,26 +331,29 @@ describe('shears process: success and redaction', () => {
           `plugins: [${JSON.stringify(pack)}]`,
           'env: { name: probe, group_size: 2 }',
           'server: { provider: openai, base_url: "${BASE_URL}", model: m, api_key: "${OPENAI_API_KEY}" }',
-          'run: { groups: 2, out: runs/dummy.jsonl }',
+          'run: { groups: 2 }',
         ].join('\n'),
       );
       for (const key of ['shell', 'true', 'test']) {
-        const run = await runShears(['process', '--config', 'dummy.yaml', '--force'], {
-          cwd: dir,
-          env: { OPENAI_API_KEY: key, BASE_URL: model.url },
-        });
+        const run = await runShears(
+          ['process', '--config', 'dummy.yaml', '--out', `runs/dummy-${key}.jsonl`],
+          {
+            cwd: dir,
+            env: { OPENAI_API_KEY: key, BASE_URL: model.url },
+          },
+        );
         expect(run.code, run.stderr).toBe(0);
-        expect(run.stderr).toContain('server.api_key');
-        expect(run.stderr).toContain('too short to tell from ordinary text');
-        const text = readFileSync(join(dir, 'runs/dummy.jsonl'), 'utf8');
+        const text = readFileSync(join(dir, `runs/dummy-${key}.jsonl`), 'utf8');
         expect(text).not.toContain('[redacted]');
-        const groups = readGroups(join(dir, 'runs/dummy.jsonl'));
+        const groups = readGroups(join(dir, `runs/dummy-${key}.jsonl`));
         expect(groups).toHaveLength(2);
         const rollout = groups[0]!.rollouts[0]!;
         expect(rollout.messages[0]).toMatchObject({ content: 'You are a careful shell assistant.' });
         expect(rollout.finalResponse).toBe('the right answer, true and tested');
         expect(rollout.finishedNaturally).toBe(true);
-        expect(readFileSync(join(dir, 'runs/dummy.html'), 'utf8')).not.toContain('[redacted]');
+        expect(readFileSync(join(dir, `runs/dummy-${key}.html`), 'utf8')).not.toContain('[redacted]');
+        // Not redacted, and the user is told why.
+        expect(run.stderr).toMatch(/server\.api_key \(\d characters\): too short to tell from ordinary text/);
       }
 
       // A URL with userinfo: the host stays visible, the password never appears.
