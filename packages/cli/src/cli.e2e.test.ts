@@ -331,6 +331,10 @@ describe('shears view, schema', () => {
     expect(forced.stderr).toContain('line 2: not valid JSON (cut off, or changed by hand?)');
     expect(forced.stderr).toContain('line 3: a record of kind "note", not a group');
     expect(forced.stdout).toContain('2 groups → cut.html');
+    // A viewer page shears built is derived data: building it again replaces it, and says so.
+    const again = await runShears(['view', 'cut.jsonl'], { cwd: dir });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('replacing cut.html (a viewer page shears built earlier)');
   });
 
   it('view redacts the data it embeds value by value, so a dummy key never breaks the JSON', async () => {

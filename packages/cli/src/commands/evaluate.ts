@@ -173,7 +173,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const resume = context.flags.resume === true;
   const force = context.flags.force === true;
   const elsewhere = '--evaluate.out OTHER.jsonl';
-  const identity = runIdentity(config, 'evaluate');
+  // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
+  const identity = context.redact.value(runIdentity(config, 'evaluate'));
   const success = successRule(config.run.success_threshold);
 
   checkRunConfig(config);

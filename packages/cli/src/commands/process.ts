@@ -54,7 +54,8 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const resume = context.flags.resume === true;
   const force = context.flags.force === true;
   const elsewhere = '--out OTHER.jsonl';
-  const identity = runIdentity(config, 'process');
+  // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
+  const identity = context.redact.value(runIdentity(config, 'process'));
 
   checkRunConfig(config);
   // Before anything runs: which files exist, and whether they may be replaced or continued.

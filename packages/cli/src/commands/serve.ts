@@ -4,7 +4,13 @@
 import { relative } from 'node:path';
 import { InvalidArgumentError } from '@shears/core';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
-import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
+import {
+  checkRunConfig,
+  createJsonlWriter,
+  guardOutputs,
+  type JsonlWriter,
+  refuseResume,
+} from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
@@ -21,6 +27,11 @@ export async function serveCommand(context: CommandContext): Promise<number> {
     });
   }
   checkRunConfig(config);
+  refuseResume(
+    'serve',
+    context.flags,
+    "the groups it sent are already in the trajectory API's queue; start it again to send more",
+  );
   await requireTokenizer(config, io.cwd, 'serve');
   const out = resolveOut(context, config.run.out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
 import { EXIT_CODES, formatFailures } from '../run/run-control.js';
-import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
+import { checkRunConfig, createJsonlWriter, guardOutputs, refuseResume } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
@@ -72,6 +72,11 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     });
   }
   checkRunConfig(config);
+  refuseResume(
+    'train',
+    context.flags,
+    'the trainer keeps its own checkpoints; the trajectory API keeps its queue in api.database',
+  );
   await requireTokenizer(config, io.cwd, 'train');
   const out = resolveOut(context, config.run.out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;
@@ -83,8 +88,10 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     elsewhere: '--out OTHER.jsonl',
   });
   const writer = createJsonlWriter(out, context.redact, { mode: force ? 'replace' : 'new', cwd: io.cwd });
+  let code: number = EXIT_CODES.error;
   try {
-    return await train(context, writer);
+    code = await train(context, writer);
+    return code;
   } finally {
     writer.close();
     if (reportPath)
@@ -92,7 +99,7 @@ export async function trainCommand(context: CommandContext): Promise<number> {
         jsonlPath: out,
         reportPath,
         title: `shears train · ${config.env.name}`,
-        incomplete: false,
+        incomplete: code === EXIT_CODES.interrupted,
       });
     io.stderr(
       `train: wrote every group to ${relative(io.cwd, out) || out}${reportPath ? ` and the report to ${relative(io.cwd, reportPath) || reportPath}` : ''}\n`,

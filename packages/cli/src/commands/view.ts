@@ -1,14 +1,25 @@
 // `shears view FILE.jsonl [--html FILE.html] [--tokenizer DIR] [--force]`: build the static
 // trajectory viewer from JSONL. With a tokenizer (`--tokenizer`, i.e. `server.tokenizer`) the
-// token view shows token text instead of ids. An existing HTML file is replaced only with
-// --force; lines that are not readable groups are named, and make the exit code 1.
+// token view shows token text instead of ids. An existing HTML file is replaced only when it is
+// a viewer page shears built (derived data) or with --force; lines that are not readable groups
+// are named, and make the exit code 1.
 import { readFileSync, statSync } from 'node:fs';
 import { basename, relative } from 'node:path';
 import { InvalidArgumentError, safeParseJson } from '@shears/core';
-import { fileError, guardOutputs, writeOutputFile } from '../run/run-output.js';
+import { fileError, guardOutputs, refuseResume, writeOutputFile } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
+
+/** Whether `path` is a viewer page shears built (an HTML page with its embedded-data element). */
+function isViewerPage(path: string): boolean {
+  try {
+    const text = readFileSync(path, 'utf8');
+    return text.startsWith('<!doctype html>') && text.includes('id="shears-data" data-encoding=');
+  } catch {
+    return false;
+  }
+}
 
 /** Why a skipped line is not a group: broken data, or a record of another kind. */
 function skippedWhy(line: string): { broken: boolean; why: string } {
@@ -28,6 +39,7 @@ export async function viewCommand(context: CommandContext): Promise<number> {
       argument: 'FILE',
       message: 'Usage: shears view FILE.jsonl [--html OUT.html] [--tokenizer DIR] [--force]',
     });
+  refuseResume('view', context.flags, 'it builds the whole viewer from the JSONL each time');
   const input = resolveOut(context, file);
   const shown = (path: string) => relative(io.cwd, path) || path;
   let read: ReturnType<typeof readGroupsForViewer>;
@@ -43,19 +55,24 @@ export async function viewCommand(context: CommandContext): Promise<number> {
     typeof context.flags.html === 'string' ? resolveOut(context, context.flags.html) : reportPathFor(input);
   const tokenizer = context.config.server.tokenizer;
   const decodeToken = tokenizer ? await loadTokenDecoder(tokenizer, io.cwd, 'server.tokenizer') : undefined;
-  guardOutputs({
-    paths: [target],
-    cwd: io.cwd,
-    force: context.flags.force === true,
-    elsewhere: '--html OTHER.html',
-  });
+  // A viewer page is derived from its JSONL: building it again loses nothing, so it is replaced
+  // (and said). Any other file is the user's: refused without --force.
+  const earlierViewer = context.flags.force !== true && isViewerPage(target);
+  if (earlierViewer) io.stderr(`replacing ${shown(target)} (a viewer page shears built earlier)\n`);
+  else
+    guardOutputs({
+      paths: [target],
+      cwd: io.cwd,
+      force: context.flags.force === true,
+      elsewhere: '--html OTHER.html',
+    });
   writeOutputFile(
     target,
     buildViewerHtml(context.redact.value(read.groups), {
       meta: { title: `shears · ${basename(input)}` },
       ...(decodeToken ? { decodeToken } : {}),
     }),
-    { replace: context.flags.force === true, cwd: io.cwd },
+    { replace: context.flags.force === true || earlierViewer, cwd: io.cwd },
   );
   let broken = 0;
   if (read.skipped.length) {

@@ -206,3 +206,13 @@ export function checkRunConfig(config: ShearsConfig): void {
   buildActionPolicy(config);
   checkToolsetsConfig(config);
 }
+
+/** `--resume` on a command that cannot resume is refused, not ignored. */
+export function refuseResume(command: string, flags: Record<string, string | true>, why: string): void {
+  if (flags.resume === undefined) return;
+  throw new InvalidArgumentError({
+    argument: '--resume',
+    value: flags.resume,
+    message: `--resume: \`shears ${command}\` cannot resume (${why}); --resume is for \`shears process\` and \`shears evaluate\``,
+  });
+}

@@ -733,6 +733,57 @@ describe('shears serve: settings that must take effect', () => {
   });
 });
 
+describe('shears serve on Ctrl-C', () => {
+  it('drains: the group whose rollouts finished is rewarded and still posted, then it stops with 130', async () => {
+    const api = await scriptedAtroposApi();
+    const pack = writeProbePack(dir);
+    const marker = join(dir, 'serve-drain.marker');
+    const drain = new AbortController();
+    try {
+      const running = runShears(
+        [
+          'serve',
+          '--plugins',
+          JSON.stringify([pack]),
+          '--env',
+          'probe',
+          '--env.settings',
+          JSON.stringify({ marker, rewardMs: 500 }),
+          '--url',
+          api.url,
+          '--group-size',
+          '2',
+          '--concurrency',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/serve-drain.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir, drain: drain.signal },
+      );
+      // Both rollouts of the group finished their turns and are in their rewards.
+      const rewardsStarted = () =>
+        existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').length - 1 : 0;
+      while (rewardsStarted() < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      drain.abort();
+      const run = await running;
+      expect(run.code, run.stderr).toBe(130);
+      expect(api.posts(), run.stderr).toBe(1);
+      // The group was the only one started: nothing new after the Ctrl-C.
+      expect(rewardsStarted()).toBe(2);
+      expect(run.stderr.match(/→ sent$/gm)).toHaveLength(1);
+      expect(run.stdout).toMatch(/^sent 1 groups to http/);
+      expect(run.stderr).toContain('interrupted (exit 130)');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('shears serve and train check what they need before starting', () => {
   it('refuses to start without server.tokenizer, in words, before any rollout or API call', async () => {
     const model = await createScriptedServer({ policy: () => ({ content: 'hi' }) });
@@ -788,6 +839,22 @@ describe('shears serve and train check what they need before starting', () => {
     } finally {
       await model.close();
       await api.close();
+    }
+  });
+
+  it('refuses --resume where a command cannot resume, instead of ignoring it', async () => {
+    for (const [command, why] of [
+      ['serve', "the groups it sent are already in the trajectory API's queue"],
+      ['train', 'the trainer keeps its own checkpoints'],
+      ['view', 'it builds the whole viewer from the JSONL each time'],
+    ] as const) {
+      const args =
+        command === 'view'
+          ? ['view', 'x.jsonl', '--resume']
+          : [command, '--resume', '--train.trainer.command', '["true"]'];
+      const run = await runShears(args, { cwd: dir });
+      expect(run.code, command).toBe(2);
+      expect(run.stderr).toContain(`--resume: \`shears ${command}\` cannot resume (${why}`);
     }
   });
 

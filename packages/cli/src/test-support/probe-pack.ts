@@ -1,10 +1,10 @@
 // A third-party env pack in plain JavaScript for end-to-end tests of how runs end: its reward can
-// succeed, sleep (touching a marker file first), throw (a bug in the env) or return NaN, and its
+// succeed, sleep (adding a line to a marker file first), throw (a bug in the env) or return NaN, and its
 // tasks can come from a file the test edits between runs. Loaded by path with --plugins.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const SOURCE = `import { readFileSync, writeFileSync } from 'node:fs';
+const SOURCE = `import { appendFileSync, readFileSync } from 'node:fs';
 
 function rewardFailsHere(item) {
   // A bug in the env: reads a field the item does not have.
@@ -46,7 +46,7 @@ export default {
             return [];
           },
           async computeReward(item, rollout) {
-            if (settings.marker) writeFileSync(settings.marker, 'reward started');
+            if (settings.marker) appendFileSync(settings.marker, 'reward started\\n');
             if (settings.rewardMs) await new Promise((resolve) => setTimeout(resolve, settings.rewardMs));
             if (settings.reward === 'throw') return rewardFailsHere(item);
             if (settings.reward === 'nan') return { score: Number.NaN };
