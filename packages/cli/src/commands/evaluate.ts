@@ -190,7 +190,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
       cwd: io.cwd,
       force,
       elsewhere,
-      resumable: true,
+      // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
+      resumable: !resume,
     });
   const kept = new Map<string, ScoredGroupRecord>();
   if (resuming)
@@ -317,7 +318,11 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
     (sum, record) => sum + record.rollouts.filter((rollout) => rollout.reward !== null).length,
     0,
   );
-  const ending = endingNote({ stoppedBy, scoredRollouts });
+  const ending = endingNote({
+    stoppedBy,
+    scoredRollouts,
+    rollouts: records.reduce((sum, group) => sum + group.rollouts.length, 0),
+  });
   if (ending) io.stderr(`${ending}\n`);
   if (context.flags.json === true) io.stdout(`${JSON.stringify(context.redact.value(summary))}\n`);
   else

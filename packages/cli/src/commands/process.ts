@@ -70,7 +70,8 @@ export async function processCommand(context: CommandContext): Promise<number> {
       cwd: io.cwd,
       force,
       elsewhere,
-      resumable: true,
+      // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
+      resumable: !resume,
     });
   const previous = resuming ? readResumedGroups(context, out) : [];
   // Complete groups of the earlier run, by task id, consumed as the env yields the same tasks again.
@@ -173,7 +174,11 @@ export async function processCommand(context: CommandContext): Promise<number> {
     (sum, group) => sum + group.rollouts.filter((rollout) => rollout.reward !== null).length,
     0,
   );
-  const ending = endingNote({ stoppedBy, scoredRollouts });
+  const ending = endingNote({
+    stoppedBy,
+    scoredRollouts,
+    rollouts: groups.reduce((sum, group) => sum + group.rollouts.length, 0),
+  });
   if (ending)
     io.stderr(
       `${ending}${stoppedBy && missing > 0 ? `; ${missing} of ${total} groups missing (run again with --resume)` : ''}\n`,

@@ -191,12 +191,15 @@ export function exitCodeFor(options: { stoppedBy: StoppedBy | undefined; scoredR
 export function endingNote(options: {
   stoppedBy: StoppedBy | undefined;
   scoredRollouts: number;
+  /** Rollouts run at all, when known (0: the env gave no task). */
+  rollouts?: number;
 }): string | undefined {
   const { stoppedBy } = options;
   if (stoppedBy?.kind === 'circuit_breaker')
     return `stopped early (exit ${EXIT_CODES.circuitBreaker}): ${stoppedBy.outcome} repeated ${stoppedBy.count} times: ${stoppedBy.reason}`;
   if (stoppedBy?.kind === 'interrupt')
     return `interrupted (exit ${EXIT_CODES.interrupted}): the output is incomplete`;
+  if (options.rollouts === 0) return `nothing ran (exit ${EXIT_CODES.nothingScored}): the env gave no task`;
   if (options.scoredRollouts === 0)
     return `no rollout got a reward (exit ${EXIT_CODES.nothingScored}): every one failed; see the failures above`;
   return undefined;
