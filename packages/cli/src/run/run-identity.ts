@@ -70,6 +70,8 @@ export function runIdentity(config: ShearsConfig, command: 'process' | 'evaluate
     'server.max_tokens': config.server.max_tokens ?? null,
     'server.tool_parser': config.server.tool_parser ?? null,
     'server.fallback_parser': config.server.fallback_parser,
+    // Token-in/token-out servers apply its chat template: it shapes what the model sees.
+    'server.tokenizer': config.server.tokenizer ?? null,
     'server.settings': withoutSecrets(config.server.settings),
     'sandbox.provider': config.sandbox.provider ?? null,
     'sandbox.image': config.sandbox.image ?? null,
