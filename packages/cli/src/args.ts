@@ -153,7 +153,11 @@ const RUN_LOOP = [
   'run.progress',
   'run.advantage',
   'run.all_equal_scores',
+  'run.drain_timeout_ms',
+  'run.max_repeated_failures',
+  'run.success_threshold',
 ];
+const FORCE = (what: string): FlagSpec => ({ name: 'force', description: `overwrite ${what}` });
 /** What a worker pushing to a trajectory API reads of `api`. */
 const API_CLIENT = ['api.url', 'api.auth_token', 'api.poll_ms', 'api.off_policy_limit'];
 /** What the trajectory API server reads of `api` (`shears api`, and `shears train` with start_api). */
@@ -172,6 +176,9 @@ const API_SERVER = [
   'api.batch_size',
 ];
 const OPEN_REFUSED = 'shears opens no browser; open the HTML file it names';
+/** `--resume` on a command that cannot resume: refused, naming why and the commands that can. */
+const RESUME_REFUSED = (command: string, why: string) =>
+  `\`shears ${command}\` cannot resume (${why}); --resume is for \`shears process\` and \`shears evaluate\``;
 
 /** Every subcommand, its flags and the config it reads: the one source of parser, help and docs. */
 export const COMMAND_SPECS: readonly CommandSpec[] = [
@@ -190,7 +197,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       NO_REPORT,
       PROGRESS,
       { name: 'resume', description: 'keep the groups already in --out and run only the rest' },
-      { name: 'force', description: 'overwrite an existing --out file' },
+      FORCE('an existing --out file (and its report and run record)'),
     ],
     examples: [
       'shears process --env demo --groups 4 --out runs/demo.jsonl',
@@ -214,13 +221,22 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       CONCURRENCY,
       PROGRESS,
       { name: 'url', value: 'URL', config: 'api.url', description: 'trajectory API to push groups to' },
+      { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL copy of every group sent' },
+      NO_REPORT,
       { name: 'max-groups', value: 'N', description: 'stop after N groups (default: run until Ctrl-C)' },
+      FORCE('an existing run.out file and its report'),
     ],
     examples: [
       'shears serve --config shears.yaml --url http://127.0.0.1:8000',
       'shears serve --env demo --tokenizer ./models/Qwen3-8B --max-groups 100',
     ],
-    refused: { groups: 'shears serve runs until Ctrl-C; stop it after N groups with --max-groups N' },
+    refused: {
+      groups: 'shears serve runs until Ctrl-C; stop it after N groups with --max-groups N',
+      resume: RESUME_REFUSED(
+        'serve',
+        "the groups it sent are already in the trajectory API's queue; start it again to send more",
+      ),
+    },
   },
   {
     name: 'evaluate',
@@ -247,6 +263,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         description: 'keep the finished items of an interrupted run in --out, redo the rest',
       },
       { ...JSON_FLAG, description: 'print the evaluation summary as JSON on stdout' },
+      FORCE('an existing --out file, its summary and report'),
     ],
     examples: [
       'shears evaluate --env demo --k 4',
@@ -276,14 +293,23 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       CONCURRENCY,
       PROGRESS,
       ...API_LISTEN,
+      { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL copy of every group sent' },
+      NO_REPORT,
       {
         name: 'workers',
         value: 'N',
         config: 'train.workers',
         description: 'env workers (serve loops) to start',
       },
+      FORCE('an existing run.out file and its report'),
     ],
     examples: ['shears train --config train.yaml', 'shears train --config train.yaml --workers 2 --port 0'],
+    refused: {
+      resume: RESUME_REFUSED(
+        'train',
+        'the trainer keeps its own checkpoints; the trajectory API keeps its queue in api.database',
+      ),
+    },
   },
   {
     name: 'view',
@@ -299,12 +325,17 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         config: 'server.tokenizer',
         description: 'show token text instead of ids in the token view',
       },
+      FORCE('an existing HTML file that shears did not build'),
     ],
     examples: [
       'shears view runs/demo.jsonl',
       'shears view runs/train.jsonl --html /tmp/train.html --tokenizer ./models/Qwen3-8B',
     ],
-    refused: { out: 'shears view writes the HTML to --html FILE', open: OPEN_REFUSED },
+    refused: {
+      out: 'shears view writes the HTML to --html FILE',
+      open: OPEN_REFUSED,
+      resume: RESUME_REFUSED('view', 'it builds the whole viewer from the JSONL each time'),
+    },
   },
   {
     name: 'prepare',

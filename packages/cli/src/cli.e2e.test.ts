@@ -308,6 +308,53 @@ describe('shears view, schema', () => {
     expect(bad.stderr).toContain('server.tokenizer: no tokenizer.json at "no/such/dir"');
   });
 
+  it('view never overwrites an HTML file without --force, and names the lines it could not show', async () => {
+    const groups = createSyntheticGroups(2);
+    const lines = [
+      JSON.stringify(groups[0]),
+      '{"kind":"shears.group","rollouts":[',
+      JSON.stringify({ kind: 'note' }),
+      JSON.stringify(groups[1]),
+    ];
+    writeFileSync(join(dir, 'cut.jsonl'), `${lines.join('\n')}\n`);
+    writeFileSync(join(dir, 'cut.html'), '<p>mine</p>');
+    const refused = await runShears(['view', 'cut.jsonl'], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /cut\.html \(\d+ B, .*already exists; shears never overwrites output\. Use --force to replace it, or --html OTHER\.html/,
+    );
+    expect(readFileSync(join(dir, 'cut.html'), 'utf8')).toBe('<p>mine</p>');
+    const forced = await runShears(['view', 'cut.jsonl', '--force'], { cwd: dir });
+    // A cut-off line is data the viewer could not show: said, and the exit code says it too.
+    expect(forced.code).toBe(1);
+    expect(forced.stderr).toContain('cut.jsonl: 2 line(s) not shown:');
+    expect(forced.stderr).toContain('line 2: not valid JSON (cut off, or changed by hand?)');
+    expect(forced.stderr).toContain('line 3: a record of kind "note", not a group');
+    expect(forced.stdout).toContain('2 groups → cut.html');
+    // A viewer page shears built is derived data: building it again replaces it, and says so.
+    const again = await runShears(['view', 'cut.jsonl'], { cwd: dir });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('replacing cut.html (a viewer page shears built earlier)');
+  });
+
+  it('view redacts the data it embeds value by value, so a dummy key never breaks the JSON', async () => {
+    const groups = createSyntheticGroups(1);
+    writeFileSync(join(dir, 'dummy.jsonl'), `${JSON.stringify(groups[0])}\n`);
+    writeFileSync(join(dir, 'dummy-key.yaml'), 'server: { api_key: "${OPENAI_API_KEY}" }\n');
+    const run = await runShears(['view', 'dummy.jsonl', '--config', 'dummy-key.yaml'], {
+      cwd: dir,
+      env: { OPENAI_API_KEY: 'true' },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const html = readFileSync(join(dir, 'dummy.html'), 'utf8');
+    const payload = /id="shears-data" data-encoding="gzip">([^<]+)</.exec(html)?.[1] ?? '';
+    const data = JSON.parse(gunzipSync(Buffer.from(payload, 'base64')).toString('utf8')) as {
+      groups: ScoredGroupRecord[];
+    };
+    expect(data.groups[0]?.rollouts[0]?.finishedNaturally).toBe(groups[0]!.rollouts[0]!.finishedNaturally);
+    expect(JSON.stringify(data)).not.toContain('[redacted]');
+  });
+
   it('schema prints the config JSON Schema', async () => {
     const run = await runShears(['schema'], { cwd: dir });
     const schema = JSON.parse(run.stdout) as { properties: Record<string, unknown> };

@@ -7,7 +7,7 @@ import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@
 import { type CommandName, parseArgs } from './args.js';
 import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
-import { createRedactor } from './redact.js';
+import { collectSecrets, createRedactor, type Redactor, weakSecretsWarning } from './redact.js';
 import type { CommandContext } from './runtime.js';
 
 type Command = (context: CommandContext) => Promise<number>;
@@ -25,7 +25,7 @@ const COMMANDS: Record<CommandName, () => Promise<Command>> = {
 };
 
 export async function runCli(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
-  let redact = (text: string) => text;
+  let redact: Redactor = createRedactor([]);
   try {
     const outcome = parseArgs(argv, io);
     if (outcome.kind === 'exit') return outcome.code;
@@ -36,8 +36,10 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       overrides: args.overrides,
       environment: io.env,
     });
-    redact = createRedactor(loaded.secrets);
+    redact = createRedactor(collectSecrets(loaded.config, { apiKey: loaded.apiKey, environment: io.env }));
     const logger = createCliLogger(io, redact, { debug: io.env.SHEARS_DEBUG === '1' });
+    const weak = weakSecretsWarning(redact);
+    if (weak) logger.warn(weak);
     const controller = new AbortController();
     // Every rollout listens on the run's signal; hundreds of listeners are expected here.
     setMaxListeners(0, controller.signal);
@@ -45,6 +47,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       if (io.signal.aborted) controller.abort(io.signal.reason);
       else io.signal.addEventListener('abort', () => controller.abort(io.signal!.reason), { once: true });
     }
+    // Only the running commands drain on the first Ctrl-C; every other one stops on it.
+    if (io.drain && !['process', 'evaluate', 'serve', 'train'].includes(args.command))
+      io.drain.addEventListener('abort', () => controller.abort(io.drain!.reason), { once: true });
     const run = await COMMANDS[args.command]();
     return await run({
       config: loaded.config,
@@ -53,6 +58,8 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       logger,
       redact,
       signal: controller.signal,
+      // The first Ctrl-C: finish what is finished, start nothing new (a second one aborts `signal`).
+      drain: io.drain ?? controller.signal,
       positionals: args.positionals,
       flags: args.flags,
     });
@@ -65,7 +72,13 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       io.stderr(`error: ${redact(error.message)}\n`);
       return 1;
     }
-    io.stderr(`error: ${redact(describeError(error))}\n${redact((error as Error)?.stack ?? '')}\n`);
+    // A system error (a file, a port, a connection) is the user's to fix: its message is enough.
+    const systemError =
+      typeof (error as { code?: unknown })?.code === 'string' &&
+      /^E[A-Z]+$/.test((error as { code: string }).code);
+    const stack =
+      systemError && io.env.SHEARS_DEBUG !== '1' ? '' : `${redact((error as Error)?.stack ?? '')}\n`;
+    io.stderr(`error: ${redact(describeError(error))}\n${stack}`);
     return 1;
   }
 }

@@ -10,7 +10,10 @@ export interface CliIo {
   isTty: boolean;
   env: Record<string, string | undefined>;
   cwd: string;
+  /** Stops the run at once (the second Ctrl-C). */
   signal?: AbortSignal;
+  /** Stops the run gently (the first Ctrl-C): no new rollouts, finished ones still rewarded. */
+  drain?: AbortSignal;
 }
 
 export function processIo(): CliIo {

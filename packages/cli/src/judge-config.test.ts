@@ -152,11 +152,13 @@ describe('judge', () => {
       `judge: { id: rubric, weight: 0.5, server: { provider: openai, base_url: ${judge.url}, model: judge-model }, settings: { id: quality } }`,
     ]);
     const run = await runShears(['process', '--config', file], { cwd: dir });
-    expect(run.code, run.stderr).toBe(0);
+    // No rollout got a reward: the run says so in its exit code (3), with the judge's failure named once.
+    expect(run.code, run.stderr).toBe(3);
+    expect(run.stderr.match(/^failed: judge_failure/gm)).toHaveLength(1);
     const [group] = readGroups('runs/garbage.jsonl');
     expect(group!.scores).toEqual([null, null]);
     expect(group!.stats).toMatchObject({ counted: 0, excluded: 2, mean: null });
-    expect(group!.dropped).toEqual({ reason: 'no rollout produced a valid score' });
+    expect(group!.dropped).toEqual({ kind: 'no_valid_score', reason: 'no rollout produced a valid score' });
     for (const rollout of group!.rollouts) {
       expect(rollout.outcome).toBe('judge_failure');
       expect(rollout.reward).toBeNull();

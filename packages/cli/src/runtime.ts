@@ -1,7 +1,6 @@
 // The pieces every running command shares: composed registry, env, server, sandbox provider,
-// progress, a redacting JSONL writer, and the call into the kernel's group runner.
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+// progress, the run's stop control, and the call into the kernel's group runner.
+import { resolve } from 'node:path';
 import {
   type ConcurrencyLimiter,
   ConfigError,
@@ -37,6 +36,7 @@ import { checkToolsetsConfig, configureEnv, createExtraTools } from './env-tools
 import type { CliIo } from './io.js';
 import { createProgress, type ProgressMode, type ProgressReporter } from './progress/progress.js';
 import type { Redactor } from './redact.js';
+import { createRunControl, type RunControl } from './run/run-control.js';
 
 export interface CommandContext {
   config: ShearsConfig;
@@ -44,7 +44,10 @@ export interface CommandContext {
   io: CliIo;
   logger: Logger;
   redact: Redactor;
+  /** Stops the run at once (the second Ctrl-C). */
   signal: AbortSignal;
+  /** Stops the run gently (the first Ctrl-C): no new rollouts; finished ones still rewarded. */
+  drain: AbortSignal;
   positionals: string[];
   flags: Record<string, string | true>;
 }
@@ -62,6 +65,8 @@ export interface Runtime {
   sandboxes: SandboxProviderV1;
   limiter: ConcurrencyLimiter;
   progress: ProgressReporter;
+  /** How the run stops: drain, its time bound, the circuit breaker; failures seen so far. */
+  control: RunControl;
   /** `env.action_policy`, checked before every tool call. */
   actionPolicy: ActionPolicy | undefined;
   /** `server.tool_parser`: parses tool calls from the text whenever the server returns none. */
@@ -136,7 +141,14 @@ export async function startRuntime(
     totalGroups: options.totalGroups,
     label: options.label,
   });
-  const closers: Array<() => Promise<void> | void> = [];
+  const control = createRunControl({
+    signal: context.signal,
+    drain: context.drain,
+    drainTimeoutMs: config.run.drain_timeout_ms,
+    maxRepeatedFailures: config.run.max_repeated_failures ?? Math.max(10, config.run.concurrency),
+    note: (text) => progress.note(text),
+  });
+  const closers: Array<() => Promise<void> | void> = [() => control.close()];
   try {
     const actionPolicy = buildActionPolicy(config);
     checkToolsetsConfig(config);
@@ -171,6 +183,7 @@ export async function startRuntime(
       sandboxes,
       limiter: createConcurrencyLimiter(config.run.concurrency),
       progress,
+      control,
       actionPolicy,
       parser,
       fallbackParser,
@@ -223,26 +236,16 @@ export async function runOneGroup(
     ...(config.env.toolsets?.disabled ? { disabledToolsets: config.env.toolsets.disabled } : {}),
     ...(config.env.toolsets?.distribution ? { toolsetDistribution: config.env.toolsets.distribution } : {}),
     toolsets: runtime.toolsets,
-    signal: context.signal,
+    signal: runtime.control.signal,
+    drainSignal: runtime.control.drain,
     logger: context.logger,
     onEvent: (event) => {
+      runtime.control.observe(event);
       if (event.type === 'rollout_started') runtime.progress.rolloutStarted();
       else if (event.type === 'rollout_finished')
         runtime.progress.rolloutFinished(event.outcome, event.willRetry);
     },
   });
-}
-
-/** Appends JSON lines, with secrets redacted, creating the directory first. */
-export function createJsonlWriter(path: string, redact: Redactor, options: { append?: boolean } = {}) {
-  mkdirSync(dirname(path), { recursive: true });
-  if (!options.append) writeFileSync(path, '');
-  return {
-    path,
-    write(record: unknown) {
-      appendFileSync(path, `${redact(JSON.stringify(record))}\n`);
-    },
-  };
 }
 
 export function resolveOut(context: CommandContext, path: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMean, passAtK } from './stats.js';
+import { bootstrapMean, passAtK, successRule } from './stats.js';
 
 describe('passAtK', () => {
   it('matches the closed form 1 - C(n-c,k)/C(n,k)', () => {
@@ -34,5 +34,29 @@ describe('bootstrapMean', () => {
   it('gives a zero-width interval for constant scores and NaN for no tasks', () => {
     expect(bootstrapMean([0.5, 0.5, 0.5])).toEqual({ mean: 0.5, low: 0.5, high: 0.5 });
     expect(bootstrapMean([]).mean).toBeNaN();
+  });
+});
+
+describe('successRule', () => {
+  const rollout = (outcome: string, reward: number | null, success?: boolean) => ({
+    outcome,
+    reward,
+    success,
+  });
+
+  it("uses the env's verdict where it gives one, else reward >= 1; only scored rollouts succeed", () => {
+    const rule = successRule(undefined);
+    expect(rule.test(rollout('scored', 0.5, true))).toBe(true);
+    expect(rule.test(rollout('scored', 1, false))).toBe(false);
+    expect(rule.test(rollout('scored', 1))).toBe(true);
+    expect(rule.test(rollout('scored', 0.99))).toBe(false);
+    expect(rule.test(rollout('model_failure', 1, true))).toBe(false);
+  });
+
+  it('with a threshold, the reward decides', () => {
+    const rule = successRule(0.5);
+    expect(rule.test(rollout('scored', 0.5, false))).toBe(true);
+    expect(rule.test(rollout('scored', 0.49, true))).toBe(false);
+    expect(rule.description).toBe('reward >= 0.5 (run.success_threshold)');
   });
 });

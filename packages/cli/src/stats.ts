@@ -65,3 +65,38 @@ export function bootstrapMean(
   const at = (quantile: number) => means[Math.min(samples - 1, Math.max(0, Math.floor(quantile * samples)))]!;
   return { mean: center, low: at(tail), high: at(1 - tail) };
 }
+
+/** The part of a rollout that says whether it solved its task. */
+export interface SuccessInput {
+  outcome: string;
+  reward: number | null;
+  success?: boolean | null;
+}
+
+export interface SuccessRule {
+  /** How success is decided, in words, for summaries. */
+  readonly description: string;
+  test(rollout: SuccessInput): boolean;
+}
+
+/**
+ * What counts as solved for pass@k, `correct` and `solved`: with `run.success_threshold`, a
+ * reward at least that; otherwise the env's own verdict (`success` from its reward) where it
+ * gives one, else a reward of at least 1. Only a `scored` rollout can succeed.
+ */
+export function successRule(threshold: number | undefined): SuccessRule {
+  if (threshold !== undefined)
+    return {
+      description: `reward >= ${threshold} (run.success_threshold)`,
+      test: (rollout) =>
+        rollout.outcome === 'scored' && rollout.reward !== null && rollout.reward >= threshold,
+    };
+  return {
+    description: "the env's verdict (success from its reward) where it gives one, else reward >= 1",
+    test: (rollout) => {
+      if (rollout.outcome !== 'scored') return false;
+      if (typeof rollout.success === 'boolean') return rollout.success;
+      return rollout.reward !== null && rollout.reward >= 1;
+    },
+  };
+}

@@ -132,6 +132,22 @@ export class JudgeError extends ShearsError {
   }
 }
 
+/**
+ * The env's own code failed: its reward threw (anything but a sandbox, server, judge or abort
+ * error) or returned no finite score. A bug in the env, not infrastructure: never retried, and
+ * the rollout ends as `env_error`.
+ */
+export class EnvError extends ShearsError {
+  readonly envId: string;
+  constructor(options: { message: string; envId: string; cause?: unknown }) {
+    super(options.message, { code: 'SHEARS_ENV', cause: options.cause });
+    this.envId = options.envId;
+  }
+  static override isInstance(error: unknown): error is EnvError {
+    return hasCode(error, 'SHEARS_ENV');
+  }
+}
+
 /** An operation ran past its time limit. */
 export class TimeoutError extends ShearsError {
   readonly timeoutMs: number;

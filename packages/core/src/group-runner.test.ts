@@ -9,7 +9,7 @@ import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
 import { silentLogger } from './contracts/logger.js';
 import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import { defineTool } from './contracts/tool.js';
-import { JudgeError, SandboxError } from './errors.js';
+import { EnvError, JudgeError, SandboxError } from './errors.js';
 import { filterToolsByToolsets, type GroupEvent, runGroup } from './group-runner.js';
 import { scoredGroupRecordSchema } from './schemas/group-record.js';
 import { rolloutOutcomeSchema } from './schemas/trajectory.js';
@@ -495,6 +495,134 @@ describe('runGroup', () => {
       'aborted',
       'aborted',
     ]);
+  });
+
+  it("classifies an exception from the env's own reward as env_error: not retried, its stack kept for the event", async () => {
+    function brokenReward(): never {
+      const item = undefined as unknown as { answer: string };
+      return item.answer as never; // TypeError: a bug in the env
+    }
+    const broken = noteEnv(async () => brokenReward());
+    const events: GroupEvent[] = [];
+    const record = await runGroup({
+      env: broken,
+      item: (await broken.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      retryBudget: 2,
+      onEvent: (event) => events.push(event),
+    });
+    expect(record.rollouts.map((rollout) => [rollout.outcome, rollout.attempts, rollout.reward])).toEqual([
+      ['env_error', 1, null],
+      ['env_error', 1, null],
+    ]);
+    expect(record.rollouts[0]!.outcomeReason).toMatch(
+      /^env "notes" reward threw TypeError: Cannot read properties of undefined/,
+    );
+    const finished = events.filter((event) => event.type === 'rollout_finished');
+    expect(finished).toHaveLength(2);
+    for (const event of finished) {
+      expect(event.willRetry).toBe(false);
+      expect(EnvError.isInstance(event.error)).toBe(true);
+      expect(((event.error as EnvError).cause as Error).stack).toContain('brokenReward');
+    }
+    expect(record.dropped).toMatchObject({ kind: 'no_valid_score' });
+    expect(scoredGroupRecordSchema.safeParse(record).success).toBe(true);
+    await server?.close();
+
+    const nan = noteEnv(async () => ({ score: Number.NaN }));
+    const nanRecord = await runGroup({
+      env: nan,
+      item: (await nan.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 1,
+    });
+    expect(nanRecord.rollouts[0]).toMatchObject({
+      outcome: 'env_error',
+      attempts: 1,
+      outcomeReason: 'env "notes" reward returned a non-finite score (NaN)',
+    });
+  });
+
+  it('keeps the success the env reward reports on each trajectory', async () => {
+    const env = noteEnv(async (note) => ({ score: 0.5, success: note.trim() === 'yes' }));
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy()),
+      sandboxes: newProvider(),
+      groupSize: 2,
+      allEqualScores: 'keep',
+    });
+    expect(record.rollouts.map((rollout) => rollout.success).sort()).toEqual([false, true]);
+  });
+
+  it('drains: rollouts that finished their turns are rewarded, running and queued ones stop, and the group is partial without advantages', async () => {
+    const drain = new AbortController();
+    const hard = new AbortController();
+    // Only a bound: without draining, this stops everything after 5 s.
+    const bound = setTimeout(() => hard.abort(), 5_000);
+    let rewards = 0;
+    const env = noteEnv(async () => {
+      rewards++;
+      drain.abort(); // the first Ctrl-C arrives while this reward runs
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return { score: 1 };
+    });
+    const events: GroupEvent[] = [];
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      // The first conversation writes and finishes; every later one hangs in the model call.
+      server: await client((request, { callIndex }) => {
+        if (request.messages.at(-1)?.role === 'tool') return { content: 'done' };
+        if (callIndex === 0) return { toolCalls: [{ name: 'write_note', arguments: { text: 'yes' } }] };
+        return { fault: 'hang' };
+      }),
+      sandboxes: newProvider(),
+      groupSize: 4,
+      limiter: createConcurrencyLimiter(2),
+      signal: hard.signal,
+      drainSignal: drain.signal,
+      onEvent: (event) => events.push(event),
+    });
+    clearTimeout(bound);
+    expect(hard.signal.aborted).toBe(false);
+    expect(rewards).toBe(1);
+    const outcomes = record.rollouts.map((rollout) => rollout.outcome);
+    expect(outcomes.filter((outcome) => outcome === 'scored')).toHaveLength(1);
+    expect(outcomes.filter((outcome) => outcome === 'aborted')).toHaveLength(3);
+    expect(record.rollouts.find((rollout) => rollout.outcome === 'scored')?.reward).toBe(1);
+    // Only two rollouts ever started: the queued ones never did.
+    expect(events.filter((event) => event.type === 'rollout_started')).toHaveLength(2);
+    expect(record.advantages).toEqual([null, null, null, null]);
+    expect(record.rollouts.every((rollout) => rollout.advantage === null)).toBe(true);
+    expect(record.partial).toMatchObject({ stopped: 3 });
+    expect(record.dropped).toMatchObject({ kind: 'partial' });
+    expect(scoredGroupRecordSchema.safeParse(record).success).toBe(true);
+  });
+
+  it('stops a reward in progress when the hard signal fires after a drain', async () => {
+    const drain = new AbortController();
+    const hard = new AbortController();
+    const env = noteEnv(async () => {
+      drain.abort();
+      setTimeout(() => hard.abort(), 50); // the second Ctrl-C
+      return new Promise<RewardResult>(() => {});
+    });
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(notePolicy(() => 'yes')),
+      sandboxes: newProvider(),
+      groupSize: 1,
+      signal: hard.signal,
+      drainSignal: drain.signal,
+    });
+    expect(record.rollouts[0]).toMatchObject({ outcome: 'aborted', outcomeReason: 'aborted during reward' });
+    expect(record.partial).toMatchObject({ stopped: 1 });
   });
 
   it('uses a pluggable advantage estimator', async () => {

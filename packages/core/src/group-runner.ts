@@ -1,9 +1,10 @@
 // The group runner: G rollouts of one item, concurrently under a global limiter. Every rollout
 // owns a sandbox (acquire → agent → reward in the same sandbox → dispose, also on error and
 // abort) and ends with a typed outcome. Infrastructure and judge failures are kept out of the
-// group statistics and retried within a budget; model failures count with reward 0. An optional
-// group judge scores the finished rollouts together. The result is a ScoredGroupRecord with
-// group-normalised advantages.
+// group statistics and retried within a budget; model failures count with reward 0; an env whose
+// own reward throws is an `env_error` (a bug, not retried). An optional group judge scores the
+// finished rollouts together. The result is a ScoredGroupRecord with group-normalised
+// advantages, or a partial record without advantages when the run was stopped mid-group.
 import { randomUUID } from 'node:crypto';
 import {
   type AgentResult,
@@ -25,11 +26,13 @@ import type { ToolContext, ToolV1 } from './contracts/tool.js';
 import {
   AbortedError,
   describeError,
+  EnvError,
   InvalidArgumentError,
   JudgeError,
   NoSuchEntryError,
   SandboxError,
   ServerError,
+  TimeoutError,
 } from './errors.js';
 import type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
 import type { RolloutOutcome, Trajectory } from './schemas/trajectory.js';
@@ -80,6 +83,8 @@ export type GroupEvent =
       turns: number;
       /** True when the outcome will be retried. */
       willRetry: boolean;
+      /** What was thrown, when anything was (for `env_error`, the env's own error with its stack). */
+      error?: unknown;
     }
   | { type: 'group_finished'; groupId: string; record: ScoredGroupRecord };
 
@@ -145,7 +150,14 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
   /** The subject shown to the group judge per rollout (default: item id and prompt, messages, final response, `item.reference`). */
   groupJudgeSubject?: (item: TItem, rollout: RolloutView) => JudgeSubject;
   groupId?: string;
+  /** Stops everything at once, rewards included (the second Ctrl-C, or the drain's time bound). */
   signal?: AbortSignal;
+  /**
+   * Stops the group gently (the first Ctrl-C): no rollout or retry starts any more, agent loops
+   * in flight stop, and rollouts that already finished their turns still get their reward, until
+   * `signal` fires. Stopped rollouts end as `aborted` and make the group partial.
+   */
+  drainSignal?: AbortSignal;
   logger?: Logger;
   onEvent?: (event: GroupEvent) => void;
   random?: () => number;
@@ -237,6 +249,11 @@ export async function runGroup<TItem extends EnvItem>(
   const retryBudget = options.retryBudget ?? 2;
   const estimator = options.advantages ?? grpoAdvantages;
   const signal = options.signal;
+  // Everything but the reward stops on either signal; the reward only on `signal`.
+  const stopSignal =
+    signal && options.drainSignal
+      ? AbortSignal.any([signal, options.drainSignal])
+      : (options.drainSignal ?? signal);
   const started = performance.now();
   const emit = (event: GroupEvent) => {
     try {
@@ -298,11 +315,12 @@ export async function runGroup<TItem extends EnvItem>(
       wallTimeSeconds: (performance.now() - attemptStarted) / 1000,
     });
     if (signal?.aborted) return finish('aborted', 'aborted before start');
+    if (stopSignal?.aborted) return finish('aborted', 'not started: the run is stopping');
     let sandbox: SandboxV1;
     try {
-      sandbox = await options.sandboxes.acquire(sandboxSpec, signal ? { signal } : {});
+      sandbox = await options.sandboxes.acquire(sandboxSpec, stopSignal ? { signal: stopSignal } : {});
     } catch (error) {
-      if (signal?.aborted || AbortedError.isInstance(error))
+      if (stopSignal?.aborted || AbortedError.isInstance(error))
         return finish('aborted', 'aborted while acquiring a sandbox', { error });
       return finish('infra_failure', `sandbox: ${describeError(error)}`, { error });
     }
@@ -326,7 +344,7 @@ export async function runGroup<TItem extends EnvItem>(
         ...(options.beforeToolCall
           ? { beforeToolCall: (call: ToolCallRequest) => options.beforeToolCall!({ ...call, rolloutId }) }
           : {}),
-        ...(signal ? { signal } : {}),
+        ...(stopSignal ? { signal: stopSignal } : {}),
         now,
       };
       let agent: AgentResult;
@@ -334,7 +352,7 @@ export async function runGroup<TItem extends EnvItem>(
         agent = await runAgent(agentOptions);
       } catch (error) {
         // runAgent reports failures in its result; a throw here is a sandbox or framework fault.
-        if (signal?.aborted) return finish('aborted', 'aborted', { error });
+        if (stopSignal?.aborted) return finish('aborted', 'aborted', { error });
         return finish('infra_failure', `agent: ${describeError(error)}`, { error });
       }
       switch (agent.stopReason) {
@@ -419,17 +437,33 @@ export async function runGroup<TItem extends EnvItem>(
           return finish('aborted', 'aborted during reward', { agent, error });
         if (JudgeError.isInstance(error))
           return finish('judge_failure', `judge: ${error.message}`, { agent, error });
-        if (SandboxError.isInstance(error) || ServerError.isInstance(error)) {
+        if (
+          SandboxError.isInstance(error) ||
+          ServerError.isInstance(error) ||
+          TimeoutError.isInstance(error)
+        ) {
           return finish('infra_failure', `reward: ${describeError(error)}`, { agent, error });
         }
-        return finish('infra_failure', `reward threw: ${describeError(error)}`, { agent, error });
+        // Anything else the env's reward throws is a bug in the env: retrying cannot help.
+        return finish('env_error', `env "${env.id}" reward threw ${describeError(error)}`, {
+          agent,
+          error: new EnvError({ envId: env.id, message: describeError(error), cause: error }),
+        });
       } finally {
         if (rewardTimer) clearTimeout(rewardTimer);
         rewardController.abort();
       }
       if (typeof reward?.score !== 'number' || !Number.isFinite(reward.score)) {
-        return finish('judge_failure', `reward returned a non-finite score (${String(reward?.score)})`, {
+        const message = `env "${env.id}" reward returned ${
+          reward === null || typeof reward !== 'object'
+            ? `${String(reward)} instead of { score }`
+            : typeof reward.score === 'number'
+              ? `a non-finite score (${reward.score})`
+              : `a score that is not a number (${typeof reward.score} ${JSON.stringify(reward.score) ?? String(reward.score)})`
+        }`;
+        return finish('env_error', message, {
           agent,
+          error: new EnvError({ envId: env.id, message }),
         });
       }
       return agent.finishedNaturally
@@ -458,7 +492,7 @@ export async function runGroup<TItem extends EnvItem>(
             emit({ type: 'rollout_started', groupId, rolloutId, index, attempt: attempts });
             return attempt(rolloutId);
           },
-          signal ? { signal } : {},
+          stopSignal ? { signal: stopSignal } : {},
         );
       } catch (error) {
         // Only an abort while waiting for a slot reaches here.
@@ -475,7 +509,7 @@ export async function runGroup<TItem extends EnvItem>(
         (result.outcome === 'infra_failure' || result.outcome === 'judge_failure') &&
         !(ServerError.isInstance(result.error) && !result.error.retryable) &&
         attempts <= retryBudget &&
-        !signal?.aborted;
+        !stopSignal?.aborted;
       emit({
         type: 'rollout_finished',
         groupId,
@@ -491,10 +525,11 @@ export async function runGroup<TItem extends EnvItem>(
         tokens: result.agent?.usage.totalTokens ?? 0,
         turns: result.agent?.turnsUsed ?? 0,
         willRetry: retryable,
+        ...(result.error !== undefined ? { error: result.error } : {}),
       });
       if (!retryable) return { result, attempts, rolloutId };
       const retryAfter = ServerError.isInstance(result.error) ? (result.error.retryAfterMs ?? 0) : 0;
-      await sleep(Math.min(retryAfter, options.maxRetryDelayMs ?? 5_000), signal);
+      await sleep(Math.min(retryAfter, options.maxRetryDelayMs ?? 5_000), stopSignal);
     }
   };
 
@@ -546,6 +581,7 @@ export async function runGroup<TItem extends EnvItem>(
       reward,
       ...(counted && result.reward?.components ? { rewardComponents: result.reward.components } : {}),
       ...(counted && result.reward?.details ? { rewardDetails: result.reward.details } : {}),
+      ...(counted && typeof result.reward?.success === 'boolean' ? { success: result.reward.success } : {}),
       advantage: null,
       ...(judgeScores.has(index) ? { judgeScore: judgeScores.get(index)! } : {}),
       toolErrors: agent?.toolErrors ?? [],
@@ -561,20 +597,34 @@ export async function runGroup<TItem extends EnvItem>(
   const scores = trajectories.map((trajectory) => trajectory.reward);
   const countedScores = scores.filter((score): score is number => score !== null);
   const stats = statsOf(countedScores, scores.length - countedScores.length);
-  const computed = estimator.compute(countedScores);
+  // A group cut short by a stop has no advantages: they would be relative to the survivors only.
+  const stopped = trajectories.filter((trajectory) => trajectory.outcome === 'aborted').length;
+  const partial =
+    stopped > 0
+      ? {
+          reason: `${stopped} of ${options.groupSize} rollouts were stopped before they finished (${signal?.aborted || options.drainSignal?.aborted ? 'the run was stopping' : 'aborted'})`,
+          stopped,
+        }
+      : null;
+  const computed = partial ? [] : estimator.compute(countedScores);
   let cursor = 0;
-  const advantages = scores.map((score) => (score === null ? null : (computed[cursor++] ?? 0)));
+  const advantages = scores.map((score) => (score === null || partial ? null : (computed[cursor++] ?? 0)));
   trajectories.forEach((trajectory, index) => {
     trajectory.advantage = advantages[index] ?? null;
   });
 
-  let dropped: { reason: string } | null = null;
-  if (countedScores.length === 0) dropped = { reason: 'no rollout produced a valid score' };
+  let dropped: NonNullable<ScoredGroupRecord['dropped']> | null = null;
+  if (partial) dropped = { kind: 'partial', reason: `partial group: ${partial.reason}` };
+  else if (countedScores.length === 0)
+    dropped = { kind: 'no_valid_score', reason: 'no rollout produced a valid score' };
   else if (
     (options.allEqualScores ?? 'drop') === 'drop' &&
     countedScores.every((score) => score === countedScores[0])
   ) {
-    dropped = { reason: `all ${countedScores.length} counted scores are equal (${countedScores[0]})` };
+    dropped = {
+      kind: 'all_equal',
+      reason: `all ${countedScores.length} counted scores are equal (${countedScores[0]})`,
+    };
   }
 
   const record: ScoredGroupRecord = {
@@ -591,6 +641,7 @@ export async function runGroup<TItem extends EnvItem>(
     advantageMethod: estimator.name,
     stats,
     dropped,
+    ...(partial ? { partial } : {}),
     ...(enabledToolsets ? { toolsets: enabledToolsets } : {}),
     wallTimeSeconds: (performance.now() - started) / 1000,
   };

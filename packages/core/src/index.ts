@@ -82,6 +82,7 @@ export {
   AbortedError,
   ConfigError,
   describeError,
+  EnvError,
   InvalidArgumentError,
   JsonParseError,
   JudgeError,

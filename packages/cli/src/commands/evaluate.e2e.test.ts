@@ -1,5 +1,7 @@
-// `shears evaluate` with a token-in/token-out server (vLLM shape, scripted over real HTTP with
-// the real Qwen3 tokenizer): the HTML report shows token text, as `shears process` does.
+// `shears evaluate` end to end: with a token-in/token-out server (vLLM shape, scripted over real
+// HTTP with the real Qwen3 tokenizer) the HTML report shows token text, as `shears process` does;
+// --resume continues only the same run; success is the env's verdict or a threshold; an
+// interrupted run writes a summary marked incomplete.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -9,7 +11,8 @@ import type { ScoredGroupRecord } from '@shears/core';
 import { createScriptedGenerate, createScriptedServer } from '@shears/core/test';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { runShears } from '../test-support/run-cli.js';
+import { writeProbePack } from '../test-support/probe-pack.js';
+import { runShears, withFlags } from '../test-support/run-cli.js';
 
 vi.setConfig({ testTimeout: 120_000 });
 
@@ -65,5 +68,147 @@ describe('shears evaluate report', () => {
     } finally {
       await model.close();
     }
+  });
+});
+
+describe('shears evaluate: resume, success, incomplete runs', () => {
+  const pack = writeProbePack(dir);
+  const probe = (...args: string[]) => [
+    'evaluate',
+    '--plugins',
+    JSON.stringify([pack]),
+    '--env',
+    'probe',
+    ...args,
+  ];
+  interface Summary {
+    tasks: Array<{ taskId: string; correct: number; samples: number }>;
+    passAtK: Record<string, number>;
+    complete: boolean;
+    missing: Array<{ taskId: string; why: string }>;
+    stopped: string | null;
+    success: string;
+    ran: number;
+    resumed: number;
+  }
+
+  it('resumes only a run of the same model, k, env and settings, naming every difference', async () => {
+    const args = probe(
+      '--env.settings',
+      '{"tasks":3}',
+      '--k',
+      '2',
+      '--evaluate.out',
+      'runs/id.jsonl',
+      '--no-report',
+      '--json',
+    );
+    const first = await runShears(args, { cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    const path = join(dir, 'runs/id.jsonl');
+    const before = readFileSync(path, 'utf8');
+    const cases: Array<[string[], RegExp]> = [
+      [['--model', 'another-model'], /server\.model was null, now "another-model"/],
+      [['--k', '4'], /evaluate\.k was 2, now 4/],
+      [
+        ['--env.settings', '{"tasks":3,"answer":"no"}'],
+        /env\.settings was \{"tasks":3\}, now \{"answer":"no","tasks":3\}/,
+      ],
+      [['--server.temperature', '0.3'], /server\.temperature was null, now 0\.3/],
+      [['--env', 'demo'], /env\.name was "probe", now "demo"/],
+    ];
+    for (const [change, difference] of cases) {
+      const resumed = await runShears([...withFlags(args, change), '--resume'], { cwd: dir });
+      expect(resumed.code, resumed.stderr).toBe(2);
+      expect(resumed.stderr).toContain('cannot resume runs/id.jsonl: it was made by a different run');
+      expect(resumed.stderr).toMatch(difference);
+      expect(resumed.stdout).toBe('');
+      expect(readFileSync(path, 'utf8')).toBe(before);
+    }
+    // The same run resumes: nothing left to do.
+    const same = await runShears([...args, '--resume'], { cwd: dir });
+    expect(same.code, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout) as Summary).toMatchObject({ ran: 0, resumed: 3, complete: true });
+    // Without --resume or --force nothing is overwritten: the summary and run record count too.
+    const again = await runShears(args, { cwd: dir });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(
+      /runs\/id\.jsonl .*runs\/id\.run\.json .*runs\/id\.summary\.json .*already exist/,
+    );
+  });
+
+  it("counts pass@k and correct by the env's verdict or by run.success_threshold, not by reward >= 1", async () => {
+    const args = probe(
+      '--env.settings',
+      '{"tasks":2,"score":0.5,"success":true}',
+      '--k',
+      '2',
+      '--no-report',
+      '--json',
+    );
+    const byEnv = await runShears([...args, '--evaluate.out', 'runs/s1.jsonl'], { cwd: dir });
+    expect(byEnv.code, byEnv.stderr).toBe(0);
+    const summary = JSON.parse(byEnv.stdout) as Summary;
+    expect(summary.passAtK['pass@1']).toBe(1);
+    expect(summary.tasks.map((task) => task.correct)).toEqual([2, 2]);
+    expect(summary.success).toContain("the env's verdict");
+    const byThreshold = await runShears(
+      [...args, '--evaluate.out', 'runs/s2.jsonl', '--run.success_threshold', '0.75'],
+      { cwd: dir },
+    );
+    const strict = JSON.parse(byThreshold.stdout) as Summary;
+    expect(strict.passAtK['pass@1']).toBe(0);
+    expect(strict.success).toBe('reward >= 0.75 (run.success_threshold)');
+    const lenient = await runShears(
+      withFlags(args, [
+        '--evaluate.out',
+        'runs/s3.jsonl',
+        '--run.success_threshold',
+        '0.5',
+        '--env.settings',
+        '{"tasks":2,"score":0.5,"success":false}',
+      ]),
+      { cwd: dir },
+    );
+    expect((JSON.parse(lenient.stdout) as Summary).passAtK['pass@1']).toBe(1);
+  });
+
+  it('marks the summary of an interrupted run incomplete, listing what is missing, and a resume finishes it', async () => {
+    const drain = new AbortController();
+    const args = probe(
+      '--env.settings',
+      '{"tasks":6,"rewardMs":300}',
+      '--k',
+      '2',
+      '--concurrency',
+      '2',
+      '--evaluate.out',
+      'runs/cut.jsonl',
+      '--json',
+    );
+    const cut = await runShears(args, {
+      cwd: dir,
+      drain: drain.signal,
+      onStderr: (text) => {
+        if (/^task 1 /m.test(text)) drain.abort();
+      },
+    });
+    expect(cut.code).toBe(130);
+    const summary = JSON.parse(readFileSync(join(dir, 'runs/cut.summary.json'), 'utf8')) as Summary;
+    expect(summary.complete).toBe(false);
+    expect(summary.stopped).toBe('interrupted');
+    expect(summary.missing.length).toBeGreaterThan(0);
+    expect(summary.missing.some((entry) => entry.why === 'not run: the run stopped first')).toBe(true);
+    expect(
+      summary.tasks.length + summary.missing.filter((entry) => entry.why.startsWith('not run')).length,
+    ).toBe(6);
+    expect(cut.stderr).toMatch(/INCOMPLETE: \d task\(s\) without a complete result \(interrupted\)/);
+    expect(readFileSync(join(dir, 'runs/cut.html'), 'utf8')).toContain('(incomplete)');
+
+    const finished = await runShears([...args, '--resume'], { cwd: dir });
+    expect(finished.code, finished.stderr).toBe(0);
+    const done = JSON.parse(finished.stdout) as Summary;
+    expect(done).toMatchObject({ complete: true, missing: [], stopped: null });
+    expect(done.tasks).toHaveLength(6);
   });
 });

@@ -1,21 +1,27 @@
 // `shears evaluate`: k samples per task; unbiased pass@k, mean score with a bootstrap confidence
-// interval, and a per-task table. With --resume it keeps the finished items of an interrupted
-// run and redoes only items that are missing or had failed rollouts.
-import { existsSync, writeFileSync } from 'node:fs';
+// interval, and a per-task table. What counts as solved is the env's verdict or
+// `run.success_threshold` (see successRule). With --resume it keeps the finished items of an
+// interrupted run of the same configuration and redoes only items that are missing or had failed
+// rollouts; a run that ends before every item is complete writes a summary marked incomplete,
+// listing what is missing.
+import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
 import { formatNumber, formatTable } from '../progress/progress.js';
+import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
 import {
-  type CommandContext,
-  createJsonlWriter,
-  reportPathFor,
-  resolveOut,
-  runOneGroup,
-  startRuntime,
-} from '../runtime.js';
-import { bootstrapMean, mean, passAtK } from '../stats.js';
-import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
+  checkResumable,
+  checkSameTask,
+  identityFile,
+  identityPathFor,
+  runIdentity,
+} from '../run/run-identity.js';
+import { checkRunConfig, createJsonlWriter, guardOutputs, writeOutputFile } from '../run/run-output.js';
+import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
+import { bootstrapMean, mean, passAtK, type SuccessRule, successRule } from '../stats.js';
+import { buildViewerHtml } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
+import { readResumedGroups } from './process.js';
 
 export interface TaskEvaluation {
   taskId: string;
@@ -36,17 +42,33 @@ export interface EvaluationSummary {
   meanScore: { mean: number; low: number; high: number; confidence: number };
   resumed: number;
   ran: number;
+  /** What counts as solved (pass@k, correct). */
+  success: string;
+  /** False when any task has no complete result: the numbers above cover only part of the set. */
+  complete: boolean;
+  /** Tasks without a complete result, and why. */
+  missing: Array<{ taskId: string; why: string }>;
+  /** Why the run ended early, when it did. */
+  stopped: string | null;
 }
 
 const COUNTED = new Set(['scored', 'model_failure']);
 
 /** An item is finished when every one of its k rollouts got a valid score. */
 export function isComplete(record: ScoredGroupRecord, k: number): boolean {
-  return record.rollouts.length >= k && record.rollouts.every((rollout) => COUNTED.has(rollout.outcome));
+  return (
+    !record.partial &&
+    record.rollouts.length >= k &&
+    record.rollouts.every((rollout) => COUNTED.has(rollout.outcome))
+  );
 }
 
-function isCorrect(rollout: ScoredGroupRecord['rollouts'][number]): boolean {
-  return rollout.success ?? (rollout.reward !== null && rollout.reward >= 1);
+/** Why an item's record is not complete, in words. */
+function incompleteWhy(record: ScoredGroupRecord): string {
+  if (record.partial) return `partial: ${record.partial.reason}`;
+  const failed = record.rollouts.filter((rollout) => !COUNTED.has(rollout.outcome));
+  const reasons = [...new Set(failed.map((rollout) => `${rollout.outcome}: ${rollout.outcomeReason ?? ''}`))];
+  return `${failed.length} of ${record.rollouts.length} rollouts failed (${reasons.slice(0, 3).join('; ')})`;
 }
 
 export function kValues(k: number): number[] {
@@ -58,12 +80,20 @@ export function kValues(k: number): number[] {
 
 export function summarizeEvaluation(
   records: readonly ScoredGroupRecord[],
-  options: { k: number; samples: number; confidence: number; env: string; model: string },
+  options: {
+    k: number;
+    samples: number;
+    confidence: number;
+    env: string;
+    model: string;
+    success?: SuccessRule;
+  },
 ): EvaluationSummary {
+  const success = options.success ?? successRule(undefined);
   const ks = kValues(options.k);
   const tasks: TaskEvaluation[] = records.map((record) => {
     const counted = record.rollouts.filter((rollout) => COUNTED.has(rollout.outcome));
-    const correct = counted.filter(isCorrect).length;
+    const correct = counted.filter((rollout) => success.test(rollout)).length;
     const pass: Record<string, number> = {};
     for (const k of ks) pass[`pass@${k}`] = passAtK(counted.length, correct, k);
     return {
@@ -94,6 +124,12 @@ export function summarizeEvaluation(
     meanScore: { ...interval, confidence: options.confidence },
     resumed: 0,
     ran: 0,
+    success: success.description,
+    complete: records.every((record) => isComplete(record, options.k)),
+    missing: records
+      .filter((record) => !isComplete(record, options.k))
+      .map((record) => ({ taskId: record.taskId, why: incompleteWhy(record) })),
+    stopped: null,
   };
 }
 
@@ -116,6 +152,14 @@ export function formatEvaluation(summary: EvaluationSummary): string {
     '',
     `mean score ${formatNumber(summary.meanScore.mean, 3)} (${percent}% CI ${formatNumber(summary.meanScore.low, 3)}–${formatNumber(summary.meanScore.high, 3)}, bootstrap over ${summary.tasks.length} tasks)`,
     ks.map((key) => `${key} ${formatNumber(summary.passAtK[key], 3)}`).join('  '),
+    `solved: ${summary.success}`,
+    ...(summary.complete
+      ? []
+      : [
+          `INCOMPLETE: ${summary.missing.length} task(s) without a complete result${summary.stopped ? ` (${summary.stopped})` : ''}; the numbers above cover only part of the set. Run again with --resume to finish it:`,
+          ...summary.missing.slice(0, 20).map((entry) => `  ${entry.taskId}: ${entry.why}`),
+          ...(summary.missing.length > 20 ? [`  … and ${summary.missing.length - 20} more`] : []),
+        ]),
   ].join('\n');
 }
 
@@ -123,21 +167,45 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const { config, io } = context;
   const k = config.evaluate.k;
   const out = resolveOut(context, config.evaluate.out);
+  const identityPath = identityPathFor(out);
+  const summaryPath = `${out.replace(/\.jsonl?$/i, '')}.summary.json`;
+  const reportPath = config.run.report ? reportPathFor(out) : undefined;
   const resume = context.flags.resume === true;
+  const force = context.flags.force === true;
+  const elsewhere = '--evaluate.out OTHER.jsonl';
+  // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
+  const identity = context.redact.value(runIdentity(config, 'evaluate'));
+  const success = successRule(config.run.success_threshold);
 
+  checkRunConfig(config);
+  // Before anything runs: --force starts over, --resume continues the run in `out`, and
+  // otherwise no existing file is touched.
+  const resuming = resume && !force && existsSync(out);
+  if (resume && !force && !resuming)
+    io.stderr(`nothing to resume at ${relative(io.cwd, out) || out}; starting a new run\n`);
+  if (resuming) checkResumable({ jsonlPath: out, command: 'evaluate', identity, cwd: io.cwd, elsewhere });
+  else
+    guardOutputs({
+      paths: [out, identityPath, summaryPath, ...(reportPath ? [reportPath] : [])],
+      cwd: io.cwd,
+      force,
+      elsewhere,
+      // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
+      resumable: !resume,
+    });
   const kept = new Map<string, ScoredGroupRecord>();
-  if (resume && existsSync(out)) {
-    for (const record of readGroupsForViewer(out).groups) {
+  if (resuming)
+    for (const record of readResumedGroups(context, out)) {
       if (isComplete(record, k)) kept.set(record.taskId, record);
       else kept.delete(record.taskId);
     }
-  }
 
   const runtime = await startRuntime(context, { label: 'task' });
   const records: ScoredGroupRecord[] = [];
+  let items: EnvItem[] = [];
   let ran = 0;
+  let writer: ReturnType<typeof createJsonlWriter> | undefined;
   try {
-    let items: EnvItem[];
     if (runtime.env.evalItems) items = await runtime.env.evalItems();
     else {
       if (!config.evaluate.max_items) {
@@ -146,7 +214,6 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
           issues: [{ path: 'evaluate.max_items', message: 'required for this env', value: undefined }],
         });
       }
-      items = [];
       for (let index = 0; index < config.evaluate.max_items; index++) {
         const item = await runtime.env.nextItem();
         if (!item) break;
@@ -154,65 +221,119 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
       }
     }
     if (config.evaluate.max_items) items = items.slice(0, config.evaluate.max_items);
-    // Rewrite the file with what is kept, then append; an interrupted run stays resumable.
-    const writer = createJsonlWriter(out, context.redact);
+    // A kept result must be of the same task the env gives now under that id.
     for (const item of items) {
       const previous = kept.get(item.id);
-      if (previous) {
-        writer.write(previous);
-        records.push(previous);
-      }
+      if (previous)
+        checkSameTask({ jsonlPath: out, cwd: io.cwd, before: previous.item, now: item, elsewhere });
     }
+    writeOutputFile(identityPath, `${JSON.stringify(identityFile('evaluate', identity), null, 2)}\n`, {
+      replace: true,
+      cwd: io.cwd,
+    });
+    // Kept results first (also those of items outside this run's set: never lost), through a
+    // temporary file, so an interrupted resume leaves a resumable file.
+    const ids = new Set(items.map((item) => item.id));
+    const initial = [
+      ...items.flatMap((item) => (kept.has(item.id) ? [kept.get(item.id)!] : [])),
+      ...[...kept.values()].filter((record) => !ids.has(record.taskId)),
+    ];
+    for (const record of initial) if (ids.has(record.taskId)) records.push(record);
+    writer = createJsonlWriter(out, context.redact, {
+      mode: force ? 'replace' : resuming ? 'append' : 'new',
+      ...(resuming ? { initial } : {}),
+      cwd: io.cwd,
+    });
     if (kept.size) io.stderr(`resuming: ${records.length} of ${items.length} items already complete\n`);
     const todo = items.filter((item) => !kept.has(item.id));
     let cursor = 0;
     const window = Math.max(1, Math.ceil(config.run.concurrency / k) + 1);
     const worker = async () => {
-      while (cursor < todo.length && !context.signal.aborted) {
+      while (cursor < todo.length && !runtime.control.stopping) {
         const item = todo[cursor++]!;
         const record = await runOneGroup(runtime, context, item, k);
         ran++;
         records.push(record);
-        writer.write(record);
+        writer!.write(record);
         runtime.progress.groupFinished(record);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(window, Math.max(1, todo.length)) }, worker));
+    const settled = await Promise.allSettled(
+      Array.from({ length: Math.min(window, Math.max(1, todo.length)) }, worker),
+    );
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
   } finally {
+    writer?.close();
     await runtime.close();
   }
+  const stoppedBy = runtime.control.stoppedBy;
   const summary = summarizeEvaluation(records, {
     k,
     samples: config.evaluate.bootstrap_samples,
     confidence: config.evaluate.confidence,
     env: config.env.name,
     model: runtime.server.model,
+    success,
   });
   summary.resumed = records.length - ran;
   summary.ran = ran;
-  const summaryPath = `${out.replace(/\.jsonl?$/i, '')}.summary.json`;
-  writeFileSync(summaryPath, `${context.redact(JSON.stringify(summary, null, 2))}\n`);
-  if (config.run.report) {
+  // Items never started count as missing too.
+  const recorded = new Set(records.map((record) => record.taskId));
+  for (const item of items)
+    if (!recorded.has(item.id))
+      summary.missing.push({ taskId: item.id, why: 'not run: the run stopped first' });
+  summary.complete = summary.missing.length === 0;
+  summary.stopped = describeStop(stoppedBy);
+  const replace = force || resuming;
+  writeOutputFile(summaryPath, `${JSON.stringify(context.redact.value(summary), null, 2)}\n`, {
+    replace,
+    cwd: io.cwd,
+  });
+  if (reportPath) {
     // Token text in the report's token view when the run recorded tokens with a known tokenizer.
     const recordedTokens = records.some((record) => record.rollouts.some((rollout) => rollout.tokens));
     const decodeToken =
       recordedTokens && config.server.tokenizer
         ? await loadTokenDecoder(config.server.tokenizer, io.cwd, 'server.tokenizer')
         : undefined;
-    writeFileSync(
-      reportPathFor(out),
-      buildViewerHtml(records, {
-        meta: { title: `shears evaluate · ${config.env.name}`, description: `k=${k}` },
-        redact: context.redact,
+    writeOutputFile(
+      reportPath,
+      buildViewerHtml(context.redact.value(records), {
+        meta: {
+          title: `shears evaluate · ${config.env.name}${summary.complete ? '' : ' (incomplete)'}`,
+          description: context.redact(
+            `k=${k}${summary.complete ? '' : ` · INCOMPLETE: ${summary.missing.length} of ${items.length} tasks without a complete result`}`,
+          ),
+        },
         ...(decodeToken ? { decodeToken } : {}),
       }),
+      { replace, cwd: io.cwd },
     );
   }
   io.stderr(`${context.redact(formatEvaluation(summary))}\n`);
-  if (context.flags.json === true) io.stdout(`${context.redact(JSON.stringify(summary))}\n`);
+  const failures = formatFailures(runtime.control.failures());
+  if (failures) io.stderr(`${context.redact(failures)}\n`);
+  const scoredRollouts = records.reduce(
+    (sum, record) => sum + record.rollouts.filter((rollout) => rollout.reward !== null).length,
+    0,
+  );
+  const ending = endingNote({
+    stoppedBy,
+    scoredRollouts,
+    rollouts: records.reduce((sum, group) => sum + group.rollouts.length, 0),
+  });
+  if (ending) io.stderr(`${ending}\n`);
+  if (context.flags.json === true) io.stdout(`${JSON.stringify(context.redact.value(summary))}\n`);
   else
     io.stdout(
-      `wrote ${records.length} items to ${relative(io.cwd, out) || out} and ${relative(io.cwd, summaryPath)}\n`,
+      `wrote ${records.length} items${summary.complete ? '' : ` (INCOMPLETE: ${summary.missing.length} missing)`} to ${relative(io.cwd, out) || out} and ${relative(io.cwd, summaryPath)}\n`,
     );
-  return context.signal.aborted ? 130 : 0;
+  return exitCodeFor({ stoppedBy, scoredRollouts });
+}
+
+function describeStop(stoppedBy: StoppedBy | undefined): string | null {
+  if (!stoppedBy) return null;
+  if (stoppedBy.kind === 'interrupt') return 'interrupted';
+  return `stopped by the circuit breaker: ${stoppedBy.outcome} repeated ${stoppedBy.count} times: ${stoppedBy.reason}`;
 }

@@ -1,77 +1,193 @@
 // `shears process`: run N groups end to end and write scored groups as JSONL plus an HTML report.
-import { writeFileSync } from 'node:fs';
+// Existing output is never overwritten without --force; --resume continues a run of the same
+// configuration, keeping its complete groups and redoing the rest.
+import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
-import type { ScoredGroupRecord } from '@shears/core';
+import type { EnvItem, ScoredGroupRecord } from '@shears/core';
 import { summarizeGroups } from '../progress/progress.js';
+import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import {
-  type CommandContext,
+  checkResumable,
+  checkSameTask,
+  identityFile,
+  identityPathFor,
+  runIdentity,
+} from '../run/run-identity.js';
+import {
+  checkRunConfig,
   createJsonlWriter,
-  reportPathFor,
-  resolveOut,
-  runOneGroup,
-  startRuntime,
-} from '../runtime.js';
-import { buildViewerHtml } from '../viewer/build-viewer.js';
+  fileError,
+  guardOutputs,
+  writeOutputFile,
+} from '../run/run-output.js';
+import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
+import { successRule } from '../stats.js';
+import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
+
+/** A group that needs no redoing: not stopped midway. */
+export function isCompleteGroup(record: ScoredGroupRecord): boolean {
+  return !record.partial && record.rollouts.every((rollout) => rollout.outcome !== 'aborted');
+}
+
+/** Reads the groups of a run being resumed; lines that are not groups are named, never silently lost. */
+export function readResumedGroups(context: CommandContext, path: string): ScoredGroupRecord[] {
+  let read: ReturnType<typeof readGroupsForViewer>;
+  try {
+    read = readGroupsForViewer(path);
+  } catch (error) {
+    throw fileError(path, 'read', error, context.io.cwd);
+  }
+  if (read.skipped.length)
+    context.logger.warn(
+      `${relative(context.io.cwd, path) || path}: ${read.skipped.length} line(s) are not scored groups and are left out of the resumed file (lines ${read.skipped.slice(0, 10).join(', ')}${read.skipped.length > 10 ? ', …' : ''})`,
+    );
+  return read.groups;
+}
 
 export async function processCommand(context: CommandContext): Promise<number> {
   const { config, io } = context;
   const total = config.run.groups;
   const out = resolveOut(context, config.run.out);
+  const identityPath = identityPathFor(out);
+  const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const resume = context.flags.resume === true;
+  const force = context.flags.force === true;
+  const elsewhere = '--out OTHER.jsonl';
+  // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
+  const identity = context.redact.value(runIdentity(config, 'process'));
+
+  checkRunConfig(config);
+  // Before anything runs: which files exist, and whether they may be replaced or continued.
+  // --force starts over; --resume continues the run in `out` when there is one.
+  const resuming = resume && !force && existsSync(out);
+  if (resume && !force && !resuming)
+    io.stderr(`nothing to resume at ${relative(io.cwd, out) || out}; starting a new run\n`);
+  if (resuming) checkResumable({ jsonlPath: out, command: 'process', identity, cwd: io.cwd, elsewhere });
+  if (!resuming)
+    guardOutputs({
+      paths: [out, identityPath, ...(reportPath ? [reportPath] : [])],
+      cwd: io.cwd,
+      force,
+      elsewhere,
+      // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
+      resumable: !resume,
+    });
+  const previous = resuming ? readResumedGroups(context, out) : [];
+  // Complete groups of the earlier run, by task id, consumed as the env yields the same tasks again.
+  const pool = new Map<string, ScoredGroupRecord[]>();
+  for (const record of previous.filter(isCompleteGroup))
+    pool.set(record.taskId, [...(pool.get(record.taskId) ?? []), record]);
+  const kept = previous.filter(isCompleteGroup);
+  const redone = previous.length - kept.length;
+
   const runtime = await startRuntime(context, { totalGroups: total });
-  const groups: ScoredGroupRecord[] = [];
-  const writer = createJsonlWriter(out, context.redact);
+  const groups: ScoredGroupRecord[] = [...kept];
+  let writer: ReturnType<typeof createJsonlWriter> | undefined;
   const started = Date.now();
+  let reused = 0;
   try {
+    writeOutputFile(identityPath, `${JSON.stringify(identityFile('process', identity), null, 2)}\n`, {
+      replace: true,
+      cwd: io.cwd,
+    });
+    writer = createJsonlWriter(out, context.redact, {
+      mode: force ? 'replace' : resuming ? 'append' : 'new',
+      ...(resuming ? { initial: kept } : {}),
+      cwd: io.cwd,
+      companions: [identityPath],
+    });
+    if (resuming)
+      io.stderr(
+        `resuming ${relative(io.cwd, out) || out}: ${kept.length} complete group(s) kept${redone ? `, ${redone} partial group(s) to redo` : ''}\n`,
+      );
     // Groups are started a few at a time; the shared limiter bounds the rollouts in flight.
     const window = Math.max(1, Math.ceil(config.run.concurrency / config.env.group_size) + 1);
     let next = 0;
     let exhausted = false;
-    const worker = async () => {
-      while (!exhausted && next < total && !context.signal.aborted) {
+    const nextToRun = async (): Promise<EnvItem | undefined> => {
+      // The env yields the earlier run's tasks in the same order (same seed): skip the done ones.
+      while (!exhausted && next < total && !runtime.control.stopping) {
         next++;
         const item = await runtime.env.nextItem();
         if (!item) {
           exhausted = true;
-          break;
+          return undefined;
         }
+        const done = pool.get(item.id);
+        if (done?.length) {
+          checkSameTask({ jsonlPath: out, cwd: io.cwd, before: done[0]!.item, now: item, elsewhere });
+          done.shift();
+          reused++;
+          continue;
+        }
+        return item;
+      }
+      return undefined;
+    };
+    const worker = async () => {
+      for (;;) {
+        const item = await nextToRun();
+        if (!item) return;
         const record = await runOneGroup(runtime, context, item, config.env.group_size);
         groups.push(record);
-        writer.write(record);
+        writer!.write(record);
         runtime.progress.groupFinished(record);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(window, total) }, worker));
+    const settled = await Promise.allSettled(Array.from({ length: Math.min(window, total) }, worker));
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
   } finally {
+    writer?.close();
     await runtime.close();
   }
   const snapshot = runtime.progress.snapshot();
-  let reportPath: string | undefined;
-  if (config.run.report) {
-    reportPath = reportPathFor(out);
+  const stoppedBy = runtime.control.stoppedBy;
+  const missing = Math.max(0, total - groups.filter(isCompleteGroup).length);
+  if (reportPath) {
     // Token text in the report's token view when the run recorded tokens with a known tokenizer.
     const recordedTokens = groups.some((group) => group.rollouts.some((rollout) => rollout.tokens));
     const decodeToken =
       recordedTokens && config.server.tokenizer
         ? await loadTokenDecoder(config.server.tokenizer, io.cwd, 'server.tokenizer')
         : undefined;
-    writeFileSync(
+    const incomplete = stoppedBy ? ' · INCOMPLETE: the run was stopped' : '';
+    writeOutputFile(
       reportPath,
-      buildViewerHtml(groups, {
+      buildViewerHtml(context.redact.value(groups), {
         meta: {
-          title: `shears process · ${config.env.name}`,
-          description: `${groups.length} groups × ${config.env.group_size} · model ${runtime.server.model} · ${new Date(started).toISOString()}`,
+          title: `shears process · ${config.env.name}${stoppedBy ? ' (incomplete)' : ''}`,
+          description: context.redact(
+            `${groups.length} groups × ${config.env.group_size} · model ${runtime.server.model} · ${new Date(started).toISOString()}${incomplete}`,
+          ),
         },
-        redact: context.redact,
         ...(decodeToken ? { decodeToken } : {}),
       }),
+      { replace: true, cwd: io.cwd },
     );
   }
-  io.stderr(`${context.redact(summarizeGroups(groups, snapshot))}\n`);
-  const show = (path: string) => relative(io.cwd, path) || path;
-  io.stdout(
-    `wrote ${groups.length} groups to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`,
+  const success = successRule(config.run.success_threshold);
+  const failures = formatFailures(runtime.control.failures());
+  io.stderr(`${context.redact(summarizeGroups(groups, snapshot, { success }))}\n`);
+  if (failures) io.stderr(`${context.redact(failures)}\n`);
+  const scoredRollouts = groups.reduce(
+    (sum, group) => sum + group.rollouts.filter((rollout) => rollout.reward !== null).length,
+    0,
   );
-  if (context.signal.aborted) return 130;
-  return groups.length > 0 ? 0 : 1;
+  const ending = endingNote({
+    stoppedBy,
+    scoredRollouts,
+    rollouts: groups.reduce((sum, group) => sum + group.rollouts.length, 0),
+  });
+  if (ending)
+    io.stderr(
+      `${ending}${stoppedBy && missing > 0 ? `; ${missing} of ${total} groups missing (run again with --resume)` : ''}\n`,
+    );
+  const show = (path: string) => relative(io.cwd, path) || path;
+  const partial = groups.filter((group) => group.partial).length;
+  io.stdout(
+    `wrote ${groups.length} groups${partial ? ` (${partial} partial)` : ''}${reused ? ` (${reused} kept from the earlier run)` : ''} to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`,
+  );
+  return exitCodeFor({ stoppedBy, scoredRollouts });
 }

@@ -1,10 +1,16 @@
 // `shears serve`: run groups continuously and push them to a trajectory API (Atropos protocol),
-// pausing when too far ahead of the trainer. `--max-groups N` stops after N groups.
+// pausing when too far ahead of the trainer. `--max-groups N` stops after N groups. Every group
+// also goes to `run.out` (JSONL) and, at the end, the HTML report, as with `shears process`.
+import { relative } from 'node:path';
 import { InvalidArgumentError } from '@shears/core';
-import type { CommandContext } from '../runtime.js';
-import { runServeLoop } from '../serve/serve-loop.js';
+import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
+import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
+import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
+import { writeRunReport } from '../serve/run-report.js';
+import { formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
 
 export async function serveCommand(context: CommandContext): Promise<number> {
+  const { config, io } = context;
   const raw = context.flags['max-groups'];
   const maxGroups = raw === undefined ? undefined : Number(raw);
   if (maxGroups !== undefined && (!Number.isInteger(maxGroups) || maxGroups < 1)) {
@@ -14,9 +20,39 @@ export async function serveCommand(context: CommandContext): Promise<number> {
       message: `--max-groups: expected a positive integer, got ${String(raw)}`,
     });
   }
-  const result = await runServeLoop(context, { maxGroups });
-  context.io.stdout(
-    `sent ${result.groupsSent} groups to ${context.config.api.url} (${result.groupsSkipped} skipped with equal scores, ${result.pauses} pauses)\n`,
+  checkRunConfig(config);
+  await requireTokenizer(config, io.cwd, 'serve');
+  const out = resolveOut(context, config.run.out);
+  const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const force = context.flags.force === true;
+  guardOutputs({
+    paths: [out, ...(reportPath ? [reportPath] : [])],
+    cwd: io.cwd,
+    force,
+    elsewhere: '--out OTHER.jsonl',
+  });
+  let writer: JsonlWriter | undefined;
+  let result: Awaited<ReturnType<typeof runServeLoop>>;
+  try {
+    writer = createJsonlWriter(out, context.redact, { mode: force ? 'replace' : 'new', cwd: io.cwd });
+    result = await runServeLoop(context, { maxGroups, writer });
+  } finally {
+    writer?.close();
+  }
+  if (reportPath)
+    writeRunReport(context, {
+      jsonlPath: out,
+      reportPath,
+      title: `shears serve · ${config.env.name}`,
+      incomplete: result.stoppedBy !== undefined,
+    });
+  const failures = formatFailures(result.failures);
+  if (failures) io.stderr(`${context.redact(failures)}\n`);
+  const ending = endingNote(result);
+  if (ending) io.stderr(`${ending}\n`);
+  const show = (path: string) => relative(io.cwd, path) || path;
+  io.stdout(
+    `${context.redact(formatServeResult(result, config.api.url))}; wrote every group to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`,
   );
-  return context.signal.aborted ? 130 : 0;
+  return exitCodeFor(result);
 }

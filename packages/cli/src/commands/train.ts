@@ -1,13 +1,18 @@
 // `shears train`: the one-command loop. Starts the trajectory API (in-process), the env workers
 // and the trainer command the config names; streams every log line with a prefix; stops them
-// all together when the trainer exits, a worker fails, or on Ctrl-C.
+// all together when the trainer exits, a worker fails or stops early, or on Ctrl-C. What the
+// run needs (the tokenizer, free output paths) is checked before anything starts; every group
+// goes to `run.out` and the report, as with `shears process`.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
-import type { CommandContext } from '../runtime.js';
-import { runServeLoop } from '../serve/serve-loop.js';
+import { EXIT_CODES, formatFailures } from '../run/run-control.js';
+import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
+import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
+import { writeRunReport } from '../serve/run-report.js';
+import { requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
 import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
@@ -66,10 +71,48 @@ export async function trainCommand(context: CommandContext): Promise<number> {
       issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
     });
   }
+  checkRunConfig(config);
+  await requireTokenizer(config, io.cwd, 'train');
+  const out = resolveOut(context, config.run.out);
+  const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const force = context.flags.force === true;
+  guardOutputs({
+    paths: [out, ...(reportPath ? [reportPath] : [])],
+    cwd: io.cwd,
+    force,
+    elsewhere: '--out OTHER.jsonl',
+  });
+  const writer = createJsonlWriter(out, context.redact, { mode: force ? 'replace' : 'new', cwd: io.cwd });
+  let code: number = EXIT_CODES.error;
+  try {
+    code = await train(context, writer);
+    return code;
+  } finally {
+    writer.close();
+    if (reportPath)
+      writeRunReport(context, {
+        jsonlPath: out,
+        reportPath,
+        title: `shears train · ${config.env.name}`,
+        incomplete: code === EXIT_CODES.interrupted,
+      });
+    io.stderr(
+      `train: wrote every group to ${relative(io.cwd, out) || out}${reportPath ? ` and the report to ${relative(io.cwd, reportPath) || reportPath}` : ''}\n`,
+    );
+  }
+}
+
+async function train(context: CommandContext, writer: ReturnType<typeof createJsonlWriter>): Promise<number> {
+  const { config, io } = context;
+  const trainer = config.train.trainer!;
   const say = (prefix: string) => (line: string) => io.stderr(`${context.redact(`[${prefix}] ${line}`)}\n`);
+  // Ctrl-C (the first) drains the workers; the trainer's exit or a worker failure stops them at once.
   const stop = new AbortController();
-  const onOuterAbort = () => stop.abort(context.signal.reason);
-  context.signal.addEventListener('abort', onOuterAbort, { once: true });
+  const hard = new AbortController();
+  const workerSignal = AbortSignal.any([context.signal, hard.signal]);
+  const workerDrain = AbortSignal.any([context.drain, workerSignal]);
+  const onOuterAbort = () => stop.abort(context.drain.reason);
+  context.drain.addEventListener('abort', onOuterAbort, { once: true });
 
   let apiUrl = config.api.url;
   let api: { close(): Promise<void> } | undefined;
@@ -115,9 +158,10 @@ export async function trainCommand(context: CommandContext): Promise<number> {
         },
         io: workerIo,
         logger: createCliLogger(workerIo, context.redact),
-        signal: stop.signal,
+        signal: workerSignal,
+        drain: workerDrain,
       },
-      { label: 'sent' },
+      { writer },
     ).then(
       (result) => ({ name, ok: true as const, result }),
       (error: unknown) => ({ name, ok: false as const, error }),
@@ -125,7 +169,11 @@ export async function trainCommand(context: CommandContext): Promise<number> {
   });
   const firstWorkerFailure = Promise.race(
     workers.map((worker) =>
-      worker.then((outcome) => (outcome.ok || stop.signal.aborted ? new Promise<never>(() => {}) : outcome)),
+      worker.then((outcome) =>
+        (outcome.ok && outcome.result.stoppedBy?.kind !== 'circuit_breaker') || stop.signal.aborted
+          ? new Promise<never>(() => {})
+          : outcome,
+      ),
     ),
   );
 
@@ -148,20 +196,36 @@ export async function trainCommand(context: CommandContext): Promise<number> {
       code = exit.code ?? 1;
     }
   } else if (winner.kind === 'worker') {
-    say('train')(
-      `${winner.failure.name} failed: ${(winner.failure.error as Error)?.message ?? String(winner.failure.error)}; stopping the trainer`,
-    );
-    code = 1;
+    const { failure } = winner;
+    if (failure.ok) {
+      const breaker = failure.result.stoppedBy;
+      say('train')(
+        `${failure.name} stopped early: ${breaker?.kind === 'circuit_breaker' ? `${breaker.outcome} repeated ${breaker.count} times: ${breaker.reason}` : 'circuit breaker'}; stopping the trainer`,
+      );
+      code = EXIT_CODES.circuitBreaker;
+    } else {
+      say('train')(
+        `${failure.name} failed: ${(failure.error as Error)?.message ?? String(failure.error)}; stopping the trainer`,
+      );
+      code = 1;
+    }
   } else {
     say('train')('interrupted; stopping the trainer and workers');
     code = 130;
   }
   stop.abort(new Error('train stopping'));
+  // Interrupted: the workers drain (bounded by run.drain_timeout_ms); otherwise they stop now.
+  if (winner.kind !== 'signal') hard.abort(new Error('train stopping'));
   await stopChild(child, 5000);
   const outcomes = await Promise.all(workers);
   await api?.close();
-  context.signal.removeEventListener('abort', onOuterAbort);
+  context.drain.removeEventListener('abort', onOuterAbort);
   const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);
+  for (const outcome of outcomes)
+    if (outcome.ok) {
+      const failures = formatFailures(outcome.result.failures);
+      if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
+    }
   io.stdout(`train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups\n`);
   return code;
 }

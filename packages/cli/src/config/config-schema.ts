@@ -60,6 +60,13 @@ export const envConfigSchema = z
       .optional()
       .describe("Agent turns per rollout (default: the env's own budget, else 30)"),
     seed: z.int().default(0).describe('Seed for the env and the demo policy'),
+    max_token_length: z
+      .int()
+      .min(1)
+      .default(32_768)
+      .describe(
+        "Longest token sequence of one rollout: sent to the trajectory API when `serve`/`train` register (Atropos' max_token_length); a group with a longer sequence is not sent",
+      ),
     settings: settingsSchema.default({}),
     action_policy: actionPolicyConfigSchema.optional(),
     tools: z
@@ -256,6 +263,26 @@ export const runConfigSchema = z
       .enum(['drop', 'keep'])
       .default('drop')
       .describe('Groups whose scores are all equal carry no signal; Atropos drops them'),
+    drain_timeout_ms: z
+      .int()
+      .min(0)
+      .default(60_000)
+      .describe(
+        'After the first Ctrl-C, how long rollouts that finished their turns may take to get their rewards before everything stops',
+      ),
+    max_repeated_failures: z
+      .int()
+      .min(0)
+      .optional()
+      .describe(
+        'Stop the run (exit 4) when the same infrastructure, judge or env failure happens this many times with no rollout scored in between; 0 never stops (default: the larger of 10 and run.concurrency)',
+      ),
+    success_threshold: z
+      .number()
+      .optional()
+      .describe(
+        "A rollout solved its task (pass@k, correct, solved) when its reward is at least this; default: the env's own verdict (`success` from its reward) where it gives one, else reward >= 1",
+      ),
   })
   .describe('Settings of `shears process` and `shears serve`');
 
@@ -268,7 +295,9 @@ export const apiConfigSchema = z
       .int()
       .min(1)
       .default(32)
-      .describe('Batch size reported to workers before a trainer registers'),
+      .describe(
+        'Trainer batch size `serve` assumes for api.off_policy_limit while the API reports none (/info batch_size -1: no trainer registered, or after a reset)',
+      ),
     off_policy_limit: z
       .int()
       .min(0)

@@ -58,6 +58,8 @@ export function createDemoEnv(settings: DemoEnvSettings): EnvV1<DemoItem> {
       if (verified.exitCode === 0) {
         return {
           score: 1,
+          // The verifier passed: solved, whatever a judge blended into the score makes of it.
+          success: true,
           components: { verified: 1, target_exists: 1 },
           details: { verifier: item.verify },
         };
@@ -69,6 +71,7 @@ export function createDemoEnv(settings: DemoEnvSettings): EnvV1<DemoItem> {
       const partial = exists.exitCode === 0 ? 0.2 : 0;
       return {
         score: partial,
+        success: false,
         components: { verified: 0, target_exists: exists.exitCode === 0 ? 1 : 0 },
         details: { verifier: item.verify, verifierOutput: verified.output.slice(0, 2000) },
       };

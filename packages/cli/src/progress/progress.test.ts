@@ -1,7 +1,8 @@
 import type { ScoredGroupRecord } from '@shears/core';
 import { describe, expect, it } from 'vitest';
+import { successRule } from '../stats.js';
 import { createSyntheticGroups } from '../viewer/synthetic-groups.js';
-import { createProgress, summarizeGroups } from './progress.js';
+import { createProgress, formatDropped, summarizeGroups } from './progress.js';
 
 function record(): ScoredGroupRecord {
   return createSyntheticGroups(1)[0]!;
@@ -55,5 +56,55 @@ describe('progress', () => {
     expect(text).toMatch(/^task\s+groups\s+rollouts\s+mean\s+solved\s+failed/);
     expect(text).toContain('3 groups, ');
     expect(text).toMatch(/outcomes: .*scored \d+/);
+  });
+});
+
+describe('progress: what the user is told about groups', () => {
+  const snapshot = {
+    groupsDone: 3,
+    groupsTotal: 3,
+    rolloutsInFlight: 0,
+    rolloutsDone: 12,
+    failedByKind: {},
+    meanReward: 0.5,
+    tokens: 100,
+    tokensPerSecond: 50,
+    elapsedSeconds: 2,
+  };
+
+  it('names the real reason groups were dropped', () => {
+    const [equal, empty, partial] = createSyntheticGroups(3);
+    equal!.dropped = { kind: 'all_equal', reason: 'all 4 counted scores are equal (1)' };
+    empty!.dropped = { kind: 'no_valid_score', reason: 'no rollout produced a valid score' };
+    partial!.dropped = { kind: 'partial', reason: 'partial group: 2 of 4 rollouts were stopped' };
+    expect(formatDropped([equal!, empty!, partial!])).toBe(
+      '3 dropped (1 all scores equal, 1 no valid score, 1 partial: stopped mid-group)',
+    );
+    const text = summarizeGroups([equal!, empty!, partial!], snapshot);
+    expect(text).toContain('3 dropped (1 all scores equal, 1 no valid score, 1 partial: stopped mid-group)');
+    expect(text).not.toContain('3 dropped (all scores equal)');
+  });
+
+  it('counts solved by the success rule, not by reward >= 1', () => {
+    const [group] = createSyntheticGroups(1);
+    for (const rollout of group!.rollouts) {
+      rollout.outcome = 'scored';
+      rollout.reward = 0.5;
+      rollout.success = true;
+    }
+    const rows = (text: string) => /^task-0\s+1\s+\d+\s+0\.50\s+(\d+)%/m.exec(text)?.[1];
+    expect(rows(summarizeGroups([group!], snapshot))).toBe('100');
+    expect(rows(summarizeGroups([group!], snapshot, { success: successRule(0.6) }))).toBe('0');
+  });
+
+  it('labels a group line with its status (sent, or not sent and why)', () => {
+    let out = '';
+    const progress = createProgress({ mode: 'lines', write: (text) => (out += text), label: 'group' });
+    progress.groupFinished(record(), { status: '→ sent' });
+    progress.groupFinished(record(), { status: '→ not sent: all scores equal' });
+    const lines = out.split('\n').filter(Boolean);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^group 1 task-0 .* → sent$/);
+    expect(lines[1]).toMatch(/^group 2 task-0 .* → not sent: all scores equal$/);
   });
 });

@@ -2,6 +2,7 @@
 // mean reward, tokens/s) on a terminal, one plain line per group otherwise, and a summary
 // table at the end.
 import type { ScoredGroupRecord } from '@shears/core';
+import { type SuccessRule, successRule } from '../stats.js';
 
 export type ProgressMode = 'bars' | 'lines' | 'none';
 
@@ -22,7 +23,11 @@ export interface ProgressReporter {
   /** A rollout attempt ended; failures are counted by kind, retries included. */
   rolloutFinished(outcome?: string, willRetry?: boolean): void;
   addTokens(count: number): void;
-  groupFinished(record: ScoredGroupRecord): void;
+  /**
+   * A group is done; `status` replaces the line's label (`serve` prints a group only once the
+   * API acknowledged it: `sent`, or `not sent (reason)`).
+   */
+  groupFinished(record: ScoredGroupRecord, options?: { status?: string }): void;
   /** A free-form line (pauses, retries) that does not break the bars. */
   note(text: string): void;
   snapshot(): ProgressSnapshot;
@@ -129,7 +134,7 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
     addTokens(count) {
       tokens += count;
     },
-    groupFinished(record) {
+    groupFinished(record, lineOptions) {
       groupsDone++;
       for (const rollout of record.rollouts) {
         if (rollout.reward !== null && rollout.reward !== undefined) {
@@ -144,8 +149,9 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
         )
         .join(' ');
       const total = options.totalGroups ? `/${options.totalGroups}` : '';
+      const status = lineOptions?.status ? `  ${lineOptions.status}` : '';
       emitLine(
-        `${options.label ?? 'group'} ${groupsDone}${total} ${record.taskId.padEnd(12)} scores ${scores}  adv ${advantages}  mean ${formatNumber(record.stats.mean)}${record.dropped ? `  (dropped: ${record.dropped.reason})` : ''}  ${record.wallTimeSeconds.toFixed(1)}s`,
+        `${options.label ?? 'group'} ${groupsDone}${total} ${record.taskId.padEnd(12)} scores ${scores}  adv ${advantages}  mean ${formatNumber(record.stats.mean)}${record.dropped ? `  (dropped: ${record.dropped.reason})` : ''}  ${record.wallTimeSeconds.toFixed(1)}s${status}`,
       );
     },
     note(text) {
@@ -172,17 +178,55 @@ export function formatTable(header: readonly string[], rows: ReadonlyArray<reado
   return [line(header), widths.map((width) => '─'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 
+/** Words for why a group was dropped, by its `dropped.kind` (its reason text otherwise). */
+export function droppedLabel(dropped: NonNullable<ScoredGroupRecord['dropped']>): string {
+  switch (dropped.kind) {
+    case 'all_equal':
+      return 'all scores equal';
+    case 'no_valid_score':
+      return 'no valid score';
+    case 'partial':
+      return 'partial: stopped mid-group';
+    default:
+      // Records written before kinds existed: the reason without its numbers.
+      if (/counted scores are equal/.test(dropped.reason)) return 'all scores equal';
+      return dropped.reason;
+  }
+}
+
+/** `3 dropped (2 all scores equal, 1 no valid score)`. */
+export function formatDropped(groups: readonly ScoredGroupRecord[]): string {
+  const byReason = new Map<string, number>();
+  for (const group of groups)
+    if (group.dropped) {
+      const label = droppedLabel(group.dropped);
+      byReason.set(label, (byReason.get(label) ?? 0) + 1);
+    }
+  const total = [...byReason.values()].reduce((sum, count) => sum + count, 0);
+  if (total === 0) return '0 dropped';
+  return `${total} dropped (${[...byReason.entries()].map(([label, count]) => `${count} ${label}`).join(', ')})`;
+}
+
 /** The end-of-run table: one row per task, then totals and failures by kind. */
-export function summarizeGroups(groups: readonly ScoredGroupRecord[], snapshot: ProgressSnapshot): string {
-  const byTask = new Map<string, { groups: number; rollouts: number; rewards: number[]; failed: number }>();
+export function summarizeGroups(
+  groups: readonly ScoredGroupRecord[],
+  snapshot: ProgressSnapshot,
+  options: { success?: SuccessRule } = {},
+): string {
+  const success = options.success ?? successRule(undefined);
+  const byTask = new Map<
+    string,
+    { groups: number; rollouts: number; rewards: number[]; solved: number; failed: number }
+  >();
   const outcomes: Record<string, number> = {};
   for (const group of groups) {
-    const entry = byTask.get(group.taskId) ?? { groups: 0, rollouts: 0, rewards: [], failed: 0 };
+    const entry = byTask.get(group.taskId) ?? { groups: 0, rollouts: 0, rewards: [], solved: 0, failed: 0 };
     entry.groups++;
     for (const rollout of group.rollouts) {
       entry.rollouts++;
       outcomes[rollout.outcome] = (outcomes[rollout.outcome] ?? 0) + 1;
       if (rollout.reward !== null && rollout.reward !== undefined) entry.rewards.push(rollout.reward);
+      if (success.test(rollout)) entry.solved++;
       if (rollout.outcome !== 'scored') entry.failed++;
     }
     byTask.set(group.taskId, entry);
@@ -198,13 +242,12 @@ export function summarizeGroups(groups: readonly ScoredGroupRecord[], snapshot: 
           ? entry.rewards.reduce((sum, value) => sum + value, 0) / entry.rewards.length
           : null,
       ),
-      `${Math.round((100 * entry.rewards.filter((value) => value >= 1).length) / Math.max(1, entry.rollouts))}%`,
+      `${Math.round((100 * entry.solved) / Math.max(1, entry.rollouts))}%`,
       String(entry.failed),
     ]);
   const all = groups
     .flatMap((group) => group.rollouts.map((rollout) => rollout.reward))
     .filter((value): value is number => value !== null && value !== undefined);
-  const dropped = groups.filter((group) => group.dropped).length;
   const table = formatTable(['task', 'groups', 'rollouts', 'mean', 'solved', 'failed'], rows);
   const outcomeText = Object.entries(outcomes)
     .sort()
@@ -213,8 +256,9 @@ export function summarizeGroups(groups: readonly ScoredGroupRecord[], snapshot: 
   return [
     table,
     '',
-    `${groups.length} groups, ${all.length} scored rollouts, mean reward ${formatNumber(all.length ? all.reduce((sum, value) => sum + value, 0) / all.length : null)}, ${dropped} dropped (all scores equal)`,
+    `${groups.length} groups, ${all.length} scored rollouts, mean reward ${formatNumber(all.length ? all.reduce((sum, value) => sum + value, 0) / all.length : null)}, ${formatDropped(groups)}`,
     `outcomes: ${outcomeText || 'none'}`,
+    `solved: ${success.description}`,
     `${snapshot.tokens} tokens, ${Math.round(snapshot.tokensPerSecond)} tok/s, ${snapshot.elapsedSeconds.toFixed(1)}s`,
   ].join('\n');
 }

@@ -19,7 +19,8 @@ export interface AtroposLink {
   }): Promise<number>;
   /** The env's own view of the queue (GET /status-env): groups ahead of it, in its group size. */
   status(signal?: AbortSignal): Promise<{ current_step: number; queue_size: number }>;
-  info(signal?: AbortSignal): Promise<{ batch_size: number }>;
+  /** The trainer's batch size and longest sequence; -1 before a trainer registers. */
+  info(signal?: AbortSignal): Promise<{ batch_size: number; max_token_len?: number }>;
   /** Posts one group; retried with the same Idempotency-Key until the API acknowledges it. */
   postScoredData(data: ScoredData, signal?: AbortSignal): Promise<void>;
 }

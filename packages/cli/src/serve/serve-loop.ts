@@ -1,18 +1,42 @@
-// The env worker loop behind `shears serve` and `shears train`: register with the trajectory
-// API, then run groups and post them, pausing while the queue this env sees (GET /status-env,
-// its own groups plus those competing for the same batches) is more than `off_policy_limit`
-// batches ahead of the trainer.
+// The env worker loop behind `shears serve` and `shears train`: check that the trajectory API
+// answers, register with it, then run groups and post them, pausing while the queue this env
+// sees (GET /status-env, its own groups plus those competing for the same batches) is more than
+// `off_policy_limit` batches ahead of the trainer. A group is reported as sent only once the API
+// acknowledged it; every group, sent or not, goes to `run.out` when a writer is given, and every
+// group not sent is counted under the reason it was not.
 import { resolve } from 'node:path';
-import { ConfigError, type TokenizerV1 } from '@shears/core';
+import { ConfigError, describeError, ShearsError, type TokenizerV1 } from '@shears/core';
 import { scoredDataFromRecord } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
+import type { ShearsConfig } from '../config/config-schema.js';
+import { droppedLabel } from '../progress/progress.js';
+import type { FailureCount, StoppedBy } from '../run/run-control.js';
+import type { JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
 import { type AtroposLink, createAtroposLink, sleep } from './atropos-link.js';
 
 export interface ServeResult {
+  /** Groups the API acknowledged. */
   groupsSent: number;
-  groupsSkipped: number;
+  /** Groups finished but not sent, by the reason in words. */
+  notSent: Record<string, number>;
   pauses: number;
+  /** Rollouts that got a reward (sent or not). */
+  scoredRollouts: number;
+  stoppedBy: StoppedBy | undefined;
+  failures: FailureCount[];
+}
+
+/** The trajectory API could not be reached or refused the worker. */
+export class TrajectoryApiError extends ShearsError {
+  readonly url: string;
+  constructor(options: { url: string; message: string; cause?: unknown }) {
+    super(options.message, { code: 'SHEARS_TRAJECTORY_API', cause: options.cause });
+    this.url = options.url;
+  }
+  static override isInstance(error: unknown): error is TrajectoryApiError {
+    return ShearsError.isInstance(error) && error.code === 'SHEARS_TRAJECTORY_API';
+  }
 }
 
 // Loading a tokenizer.json of a large vocabulary takes seconds; workers in one process share it.
@@ -39,20 +63,22 @@ function loadTokenizerUncached(path: string): TokenizerV1 {
   }
 }
 
-/** A copy of `value` with `redact` applied to every string in it (keys included). */
-export function redactStrings<T>(value: T, redact: (text: string) => string): T {
-  const walk = (item: unknown): unknown => {
-    if (typeof item === 'string') return redact(item);
-    if (Array.isArray(item)) return item.map(walk);
-    if (ArrayBuffer.isView(item) || item instanceof Date) return item;
-    if (item !== null && typeof item === 'object') {
-      const out: Record<string, unknown> = {};
-      for (const [key, inner] of Object.entries(item)) out[redact(key)] = walk(inner);
-      return out;
-    }
-    return item;
-  };
-  return walk(value) as T;
+/**
+ * `serve` and `train` send token ids to the trainer, so they need the model's tokenizer: checked
+ * (and loaded) before anything starts, instead of failing after the first group.
+ */
+export async function requireTokenizer(
+  config: ShearsConfig,
+  cwd: string,
+  command: 'serve' | 'train',
+): Promise<TokenizerV1> {
+  if (!config.server.tokenizer) {
+    throw new ConfigError({
+      message: `server.tokenizer: \`shears ${command}\` sends each rollout to the trainer as token ids, so it needs the tokenizer of the model being trained: set server.tokenizer to the folder holding its tokenizer.json and tokenizer_config.json (e.g. --server.tokenizer ./models/Qwen3-8B, the folder a Hugging Face download of the model creates). \`shears process\` writes JSONL without one.`,
+      issues: [{ path: 'server.tokenizer', message: `required by shears ${command}`, value: undefined }],
+    });
+  }
+  return loadTokenizer(config.server.tokenizer, cwd);
 }
 
 /** How many trainer batches are waiting in the queue, from /status-env and /info. */
@@ -61,11 +87,29 @@ export function batchesAhead(status: { queue_size: number }, batchSize: number, 
   return (status.queue_size * groupSize) / batchSize;
 }
 
+function apiError(url: string, doing: string, error: unknown): TrajectoryApiError {
+  const message = describeError(error).replace(/^Error: /, '');
+  const unreachable = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ECONNRESET|ETIMEDOUT|EAI_AGAIN|timed out/.test(
+    message,
+  );
+  return new TrajectoryApiError({
+    url,
+    message: `${doing} the trajectory API at ${url} failed: ${message}${unreachable ? '. Is it running? Start one with `shears api` (or let `shears train` start it), or point --url / api.url at it' : ''}`,
+    cause: error,
+  });
+}
+
+/** The longest token sequence of a wire group. */
+function longestSequence(data: { tokens: number[][] }): number {
+  return data.tokens.reduce((longest, tokens) => Math.max(longest, tokens.length), 0);
+}
+
 export async function runServeLoop(
   context: CommandContext,
-  options: { maxGroups?: number; link?: AtroposLink; label?: string } = {},
+  options: { maxGroups?: number; link?: AtroposLink; writer?: JsonlWriter } = {},
 ): Promise<ServeResult> {
   const { config } = context;
+  const tokenizer = await requireTokenizer(config, context.io.cwd, 'serve');
   const link =
     options.link ??
     createAtroposLink({
@@ -75,77 +119,156 @@ export async function runServeLoop(
       signal: context.signal,
       logger: context.logger,
     });
-  const tokenizer = config.server.tokenizer
-    ? await loadTokenizer(config.server.tokenizer, context.io.cwd)
-    : undefined;
+  // First contact before the env starts: an API that is not there is the first thing to know.
+  let info: { batch_size: number; max_token_len?: number };
+  try {
+    info = await link.info(context.drain);
+  } catch (error) {
+    if (context.drain.aborted) return emptyResult();
+    throw apiError(link.url, 'reaching', error);
+  }
   const runtime = await startRuntime(context, {
     totalGroups: options.maxGroups,
-    label: options.label ?? 'sent',
+    label: 'group',
   });
-  const result: ServeResult = { groupsSent: 0, groupsSkipped: 0, pauses: 0 };
+  const { control, progress } = runtime;
+  const result: ServeResult = emptyResult();
+  const notSent = (record: Parameters<typeof progress.groupFinished>[0], reason: string) => {
+    result.notSent[reason] = (result.notSent[reason] ?? 0) + 1;
+    progress.groupFinished(record, { status: `→ not sent: ${reason}` });
+  };
   try {
     let waitingNoted = false;
-    const envId = await link.registerEnv({
-      name: config.env.name,
-      groupSize: config.env.group_size,
-      maxTokenLength: 32_768,
-      signal: context.signal,
-      onWait: () => {
-        if (!waitingNoted) runtime.progress.note(`waiting for the trainer to start (${link.url})`);
-        waitingNoted = true;
-      },
-    });
-    runtime.progress.note(`registered with ${link.url} as env ${envId}`);
-    let batchSize = (await link.info(context.signal)).batch_size;
+    let envId: number;
+    try {
+      envId = await link.registerEnv({
+        name: config.env.name,
+        groupSize: config.env.group_size,
+        maxTokenLength: config.env.max_token_length,
+        signal: control.drain,
+        onWait: () => {
+          if (!waitingNoted) progress.note(`waiting for the trainer to start (${link.url})`);
+          waitingNoted = true;
+        },
+      });
+    } catch (error) {
+      if (control.stopping) return result;
+      throw apiError(link.url, 'registering with', error);
+    }
+    progress.note(`registered with ${link.url} as env ${envId}`);
+    info = await link.info(control.drain).catch(() => info);
+    let batchSize = info.batch_size;
+    const trainerMaxTokens = info.max_token_len ?? -1;
     let started = 0;
     let paused = false;
+    let fallbackNoted = false;
     const window = Math.max(1, Math.ceil(config.run.concurrency / config.env.group_size));
     const worker = async () => {
-      while (!context.signal.aborted && (options.maxGroups === undefined || started < options.maxGroups)) {
-        const status = await link.status(context.signal);
-        if (batchSize <= 0) batchSize = (await link.info(context.signal)).batch_size;
-        const ahead = batchesAhead(status, batchSize, config.env.group_size);
+      while (!control.stopping && (options.maxGroups === undefined || started < options.maxGroups)) {
+        const status = await link.status(control.drain);
+        if (batchSize <= 0) batchSize = (await link.info(control.drain)).batch_size;
+        // No trainer batch size known (none registered, or after a reset): api.batch_size stands in.
+        if (batchSize <= 0 && !fallbackNoted) {
+          fallbackNoted = true;
+          progress.note(
+            `the API reports no trainer batch size; pausing by api.batch_size ${config.api.batch_size} until it does`,
+          );
+        }
+        const ahead = batchesAhead(
+          status,
+          batchSize > 0 ? batchSize : config.api.batch_size,
+          config.env.group_size,
+        );
         if (ahead >= config.api.off_policy_limit) {
           if (!paused) {
             result.pauses++;
-            runtime.progress.note(
+            progress.note(
               `paused: ${ahead.toFixed(1)} batches queued ahead of the trainer (off_policy_limit ${config.api.off_policy_limit}, step ${status.current_step})`,
             );
           }
           paused = true;
-          await sleep(config.api.poll_ms, context.signal);
+          await sleep(config.api.poll_ms, control.drain);
           continue;
         }
-        if (paused) runtime.progress.note(`resumed at trainer step ${status.current_step}`);
+        if (paused) progress.note(`resumed at trainer step ${status.current_step}`);
         paused = false;
         // Checked again after the await: the other workers may have taken the last slots meanwhile.
         if (options.maxGroups !== undefined && started >= options.maxGroups) break;
+        if (control.stopping) break;
         started++;
         const item = await runtime.env.nextItem();
         if (!item) break;
         const record = await runOneGroup(runtime, context, item, config.env.group_size);
-        runtime.progress.groupFinished(record);
+        result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
+        options.writer?.write(record);
+        if (record.dropped) {
+          notSent(record, droppedLabel(record.dropped));
+          continue;
+        }
         // Same redaction as the JSONL and HTML: secrets never reach the trainer, neither in
         // `messages` nor in tokens (phase-1 tokens are made from the redacted transcript).
-        const data = scoredDataFromRecord(redactStrings(record, context.redact), {
+        const data = scoredDataFromRecord(context.redact.value(record), {
           envId,
           tokenizer,
           includeMessages: true,
         });
         if (!data) {
-          result.groupsSkipped++;
+          notSent(record, 'no scored rollout');
           continue;
         }
-        await link.postScoredData(data, context.signal);
+        const longest = longestSequence(data);
+        // As Atropos' BaseEnv: a sequence the trainer cannot take is not sent.
+        if (trainerMaxTokens > 0 && longest >= trainerMaxTokens) {
+          notSent(
+            record,
+            `a sequence of ${longest} tokens; the trainer's max_token_len is ${trainerMaxTokens}`,
+          );
+          continue;
+        }
+        if (longest > config.env.max_token_length) {
+          notSent(
+            record,
+            `a sequence of ${longest} tokens is longer than env.max_token_length ${config.env.max_token_length}`,
+          );
+          continue;
+        }
+        try {
+          // Finished groups are still posted while draining; only the hard stop interrupts a post.
+          await link.postScoredData(data, control.signal);
+        } catch (error) {
+          if (control.signal.aborted) {
+            notSent(record, 'stopped while posting');
+            return;
+          }
+          throw apiError(link.url, `posting a group (${result.groupsSent} sent so far) to`, error);
+        }
         result.groupsSent++;
+        progress.groupFinished(record, { status: '→ sent' });
       }
     };
-    await Promise.all(Array.from({ length: window }, worker));
-  } catch (error) {
+    // Every worker ends before the summary is printed: no progress line after it.
+    const settled = await Promise.allSettled(Array.from({ length: window }, worker));
+    const failed = settled.find((entry) => entry.status === 'rejected');
     // Stopping (Ctrl-C, or `train` shutting down) interrupts requests in flight; that is not a failure.
-    if (!context.signal.aborted) throw error;
+    if (failed && !(control.stopping && !TrajectoryApiError.isInstance(failed.reason))) throw failed.reason;
   } finally {
     await runtime.close();
+    result.stoppedBy = control.stoppedBy;
+    result.failures = control.failures();
   }
   return result;
+}
+
+function emptyResult(): ServeResult {
+  return { groupsSent: 0, notSent: {}, pauses: 0, scoredRollouts: 0, stoppedBy: undefined, failures: [] };
+}
+
+/** `sent 5 groups to URL; not sent: 2 (1 all scores equal, 1 no scored rollout); 1 pause`. */
+export function formatServeResult(result: ServeResult, url: string): string {
+  const notSentTotal = Object.values(result.notSent).reduce((sum, count) => sum + count, 0);
+  const reasons = Object.entries(result.notSent)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, count]) => `${count} ${reason}`)
+    .join(', ');
+  return `sent ${result.groupsSent} groups to ${url}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
 }

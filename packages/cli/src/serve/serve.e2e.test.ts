@@ -1,16 +1,18 @@
 // `shears serve` and `shears train` end to end: the real trajectory API server (@shears/grpo),
 // the demo env in local sandboxes, the scripted policy over HTTP, a real Qwen3 tokenizer, and for
 // `train` a trainer process that registers and pulls batches over HTTP.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { createScriptedServer } from '@shears/core/test';
 import { startTrajectoryApiServer } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { writeProbePack } from '../test-support/probe-pack.js';
 import { runShears } from '../test-support/run-cli.js';
 import { batchesAhead } from './serve-loop.js';
 
@@ -95,6 +97,8 @@ describe('shears serve', () => {
           tokenizerDir,
           '--concurrency',
           '2',
+          '--out',
+          'runs/serve-pause.jsonl',
         ],
         {
           cwd: dir,
@@ -120,10 +124,22 @@ describe('shears serve', () => {
       expect(run.stderr).not.toMatch(/^error/m);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^sent \d+ groups to http/);
+      // Every group of the run is in run.out, and the report beside it, as with `shears process`.
+      const written = readFileSync(join(dir, 'runs/serve-pause.jsonl'), 'utf8').trim().split('\n');
+      expect(written).toHaveLength(8);
+      expect(readFileSync(join(dir, 'runs/serve-pause.html'), 'utf8')).toContain('id="shears-data"');
+      expect(run.stdout).toContain(
+        'wrote every group to runs/serve-pause.jsonl and the report to runs/serve-pause.html',
+      );
       expect(stderr).toMatch(/registered with http:\/\/127\.0\.0\.1:\d+ as env 0/);
       expect(stderr).toMatch(/resumed at trainer step \d+/);
       const groups = batches.flat();
       expect(groups.length).toBeGreaterThan(0);
+      // Progress says "sent" exactly for the groups the API acknowledged.
+      const sent = Number(/^sent (\d+) groups/.exec(run.stdout)?.[1]);
+      expect(stderr.match(/→ sent$/gm) ?? []).toHaveLength(sent);
+      const notSent = stderr.match(/→ not sent: .+$/gm) ?? [];
+      expect(sent + notSent.length).toBe(8);
       for (const group of groups) {
         expect(group.env_id).toBe(0);
         expect(group.tokens.length).toBe(group.scores.length);
@@ -228,12 +244,15 @@ describe('shears serve against a flaky trajectory API', () => {
           tokenizerDir,
           '--concurrency',
           '4',
+          '--out',
+          'runs/serve-flaky.jsonl',
         ],
         { cwd: dir },
       );
       expect(run.stderr).not.toMatch(/^error/m);
       expect(run.code).toBe(0);
-      expect(run.stdout).toMatch(/^sent 8 groups to http/);
+      expect(run.stdout).toMatch(/^sent 8 groups to http\S+; not sent: 0;/);
+      expect(run.stderr.match(/→ sent$/gm)).toHaveLength(8);
       expect(injected).toEqual(['503', '429']);
       // The retried posts carried the key of their first attempt...
       expect(keys[1]).toBe(keys[0]);
@@ -302,6 +321,8 @@ describe('shears serve redaction', () => {
           '2',
           '--run.all_equal_scores',
           'keep',
+          '--out',
+          'runs/serve-secret.jsonl',
         ],
         { cwd: dir, env: { OPENAI_API_KEY: secret } },
       );
@@ -320,6 +341,7 @@ describe('shears serve redaction', () => {
       const text = batch?.[0]?.tokens.map((tokens) => tokenizer.decode(tokens)).join('\n') ?? '';
       expect(text).toContain('my key is Bearer [redacted]');
       expect(text).not.toContain(secret);
+      expect(readFileSync(join(dir, 'runs/serve-secret.jsonl'), 'utf8')).not.toContain(secret);
     } finally {
       await api.close();
       await model.close();
@@ -354,7 +376,7 @@ console.log('trainer done');
         'env: { name: demo, group_size: 2 }',
         `server: { tokenizer: ${JSON.stringify(tokenizerDir)} }`,
         'api: { port: 0, poll_ms: 20, off_policy_limit: 2 }',
-        'run: { concurrency: 4 }',
+        'run: { concurrency: 4, out: runs/train.jsonl }',
         `train: { workers: 1, trainer: { command: [${JSON.stringify(process.execPath)}, "trainer.mjs"] } }`,
       ].join('\n'),
     );
@@ -363,9 +385,17 @@ console.log('trainer done');
     expect(run.stderr).toMatch(/\[trainer\] registered with http/);
     expect(run.stderr).toMatch(/\[trainer\] step 2: batch of 4 sequences/);
     expect(run.stderr).toMatch(/\[worker-0\] registered with http.* as env 0/);
-    expect(run.stderr).toMatch(/\[worker-0\] sent \d+\/?\d* /);
+    expect(run.stderr).toMatch(/\[worker-0\] group \d+ .*→ sent$/m);
     expect(run.stderr).toContain('[train] trainer finished; stopping workers');
     expect(run.code).toBe(0);
+    // Every group the workers ran is in run.out, with the report beside it.
+    expect(
+      readFileSync(join(dir, 'runs/train.jsonl'), 'utf8').trim().split('\n').length,
+    ).toBeGreaterThanOrEqual(2);
+    expect(readFileSync(join(dir, 'runs/train.html'), 'utf8')).toContain('id="shears-data"');
+    expect(run.stderr).toContain(
+      'train: wrote every group to runs/train.jsonl and the report to runs/train.html',
+    );
   });
 
   it('stops the workers and reports the trainer failure when the trainer crashes', async () => {
@@ -375,6 +405,10 @@ console.log('trainer done');
         'train',
         '--api.port',
         '0',
+        '--server.tokenizer',
+        tokenizerDir,
+        '--out',
+        'runs/train-crash.jsonl',
         '--train.trainer.command',
         JSON.stringify([process.execPath, 'crash.mjs']),
       ],
@@ -396,6 +430,10 @@ console.log('trainer done');
         'train',
         '--api.port',
         '0',
+        '--server.tokenizer',
+        tokenizerDir,
+        '--out',
+        'runs/train-forever.jsonl',
         '--train.trainer.command',
         JSON.stringify([process.execPath, 'forever.mjs']),
       ],
@@ -431,6 +469,10 @@ console.log('trainer done');
           '0',
           '--api.database',
           ':memory:',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          `runs/train-grandchild-${interrupt}.jsonl`,
           '--train.trainer.command',
           JSON.stringify(['sh', '-c', script]),
         ],
@@ -442,7 +484,7 @@ console.log('trainer done');
           },
         },
       );
-      expect(run.code).toBe(interrupt ? 130 : 0);
+      expect(run.code, run.stderr).toBe(interrupt ? 130 : 0);
       const grandchild = Number(readFileSync(pidFile, 'utf8'));
       expect(grandchild).toBeGreaterThan(0);
       expect(running(grandchild)).toBe(false);
@@ -478,6 +520,8 @@ for (;;) {
         tokenizerDir,
         '--train.workers',
         '2',
+        '--out',
+        'runs/train-seeds.jsonl',
         '--concurrency',
         '2',
         '--train.trainer.command',
@@ -488,7 +532,7 @@ for (;;) {
     expect(run.code).toBe(0);
     // The demo env starts at task `seed mod 8`: worker-0 at hello-file, worker-1 one task later.
     const firstTask = (worker: string) =>
-      new RegExp(`\\[${worker}\\] sent \\S+ (\\S+)`).exec(run.stderr)?.[1];
+      new RegExp(`\\[${worker}\\] group \\S+ (\\S+)`).exec(run.stderr)?.[1];
     expect(firstTask('worker-0')).toBe('hello-file');
     expect(firstTask('worker-1')).toBe('count-lines');
   });
@@ -497,5 +541,355 @@ for (;;) {
     const run = await runShears(['train'], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('train.trainer.command: required');
+  });
+});
+
+/**
+ * A trajectory API speaking the Atropos protocol, scripted: /info reports no trainer batch size
+ * (-1, as after /reset_data or before a trainer registers), /register-env succeeds at once, and
+ * the queue holds every posted group until the test lets the "trainer" take them.
+ */
+async function scriptedAtroposApi() {
+  let queue = 0;
+  const registrations: Array<Record<string, unknown>> = [];
+  const readJson = (request: IncomingMessage, body: Buffer) =>
+    JSON.parse(
+      (/gzip/.test(String(request.headers['content-encoding'] ?? '')) ? gunzipSync(body) : body).toString(
+        'utf8',
+      ) || '{}',
+    ) as Record<string, unknown>;
+  const reply = (response: ServerResponse, value: unknown) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(value));
+  };
+  const server = await createScriptedServer({
+    routes: {
+      '/info': (_request, response) => reply(response, { batch_size: -1, max_token_len: -1 }),
+      '/register-env': (request, response, body) => {
+        registrations.push(readJson(request, body));
+        reply(response, {
+          status: 'success',
+          env_id: 0,
+          wandb_name: 'probe',
+          checkpoint_dir: 'c',
+          starting_step: 0,
+          checkpoint_interval: 10,
+          num_steps: 10,
+        });
+      },
+      '/status-env': (_request, response) => reply(response, { current_step: 0, queue_size: queue }),
+      '/scored_data': (_request, response) => {
+        queue++;
+        reply(response, { status: 'received' });
+      },
+    },
+  });
+  return {
+    url: server.origin,
+    registrations,
+    posts: () => server.requests.filter((request) => request.path === '/scored_data').length,
+    takeAll: () => {
+      queue = 0;
+    },
+    close: () => server.close(),
+  };
+}
+
+describe('shears serve: settings that must take effect', () => {
+  it('pauses by api.batch_size while the API reports no trainer batch size, and registers env.max_token_length', async () => {
+    const api = await scriptedAtroposApi();
+    try {
+      let stderr = '';
+      let done = false;
+      const serving = runShears(
+        [
+          'serve',
+          '--url',
+          api.url,
+          '--max-groups',
+          '4',
+          '--group-size',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+          '--api.batch_size',
+          '4',
+          '--api.off_policy_limit',
+          '1',
+          '--api.poll_ms',
+          '20',
+          '--env.max_token_length',
+          '4096',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--concurrency',
+          '2',
+          '--out',
+          'runs/batch-size.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir, onStderr: (text) => (stderr += text) },
+      ).finally(() => {
+        done = true;
+      });
+      const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      while (!done && !stderr.includes('paused:')) await wait(20);
+      // Two groups of two make one batch of api.batch_size 4: the worker waits for the trainer.
+      expect(stderr).toContain('the API reports no trainer batch size; pausing by api.batch_size 4');
+      expect(stderr).toMatch(/paused: 1\.0 batches queued ahead of the trainer/);
+      await wait(300);
+      expect(api.posts()).toBe(2);
+      api.takeAll();
+      const run = await serving;
+      expect(run.code, run.stderr).toBe(0);
+      expect(api.posts()).toBe(4);
+      expect(api.registrations[0]).toMatchObject({
+        max_token_length: 4096,
+        group_size: 2,
+        desired_name: 'demo',
+      });
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('does not send a group with a sequence longer than env.max_token_length, and says why', async () => {
+    const api = await scriptedAtroposApi();
+    try {
+      const run = await runShears(
+        [
+          'serve',
+          '--url',
+          api.url,
+          '--max-groups',
+          '1',
+          '--group-size',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+          '--env.max_token_length',
+          '16',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/too-long.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      expect(api.posts()).toBe(0);
+      expect(api.registrations[0]).toMatchObject({ max_token_length: 16 });
+      expect(run.stderr).toMatch(
+        /→ not sent: a sequence of \d+ tokens is longer than env\.max_token_length 16$/m,
+      );
+      expect(run.stderr).not.toMatch(/→ sent$/m);
+      expect(run.stdout).toMatch(
+        /^sent 0 groups to http\S+; not sent: 1 \(1 a sequence of \d+ tokens is longer/,
+      );
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('says "not sent" and why for dropped groups, and prints nothing after the summary', async () => {
+    const api = await scriptedAtroposApi();
+    const pack = writeProbePack(dir);
+    try {
+      const log: string[] = [];
+      const run = await runShears(
+        [
+          'serve',
+          '--plugins',
+          JSON.stringify([pack]),
+          '--env',
+          'probe',
+          '--url',
+          api.url,
+          '--max-groups',
+          '3',
+          '--group-size',
+          '2',
+          '--concurrency',
+          '4',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/dropped.jsonl',
+        ],
+        { cwd: dir, onStderr: (text) => log.push(text), onStdout: (text) => log.push(text) },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      // Every rollout answers right: all scores equal, every group dropped, none posted.
+      expect(api.posts()).toBe(0);
+      expect(run.stderr.match(/→ not sent: all scores equal$/gm)).toHaveLength(3);
+      expect(run.stderr).not.toMatch(/→ sent$/m);
+      expect(run.stdout).toMatch(/^sent 0 groups to http\S+; not sent: 3 \(3 all scores equal\)/);
+      expect(log.at(-1)).toBe(run.stdout);
+      expect(readFileSync(join(dir, 'runs/dropped.jsonl'), 'utf8').trim().split('\n')).toHaveLength(3);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('shears serve on Ctrl-C', () => {
+  it('drains: the group whose rollouts finished is rewarded and still posted, then it stops with 130', async () => {
+    const api = await scriptedAtroposApi();
+    const pack = writeProbePack(dir);
+    const marker = join(dir, 'serve-drain.marker');
+    const drain = new AbortController();
+    try {
+      const running = runShears(
+        [
+          'serve',
+          '--plugins',
+          JSON.stringify([pack]),
+          '--env',
+          'probe',
+          '--env.settings',
+          JSON.stringify({ marker, rewardMs: 500 }),
+          '--url',
+          api.url,
+          '--group-size',
+          '2',
+          '--concurrency',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/serve-drain.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir, drain: drain.signal },
+      );
+      // Both rollouts of the group finished their turns and are in their rewards.
+      const rewardsStarted = () =>
+        existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').length - 1 : 0;
+      while (rewardsStarted() < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      drain.abort();
+      const run = await running;
+      expect(run.code, run.stderr).toBe(130);
+      expect(api.posts(), run.stderr).toBe(1);
+      // The group was the only one started: nothing new after the Ctrl-C.
+      expect(rewardsStarted()).toBe(2);
+      expect(run.stderr.match(/→ sent$/gm)).toHaveLength(1);
+      expect(run.stdout).toMatch(/^sent 1 groups to http/);
+      expect(run.stderr).toContain('interrupted (exit 130)');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('shears serve and train check what they need before starting', () => {
+  it('refuses to start without server.tokenizer, in words, before any rollout or API call', async () => {
+    const model = await createScriptedServer({ policy: () => ({ content: 'hi' }) });
+    const api = await createScriptedServer({});
+    try {
+      const serve = await runShears(
+        [
+          'serve',
+          '--url',
+          api.origin,
+          '--provider',
+          'openai',
+          '--base-url',
+          model.url,
+          '--model',
+          'm',
+          '--max-groups',
+          '1',
+        ],
+        { cwd: dir },
+      );
+      expect(serve.code).toBe(2);
+      expect(serve.stderr).toContain(
+        'server.tokenizer: `shears serve` sends each rollout to the trainer as token ids',
+      );
+      expect(serve.stderr).toContain('tokenizer.json and tokenizer_config.json');
+      writeFileSync(
+        join(dir, 'marker-trainer.mjs'),
+        `import { writeFileSync } from 'node:fs'; writeFileSync('trainer-started', 'yes');`,
+      );
+      const train = await runShears(
+        [
+          'train',
+          '--api.port',
+          '0',
+          '--api.database',
+          ':memory:',
+          '--out',
+          'runs/train-no-tokenizer.jsonl',
+          '--train.trainer.command',
+          JSON.stringify([process.execPath, 'marker-trainer.mjs']),
+        ],
+        { cwd: dir },
+      );
+      expect(train.code).toBe(2);
+      expect(train.stderr).toContain(
+        'server.tokenizer: `shears train` sends each rollout to the trainer as token ids',
+      );
+      expect(model.requests).toHaveLength(0);
+      expect(api.requests).toHaveLength(0);
+      expect(existsSync(join(dir, 'trainer-started'))).toBe(false);
+      expect(existsSync(join(dir, 'runs/train-no-tokenizer.jsonl'))).toBe(false);
+    } finally {
+      await model.close();
+      await api.close();
+    }
+  });
+
+  it('refuses --resume where a command cannot resume, instead of ignoring it', async () => {
+    for (const [command, why] of [
+      ['serve', "the groups it sent are already in the trajectory API's queue"],
+      ['train', 'the trainer keeps its own checkpoints'],
+      ['view', 'it builds the whole viewer from the JSONL each time'],
+    ] as const) {
+      const args = command === 'view' ? ['view', 'x.jsonl', '--resume'] : [command, '--resume'];
+      const run = await runShears(args, { cwd: dir });
+      expect(run.code, command).toBe(2);
+      expect(run.stderr).toContain(`unknown option '--resume'; \`shears ${command}\` cannot resume (${why}`);
+    }
+  });
+
+  it('names an unreachable trajectory API without a stack trace, before any rollout', async () => {
+    const model = await createScriptedServer({ policy: () => ({ content: 'hi' }) });
+    const closed = createNetServer();
+    await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((done) => closed.close(done));
+    try {
+      const run = await runShears(
+        [
+          'serve',
+          '--url',
+          `http://127.0.0.1:${port}`,
+          '--provider',
+          'openai',
+          '--base-url',
+          model.url,
+          '--model',
+          'm',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/unreachable.jsonl',
+        ],
+        { cwd: dir },
+      );
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `error: reaching the trajectory API at http://127\\.0\\.0\\.1:${port} failed: .*ECONNREFUSED.*Is it running\\? Start one with \`shears api\``,
+        ),
+      );
+      expect(run.stderr).not.toMatch(/^\s+at /m);
+      expect(model.chatRequests).toHaveLength(0);
+    } finally {
+      await model.close();
+    }
   });
 });

@@ -11,6 +11,8 @@ export interface RunOptions {
   cwd: string;
   env?: Record<string, string | undefined>;
   signal?: AbortSignal;
+  /** The first Ctrl-C: no new rollouts, finished ones still rewarded. */
+  drain?: AbortSignal;
   onStdout?: (text: string) => void;
   onStderr?: (text: string) => void;
 }
@@ -31,6 +33,23 @@ export async function runShears(argv: readonly string[], options: RunOptions): P
     env: options.env ?? {},
     cwd: options.cwd,
     signal: options.signal,
+    drain: options.drain,
   });
   return { code, stdout, stderr };
+}
+
+/**
+ * `argv` with each `--flag value` pair of `changes` replacing that flag's value (appended when
+ * absent): the CLI refuses a flag given twice, so a test varies a run by replacing, not appending.
+ */
+export function withFlags(argv: readonly string[], changes: readonly string[]): string[] {
+  const result = [...argv];
+  for (let index = 0; index < changes.length; index += 2) {
+    const flag = changes[index]!;
+    const value = changes[index + 1]!;
+    const at = result.indexOf(flag);
+    if (at >= 0) result[at + 1] = value;
+    else result.push(flag, value);
+  }
+  return result;
 }

@@ -30,6 +30,12 @@ export interface RewardResult {
   components?: Record<string, number>;
   /** Free-form details kept on the trajectory (judge rationales, diffs, test output). */
   details?: Record<string, unknown>;
+  /**
+   * Whether the rollout solved the task, in the env's own terms (tests passed, answer matched).
+   * Kept as `success` on the trajectory; pass@k, `correct` and `solved` count it. Without it,
+   * success is `reward >= run.success_threshold` (default 1).
+   */
+  success?: boolean;
 }
 
 /** What the reward function sees of the finished rollout. */

@@ -30,8 +30,19 @@ export const scoredGroupRecordSchema = z.object({
   advantages: z.array(z.number().nullable()),
   advantageMethod: z.string(),
   stats: groupStatsSchema,
-  /** Set when the group was not sent to training (e.g. all scores equal). */
-  dropped: z.object({ reason: z.string() }).nullish(),
+  /**
+   * Set when the group is not for training: `kind` says why (`all_equal`: every counted score is
+   * equal; `no_valid_score`: no rollout was scored; `partial`: the run stopped before every
+   * rollout finished), `reason` says it in words.
+   */
+  dropped: z
+    .object({ reason: z.string(), kind: z.enum(['all_equal', 'no_valid_score', 'partial']).optional() })
+    .nullish(),
+  /**
+   * Set when the run was stopped (Ctrl-C, a circuit breaker) before every rollout of the group
+   * finished: `stopped` rollouts ended as `aborted`. A partial group has no advantages.
+   */
+  partial: z.object({ reason: z.string(), stopped: z.number().int() }).nullish(),
   toolsets: z.array(z.string()).optional(),
   /** The Atropos wire group, when token records exist (phase 2) or were built. */
   scoredData: scoredDataSchema.nullish(),

@@ -13,6 +13,8 @@ export const rolloutOutcomeSchema = z.enum([
   'infra_failure',
   /** The reward's judge failed: kept out, retried. */
   'judge_failure',
+  /** The env's own reward threw or returned no finite score (a bug in the env): kept out, not retried. */
+  'env_error',
   /** The rollout ran past its wall-clock limit. */
   'timeout',
   /** Cancelled from outside. */
@@ -89,6 +91,7 @@ export const trajectorySchema = z.object({
   rewardComponents: z.record(z.string(), z.number()).optional(),
   rewardDetails: z.record(z.string(), z.unknown()).optional(),
   advantage: z.number().nullish(),
+  /** Whether the rollout solved its task, as the env's reward says (`RewardResult.success`). */
   success: z.boolean().nullish(),
   judgeScore: z.number().nullish(),
   toolErrors: z.array(toolErrorRecordSchema),

@@ -91,6 +91,8 @@ export function describeEnvConformance<TItem extends EnvItem>(options: EnvConfor
           for (const rollout of record.rollouts) {
             expect(rolloutOutcomeSchema.options).toContain(rollout.outcome);
             expect(rollout.outcome, rollout.outcomeReason ?? '').not.toBe('infra_failure');
+            // An env_error is the env's own reward throwing: a bug the suite must catch.
+            expect(rollout.outcome, rollout.outcomeReason ?? '').not.toBe('env_error');
             if (rollout.reward !== null) expect(Number.isFinite(rollout.reward)).toBe(true);
           }
         } finally {
