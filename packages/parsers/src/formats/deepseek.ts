@@ -6,6 +6,7 @@
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
 import {
+  couldBeMarker,
   type FormatContext,
   failedRegion,
   isStep,
@@ -46,7 +47,16 @@ function readArguments(
           canonical: context.state.lastValueCanonical === true,
         };
       }
-    }
+      // The fence or end marker may still be arriving; the raw search below could otherwise stop
+      // at a marker written inside a JSON string.
+      if (
+        !eof &&
+        (cursor >= text.length ||
+          couldBeMarker(text, cursor, CALL_END) ||
+          (fenced && couldBeMarker(text, cursor, FENCE)))
+      )
+        return { kind: 'more' };
+    } else if (valueEnd === 'incomplete' && !eof) return { kind: 'more' };
   }
   // Not clean JSON: the arguments are the raw text up to the first call end.
   const end = context.find(text, CALL_END, at);

@@ -4,6 +4,7 @@
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
 import {
+  couldBeMarker,
   type FormatContext,
   failedRegion,
   isStep,
@@ -55,7 +56,10 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       argsText = text.slice(jsonStart, valueEnd);
       canonical = context.state.lastValueCanonical === true;
       end = after + CALL_END.length;
-    }
+    } else if (!eof && (after >= text.length || couldBeMarker(text, after, CALL_END))) return more;
+  } else if (valueEnd === 'incomplete' && !eof) {
+    // Until the JSON is complete, an end marker further on may be text inside one of its strings.
+    return more;
   }
   if (argsText === undefined) {
     const callEnd = context.find(text, CALL_END, argsAt);
