@@ -31,7 +31,7 @@ function readArguments(
   eof: boolean,
   context: FormatContext,
   fenced: boolean,
-): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number; canonical?: boolean } {
+): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number; ready?: string } {
   const jsonStart = skipWhitespace(text, at);
   const code = text.charCodeAt(jsonStart);
   if (code === 123 || code === 91) {
@@ -44,7 +44,7 @@ function readArguments(
           kind: 'ok',
           text: text.slice(jsonStart, valueEnd),
           end: cursor + CALL_END.length,
-          canonical: context.state.lastValueCanonical === true,
+          ready: context.state.lastValueText as string | undefined,
         };
       }
       // The fence or end marker may still be arriving; the raw search below could otherwise stop
@@ -129,7 +129,7 @@ function makeNext(version: 'v3' | 'v31') {
           context,
           raw.length > 400 ? raw.slice(0, 400) : raw,
           undefined,
-          args.canonical,
+          args.ready,
         ),
       ],
     };

@@ -46,7 +46,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   // Arguments end at the JSON's own end when it is followed by the end marker, else at the
   // first end marker; they never run into the next call (vLLM's regex rule).
   let argsText: string | undefined;
-  let canonical = false;
+  let ready: string | undefined;
   let end = -1;
   const jsonStart = skipWhitespace(text, argsAt);
   const valueEnd = text.charCodeAt(jsonStart) === 123 ? jsonValueEnd(context, text, jsonStart) : 'invalid';
@@ -54,7 +54,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     const after = skipWhitespace(text, valueEnd);
     if (text.startsWith(CALL_END, after)) {
       argsText = text.slice(jsonStart, valueEnd);
-      canonical = context.state.lastValueCanonical === true;
+      ready = context.state.lastValueText as string | undefined;
       end = after + CALL_END.length;
     } else if (!eof && (after >= text.length || couldBeMarker(text, after, CALL_END))) return more;
   } else if (valueEnd === 'incomplete' && !eof) {
@@ -78,7 +78,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     kind: 'region',
     start,
     end,
-    items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, canonical)],
+    items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, ready)],
   };
 }
 

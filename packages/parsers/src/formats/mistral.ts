@@ -7,6 +7,8 @@ import {
   couldBeMarker,
   type FormatContext,
   failedRegion,
+  fastCallObject,
+  fastItem,
   isStep,
   issueRaw,
   jsonValueEnd,
@@ -16,7 +18,7 @@ import {
   type StepItem,
   type ToolCallFormat,
 } from '../core/format.js';
-import { canonicalCallObject, pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
+import { pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALLS = '[TOOL_CALLS]';
 const ARGS = '[ARGS]';
@@ -55,12 +57,9 @@ function preV11(text: string, start: number, at: number, eof: boolean, context: 
       return { kind: 'region', start, end: text.length, items };
     }
     if (text.charCodeAt(cursor) === 93) return { kind: 'region', start, end: cursor + 1, items };
-    const fast = canonicalCallObject(text, cursor);
+    const fast = fastCallObject(text, cursor);
     if (fast) {
-      items.push({
-        call: { name: fast.name, arguments: fast.argumentsText },
-        raw: text.slice(cursor, fast.end),
-      });
+      items.push(fastItem(fast, text.slice(cursor, fast.end)));
       cursor = skipJsonWhitespace(text, fast.end);
       if (cursor >= text.length) {
         if (!eof) return more;
@@ -141,7 +140,9 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
       kind: 'region',
       start,
       end: valueEnd,
-      items: [callFromArgumentText(name, raw, context, raw, id, context.state.lastValueCanonical === true)],
+      items: [
+        callFromArgumentText(name, raw, context, raw, id, context.state.lastValueText as string | undefined),
+      ],
     };
   }
   // Broken arguments run to the next call (or the end) and are kept raw when allowed.
