@@ -21,6 +21,21 @@ export function parameterSchemas(
   return undefined;
 }
 
+const namesCache = new WeakMap<object, Set<string> | undefined>();
+
+/**
+ * The parameter names a function's schema declares (from parameterSchemas), or undefined when it
+ * declares none (then any name may come). Computed once per schema object.
+ */
+export function declaredNames(schemas: Record<string, unknown> | undefined): Set<string> | undefined {
+  if (schemas === undefined) return undefined;
+  if (namesCache.has(schemas)) return namesCache.get(schemas);
+  const keys = Object.keys(schemas);
+  const names = keys.length > 0 ? new Set(keys) : undefined;
+  namesCache.set(schemas, names);
+  return names;
+}
+
 /** The schema's type name, lower-cased; unions pick the first non-null member. */
 const typeCache = new WeakMap<object, string | undefined>();
 

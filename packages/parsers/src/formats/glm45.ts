@@ -16,6 +16,7 @@ import {
 } from '../core/format.js';
 import {
   coerceNumeric,
+  declaredNames,
   heuristicValue,
   isNullableSchema,
   isStringSchema,
@@ -209,8 +210,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   const name = text.slice(headStart, cursor).trim();
   const schemas = parameterSchemas(context.tools, name);
   const args = new Map<string, PyValue>();
-  const declared = schemas === undefined ? [] : Object.keys(schemas);
-  const call: OpenCall = { key: '', args, names: declared.length > 0 ? new Set(declared) : undefined };
+  const call: OpenCall = { key: '', args, names: declaredNames(schemas) };
   for (;;) {
     cursor = skipSeparators(text, cursor);
     if (

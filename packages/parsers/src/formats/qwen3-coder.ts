@@ -17,7 +17,13 @@ import {
   type Step,
   type ToolCallFormat,
 } from '../core/format.js';
-import { heuristicValue, isWordIgnoringCase, parameterSchemas, typedValue } from '../core/schema-values.js';
+import {
+  declaredNames,
+  heuristicValue,
+  isWordIgnoringCase,
+  parameterSchemas,
+  typedValue,
+} from '../core/schema-values.js';
 import { type PyValue, pyDumps, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALL = '<tool_call>';
@@ -131,14 +137,18 @@ function continuation(
   return 'none';
 }
 
-/** Where a value ends (its text stops at `end`, the call goes on at `resume`), or null: more text is needed. */
-interface ValueEnd {
-  end: number;
-  resume: number;
+/** Where the call goes on after the value findValueEnd last found (its close tag's end). */
+let valueResume = 0;
+
+/** The value's text ends at `end`; the call goes on at `resume`. Returns `end`. */
+function valueEnd(end: number, resume: number): number {
+  valueResume = resume;
+  return end;
 }
 
 /**
- * Finds where the value starting at `start` ends, by structure rather than at the first
+ * Finds where the value starting at `start` ends (-1: more text is needed; the call goes on at
+ * `valueResume`), by structure rather than at the first
  * `</parameter>`: a value may itself hold parameter markup (a file documenting the format).
  *  1. The first close tag outside any `<parameter=` ... `</parameter>` pair written inside the
  *     value (on lines of their own), whose continuation is strong (see `continuation`).
@@ -158,12 +168,14 @@ function findValueEnd(
   eof: boolean,
   call: OpenCall,
   context: FormatContext,
-): ValueEnd | null {
+): number {
   let depth = 0;
   let events = 0;
   let firstCloseAt = -1;
-  let weak: ValueEnd | null = null;
-  let paired: ValueEnd | null = null;
+  let weak = -1;
+  let weakResume = 0;
+  let paired = -1;
+  let pairedResume = 0;
   let fresh = -1;
   let stopAt = Number.POSITIVE_INFINITY;
   let open = context.find(text, PARAMETER, start);
@@ -181,25 +193,27 @@ function findValueEnd(
       // code or JSON) pairs with nothing.
       if (isLineStart(text, open, start)) {
         depth += 1;
-        if (eof && fresh < 0 && paired === null && opensFreshParameter(text, open, call, context))
-          fresh = open;
+        if (eof && fresh < 0 && paired < 0 && opensFreshParameter(text, open, call, context)) fresh = open;
       }
       open = context.find(text, PARAMETER, open + PARAMETER.length);
       continue;
     }
     const closeEnd = closeTagEnd(text, close, eof);
-    if (closeEnd < 0) return null;
+    if (closeEnd < 0) return -1;
     if (depth > 0) {
       depth -= 1;
-      if (eof && paired === null && continuation(text, closeEnd, eof, call, context) !== 'none')
-        paired = { end: close, resume: closeEnd };
+      if (eof && paired < 0 && continuation(text, closeEnd, eof, call, context) !== 'none') {
+        paired = close;
+        pairedResume = closeEnd;
+      }
     } else {
       if (firstCloseAt < 0) firstCloseAt = events;
       const verdict = continuation(text, closeEnd, eof, call, context);
-      if (verdict === 'more') return null;
-      if (verdict === 'strong' || verdict === 'end') return { end: close, resume: closeEnd };
-      if (verdict === 'weak' && weak === null) {
-        weak = { end: close, resume: closeEnd };
+      if (verdict === 'more') return -1;
+      if (verdict === 'strong' || verdict === 'end') return valueEnd(close, closeEnd);
+      if (verdict === 'weak' && weak < 0) {
+        weak = close;
+        weakResume = closeEnd;
         // Past the next call's start, a better end would swallow that call: stop there.
         const nextCall = findFirst(text, [TOOL_CALL, FUNCTION], closeEnd, context)[0];
         if (nextCall >= 0) stopAt = nextCall;
@@ -207,10 +221,11 @@ function findValueEnd(
     }
     close = context.find(text, PARAMETER_END, close + PARAMETER_END.length);
   }
-  if (!eof) return null;
-  if (weak !== null) return weak;
+  if (!eof) return -1;
+  if (weak >= 0) return valueEnd(weak, weakResume);
   if (fresh >= 0) return trimCloseTag(text, start, fresh);
-  return paired ?? implicitValueEnd(text, start, call);
+  if (paired >= 0) return valueEnd(paired, pairedResume);
+  return implicitValueEnd(text, start, call);
 }
 
 /** True when only spaces or tabs stand between `at` and the line's start or the value's start. */
@@ -232,7 +247,7 @@ function opensFreshParameter(text: string, at: number, call: OpenCall, context: 
 }
 
 /** Step 5 of findValueEnd: the value whose close tag is missing (only with the whole text). */
-function implicitValueEnd(text: string, start: number, call: OpenCall): ValueEnd {
+function implicitValueEnd(text: string, start: number, call: OpenCall): number {
   let end = text.length;
   for (let at = text.indexOf('<', start); at >= 0; at = text.indexOf('<', at + 1)) {
     if (text.startsWith(PARAMETER, at)) {
@@ -253,15 +268,15 @@ function implicitValueEnd(text: string, start: number, call: OpenCall): ValueEnd
  * A value that ends at `end` without its own close tag: a close tag right before `end` (one a
  * `<parameter=` in the value paired off) is still markup, not value.
  */
-function trimCloseTag(text: string, start: number, end: number): ValueEnd {
+function trimCloseTag(text: string, start: number, end: number): number {
   let trimmed = end;
   while (trimmed > start && isSpace(text.charCodeAt(trimmed - 1))) trimmed -= 1;
   // The close tag (possibly drifted) ends within 24 characters of where it starts.
   for (let close = trimmed - PARAMETER_END.length; close >= Math.max(start, trimmed - 24); close -= 1) {
     if (text.startsWith(PARAMETER_END, close) && closeTagEnd(text, close, true) === trimmed)
-      return { end: close, resume: end };
+      return valueEnd(close, end);
   }
-  return { end, resume: end };
+  return valueEnd(end, end);
 }
 
 function isSpace(code: number): boolean {
@@ -298,8 +313,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     return failedRegion(text, start, 80, 'malformed <function=NAME>', nameStart);
   const schemas = parameterSchemas(context.tools, name);
   const args = new Map<string, PyValue>();
-  const declared = schemas === undefined ? [] : Object.keys(schemas);
-  const call: OpenCall = { key: '', args, names: declared.length > 0 ? new Set(declared) : undefined };
+  const call: OpenCall = { key: '', args, names: declaredNames(schemas) };
   cursor = nameEnd + 1;
   for (;;) {
     cursor = skipWhitespace(text, cursor);
@@ -313,15 +327,21 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       if (keyEnd < 0) return eof ? callStep(text, start, text.length, name, args) : more;
       call.key = text.slice(keyStart, keyEnd).trim();
       const valueStart = keyEnd + 1;
-      const found = findValueEnd(text, valueStart, eof, call, context);
-      if (found === null) return more;
+      const end = findValueEnd(text, valueStart, eof, call, context);
+      if (end < 0) return more;
+      const resume = valueResume;
       if (args.has(call.key)) {
         // Only reachable through malformed markup; which value is meant cannot be known.
-        const end = Math.max(found.resume, keyEnd + 1);
-        return failedRegion(text, start, 0, `parameter "${call.key}" given twice`, end);
+        return failedRegion(
+          text,
+          start,
+          0,
+          `parameter "${call.key}" given twice`,
+          Math.max(resume, keyEnd + 1),
+        );
       }
-      args.set(call.key, convert(valueText(text, valueStart, found.end), call.key, schemas));
-      cursor = found.resume;
+      args.set(call.key, convert(valueText(text, valueStart, end), call.key, schemas));
+      cursor = resume;
       continue;
     }
     if (text.startsWith(FUNCTION_END, cursor)) {

@@ -764,8 +764,25 @@ function tSkip(index: number): number {
   return next;
 }
 
+/**
+ * End of the plain string (no escapes, no control characters) at `index` when it closes within
+ * 64 characters, else -1. Keys and short values are mostly such strings, and a loop over a few
+ * characters is cheaper than starting a regex.
+ */
+function plainShortString(text: string, index: number): number {
+  const limit = Math.min(text.length, index + 65);
+  for (let at = index + 1; at < limit; at += 1) {
+    const code = text.charCodeAt(at);
+    if (code === 34) return at + 1;
+    if (code === 92 || code < 32) return -1;
+  }
+  return -1;
+}
+
 function tString(index: number): number {
   const text = tText;
+  const plain = plainShortString(text, index);
+  if (plain > 0) return plain;
   if (text.length - index > REGEX_SCAN_LIMIT) return -1;
   CANONICAL_STRING.lastIndex = index;
   if (CANONICAL_STRING.test(text)) return CANONICAL_STRING.lastIndex;
@@ -815,9 +832,12 @@ function tValue(index: number, depth: number): number {
       if (text.charCodeAt(at) !== 34) return -1;
       // Keys must be canonical already: then equal keys have equal text and duplicates (which
       // Python resolves by keeping the last value) are found by comparing ranges.
-      CANONICAL_STRING.lastIndex = at;
-      if (text.length - at > REGEX_SCAN_LIMIT || !CANONICAL_STRING.test(text)) return -1;
-      const keyEnd = CANONICAL_STRING.lastIndex;
+      let keyEnd = plainShortString(text, at);
+      if (keyEnd < 0) {
+        CANONICAL_STRING.lastIndex = at;
+        if (text.length - at > REGEX_SCAN_LIMIT || !CANONICAL_STRING.test(text)) return -1;
+        keyEnd = CANONICAL_STRING.lastIndex;
+      }
       for (let key = base; key < tKeyTop; key += 2)
         if (sameRange(text, tKeys[key] as number, tKeys[key + 1] as number, at, keyEnd)) return -1;
       if (tKeyTop - base > 64) return -1;
@@ -904,9 +924,9 @@ export function transcodeCallObject(
   let at = skipJsonWhitespace(text, start + 1);
   for (;;) {
     if (text.charCodeAt(at) !== 34) return undefined;
-    CANONICAL_STRING.lastIndex = at;
-    if (text.length - at > REGEX_SCAN_LIMIT || !CANONICAL_STRING.test(text)) return undefined;
-    const keyEnd = CANONICAL_STRING.lastIndex;
+    // Only short plain keys can be the ones looked for; anything else goes to the full reader.
+    const keyEnd = plainShortString(text, at);
+    if (keyEnd < 0) return undefined;
     const key = keyEnd - at <= 12 ? text.slice(at + 1, keyEnd - 1) : '';
     at = skipJsonWhitespace(text, keyEnd);
     if (text.charCodeAt(at) !== 58) return undefined;
@@ -914,13 +934,14 @@ export function transcodeCallObject(
     const code = text.charCodeAt(at);
     if (key === 'name' || key === 'id') {
       if (code !== 34 || (key === 'name' ? name : id) !== undefined) return undefined;
-      STANDARD_STRING.lastIndex = at;
-      if (text.length - at > REGEX_SCAN_LIMIT || !STANDARD_STRING.test(text)) return undefined;
-      const end = STANDARD_STRING.lastIndex;
-      const value =
-        text.indexOf('\\', at) < end
-          ? (JSON.parse(text.slice(at, end)) as string)
-          : text.slice(at + 1, end - 1);
+      const plain = plainShortString(text, at);
+      let end = plain;
+      if (plain < 0) {
+        STANDARD_STRING.lastIndex = at;
+        if (text.length - at > REGEX_SCAN_LIMIT || !STANDARD_STRING.test(text)) return undefined;
+        end = STANDARD_STRING.lastIndex;
+      }
+      const value = plain > 0 ? text.slice(at + 1, end - 1) : (JSON.parse(text.slice(at, end)) as string);
       if (!isWellFormed(value)) return undefined;
       if (key === 'name') name = value;
       else id = value;
