@@ -23,6 +23,8 @@ const CALL_BEGIN = '<｜tool▁call▁begin｜>';
 const CALL_END = '<｜tool▁call▁end｜>';
 const SEP = '<｜tool▁sep｜>';
 const FENCE = '```';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [CALLS_BEGIN, CALL_BEGIN];
 
 /** Arguments from `at` up to the call end: JSON by structure when possible, raw otherwise. */
 function readArguments(
@@ -72,7 +74,7 @@ function readArguments(
 
 function makeNext(version: 'v3' | 'v31') {
   return function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-    const found = nextStart(text, [CALLS_BEGIN, CALL_BEGIN], pos, eof, context);
+    const found = nextStart(text, STARTS, pos, eof, context);
     if (isStep(found)) return found;
     const start = found.index;
     if (found.marker === CALLS_BEGIN) {

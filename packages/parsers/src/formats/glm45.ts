@@ -30,6 +30,8 @@ const KEY_OPEN = '<arg_key>';
 const KEY_CLOSE = '</arg_key>';
 const VALUE_OPEN = '<arg_value>';
 const VALUE_CLOSE = '</arg_value>';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [OPEN];
 
 /** Skips whitespace and literal `\n` sequences (some GLM outputs escape the separators). */
 function skipSeparators(text: string, from: number): number {
@@ -191,7 +193,7 @@ function decodeValue(raw: string, schema: unknown, hasSchema: boolean): PyValue 
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [OPEN], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const headStart = start + OPEN.length;

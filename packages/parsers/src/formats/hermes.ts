@@ -18,9 +18,11 @@ import { pyQuote, skipJsonWhitespace } from '../json/python-json.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [OPEN];
 
 function next(text: string, pos: number, eof: boolean, context: Parameters<ToolCallFormat['next']>[3]): Step {
-  const found = nextStart(text, [OPEN], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const bodyStart = start + OPEN.length;

@@ -23,11 +23,13 @@ const SECTION_END_SINGULAR = '<|tool_call_section_end|>';
 const CALL_BEGIN = '<|tool_call_begin|>';
 const ARG_BEGIN = '<|tool_call_argument_begin|>';
 const CALL_END = '<|tool_call_end|>';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN];
 
 const ID_PATTERN = /^[^<]+:\d+$/;
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   if (found.marker !== CALL_BEGIN)

@@ -23,6 +23,8 @@ import { pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json
 const TOOL_CALLS = '[TOOL_CALLS]';
 const ARGS = '[ARGS]';
 const CALL_ID = '[CALL_ID]';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [TOOL_CALLS];
 
 function preV11(text: string, start: number, at: number, eof: boolean, context: FormatContext): Step {
   const reader = context.reader;
@@ -159,7 +161,7 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [TOOL_CALLS], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const at = skipWhitespace(text, start + TOOL_CALLS.length);

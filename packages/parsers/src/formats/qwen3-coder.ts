@@ -32,6 +32,8 @@ const FUNCTION = '<function=';
 const FUNCTION_END = '</function>';
 const PARAMETER = '<parameter=';
 const PARAMETER_END = '</parameter';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [TOOL_CALL, FUNCTION];
 /** Markers that end a value whose close tag is missing, in the order a tie would be resolved. */
 const BOUNDARY_MARKERS = [FUNCTION_END, TOOL_CALL_END, TOOL_CALL, FUNCTION];
 /** What may follow a call's last close tag: another call or the end of the turn. */
@@ -215,7 +217,7 @@ function findValueEnd(
         weak = close;
         weakResume = closeEnd;
         // Past the next call's start, a better end would swallow that call: stop there.
-        const nextCall = findFirst(text, [TOOL_CALL, FUNCTION], closeEnd, context)[0];
+        const nextCall = findFirst(text, STARTS, closeEnd, context)[0];
         if (nextCall >= 0) stopAt = nextCall;
       }
     }
@@ -293,7 +295,7 @@ function callStep(text: string, start: number, end: number, name: string, args: 
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [TOOL_CALL, FUNCTION], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const more: Step = { kind: 'more', skip: start };
