@@ -46,8 +46,9 @@ describe('qwen3_coder schema-typed null and booleans', () => {
     `<tool_call>\n<function=set>\n<parameter=flag>\n${flag}\n</parameter>\n<parameter=note>\n${note}\n</parameter>\n<parameter=count>\n${count}\n</parameter>\n</function>\n</tool_call>`;
   const parse = (text: string) => getParser('qwen3_coder').parse(text, { tools }).toolCalls[0]?.arguments;
 
-  it('reads null and true in any letter case, like Python value.lower()', () => {
-    expect(parse(call('TRUE', 'NuLl', 'null'))).toBe('{"flag": true, "note": null, "count": null}');
+  it('reads null and true in any letter case, like Python value.lower(), except in a string', () => {
+    expect(parse(call('TRUE', 'NuLl', 'null'))).toBe('{"flag": true, "note": "NuLl", "count": null}');
+    expect(parse(call('True', 'None', 'NONE'))).toBe('{"flag": true, "note": "None", "count": null}');
     expect(parse(call('True', 'Nüll — 東京'))).toBe('{"flag": true, "note": "Nüll — 東京", "count": 1}');
   });
 

@@ -17,8 +17,62 @@ const content = fc.option(
   }),
   { nil: null },
 );
+/** Every format's markers: JSON string values may hold any of them (a value is text, not markup). */
+const MARKERS = [
+  '<tool_call>',
+  '</tool_call>',
+  '<function=f>',
+  '<parameter=a>',
+  '</parameter>',
+  '</function>',
+  '[TOOL_CALLS]',
+  '[ARGS]',
+  '[CALL_ID]',
+  '<|python_tag|>',
+  '<｜tool▁calls▁begin｜>',
+  '<｜tool▁call▁begin｜>',
+  '<｜tool▁sep｜>',
+  '<｜tool▁call▁end｜>',
+  '<｜tool▁calls▁end｜>',
+  '```',
+  '<|tool_calls_section_begin|>',
+  '<|tool_call_begin|>',
+  '<|tool_call_argument_begin|>',
+  '<|tool_call_end|>',
+  '<|tool_calls_section_end|>',
+  '<arg_key>',
+  '<arg_value>',
+  '</arg_value>',
+  '<|im_end|>',
+  '<|eot_id|>',
+  '</s>',
+  ';',
+];
 const safeText = fc.string({
-  unit: fc.constantFrom('a', 'Z', ' ', '{', '}', '[', ']', '"', '\\', 'é', '東', '😀', ',', ':', '>', '\t'),
+  unit: fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc.constantFrom(
+        'a',
+        'Z',
+        ' ',
+        '{',
+        '}',
+        '[',
+        ']',
+        '"',
+        '\\',
+        'é',
+        '東',
+        '😀',
+        ',',
+        ':',
+        '>',
+        '\t',
+      ),
+    },
+    { weight: 1, arbitrary: fc.constantFrom(...MARKERS) },
+  ),
   maxLength: 20,
 });
 const xmlText = fc
@@ -47,9 +101,58 @@ const jsonValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   object: fc.dictionary(name, tie('value'), { maxKeys: 3 }),
 })).value;
 
+/** Argument names an XML call uses: a few shared ones, so markup inside a value names them too. */
+const xmlName = fc.oneof(fc.constantFrom('path', 'content', 'mode'), name);
+
+/**
+ * A value holding the XML formats' own markup, as a file that documents them would: whole
+ * parameter blocks on lines of their own and key/value pairs (nested, any names, including the
+ * call's own), call and function tags, and stray `<`/`>`. Every block written is complete, as in
+ * an example of the format; lone tags inside a value are covered by markup-in-values.test.ts.
+ */
+const markupValue: fc.Arbitrary<string> = fc
+  .letrec((tie) => ({
+    value: fc
+      .array(fc.oneof({ depthSize: 'small' }, tie('unit'), tie('block')), { maxLength: 6 })
+      .map((parts) => parts.join('')),
+    unit: fc.constantFrom(
+      'a',
+      'Z',
+      ' ',
+      '\n',
+      '{',
+      '"',
+      '\\',
+      'é',
+      '東',
+      '&',
+      '<',
+      '>',
+      '</function>',
+      '</tool_call>',
+      '<tool_call>',
+      '<function=f>',
+      '\n</function>\n</tool_call>\n',
+      '<arg_key>path</arg_key>',
+      '</arg_key>',
+    ),
+    block: fc.oneof(
+      fc.tuple(xmlName, tie('value')).map(([key, inner]) => `\n<parameter=${key}>\n${inner}\n</parameter>\n`),
+      fc
+        .tuple(xmlName, tie('value'), fc.constantFrom('', '\n'))
+        .map(
+          ([key, inner, newline]) =>
+            `<arg_key>${key}</arg_key>${newline}<arg_value>${newline}${inner}${newline}</arg_value>${newline}`,
+        ),
+    ),
+  }))
+  .value.map((value) => (typeof value === 'string' ? value : String(value)))
+  .filter((text) => text.trim() === text && text !== '');
+
 /** Top-level argument values an XML format can carry, with the schema type that types them back. */
 const xmlArgument = fc.oneof(
   xmlText.map((value) => ({ value, type: 'string' })),
+  markupValue.map((value) => ({ value, type: 'string' })),
   fc.integer({ min: -1e6, max: 1e6 }).map((value) => ({ value, type: 'integer' })),
   fc.integer({ min: -1e6, max: 1e6 }).map((value) => ({ value: value / 8, type: 'number' })),
   fc.boolean().map((value) => ({ value, type: 'boolean' })),
@@ -65,7 +168,7 @@ interface Generated {
 function generated(parser: ToolCallParserV1): fc.Arbitrary<Generated> {
   const maxCalls = parser.id === 'llama3_json' ? 3 : 4;
   if (XML_FORMATS.has(parser.id)) {
-    const call = fc.record({ name, args: fc.dictionary(name, xmlArgument, { maxKeys: 4 }) });
+    const call = fc.record({ name, args: fc.dictionary(xmlName, xmlArgument, { maxKeys: 4 }) });
     return fc
       .record({ content, calls: fc.array(call, { minLength: 1, maxLength: maxCalls }) })
       .map(({ content: text, calls }) => {

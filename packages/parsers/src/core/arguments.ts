@@ -45,11 +45,11 @@ export function callFromArgumentText(
   context: FormatContext,
   raw: string,
   id?: string,
-  canonical = false,
+  ready?: string,
 ): StepItem {
-  if (canonical) {
-    // Already exactly what json.dumps prints (checked by jsonValueEnd): no need to decode.
-    const item: StepItem = { call: { name, arguments: text }, raw };
+  if (ready !== undefined) {
+    // Already what json.dumps prints (canonical or transcoded by jsonValueEnd): no decoding.
+    const item: StepItem = { call: { name, arguments: ready }, raw };
     if (id !== undefined && item.call) item.call.id = id;
     return item;
   }

@@ -9,6 +9,7 @@ import type {
   RenderInput,
   ToolCallParserV1,
   ToolCallStreamV1,
+  ToolSchema,
 } from '@shears/core';
 import { createFormatContext, type FormatContext, type StepItem, type ToolCallFormat } from './format.js';
 
@@ -45,7 +46,38 @@ interface ResolvedOptions {
   allowedNames: Set<string> | null;
 }
 
-function resolveOptions(format: ToolCallFormat, options: ParseOptions | undefined): ResolvedOptions {
+/**
+ * One context per format for whole-text parses, reset for each: a parse runs to the end
+ * synchronously, so two never overlap, and a fresh reader and search cache per output were a
+ * steady share of the time on short outputs. Streams get their own (they interleave).
+ */
+const parseContexts = new WeakMap<ToolCallFormat, FormatContext>();
+
+function parseContext(
+  format: ToolCallFormat,
+  tools: ToolSchema[] | undefined,
+  keepInvalid: boolean,
+): FormatContext {
+  const context = parseContexts.get(format);
+  if (context === undefined) {
+    const created = createFormatContext(tools, keepInvalid);
+    parseContexts.set(format, created);
+    return created;
+  }
+  context.tools = tools;
+  context.keepInvalidArguments = keepInvalid;
+  context.state = {};
+  context.offset = 0;
+  // Cached marker searches belong to the previous text: a new version invalidates them.
+  context.version += 1;
+  return context;
+}
+
+function resolveOptions(
+  format: ToolCallFormat,
+  options: ParseOptions | undefined,
+  whole = false,
+): ResolvedOptions {
   const tools = Array.isArray(options?.tools) ? options.tools : undefined;
   const validate = options?.validateNames ?? (tools !== undefined && tools.length > 0);
   let allowedNames: Set<string> | null = null;
@@ -58,7 +90,8 @@ function resolveOptions(format: ToolCallFormat, options: ParseOptions | undefine
     }
   }
   const keepInvalid = options?.keepInvalidArguments ?? format.keepInvalidArgumentsByDefault;
-  return { context: createFormatContext(tools, keepInvalid), allowedNames };
+  const context = whole ? parseContext(format, tools, keepInvalid) : createFormatContext(tools, keepInvalid);
+  return { context, allowedNames };
 }
 
 /** Applies name validation to one item: the call to keep, or the reason it was skipped. */
@@ -79,7 +112,7 @@ function judgeItem(
 
 function parseWith(format: ToolCallFormat, input: string, options: ParseOptions | undefined): ParseResult {
   const text = stripEndTokens(input);
-  const { context, allowedNames } = resolveOptions(format, options);
+  const { context, allowedNames } = resolveOptions(format, options, true);
   const toolCalls: ParsedToolCall[] = [];
   const issues: ParseIssue[] = [];
   let firstContentEnd: number | null | undefined;

@@ -3,7 +3,14 @@
 // more text. The whole-text parser and the stream drive the same step function, which is why
 // any chunking gives the whole-text result.
 import type { RenderInput, ToolSchema } from '@shears/core';
-import { canonicalJsonEnd, JsonReader } from '../json/python-json.js';
+import {
+  canonicalCallObject,
+  canonicalJsonEnd,
+  JsonReader,
+  transcodeCallObject,
+  transcodedEnd,
+  transcodeJson,
+} from '../json/python-json.js';
 
 /** One call (or failed call) inside a region. */
 export interface StepItem {
@@ -181,8 +188,9 @@ export function nineCharId(seed: string): string {
 }
 
 /**
- * End of the JSON value at `start` (canonical fast path first), or the reader's failure kind.
- * Used where only the extent of the value matters before it is decoded.
+ * End of the JSON value at `start`, or the reader's failure kind. When the value could be
+ * printed the way `json.dumps` does without decoding it (already canonical, or transcoded in one
+ * pass), that text is left in `context.state.lastValueText` for the caller; else it is undefined.
  */
 export function jsonValueEnd(
   context: FormatContext,
@@ -190,9 +198,29 @@ export function jsonValueEnd(
   start: number,
 ): number | 'incomplete' | 'invalid' {
   const end = canonicalJsonEnd(text, start);
-  context.state.lastValueCanonical = end > 0;
-  if (end > 0) return end;
+  if (end > 0) {
+    context.state.lastValueText = text.slice(start, end);
+    return end;
+  }
+  const transcoded = transcodeJson(text, start);
+  context.state.lastValueText = transcoded;
+  if (transcoded !== undefined) return transcodedEnd;
   const reader = context.reader;
   if (reader.read(text, start) !== undefined) return reader.pos;
   return reader.failure ?? 'invalid';
+}
+
+/** A call read by fastCallObject, as a step item. */
+export function fastItem(fast: { name: string; argumentsText: string; id?: string }, raw: string): StepItem {
+  const item: StepItem = { call: { name: fast.name, arguments: fast.argumentsText }, raw };
+  if (fast.id !== undefined && item.call) item.call.id = fast.id;
+  return item;
+}
+
+/** `canonicalCallObject`, else `transcodeCallObject`: a call object read without decoding it. */
+export function fastCallObject(
+  text: string,
+  start: number,
+): { name: string; argumentsText: string; id?: string; end: number } | undefined {
+  return canonicalCallObject(text, start) ?? transcodeCallObject(text, start);
 }

@@ -21,6 +21,21 @@ export function parameterSchemas(
   return undefined;
 }
 
+const namesCache = new WeakMap<object, Set<string> | undefined>();
+
+/**
+ * The parameter names a function's schema declares (from parameterSchemas), or undefined when it
+ * declares none (then any name may come). Computed once per schema object.
+ */
+export function declaredNames(schemas: Record<string, unknown> | undefined): Set<string> | undefined {
+  if (schemas === undefined) return undefined;
+  if (namesCache.has(schemas)) return namesCache.get(schemas);
+  const keys = Object.keys(schemas);
+  const names = keys.length > 0 ? new Set(keys) : undefined;
+  namesCache.set(schemas, names);
+  return names;
+}
+
 /** The schema's type name, lower-cased; unions pick the first non-null member. */
 const typeCache = new WeakMap<object, string | undefined>();
 
@@ -106,38 +121,82 @@ export function isWordIgnoringCase(text: string, word: string): boolean {
   return true;
 }
 
-type ValueKind = 'none' | 'string' | 'int' | 'number' | 'bool' | 'json' | 'literal';
-const kindCache = new WeakMap<object, ValueKind>();
+type ValueKind = 'string' | 'int' | 'number' | 'bool' | 'json' | 'literal';
+interface SchemaTraits {
+  kind: ValueKind;
+  nullable: boolean;
+}
+const traitsCache = new WeakMap<object, SchemaTraits>();
+const STRING_TRAITS: SchemaTraits = { kind: 'string', nullable: false };
 
-/** How typedValue treats a schema's type, decided once per schema object. */
-function valueKind(schema: unknown): ValueKind {
-  if (typeof schema !== 'object' || schema === null) return 'none';
-  let kind = kindCache.get(schema);
-  if (kind === undefined) {
-    kind = computeValueKind(schemaType(schema));
-    kindCache.set(schema, kind);
+/** How typedValue treats a schema, decided once per schema object. */
+function schemaTraits(schema: unknown): SchemaTraits {
+  if (typeof schema !== 'object' || schema === null) return STRING_TRAITS;
+  let traits = traitsCache.get(schema);
+  if (traits === undefined) {
+    traits = { kind: computeValueKind(schema, schemaType(schema)), nullable: allowsNull(schema) };
+    traitsCache.set(schema, traits);
   }
-  return kind;
+  return traits;
 }
 
-function computeValueKind(type: string | undefined): ValueKind {
-  if (type === undefined) return 'none';
-  if (['string', 'str', 'text', 'varchar', 'char', 'enum'].includes(type)) return 'string';
+/** The schema admits null: `type: "null"`, `null` in a type list or an anyOf/oneOf branch, or `nullable`. */
+function allowsNull(schema: object): boolean {
+  const record = schema as Record<string, unknown>;
+  if (record.nullable === true) return true;
+  const type = record.type;
+  if (type === 'null' || (Array.isArray(type) && type.includes('null'))) return true;
+  for (const key of ['anyOf', 'oneOf']) {
+    const options = record[key];
+    if (Array.isArray(options))
+      for (const option of options)
+        if (typeof option === 'object' && option !== null && allowsNull(option)) return true;
+  }
+  return false;
+}
+
+function computeValueKind(schema: object, type: string | undefined): ValueKind {
+  // No type at all: vLLM treats the parameter as a string.
+  if (type === undefined) return 'string';
+  if (type === 'enum') {
+    // An enum without a type: a string unless it lists other values (`[1, 2, 3]`).
+    const values = (schema as { enum?: unknown[] }).enum ?? [];
+    return values.every((value) => typeof value === 'string') ? 'string' : 'literal';
+  }
+  if (['string', 'str', 'text', 'varchar', 'char'].includes(type)) return 'string';
   if (/^(int|uint|long|short|unsigned)/.test(type)) return 'int';
   if (/^(num|float|double|decimal)/.test(type)) return 'number';
   if (['boolean', 'bool', 'binary'].includes(type)) return 'bool';
-  if (type === 'object' || type === 'array' || type.startsWith('dict') || type.startsWith('list'))
+  if (['object', 'array', 'arr'].includes(type) || type.startsWith('dict') || type.startsWith('list'))
     return 'json';
   return 'literal';
 }
 
-/** Converts one raw value by its schema type (vLLM qwen3coder `_convert_param_value`). */
+/** `null` or Python's `None`, in any letter case: how a template prints a null argument. */
+function isNullWord(text: string): boolean {
+  return isWordIgnoringCase(text, 'null') || isWordIgnoringCase(text, 'none');
+}
+
+/** True when the schema types the value as a string (the raw text is the value). */
+export function isStringSchema(schema: unknown): boolean {
+  return schemaTraits(schema).kind === 'string';
+}
+
+/** True when the schema admits null. */
+export function isNullableSchema(schema: unknown): boolean {
+  return schemaTraits(schema).nullable;
+}
+
+/**
+ * Converts one raw value by its schema type (vLLM qwen3coder `_convert_param_value`). A
+ * string-typed value is the text itself, whatever it looks like (`null`, `true`, `42`, `{...}`),
+ * unless the schema also admits null and the text is `null`/`None`.
+ */
 export function typedValue(text: string, schema: unknown): PyValue {
-  if (isWordIgnoringCase(text, 'null')) return null;
-  switch (valueKind(schema)) {
-    case 'none':
-    case 'string':
-      return text;
+  const traits = schemaTraits(schema);
+  if (traits.kind === 'string') return traits.nullable && isNullWord(text) ? null : text;
+  if (isNullWord(text)) return null;
+  switch (traits.kind) {
     case 'int':
       return pythonInt(text) ?? text;
     case 'number':
@@ -146,8 +205,14 @@ export function typedValue(text: string, schema: unknown): PyValue {
       return isWordIgnoringCase(text, 'true');
     case 'json': {
       const json = pyJsonLoads(text);
-      if (json.ok) return json.value;
-      return pyLiteralEval(text) ?? text;
+      if (json.ok) {
+        // A container the model wrote as a JSON string of a Python repr (`"{'k': 'v'}"`).
+        if (typeof json.value === 'string') return pyLiteralEval(json.value) ?? json.value;
+        return json.value;
+      }
+      const literal = pyLiteralEval(text);
+      if (typeof literal === 'string') return pyLiteralEval(literal) ?? literal;
+      return literal ?? text;
     }
     default:
       return pyLiteralEval(text) ?? text;

@@ -6,6 +6,7 @@
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
 import {
+  couldBeMarker,
   type FormatContext,
   failedRegion,
   isStep,
@@ -22,6 +23,8 @@ const CALL_BEGIN = '<｜tool▁call▁begin｜>';
 const CALL_END = '<｜tool▁call▁end｜>';
 const SEP = '<｜tool▁sep｜>';
 const FENCE = '```';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [CALLS_BEGIN, CALL_BEGIN];
 
 /** Arguments from `at` up to the call end: JSON by structure when possible, raw otherwise. */
 function readArguments(
@@ -30,7 +33,7 @@ function readArguments(
   eof: boolean,
   context: FormatContext,
   fenced: boolean,
-): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number; canonical?: boolean } {
+): { kind: 'more' } | { kind: 'missing' } | { kind: 'ok'; text: string; end: number; ready?: string } {
   const jsonStart = skipWhitespace(text, at);
   const code = text.charCodeAt(jsonStart);
   if (code === 123 || code === 91) {
@@ -43,10 +46,19 @@ function readArguments(
           kind: 'ok',
           text: text.slice(jsonStart, valueEnd),
           end: cursor + CALL_END.length,
-          canonical: context.state.lastValueCanonical === true,
+          ready: context.state.lastValueText as string | undefined,
         };
       }
-    }
+      // The fence or end marker may still be arriving; the raw search below could otherwise stop
+      // at a marker written inside a JSON string.
+      if (
+        !eof &&
+        (cursor >= text.length ||
+          couldBeMarker(text, cursor, CALL_END) ||
+          (fenced && couldBeMarker(text, cursor, FENCE)))
+      )
+        return { kind: 'more' };
+    } else if (valueEnd === 'incomplete' && !eof) return { kind: 'more' };
   }
   // Not clean JSON: the arguments are the raw text up to the first call end.
   const end = context.find(text, CALL_END, at);
@@ -62,7 +74,7 @@ function readArguments(
 
 function makeNext(version: 'v3' | 'v31') {
   return function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-    const found = nextStart(text, [CALLS_BEGIN, CALL_BEGIN], pos, eof, context);
+    const found = nextStart(text, STARTS, pos, eof, context);
     if (isStep(found)) return found;
     const start = found.index;
     if (found.marker === CALLS_BEGIN) {
@@ -119,7 +131,7 @@ function makeNext(version: 'v3' | 'v31') {
           context,
           raw.length > 400 ? raw.slice(0, 400) : raw,
           undefined,
-          args.canonical,
+          args.ready,
         ),
       ],
     };

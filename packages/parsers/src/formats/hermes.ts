@@ -5,6 +5,8 @@ import type { RenderInput } from '@shears/core';
 import { argumentsJson, callFromObject } from '../core/arguments.js';
 import {
   couldBeMarker,
+  fastCallObject,
+  fastItem,
   isStep,
   issueRaw,
   nextStart,
@@ -12,13 +14,15 @@ import {
   type StepItem,
   type ToolCallFormat,
 } from '../core/format.js';
-import { canonicalCallObject, pyQuote, skipJsonWhitespace } from '../json/python-json.js';
+import { pyQuote, skipJsonWhitespace } from '../json/python-json.js';
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [OPEN];
 
 function next(text: string, pos: number, eof: boolean, context: Parameters<ToolCallFormat['next']>[3]): Step {
-  const found = nextStart(text, [OPEN], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const bodyStart = start + OPEN.length;
@@ -43,12 +47,9 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
       return { kind: 'region', start, end: bodyStart, items };
     }
     const valueStart = cursor;
-    const fast = code === 123 ? canonicalCallObject(text, valueStart) : undefined;
+    const fast = code === 123 ? fastCallObject(text, valueStart) : undefined;
     if (fast) {
-      items.push({
-        call: { name: fast.name, arguments: fast.argumentsText },
-        raw: text.slice(valueStart, fast.end),
-      });
+      items.push(fastItem(fast, text.slice(valueStart, fast.end)));
       cursor = skipJsonWhitespace(text, fast.end);
       if (cursor >= text.length) {
         if (!eof) return more;

@@ -4,6 +4,7 @@
 import type { RenderInput } from '@shears/core';
 import { argumentsText, callFromArgumentText } from '../core/arguments.js';
 import {
+  couldBeMarker,
   type FormatContext,
   failedRegion,
   isStep,
@@ -22,11 +23,13 @@ const SECTION_END_SINGULAR = '<|tool_call_section_end|>';
 const CALL_BEGIN = '<|tool_call_begin|>';
 const ARG_BEGIN = '<|tool_call_argument_begin|>';
 const CALL_END = '<|tool_call_end|>';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN];
 
 const ID_PATTERN = /^[^<]+:\d+$/;
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   if (found.marker !== CALL_BEGIN)
@@ -45,7 +48,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
   // Arguments end at the JSON's own end when it is followed by the end marker, else at the
   // first end marker; they never run into the next call (vLLM's regex rule).
   let argsText: string | undefined;
-  let canonical = false;
+  let ready: string | undefined;
   let end = -1;
   const jsonStart = skipWhitespace(text, argsAt);
   const valueEnd = text.charCodeAt(jsonStart) === 123 ? jsonValueEnd(context, text, jsonStart) : 'invalid';
@@ -53,9 +56,12 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     const after = skipWhitespace(text, valueEnd);
     if (text.startsWith(CALL_END, after)) {
       argsText = text.slice(jsonStart, valueEnd);
-      canonical = context.state.lastValueCanonical === true;
+      ready = context.state.lastValueText as string | undefined;
       end = after + CALL_END.length;
-    }
+    } else if (!eof && (after >= text.length || couldBeMarker(text, after, CALL_END))) return more;
+  } else if (valueEnd === 'incomplete' && !eof) {
+    // Until the JSON is complete, an end marker further on may be text inside one of its strings.
+    return more;
   }
   if (argsText === undefined) {
     const callEnd = context.find(text, CALL_END, argsAt);
@@ -74,7 +80,7 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
     kind: 'region',
     start,
     end,
-    items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, canonical)],
+    items: [callFromArgumentText(name, argsText, context, issueRaw(text, start, end), id, ready)],
   };
 }
 

@@ -3,8 +3,15 @@
 // `;`. Like vLLM, any `{` may start a call; prose around bare JSON is not content.
 import type { RenderInput } from '@shears/core';
 import { argumentsJson, callFromObject } from '../core/arguments.js';
-import { type FormatContext, holdback, type Step, type ToolCallFormat } from '../core/format.js';
-import { canonicalCallObject, pyQuote } from '../json/python-json.js';
+import {
+  type FormatContext,
+  fastCallObject,
+  fastItem,
+  holdback,
+  type Step,
+  type ToolCallFormat,
+} from '../core/format.js';
+import { pyQuote } from '../json/python-json.js';
 
 const PYTHON_TAG = '<|python_tag|>';
 
@@ -34,16 +41,13 @@ function next(text: string, pos: number, eof: boolean, context: FormatContext): 
       cursor = brace + 1;
       continue;
     }
-    const fast = canonicalCallObject(text, brace);
+    const fast = fastCallObject(text, brace);
     if (fast) {
       let back = brace;
       while (back > pos && /\s/.test(text[back - 1] as string)) back -= 1;
       const tagged = back - PYTHON_TAG.length >= pos && text.startsWith(PYTHON_TAG, back - PYTHON_TAG.length);
       const start = tagged ? back - PYTHON_TAG.length : brace;
-      const item = {
-        call: { name: fast.name, arguments: fast.argumentsText },
-        raw: text.slice(brace, fast.end),
-      };
+      const item = fastItem(fast, text.slice(brace, fast.end));
       return { kind: 'region', start, end: fast.end, items: [item], contentEnd: tagged ? start : null };
     }
     const reader = context.reader;

@@ -7,6 +7,8 @@ import {
   couldBeMarker,
   type FormatContext,
   failedRegion,
+  fastCallObject,
+  fastItem,
   isStep,
   issueRaw,
   jsonValueEnd,
@@ -16,11 +18,13 @@ import {
   type StepItem,
   type ToolCallFormat,
 } from '../core/format.js';
-import { canonicalCallObject, pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
+import { pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALLS = '[TOOL_CALLS]';
 const ARGS = '[ARGS]';
 const CALL_ID = '[CALL_ID]';
+/** Markers that start a call (or its section), searched together. */
+const STARTS = [TOOL_CALLS];
 
 function preV11(text: string, start: number, at: number, eof: boolean, context: FormatContext): Step {
   const reader = context.reader;
@@ -55,12 +59,9 @@ function preV11(text: string, start: number, at: number, eof: boolean, context: 
       return { kind: 'region', start, end: text.length, items };
     }
     if (text.charCodeAt(cursor) === 93) return { kind: 'region', start, end: cursor + 1, items };
-    const fast = canonicalCallObject(text, cursor);
+    const fast = fastCallObject(text, cursor);
     if (fast) {
-      items.push({
-        call: { name: fast.name, arguments: fast.argumentsText },
-        raw: text.slice(cursor, fast.end),
-      });
+      items.push(fastItem(fast, text.slice(cursor, fast.end)));
       cursor = skipJsonWhitespace(text, fast.end);
       if (cursor >= text.length) {
         if (!eof) return more;
@@ -141,7 +142,9 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
       kind: 'region',
       start,
       end: valueEnd,
-      items: [callFromArgumentText(name, raw, context, raw, id, context.state.lastValueCanonical === true)],
+      items: [
+        callFromArgumentText(name, raw, context, raw, id, context.state.lastValueText as string | undefined),
+      ],
     };
   }
   // Broken arguments run to the next call (or the end) and are kept raw when allowed.
@@ -158,7 +161,7 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, [TOOL_CALLS], pos, eof, context);
+  const found = nextStart(text, STARTS, pos, eof, context);
   if (isStep(found)) return found;
   const start = found.index;
   const at = skipWhitespace(text, start + TOOL_CALLS.length);

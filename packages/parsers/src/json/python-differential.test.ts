@@ -9,7 +9,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { getParser } from '../index.js';
-import { pyDumps, pyJsonLoads } from './python-json.js';
+import { pyDumps, pyJsonLoads, skipJsonWhitespace, transcodedEnd, transcodeJson } from './python-json.js';
 
 const PYTHON = process.env.SHEARS_PYTHON ?? 'python3';
 const hasPython = (() => {
@@ -167,7 +167,18 @@ describe.skipIf(!hasPython)("agrees with CPython's json module", () => {
     ];
     const expected = await python(texts);
     const mismatches: string[] = [];
+    let transcoded = 0;
     texts.forEach((text, index) => {
+      // The one-pass transcoder may give up (the full reader then decides), but never differs.
+      const padded = `${text} `;
+      const out = transcodeJson(padded, skipJsonWhitespace(padded, 0));
+      if (out !== undefined && skipJsonWhitespace(padded, transcodedEnd) === padded.length) {
+        transcoded += 1;
+        if (out !== expected[index])
+          mismatches.push(
+            `${JSON.stringify(text)} (transcoded): ours ${JSON.stringify(out)}, python ${JSON.stringify(expected[index])}`,
+          );
+      }
       for (const tree of [false, true]) {
         const ours = pyJsonLoads(text, tree);
         const actual = ours.ok ? pyDumps(ours.value) : null;
@@ -181,6 +192,7 @@ describe.skipIf(!hasPython)("agrees with CPython's json module", () => {
     // The generators must exercise both outcomes, or the comparison proves little.
     expect(expected.filter((value) => value === null).length).toBeGreaterThan(500);
     expect(expected.filter((value) => value !== null).length).toBeGreaterThan(4000);
+    expect(transcoded).toBeGreaterThan(1500);
   });
 
   it('through a parser: hermes call arguments equal json.dumps of what the model wrote', async () => {
@@ -197,6 +209,44 @@ describe.skipIf(!hasPython)("agrees with CPython's json module", () => {
     texts.forEach((text, index) => {
       const result = parser.parse(`<tool_call>\n{"name": "f", "arguments": ${text}}\n</tool_call>`);
       expect(result.toolCalls[0]?.arguments, text).toBe(expected[index]);
+    });
+  });
+
+  it('through every JSON format: call objects and argument text written any way', async () => {
+    const objects = fc.sample(
+      fc.tuple(
+        fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 2 })),
+        fc.constantFrom(...layouts),
+        fc.boolean(),
+      ),
+      { numRuns: 800, seed: 11 },
+    );
+    const texts = objects.map(([value, layout]) => relayout(JSON.stringify(value), layout));
+    const expected = await python(texts);
+    objects.forEach(([, layout, reversed], index) => {
+      const args = texts[index] as string;
+      const call = relayout(
+        reversed ? `{"arguments":${args},"name":"f"}` : `{"name":"f","arguments":${args}}`,
+        layout,
+      );
+      const outputs: Array<[string, string]> = [
+        ['hermes', `<tool_call>\n${call}\n</tool_call>`],
+        ['mistral', `[TOOL_CALLS] [${call}]`],
+        ['mistral', `[TOOL_CALLS]f[ARGS]${args}`],
+        ['llama3_json', `<|python_tag|>${call.replace('"arguments"', '"parameters"')}`],
+        [
+          'deepseek_v31',
+          `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>${args}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
+        ],
+        [
+          'kimi_k2',
+          `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>${args}<|tool_call_end|><|tool_calls_section_end|>`,
+        ],
+      ];
+      for (const [format, output] of outputs) {
+        const result = getParser(format).parse(output);
+        expect(result.toolCalls[0]?.arguments, `${format}: ${output}`).toBe(expected[index]);
+      }
     });
   });
 });

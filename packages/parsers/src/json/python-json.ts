@@ -720,3 +720,261 @@ function canonicalPositionalFloat(text: string, intStart: number, intEnd: number
   } else significant = intEnd - intStart + (end - fracStart);
   return significant <= 15 ? 1 : 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Transcoding: `json.dumps(json.loads(value))` in one pass, without building the value. Model
+// output is often valid JSON written another way (compact or pretty-printed, `\uXXXX` or `\/`
+// escapes); re-spacing and re-escaping it directly costs a fraction of decoding it into a tree
+// and printing that. Anything unusual (duplicate keys, escaped keys, numbers not written the way
+// Python prints them, raw control characters, lone surrogates, text that may still grow) makes
+// it give up, and the caller takes the full reader, which is exact for every input.
+
+/** A string with only the escapes JSON allows (what JSON.parse accepts). */
+const STANDARD_STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+
+let tText = '';
+let tOut = '';
+let tCopyFrom = 0;
+const tKeys: number[] = [];
+let tKeyTop = 0;
+/** End of the value the last successful transcodeJson / transcodeCallObject read. */
+export let transcodedEnd = 0;
+
+function tFlush(to: number): void {
+  if (to > tCopyFrom) tOut += tText.slice(tCopyFrom, to);
+}
+
+function tWs(index: number): number {
+  const text = tText;
+  let at = index;
+  for (;;) {
+    const code = text.charCodeAt(at);
+    if (code === 32 || code === 10 || code === 13 || code === 9) at += 1;
+    else return at;
+  }
+}
+
+/** Drops whitespace at `index` from the output; returns where the next token starts. */
+function tSkip(index: number): number {
+  const next = tWs(index);
+  if (next !== index) {
+    tFlush(index);
+    tCopyFrom = next;
+  }
+  return next;
+}
+
+/**
+ * End of the plain string (no escapes, no control characters) at `index` when it closes within
+ * 64 characters, else -1. Keys and short values are mostly such strings, and a loop over a few
+ * characters is cheaper than starting a regex.
+ */
+function plainShortString(text: string, index: number): number {
+  const limit = Math.min(text.length, index + 65);
+  for (let at = index + 1; at < limit; at += 1) {
+    const code = text.charCodeAt(at);
+    if (code === 34) return at + 1;
+    if (code === 92 || code < 32) return -1;
+  }
+  return -1;
+}
+
+function tString(index: number): number {
+  const text = tText;
+  const plain = plainShortString(text, index);
+  if (plain > 0) return plain;
+  if (text.length - index > REGEX_SCAN_LIMIT) return -1;
+  CANONICAL_STRING.lastIndex = index;
+  if (CANONICAL_STRING.test(text)) return CANONICAL_STRING.lastIndex;
+  STANDARD_STRING.lastIndex = index;
+  if (!STANDARD_STRING.test(text)) return -1;
+  const end = STANDARD_STRING.lastIndex;
+  const decoded = JSON.parse(text.slice(index, end)) as string;
+  if (!isWellFormed(decoded)) return -1;
+  tFlush(index);
+  tOut += JSON.stringify(decoded);
+  tCopyFrom = end;
+  return end;
+}
+
+/**
+ * Writes `separator` between two tokens when the text has something else there (other spacing):
+ * `at` is right after the previous token, `token` the separator character expected.
+ */
+function tSeparator(at: number, token: number, separator: string): number {
+  const text = tText;
+  if (text.charCodeAt(at) === token) {
+    if (separator.length === 1) return at + 1;
+    const after = at + 1;
+    if (text.charCodeAt(after) === 32) {
+      const next = text.charCodeAt(after + 1);
+      if (next !== 32 && next !== 10 && next !== 13 && next !== 9) return after + 1;
+    }
+  }
+  const start = tWs(at);
+  if (text.charCodeAt(start) !== token) return -1;
+  tFlush(at);
+  tOut += separator;
+  tCopyFrom = tWs(start + 1);
+  return tCopyFrom;
+}
+
+function tValue(index: number, depth: number): number {
+  if (depth > 200) return -1;
+  const text = tText;
+  const code = text.charCodeAt(index);
+  if (code === 34) return tString(index);
+  if (code === 123) {
+    let at = tSkip(index + 1);
+    if (text.charCodeAt(at) === 125) return at + 1;
+    const base = tKeyTop;
+    for (;;) {
+      if (text.charCodeAt(at) !== 34) return -1;
+      // Keys must be canonical already: then equal keys have equal text and duplicates (which
+      // Python resolves by keeping the last value) are found by comparing ranges.
+      let keyEnd = plainShortString(text, at);
+      if (keyEnd < 0) {
+        CANONICAL_STRING.lastIndex = at;
+        if (text.length - at > REGEX_SCAN_LIMIT || !CANONICAL_STRING.test(text)) return -1;
+        keyEnd = CANONICAL_STRING.lastIndex;
+      }
+      for (let key = base; key < tKeyTop; key += 2)
+        if (sameRange(text, tKeys[key] as number, tKeys[key + 1] as number, at, keyEnd)) return -1;
+      if (tKeyTop - base > 64) return -1;
+      tKeys[tKeyTop] = at;
+      tKeys[tKeyTop + 1] = keyEnd;
+      tKeyTop += 2;
+      const valueStart = tSeparator(keyEnd, 58, ': ');
+      if (valueStart < 0) return -1;
+      const valueEnd = tValue(valueStart, depth + 1);
+      if (valueEnd < 0) return -1;
+      const close = tWs(valueEnd);
+      if (text.charCodeAt(close) === 125) {
+        tSkip(valueEnd);
+        tKeyTop = base;
+        return close + 1;
+      }
+      at = tSeparator(valueEnd, 44, ', ');
+      if (at < 0) return -1;
+    }
+  }
+  if (code === 91) {
+    let at = tSkip(index + 1);
+    if (text.charCodeAt(at) === 93) return at + 1;
+    for (;;) {
+      const valueEnd = tValue(at, depth + 1);
+      if (valueEnd < 0) return -1;
+      const close = tWs(valueEnd);
+      if (text.charCodeAt(close) === 93) {
+        tSkip(valueEnd);
+        return close + 1;
+      }
+      at = tSeparator(valueEnd, 44, ', ');
+      if (at < 0) return -1;
+    }
+  }
+  if (code === 116) return text.startsWith('true', index) ? index + 4 : -1;
+  if (code === 102) return text.startsWith('false', index) ? index + 5 : -1;
+  if (code === 110) return text.startsWith('null', index) ? index + 4 : -1;
+  if (code === 45 || (code >= 48 && code <= 57)) return canonicalNumber(text, index);
+  return -1;
+}
+
+function tBegin(text: string, start: number): void {
+  tText = text;
+  tOut = '';
+  tCopyFrom = start;
+  tKeyTop = 0;
+}
+
+/**
+ * `json.dumps(json.loads(v), ensure_ascii=False)` for the JSON value `v` at `start`, or
+ * undefined when the full reader must decide (see above). Sets `transcodedEnd`.
+ */
+export function transcodeJson(text: string, start: number): string | undefined {
+  tBegin(text, start);
+  const end = tValue(start, 0);
+  if (end < 0) {
+    tText = '';
+    return undefined;
+  }
+  tFlush(end);
+  transcodedEnd = end;
+  const out = tOut;
+  tText = '';
+  tOut = '';
+  return out;
+}
+
+/**
+ * Fast path for a call object written any way (`{"arguments": ..., "name": ...}`, compact,
+ * pretty, escaped): its name, argument text as `json.dumps` prints it, model-written id and end.
+ * Undefined when the full reader must decide (also when the name is not a plain string, there
+ * are no arguments, or they are a string).
+ */
+export function transcodeCallObject(
+  text: string,
+  start: number,
+): { name: string; argumentsText: string; id?: string; end: number } | undefined {
+  if (text.charCodeAt(start) !== 123) return undefined;
+  let name: string | undefined;
+  let args: string | undefined;
+  let params: string | undefined;
+  let id: string | undefined;
+  let at = skipJsonWhitespace(text, start + 1);
+  for (;;) {
+    if (text.charCodeAt(at) !== 34) return undefined;
+    // Only short plain keys can be the ones looked for; anything else goes to the full reader.
+    const keyEnd = plainShortString(text, at);
+    if (keyEnd < 0) return undefined;
+    const key = keyEnd - at <= 12 ? text.slice(at + 1, keyEnd - 1) : '';
+    at = skipJsonWhitespace(text, keyEnd);
+    if (text.charCodeAt(at) !== 58) return undefined;
+    at = skipJsonWhitespace(text, at + 1);
+    const code = text.charCodeAt(at);
+    if (key === 'name' || key === 'id') {
+      if (code !== 34 || (key === 'name' ? name : id) !== undefined) return undefined;
+      const plain = plainShortString(text, at);
+      let end = plain;
+      if (plain < 0) {
+        STANDARD_STRING.lastIndex = at;
+        if (text.length - at > REGEX_SCAN_LIMIT || !STANDARD_STRING.test(text)) return undefined;
+        end = STANDARD_STRING.lastIndex;
+      }
+      const value = plain > 0 ? text.slice(at + 1, end - 1) : (JSON.parse(text.slice(at, end)) as string);
+      if (!isWellFormed(value)) return undefined;
+      if (key === 'name') name = value;
+      else id = value;
+      at = end;
+    } else {
+      // Any other value is transcoded too: that also checks it is valid JSON.
+      if ((key === 'arguments' || key === 'parameters') && code !== 123 && code !== 91) return undefined;
+      const out = transcodeJson(text, at);
+      if (out === undefined) return undefined;
+      if (key === 'arguments') {
+        if (args !== undefined) return undefined;
+        args = out;
+      } else if (key === 'parameters') {
+        if (params !== undefined) return undefined;
+        params = out;
+      }
+      at = transcodedEnd;
+    }
+    at = skipJsonWhitespace(text, at);
+    const next = text.charCodeAt(at);
+    if (next === 125) {
+      const argumentsText = args ?? params;
+      if (name === undefined || argumentsText === undefined) return undefined;
+      transcodedEnd = at + 1;
+      const call: { name: string; argumentsText: string; id?: string; end: number } = {
+        name,
+        argumentsText,
+        end: at + 1,
+      };
+      if (id !== undefined) call.id = id;
+      return call;
+    }
+    if (next !== 44) return undefined;
+    at = skipJsonWhitespace(text, at + 1);
+  }
+}
