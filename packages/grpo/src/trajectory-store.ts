@@ -5,11 +5,11 @@
 
 import { closeSync, existsSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import * as zlib from 'node:zlib';
 import { ConfigError } from '@shears/core';
 import type BetterSqlite3 from 'better-sqlite3';
 import { type BatchPlan, type EnvRecord, findGroupsSummingToTarget, type QueuedGroup } from './batching.js';
-import type { DecodedGroup } from './wire-decode.js';
+import { type DecodedGroup, wireDecoderSource } from './wire-decode.js';
 
 /** What Atropos keeps on `app.state`, minus the queue (which is the groups table). */
 export interface RunState {
@@ -74,7 +74,7 @@ function initialRun(): RunState {
 
 /** The JSON text of a stored group with all 14 keys. */
 export function groupText(stored: StoredPayload): string {
-  const text = (stored.encoding === 1 ? gunzipSync(stored.payload) : stored.payload).toString('utf8');
+  const text = (stored.encoding === 1 ? zlib.gunzipSync(stored.payload) : stored.payload).toString('utf8');
   return joinSuffix(text, stored.suffix);
 }
 
@@ -84,37 +84,8 @@ export function joinSuffix(text: string, suffix: string): string {
   return `${text.slice(0, end)}${suffix}}`;
 }
 
-// Per-sequence fields: when a group is split these are cut; the others are group-level.
-const PER_SEQUENCE = [
-  'tokens',
-  'masks',
-  'scores',
-  'advantages',
-  'ref_logprobs',
-  'messages',
-  'inference_logprobs',
-  'overrides',
-  'distill_token_ids',
-  'distill_logprobs',
-];
-
-export function splitGroupObject(
-  group: Record<string, unknown>,
-  at: number,
-): [Record<string, unknown>, Record<string, unknown>] {
-  const head: Record<string, unknown> = {};
-  const tail: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(group)) {
-    if (PER_SEQUENCE.includes(key) && Array.isArray(value)) {
-      head[key] = value.slice(0, at);
-      tail[key] = value.slice(at);
-    } else {
-      head[key] = value;
-      tail[key] = value;
-    }
-  }
-  return [head, tail];
-}
+// The main thread's copy of the wire decoder, for its text helpers.
+const wire = wireDecoderSource(zlib);
 
 export class TrajectoryStore {
   run: RunState = initialRun();
@@ -451,20 +422,19 @@ export class TrajectoryStore {
       .prepare('SELECT ord, encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
       .get(group.id) as StoredPayload & { ord: number };
     this.preserveLatest([group.id]);
-    const value = JSON.parse(groupText(row)) as Record<string, unknown>;
-    const [headValue, tailValue] = splitGroupObject(value, sequences);
+    const [headText, tailText] = wire.splitGroupText(groupText(row), sequences);
     const insert = this.db.prepare(
       "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?)",
     );
     const insertPayload = this.db.prepare('INSERT INTO payloads (id, payload) VALUES (?, ?)');
     const make = (
-      content: Record<string, unknown>,
+      content: string,
       size: number,
       state: number,
       batch: number | null,
       pos: number | null,
     ): StoredGroup => {
-      const payload = Buffer.from(JSON.stringify(content));
+      const payload = Buffer.from(content);
       const id = this.run.nextId++;
       insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength);
       insertPayload.run(id, payload);
@@ -472,8 +442,8 @@ export class TrajectoryStore {
       this.storedBytes += payload.byteLength;
       return { id, envId: group.envId, size, bytes: payload.byteLength };
     };
-    const head = make(headValue, sequences, STATE_FORMED, batchNo, position);
-    const tail = make(tailValue, group.size - sequences, STATE_QUEUED, null, null);
+    const head = make(headText, sequences, STATE_FORMED, batchNo, position);
+    const tail = make(tailText, group.size - sequences, STATE_QUEUED, null, null);
     this.db.prepare('DELETE FROM groups WHERE id = ?').run(group.id);
     this.db.prepare('DELETE FROM payloads WHERE id = ?').run(group.id);
     this.storedGroups--;
