@@ -150,9 +150,23 @@ export class TrajectoryStore {
     }
     const durable = options.path !== ':memory:' && options.path !== '';
     let db: BetterSqlite3.Database;
-    try {
+    if (durable) {
       // A missing folder is created, as for run.out.
-      if (durable) mkdirSync(dirname(options.path), { recursive: true });
+      const folder = dirname(options.path);
+      try {
+        mkdirSync(folder, { recursive: true });
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        const reason =
+          code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way' : (error as Error).message;
+        throw new TrajectoryApiDatabaseError(
+          options.path,
+          `cannot create the folder ${folder}: ${reason}`,
+          error,
+        );
+      }
+    }
+    try {
       db = new Database(options.path, { timeout: 0 });
     } catch (error) {
       throw new TrajectoryApiDatabaseError(options.path, (error as Error).message, error);
