@@ -5,7 +5,8 @@
 // last `summary` line with the four headline figures (ingest groups/s, /batch p50, server
 // CPU per group, resident memory).
 //   pnpm -F @shears/grpo bench [--groups 1000] [--payload python|js] [--decode-workers N]
-//     [--synchronous full|normal] [--hog N] [--server src/server-main.ts]
+//     [--synchronous full|normal] [--hog N] [--clients 4] [--ingest-only] [--server src/server-main.ts]
+//     [--url http://127.0.0.1:8000 --pid PID]   (a server already running, e.g. Atropos run-api, measured the same way)
 // --payload: `python` spells floats as Python's json.dumps does (`1.0`, what BaseEnv sends);
 //   `js` as JSON.stringify does (`1`), which the server must rewrite to floats.
 // --hog N: N busy-looping processes run beside the server while it is measured (CPU contention).
@@ -29,6 +30,10 @@ const { values: options, positionals } = parseArgs({
     synchronous: { type: 'string', default: 'full' },
     hog: { type: 'string', default: '0' },
     server: { type: 'string', default: 'src/server-main.ts' },
+    clients: { type: 'string', default: '4' },
+    'ingest-only': { type: 'boolean', default: false },
+    url: { type: 'string' },
+    pid: { type: 'string' },
   },
 });
 const totalGroups = Number(options.groups ?? positionals[0] ?? 1000);
@@ -38,7 +43,8 @@ if (options.payload !== 'python' && options.payload !== 'js')
 if (options.synchronous !== 'full' && options.synchronous !== 'normal')
   throw new Error(`--synchronous must be "full" or "normal", got "${options.synchronous}"`);
 const hogs = Number(options.hog);
-const clients = 4;
+const clients = Number(options.clients);
+if (!Number.isInteger(clients) || clients < 1) throw new Error('--clients must be a positive integer');
 const sequences = 16;
 const tokensPerSequence = 4096;
 const batchSize = 256;
@@ -146,34 +152,43 @@ async function main(): Promise<void> {
     decodeWorkers: options['decode-workers'] ?? 'default',
     synchronous: options.synchronous,
     hogs,
+    clients,
     server: options.server,
   };
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const server: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@shears/source', options.server],
-    {
-      cwd: packageDirectory,
-      env: {
-        ...process.env,
-        SHEARS_API_PORT: String(port),
-        SHEARS_API_DB: join(directory, 'api.sqlite'),
-        SHEARS_API_SYNCHRONOUS: options.synchronous,
-        SHEARS_API_MAX_QUEUED_GROUPS: '100000',
-        ...(options['decode-workers'] === undefined
-          ? {}
-          : { SHEARS_API_DECODE_WORKERS: options['decode-workers'] }),
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const external = options.url !== undefined;
+  if (external && options.pid === undefined)
+    throw new Error('--url needs --pid (the server process, for its CPU and memory)');
+  const url = options.url ?? `http://127.0.0.1:${port}`;
+  const server: ChildProcess = external
+    ? spawn(
+        process.execPath,
+        ['-e', 'console.log(JSON.stringify({event:"listening"})); setInterval(() => {}, 1e9)'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      )
+    : spawn(process.execPath, ['--import', 'tsx', '--conditions=@shears/source', options.server], {
+        cwd: packageDirectory,
+        env: {
+          ...process.env,
+          SHEARS_API_PORT: String(port),
+          SHEARS_API_DB: join(directory, 'api.sqlite'),
+          SHEARS_API_SYNCHRONOUS: options.synchronous,
+          SHEARS_API_MAX_QUEUED_GROUPS: '100000',
+          ...(options['decode-workers'] === undefined
+            ? {}
+            : { SHEARS_API_DECODE_WORKERS: options['decode-workers'] }),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
   try {
     await new Promise<void>((resolve, reject) => {
       server.stdout?.on('data', (chunk: Buffer) => chunk.toString().includes('"listening"') && resolve());
       server.once('exit', (code) => reject(new Error(`server exited (${code})`)));
     });
-    const pid = server.pid as number;
+    const pid = external ? Number(options.pid) : (server.pid as number);
+    if (external) await call(url, '/reset_data');
     const register = {
       wandb_group: 'bench',
       wandb_project: 'bench',
@@ -253,6 +268,20 @@ async function main(): Promise<void> {
       startRssBytes: rssStart,
       atroposRssBytes: 15.2e9,
     });
+
+    if (options['ingest-only']) {
+      emit({
+        figure: 'summary',
+        ...settings,
+        ingestGroupsPerSecond: Number((totalGroups / ingestSeconds).toFixed(1)),
+        postP50Ms: Number(percentile(latencies, 0.5).toFixed(1)),
+        serverCpuMsPerGroup: Number(ingestCpuMsPerGroup.toFixed(1)),
+        rssMB: Math.round(rssAfterIngest / 1e6),
+        loadAverage1m: Number(loadavg()[0]?.toFixed(2)),
+      });
+      clearInterval(sampler);
+      return;
+    }
 
     // Phase 2: /batch latency (time to the last byte, gzip as Python clients ask for it).
     const batchLatencies: number[] = [];
