@@ -1,8 +1,15 @@
 // Benchmark of the trajectory API under the Atropos reference load (atropos-api.md §9):
 // 4 concurrent clients POST groups of 16 sequences × 4,096 tokens gzipped to /scored_data,
 // a trainer pulls /batch at batch_size 256, durability on (synchronous=FULL). The server runs
-// in a child process; traffic goes to 127.0.0.1 only. Prints one JSON line per figure.
-//   node --import tsx --conditions=@shears/source bench/api.ts [groups=2000]
+// in a child process; traffic goes to 127.0.0.1 only. Prints one JSON line per figure and a
+// last `summary` line with the four headline figures (ingest groups/s, /batch p50, server
+// CPU per group, resident memory).
+//   pnpm -F @shears/grpo bench [--groups 1000] [--payload python|js] [--decode-workers N]
+//     [--synchronous full|normal] [--hog N] [--clients 4] [--ingest-only] [--server src/server-main.ts]
+//     [--url http://127.0.0.1:8000 --pid PID]   (a server already running, e.g. Atropos run-api, measured the same way)
+// --payload: `python` spells floats as Python's json.dumps does (`1.0`, what BaseEnv sends);
+//   `js` as JSON.stringify does (`1`), which the server must rewrite to floats.
+// --hog N: N busy-looping processes run beside the server while it is measured (CPU contention).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -10,11 +17,34 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { gunzipSync, gzipSync } from 'node:zlib';
 
 const packageDirectory = join(dirname(fileURLToPath(import.meta.url)), '..');
-const totalGroups = Number(process.argv[2] ?? 2000);
-const clients = 4;
+const { values: options, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    groups: { type: 'string' },
+    payload: { type: 'string', default: 'python' },
+    'decode-workers': { type: 'string' },
+    synchronous: { type: 'string', default: 'full' },
+    hog: { type: 'string', default: '0' },
+    server: { type: 'string', default: 'src/server-main.ts' },
+    clients: { type: 'string', default: '4' },
+    'ingest-only': { type: 'boolean', default: false },
+    url: { type: 'string' },
+    pid: { type: 'string' },
+  },
+});
+const totalGroups = Number(options.groups ?? positionals[0] ?? 1000);
+if (!Number.isInteger(totalGroups) || totalGroups < 1) throw new Error(`--groups must be a positive integer`);
+if (options.payload !== 'python' && options.payload !== 'js')
+  throw new Error(`--payload must be "python" or "js", got "${options.payload}"`);
+if (options.synchronous !== 'full' && options.synchronous !== 'normal')
+  throw new Error(`--synchronous must be "full" or "normal", got "${options.synchronous}"`);
+const hogs = Number(options.hog);
+const clients = Number(options.clients);
+if (!Number.isInteger(clients) || clients < 1) throw new Error('--clients must be a positive integer');
 const sequences = 16;
 const tokensPerSequence = 4096;
 const batchSize = 256;
@@ -75,6 +105,22 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** Python's repr of a float (what json.dumps writes): `1.0`, `1e-05`, `1.5e+16`. */
+function pythonFloat(value: number): string {
+  if (value === 0) return Object.is(value, -0) ? '-0.0' : '0.0';
+  const [mantissa = '', exponentText = '0'] = value.toExponential().split('e');
+  const exponent = Number(exponentText);
+  const digits = mantissa.replace('-', '').replace('.', '');
+  const sign = value < 0 ? '-' : '';
+  if (exponent < -4 || exponent >= 16) {
+    const body = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${body}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  if (exponent < 0) return `${sign}0.${'0'.repeat(-exponent - 1)}${digits}`;
+  const whole = digits.slice(0, exponent + 1).padEnd(exponent + 1, '0');
+  return `${sign}${whole}.${digits.slice(exponent + 1) || '0'}`;
+}
+
 function makeGroup(seed: number): Buffer {
   let state = seed + 1;
   const next = () => {
@@ -90,41 +136,60 @@ function makeGroup(seed: number): Buffer {
     masks.push(row.map((token, position) => (position < 512 ? -100 : token)));
     logprobs.push(row.map((_, position) => (position < 512 ? 1.0 : -next() * 4)));
   }
-  const group = {
-    tokens,
-    masks,
-    scores: Array.from({ length: sequences }, () => next()),
-    inference_logprobs: logprobs,
-    env_id: null,
-  };
-  return gzipSync(JSON.stringify(group));
+  const scores = Array.from({ length: sequences }, () => next());
+  const floats = (list: number[]) =>
+    options.payload === 'python' ? `[${list.map(pythonFloat).join(',')}]` : JSON.stringify(list);
+  const text = `{"tokens":${JSON.stringify(tokens)},"masks":${JSON.stringify(masks)},"scores":${floats(scores)},"inference_logprobs":[${logprobs.map(floats).join(',')}],"env_id":null}`;
+  return gzipSync(text);
 }
 
 async function main(): Promise<void> {
   const directory = mkdtempSync(join(tmpdir(), 'shears-api-bench-'));
+  const hogProcesses: ChildProcess[] = [];
+  const settings = {
+    groups: totalGroups,
+    payload: options.payload,
+    decodeWorkers: options['decode-workers'] ?? 'default',
+    synchronous: options.synchronous,
+    hogs,
+    clients,
+    server: options.server,
+  };
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const server: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@shears/source', 'src/server-main.ts'],
-    {
-      cwd: packageDirectory,
-      env: {
-        ...process.env,
-        SHEARS_API_PORT: String(port),
-        SHEARS_API_DB: join(directory, 'api.sqlite'),
-        SHEARS_API_SYNCHRONOUS: 'full',
-        SHEARS_API_MAX_QUEUED_GROUPS: '100000',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const external = options.url !== undefined;
+  if (external && options.pid === undefined)
+    throw new Error('--url needs --pid (the server process, for its CPU and memory)');
+  const url = options.url ?? `http://127.0.0.1:${port}`;
+  const server: ChildProcess = external
+    ? spawn(
+        process.execPath,
+        ['-e', 'console.log(JSON.stringify({event:"listening"})); setInterval(() => {}, 1e9)'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      )
+    : spawn(process.execPath, ['--import', 'tsx', '--conditions=@shears/source', options.server], {
+        cwd: packageDirectory,
+        env: {
+          ...process.env,
+          SHEARS_API_PORT: String(port),
+          SHEARS_API_DB: join(directory, 'api.sqlite'),
+          SHEARS_API_SYNCHRONOUS: options.synchronous,
+          SHEARS_API_MAX_QUEUED_GROUPS: '100000',
+          ...(options['decode-workers'] === undefined
+            ? {}
+            : { SHEARS_API_DECODE_WORKERS: options['decode-workers'] }),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
   try {
     await new Promise<void>((resolve, reject) => {
       server.stdout?.on('data', (chunk: Buffer) => chunk.toString().includes('"listening"') && resolve());
       server.once('exit', (code) => reject(new Error(`server exited (${code})`)));
     });
-    const pid = server.pid as number;
+    const pid = external ? Number(options.pid) : (server.pid as number);
+    // Built before the first request: uvicorn drops a keep-alive connection idle for 5 s.
+    const bodies = Array.from({ length: 8 }, (_, index) => makeGroup(index));
     const register = {
       wandb_group: 'bench',
       wandb_project: 'bench',
@@ -141,10 +206,13 @@ async function main(): Promise<void> {
       headers: { 'content-type': 'application/json' },
     });
     await call(url, '/batch');
-    const bodies = Array.from({ length: 8 }, (_, index) => makeGroup(index));
+    // Busy loops beside the server: the CPU contention the issue saw on a shared machine.
+    for (let index = 0; index < hogs; index++)
+      hogProcesses.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
     const rawBytes = gunzipSync(bodies[0] as Buffer).length;
     emit({
       figure: 'payload',
+      ...settings,
       sequences,
       tokensPerSequence,
       jsonBytes: rawBytes,
@@ -177,6 +245,8 @@ async function main(): Promise<void> {
     const ingestStart = performance.now();
     await Promise.all(Array.from({ length: clients }, post));
     const ingestSeconds = (performance.now() - ingestStart) / 1000;
+    const ingestCpuMsPerGroup = (cpuMsOf(pid) - ingestCpu) / totalGroups;
+    const rssAfterIngest = rssOf(pid);
     emit({
       figure: 'ingest',
       groups: totalGroups,
@@ -185,7 +255,7 @@ async function main(): Promise<void> {
       tokensPerSecond: Math.round((totalGroups * sequences * tokensPerSequence) / ingestSeconds),
       postP50Ms: Number(percentile(latencies, 0.5).toFixed(1)),
       postP95Ms: Number(percentile(latencies, 0.95).toFixed(1)),
-      serverCpuMsPerGroup: Number(((cpuMsOf(pid) - ingestCpu) / totalGroups).toFixed(1)),
+      serverCpuMsPerGroup: Number(ingestCpuMsPerGroup.toFixed(1)),
       loadAverage1m: Number(loadavg()[0]?.toFixed(2)),
       atroposGroupsPerSecond: 17.3,
       atroposCpuMsPerGroup: 58,
@@ -193,11 +263,25 @@ async function main(): Promise<void> {
     emit({
       figure: 'memory',
       afterGroups: totalGroups,
-      rssBytes: rssOf(pid),
+      rssBytes: rssAfterIngest,
       peakRssBytes: peakRss,
       startRssBytes: rssStart,
       atroposRssBytes: 15.2e9,
     });
+
+    if (options['ingest-only']) {
+      emit({
+        figure: 'summary',
+        ...settings,
+        ingestGroupsPerSecond: Number((totalGroups / ingestSeconds).toFixed(1)),
+        postP50Ms: Number(percentile(latencies, 0.5).toFixed(1)),
+        serverCpuMsPerGroup: Number(ingestCpuMsPerGroup.toFixed(1)),
+        rssMB: Math.round(rssAfterIngest / 1e6),
+        loadAverage1m: Number(loadavg()[0]?.toFixed(2)),
+      });
+      clearInterval(sampler);
+      return;
+    }
 
     // Phase 2: /batch latency (time to the last byte, gzip as Python clients ask for it).
     const batchLatencies: number[] = [];
@@ -275,7 +359,30 @@ async function main(): Promise<void> {
       atroposGroupsPerSecond: 11.3,
     });
     emit({ figure: 'memory-final', rssBytes: rssOf(pid), peakRssBytes: peakRss });
+    emit({
+      figure: 'summary',
+      ...settings,
+      ingestGroupsPerSecond: Number((totalGroups / ingestSeconds).toFixed(1)),
+      batchP50Ms: Number(percentile(batchLatencies, 0.5).toFixed(1)),
+      serverCpuMsPerGroup: Number(ingestCpuMsPerGroup.toFixed(1)),
+      rssMB: Math.round(rssAfterIngest / 1e6),
+      peakRssMB: Math.round(peakRss / 1e6),
+      loadAverage1m: Number(loadavg()[0]?.toFixed(2)),
+      issueBaseline: {
+        groupsPerSecond: [142, 134],
+        batchP50Ms: [362, 347],
+        cpuMsPerGroup: [10.2, 10.7],
+        rssMB: [165, 189],
+      },
+      atroposIssue: {
+        groupsPerSecond: [23.8, 23.5],
+        batchP50Ms: [5032, 4897],
+        cpuMsPerGroup: 42,
+        rssMB: 7600,
+      },
+    });
   } finally {
+    for (const hog of hogProcesses) hog.kill('SIGKILL');
     server.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 300));
     if (server.exitCode === null) server.kill('SIGKILL');

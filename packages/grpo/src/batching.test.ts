@@ -5,6 +5,7 @@ import {
   computeEnvStatus,
   type EnvRecord,
   findGroupsSummingToTarget,
+  planAtroposBatch,
   planBatch,
   planBatchWithMinimums,
   type QueuedGroup,
@@ -167,5 +168,87 @@ describe('computeEnvStatus', () => {
     expect(() => computeEnvStatus({ envId: 9, envs, queue: [], batchSize: 16, currentStep: 0 })).toThrow(
       /unknown env_id 9/,
     );
+  });
+});
+
+// Every batch that queue would yield, formed one after another as /batch does.
+function allBatches(
+  queue: QueuedGroup[],
+  plan: (queue: QueuedGroup[]) => { take: number[] } | undefined,
+): number[][] {
+  const batches: number[][] = [];
+  let rest = queue;
+  for (let next = plan(rest); next; next = plan(rest)) {
+    batches.push(next.take.map((index) => (rest[index] as QueuedGroup).id));
+    const taken = new Set(next.take);
+    rest = rest.filter((_, index) => !taken.has(index));
+  }
+  return batches;
+}
+
+// The expected batches below are what Atropos's grab_exact_from_heterogeneous_queue and
+// grab_batch_with_minimum_allocations return for the same queues (measured against them).
+describe('packing order: the groups and their order are exactly Atropos’s', () => {
+  it('serves a pack in the order it completed: sizes [8,4,4,2,8,2,2,2], batch 16 → [0,1,2] then [4,3,5,6,7]', () => {
+    const queue = queueOf([8, 4, 4, 2, 8, 2, 2, 2]);
+    expect(allBatches(queue, (rest) => planBatch(rest, 16))).toEqual([
+      [0, 1, 2],
+      [4, 3, 5, 6, 7],
+    ]);
+    expect(allBatches(queue, (rest) => planAtroposBatch(rest, 16))).toEqual([
+      [0, 1, 2],
+      [4, 3, 5, 6, 7],
+    ]);
+  });
+
+  it('puts a later large group before the small ones it overtook: [2,8,2,2,2,8], batch 8', () => {
+    expect(allBatches(queueOf([2, 8, 2, 2, 2, 8]), (rest) => planBatch(rest, 8))).toEqual([
+      [1],
+      [0, 2, 3, 4],
+      [5],
+    ]);
+  });
+
+  it('fills minimums first (registration order), then packable groups in queue order', () => {
+    const envs = [env({ min_batch_allocation: 0.5 }), env()];
+    expect(
+      allBatches(queueOf([4, 4, 4, 4], [1, 1, 0, 0]), (rest) => planBatchWithMinimums(rest, 8, envs)),
+    ).toEqual([
+      [2, 0],
+      [3, 1],
+    ]);
+    // Packs are per env: env 1's 2 at index 0 is packable only once its 2 at index 5 arrives.
+    // Atropos then stalls (env 0's last 2 has no pack); shears forms one more batch from the
+    // rest (its documented extension), after the same first batch.
+    expect(
+      allBatches(queueOf([2, 4, 2, 4, 2, 2], [1, 0, 0, 1, 0, 1]), (rest) =>
+        planBatchWithMinimums(rest, 8, envs),
+      ),
+    ).toEqual([
+      [1, 0, 2],
+      [4, 3, 5],
+    ]);
+    expect(
+      allBatches(queueOf([4, 2, 2, 4, 4], [1, 0, 1, 0, 1]), (rest) =>
+        planBatchWithMinimums(rest, 8, [
+          env({ min_batch_allocation: 0.25 }),
+          env({ min_batch_allocation: 0.5 }),
+        ]),
+      ),
+    ).toEqual([
+      [3, 0],
+      [1, 2, 4], // shears only: Atropos stalls on env 0's unpackable 2
+    ]);
+  });
+});
+
+describe('computeEnvStatus after a disconnect', () => {
+  it("counts a disconnected env's queued data in full: its minimum is no longer held back", () => {
+    const envs = [env({ group_size: 4, min_batch_allocation: 0.5 }), env({ group_size: 4 })];
+    const queue = queueOf([4, 4, 4], [0, 0, 1]);
+    const status = () => computeEnvStatus({ envId: 1, envs, queue, batchSize: 8, currentStep: 0 });
+    expect(status()).toMatchObject({ queue_size: 2, self_queue_size: 1, unallocated_fraction: 0.5 });
+    (envs[0] as EnvRecord).connected = false;
+    expect(status()).toMatchObject({ queue_size: 3, self_queue_size: 1, unallocated_fraction: 1 });
   });
 });

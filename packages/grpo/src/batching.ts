@@ -77,11 +77,62 @@ function gcd(a: number, b: number): number {
 export const BATCH_SEARCH_WINDOW = 4096;
 
 /**
- * Earliest-first exact batch from whole groups: FIFO greedy, else the lexicographically
- * earliest subset that sums to `batchSize`. When no combination of the queued sizes can ever
- * reach the batch size (it is not a multiple of their gcd, e.g. groups of 8 and batch size 12)
- * and enough sequences are queued, one group is split instead of waiting forever (Atropos
- * never forms a batch then).
+ * Atropos's packs (`grab_exact_from_heterogeneous_queue`): walking the queue in order, groups
+ * of each size are collected until they add up to the largest queued group size; each full
+ * collection is a pack, appended to the packable list when it completes. Returns the packable
+ * indices in that order (so a pack completed by a later group comes before groups of smaller
+ * packs that complete later, e.g. sizes [2,8,2,2,2] → [1,0,2,3,4]).
+ */
+function atroposPacks(queue: readonly QueuedGroup[], indices: readonly number[], largest: number): number[] {
+  const open = new Map<number, number[]>();
+  const packable: number[] = [];
+  for (const index of indices) {
+    const size = (queue[index] as QueuedGroup).size;
+    const bucket = open.get(size) ?? [];
+    bucket.push(index);
+    if (bucket.length * size === largest) {
+      packable.push(...bucket);
+      open.set(size, []);
+    } else open.set(size, bucket);
+  }
+  return packable;
+}
+
+/**
+ * Atropos's batch (`grab_exact_from_heterogeneous_queue`), items and order exactly: packable
+ * groups in pack-completion order until exactly `batchSize`; undefined where Atropos forms none.
+ */
+export function planAtroposBatch(queue: readonly QueuedGroup[], batchSize: number): BatchPlan | undefined {
+  if (batchSize <= 0 || queue.length === 0) return undefined;
+  let total = 0;
+  let largest = 0;
+  for (const group of queue) {
+    total += group.size;
+    largest = Math.max(largest, group.size);
+  }
+  if (total < batchSize) return undefined;
+  const take: number[] = [];
+  let sum = 0;
+  for (const index of atroposPacks(
+    queue,
+    queue.map((_, index) => index),
+    largest,
+  )) {
+    take.push(index);
+    sum += (queue[index] as QueuedGroup).size;
+    if (sum === batchSize) return { take };
+    if (sum > batchSize) return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Atropos's batch where Atropos forms one (`planAtroposBatch`: same groups, same order).
+ * Where it forms none, shears still does when the data allows: whole groups, FIFO greedy,
+ * else the lexicographically earliest subset that sums to `batchSize` (Atropos starves group
+ * sizes that do not divide the largest queued one). When no combination of the queued sizes
+ * can ever reach the batch size (it is not a multiple of their gcd, e.g. groups of 8 and batch
+ * size 12) and enough sequences are queued, one group is split instead of waiting forever.
  */
 export function planBatch(
   queue: readonly QueuedGroup[],
@@ -89,6 +140,8 @@ export function planBatch(
   options: { splitGroups?: boolean } = {},
 ): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
+  const atropos = planAtroposBatch(queue, batchSize);
+  if (atropos) return atropos;
   let total = 0;
   for (const group of queue) total += group.size;
   if (total < batchSize) return undefined;
@@ -146,11 +199,91 @@ export function planBatch(
 }
 
 /**
- * Batches with per-env minimum allocations (Atropos `grab_batch_with_minimum_allocations`,
- * adapted): minimums of connected envs are honoured first in registration order, then the rest
- * is filled from the remaining groups with `planBatch`'s rules (queue order first, then the
- * exact search, then — unless `splitGroups` is false — one split group when the rest can never
- * be reached from whole groups). Unlike Atropos, groups without an env id are still batched.
+ * Atropos's `grab_batch_with_minimum_allocations`, items and order exactly: packs are formed
+ * per env (groups without an env id are ignored), each connected env's minimum is filled from
+ * its packable groups first (in registration order), then packable groups of any env in queue
+ * order. Undefined where Atropos forms no batch.
+ */
+export function planAtroposBatchWithMinimums(
+  queue: readonly QueuedGroup[],
+  batchSize: number,
+  envs: readonly EnvRecord[],
+): BatchPlan | undefined {
+  if (queue.length === 0) return undefined;
+  const allocations = new Map<number, number>();
+  // Keyed by position, which is the registered id (`registered_id` in Atropos) on a real server.
+  envs.forEach((env, envId) => {
+    if (env.connected && env.min_batch_allocation !== null && env.min_batch_allocation !== undefined)
+      allocations.set(envId, env.min_batch_allocation);
+  });
+  if (allocations.size === 0) return planAtroposBatch(queue, batchSize);
+  let largest = 0;
+  for (const group of queue) largest = Math.max(largest, group.size);
+  const byEnv = new Map<number, number[]>();
+  queue.forEach((group, index) => {
+    if (group.envId === null) return;
+    const list = byEnv.get(group.envId) ?? [];
+    list.push(index);
+    byEnv.set(group.envId, list);
+  });
+  const packable = new Map<number, number[]>();
+  for (const [envId, indices] of byEnv) packable.set(envId, atroposPacks(queue, indices, largest));
+  const minimums = new Map<number, number>();
+  let reserved = 0;
+  for (const [envId, fraction] of allocations) {
+    const sequences = Math.trunc(batchSize * fraction);
+    if (sequences <= 0) continue;
+    if (!byEnv.has(envId) || (packable.get(envId) ?? []).length === 0) return undefined;
+    minimums.set(envId, sequences);
+    reserved += sequences;
+  }
+  if (reserved > batchSize) {
+    const scale = batchSize / reserved;
+    for (const [envId, sequences] of minimums) {
+      const smallest = Math.min(
+        ...(packable.get(envId) ?? []).map((index) => (queue[index] as QueuedGroup).size),
+      );
+      minimums.set(envId, Math.max(smallest, Math.trunc(sequences * scale)));
+    }
+  }
+  const take: number[] = [];
+  const taken = new Set<number>();
+  let total = 0;
+  for (const [envId, sequences] of minimums) {
+    let got = 0;
+    for (const index of packable.get(envId) ?? []) {
+      if (got >= sequences) break;
+      const size = (queue[index] as QueuedGroup).size;
+      if (total + size <= batchSize) {
+        take.push(index);
+        taken.add(index);
+        got += size;
+        total += size;
+      }
+    }
+  }
+  if (total < batchSize) {
+    const anyPackable = new Set<number>();
+    for (const indices of packable.values()) for (const index of indices) anyPackable.add(index);
+    for (let index = 0; index < queue.length && total < batchSize; index++) {
+      if (taken.has(index) || !anyPackable.has(index)) continue;
+      const size = (queue[index] as QueuedGroup).size;
+      if (total + size <= batchSize) {
+        take.push(index);
+        total += size;
+      }
+    }
+  }
+  return total === batchSize ? { take } : undefined;
+}
+
+/**
+ * Batches with per-env minimum allocations: Atropos's batch where Atropos forms one
+ * (`planAtroposBatchWithMinimums`). Where it forms none, minimums of connected envs are
+ * honoured first in registration order from any of their groups, then the rest is filled with
+ * `planBatch`'s rules (queue order first, then the exact search, then — unless `splitGroups`
+ * is false — one split group when the rest can never be reached from whole groups). Unlike
+ * Atropos, groups without an env id are then still batched.
  */
 export function planBatchWithMinimums(
   queue: readonly QueuedGroup[],
@@ -159,6 +292,8 @@ export function planBatchWithMinimums(
   options: { splitGroups?: boolean } = {},
 ): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
+  const atropos = planAtroposBatchWithMinimums(queue, batchSize, envs);
+  if (atropos) return atropos;
   const minimums = new Map<number, number>();
   envs.forEach((env, envId) => {
     if (!env.connected || env.min_batch_allocation === null || env.min_batch_allocation === undefined) return;
@@ -262,8 +397,13 @@ export function computeEnvStatus(options: {
   let competing = 0;
   if (maxGroup > 1) {
     for (const [otherId, sequences] of others) {
+      // Only connected envs hold back their minimum: a disconnected env's queued data competes
+      // in full, as in Atropos.
       const record = otherId === null ? undefined : envs[otherId];
-      const reserved = record?.min_batch_allocation ? Math.trunc(batchSize * record.min_batch_allocation) : 0;
+      const reserved =
+        record?.connected && record.min_batch_allocation !== null
+          ? Math.trunc(batchSize * record.min_batch_allocation)
+          : 0;
       competing += Math.max(0, Math.ceil(sequences / maxGroup) * maxGroup - reserved);
     }
   }

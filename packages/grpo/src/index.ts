@@ -20,10 +20,24 @@ export {
   stepAdvantages,
   tokenAdvantages,
 } from './advantages.js';
+export {
+  TrajectoryApiDatabaseError,
+  TrajectoryApiListenError,
+  TrajectoryApiLockedError,
+} from './api/api-errors.js';
+export type { BatchLease, IngestResult, TrajectoryQueueSettings } from './api/trajectory-queue.js';
+export { QueueFullError, TrajectoryQueue } from './api/trajectory-queue.js';
 export type { ApiSink, ApiSinkSettings } from './api-sink.js';
 export { createApiSink } from './api-sink.js';
 export type { BatchPlan, EnvRecord, EnvStatus, QueuedGroup } from './batching.js';
-export { computeEnvStatus, findGroupsSummingToTarget, planBatch, planBatchWithMinimums } from './batching.js';
+export {
+  computeEnvStatus,
+  findGroupsSummingToTarget,
+  planAtroposBatch,
+  planAtroposBatchWithMinimums,
+  planBatch,
+  planBatchWithMinimums,
+} from './batching.js';
 export type {
   CollapseEvent,
   CollapseMonitor,
@@ -54,6 +68,8 @@ export type {
 export { createTrajectoryApiClient } from './trajectory-api-client.js';
 export type { TrajectoryApiServer, TrajectoryApiServerSettings } from './trajectory-api-server.js';
 export { createTrajectoryApiServer, startTrajectoryApiServer } from './trajectory-api-server.js';
+export type { StoreSummary } from './trajectory-store.js';
+export { TrajectoryStore } from './trajectory-store.js';
 
 import plugin from './plugin.js';
 export default plugin;

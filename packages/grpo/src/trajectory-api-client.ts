@@ -16,6 +16,7 @@ import {
   silentLogger,
   throwIfAborted,
 } from '@shears/core';
+import { wireJson } from './api/wire-json.js';
 
 export interface TrajectoryApiClientSettings {
   /** Base URL, e.g. `http://127.0.0.1:8000`. */
@@ -163,15 +164,15 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
     method: string,
     path: string,
     body: unknown,
-    options: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+    options: { signal?: AbortSignal; headers?: Record<string, string>; text?: string } = {},
   ): Promise<Reply> {
     throwIfAborted(options.signal);
     const url = new URL(path.replace(/^\//, ''), base.href.endsWith('/') ? base.href : `${base.href}/`);
     const headers: Record<string, string> = { 'accept-encoding': 'gzip', ...(options.headers ?? {}) };
     if (settings.authToken) headers.authorization = `Bearer ${settings.authToken}`;
     let payload: Buffer | undefined;
-    if (body !== undefined) {
-      payload = Buffer.from(JSON.stringify(body));
+    if (body !== undefined || options.text !== undefined) {
+      payload = Buffer.from(options.text ?? JSON.stringify(body));
       headers['content-type'] = 'application/json';
       if (payload.length >= gzipThreshold) {
         const compressed = gzipSync(payload);
@@ -318,8 +319,10 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
       const path = list ? '/scored_data_list' : '/scored_data';
       const key = options.idempotencyKey ?? (settings.idempotencyKeys === false ? undefined : randomUUID());
       const headers = key ? { 'idempotency-key': key } : undefined;
+      // Floats spelled as Python writes them, so the server stores the body as sent.
+      const text = wireJson(groups);
       const reply = await withRetries(`POST ${path}`, options.signal, () =>
-        send('POST', path, groups, { signal: options.signal, headers }),
+        send('POST', path, undefined, { signal: options.signal, headers, text }),
       );
       return parse<SubmitResult>(reply, `POST ${path}`);
     },

@@ -479,6 +479,73 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     expect((await get('/status')).json).toEqual({ current_step: 3, queue_size: 0 });
   });
 
+  it('serves every number with the type Atropos serves, on /batch and /latest_example, whatever the spelling posted', async () => {
+    await post('/register', registration(4));
+    // As a JavaScript client writes it (whole floats as ints) and with odd spellings.
+    const posted =
+      '{"tokens":[[1,2.0],[1e2,-0]],"masks":[[-100,2.0],[-100,-0.0]],"scores":[1,-0],' +
+      '"advantages":[[1,0.5],[1E-7,2]],"ref_logprobs":null,"inference_logprobs":[[1,-0.25],[1,-1e-5]],' +
+      '"distill_token_ids":[[[3.0]],[[4]]],"distill_logprobs":[[[0]],[[-2]]],"env_id":7.0,' +
+      '"messages":[[{"role":"user","content":"x","reward":1.0,"turn":1}],[{"role":"user","content":"y"}]]}';
+    expect((await post('/scored_data', undefined, { rawBody: posted, gzip: true })).status).toBe(200);
+    expect((await post('/scored_data_list', undefined, { rawBody: `[${posted}]` })).status).toBe(200);
+    const expected =
+      '"tokens":[[1,2],[100,0]],"masks":[[-100,2],[-100,0]],"scores":[1.0,0.0],' +
+      '"advantages":[[1.0,0.5],[1e-07,2.0]],"ref_logprobs":null,"inference_logprobs":[[1.0,-0.25],[1.0,-1e-05]],' +
+      '"distill_token_ids":[[[3]],[[4]]],"distill_logprobs":[[[0.0]],[[-2.0]]],"env_id":7,' +
+      '"messages":[[{"role":"user","content":"x","reward":1.0,"turn":1}],[{"role":"user","content":"y"}]]';
+    expect((await get('/latest_example')).text).toContain(expected);
+    const batch = await get('/batch');
+    expect(batch.text.split(expected)).toHaveLength(3);
+    expect(batch.text).not.toMatch(/"scores":\[1,|\[1,-0\.25\]|"env_id":7\.0/);
+  });
+
+  it('refuses non-finite scores with 422 (Atropos accepts them, then every /batch answers 500)', async () => {
+    await post('/register', registration(2));
+    for (const scores of ['[NaN,1]', '[1e400,1]', '["nan",1]', '["-Infinity",1]']) {
+      const response = await post('/scored_data', undefined, {
+        rawBody: `{"tokens":[[1],[2]],"masks":[[1],[2]],"scores":${scores}}`,
+      });
+      expect(response.status, scores).toBe(422);
+    }
+    expect((await get('/status')).json).toEqual({ current_step: 0, queue_size: 0 });
+  });
+
+  it('packs batches in Atropos order: sizes [8,4,4,2,8,2,2,2] at batch 16 give [0,1,2] then [4,3,5,6,7]', async () => {
+    await post('/register', registration(16));
+    const sizes = [8, 4, 4, 2, 8, 2, 2, 2];
+    for (const [index, size] of sizes.entries())
+      await post('/scored_data', group(size, 2, { group_overrides: { index } }));
+    const order = async () =>
+      ((await get('/batch')).json as { batch: { group_overrides: { index: number } }[] }).batch.map(
+        (item) => item.group_overrides.index,
+      );
+    expect(await order()).toEqual([0, 1, 2]);
+    expect(await order()).toEqual([4, 3, 5, 6, 7]);
+  });
+
+  it("keeps counting a disconnected env's queued data in /status-env queue_size, without its minimum", async () => {
+    await post('/register', registration(8));
+    await get('/batch');
+    await post('/register-env', {
+      max_token_length: 100,
+      desired_name: 'a',
+      weight: 1,
+      group_size: 4,
+      min_batch_allocation: 0.5,
+    });
+    await post('/register-env', { max_token_length: 100, desired_name: 'b', weight: 1, group_size: 4 });
+    for (const envId of [0, 0, 1]) await post('/scored_data', { ...group(4), env_id: envId });
+    const status = async () => (await get('/status-env', { body: { env_id: 1 } })).text;
+    expect(await status()).toBe(
+      '{"current_step":0,"queue_size":2,"unallocated_fraction":0.5,"self_queue_size":1,"max_group_size":4,"env_weight":0.5}',
+    );
+    await post('/disconnect-env', { env_id: 0 });
+    expect(await status()).toBe(
+      '{"current_step":0,"queue_size":3,"unallocated_fraction":1.0,"self_queue_size":1,"max_group_size":4,"env_weight":1.0}',
+    );
+  });
+
   it('honours minimum batch allocations: a minimum-holding env without data stalls the batch', async () => {
     await post('/register', registration(8));
     await get('/batch');
@@ -531,6 +598,10 @@ describe('trajectory API: where shears does better than Atropos', () => {
     ).batch;
     expect(first.map((item) => item.tokens.length)).toEqual([8, 4]);
     expect(first[1]?.scores).toEqual([0, 0.125, 0.25, 0.375]);
+    // The halves of a split group keep Python's number types (a whole float stays `0.0`).
+    expect((await get('/latest_example')).text).toContain(
+      '"scores":[0.0,0.125,0.25,0.375,0.5,0.625,0.75,0.875]',
+    );
     const second = (
       (await get('/batch')).json as {
         batch: { tokens: unknown[]; scores: number[]; group_overrides: { index: number } }[];
@@ -541,6 +612,20 @@ describe('trajectory API: where shears does better than Atropos', () => {
       [2, 8],
     ]);
     expect(second[0]?.scores).toEqual([0.5, 0.625, 0.75, 0.875]);
+    await post('/reset_data', undefined, { method: 'GET' });
+    await post('/register', registration(3));
+    await post('/scored_data', {
+      tokens: [[1], [2]],
+      masks: [[1], [2]],
+      scores: [1, 0],
+      messages: [[{ role: 'u', content: 'a', reward: 1.5 }], [{ role: 'u', content: 'b' }]],
+    });
+    await post('/scored_data', group(2, 1));
+    const split = (await get('/batch')).text;
+    expect(split).toContain('"scores":[1.0,0.0]');
+    expect(split).toContain('"scores":[0.0]');
+    await post('/scored_data', group(2, 1));
+    expect((await get('/batch')).text).toContain('"scores":[0.5]');
   });
 
   it('splits a group in minimum-allocation mode too, unless splitGroups is false', async () => {

@@ -3,13 +3,26 @@
 // heap holds only a few numbers per queued group. Every mutation is one transaction, committed
 // before the HTTP answer, so a restart after `kill -9` resumes exactly where it stopped.
 
-import { closeSync, existsSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fdatasync,
+  fdatasyncSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import * as zlib from 'node:zlib';
 import { ConfigError } from '@shears/core';
 import type BetterSqlite3 from 'better-sqlite3';
+import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api/api-errors.js';
 import { type BatchPlan, type EnvRecord, findGroupsSummingToTarget, type QueuedGroup } from './batching.js';
-import type { DecodedGroup } from './wire-decode.js';
+import { type DecodedGroup, wireDecoderSource } from './wire-decode.js';
 
 /** What Atropos keeps on `app.state`, minus the queue (which is the groups table). */
 export interface RunState {
@@ -48,6 +61,17 @@ export interface StoredPayload {
 
 export type Synchronous = 'full' | 'normal';
 
+/** What a store held when it was opened (a queue left by an earlier run is resumed). */
+export interface StoreSummary {
+  /** Groups on disk: queued, buffered and formed. */
+  groups: number;
+  queued: number;
+  buffered: number;
+  formedBatches: number;
+  /** When the oldest stored group was received (ms since the epoch); null if unknown. */
+  oldestReceivedAt: number | null;
+}
+
 const STATE_QUEUED = 0;
 const STATE_BUFFERED = 1;
 const STATE_FORMED = 2;
@@ -74,7 +98,7 @@ function initialRun(): RunState {
 
 /** The JSON text of a stored group with all 14 keys. */
 export function groupText(stored: StoredPayload): string {
-  const text = (stored.encoding === 1 ? gunzipSync(stored.payload) : stored.payload).toString('utf8');
+  const text = (stored.encoding === 1 ? zlib.gunzipSync(stored.payload) : stored.payload).toString('utf8');
   return joinSuffix(text, stored.suffix);
 }
 
@@ -84,36 +108,20 @@ export function joinSuffix(text: string, suffix: string): string {
   return `${text.slice(0, end)}${suffix}}`;
 }
 
-// Per-sequence fields: when a group is split these are cut; the others are group-level.
-const PER_SEQUENCE = [
-  'tokens',
-  'masks',
-  'scores',
-  'advantages',
-  'ref_logprobs',
-  'messages',
-  'inference_logprobs',
-  'overrides',
-  'distill_token_ids',
-  'distill_logprobs',
-];
+// The main thread's copy of the wire decoder, for its text helpers.
+const wire = wireDecoderSource(zlib);
 
-export function splitGroupObject(
-  group: Record<string, unknown>,
-  at: number,
-): [Record<string, unknown>, Record<string, unknown>] {
-  const head: Record<string, unknown> = {};
-  const tail: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(group)) {
-    if (PER_SEQUENCE.includes(key) && Array.isArray(value)) {
-      head[key] = value.slice(0, at);
-      tail[key] = value.slice(at);
-    } else {
-      head[key] = value;
-      tail[key] = value;
-    }
+// Who holds a queue, from the note the holder writes beside it (the lock itself is SQLite's).
+function readOwner(path: string): { pid?: number; host?: string; startedAt?: string } | undefined {
+  try {
+    return JSON.parse(readFileSync(`${path}.owner`, 'utf8')) as {
+      pid?: number;
+      host?: string;
+      startedAt?: string;
+    };
+  } catch {
+    return undefined;
   }
-  return [head, tail];
 }
 
 export class TrajectoryStore {
@@ -140,7 +148,43 @@ export class TrajectoryStore {
         cause: error,
       });
     }
-    const db = new Database(options.path);
+    const durable = options.path !== ':memory:' && options.path !== '';
+    let db: BetterSqlite3.Database;
+    if (durable) {
+      // A missing folder is created, as for run.out.
+      const folder = dirname(options.path);
+      try {
+        mkdirSync(folder, { recursive: true });
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        const reason =
+          code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way' : (error as Error).message;
+        throw new TrajectoryApiDatabaseError(
+          options.path,
+          `cannot create the folder ${folder}: ${reason}`,
+          error,
+        );
+      }
+    }
+    try {
+      db = new Database(options.path, { timeout: 0 });
+    } catch (error) {
+      throw new TrajectoryApiDatabaseError(options.path, (error as Error).message, error);
+    }
+    try {
+      // One server per queue: the connection holds an exclusive lock on the file for as long as
+      // it is open (the OS releases it if the process dies), so a second server is refused
+      // instead of both serving the same groups.
+      if (durable) {
+        db.pragma('locking_mode = EXCLUSIVE');
+        db.exec('BEGIN EXCLUSIVE; COMMIT');
+      }
+    } catch (error) {
+      db.close();
+      if ((error as { code?: string }).code === 'SQLITE_BUSY')
+        throw new TrajectoryApiLockedError(options.path, readOwner(options.path), error);
+      throw new TrajectoryApiDatabaseError(options.path, (error as Error).message, error);
+    }
     const walMode = db.pragma('journal_mode = WAL', { simple: true }) === 'wal';
     // FULL: the WAL is fsynced at every commit, so an acknowledged group survives power loss,
     // not just a process crash. NORMAL is crash-safe for the process (kill -9) but may lose the
@@ -163,7 +207,8 @@ export class TrajectoryStore {
         pos INTEGER,
         encoding INTEGER NOT NULL,
         suffix TEXT NOT NULL,
-        bytes INTEGER NOT NULL
+        bytes INTEGER NOT NULL,
+        received_at INTEGER
       );
       -- Payloads apart from the metadata: updating a row rewrites it whole, and batch formation
       -- updates state/batch_no of many rows at once.
@@ -175,8 +220,19 @@ export class TrajectoryStore {
       -- commit that follows the last bytes of a /batch response writes a page, not the payloads.
       CREATE TABLE IF NOT EXISTS delivered (batch_no INTEGER PRIMARY KEY);
     `);
+    // Queues written before received_at existed.
+    const columns = db.prepare('PRAGMA table_info(groups)').all() as { name: string }[];
+    if (!columns.some((column) => column.name === 'received_at'))
+      db.exec('ALTER TABLE groups ADD COLUMN received_at INTEGER');
     const store = new TrajectoryStore(db);
     store.load();
+    if (durable) {
+      store.ownerPath = `${options.path}.owner`;
+      writeFileSync(
+        store.ownerPath,
+        `${JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString() })}\n`,
+      );
+    }
     const walPath = `${options.path}-wal`;
     if (ownSync && existsSync(walPath)) {
       store.walFd = openSync(walPath, 'r');
@@ -319,8 +375,9 @@ export class TrajectoryStore {
     },
   ): string {
     const insert = this.db.prepare(
-      'INSERT INTO groups (id, ord, env_id, size, state, encoding, suffix, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO groups (id, ord, env_id, size, state, encoding, suffix, bytes, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
+    const receivedAt = Date.now();
     const insertPayload = this.db.prepare('INSERT INTO payloads (id, payload) VALUES (?, ?)');
     const requeue = this.db.prepare('UPDATE groups SET state = 0, ord = ? WHERE id = ?');
     return this.transaction(() => {
@@ -347,6 +404,7 @@ export class TrajectoryStore {
           group.encoding,
           group.suffix,
           stored.bytes,
+          receivedAt,
         );
         insertPayload.run(id, group.payload);
         this.storedGroups++;
@@ -448,32 +506,33 @@ export class TrajectoryStore {
   ): { head: StoredGroup; tail: StoredGroup } {
     const group = this.queue[index] as StoredGroup;
     const row = this.db
-      .prepare('SELECT ord, encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
-      .get(group.id) as StoredPayload & { ord: number };
+      .prepare(
+        'SELECT ord, encoding, suffix, payload, received_at AS receivedAt FROM groups JOIN payloads USING (id) WHERE id = ?',
+      )
+      .get(group.id) as StoredPayload & { ord: number; receivedAt: number | null };
     this.preserveLatest([group.id]);
-    const value = JSON.parse(groupText(row)) as Record<string, unknown>;
-    const [headValue, tailValue] = splitGroupObject(value, sequences);
+    const [headText, tailText] = wire.splitGroupText(groupText(row), sequences);
     const insert = this.db.prepare(
-      "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?)",
+      "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?, ?)",
     );
     const insertPayload = this.db.prepare('INSERT INTO payloads (id, payload) VALUES (?, ?)');
     const make = (
-      content: Record<string, unknown>,
+      content: string,
       size: number,
       state: number,
       batch: number | null,
       pos: number | null,
     ): StoredGroup => {
-      const payload = Buffer.from(JSON.stringify(content));
+      const payload = Buffer.from(content);
       const id = this.run.nextId++;
-      insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength);
+      insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength, row.receivedAt);
       insertPayload.run(id, payload);
       this.storedGroups++;
       this.storedBytes += payload.byteLength;
       return { id, envId: group.envId, size, bytes: payload.byteLength };
     };
-    const head = make(headValue, sequences, STATE_FORMED, batchNo, position);
-    const tail = make(tailValue, group.size - sequences, STATE_QUEUED, null, null);
+    const head = make(headText, sequences, STATE_FORMED, batchNo, position);
+    const tail = make(tailText, group.size - sequences, STATE_QUEUED, null, null);
     this.db.prepare('DELETE FROM groups WHERE id = ?').run(group.id);
     this.db.prepare('DELETE FROM payloads WHERE id = ?').run(group.id);
     this.storedGroups--;
@@ -611,7 +670,27 @@ export class TrajectoryStore {
     this.storedBytes = 0;
   }
 
+  /** Counts of what is stored, and the age of the oldest group. */
+  summary(): StoreSummary {
+    let buffered = 0;
+    for (const list of this.buffers.values()) buffered += list.length;
+    const oldest = this.db.prepare('SELECT min(received_at) AS at FROM groups').get() as {
+      at: number | null;
+    };
+    return {
+      groups: this.storedGroups,
+      queued: this.queue.length,
+      buffered,
+      formedBatches: this.formed.length,
+      oldestReceivedAt: oldest.at,
+    };
+  }
+
+  private ownerPath: string | undefined;
+
   close(): void {
+    if (this.ownerPath !== undefined) rmSync(this.ownerPath, { force: true });
+    this.ownerPath = undefined;
     if (this.db.open) this.db.close();
     if (this.walFd !== undefined && !this.syncRunning) closeSync(this.walFd);
     this.walFd = undefined;

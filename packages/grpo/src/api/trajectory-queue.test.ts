@@ -1,0 +1,190 @@
+// The trajectory API's queue semantics without HTTP: a real SQLite store on disk, groups
+// decoded by the real wire decoder, every answer as the transport would send it.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as zlib from 'node:zlib';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { EnvStatusError } from '../batching.js';
+import { TrajectoryStore } from '../trajectory-store.js';
+import { wireDecoderSource } from '../wire-decode.js';
+import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api-errors.js';
+import { QueueFullError, TrajectoryQueue, type TrajectoryQueueSettings } from './trajectory-queue.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'shears-queue-test-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+const decoder = wireDecoderSource(zlib);
+let counter = 0;
+const open: TrajectoryStore[] = [];
+afterEach(() => {
+  for (const store of open.splice(0)) store.close();
+});
+
+async function makeQueue(settings: Partial<TrajectoryQueueSettings> = {}, path?: string) {
+  const store = await TrajectoryStore.open({ path: path ?? join(directory, `queue-${counter++}.sqlite`) });
+  open.push(store);
+  return new TrajectoryQueue(store, {
+    maxQueuedGroups: 1000,
+    maxQueuedBytes: 1 << 30,
+    idempotencyKeyLimit: 100,
+    splitGroups: true,
+    batchOrder: 'fifo',
+    now: () => 1_700_000_000_000,
+    randomBytes: (size) => new Uint8Array(size).fill(7),
+    ...settings,
+  });
+}
+
+function decoded(body: Record<string, unknown>) {
+  const result = decoder.decode({
+    kind: 'single',
+    body: Buffer.from(JSON.stringify(body)),
+    gzip: false,
+    maxBytes: 1 << 20,
+  });
+  if (!result.ok) throw new Error(result.body);
+  return result.groups;
+}
+
+const group = (size: number, extra: Record<string, unknown> = {}) => ({
+  tokens: Array.from({ length: size }, (_, index) => [index]),
+  masks: Array.from({ length: size }, (_, index) => [index]),
+  scores: Array.from({ length: size }, (_, index) => index),
+  ...extra,
+});
+
+const trainer = (batchSize: number) => ({
+  wandb_group: 'g',
+  wandb_project: 'p',
+  batch_size: batchSize,
+  max_token_len: 64,
+  checkpoint_dir: 'c',
+  save_checkpoint_interval: 5,
+  starting_step: 0,
+  num_steps: 9,
+});
+
+async function serve(queue: TrajectoryQueue): Promise<unknown[] | null | 'unregistered'> {
+  const leased = queue.leaseBatch();
+  if (leased.kind === 'unregistered') return leased.kind;
+  if (leased.kind === 'none') return null;
+  try {
+    const texts = await leased.lease.texts();
+    leased.lease.markDelivered();
+    leased.lease.complete();
+    return texts.map((text) => JSON.parse(text));
+  } finally {
+    leased.lease.release();
+  }
+}
+
+describe('TrajectoryQueue (no HTTP)', () => {
+  it('walks the Atropos handshake: envs wait for the trainer, register, status and buffers', async () => {
+    const queue = await makeQueue();
+    expect(await serve(queue)).toBe('unregistered');
+    expect(queue.register(trainer(4)).uuid).toMatch(/^\d{30,39}$/);
+    const env = {
+      max_token_length: 100,
+      desired_name: 'e',
+      weight: 1,
+      group_size: 4,
+      min_batch_allocation: null,
+    };
+    expect(queue.registerEnv(env)).toEqual({ status: 'wait for trainer to start' });
+    expect(await serve(queue)).toBeNull();
+    expect(queue.registerEnv(env)).toMatchObject({
+      status: 'success',
+      env_id: 0,
+      wandb_name: 'e_0',
+      num_steps: 9,
+    });
+    expect((await queue.ingest(decoded(group(2, { env_id: 0 })), { kind: 'single' })).text).toBe(
+      '{"status":"buffered","buffer_size":2}',
+    );
+    expect(queue.status()).toEqual({ current_step: 0, queue_size: 0 });
+    expect((await queue.ingest(decoded(group(2, { env_id: 0 })), { kind: 'list' })).text).toBe(
+      '{"status":"received","groups_processed":1,"buffered":1,"last_buffer_size":0}',
+    );
+    expect(queue.statusEnv(0)).toMatchObject({ queue_size: 1, self_queue_size: 1, env_weight: 1 });
+    expect(() => queue.statusEnv(3)).toThrow(EnvStatusError);
+    const batch = await serve(queue);
+    expect((batch as { scores: number[] }[]).map((item) => item.scores)).toEqual([
+      [0, 1],
+      [0, 1],
+    ]);
+    expect(queue.status()).toEqual({ current_step: 1, queue_size: 0 });
+    expect(queue.counters).toMatchObject({ groupsReceived: 2, batchesServed: 1, sequencesServed: 4 });
+  });
+
+  it('forms every batch at once, advances the step by that count, and serves them oldest first (or lifo)', async () => {
+    for (const order of ['fifo', 'lifo'] as const) {
+      const queue = await makeQueue({ batchOrder: order });
+      queue.register(trainer(2));
+      for (let index = 0; index < 3; index++)
+        await queue.ingest(decoded(group(2, { group_overrides: { index } })), { kind: 'single' });
+      const first = (await serve(queue)) as { group_overrides: { index: number } }[];
+      expect(first[0]?.group_overrides.index).toBe(order === 'fifo' ? 0 : 2);
+      expect(queue.status().current_step).toBe(3);
+    }
+  });
+
+  it('answers a retried idempotency key from the record, and refuses past the group limit', async () => {
+    const queue = await makeQueue({ maxQueuedGroups: 1 });
+    queue.register(trainer(8));
+    const first = await queue.ingest(decoded(group(2)), { kind: 'single', idempotencyKey: 'k' });
+    expect(first).toEqual({ text: '{"status":"received"}', replayed: false });
+    expect(await queue.replay('k')).toBe('{"status":"received"}');
+    expect(() => queue.admit()).toThrow(QueueFullError);
+    expect(queue.counters.rejected.get('queue_full')).toBe(1);
+  });
+
+  it('keeps /latest_example across reset, and resets everything else', async () => {
+    const queue = await makeQueue();
+    expect(queue.latestExample()).toContain('"tokens":[]');
+    queue.register(trainer(8));
+    await queue.ingest(decoded(group(1, { scores: [1] })), { kind: 'single' });
+    queue.reset();
+    expect(queue.status()).toEqual({ current_step: 0, queue_size: 0 });
+    expect(queue.info()).toEqual({ batch_size: -1, max_token_len: 64 });
+    expect(queue.latestExample()).toContain('"scores":[1.0]');
+  });
+});
+
+describe('TrajectoryStore: one server per queue file', () => {
+  it('refuses a second opener, naming the file and the holding process; the file is free again after close', async () => {
+    const path = join(directory, 'locked.sqlite');
+    const first = await TrajectoryStore.open({ path });
+    let refused: unknown;
+    try {
+      await TrajectoryStore.open({ path });
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(TrajectoryApiLockedError);
+    expect((refused as Error).message).toContain(path);
+    expect((refused as Error).message).toContain(`process ${process.pid}`);
+    first.close();
+    (await TrajectoryStore.open({ path })).close();
+  });
+
+  it('creates a missing folder, reports what it resumed, and names a file that is not a queue', async () => {
+    const path = join(directory, 'new', 'deeper', 'api.sqlite');
+    const queue = await makeQueue({}, path);
+    expect(queue.store.summary()).toMatchObject({ groups: 0, oldestReceivedAt: null });
+    queue.register(trainer(8));
+    await queue.ingest(decoded(group(2)), { kind: 'single' });
+    queue.store.close();
+    open.length = 0;
+    const before = Date.now();
+    const resumed = await TrajectoryStore.open({ path });
+    open.push(resumed);
+    expect(resumed.summary()).toMatchObject({ groups: 1, queued: 1, buffered: 0, formedBatches: 0 });
+    expect(resumed.summary().oldestReceivedAt).toBeLessThanOrEqual(before);
+
+    const notAQueue = join(directory, 'notes.txt');
+    writeFileSync(notAQueue, 'these are my notes, not a database\n'.repeat(100));
+    await expect(TrajectoryStore.open({ path: notAQueue })).rejects.toThrow(TrajectoryApiDatabaseError);
+    await expect(TrajectoryStore.open({ path: notAQueue })).rejects.toThrow(/notes\.txt/);
+    expect(readFileSync(notAQueue, 'utf8')).toBe('these are my notes, not a database\n'.repeat(100));
+  });
+});
