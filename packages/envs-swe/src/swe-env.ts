@@ -157,7 +157,10 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
           value: item.task.id,
           message: `Task ${item.task.id} was not prepared`,
         });
-      grader ??= createSweGrader(settings.grading);
+      grader ??= createSweGrader({
+        ...(settings.limits ? { limits: settings.limits } : {}),
+        ...settings.grading,
+      });
       const grade = await grader.grade({
         sandbox: context.sandbox,
         task: entry.task,

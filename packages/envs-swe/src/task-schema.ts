@@ -24,17 +24,26 @@ export const sweTestRunnerSchema = z.discriminatedUnion('runner', [
 ]);
 export type SweTestRunner = z.output<typeof sweTestRunnerSchema>;
 
-/** A path inside the repository: relative, `/`-separated, no `..` and no `.git`. */
-const repositoryPathSchema = z
-  .string()
-  .min(1)
-  .refine(
-    (path) =>
-      !path.startsWith('/') &&
-      !path.includes('\\') &&
-      path.split('/').every((part) => part !== '' && part !== '.' && part !== '..' && part !== '.git'),
-    { message: 'must be a relative path inside the repository (no leading /, no . or .. parts, no .git)' },
+/** A path inside the repository: relative, `/`-separated, no `.` or `..` parts and no `.git`. */
+function isRepositoryPath(path: string): boolean {
+  return (
+    path.length > 0 &&
+    !path.startsWith('/') &&
+    !path.includes('\\') &&
+    path.split('/').every((part) => part !== '' && part !== '.' && part !== '..' && part !== '.git')
   );
+}
+
+/** Files by repository path; every path must stay inside the repository. */
+const repositoryFilesSchema = z.record(z.string(), z.string()).superRefine((files, context) => {
+  for (const path of Object.keys(files))
+    if (!isRepositoryPath(path))
+      context.addIssue({
+        code: 'custom',
+        path: [path],
+        message: `"${path}" must be a relative path inside the repository (no leading /, no . or .. parts, no .git)`,
+      });
+});
 
 export const sweTaskSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'task ids use letters, digits, ".", "_" and "-"'),
@@ -58,7 +67,7 @@ export const sweTaskSchema = z.object({
    * Test files the agent never sees (path → content): put in place only in the grading container,
    * after the agent's change. Their tests can be named in FAIL_TO_PASS / PASS_TO_PASS.
    */
-  hiddenTests: z.record(repositoryPathSchema, z.string()).default({}),
+  hiddenTests: repositoryFilesSchema.default({}),
   /** Globs of paths the agent may not change (dropped from its change before grading), beyond the defaults. */
   protectedPaths: z.array(z.string().min(1)).default([]),
   /** Globs exempt from the test-configuration rule (a fix that must change setup.cfg, package.json, …). */
