@@ -45,7 +45,12 @@ const DEPENDENCY_DIRECTORY = /(^|\/)(node_modules|site-packages|dist-packages)(\
 /** Modules the pytest launcher and pytest itself import. */
 const RUNNER_MODULES = ['pytest', '_pytest', 'pluggy', 'py', 'iniconfig', 'conftest'];
 
-function isTestPath(path: string, policy: ChangePolicy): boolean {
+/** A test file or test-runner configuration: what the task puts in place and the grader protects while the tests run. */
+export function isTestOrConfigPath(path: string, testPaths: ReadonlySet<string>): boolean {
+  return isTestPath(path, { testPaths }) || RUNNER_CONFIG.test(path.split('/').pop()!);
+}
+
+function isTestPath(path: string, policy: Pick<ChangePolicy, 'testPaths'>): boolean {
   if (policy.testPaths.has(path)) return true;
   const parts = path.split('/');
   if (parts.slice(0, -1).some((part) => TEST_DIRECTORIES.has(part))) return true;

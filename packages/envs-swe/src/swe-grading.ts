@@ -12,11 +12,11 @@
 // `grading_disrupted`, `change_too_large`, …); only a failure of the infrastructure itself (the
 // daemon, the image, the rollout's container gone) throws, which the group runner counts as an
 // infrastructure failure.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
 import { InvalidArgumentError, SandboxError } from '@shears/core';
 import { type ChangeKind, diffTrees, type FileChange, renderChangeDiff } from './agent-change.js';
-import { type DroppedChange, sortOutChange } from './change-policy.js';
+import { type DroppedChange, isTestOrConfigPath, sortOutChange } from './change-policy.js';
 import {
   readContainerFile,
   readContainerTree,
@@ -130,6 +130,8 @@ function dockerParts(sandbox: SandboxV1, role: string): DockerSandboxParts {
     });
   return { container: candidate.container as GradingContainer, hostUrl: candidate.hostUrl };
 }
+
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
 const isRootGit = (path: string) => path === '.git' || path.startsWith('.git/');
 
@@ -273,8 +275,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
           ...(signal ? { signal } : {}),
         });
         if (!content) continue;
-        const { createHash } = await import('node:crypto');
-        entry.sha256 = createHash('sha256').update(content).digest('hex');
+        entry.sha256 = sha256(content);
         entry.size = content.length;
         if (differs(entry)) entry.content = content;
       }
@@ -455,6 +456,13 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
         tempDir: `/tmp/shears-grading-${randomUUID()}`,
         workdir: SWE_WORKDIR,
       });
+      // Tests, test support and runner configuration as they must be while the tests run.
+      const protectedFiles: Record<string, string | null> = {};
+      for (const [path, entry] of pristine)
+        if (entry.type === 'file' && entry.sha256 && isTestOrConfigPath(path, testPaths))
+          protectedFiles[`${SWE_WORKDIR}/${path}`] = entry.sha256;
+      for (const [path, content] of gradingFiles)
+        protectedFiles[`${SWE_WORKDIR}/${path}`] = content === null ? null : sha256(content);
       const changedFiles = applied
         .filter((change) => change.after?.type === 'file')
         .map((change) => `${SWE_WORKDIR}/${change.path}`);
@@ -463,6 +471,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
         run = await runTests(executor, task.test, ids, {
           timeoutMs: task.timeoutMs,
           changedFiles,
+          protectedFiles,
           ...(signal ? { signal } : {}),
         });
       } catch (error) {

@@ -326,6 +326,57 @@ describe.skipIf(!hostPytest)('the pytest launcher on the host', () => {
     }
   }, 120_000);
 
+  it('test modules and test support changed on disk by the code under test, before pytest loads them, are caught', async () => {
+    const calc =
+      'import pathlib\n\nhere = pathlib.Path(__file__).parent / "tests"\n(here / "test_later.py").write_text("def test_later():\\n    pass\\n")\n(here / "support.py").write_text("EXPECTED = 5\\n")\n\ndef add(a, b):\n    return a - b\n';
+    const sandbox = await repository({
+      write: {
+        'calc.py': calc,
+        'tests/test_first.py': 'from calc import add\n\ndef test_first():\n    assert add(1, 1) == 0\n',
+        'tests/test_later.py': 'from calc import add\n\ndef test_later():\n    assert add(2, 3) == 5\n',
+        'tests/test_support.py':
+          'from support import EXPECTED\nfrom calc import add\n\ndef test_support():\n    assert add(2, 3) == EXPECTED\n',
+        'tests/support.py': 'EXPECTED = 6\n',
+      },
+    });
+    try {
+      const { createHash } = await import('node:crypto');
+      const { readFileSync } = await import('node:fs');
+      const protectedFiles = Object.fromEntries(
+        ['tests/test_first.py', 'tests/test_later.py', 'tests/test_support.py', 'tests/support.py'].map(
+          (path) => [
+            join(sandbox.workdir, path),
+            createHash('sha256')
+              .update(readFileSync(join(sandbox.workdir, path)))
+              .digest('hex'),
+          ],
+        ),
+      );
+      const ids = [
+        'tests/test_first.py::test_first',
+        'tests/test_later.py::test_later',
+        'tests/test_support.py::test_support',
+      ];
+      const run = await runTests(
+        sandbox,
+        { runner: 'pytest', args: ['--rootdir', '.', '-p', 'no:randomly'] },
+        ids,
+        {
+          timeoutMs: 120_000,
+          changedFiles: [join(sandbox.workdir, 'calc.py')],
+          protectedFiles,
+        },
+      );
+      expect(run.tampered).toEqual([
+        `test file ${join(sandbox.workdir, 'tests/test_later.py')} was changed during the run`,
+        `test file ${join(sandbox.workdir, 'tests/support.py')} was changed during the run`,
+      ]);
+      expect([...run.statuses.values()]).toEqual(['failed', 'failed', 'failed']);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 120_000);
+
   it('a unittest assertEqual against an always-equal value fails with the flag', async () => {
     const sandbox = await repository({
       write: {
@@ -373,6 +424,41 @@ describe("node's test runner on the host", () => {
       'test/case.test.js::underscores and spaces': 'failed',
     });
     expect(run.complete).toBe(true);
+  }, 120_000);
+
+  it('a test file rewritten by the code under test before it runs is restored, and the run counts as tampered', async () => {
+    const sandbox = await repository({ task: 'js-camel-case' });
+    try {
+      const { appendFileSync, readFileSync } = await import('node:fs');
+      const { createHash } = await import('node:crypto');
+      const later = join(sandbox.workdir, 'test/later.test.js');
+      const laterSource =
+        "'use strict';\nconst test = require('node:test');\nconst assert = require('node:assert/strict');\nconst { toCamelCase } = require('../src/case.js');\ntest('later', () => assert.equal(toCamelCase('a_b'), 'aB'));\n";
+      writeFileSync(later, laterSource);
+      appendFileSync(
+        join(sandbox.workdir, 'src/case.js'),
+        `\nrequire('node:fs').writeFileSync(${JSON.stringify(later)}, "require('node:test')('later', () => {});\\n");\n`,
+      );
+      const hash = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+      const visible = join(sandbox.workdir, 'test/case.test.js');
+      const run = await runTests(
+        sandbox,
+        { runner: 'node-test' },
+        ['test/case.test.js::hyphens', 'test/later.test.js::later'],
+        {
+          timeoutMs: 120_000,
+          protectedFiles: {
+            [visible]: hash(visible),
+            [later]: createHash('sha256').update(laterSource).digest('hex'),
+          },
+        },
+      );
+      expect(run.tampered).toEqual([`test file ${later} was changed during the run`]);
+      expect([...run.statuses.values()]).toEqual(['failed', 'failed']);
+      expect(readFileSync(later, 'utf8')).toBe(laterSource);
+    } finally {
+      await sandbox.dispose();
+    }
   }, 120_000);
 
   it('passing TAP printed by the code under test, then process.exit(0): incomplete, nothing passes', async () => {

@@ -137,21 +137,38 @@ export function parseTapReport(output: string): Map<string, TestStatus> {
 /**
  * The module node's runner runs for one test file. It freezes `node:assert` (and its strict
  * variant) and `node:test` so code under test cannot swap assertions or the test functions for
- * no-ops, deletes itself (the sentinel name is not left on disk), imports the test file and
+ * no-ops, loads protected CommonJS files (tests, test support) only from bytes whose hash is the
+ * task's, deletes itself (the sentinel name is not left on disk), imports the test file and
  * registers the sentinel last: it is reported only if every test before it finished and the
  * process did not exit first.
  */
-export function nodeTestEntry(file: string, sentinel: string): string {
+export function nodeTestEntry(
+  file: string,
+  sentinel: string,
+  protectedFiles: Readonly<Record<string, string | null>> = {},
+): string {
   return [
     "import assert from 'node:assert';",
-    "import { unlinkSync } from 'node:fs';",
-    "import { createRequire } from 'node:module';",
+    "import { createHash } from 'node:crypto';",
+    "import { readFileSync, unlinkSync } from 'node:fs';",
+    "import Module, { createRequire } from 'node:module';",
     "import { resolve } from 'node:path';",
     "import { pathToFileURL } from 'node:url';",
     "const nodeTest = createRequire(import.meta.url)('node:test');",
     'Object.freeze(assert);',
     'Object.freeze(assert.strict);',
     'Object.freeze(nodeTest);',
+    // Test files and test support load only as the task put them (checked bytes, CommonJS).
+    `const protectedFiles = ${JSON.stringify(protectedFiles)};`,
+    "const compileJs = Module._extensions['.js'];",
+    "Module._extensions['.js'] = function (module, filename) {",
+    '  const expected = protectedFiles[filename];',
+    '  if (expected === undefined) return compileJs(module, filename);',
+    '  const source = readFileSync(filename);',
+    "  if (createHash('sha256').update(source).digest('hex') !== expected)",
+    "    throw new Error('shears: test file ' + filename + ' was changed during the run');",
+    "  module._compile(source.toString('utf8'), filename);",
+    '};',
     'unlinkSync(new URL(import.meta.url));',
     `await import(pathToFileURL(resolve(${JSON.stringify(file)})).href);`,
     `nodeTest.test(${JSON.stringify(sentinel)}, () => {});`,
@@ -206,12 +223,17 @@ function stopEverythingElse(enabled) {
 
 /**
  * The node runner script: reads (and deletes) its secret — nonce, report path, the entries to
- * run — runs each entry with `run()` of `node:test` (the file runs in a child process), keeps each
- * file's TAP report in memory and prints it for people, then stops every other process and only
- * then writes the reports with the nonce and exits at once.
+ * run, the protected files' hashes — and keeps the protected files (tests, test support) in memory
+ * before any code under test runs. Before each file and at the end it stops every other process
+ * and checks the protected files, restoring (and reporting) any that changed. It runs each entry
+ * with `run()` of `node:test` (the file runs in a child process), keeps each file's TAP report in
+ * memory and prints it for people; at the end it writes the reports, what was tampered with and the
+ * nonce, and exits at once.
  */
 export const NODE_RUNNER = String.raw`
-import { closeSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { run } from 'node:test';
 import { tap } from 'node:test/reporters';
 ${STOP_OTHERS_NODE}
@@ -222,8 +244,35 @@ const writeAll = (fd, text) => {
   const data = Buffer.from(text);
   for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset);
 };
+// Test files and test support as the task put them, read before any code under test runs.
+const tampered = [];
+const original = new Map();
+const digest = (data) => createHash('sha256').update(data).digest('hex');
+const readOrNull = (path) => { try { return readFileSync(path); } catch { return null; } };
+for (const [path, expected] of Object.entries(secret.protected || {})) {
+  const data = readOrNull(path);
+  if ((data === null ? null : digest(data)) !== expected) tampered.push('test file ' + path + ' differs from the task before the run');
+  original.set(path, data);
+}
+// Between files: nothing of the previous file's run is left, and every protected file is as it was.
+const restore = () => {
+  stopEverythingElse(secret.killOthers === true);
+  for (const [path, data] of original) {
+    const now = readOrNull(path);
+    if (data === null ? now === null : now !== null && now.equals(data)) continue;
+    const note = 'test file ' + path + ' was changed during the run';
+    if (!tampered.includes(note)) tampered.push(note);
+    try {
+      if (data === null) rmSync(path, { force: true, recursive: true });
+      else { mkdirSync(dirname(path), { recursive: true }); rmSync(path, { force: true, recursive: true }); writeFileSync(path, data); }
+    } catch (error) {
+      tampered.push('could not restore ' + path + ': ' + String(error && error.message ? error.message : error));
+    }
+  }
+};
 const reports = {};
 for (const { file, entry } of secret.files) {
+  restore();
   let text = '';
   try {
     for await (const chunk of run({ files: [entry] }).compose(tap)) text += chunk;
@@ -233,9 +282,10 @@ for (const { file, entry } of secret.files) {
   reports[file] = text;
   writeAll(1, '### shears-file ' + file + '\n' + text + '\n');
 }
+restore();
 const stopped = stopEverythingElse(secret.killOthers === true);
 const fd = openSync(secret.report, 'w', 0o600);
-writeAll(fd, JSON.stringify({ nonce: secret.nonce, reports, stopped }));
+writeAll(fd, JSON.stringify({ nonce: secret.nonce, reports, stopped, tampered }));
 closeSync(fd);
 process.exit(0);
 `;
@@ -303,6 +353,7 @@ const PYTEST_WATCHED = [
   'unittest.case:TestCase.assertTrue',
   'sys:settrace',
   'sys:setprofile',
+  'sys:meta_path',
 ];
 
 /**
@@ -338,7 +389,7 @@ const PYTEST_WATCHED = [
  */
 export const PYTEST_LAUNCHER = `
 def _shears_run():
-    import ast, builtins, importlib, json, os, sys
+    import ast, builtins, hashlib, importlib, importlib.machinery, json, os, sys
     dumps, fs_open, fs_write, fs_close, fs_unlink = json.dumps, os.open, os.write, os.close, os.unlink
     realpath, getpid, kill, listdir, exit_now = os.path.realpath, os.getpid, os.kill, os.listdir, os._exit
     set_profile, get_profile = sys.setprofile, sys.getprofile
@@ -348,6 +399,7 @@ def _shears_run():
     fs_unlink(secret_path)
     nonce, report_path = secret["nonce"], secret["report"]
     changed = frozenset(realpath(path) for path in secret.get("changed", []))
+    protected = {realpath(path): digest for path, digest in secret.get("protected", {}).items()}
     owns_container = secret.get("killOthers") is True
     cwd = os.getcwd()
     sys.path.append(cwd)
@@ -441,22 +493,56 @@ def _shears_run():
 
     # The code of every test module, as pytest compiles it (no cached bytecode is read).
     genuine, keep_alive = {}, []
-    original_rewrite_test = rewrite._rewrite_test
+
+    def verified(path, data):
+        # Test files and test support are what the task put there: a change during the run is tampering.
+        expected = protected.get(realpath(path), missing)
+        if expected is not missing and hashlib.sha256(data).hexdigest() != expected:
+            note("test file %s was changed during the run" % path)
+        return data
 
     def rewrite_test(fn, config):
-        stat, co = original_rewrite_test(fn, config)
+        # pytest's own _rewrite_test, compiling the very bytes that were checked.
+        strfn = str(fn)
+        stat = os.stat(fn)
+        with open(strfn, "rb") as handle:
+            source = verified(strfn, handle.read())
+        tree = ast.parse(source, filename=strfn)
+        rewrite.rewrite_asserts(tree, source, strfn, config)
+        co = compile(tree, strfn, "exec", dont_inherit=True)
         codes, stack = set(), [co]
         while stack:
             current = stack.pop()
             codes.add(id(current))
             keep_alive.append(current)
             stack.extend(const for const in current.co_consts if isinstance(const, code_type))
-        genuine.setdefault(realpath(str(fn)), codes)
+        genuine.setdefault(realpath(strfn), codes)
         return stat, co
+
+    class VerifiedLoader(importlib.machinery.SourceFileLoader):
+        # Test support modules pytest does not rewrite: compiled from checked source, never from bytecode.
+        def get_code(self, fullname):
+            path = self.get_filename(fullname)
+            with open(path, "rb") as handle:
+                source = verified(path, handle.read())
+            return compile(source, path, "exec", dont_inherit=True)
+
+    class VerifiedFinder:
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+            origin = getattr(spec, "origin", None)
+            if not origin or not origin.endswith(".py") or realpath(origin) not in protected:
+                return None
+            spec.loader = VerifiedLoader(name, origin)
+            return spec
+
+    sys.meta_path.insert(0, VerifiedFinder)
 
     def read_pyc(*args, **kwargs):
         return None
 
+    ours.add(VerifiedFinder)
     for name, replacement in (("rewrite_asserts", rewrite_asserts), ("_rewrite_test", rewrite_test), ("_read_pyc", read_pyc)):
         setattr(rewrite, name, replacement)
         ours.add(replacement)
@@ -502,6 +588,8 @@ def _shears_run():
             note("%s was replaced before the launcher started (by %s)" % (spec, code.co_filename))
 
     def check():
+        if not any(finder is VerifiedFinder for finder in sys.meta_path):
+            note("the launcher's import check was removed from sys.meta_path")
         for spec, owner, name, value in watched:
             if vars(owner).get(name, missing) is not value:
                 note(spec)
@@ -725,6 +813,7 @@ const nodeResultFileSchema = z.object({
   nonce: z.string(),
   reports: z.record(z.string(), z.string()),
   stopped: z.number().optional(),
+  tampered: z.array(z.string()).default([]),
 });
 
 /**
@@ -790,6 +879,12 @@ export interface RunTestsOptions {
   signal?: AbortSignal;
   /** Absolute paths of the files the agent's change added or modified (for the pytest launcher's checks). */
   changedFiles?: readonly string[];
+  /**
+   * Test files and test support as the task put them (absolute path → SHA-256, null for a path
+   * that must not exist): a change during the run is tampering (pytest: checked as modules are
+   * compiled; node: checked and restored before each file).
+   */
+  protectedFiles?: Readonly<Record<string, string | null>>;
 }
 
 /**
@@ -838,6 +933,11 @@ async function runWith(
       nonce,
       report: reportPath,
       changed: options.changedFiles ?? [],
+      protected: Object.fromEntries(
+        Object.entries(options.protectedFiles ?? {}).filter(
+          (entry): entry is [string, string] => entry[1] !== null,
+        ),
+      ),
       killOthers: executor.ownsProcessTree,
     };
     await executor.writeFiles([{ path: secretPath, data: JSON.stringify(secret), mode: 0o600 }]);
@@ -877,7 +977,18 @@ async function runWith(
   const runnerPath = `${dir}/runner-${randomUUID()}.mjs`;
   const entries = files.map((file, index) => ({ file, entry: `${dir}/entry-${index}-${randomUUID()}.mjs` }));
   await executor.writeFiles([
-    ...entries.map(({ file, entry }) => ({ path: entry, data: nodeTestEntry(file, sentinel) })),
+    ...entries.map(({ file, entry }) => ({
+      path: entry,
+      data: nodeTestEntry(
+        file,
+        sentinel,
+        Object.fromEntries(
+          Object.entries(options.protectedFiles ?? {}).filter(
+            (item): item is [string, string] => item[1] !== null && /\.c?js$/.test(item[0]),
+          ),
+        ),
+      ),
+    })),
     { path: runnerPath, data: NODE_RUNNER },
     {
       path: secretPath,
@@ -885,6 +996,7 @@ async function runWith(
         nonce,
         report: reportPath,
         files: entries,
+        protected: options.protectedFiles ?? {},
         killOthers: executor.ownsProcessTree,
       }),
       mode: 0o600,
@@ -894,6 +1006,7 @@ async function runWith(
   await executor.settle();
   const bytes = await executor.readFile(reportPath);
   const notes: string[] = [];
+  const tampered: string[] = [];
   let complete = false;
   let forged = false;
   if (!bytes) notes.push('no result file: the runner stopped before it finished; no test counts as passed');
@@ -910,6 +1023,7 @@ async function runWith(
       notes.push("the result file does not carry this run's nonce (forged); no test counts as passed");
     } else {
       complete = true;
+      tampered.push(...parsed.value.tampered);
       for (const file of files) {
         const fileStatuses = parseTapReport(parsed.value.reports[file] ?? '');
         const finished = fileStatuses.get(sentinel) === 'passed';
@@ -925,7 +1039,12 @@ async function runWith(
           statuses.set(id, finished || status !== 'passed' ? status : 'failed');
         }
       }
-      notes.push('results read from the result file');
+      if (tampered.length > 0) {
+        for (const id of ids) statuses.set(id, 'failed');
+        notes.push(
+          `the code under test tampered with the test files (${tampered.join('; ')}); every test counts as failed`,
+        );
+      } else notes.push('results read from the result file');
     }
   }
   return {
@@ -934,7 +1053,7 @@ async function runWith(
     exitCode: run.exitCode,
     timedOut: run.timedOut,
     complete,
-    tampered: [],
+    tampered,
     forged,
   };
 }
