@@ -409,6 +409,60 @@ describeDocker('SWE env in Docker', () => {
     }
   }, 300_000);
 
+  it('one of two FAIL_TO_PASS tests fixed: half the reward with partial credit, nothing without; the full fix 1 either way', async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { sweTaskSchema } = await import('./task-schema.js');
+    const dir = mkdtempSync(join(tmpdir(), 'shears-two-bugs-'));
+    mkdirSync(join(dir, 'src'));
+    mkdirSync(join(dir, 'test'));
+    const buggy =
+      'function double(x) { return x + x + 1; }\nfunction square(x) { return x * x + 1; }\nfunction negate(x) { return -x; }\nmodule.exports = { double, square, negate };\n';
+    writeFileSync(join(dir, 'src/calc.js'), buggy);
+    writeFileSync(
+      join(dir, 'test/calc.test.js'),
+      "const test = require('node:test');\nconst assert = require('node:assert');\nconst { double, square, negate } = require('../src/calc.js');\ntest('double', () => assert.strictEqual(double(2), 4));\ntest('square', () => assert.strictEqual(square(3), 9));\ntest('negate', () => assert.strictEqual(negate(2), -2));\n",
+    );
+    const task = sweTaskSchema.parse({
+      id: 'two-bugs',
+      language: 'javascript',
+      repo: { path: dir },
+      problemStatement: 'double and square are off by one',
+      test: { runner: 'node-test' },
+      failToPass: ['test/calc.test.js::double', 'test/calc.test.js::square'],
+      passToPass: ['test/calc.test.js::negate'],
+      testFiles: ['test/calc.test.js'],
+    });
+    const repository = await prepareRepository(task);
+    const image = await ensureTaskImage({
+      docker,
+      task,
+      prepared: repository,
+      baseTag: await ensureSweBaseImage({ docker }),
+    });
+    prepared.set(task.id, { task, repository, image });
+    const sandbox = await sandboxFor(task);
+    try {
+      await sandbox.writeFile('src/calc.js', buggy.replace('x + x + 1', 'x + x'));
+      expect(await grade(sandbox, task, { partialCredit: true })).toMatchObject({
+        score: 0.5,
+        resolved: false,
+        failToPass: { passed: 1, total: 2 },
+        passToPass: { passed: 1, total: 1 },
+      });
+      expect((await grade(sandbox, task)).score).toBe(0);
+      await sandbox.writeFile(
+        'src/calc.js',
+        buggy.replace('x + x + 1', 'x + x').replace('x * x + 1', 'x * x'),
+      );
+      expect((await grade(sandbox, task, { partialCredit: true })).score).toBe(1);
+      expect((await grade(sandbox, task)).score).toBe(1);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 300_000);
+
   it('the sandbox has no network and no reachable fix history', async () => {
     const task = tasks[0]!;
     const sandbox = await sandboxFor(task);
