@@ -45,6 +45,7 @@ const docker0 = createDockerSandboxProvider({ hosts: [host], workdir: SWE_WORKDI
 
 const acquireMs: number[] = [];
 const gradeMs: number[] = [];
+const phases = new Map<string, number[]>();
 const wallMs: number[] = [];
 const timedProvider: SandboxProviderV1 = {
   specificationVersion: 'v1',
@@ -62,7 +63,12 @@ const timedEnv: EnvV1<SweItem> = {
   async computeReward(item, rollout, context) {
     const started = performance.now();
     try {
-      return await env.computeReward(item, rollout, context);
+      const reward = await env.computeReward(item, rollout, context);
+      const timings =
+        (reward.details?.grading as { timings?: Record<string, number> } | undefined)?.timings ?? {};
+      for (const [name, value] of Object.entries(timings))
+        phases.set(name, [...(phases.get(name) ?? []), value]);
+      return reward;
     } finally {
       gradeMs.push(performance.now() - started);
     }
@@ -114,6 +120,9 @@ console.log(
       (rewards.reduce((sum, value) => sum + value, 0) / Math.max(1, rewards.length)).toFixed(3),
     ),
     rolloutsPerMinute: Number(((wallMs.length / totalSeconds) * 60).toFixed(1)),
+    gradingPhasesMsP50: Object.fromEntries(
+      [...phases].map(([name, values]) => [name, Math.round(median(values))]),
+    ),
     load1Start: Number(load1Start.toFixed(2)),
     load1End: Number(loadavg()[0]!.toFixed(2)),
   }),

@@ -40,6 +40,7 @@ export type {
   SweGrader,
   SweGraderSettings,
   SweGradingAudit,
+  SweGradingTimings,
 } from './swe-grading.js';
 export { createSweGrader, gradeSweRollout } from './swe-grading.js';
 export {

@@ -151,7 +151,8 @@ describeDocker('SWE env in Docker', () => {
       expect(result.droppedDiff).toContain('+++ b/conftest.py');
       expect(result.droppedDiff).toContain('-    assert median([4, 1, 3, 2]) == 2.5');
       // The grading container is gone once the grade is in: what is left is the warm pool's spare.
-      expect(await gradingContainers(task.id)).toBeLessThanOrEqual(1);
+      await expect.poll(() => gradingContainers(task.id), { timeout: 30_000 }).toBeLessThanOrEqual(1);
+      expect(result.audit.timings.totalMs).toBeGreaterThan(0);
     } finally {
       await sandbox.dispose();
     }

@@ -56,6 +56,22 @@ export interface SweGradingAudit {
   suspicious: string[];
   /** Test files put in place at grading time (test patch, hidden tests). */
   gradingFiles: string[];
+  /** Where the grading time went, in milliseconds. */
+  timings: SweGradingTimings;
+}
+
+export interface SweGradingTimings {
+  /** Until the fresh grading container was ready (pool or new). */
+  gradingSandboxMs?: number;
+  /** Reading the rollout's repository through the daemon (overlaps the grading container's start). */
+  readChangeMs?: number;
+  /** Diffing and sorting out the change, reading the pristine bytes for the record. */
+  diffMs?: number;
+  /** Writing the change and the grading-time tests into the grading container. */
+  applyMs?: number;
+  /** Running the tests, stopping the container and reading the results. */
+  testsMs?: number;
+  totalMs?: number;
 }
 
 export interface SweGrade {
@@ -186,6 +202,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
   const providers = new Map<string, Promise<SandboxProviderV1>>();
   const pristineTrees = new Map<string, Promise<TreeManifest>>();
   const shadowNames = new Map<string, Promise<Set<string>>>();
+  const disposals = new Set<Promise<unknown>>();
   const limits = settings.limits ?? { memoryMb: 2048, cpus: 1, pids: 512 };
 
   const providerFor = (hostUrl: string): Promise<SandboxProviderV1> => {
@@ -289,12 +306,15 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
   const readOriginals = async (container: GradingContainer, changes: readonly FileChange[]) => {
     const originals = new Map<string, Buffer>();
     const wanted = changes.filter((change) => change.before?.type === 'file').slice(0, 200);
-    for (const change of wanted) {
-      const content = await readContainerFile(container, `${SWE_WORKDIR}/${change.path}`, {
-        maxBytes: 2 * 1024 * 1024,
-      });
-      if (content) originals.set(change.path, content);
-    }
+    for (let index = 0; index < wanted.length; index += 8)
+      await Promise.all(
+        wanted.slice(index, index + 8).map(async (change) => {
+          const content = await readContainerFile(container, `${SWE_WORKDIR}/${change.path}`, {
+            maxBytes: 2 * 1024 * 1024,
+          });
+          if (content) originals.set(change.path, content);
+        }),
+      );
     return originals;
   };
 
@@ -370,6 +390,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
       tamperFlags: [],
       suspicious: [],
       gradingFiles: [...gradingFiles.keys()].sort(),
+      timings: {},
     };
     const result = (fields: {
       reason: SweGradeReason;
@@ -404,13 +425,32 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
     };
 
     let grading: SandboxV1 | undefined;
+    const started = performance.now();
+    const phase = (name: keyof SweGradingTimings, since: number) => {
+      audit.timings[name] = Math.round(performance.now() - since);
+      return performance.now();
+    };
     try {
+      // The rollout's tree is read while the grading container starts, once the pristine tree of the
+      // image is known (the first grading of an image reads it from its grading container).
+      const known = pristineTrees.get(image);
+      const reading = (async () => {
+        const pristine = known
+          ? await known
+          : await pristineTree(image, dockerParts(await acquiring, 'grading container').container, signal);
+        const readStarted = performance.now();
+        const tree = await readRollout(rollout.container, pristine, signal);
+        phase('readChangeMs', readStarted);
+        return { pristine, tree };
+      })();
+      reading.catch(() => undefined);
       grading = await acquiring;
+      phase('gradingSandboxMs', started);
       const gradingContainer = dockerParts(grading, 'grading container').container;
-      const pristine = await pristineTree(image, gradingContainer, signal);
+      let pristine: TreeManifest;
       let rolloutTree: TreeManifest;
       try {
-        rolloutTree = await readRollout(rollout.container, pristine, signal);
+        ({ pristine, tree: rolloutTree } = await reading);
       } catch (error) {
         if (TreeTooLargeError.isInstance(error))
           return result({
@@ -419,6 +459,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
           });
         throw error;
       }
+      let mark = performance.now();
       const changes = diffTrees(pristine, rolloutTree);
       const names = task.test.runner === 'pytest' ? await moduleNames(image, grading) : undefined;
       const { applied, dropped } = sortOutChange(changes, {
@@ -439,8 +480,10 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
       const droppedDiff = renderChangeDiff(droppedChanges, originals, { maxChars });
       audit.suspicious = suspiciousHints(applied, originals, testPaths);
 
+      mark = phase('diffMs', mark);
       try {
         await apply(grading, gradingContainer, applied, gradingFiles);
+        mark = phase('applyMs', mark);
       } catch (error) {
         const running = (await gradingContainer.inspect().catch(() => undefined))?.State?.Running;
         if (running !== true) throw error;
@@ -486,6 +529,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
           droppedDiff,
         });
       }
+      phase('testsMs', mark);
       audit.tamperFlags.push(...run.tampered);
       if (run.forged)
         audit.tamperFlags.push('the result file was not written by the runner (forged or malformed)');
@@ -523,14 +567,19 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
         cause: error,
       });
     } finally {
-      const disposing = grading ? grading.dispose() : acquiring.then((sandbox) => sandbox.dispose());
-      await disposing.catch(() => undefined);
+      audit.timings.totalMs = Math.round(performance.now() - started);
+      // The container is stopped (or never got the change); removing it need not hold the grade up.
+      const disposing = (grading ? grading.dispose() : acquiring.then((sandbox) => sandbox.dispose()))
+        .catch(() => undefined)
+        .finally(() => disposals.delete(disposing));
+      disposals.add(disposing);
     }
   };
 
   return {
     grade,
     async close() {
+      await Promise.allSettled([...disposals]);
       const all = await Promise.allSettled([...providers.values()]);
       providers.clear();
       for (const entry of all) if (entry.status === 'fulfilled') await entry.value.close?.();
