@@ -527,9 +527,14 @@ def _shears_run():
                 source = verified(path, handle.read())
             return compile(source, path, "exec", dont_inherit=True)
 
+    protected_stems = {os.path.basename(path)[:-3] for path in protected if path.endswith(".py")}
+    protected_stems |= {os.path.basename(os.path.dirname(path)) for path in protected if path.endswith("/__init__.py")}
+
     class VerifiedFinder:
         @classmethod
         def find_spec(cls, name, path=None, target=None):
+            if name.rpartition(".")[2] not in protected_stems:
+                return None
             spec = importlib.machinery.PathFinder.find_spec(name, path, target)
             origin = getattr(spec, "origin", None)
             if not origin or not origin.endswith(".py") or realpath(origin) not in protected:
