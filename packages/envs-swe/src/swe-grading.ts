@@ -81,9 +81,9 @@ export interface SweGrade {
   failToPass: { passed: number; total: number };
   passToPass: { passed: number; total: number };
   statuses: Record<string, TestStatus>;
-  /** The applied change as a git-style diff against the pristine repository. */
+  /** The agent's whole change as the grader read it (applied and dropped paths), a git-style diff against the pristine repository. */
   diff: string;
-  /** The dropped part of the change, same format. */
+  /** The dropped part of the change, same format (`audit.applied` lists what was applied). */
   droppedDiff: string;
   audit: SweGradingAudit;
   testOutput: string;
@@ -476,7 +476,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
       const droppedChanges = changes.filter((change) => droppedPaths.has(change.path));
       const originals = await readOriginals(gradingContainer, [...applied, ...droppedChanges]);
       const maxChars = settings.maxDiffChars ?? 200_000;
-      const diff = renderChangeDiff(applied, originals, { maxChars });
+      const diff = renderChangeDiff(changes, originals, { maxChars });
       const droppedDiff = renderChangeDiff(droppedChanges, originals, { maxChars });
       audit.suspicious = suspiciousHints(applied, originals, testPaths);
 
