@@ -1,6 +1,6 @@
 // Repository preparation on the host: copy or clone the task's repository, give it a fresh
-// one-commit git history (so the fix's history is not reachable from the sandbox), and snapshot
-// the protected files (tests and test configuration) that grading restores.
+// one-commit git history (so the fix's history is not reachable from the sandbox), and work out the
+// test files put in place only at grading time (the test patch applied on the host, hidden tests).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -22,38 +22,16 @@ import type { SweTask } from './task-schema.js';
 
 const execFileAsync = promisify(execFile);
 
-/** Test-runner configuration that an agent could use to change what the tests do (at the root). */
-const CONFIG_FILE_NAMES = new Set([
-  'conftest.py',
-  'pytest.ini',
-  'tox.ini',
-  'setup.cfg',
-  'pyproject.toml',
-  'package.json',
-]);
-
-/** pytest reads these in any directory on the way up from the tests, so they are protected at any depth. */
-const PYTEST_CONFIG_NAMES = new Set([
-  'conftest.py',
-  'pytest.ini',
-  '.pytest.ini',
-  'tox.ini',
-  'setup.cfg',
-  'pyproject.toml',
-]);
-
-export interface ProtectedFile {
-  /** Original content, or null when the file did not exist at the base commit. */
-  content: Buffer | null;
-  sha256: string | null;
-}
-
 export interface PreparedRepository {
   /** Host directory holding the repository with its fresh history. */
   dir: string;
   baseCommit: string;
-  /** Repository-relative path -> original content. */
-  protectedFiles: Map<string, ProtectedFile>;
+  /**
+   * Test files put in place in the grading container after the agent's change (path → bytes, null
+   * to delete): the files the test patch touches, as the patch leaves them, and the hidden tests.
+   * None of them is in the task image, so the agent never sees them.
+   */
+  gradingFiles: Map<string, Buffer | null>;
   /** SHA-256 over every tracked file: the per-repository image cache key. */
   contentHash: string;
   dispose(): void;
@@ -131,23 +109,12 @@ export async function prepareRepository(
     );
     const baseCommit = (await git(dir, ['rev-parse', 'HEAD'])).trim();
     const files = listFiles(dir);
-    const protectedPaths = new Set<string>([
-      ...task.testFiles,
-      ...(task.testPatch ? patchedFiles(task.testPatch) : []),
-    ]);
-    for (const file of files) {
-      const name = file.split('/').pop()!;
-      if (PYTEST_CONFIG_NAMES.has(name) || (CONFIG_FILE_NAMES.has(name) && !file.includes('/')))
-        protectedPaths.add(file);
-    }
-    const protectedFiles = new Map<string, ProtectedFile>();
-    for (const path of [...protectedPaths].sort()) {
-      const full = join(dir, path);
-      if (existsSync(full)) {
-        const content = readFileSync(full);
-        protectedFiles.set(path, { content, sha256: sha256(content) });
-      } else protectedFiles.set(path, { content: null, sha256: null });
-    }
+    const gradingFiles = new Map<string, Buffer | null>();
+    if (task.testPatch)
+      for (const [path, content] of await filesAfterPatch(dir, task.testPatch))
+        gradingFiles.set(path, content);
+    for (const [path, content] of Object.entries(task.hiddenTests))
+      gradingFiles.set(path, Buffer.from(content));
     const hash = createHash('sha256');
     for (const file of files)
       hash
@@ -158,7 +125,7 @@ export async function prepareRepository(
     return {
       dir,
       baseCommit,
-      protectedFiles,
+      gradingFiles,
       contentHash: hash.digest('hex'),
       dispose: () => rmSync(dir, { recursive: true, force: true }),
     };

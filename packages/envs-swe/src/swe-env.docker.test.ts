@@ -1,16 +1,18 @@
-// The SWE env in Docker, for real: every bundled task's gold fix scores 1.0 and the untouched
-// repository 0.0; tampering with the tests in a container does not raise the score; and the env
-// runs end to end through the group runner with the demo policy behind the scripted server.
+// The SWE env in Docker, for real: every bundled task's gold fix scores 1.0 (hidden tests
+// included) and the untouched repository 0.0; source that forges results or patches the test
+// runner from inside the test process does not raise the score; the grading container is gone
+// afterwards; and the env runs end to end through the group runner with the demo policy behind the
+// scripted server. Attacks played through the env's own tools are in swe-attacks.docker.test.ts.
 import { runGroup, type SandboxV1 } from '@shears/core';
 import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
-import { createDockerSandboxProvider, createTerminalTool } from '@shears/tools-terminal';
+import { createDockerSandboxProvider } from '@shears/tools-terminal';
 import type Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweDemoPolicy } from './demo-policy.js';
 import { createDockerClient, ensureSweBaseImage, ensureTaskImage, SWE_WORKDIR } from './images.js';
 import { filesAfterPatch, type PreparedRepository, prepareRepository } from './repo.js';
 import { createSweEnv } from './swe-env.js';
-import { gradeSweRollout } from './swe-grading.js';
+import { createSweGrader, type SweGrade, type SweGrader } from './swe-grading.js';
 import { bundledTaskPackDir, loadTaskPack } from './task-loaders.js';
 import type { SweTask } from './task-schema.js';
 
@@ -28,6 +30,7 @@ describeDocker('SWE env in Docker', () => {
   const prepared = new Map<string, { task: SweTask; repository: PreparedRepository; image: string }>();
   let docker: Dockerode;
   let provider: ReturnType<typeof createDockerSandboxProvider>;
+  let grader: SweGrader;
 
   beforeAll(async () => {
     docker = await createDockerClient(host);
@@ -38,9 +41,11 @@ describeDocker('SWE env in Docker', () => {
       prepared.set(task.id, { task, repository, image });
     }
     provider = createDockerSandboxProvider({ hosts: [host!], workdir: SWE_WORKDIR });
+    grader = createSweGrader();
   }, 900_000);
 
   afterAll(async () => {
+    await grader?.close();
     await provider?.close();
     for (const entry of prepared.values()) entry.repository.dispose();
   });
@@ -49,31 +54,65 @@ describeDocker('SWE env in Docker', () => {
     return provider.acquire({ image: prepared.get(task.id)!.image, workdir: SWE_WORKDIR, network: 'none' });
   }
 
-  it('every bundled task: the gold fix scores 1.0 and the untouched repository 0.0', async () => {
+  function grade(
+    sandbox: SandboxV1,
+    task: SweTask,
+    options: { partialCredit?: boolean } = {},
+  ): Promise<SweGrade> {
+    const entry = prepared.get(task.id)!;
+    return grader.grade({
+      sandbox,
+      task,
+      image: entry.image,
+      gradingFiles: entry.repository.gradingFiles,
+      ...options,
+    });
+  }
+
+  async function writeGold(sandbox: SandboxV1, task: SweTask): Promise<void> {
+    for (const [path, content] of await filesAfterPatch(
+      prepared.get(task.id)!.repository.dir,
+      task.goldPatch!,
+    ))
+      if (content) await sandbox.writeFile(path, content);
+  }
+
+  /** Grading containers of a task still on the daemon (the warm pool keeps one spare per image). */
+  async function gradingContainers(taskId: string): Promise<number> {
+    const list = await docker.listContainers({
+      all: true,
+      filters: { label: [`shears.swe.grading=${taskId}`] },
+    });
+    return list.length;
+  }
+
+  it('every bundled task: the gold fix scores 1.0 (hidden tests included) and the untouched repository 0.0', async () => {
     const results: Array<{ id: string; untouched: number; gold: number }> = [];
     // A few tasks at a time: each grading starts a container and runs the task's tests.
     const queue = [...tasks];
     await Promise.all(
       Array.from({ length: 3 }, async () => {
         for (let task = queue.shift(); task; task = queue.shift()) {
-          const entry = prepared.get(task.id)!;
           const untouched = await sandboxFor(task);
           const fixed = await sandboxFor(task);
           try {
-            for (const [path, content] of await filesAfterPatch(entry.repository.dir, task.goldPatch!)) {
-              if (content) await fixed.writeFile(path, content);
-            }
-            const [before, after] = await Promise.all([
-              gradeSweRollout({ sandbox: untouched, task, protectedFiles: entry.repository.protectedFiles }),
-              gradeSweRollout({ sandbox: fixed, task, protectedFiles: entry.repository.protectedFiles }),
-            ]);
+            await writeGold(fixed, task);
+            const [before, after] = await Promise.all([grade(untouched, task), grade(fixed, task)]);
             expect(before.passToPass, `${task.id} P2P before the fix`).toEqual({
               passed: task.passToPass.length,
               total: task.passToPass.length,
             });
+            expect(before.audit.reason, `${task.id} untouched`).toBe('unresolved');
             expect(after.statuses, `${task.id} after the fix`).toEqual(
               Object.fromEntries([...task.failToPass, ...task.passToPass].map((id) => [id, 'passed'])),
             );
+            expect(after.audit).toMatchObject({ reason: 'resolved', dropped: [], tamperFlags: [] });
+            expect(after.audit.gradingFiles).toEqual(Object.keys(task.hiddenTests).sort());
+            // Every bundled task has a FAIL_TO_PASS test the agent never sees.
+            expect(
+              task.failToPass.some((id) => id.split('::')[0]! in task.hiddenTests),
+              task.id,
+            ).toBe(true);
             results.push({ id: task.id, untouched: before.score, gold: after.score });
           } finally {
             await untouched.dispose();
@@ -84,155 +123,69 @@ describeDocker('SWE env in Docker', () => {
     );
     results.sort((a, b) => a.id.localeCompare(b.id));
     expect(results).toEqual(tasks.map((task) => ({ id: task.id, untouched: 0, gold: 1 })));
-  }, 600_000);
+  }, 900_000);
 
-  it('editing or deleting tests, or planting a conftest.py, does not raise the score', async () => {
-    const python = tasks.find((task) => task.language === 'python')!;
-    const javascript = tasks.find((task) => task.language === 'javascript')!;
-    const pythonEntry = prepared.get(python.id)!;
-    // A conftest that turns every test result into a pass.
-    const conftest = `import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    report.outcome = "passed"\n`;
-    const planted = await sandboxFor(python);
+  it('records what the grader saw: the applied diff, the dropped part and why; the hidden tests stay out of the rollout', async () => {
+    const task = tasks.find((candidate) => candidate.id === 'py-median-even')!;
+    const sandbox = await sandboxFor(task);
     try {
-      await planted.writeFile('conftest.py', conftest);
-      const grade = await gradeSweRollout({
-        sandbox: planted,
-        task: python,
-        protectedFiles: pythonEntry.repository.protectedFiles,
-      });
-      expect(grade.score).toBe(0);
-      expect(grade.removedFiles).toEqual(['conftest.py']);
+      const hidden = Object.keys(task.hiddenTests)[0]!;
+      expect((await sandbox.exec(`test -e ${hidden}; echo $?`)).stdout.trim()).toBe('1');
+      await writeGold(sandbox, task);
+      await sandbox.writeFile('conftest.py', 'import pytest\n');
+      await sandbox.writeFile('tests/test_statsmini.py', 'def test_median_even():\n    pass\n');
+      await sandbox.exec('mkfifo pipe && ln -s /etc/passwd passwd-link && rm pytest.ini');
+      const result = await grade(sandbox, task);
+      expect(result.score).toBe(1);
+      expect(result.audit.applied).toEqual([{ path: 'statsmini.py', change: 'modified' }]);
+      expect(result.audit.dropped).toEqual([
+        { path: 'conftest.py', change: 'added', reason: 'test configuration' },
+        { path: 'passwd-link', change: 'added', reason: 'symbolic link (only regular files are applied)' },
+        { path: 'pipe', change: 'added', reason: 'not a regular file (FIFO, device or socket)' },
+        { path: 'pytest.ini', change: 'deleted', reason: 'test configuration' },
+        { path: 'tests/test_statsmini.py', change: 'modified', reason: 'test file' },
+      ]);
+      expect(result.diff).toContain('diff --git a/statsmini.py b/statsmini.py');
+      expect(result.diff).toContain('+    if len(ordered) % 2 == 0:');
+      expect(result.diff).toContain('+++ b/conftest.py');
+      expect(result.droppedDiff).not.toContain('diff --git a/statsmini.py');
+      expect(result.droppedDiff).toContain('+++ b/conftest.py');
+      expect(result.droppedDiff).toContain('-    assert median([4, 1, 3, 2]) == 2.5');
+      // The grading container is gone once the grade is in: what is left is the warm pool's spare.
+      await expect.poll(() => gradingContainers(task.id), { timeout: 30_000 }).toBeLessThanOrEqual(1);
+      expect(result.audit.timings.totalMs).toBeGreaterThan(0);
     } finally {
-      await planted.dispose();
-    }
-    const rewritten = await sandboxFor(python);
-    try {
-      const testFile = python.testFiles[0]!;
-      const names = [...python.failToPass, ...python.passToPass].map((id) => id.split('::')[1]!);
-      await rewritten.writeFile(
-        testFile,
-        names.map((name) => `def ${name}():\n    assert True\n`).join('\n'),
-      );
-      const grade = await gradeSweRollout({
-        sandbox: rewritten,
-        task: python,
-        protectedFiles: pythonEntry.repository.protectedFiles,
-      });
-      expect(grade.score).toBe(0);
-      expect(grade.tamperedFiles).toEqual([testFile]);
-    } finally {
-      await rewritten.dispose();
-    }
-    const deleted = await sandboxFor(javascript);
-    try {
-      await deleted.exec('rm -rf test');
-      const grade = await gradeSweRollout({
-        sandbox: deleted,
-        task: javascript,
-        protectedFiles: prepared.get(javascript.id)!.repository.protectedFiles,
-      });
-      expect(grade.score).toBe(0);
-      expect(grade.tamperedFiles).toEqual(javascript.testFiles);
-    } finally {
-      await deleted.dispose();
+      await sandbox.dispose();
     }
   }, 300_000);
 
-  it('a planted pytest.py, a tests/pyproject.toml loading a plugin, or a background process rewriting the tests does not raise the score', async () => {
-    const python = tasks.find(
-      (task) => task.language === 'python' && task.testFiles[0]!.startsWith('tests/'),
-    )!;
-    const entry = prepared.get(python.id)!;
-    const grade = (sandbox: SandboxV1) =>
-      gradeSweRollout({
-        sandbox,
-        task: python,
-        protectedFiles: entry.repository.protectedFiles,
-        baseCommit: entry.repository.baseCommit,
-      });
-    const testFile = python.testFiles[0]!;
-    const names = [...python.failToPass, ...python.passToPass].map((id) => id.split('::')[1]!);
-    const hackedTests = names.map((name) => `def ${name}():\n    assert True\n`).join('\n');
-    // A plugin that turns every test result into a pass.
-    const forcePass = `import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n`;
-
-    // 1. A fake pytest at the root: `python3 -m pytest` would run it, and it prints a pass per id.
-    const fakePytest = await sandboxFor(python);
+  it('a planted pytest.py and a json.py beside the tests are dropped; the installed pytest runs', async () => {
+    const python = tasks.find((task) => task.id === 'py-median-even')!;
+    const sandbox = await sandboxFor(python);
     try {
-      await fakePytest.writeFile(
+      await sandbox.writeFile(
         'pytest.py',
         `import sys\nfor arg in sys.argv[1:]:\n    if "::" in arg:\n        print("PASSED " + arg)\n`,
       );
-      await fakePytest.writeFile('tests/json.py', 'raise SystemExit("planted json module imported")\n');
-      const result = await grade(fakePytest);
+      await sandbox.writeFile('tests/json.py', 'raise SystemExit("planted json module imported")\n');
+      await sandbox.writeFile('decimal.py', 'raise SystemExit("planted decimal module imported")\n');
+      const result = await grade(sandbox, python);
       expect(result.score).toBe(0);
       expect(result.failToPass.passed).toBe(0);
-      expect(result.removedFiles).toEqual(['pytest.py', 'tests/json.py']);
+      expect(result.audit.dropped.map((entry) => [entry.path, entry.reason])).toEqual([
+        ['decimal.py', 'shadows an installed or standard-library module'],
+        ['pytest.py', 'shadows an installed or standard-library module'],
+        ['tests/json.py', 'test file'],
+      ]);
       // The genuine pytest ran: P2P tests still pass.
       expect(result.passToPass.passed).toBe(python.passToPass.length);
     } finally {
-      await fakePytest.dispose();
-    }
-
-    // 2. pytest.ini at the root is protected, but a pyproject.toml nearer the tests is found first.
-    const plugin = await sandboxFor(python);
-    try {
-      await plugin.writeFile('shears_force_pass.py', forcePass);
-      await plugin.writeFile(
-        'tests/pyproject.toml',
-        '[tool.pytest.ini_options]\naddopts = "-p shears_force_pass"\npythonpath = [".."]\n',
-      );
-      // Hidden from `git status` through .gitignore: ignored files are removed too.
-      await plugin.exec("printf 'tests/pyproject.toml\\n' >> .git/info/exclude");
-      const result = await grade(plugin);
-      expect(result.score).toBe(0);
-      expect(result.removedFiles).toEqual(['tests/pyproject.toml']);
-    } finally {
-      await plugin.dispose();
-    }
-
-    // 3. A background process started with the terminal tool keeps rewriting the test file, so it
-    //    would undo the restoration between restore and test run.
-    const background = await sandboxFor(python);
-    try {
-      await background.writeFile('/tmp/hacked.py', hackedTests);
-      const terminal = createTerminalTool();
-      const started = await terminal.execute(
-        {
-          command: `while :; do cmp -s /tmp/hacked.py ${testFile} || cp /tmp/hacked.py ${testFile}; sleep 0.02; done`,
-          background: true,
-        },
-        {
-          sandbox: background,
-          taskId: python.id,
-          rolloutId: 'background-hack',
-          signal: new AbortController().signal,
-          logger: { debug() {}, info() {}, warn() {}, error() {} },
-          state: new Map(),
-        },
-      );
-      expect(JSON.stringify(started)).toContain('proc_');
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const result = await grade(background);
-      expect(result.score).toBe(0);
-      expect(result.tamperedFiles).toEqual([testFile]);
-      // The rewriter is gone: the test file stays restored after grading.
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(
-        Buffer.from(await background.readFile(testFile)).equals(
-          entry.repository.protectedFiles.get(testFile)!.content!,
-        ),
-      ).toBe(true);
-      // The sandbox still works after the clean-up.
-      expect((await background.exec('echo alive')).stdout.trim()).toBe('alive');
-    } finally {
-      await background.dispose();
+      await sandbox.dispose();
     }
   }, 300_000);
 
   it('JavaScript source that prints fake TAP results, rewrites stdout, exits early or stubs assertions does not raise the score', async () => {
     const javascript = tasks.find((task) => task.language === 'javascript')!;
-    const entry = prepared.get(javascript.id)!;
     // The module the tests import: the file the gold fix changes.
     const sourceFile = /^diff --git a\/(\S+)/m.exec(javascript.goldPatch!)![1]!;
     const names = [...javascript.failToPass, ...javascript.passToPass].map((id) => id.split('::')[1]!);
@@ -289,18 +242,13 @@ describeDocker('SWE env in Docker', () => {
       const results: Array<{ hack: string; score: number; failToPass: number; passToPass: number }> = [];
       for (const variant of variants) {
         await sandbox.writeFile(sourceFile, `${original}\n${variant.code}`);
-        const grade = await gradeSweRollout({
-          sandbox,
-          task: javascript,
-          protectedFiles: entry.repository.protectedFiles,
-          baseCommit: entry.repository.baseCommit,
-        });
-        expect(grade.tamperedFiles).toEqual([]);
+        const graded = await grade(sandbox, javascript);
+        expect(graded.audit.dropped).toEqual([]);
         results.push({
           hack: variant.hack,
-          score: grade.score,
-          failToPass: grade.failToPass.passed,
-          passToPass: grade.passToPass.passed,
+          score: graded.score,
+          failToPass: graded.failToPass.passed,
+          passToPass: graded.passToPass.passed,
         });
       }
       // No F2P test passes. Where the real results still reach the runner, the P2P tests pass; a
@@ -315,16 +263,11 @@ describeDocker('SWE env in Docker', () => {
       );
       // The same source without a hack still scores as before: the grading itself is unchanged.
       await sandbox.writeFile(sourceFile, original);
-      const clean = await gradeSweRollout({
-        sandbox,
-        task: javascript,
-        protectedFiles: entry.repository.protectedFiles,
-        baseCommit: entry.repository.baseCommit,
-      });
+      const clean = await grade(sandbox, javascript);
       expect(clean.passToPass.passed).toBe(javascript.passToPass.length);
       expect(clean.score).toBe(0);
-      // Nothing of the runner's scaffolding is left behind in the sandbox.
-      expect((await sandbox.exec(`ls -A ${sandbox.tempDir}`)).stdout).not.toContain('shears-node-tests');
+      // Grading ran elsewhere: nothing of the runner's scaffolding is in the rollout's sandbox.
+      expect((await sandbox.exec(`ls -A ${sandbox.tempDir}`)).stdout).not.toContain('shears');
     } finally {
       await sandbox.dispose();
     }
@@ -332,7 +275,6 @@ describeDocker('SWE env in Docker', () => {
 
   it('Python source that forges PASSED lines, exits early or patches pytest from inside the test process does not raise the score', async () => {
     const python = tasks.find((task) => task.id === 'py-median-even')!;
-    const entry = prepared.get(python.id)!;
     // The module the tests import: the file the gold fix changes. Appended code runs when the test
     // module imports it, inside pytest's own process.
     const sourceFile = /^diff --git a\/(\S+)/m.exec(python.goldPatch!)![1]!;
@@ -385,7 +327,7 @@ describeDocker('SWE env in Docker', () => {
         realResultsReach: false,
         code: [
           'import json as _json, os as _os',
-          '_fake = _json.dumps({"results": {i: "passed" for i in ' + JSON.stringify(ids) + '}})',
+          `_fake = _json.dumps({"results": {i: "passed" for i in ${JSON.stringify(ids)}}})`,
           'for _arg in open("/proc/self/cmdline", "rb").read().decode().split("\\0"):',
           '    _dir = _arg if _os.path.isdir(_arg) else _os.path.dirname(_arg)',
           '    if _arg.startswith("/") and _os.path.isdir(_dir) and _dir != "/":',
@@ -399,7 +341,7 @@ describeDocker('SWE env in Docker', () => {
       },
       {
         hack: 'patches TestReport.__init__ so every report says passed',
-        note: `${tampered} (_pytest.reports:TestReport.__init__)`,
+        note: `${tampered} (_pytest.reports:TestReport.__init__`,
         realResultsReach: false,
         code: [
           'import _pytest.reports as _reports',
@@ -413,7 +355,7 @@ describeDocker('SWE env in Docker', () => {
       },
       {
         hack: 'replaces pytest Function.runtest with a no-op',
-        note: `${tampered} (_pytest.python:Function.runtest)`,
+        note: `${tampered} (_pytest.python:Function.runtest`,
         realResultsReach: false,
         code: ['import _pytest.python as _python', '_python.Function.runtest = lambda self: None'],
       },
@@ -436,20 +378,14 @@ describeDocker('SWE env in Docker', () => {
       const results: Array<{ hack: string; score: number; failToPass: number; passToPass: number }> = [];
       for (const variant of variants) {
         await sandbox.writeFile(sourceFile, `${original}\n${variant.code.join('\n')}\n`);
-        const grade = await gradeSweRollout({
-          sandbox,
-          task: python,
-          protectedFiles: entry.repository.protectedFiles,
-          baseCommit: entry.repository.baseCommit,
-        });
-        expect(grade.tamperedFiles).toEqual([]);
-        expect(grade.removedFiles).toEqual([]);
-        expect(grade.testOutput, variant.hack).toContain(`### shears: ${variant.note}`);
+        const graded = await grade(sandbox, python);
+        expect(graded.audit.dropped).toEqual([]);
+        expect(graded.testOutput, variant.hack).toContain(`### shears: ${variant.note}`);
         results.push({
           hack: variant.hack,
-          score: grade.score,
-          failToPass: grade.failToPass.passed,
-          passToPass: grade.passToPass.passed,
+          score: graded.score,
+          failToPass: graded.failToPass.passed,
+          passToPass: graded.passToPass.passed,
         });
       }
       // No F2P test passes; a run that stopped early or whose pytest was patched counts nothing.
@@ -463,21 +399,67 @@ describeDocker('SWE env in Docker', () => {
       );
       // The same source without a hack still scores as before, and the gold fix still scores 1.
       await sandbox.writeFile(sourceFile, original);
-      const grade = () =>
-        gradeSweRollout({
-          sandbox,
-          task: python,
-          protectedFiles: entry.repository.protectedFiles,
-          baseCommit: entry.repository.baseCommit,
-        });
-      const clean = await grade();
+      const clean = await grade(sandbox, python);
       expect(clean.passToPass.passed).toBe(python.passToPass.length);
       expect(clean.score).toBe(0);
-      for (const [path, content] of await filesAfterPatch(entry.repository.dir, python.goldPatch!))
-        if (content) await sandbox.writeFile(path, content);
-      expect((await grade()).score).toBe(1);
-      // Nothing of the runner's scaffolding is left behind in the sandbox.
-      expect((await sandbox.exec(`ls -A ${sandbox.tempDir}`)).stdout).not.toContain('shears-pytest');
+      await writeGold(sandbox, python);
+      expect((await grade(sandbox, python)).score).toBe(1);
+      // Grading ran elsewhere: nothing of the runner's scaffolding is in the rollout's sandbox.
+      expect((await sandbox.exec(`ls -A ${sandbox.tempDir}`)).stdout).not.toContain('shears');
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 300_000);
+
+  it('one of two FAIL_TO_PASS tests fixed: half the reward with partial credit, nothing without; the full fix 1 either way', async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { sweTaskSchema } = await import('./task-schema.js');
+    const dir = mkdtempSync(join(tmpdir(), 'shears-two-bugs-'));
+    mkdirSync(join(dir, 'src'));
+    mkdirSync(join(dir, 'test'));
+    const buggy =
+      'function double(x) { return x + x + 1; }\nfunction square(x) { return x * x + 1; }\nfunction negate(x) { return -x; }\nmodule.exports = { double, square, negate };\n';
+    writeFileSync(join(dir, 'src/calc.js'), buggy);
+    writeFileSync(
+      join(dir, 'test/calc.test.js'),
+      "const test = require('node:test');\nconst assert = require('node:assert');\nconst { double, square, negate } = require('../src/calc.js');\ntest('double', () => assert.strictEqual(double(2), 4));\ntest('square', () => assert.strictEqual(square(3), 9));\ntest('negate', () => assert.strictEqual(negate(2), -2));\n",
+    );
+    const task = sweTaskSchema.parse({
+      id: 'two-bugs',
+      language: 'javascript',
+      repo: { path: dir },
+      problemStatement: 'double and square are off by one',
+      test: { runner: 'node-test' },
+      failToPass: ['test/calc.test.js::double', 'test/calc.test.js::square'],
+      passToPass: ['test/calc.test.js::negate'],
+      testFiles: ['test/calc.test.js'],
+    });
+    const repository = await prepareRepository(task);
+    const image = await ensureTaskImage({
+      docker,
+      task,
+      prepared: repository,
+      baseTag: await ensureSweBaseImage({ docker }),
+    });
+    prepared.set(task.id, { task, repository, image });
+    const sandbox = await sandboxFor(task);
+    try {
+      await sandbox.writeFile('src/calc.js', buggy.replace('x + x + 1', 'x + x'));
+      expect(await grade(sandbox, task, { partialCredit: true })).toMatchObject({
+        score: 0.5,
+        resolved: false,
+        failToPass: { passed: 1, total: 2 },
+        passToPass: { passed: 1, total: 1 },
+      });
+      expect((await grade(sandbox, task)).score).toBe(0);
+      await sandbox.writeFile(
+        'src/calc.js',
+        buggy.replace('x + x + 1', 'x + x').replace('x * x + 1', 'x * x'),
+      );
+      expect((await grade(sandbox, task, { partialCredit: true })).score).toBe(1);
+      expect((await grade(sandbox, task)).score).toBe(1);
     } finally {
       await sandbox.dispose();
     }
@@ -534,7 +516,10 @@ describeDocker('SWE env in Docker', () => {
         const rewards = group.rollouts.map((rollout) => rollout.reward).sort();
         expect(rewards).toEqual([0, 0, 1, 1]);
         for (const rollout of group.rollouts) {
-          expect(String(rollout.rewardDetails?.diff)).toContain('diff --git');
+          // What the rollout changed is on record: applied, or dropped (the demo's test rewrite).
+          expect(`${rollout.rewardDetails?.diff}${rollout.rewardDetails?.droppedDiff}`).toContain(
+            'diff --git',
+          );
           if (rollout.rewardComponents?.tests_tampered === 1) expect(rollout.reward).toBe(0);
         }
         expect(group.rollouts.some((rollout) => rollout.rewardComponents?.tests_tampered === 1)).toBe(true);

@@ -1,6 +1,7 @@
 // The SWE environment: each item is a bug-fix task in a real repository; each rollout works in
 // its own container of the task's image (network off) with the terminal and file tools, and is
-// rewarded by the task's tests run in that same container after anti-hacking restoration.
+// rewarded by the task's tests, run on the rollout's change applied to a pristine copy of the
+// repository in a fresh container of the same image (see swe-grading.ts).
 import type { ChatMessage, EnvItem, EnvV1, Logger, RewardResult, SandboxSpec, ToolV1 } from '@shears/core';
 import { InvalidArgumentError, silentLogger } from '@shears/core';
 import type Dockerode from 'dockerode';
@@ -13,7 +14,7 @@ import {
   SWE_WORKDIR,
 } from './images.js';
 import { type PreparedRepository, prepareRepository } from './repo.js';
-import { gradeSweRollout } from './swe-grading.js';
+import { createSweGrader, type SweGrader, type SweGraderSettings } from './swe-grading.js';
 import type { SweTask } from './task-schema.js';
 
 export interface SweItem extends EnvItem {
@@ -30,13 +31,15 @@ export interface SweEnvSettings {
   maxTurns?: number;
   limits?: SandboxSpec['limits'];
   onProgress?: ProgressCallback;
+  /** Grading: the warm pool of fresh grading containers, their limits, and caps on the change read. */
+  grading?: SweGraderSettings;
   /** Items in a fixed order (default) or shuffled with `random`. */
   random?: () => number;
 }
 
 export const SWE_SYSTEM_PROMPT = `You are a software engineer fixing a bug in the repository at ${SWE_WORKDIR}.
 Use the tools to explore the code, reproduce the problem, edit the source and run the tests.
-Do not modify the tests: they are restored before grading. When the fix is complete, reply with a short summary.`;
+Do not modify the tests or the test configuration: only your changes to the source are graded, on a clean copy of the repository with the original tests and more tests you have not seen. When the fix is complete, reply with a short summary.`;
 
 async function defaultTools(): Promise<ToolV1[]> {
   // Loaded on first use so that importing the env does not load the sandbox backends.
@@ -62,6 +65,7 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
   if (settings.tasks.length === 0)
     throw new InvalidArgumentError({ argument: 'tasks', message: 'The SWE env needs at least one task' });
   const prepared = new Map<string, { task: SweTask; prepared: PreparedRepository; image: string }>();
+  let grader: SweGrader | undefined;
   let tools: ToolV1[] = [];
   let cursor = 0;
   let order = settings.tasks.map((_, index) => index);
@@ -153,14 +157,21 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
           value: item.task.id,
           message: `Task ${item.task.id} was not prepared`,
         });
-      const grade = await gradeSweRollout({
+      grader ??= createSweGrader({
+        ...(settings.limits ? { limits: settings.limits } : {}),
+        ...settings.grading,
+      });
+      const grade = await grader.grade({
         sandbox: context.sandbox,
         task: entry.task,
-        protectedFiles: entry.prepared.protectedFiles,
-        baseCommit: entry.prepared.baseCommit,
+        image: entry.image,
+        gradingFiles: entry.prepared.gradingFiles,
         partialCredit: settings.partialCredit,
         signal: context.signal,
       });
+      const testDropped = grade.audit.dropped.some((dropped) =>
+        ['test file', 'test configuration', 'would displace a test file'].includes(dropped.reason),
+      );
       return {
         score: grade.score,
         components: {
@@ -169,12 +180,14 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
           f2p_total: grade.failToPass.total,
           p2p_passed: grade.passToPass.passed,
           p2p_total: grade.passToPass.total,
-          tests_tampered: grade.tamperedFiles.length > 0 ? 1 : 0,
+          tests_tampered: testDropped ? 1 : 0,
+          changes_dropped: grade.audit.dropped.length,
+          grading_tampered: grade.audit.reason === 'grading_tampered' ? 1 : 0,
         },
         details: {
+          grading: grade.audit,
           diff: grade.diff,
-          tamperedFiles: grade.tamperedFiles,
-          removedFiles: grade.removedFiles,
+          droppedDiff: grade.droppedDiff,
           tests: grade.statuses,
           testOutput: grade.testOutput.slice(-4000),
           timedOut: grade.timedOut,
@@ -185,6 +198,8 @@ export function createSweEnv(settings: SweEnvSettings): SweEnv {
       return settings.tasks.map((task) => ({ id: task.id, prompt: task.problemStatement, task }));
     },
     async close() {
+      await grader?.close();
+      grader = undefined;
       for (const entry of prepared.values()) entry.prepared.dispose();
       prepared.clear();
     },

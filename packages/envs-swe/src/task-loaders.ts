@@ -1,8 +1,8 @@
-// Loaders for SWE tasks: task-pack folders (one folder per task with task.json, repo/ and an
-// optional gold.patch), task packs published as npm packages, and JSONL in the SWE-bench field
-// layout. Every validation error names the file, the task and the field.
+// Loaders for SWE tasks: task-pack folders (one folder per task with task.json, repo/, and optional
+// gold.patch, test.patch and hidden/ tests), task packs published as npm packages, and JSONL in
+// the SWE-bench field layout. Every validation error names the file, the task and the field.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, safeParseJson } from '@shears/core';
 import { z } from 'zod';
@@ -37,9 +37,28 @@ const taskFileSchema = z.looseObject({
   hints: z.string().optional(),
   repo: z.unknown().optional(),
   timeout_ms: z.number().optional(),
+  protected_paths: z.array(z.string()).optional(),
+  protectedPaths: z.array(z.string()).optional(),
+  allowed_paths: z.array(z.string()).optional(),
+  allowedPaths: z.array(z.string()).optional(),
 });
 
-/** Loads one task folder: task.json, repo/ (unless task.json names a repo), gold.patch, test.patch. */
+/** Every file under `directory` (relative path → UTF-8 content), for a task's hidden tests. */
+function readFolderFiles(directory: string, base = directory): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const name of readdirSync(directory).sort()) {
+    const path = join(directory, name);
+    const stats = statSync(path);
+    if (stats.isDirectory()) Object.assign(files, readFolderFiles(path, base));
+    else files[relative(base, path).split(sep).join('/')] = readFileSync(path, 'utf8');
+  }
+  return files;
+}
+
+/**
+ * Loads one task folder: task.json, repo/ (unless task.json names a repo), gold.patch, test.patch,
+ * and hidden/ (test files the agent never sees, put in place at grading time).
+ */
 export function loadTaskFolder(folder: string): SweTask {
   const file = join(folder, 'task.json');
   if (!existsSync(file)) throw new ConfigError({ message: `Task folder ${folder} has no task.json` });
@@ -51,6 +70,7 @@ export function loadTaskFolder(folder: string): SweTask {
   const repoDir = join(folder, 'repo');
   const goldFile = join(folder, 'gold.patch');
   const testPatchFile = join(folder, 'test.patch');
+  const hiddenDir = join(folder, 'hidden');
   return validateTask(
     {
       id,
@@ -66,6 +86,9 @@ export function loadTaskFolder(folder: string): SweTask {
       hints: raw.hints,
       goldPatch: existsSync(goldFile) ? readFileSync(goldFile, 'utf8') : undefined,
       testPatch: existsSync(testPatchFile) ? readFileSync(testPatchFile, 'utf8') : undefined,
+      hiddenTests: existsSync(hiddenDir) ? readFolderFiles(hiddenDir) : {},
+      protectedPaths: raw.protected_paths ?? raw.protectedPaths ?? [],
+      allowedPaths: raw.allowed_paths ?? raw.allowedPaths ?? [],
       timeoutMs: raw.timeout_ms,
     },
     file,
@@ -165,12 +188,30 @@ function testIds(value: string | string[] | null | undefined, where: string): st
   return parsed.value;
 }
 
-/** Files a unified diff touches (its `+++ b/…` targets). */
+/** Files a unified diff touches: both sides of each `--- a/…` / `+++ b/…` header pair (deleted and added files too). */
 export function patchedFiles(patch: string): string[] {
   const files = new Set<string>();
-  for (const match of patch.matchAll(/^\+\+\+ (?:b\/)?(.+)$/gm))
-    if (match[1] !== '/dev/null') files.add(match[1]!.trim());
+  for (const match of patch.matchAll(/^--- (?:a\/)?(.+)\r?\n\+\+\+ (?:b\/)?(.+)$/gm)) {
+    for (const side of [match[1]!, match[2]!]) {
+      const path = side.replace(/\t.*$/, '').trim();
+      if (path !== '/dev/null') files.add(path);
+    }
+  }
   return [...files];
+}
+
+/**
+ * Paths of the task's tests: the visible test files, the files its test patch touches and its
+ * hidden tests. The agent's changes to them are dropped before grading.
+ */
+export function gradingTestPaths(task: SweTask): string[] {
+  return [
+    ...new Set([
+      ...task.testFiles,
+      ...(task.testPatch ? patchedFiles(task.testPatch) : []),
+      ...Object.keys(task.hiddenTests),
+    ]),
+  ].sort();
 }
 
 const SWE_BENCH_DIFFICULTY: Record<string, 'easy' | 'medium' | 'hard'> = {

@@ -24,6 +24,27 @@ export const sweTestRunnerSchema = z.discriminatedUnion('runner', [
 ]);
 export type SweTestRunner = z.output<typeof sweTestRunnerSchema>;
 
+/** A path inside the repository: relative, `/`-separated, no `.` or `..` parts and no `.git`. */
+function isRepositoryPath(path: string): boolean {
+  return (
+    path.length > 0 &&
+    !path.startsWith('/') &&
+    !path.includes('\\') &&
+    path.split('/').every((part) => part !== '' && part !== '.' && part !== '..' && part !== '.git')
+  );
+}
+
+/** Files by repository path; every path must stay inside the repository. */
+const repositoryFilesSchema = z.record(z.string(), z.string()).superRefine((files, context) => {
+  for (const path of Object.keys(files))
+    if (!isRepositoryPath(path))
+      context.addIssue({
+        code: 'custom',
+        path: [path],
+        message: `"${path}" must be a relative path inside the repository (no leading /, no . or .. parts, no .git)`,
+      });
+});
+
 export const sweTaskSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'task ids use letters, digits, ".", "_" and "-"'),
   language: z.string().default('python'),
@@ -34,14 +55,23 @@ export const sweTaskSchema = z.object({
   test: sweTestRunnerSchema,
   failToPass: z.array(z.string().min(1)).min(1, 'a task needs at least one FAIL_TO_PASS test'),
   passToPass: z.array(z.string().min(1)).default([]),
-  /** Files restored to their original content before grading (tests and test configuration). */
+  /** The visible test files: the agent's changes to them are dropped before grading. */
   testFiles: z.array(z.string().min(1)).default([]),
   difficulty: z.enum(['easy', 'medium', 'hard']).default('medium'),
   hints: z.string().optional(),
   /** The reference fix as a unified diff. Never enters the sandbox. */
   goldPatch: z.string().optional(),
-  /** Test changes applied at grading time (SWE-bench `test_patch`). */
+  /** Test changes applied at grading time (SWE-bench `test_patch`); never in the agent's sandbox. */
   testPatch: z.string().optional(),
+  /**
+   * Test files the agent never sees (path → content): put in place only in the grading container,
+   * after the agent's change. Their tests can be named in FAIL_TO_PASS / PASS_TO_PASS.
+   */
+  hiddenTests: repositoryFilesSchema.default({}),
+  /** Globs of paths the agent may not change (dropped from its change before grading), beyond the defaults. */
+  protectedPaths: z.array(z.string().min(1)).default([]),
+  /** Globs exempt from the test-configuration rule (a fix that must change setup.cfg, package.json, …). */
+  allowedPaths: z.array(z.string().min(1)).default([]),
   /** Grading timeout. */
   timeoutMs: z.number().int().positive().default(120_000),
 });

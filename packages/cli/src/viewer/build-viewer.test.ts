@@ -146,6 +146,58 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     await page.close();
   });
 
+  it("shows the SWE grader's audit: reason, tamper flags, dropped and applied changes, the dropped diff", async () => {
+    const groups = createSyntheticGroups(1, { withTokens: false });
+    const rollout = groups[0]!.rollouts[0]!;
+    rollout.reward = 0;
+    rollout.rewardDetails = {
+      diff: 'diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-a\n+b\n',
+      droppedDiff:
+        'diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+import pytest\n',
+      grading: {
+        reason: 'grading_tampered',
+        explanation: 'The code under test tampered with the test run; every test counts as failed.',
+        applied: [{ path: 'calc.py', change: 'modified' }],
+        dropped: [{ path: 'conftest.py', change: 'added', reason: 'test configuration' }],
+        tamperFlags: ['tests/test_calc.py::test_add: runtest overridden on the test item'],
+        suspicious: ['calc.py refers to test files (test_calc.py): possible spec gaming'],
+        gradingFiles: ['tests/test_hidden.py'],
+      },
+    };
+    const file = join(dir, 'grading.html');
+    writeFileSync(file, buildViewerHtml(groups));
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.locator('[data-testid=group-row]').first().click();
+    const audit = page.locator('[data-testid=rollout]').first().locator('[data-testid=grading]');
+    expect(await audit.locator('[data-testid=grading-reason]').textContent()).toBe('grading_tampered');
+    expect(await audit.locator('[data-testid=grading-tamper]').textContent()).toContain(
+      'runtest overridden on the test item',
+    );
+    expect(await audit.locator('[data-testid=grading-dropped]').textContent()).toContain(
+      'added conftest.py — test configuration',
+    );
+    expect(await audit.locator('[data-testid=grading-applied]').textContent()).toContain('modified calc.py');
+    expect(await audit.locator('[data-testid=grading-suspicious]').textContent()).toContain(
+      'possible spec gaming',
+    );
+    expect(await audit.locator('[data-testid=grading-grading-time]').textContent()).toContain(
+      'tests/test_hidden.py',
+    );
+    const dropped = page.locator('[data-testid=rollout]').first().locator('[data-testid=dropped-diff]');
+    await dropped.locator('summary').click();
+    expect(await dropped.locator('.add').first().textContent()).toContain('+import pytest');
+    // The audit is not repeated as raw JSON under "reward details".
+    expect(
+      await page.locator('[data-testid=rollout]').first().locator('details pre').allTextContents(),
+    ).not.toContain(expect.stringContaining('tamperFlags'));
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('stays responsive with 10,000 trajectories: only visible rows are in the DOM', async () => {
     const groups = createSyntheticGroups(2500, { withTokens: false });
     const file = join(dir, 'big.html');

@@ -183,6 +183,26 @@ export const VIEWER_SCRIPT = String.raw`
     ]);
   }
 
+  // The SWE grader's audit (rewardDetails.grading): why the rollout got its score, what of its change
+  // was applied and dropped, and what the test runner saw tampered with.
+  function renderGradingAudit(details) {
+    var audit = details.grading;
+    if (!audit || typeof audit !== 'object' || typeof audit.reason !== 'string') return null;
+    var alarming = audit.reason !== 'resolved' && audit.reason !== 'unresolved';
+    var list = function (title, items, render) {
+      if (!Array.isArray(items) || items.length === 0) return null;
+      return el('div', { 'data-testid': 'grading-' + title.split(' ')[0] }, [el('b', { text: title + ' (' + items.length + '): ' }), el('ul', {}, items.map(function (item) { return el('li', { text: render(item) }); }))]);
+    };
+    return el('div', { class: 'grading', 'data-testid': 'grading' }, [
+      el('div', {}, [el('b', { text: 'grading: ' }), el('span', { class: 'badge' + (alarming ? ' failed' : ''), 'data-testid': 'grading-reason', text: audit.reason }), ' ', el('span', { class: 'muted', text: audit.explanation || '' })]),
+      list('tamper flags', audit.tamperFlags, function (flag) { return String(flag); }),
+      list('dropped changes', audit.dropped, function (item) { return item.change + ' ' + item.path + ' — ' + item.reason; }),
+      list('applied changes', audit.applied, function (item) { return item.change + ' ' + item.path; }),
+      list('suspicious hints', audit.suspicious, function (hint) { return String(hint); }),
+      list('grading-time tests', audit.gradingFiles, function (path) { return String(path); }),
+    ]);
+  }
+
   // Whitespace made visible: a space as a middle dot, newline and tab as arrows.
   function visibleToken(piece) {
     if (piece === '') return '\u2205';
@@ -242,7 +262,7 @@ export const VIEWER_SCRIPT = String.raw`
     var details = rollout.rewardDetails || {};
     var diff = typeof details.diff === 'string' ? details.diff : typeof details.patch === 'string' ? details.patch : null;
     var rest = {};
-    Object.keys(details).forEach(function (key) { if (['diff', 'patch', 'verdicts', 'verdict', 'judges', 'judgements'].indexOf(key) < 0) rest[key] = details[key]; });
+    Object.keys(details).forEach(function (key) { if (['diff', 'patch', 'verdicts', 'verdict', 'judges', 'judgements', 'grading', 'droppedDiff'].indexOf(key) < 0) rest[key] = details[key]; });
     return el('div', { class: 'rollout' + (rolloutMatches(rollout) ? '' : ' dim'), 'data-testid': 'rollout' }, [
       el('div', { class: 'rollout-head' }, [
         el('span', { class: 'score', style: 'background:' + scoreColor(rollout.reward), text: fmt(rollout.reward) }),
@@ -254,7 +274,9 @@ export const VIEWER_SCRIPT = String.raw`
       el('div', { class: 'muted', text: rollout.modelId + ' \u00b7 ' + rollout.usage.totalTokens + ' tokens \u00b7 ' + fmt(rollout.wallTimeSeconds, 1) + ' s' + (rollout.attempts > 1 ? ' \u00b7 ' + rollout.attempts + ' attempts' : '') }),
       rollout.toolErrors && rollout.toolErrors.length ? el('div', { class: 'errors' }, rollout.toolErrors.map(function (error) { return el('div', { text: 'turn ' + error.turn + ' ' + error.toolName + ': ' + error.error }); })) : null,
       renderVerdicts(details),
+      renderGradingAudit(details),
       diff ? renderDiff(diff) : null,
+      typeof details.droppedDiff === 'string' && details.droppedDiff ? el('details', { 'data-testid': 'dropped-diff' }, [el('summary', { text: 'dropped part of the change' }), renderDiff(details.droppedDiff)]) : null,
       Object.keys(rest).length ? el('details', {}, [el('summary', { text: 'reward details' }), el('pre', { text: JSON.stringify(rest, null, 2) })]) : null,
       rollout.finalResponse ? el('div', { class: 'final' }, [el('b', { text: 'Final: ' }), rollout.finalResponse]) : null,
       toggle,
