@@ -197,11 +197,10 @@ function toTools(value: unknown, ignored: string[]): ToolSchema[] | undefined {
     if (typeof tool.name !== 'string' || tool.name.length === 0)
       throw fieldError(`${path}.name`, 'Field required');
     if (!isRecord(tool.input_schema)) throw fieldError(`${path}.input_schema`, 'Field required');
-    const schema: ToolSchema = {
-      type: 'function',
-      function: { name: tool.name, parameters: tool.input_schema },
-    };
+    // Key order as OpenAI writes tools (name, description, parameters): templates render them with tojson.
+    const schema: ToolSchema = { type: 'function', function: { name: tool.name } };
     if (typeof tool.description === 'string') schema.function.description = tool.description;
+    schema.function.parameters = tool.input_schema;
     tools.push(schema);
   });
   return tools.length > 0 ? tools : undefined;

@@ -71,9 +71,7 @@ describe('Chat Completions through the gateway, with the official openai SDK', (
     expect(completion.id).toMatch(/^chatcmpl-/);
     expect(completion.model).toBe('my-model');
     expect(completion.choices[0]?.message.content).toBe('Hello there');
-    expect((completion.choices[0]?.message as unknown as Record<string, unknown>).reasoning_content).toBe(
-      'The user greets me.',
-    );
+    expect(completion.choices[0]?.message).toHaveProperty('reasoning_content', 'The user greets me.');
     expect(completion.choices[0]?.finish_reason).toBe('stop');
     expect(completion.usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 });
 
