@@ -4,7 +4,7 @@
 // server. Only the model is scripted; HTTP, tokenizer, template and parser are the real parts.
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import type { ServerV1 } from '@shears/core';
+import { pythonJsonDumps, type ServerV1 } from '@shears/core';
 import {
   createScriptedGenerate,
   createScriptedServer,
@@ -83,7 +83,7 @@ export async function phase1Backend(
   return { server, scripted, close: () => scripted.close() };
 }
 
-/** Qwen3's tool-call text for one call, as the scripted model writes it. */
+/** Qwen3's tool-call text for one call, spaced as the model (and its template) writes it. */
 export function toolCallText(name: string, args: Record<string, unknown>): string {
-  return `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+  return `<tool_call>\n{"name": ${pythonJsonDumps(name)}, "arguments": ${pythonJsonDumps(args)}}\n</tool_call>`;
 }
