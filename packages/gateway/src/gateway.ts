@@ -41,7 +41,14 @@ import type { GatewayRecord, GatewayRequestRecord, GatewayThreadRecord } from '.
 import { randomId } from './ids.js';
 import { responsesDialect } from './responses-api.js';
 import { SSE_KEEP_ALIVE } from './sse.js';
-import { leadingSystemCount, matchThread, messageKey, type ThreadState, threadTags } from './threads.js';
+import {
+  leadingSystemCount,
+  matchThread,
+  messageKey,
+  stableStringify,
+  type ThreadState,
+  threadTags,
+} from './threads.js';
 
 export interface GatewaySession {
   readonly rolloutId: string;
@@ -436,7 +443,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
         const echoed = messages[position];
         if (original && echoed && echoed !== original) {
           messages[position] = original;
-          if (JSON.stringify(echoed) !== JSON.stringify(original)) record.restoredMessages++;
+          if (stableStringify(echoed) !== stableStringify(original)) record.restoredMessages++;
         }
       }
     }

@@ -42,7 +42,8 @@ export interface ThreadState {
   managed: ServerSessionV1 | undefined;
 }
 
-function stableStringify(value: unknown): string {
+/** JSON with object keys sorted, so two spellings of the same value compare equal. */
+export function stableStringify(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
   if (isRecord(value))
     return `{${Object.keys(value)
