@@ -30,7 +30,7 @@ export function splitForStream(text: string, size: number): string[] {
     let end = Math.min(text.length, start + size);
     if (end < text.length) {
       // Prefer to end right after whitespace (a word boundary), as tokenizers mostly do.
-      for (let cut = end; cut > start + Math.floor(size / 2); cut--) {
+      for (let cut = end; cut > start; cut--) {
         const code = text.charCodeAt(cut - 1);
         if (code === 32 || code === 10 || code === 9) {
           end = cut;
