@@ -143,6 +143,8 @@ describe('exact tokens behind a phase-2 server', () => {
     const record = session.record();
     expect(record.threads).toHaveLength(1);
     expectExactRecord(record.threads[0]?.tokens, backend.generate.generated, { turns: 3 });
+    // Stateless Responses clients give back exactly what they got: nothing needed restoring.
+    expect(record.requests.map((request) => request.restoredMessages)).toEqual([0, 0, 0]);
   });
 
   it('Anthropic Messages (streaming, Claude Code style): one exact sequence; a concurrent sub-agent gets its own', async () => {

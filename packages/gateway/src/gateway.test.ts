@@ -500,3 +500,128 @@ describe('gateway HTTP edges', () => {
     );
   });
 });
+
+describe('gateway settings and serving', () => {
+  it('forwards extraBodyFields to the server and records the other unknown fields as ignored', async () => {
+    const backend = await phase1Backend({ replies: [{ content: 'a' }, { content: 'b' }] });
+    const plain = await createGateway({ server: backend.server });
+    const forwarding = await createGateway({
+      server: backend.server,
+      extraBodyFields: ['top_k', 'repetition_penalty'],
+    });
+    cleanups.push(
+      () => backend.close(),
+      () => plain.close(),
+      () => forwarding.close(),
+    );
+    const body = { ...USER, top_k: 20, repetition_penalty: 1.1, seed: 3, store: true };
+    const first = plain.openSession({ rolloutId: 'r1' });
+    await post(`${first.openaiBaseUrl}/chat/completions`, body, { authorization: `Bearer ${first.apiKey}` });
+    expect(backend.scripted.chatRequests[0]).not.toHaveProperty('top_k');
+    expect(first.record().requests[0]?.ignoredFields).toEqual(['top_k', 'repetition_penalty', 'store']);
+    const second = forwarding.openSession({ rolloutId: 'r2' });
+    await post(`${second.openaiBaseUrl}/chat/completions`, body, {
+      authorization: `Bearer ${second.apiKey}`,
+    });
+    expect(backend.scripted.chatRequests[1]).toMatchObject({ top_k: 20, repetition_penalty: 1.1, seed: 3 });
+    expect(second.record().requests[0]?.ignoredFields).toEqual(['store']);
+  });
+
+  it('serves API paths given without /v1, and its handler on another server (a unix socket)', async () => {
+    const { gateway } = await setup({ replies: [{ content: 'no v1' }, { content: 'over a socket' }] });
+    const session = gateway.openSession({ rolloutId: 'r1' });
+    const bare = await post(`${session.baseUrl}/chat/completions`, USER, {
+      authorization: `Bearer ${session.apiKey}`,
+    });
+    expect(
+      ((await bare.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message
+        .content,
+    ).toBe('no v1');
+
+    const { createServer, request } = await import('node:http');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'shears-gateway-socket-'));
+    const socketPath = join(dir, 'gateway.sock');
+    const socketServer = createServer(gateway.handle);
+    await new Promise<void>((resolve) => socketServer.listen(socketPath, resolve));
+    cleanups.push(async () => {
+      await new Promise((resolve) => socketServer.close(resolve));
+      await rm(dir, { recursive: true, force: true });
+    });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const outgoing = request(
+        {
+          socketPath,
+          path: `${session.pathPrefix}/v1/chat/completions`,
+          method: 'POST',
+          headers: { authorization: `Bearer ${session.apiKey}`, 'content-type': 'application/json' },
+        },
+        (incoming) => {
+          let text = '';
+          incoming.on('data', (chunk) => (text += chunk));
+          incoming.on('end', () => resolve(text));
+        },
+      );
+      outgoing.on('error', reject);
+      outgoing.end(JSON.stringify(USER));
+    });
+    expect(JSON.parse(answer).choices[0].message.content).toBe('over a socket');
+    expect(session.record().requests.map((entry) => entry.status)).toEqual(['ok', 'ok']);
+  });
+
+  it('maps a completion cut at max tokens to each API’s own signal', async () => {
+    const { gateway } = await setup({
+      policy: () => ({ content: 'cut sho', finishReason: 'length' }),
+    });
+    const session = gateway.openSession({ rolloutId: 'r1' });
+    const openai = new OpenAI({ baseURL: session.openaiBaseUrl, apiKey: session.apiKey, maxRetries: 0 });
+    const chat = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 2,
+    });
+    expect(chat.choices[0]?.finish_reason).toBe('length');
+    const response = await openai.responses.create({ model: 'm', input: 'x', max_output_tokens: 2 });
+    expect(response.status).toBe('incomplete');
+    expect(response.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    const events: string[] = [];
+    for await (const event of await openai.responses.create({ model: 'm', input: 'x', stream: true }))
+      events.push(event.type);
+    expect(events.at(-1)).toBe('response.incomplete');
+    const anthropic = new Anthropic({ baseURL: session.baseUrl, apiKey: session.apiKey, maxRetries: 0 });
+    const message = await anthropic.messages.create({
+      model: 'm',
+      max_tokens: 2,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(message.stop_reason).toBe('max_tokens');
+  });
+
+  it('a backend that times out reaches the harness as a retryable 500', async () => {
+    const { createOpenAICompatibleServer } = await import('@shears/servers');
+    const backend = await phase1Backend({ replies: [{ fault: 'hang' }] });
+    const server = createOpenAICompatibleServer({
+      baseUrl: backend.scripted.url,
+      model: 'm',
+      apiKey: 'k',
+      timeoutMs: 150,
+      retry: { maxRetries: 0 },
+    });
+    const gateway = await createGateway({ server });
+    cleanups.push(
+      () => backend.close(),
+      () => gateway.close(),
+    );
+    const session = gateway.openSession({ rolloutId: 'r1' });
+    const response = await post(`${session.openaiBaseUrl}/chat/completions`, USER, {
+      authorization: `Bearer ${session.apiKey}`,
+    });
+    expect(response.status).toBe(500);
+    expect(((await response.json()) as { error: { type: string; message: string } }).error).toMatchObject({
+      type: 'server_error',
+      message: expect.stringMatching(/no answer within 150 ms/),
+    });
+  });
+});

@@ -290,6 +290,8 @@ interface SessionState {
   requestLimitReached: boolean;
   requests: GatewayRequestRecord[];
   threads: ThreadState[];
+  /** Threads by API and first message key. */
+  buckets: Map<string, ThreadState[]>;
   /** Responses API: stored conversations by response id. */
   stored: Map<string, ChatMessage[]>;
   inFlight: Map<number, { controller: AbortController; done: Promise<void> }>;
@@ -417,7 +419,11 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
   ) => {
     const messages = parsed.chat.messages;
     const keys = messages.map(messageKey);
-    const match = matchThread(state.threads, api, keys, leadingSystemCount(messages));
+    // Only threads that open with the same message (and API) can match or be branched from.
+    const bucketKey = `${api} ${keys[0] ?? ''}`;
+    let bucket = state.buckets.get(bucketKey);
+    if (!bucket) state.buckets.set(bucketKey, (bucket = []));
+    const match = matchThread(bucket, api, keys, leadingSystemCount(messages));
     let thread = match.thread;
     if (!thread) {
       const id = `t${state.threads.length}`;
@@ -434,6 +440,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
         managed: managed ? server.openSession?.({ rolloutId: `${state.rolloutId}/${id}` }) : undefined,
       };
       state.threads.push(thread);
+      bucket.push(thread);
     } else if (managed) {
       // The harness echoes our replies lossily (reasoning dropped, arguments re-serialised, ids
       // renamed); the exact reply keeps the rendered prompt an extension of the recorded tokens.
@@ -842,6 +849,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
         requestLimitReached: false,
         requests: [],
         threads: [],
+        buckets: new Map(),
         stored: new Map(),
         inFlight: new Map(),
       };
