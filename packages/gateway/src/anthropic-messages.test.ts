@@ -349,3 +349,26 @@ describe('Anthropic Messages through the gateway, with the official @anthropic-a
     expect(backend.scripted.chatRequests).toHaveLength(0);
   });
 });
+
+describe('Anthropic Messages: model output the API cannot carry', () => {
+  it('tool arguments that are not a JSON object reach the harness as {}; the record keeps what the model wrote', async () => {
+    backend.scripted.enqueue(
+      { toolCalls: [{ id: 'toolu_bad', name: 'Bash', arguments: '{"command": "ls"' }] },
+      { toolCalls: [{ id: 'toolu_bad2', name: 'Bash', arguments: '["ls"]' }] },
+    );
+    const message = await client.messages.create({
+      model: 'm',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [BASH],
+    });
+    expect(message.content).toEqual([{ type: 'tool_use', id: 'toolu_bad', name: 'Bash', input: {} }]);
+    const streamed = await client.messages
+      .stream({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'y' }], tools: [BASH] })
+      .finalMessage();
+    expect(streamed.content).toEqual([{ type: 'tool_use', id: 'toolu_bad2', name: 'Bash', input: {} }]);
+    const threads = session.record().threads;
+    expect(threads[0]?.messages.at(-1)?.tool_calls?.[0]?.function.arguments).toBe('{"command": "ls"');
+    expect(threads[1]?.messages.at(-1)?.tool_calls?.[0]?.function.arguments).toBe('["ls"]');
+  });
+});

@@ -97,6 +97,8 @@ describe('gateway sessions: keys, attribution and isolation', () => {
     expect(root.status).toBe(200);
     expect(a.record().requests).toHaveLength(1);
     expect(b.record().requests).toHaveLength(0);
+    // The record never keeps a key.
+    expect(JSON.stringify(a.record())).not.toContain(a.apiKey);
     expect(backend.scripted.chatRequests).toHaveLength(1);
   });
 
