@@ -1,0 +1,415 @@
+// Benchmark of the agent gateway. Prints JSON lines:
+//  - `overhead`: per-request latency p50/p95 and CPU per request, through the gateway versus
+//    calling the same backend (the scripted OpenAI-compatible server) directly, non-streaming
+//    and streaming, for each API the gateway speaks; modes are interleaved in rounds so that
+//    machine load hits them alike. Also the gateway alone, in front of an in-process server
+//    that answers at once (no backend HTTP), to separate its own cost from the phase-1 client's.
+//  - `session_memory`: heap per open session, empty and after a recorded 3-turn conversation.
+//  - `concurrency`: many sessions, each a 3-turn streaming tool loop at once: requests/s,
+//    rollouts/s, p95, heap per session, and what is left open after every session closed.
+// Issue 15's target: at most 1 ms p50 added per request. Run: pnpm -F @shears/gateway bench
+import { loadavg } from 'node:os';
+import type { ChatResponse, ServerV1 } from '@shears/core';
+import { createGateway } from '../src/gateway.js';
+import { phase1Backend } from '../test/backends.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
+const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 5);
+const gc = (globalThis as { gc?: () => void }).gc;
+
+const emit = (record: Record<string, unknown>) =>
+  console.log(JSON.stringify({ ...record, loadavg: loadavg().map((value) => Number(value.toFixed(2))) }));
+
+const REPLY = {
+  content: 'I will look at the failing test first, then read the module it imports and fix the off-by-one.',
+  reasoning: 'The test fails on the boundary; read it before editing.',
+  toolCalls: [
+    { id: 'call_1', name: 'run_shell_command', arguments: { command: 'pytest -x tests/test_range.py' } },
+  ],
+  usage: { prompt_tokens: 900, completion_tokens: 60 },
+};
+
+const TOOLS = [
+  {
+    type: 'function',
+    function: {
+      name: 'run_shell_command',
+      description: 'Run a shell command',
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+    },
+  },
+];
+const MESSAGES = [
+  { role: 'system', content: `You are a coding agent. ${'Follow the repository conventions. '.repeat(40)}` },
+  { role: 'user', content: 'The range test fails; fix it.' },
+];
+
+function percentile(samples: number[], fraction: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] as number;
+}
+
+interface Mode {
+  name: string;
+  run: () => Promise<void>;
+  samples: number[];
+  cpuMicros: number;
+  count: number;
+}
+
+async function drain(response: Response): Promise<void> {
+  if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+  await response.arrayBuffer();
+}
+
+async function overhead(): Promise<void> {
+  const backend = await phase1Backend({ policy: () => REPLY, record: false });
+  const gateway = await createGateway({ server: backend.server });
+  // The gateway in front of a server that answers at once: its own cost, no backend HTTP.
+  const instant: ServerV1 = {
+    specificationVersion: 'v1',
+    provider: 'instant',
+    model: 'instant',
+    chat: async (): Promise<ChatResponse> => ({
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: REPLY.content,
+            reasoning_content: REPLY.reasoning,
+            tool_calls: [
+              {
+                id: 'call_1',
+                type: 'function',
+                function: {
+                  name: 'run_shell_command',
+                  arguments: '{"command": "pytest -x tests/test_range.py"}',
+                },
+              },
+            ],
+          },
+          finishReason: 'tool_calls',
+        },
+      ],
+      usage: { promptTokens: 900, completionTokens: 60, totalTokens: 960 },
+    }),
+  };
+  const instantGateway = await createGateway({ server: instant });
+
+  // One sample is one request of an 8-turn tool loop, the history growing as a harness's does;
+  // each gateway loop runs in a fresh session (one rollout).
+  const TURNS = 8;
+  const TOOL_OUTPUT = 'collected 12 items\n'.repeat(10);
+  const SHELL_PARAMETERS = TOOLS[0]?.function.parameters;
+  type Api = 'chat' | 'responses' | 'messages';
+  const bodyFor = (api: Api, turn: number, stream: boolean): string => {
+    if (api === 'chat') {
+      const messages: unknown[] = [...MESSAGES];
+      for (let index = 0; index < turn; index++)
+        messages.push(
+          {
+            role: 'assistant',
+            content: REPLY.content,
+            tool_calls: [
+              {
+                id: 'call_1',
+                type: 'function',
+                function: {
+                  name: 'run_shell_command',
+                  arguments: '{"command":"pytest -x tests/test_range.py"}',
+                },
+              },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'call_1', content: TOOL_OUTPUT },
+        );
+      return JSON.stringify({
+        model: 'm',
+        messages,
+        tools: TOOLS,
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      });
+    }
+    if (api === 'responses') {
+      const input: unknown[] = [{ role: 'user', content: MESSAGES[1]?.content }];
+      for (let index = 0; index < turn; index++)
+        input.push(
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: REPLY.content }] },
+          {
+            type: 'function_call',
+            call_id: 'call_1',
+            name: 'run_shell_command',
+            arguments: '{"command":"pytest -x tests/test_range.py"}',
+          },
+          { type: 'function_call_output', call_id: 'call_1', output: TOOL_OUTPUT },
+        );
+      return JSON.stringify({
+        model: 'm',
+        instructions: MESSAGES[0]?.content,
+        input,
+        tools: [{ type: 'function', name: 'run_shell_command', parameters: SHELL_PARAMETERS }],
+        stream,
+        store: false,
+      });
+    }
+    const messages: unknown[] = [{ role: 'user', content: MESSAGES[1]?.content }];
+    for (let index = 0; index < turn; index++)
+      messages.push(
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: REPLY.content },
+            {
+              type: 'tool_use',
+              id: 'call_1',
+              name: 'run_shell_command',
+              input: { command: 'pytest -x tests/test_range.py' },
+            },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: TOOL_OUTPUT }] },
+      );
+    return JSON.stringify({
+      model: 'm',
+      max_tokens: 1000,
+      system: MESSAGES[0]?.content,
+      messages,
+      tools: [{ name: 'run_shell_command', input_schema: SHELL_PARAMETERS }],
+      stream,
+    });
+  };
+  // Bodies are built ahead, so that only the request is timed.
+  const bodies = new Map<string, string[]>();
+  for (const api of ['chat', 'responses', 'messages'] as const)
+    for (const stream of [false, true])
+      bodies.set(
+        `${api}.${stream}`,
+        Array.from({ length: TURNS }, (_, turn) => bodyFor(api, turn, stream)),
+      );
+  const send = async (url: string, body: string, headers: Record<string, string>) => {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+    await drain(response);
+  };
+  const modes: Mode[] = [];
+  const add = (name: string, loop: (samples: number[]) => Promise<void>) => {
+    const mode: Mode = { name, run: async () => loop(mode.samples), samples: [], cpuMicros: 0, count: 0 };
+    modes.push(mode);
+  };
+  const timed = async (samples: number[], request: () => Promise<void>) => {
+    const start = performance.now();
+    await request();
+    samples.push(performance.now() - start);
+  };
+  for (const stream of [false, true]) {
+    const kind = stream ? 'stream' : 'json';
+    add(`direct.chat.${kind}`, async (samples) => {
+      for (const body of bodies.get(`chat.${stream}`) ?? [])
+        await timed(samples, () => send(`${backend.scripted.url}/chat/completions`, body, {}));
+    });
+    for (const [api, target] of [
+      ['chat', gateway],
+      ['responses', gateway],
+      ['messages', gateway],
+      ['chat_instant_backend', instantGateway],
+    ] as const) {
+      add(`gateway.${api}.${kind}`, async (samples) => {
+        const session = target.openSession({ rolloutId: 'bench' });
+        const list = bodies.get(`${api === 'chat_instant_backend' ? 'chat' : api}.${stream}`) ?? [];
+        for (const body of list)
+          await timed(samples, () =>
+            api === 'messages'
+              ? send(`${session.baseUrl}/v1/messages`, body, {
+                  'x-api-key': session.apiKey,
+                  'anthropic-version': '2023-06-01',
+                })
+              : send(
+                  `${session.openaiBaseUrl}/${api === 'responses' ? 'responses' : 'chat/completions'}`,
+                  body,
+                  { authorization: `Bearer ${session.apiKey}` },
+                ),
+          );
+        await session.close();
+      });
+    }
+  }
+  // BENCH_MODES=name,name keeps only those modes (e.g. to look at one API).
+  const only = process.env.BENCH_MODES?.split(',');
+  if (only) modes.splice(0, modes.length, ...modes.filter((mode) => only.includes(mode.name)));
+  for (const mode of modes) for (let index = 0; index < 3; index++) await mode.run(); // warm-up
+  for (const mode of modes) mode.samples.length = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const mode of modes) {
+      const cpu = process.cpuUsage();
+      for (let index = 0; index < PER_ROUND; index++) await mode.run();
+      const used = process.cpuUsage(cpu);
+      mode.cpuMicros += used.user + used.system;
+      mode.count += PER_ROUND * TURNS;
+    }
+  }
+  const summary = new Map<string, { p50: number; p95: number; cpuMs: number }>();
+  for (const mode of modes) {
+    const figures = {
+      p50: Number(percentile(mode.samples, 0.5).toFixed(3)),
+      p95: Number(percentile(mode.samples, 0.95).toFixed(3)),
+      cpuMs: Number((mode.cpuMicros / mode.count / 1000).toFixed(3)),
+    };
+    summary.set(mode.name, figures);
+    emit({
+      bench: 'overhead',
+      mode: mode.name,
+      requests: mode.count,
+      p50_ms: figures.p50,
+      p95_ms: figures.p95,
+      cpu_ms_per_request: figures.cpuMs,
+    });
+  }
+  for (const kind of ['json', 'stream']) {
+    const direct = summary.get(`direct.chat.${kind}`);
+    if (!direct) continue;
+    for (const api of ['chat', 'responses', 'messages']) {
+      const through = summary.get(`gateway.${api}.${kind}`);
+      if (!through) continue;
+      emit({
+        bench: 'overhead_added',
+        api,
+        kind,
+        baseline: `direct.chat.${kind}`,
+        added_p50_ms: Number((through.p50 - direct.p50).toFixed(3)),
+        added_p95_ms: Number((through.p95 - direct.p95).toFixed(3)),
+        added_cpu_ms_per_request: Number((through.cpuMs - direct.cpuMs).toFixed(3)),
+        target_added_p50_ms: 1,
+      });
+    }
+    // The gateway's own handling: in front of an in-process server that answers at once, against
+    // the scripted backend answering the same request directly (both one HTTP round trip).
+    const alone = summary.get(`gateway.chat_instant_backend.${kind}`);
+    if (alone)
+      emit({
+        bench: 'overhead_gateway_alone',
+        api: 'chat',
+        kind,
+        baseline: `direct.chat.${kind}`,
+        added_p50_ms: Number((alone.p50 - direct.p50).toFixed(3)),
+        added_p95_ms: Number((alone.p95 - direct.p95).toFixed(3)),
+        added_cpu_ms_per_request: Number((alone.cpuMs - direct.cpuMs).toFixed(3)),
+        target_added_p50_ms: 1,
+      });
+  }
+  await instantGateway.close();
+  await gateway.close();
+  await backend.close();
+}
+
+function heapAfterGc(): number {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
+async function loop(baseUrl: string, key: string, turns: number, latencies: number[]): Promise<void> {
+  const messages: Array<Record<string, unknown>> = [...MESSAGES];
+  for (let turn = 0; turn < turns; turn++) {
+    const start = performance.now();
+    const response = await fetch(`${baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'm', messages, tools: TOOLS, stream: true }),
+    });
+    const text = await response.text();
+    latencies.push(performance.now() - start);
+    if (!text.includes('[DONE]')) throw new Error(`turn ${turn}: no [DONE] in ${text.slice(0, 200)}`);
+    messages.push(
+      {
+        role: 'assistant',
+        content: REPLY.content,
+        tool_calls: [
+          {
+            id: `call_${turn}`,
+            type: 'function',
+            function: { name: 'run_shell_command', arguments: '{"command":"pytest"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: `call_${turn}`, content: `${'collected 12 items ... F.\n'.repeat(20)}` },
+    );
+  }
+}
+
+async function memoryAndConcurrency(): Promise<void> {
+  const backend = await phase1Backend({ policy: () => REPLY, record: false });
+  const gateway = await createGateway({ server: backend.server });
+  const count = 1000;
+  const before = heapAfterGc();
+  const sessions = Array.from({ length: count }, (_, index) =>
+    gateway.openSession({ rolloutId: `m${index}` }),
+  );
+  const open = heapAfterGc();
+  emit({
+    bench: 'session_memory',
+    state: 'open_empty',
+    sessions: count,
+    bytes_per_session: Math.round((open - before) / count),
+    gc: Boolean(gc),
+  });
+  const recorded = sessions.slice(0, 100);
+  for (const session of recorded) await loop(session.openaiBaseUrl, session.apiKey, 3, []);
+  const after = heapAfterGc();
+  emit({
+    bench: 'session_memory',
+    state: 'after_3_turn_loop',
+    sessions: recorded.length,
+    bytes_per_session: Math.round((after - open) / recorded.length),
+    gc: Boolean(gc),
+  });
+  await Promise.all(sessions.map((session) => session.close()));
+
+  for (const concurrent of [64, 256]) {
+    const baseline = heapAfterGc();
+    const group = Array.from({ length: concurrent }, (_, index) =>
+      gateway.openSession({ rolloutId: `c${concurrent}-${index}` }),
+    );
+    const latencies: number[] = [];
+    const cpu = process.cpuUsage();
+    const start = performance.now();
+    await Promise.all(group.map((session) => loop(session.openaiBaseUrl, session.apiKey, 3, latencies)));
+    const seconds = (performance.now() - start) / 1000;
+    const used = process.cpuUsage(cpu);
+    const peak = heapAfterGc();
+    const records = await Promise.all(group.map((session) => session.close()));
+    const failed = records
+      .flatMap((record) => record.requests)
+      .filter((request) => request.status !== 'ok').length;
+    emit({
+      bench: 'concurrency',
+      sessions: concurrent,
+      turns_per_session: 3,
+      seconds: Number(seconds.toFixed(3)),
+      requests_per_second: Number(((concurrent * 3) / seconds).toFixed(1)),
+      rollouts_per_second: Number((concurrent / seconds).toFixed(1)),
+      p50_ms: Number(percentile(latencies, 0.5).toFixed(2)),
+      p95_ms: Number(percentile(latencies, 0.95).toFixed(2)),
+      cpu_ms_per_request: Number(((used.user + used.system) / 1000 / (concurrent * 3)).toFixed(3)),
+      heap_bytes_per_session: Math.round((peak - baseline) / concurrent),
+      failed_requests: failed,
+      open_sessions_after_close: gateway.openSessions,
+    });
+  }
+  await gateway.close();
+  await backend.close();
+  // Give client sockets a moment to see their servers go, then count what is still open.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const handles = (
+    process as unknown as { _getActiveHandles(): Array<{ constructor: { name: string } }> }
+  )._getActiveHandles();
+  const kinds: Record<string, number> = {};
+  for (const handle of handles) kinds[handle.constructor.name] = (kinds[handle.constructor.name] ?? 0) + 1;
+  emit({ bench: 'leaks', active_handles_after_close: handles.length, kinds });
+}
+
+if (process.env.BENCH_ONLY !== 'concurrency') await overhead();
+await memoryAndConcurrency();

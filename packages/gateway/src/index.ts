@@ -1,0 +1,22 @@
+// @shears/gateway: the agent gateway. OpenAI Chat Completions, OpenAI Responses and Anthropic
+// Messages served per rollout in front of any shears server, recording each rollout's requests,
+// its separate conversations (threads) and, behind a phase-2 server, their exact tokens.
+
+export type { ApiErrorKind, GatewayApi } from './api-error.js';
+export { GatewayApiError } from './api-error.js';
+export type { Gateway, GatewaySession } from './gateway.js';
+export { createGateway } from './gateway.js';
+export type { GatewaySettings, OpenSessionOptions } from './gateway-options.js';
+export { gatewaySettingsSchema, openSessionOptionsSchema } from './gateway-options.js';
+export type {
+  GatewayRecord,
+  GatewayRequestRecord,
+  GatewayRequestStatus,
+  GatewayThreadRecord,
+} from './gateway-record.js';
+export {
+  gatewayRecordSchema,
+  gatewayRequestRecordSchema,
+  gatewayThreadRecordSchema,
+} from './gateway-record.js';
+export type { ThreadTags } from './threads.js';

@@ -1,0 +1,628 @@
+// OpenAI Responses (`POST /v1/responses`), as the Codex CLI and the OpenAI Agents SDK speak it:
+// input items (messages, `function_call` / `function_call_output`, `custom_tool_call` /
+// `custom_tool_call_output`, reasoning items), function, custom and namespace tools, stateless
+// input (Codex sends `store: false` and the whole history) or `previous_response_id`, and the
+// real streaming event sequence with sequence numbers. Shapes follow the `openai` SDK's types.
+//
+// The server behind the gateway knows flat function tools only, so custom (freeform) tools
+// become functions taking `{"input": string}`, and namespace tools become functions named
+// `<namespace>__<name>`; answers are mapped back to the harness's own tool kinds and names.
+import type { ChatMessage, ChatResponse, ToolCall, ToolChoice, ToolSchema, Usage } from '@shears/core';
+import { type GatewayApiError, invalidRequest, renderOpenAIError } from './api-error.js';
+import { contentToText } from './content.js';
+import {
+  argumentsObject,
+  contentText,
+  type Dialect,
+  describe,
+  isRecord,
+  optionalBoolean,
+  optionalInteger,
+  optionalNumber,
+  optionalString,
+  type ParseContext,
+  type ParsedRequest,
+  type ResponseMeta,
+  reasoningOf,
+  requireObjectBody,
+  unknownKeys,
+} from './dialect.js';
+import { randomId } from './ids.js';
+import { splitForStream, sseEvent } from './sse.js';
+
+/** How a flat tool name the model calls maps back to the harness's tool. */
+interface ToolTarget {
+  kind: 'function' | 'custom';
+  name: string;
+  namespace?: string;
+}
+
+export interface ParsedResponsesRequest extends ParsedRequest {
+  /** Flat tool name → the harness's tool kind, name and namespace. */
+  targets: Map<string, ToolTarget>;
+  /** `include` asked for `reasoning.encrypted_content` (Codex does, with `store: false`). */
+  includeEncryptedReasoning: boolean;
+  store: boolean;
+  /** The conversation without the instructions: kept under the response id for `previous_response_id`. */
+  history: ChatMessage[];
+  /** Request fields a Response object echoes. */
+  echo: Record<string, unknown>;
+}
+
+const KNOWN = new Set([
+  'model',
+  'input',
+  'instructions',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'stream',
+  'temperature',
+  'top_p',
+  'max_output_tokens',
+  'previous_response_id',
+  'store',
+  'include',
+  'reasoning',
+  'metadata',
+]);
+
+/** Our own "encrypted" reasoning: the reasoning text, so a stateless harness gives it back intact. */
+const ENCRYPTED_PREFIX = 'shears-reasoning-v1:';
+
+export function encodeReasoning(text: string): string {
+  return ENCRYPTED_PREFIX + Buffer.from(text, 'utf8').toString('base64');
+}
+
+function decodeReasoning(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !value.startsWith(ENCRYPTED_PREFIX)) return undefined;
+  return Buffer.from(value.slice(ENCRYPTED_PREFIX.length), 'base64').toString('utf8');
+}
+
+const flatName = (namespace: string, name: string) => `${namespace}__${name}`;
+
+function customParameters(tool: Record<string, unknown>): Record<string, unknown> {
+  const format = isRecord(tool.format) ? tool.format : undefined;
+  const grammar =
+    format && format.type === 'grammar' && typeof format.definition === 'string'
+      ? ` Format (${typeof format.syntax === 'string' ? format.syntax : 'grammar'}): ${format.definition}`
+      : '';
+  return {
+    type: 'object',
+    properties: { input: { type: 'string', description: `The tool's freeform input.${grammar}` } },
+    required: ['input'],
+    additionalProperties: false,
+  };
+}
+
+function toTools(
+  value: unknown,
+  ignored: string[],
+): { tools: ToolSchema[] | undefined; targets: Map<string, ToolTarget> } {
+  const targets = new Map<string, ToolTarget>();
+  if (value === undefined || value === null) return { tools: undefined, targets };
+  if (!Array.isArray(value))
+    throw invalidRequest("Invalid type for 'tools': expected an array.", 'tools', 'invalid_type');
+  const tools: ToolSchema[] = [];
+  const add = (tool: Record<string, unknown>, param: string, namespace?: string) => {
+    if (typeof tool.name !== 'string' || tool.name.length === 0)
+      throw invalidRequest(
+        `Missing required parameter: '${param}.name'.`,
+        `${param}.name`,
+        'missing_required_parameter',
+      );
+    const kind = tool.type === 'custom' ? 'custom' : 'function';
+    const name = namespace ? flatName(namespace, tool.name) : tool.name;
+    if (targets.has(name))
+      throw invalidRequest(
+        `Duplicate tool name '${name}' at '${param}'.`,
+        `${param}.name`,
+        'duplicate_tool_name',
+      );
+    targets.set(name, { kind, name: tool.name, ...(namespace ? { namespace } : {}) });
+    const schema: ToolSchema = { type: 'function', function: { name } };
+    if (typeof tool.description === 'string') schema.function.description = tool.description;
+    if (kind === 'custom') schema.function.parameters = customParameters(tool);
+    else if (isRecord(tool.parameters)) schema.function.parameters = tool.parameters;
+    if (typeof tool.strict === 'boolean') schema.function.strict = tool.strict;
+    tools.push(schema);
+  };
+  value.forEach((tool, index) => {
+    const param = `tools[${index}]`;
+    if (!isRecord(tool))
+      throw invalidRequest(`Invalid type for '${param}': expected an object.`, param, 'invalid_type');
+    if (tool.type === 'function' || tool.type === 'custom') add(tool, param);
+    else if (tool.type === 'namespace') {
+      if (typeof tool.name !== 'string' || !Array.isArray(tool.tools))
+        throw invalidRequest(`Invalid namespace tool at '${param}': expected {name, tools: [...]}.`, param);
+      tool.tools.forEach((inner, innerIndex) => {
+        const innerParam = `${param}.tools[${innerIndex}]`;
+        if (isRecord(inner) && (inner.type === 'function' || inner.type === 'custom'))
+          add(inner, innerParam, tool.name as string);
+        else ignored.push(`${innerParam} (${isRecord(inner) ? String(inner.type) : describe(inner)})`);
+      });
+    } else ignored.push(`${param} (${String(tool.type)})`);
+  });
+  return { tools: tools.length > 0 ? tools : undefined, targets };
+}
+
+function toToolChoice(
+  value: unknown,
+  targets: Map<string, ToolTarget>,
+  ignored: string[],
+): ToolChoice | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value === 'auto' || value === 'none' || value === 'required') return value;
+  if (
+    isRecord(value) &&
+    (value.type === 'function' || value.type === 'custom') &&
+    typeof value.name === 'string'
+  ) {
+    const name = typeof value.namespace === 'string' ? flatName(value.namespace, value.name) : value.name;
+    return { type: 'function', function: { name } };
+  }
+  if (isRecord(value) && typeof value.type === 'string') {
+    ignored.push(`tool_choice (${value.type})`);
+    return undefined;
+  }
+  void targets;
+  throw invalidRequest(
+    "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a tool choice object.",
+    'tool_choice',
+    'invalid_value',
+  );
+}
+
+function reasoningText(item: Record<string, unknown>): string {
+  if (Array.isArray(item.content)) {
+    const text = item.content
+      .map((part) =>
+        isRecord(part) && part.type === 'reasoning_text' && typeof part.text === 'string' ? part.text : '',
+      )
+      .join('');
+    if (text) return text;
+  }
+  const decoded = decodeReasoning(item.encrypted_content);
+  if (decoded !== undefined) return decoded;
+  if (Array.isArray(item.summary))
+    return item.summary
+      .map((part) => (isRecord(part) && typeof part.text === 'string' ? part.text : ''))
+      .filter((text) => text)
+      .join('\n\n');
+  return '';
+}
+
+function outputText(value: unknown, param: string): string {
+  if (typeof value === 'string') return value;
+  return contentToText(value, param);
+}
+
+/** Responses input items → chat messages: consecutive assistant items form one assistant turn. */
+function toMessages(input: unknown): ChatMessage[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  if (!Array.isArray(input))
+    throw invalidRequest(
+      `Invalid type for 'input': expected a string or an array of input items, but got ${describe(input)}.`,
+      'input',
+      'invalid_type',
+    );
+  const messages: ChatMessage[] = [];
+  let turn: ChatMessage | undefined;
+  const flush = () => {
+    if (turn) messages.push(turn);
+    turn = undefined;
+  };
+  const assistant = () => {
+    turn ??= { role: 'assistant', content: null };
+    return turn;
+  };
+  const addCall = (call: ToolCall) => {
+    const message = assistant();
+    message.tool_calls = [...(message.tool_calls ?? []), call];
+  };
+  input.forEach((item, index) => {
+    const param = `input[${index}]`;
+    if (!isRecord(item))
+      throw invalidRequest(`Invalid type for '${param}': expected an object.`, param, 'invalid_type');
+    const type = item.type ?? (typeof item.role === 'string' ? 'message' : undefined);
+    switch (type) {
+      case 'message': {
+        const role = item.role;
+        if (role === 'assistant') {
+          let message = assistant();
+          if (message.tool_calls) {
+            flush();
+            message = assistant();
+          }
+          const text = contentToText(item.content, `${param}.content`);
+          message.content = message.content ? `${message.content as string}\n${text}` : text;
+          return;
+        }
+        if (role !== 'user' && role !== 'system' && role !== 'developer')
+          throw invalidRequest(
+            `Invalid value for '${param}.role': ${JSON.stringify(role)}. Supported values are: 'user', 'assistant', 'system', 'developer'.`,
+            `${param}.role`,
+            'invalid_value',
+          );
+        flush();
+        messages.push({
+          role: role === 'developer' ? 'system' : role,
+          content: contentToText(item.content, `${param}.content`),
+        });
+        return;
+      }
+      case 'reasoning': {
+        if (turn && (turn.content || turn.tool_calls)) flush();
+        const text = reasoningText(item);
+        if (text) {
+          const message = assistant();
+          message.reasoning_content = message.reasoning_content
+            ? `${message.reasoning_content}\n\n${text}`
+            : text;
+        }
+        return;
+      }
+      case 'function_call': {
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
+          throw invalidRequest(
+            `Invalid function_call at '${param}': "call_id" and "name" are required.`,
+            param,
+          );
+        const name = typeof item.namespace === 'string' ? flatName(item.namespace, item.name) : item.name;
+        const args =
+          typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
+        addCall({ id: item.call_id, type: 'function', function: { name, arguments: args } });
+        return;
+      }
+      case 'custom_tool_call': {
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
+          throw invalidRequest(
+            `Invalid custom_tool_call at '${param}': "call_id" and "name" are required.`,
+            param,
+          );
+        const name = typeof item.namespace === 'string' ? flatName(item.namespace, item.name) : item.name;
+        const args = JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' });
+        addCall({ id: item.call_id, type: 'function', function: { name, arguments: args } });
+        return;
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
+        if (typeof item.call_id !== 'string')
+          throw invalidRequest(
+            `Missing required parameter: '${param}.call_id'.`,
+            `${param}.call_id`,
+            'missing_required_parameter',
+          );
+        flush();
+        messages.push({
+          role: 'tool',
+          tool_call_id: item.call_id,
+          content: outputText(item.output, `${param}.output`),
+        });
+        return;
+      }
+      default:
+        throw invalidRequest(
+          `Input items of type ${JSON.stringify(type)} at '${param}' are not supported by the shears gateway (supported: message, reasoning, function_call, function_call_output, custom_tool_call, custom_tool_call_output).`,
+          `${param}.type`,
+          'unsupported_input_item',
+        );
+    }
+  });
+  flush();
+  return messages;
+}
+
+export function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedResponsesRequest {
+  const body = requireObjectBody(rawBody);
+  const ignoredFields = unknownKeys(body, KNOWN);
+  const model = typeof body.model === 'string' ? body.model : null;
+  if (model === null)
+    throw invalidRequest("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
+  if (body.input === undefined || body.input === null)
+    throw invalidRequest("Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
+  const instructions = optionalString(body, 'instructions');
+  const previousResponseId = optionalString(body, 'previous_response_id');
+  let history = toMessages(body.input);
+  if (previousResponseId !== undefined) {
+    const previous = context.recall(previousResponseId);
+    if (!previous)
+      throw invalidRequest(
+        `Previous response with id '${previousResponseId}' not found.`,
+        'previous_response_id',
+        'previous_response_not_found',
+      );
+    history = [...previous, ...history];
+  }
+  if (history.length === 0)
+    throw invalidRequest("Invalid 'input': the conversation is empty.", 'input', 'empty_array');
+  const messages: ChatMessage[] = instructions
+    ? [{ role: 'system', content: instructions }, ...history]
+    : history;
+  const stream = optionalBoolean(body, 'stream') ?? false;
+  const store = optionalBoolean(body, 'store') ?? true;
+  const temperature = optionalNumber(body, 'temperature');
+  if (temperature !== undefined && (temperature < 0 || temperature > 2))
+    throw invalidRequest(
+      `Invalid 'temperature': ${temperature} is not in [0, 2].`,
+      'temperature',
+      'invalid_value',
+    );
+  const topP = optionalNumber(body, 'top_p');
+  if (topP !== undefined && (topP < 0 || topP > 1))
+    throw invalidRequest(`Invalid 'top_p': ${topP} is not in [0, 1].`, 'top_p', 'invalid_value');
+  const maxTokens = optionalInteger(body, 'max_output_tokens', 1);
+  const { tools, targets } = toTools(body.tools, ignoredFields);
+  const toolChoice = toToolChoice(body.tool_choice, targets, ignoredFields);
+  const parallel = optionalBoolean(body, 'parallel_tool_calls');
+  if (parallel === false) ignoredFields.push('parallel_tool_calls (false: not enforced on the model)');
+  const include = Array.isArray(body.include) ? body.include : [];
+  if (body.reasoning !== undefined) ignoredFields.push('reasoning');
+  if (body.metadata !== undefined) ignoredFields.push('metadata');
+  return {
+    chat: {
+      messages,
+      ...(tools ? { tools } : {}),
+      ...(toolChoice !== undefined ? { toolChoice } : {}),
+      ...(temperature !== undefined ? { temperature } : {}),
+      ...(topP !== undefined ? { topP } : {}),
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
+    },
+    stream,
+    model,
+    ignoredFields,
+    targets,
+    includeEncryptedReasoning: include.includes('reasoning.encrypted_content'),
+    store,
+    history,
+    echo: {
+      instructions: instructions ?? null,
+      max_output_tokens: maxTokens ?? null,
+      parallel_tool_calls: parallel ?? true,
+      previous_response_id: previousResponseId ?? null,
+      reasoning: isRecord(body.reasoning)
+        ? { effort: body.reasoning.effort ?? null, summary: body.reasoning.summary ?? null }
+        : { effort: null, summary: null },
+      store,
+      temperature: temperature ?? 1,
+      text: { format: { type: 'text' } },
+      tool_choice: body.tool_choice ?? 'auto',
+      tools: Array.isArray(body.tools) ? body.tools : [],
+      top_p: topP ?? 1,
+      truncation: 'disabled',
+      metadata: isRecord(body.metadata) ? body.metadata : {},
+    },
+  };
+}
+
+function usageBody(usage: Usage | undefined): Record<string, unknown> {
+  return {
+    input_tokens: usage?.promptTokens ?? 0,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: usage?.completionTokens ?? 0,
+    output_tokens_details: { reasoning_tokens: usage?.reasoningTokens ?? 0 },
+    total_tokens: usage?.totalTokens ?? 0,
+  };
+}
+
+type OutputItem = Record<string, unknown> & { id: string; type: string };
+
+/** The output items of one answer: reasoning, message, then the tool calls, in the model's order. */
+function outputItems(parsed: ParsedResponsesRequest, message: ChatMessage): OutputItem[] {
+  const items: OutputItem[] = [];
+  const reasoning = reasoningOf(message);
+  if (reasoning !== undefined) {
+    const item: OutputItem = {
+      id: randomId('rs_'),
+      type: 'reasoning',
+      summary: [],
+      content: [{ type: 'reasoning_text', text: reasoning }],
+    };
+    if (parsed.includeEncryptedReasoning) item.encrypted_content = encodeReasoning(reasoning);
+    items.push(item);
+  }
+  const text = contentText(message);
+  if (text !== '')
+    items.push({
+      id: randomId('msg_'),
+      type: 'message',
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+    });
+  for (const call of message.tool_calls ?? []) {
+    const target = parsed.targets.get(call.function.name);
+    const namespace = target?.namespace ? { namespace: target.namespace } : {};
+    if (target?.kind === 'custom') {
+      const input = argumentsObject(call.function.arguments)?.input;
+      items.push({
+        id: randomId('ctc_'),
+        type: 'custom_tool_call',
+        status: 'completed',
+        call_id: call.id,
+        name: target.name,
+        input: typeof input === 'string' ? input : call.function.arguments,
+        ...namespace,
+      });
+    } else
+      items.push({
+        id: randomId('fc_'),
+        type: 'function_call',
+        status: 'completed',
+        call_id: call.id,
+        name: target?.name ?? call.function.name,
+        arguments: call.function.arguments,
+        ...namespace,
+      });
+  }
+  return items;
+}
+
+function responseObject(
+  parsed: ParsedResponsesRequest,
+  meta: ResponseMeta,
+  state: { status: string; output: OutputItem[]; usage: Usage | undefined | null; incomplete?: boolean },
+): Record<string, unknown> {
+  return {
+    id: meta.id,
+    object: 'response',
+    created_at: meta.created,
+    status: state.status,
+    ...(state.status === 'completed' || state.status === 'incomplete' ? { completed_at: meta.created } : {}),
+    error: null,
+    incomplete_details: state.incomplete ? { reason: 'max_output_tokens' } : null,
+    model: meta.model,
+    output: state.output,
+    usage: state.usage === null ? null : usageBody(state.usage),
+    ...parsed.echo,
+  };
+}
+
+function firstMessage(response: ChatResponse): ChatMessage {
+  return response.choices[0]?.message ?? { role: 'assistant', content: '' };
+}
+
+const isIncomplete = (response: ChatResponse) =>
+  response.choices[0]?.finishReason === 'length' && !(response.choices[0]?.message.tool_calls?.length ?? 0);
+
+function respond(
+  parsed: ParsedResponsesRequest,
+  response: ChatResponse,
+  meta: ResponseMeta,
+): Record<string, unknown> {
+  const incomplete = isIncomplete(response);
+  return responseObject(parsed, meta, {
+    status: incomplete ? 'incomplete' : 'completed',
+    output: outputItems(parsed, firstMessage(response)),
+    usage: response.usage,
+    incomplete,
+  });
+}
+
+function preamble(parsed: ParsedResponsesRequest, meta: ResponseMeta): string {
+  const inProgress = responseObject(parsed, meta, { status: 'in_progress', output: [], usage: null });
+  return (
+    sseEvent('response.created', {
+      type: 'response.created',
+      sequence_number: meta.sequence++,
+      response: inProgress,
+    }) +
+    sseEvent('response.in_progress', {
+      type: 'response.in_progress',
+      sequence_number: meta.sequence++,
+      response: inProgress,
+    })
+  );
+}
+
+function stream(
+  parsed: ParsedResponsesRequest,
+  response: ChatResponse,
+  meta: ResponseMeta,
+  preambleSent: boolean,
+): string {
+  let out = preambleSent ? '' : preamble(parsed, meta);
+  const event = (type: string, fields: Record<string, unknown>) => {
+    out += sseEvent(type, { type, sequence_number: meta.sequence++, ...fields });
+  };
+  const items = outputItems(parsed, firstMessage(response));
+  items.forEach((item, outputIndex) => {
+    const where = { item_id: item.id, output_index: outputIndex };
+    if (item.type === 'reasoning') {
+      const text = (item.content as Array<{ text: string }>)[0]?.text ?? '';
+      event('response.output_item.added', {
+        output_index: outputIndex,
+        item: { ...item, content: [], status: 'in_progress' },
+      });
+      event('response.content_part.added', {
+        ...where,
+        content_index: 0,
+        part: { type: 'reasoning_text', text: '' },
+      });
+      for (const delta of splitForStream(text, meta.chunkChars))
+        event('response.reasoning_text.delta', { ...where, content_index: 0, delta });
+      event('response.reasoning_text.done', { ...where, content_index: 0, text });
+      event('response.content_part.done', {
+        ...where,
+        content_index: 0,
+        part: { type: 'reasoning_text', text },
+      });
+    } else if (item.type === 'message') {
+      const part = (item.content as Array<Record<string, unknown>>)[0] as { text: string };
+      event('response.output_item.added', {
+        output_index: outputIndex,
+        item: { ...item, content: [], status: 'in_progress' },
+      });
+      event('response.content_part.added', {
+        ...where,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+      });
+      for (const delta of splitForStream(part.text, meta.chunkChars))
+        event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] });
+      event('response.output_text.done', { ...where, content_index: 0, text: part.text, logprobs: [] });
+      event('response.content_part.done', { ...where, content_index: 0, part });
+    } else if (item.type === 'function_call') {
+      const args = item.arguments as string;
+      event('response.output_item.added', {
+        output_index: outputIndex,
+        item: { ...item, arguments: '', status: 'in_progress' },
+      });
+      for (const delta of splitForStream(args, meta.chunkChars))
+        event('response.function_call_arguments.delta', { ...where, delta });
+      event('response.function_call_arguments.done', { ...where, name: item.name, arguments: args });
+    } else {
+      const input = item.input as string;
+      event('response.output_item.added', {
+        output_index: outputIndex,
+        item: { ...item, input: '', status: 'in_progress' },
+      });
+      for (const delta of splitForStream(input, meta.chunkChars))
+        event('response.custom_tool_call_input.delta', { ...where, delta });
+      event('response.custom_tool_call_input.done', { ...where, input });
+    }
+    event('response.output_item.done', { output_index: outputIndex, item });
+  });
+  const incomplete = isIncomplete(response);
+  const final = responseObject(parsed, meta, {
+    status: incomplete ? 'incomplete' : 'completed',
+    output: items,
+    usage: response.usage,
+    incomplete,
+  });
+  event(incomplete ? 'response.incomplete' : 'response.completed', { response: final });
+  return out;
+}
+
+function streamError(
+  parsed: ParsedResponsesRequest,
+  error: GatewayApiError,
+  meta: ResponseMeta,
+  preambleSent: boolean,
+): string {
+  let out = preambleSent ? '' : preamble(parsed, meta);
+  const failed = {
+    ...responseObject(parsed, meta, { status: 'failed', output: [], usage: null }),
+    error: {
+      code: error.kind === 'rate_limit' ? 'rate_limit_exceeded' : 'server_error',
+      message: error.message,
+    },
+  };
+  out += sseEvent('response.failed', {
+    type: 'response.failed',
+    sequence_number: meta.sequence++,
+    response: failed,
+  });
+  return out;
+}
+
+export const responsesDialect: Dialect<ParsedResponsesRequest> = {
+  api: 'responses',
+  parse: parseResponsesRequest,
+  remember: (parsed, reply) => (parsed.store ? [...parsed.history, reply] : undefined),
+  respond,
+  stream,
+  preamble,
+  streamError,
+  renderError: (error) => renderOpenAIError(error),
+};

@@ -1,0 +1,125 @@
+import type { ChatMessage } from '@shears/core';
+import { describe, expect, it } from 'vitest';
+import { canonicalArguments, matchThread, messageKey, type ThreadState, threadTags } from './threads.js';
+
+const assistant = (content: string | null, args?: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
+  role: 'assistant',
+  content,
+  ...(args !== undefined
+    ? { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'run', arguments: args } }] }
+    : {}),
+  ...extra,
+});
+
+function thread(
+  id: string,
+  messages: ChatMessage[],
+  options: { busy?: boolean; lastUsed?: number; api?: 'chat.completions' | 'messages' } = {},
+): ThreadState {
+  return {
+    id,
+    tags: threadTags(options.api ?? 'chat.completions', messages, undefined, null),
+    keys: messages.map(messageKey),
+    messages,
+    produced: new Set(),
+    tools: undefined,
+    requestIndices: [],
+    busy: options.busy ?? false,
+    lastUsed: options.lastUsed ?? 0,
+    managed: undefined,
+  };
+}
+
+describe('messageKey', () => {
+  it('treats an echoed reply as the same message when only ids, reasoning, spacing or key order differ', () => {
+    const produced = assistant(' Reading. ', '{"cmd": "ls", "flags": ["-l"]}', {
+      reasoning_content: 'think',
+    });
+    const echoed: ChatMessage = {
+      role: 'assistant',
+      content: 'Reading.',
+      tool_calls: [
+        {
+          id: 'toolu_other',
+          type: 'function',
+          function: { name: 'run', arguments: '{"flags":["-l"],"cmd":"ls"}' },
+        },
+      ],
+    };
+    expect(messageKey(echoed)).toBe(messageKey(produced));
+  });
+
+  it('tells apart messages a harness really changed', () => {
+    const base = assistant('Reading.', '{"cmd": "ls"}');
+    expect(messageKey(assistant('Reading!', '{"cmd": "ls"}'))).not.toBe(messageKey(base));
+    expect(messageKey(assistant('Reading.', '{"cmd": "ls -a"}'))).not.toBe(messageKey(base));
+    expect(messageKey({ role: 'user', content: 'hi' })).not.toBe(
+      messageKey({ role: 'user', content: 'hi ' }),
+    );
+    expect(messageKey({ role: 'user', content: 'x' })).not.toBe(messageKey({ role: 'system', content: 'x' }));
+    expect(messageKey({ role: 'tool', tool_call_id: 'a', content: 'out' })).not.toBe(
+      messageKey({ role: 'tool', tool_call_id: 'a', content: 'out2' }),
+    );
+  });
+
+  it('canonicalises JSON arguments and keeps text that is not JSON', () => {
+    expect(canonicalArguments('{"b": 1, "a": {"d": [1, 2], "c": null}}')).toBe(
+      '{"a":{"c":null,"d":[1,2]},"b":1}',
+    );
+    expect(canonicalArguments('  not json ')).toBe('not json');
+  });
+});
+
+describe('matchThread', () => {
+  const system: ChatMessage = { role: 'system', content: 'You are an agent.' };
+  const user: ChatMessage = { role: 'user', content: 'Fix it' };
+  const reply = assistant(null, '{"cmd": "ls"}');
+  const tool: ChatMessage = { role: 'tool', tool_call_id: 'call_1', content: 'a.ts' };
+
+  it('joins the thread whose conversation the request extends, preferring the longest', () => {
+    const short = thread('t0', [system, user]);
+    const long = thread('t1', [system, user, reply]);
+    const keys = [system, user, reply, tool].map(messageKey);
+    expect(matchThread([short, long], 'chat.completions', keys, 1).thread?.id).toBe('t1');
+  });
+
+  it('never joins a busy thread: the request branches from it', () => {
+    const busy = thread('t0', [system, user, reply], { busy: true });
+    const match = matchThread([busy], 'chat.completions', [system, user, reply, tool].map(messageKey), 1);
+    expect(match.thread).toBeUndefined();
+    expect(match.branchOf?.id).toBe('t0');
+  });
+
+  it('starts a new thread for another system prompt or another API, and names a shared opening as a branch', () => {
+    const main = thread('t0', [system, user, reply]);
+    const title = [{ role: 'system', content: 'Generate a title.' }, user].map(messageKey);
+    expect(matchThread([main], 'chat.completions', title, 1)).toEqual({
+      thread: undefined,
+      branchOf: undefined,
+    });
+    expect(
+      matchThread([main], 'messages', [system, user, reply, tool].map(messageKey), 1).thread,
+    ).toBeUndefined();
+    // Same system and user, different continuation (a retry from an earlier point).
+    const retry = [system, user, assistant('Something else')].map(messageKey);
+    expect(matchThread([main], 'chat.completions', retry, 1)).toEqual({ thread: undefined, branchOf: main });
+  });
+
+  it('tags a thread with its system hash, previews and tools', () => {
+    const tags = threadTags(
+      'responses',
+      [system, { role: 'system', content: 'More rules.' }, user],
+      [{ type: 'function', function: { name: 'run' } }],
+      null,
+    );
+    expect(tags).toMatchObject({
+      api: 'responses',
+      systemPreview: 'You are an agent.\nMore rules.',
+      firstUserMessage: 'Fix it',
+      toolNames: ['run'],
+      branchOf: null,
+    });
+    expect(tags.systemHash).toMatch(/^[0-9a-f]{16}$/);
+    expect(threadTags('responses', [user], undefined, null).systemHash).toBe('');
+  });
+});
