@@ -107,6 +107,7 @@ export type { NonceReply, VerdictParse } from './verdict-parsing.js';
 export {
   extractJsonObjects,
   parseVerdictText,
+  duplicateJsonKey,
   selectNonceReply,
   verdictJsonSchema,
 } from './verdict-parsing.js';
