@@ -9,9 +9,14 @@ afterAll(async () => {
   await provider?.close();
 });
 
-describeFileToolSuite('the local sandbox backend', {
-  acquire: async () => {
-    provider ??= createLocalSandboxProvider();
-    return provider.acquire();
+describeFileToolSuite(
+  'the local sandbox backend',
+  {
+    acquire: async () => {
+      provider ??= createLocalSandboxProvider();
+      return provider.acquire();
+    },
   },
-});
+  undefined,
+  { race: true },
+);
