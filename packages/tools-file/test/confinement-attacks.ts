@@ -96,6 +96,11 @@ export function describeConfinementAttacks(
           const patch = await run('patch', { path: 'hardlink.txt', old_string: 'SECRET', new_string: 'x' });
           expect(patch.json.error).toMatch(/hard links/);
           await outsideUntouched();
+          // Writing replaces the name in the workspace and leaves the other name's file alone.
+          const write = await run('write_file', { path: 'hardlink.txt', content: 'new\n' });
+          expect(write.json.bytes_written).toBe(4);
+          expect((await run('read_file', { path: 'hardlink.txt' })).json.content).toBe('     1|new');
+          await outsideUntouched();
         } finally {
           await sh('rm -f hardlink.txt');
         }
@@ -136,14 +141,18 @@ export function describeConfinementAttacks(
         );
         await sh(`mv '${temp}' '${temp}.saved' && ln -s '${outside}' '${temp}'`);
         try {
-          const write = await run('write_file', { path: 'via-temp.txt', content: 'PAYLOAD\n' });
+          // Over 16 KiB, content is uploaded through the temp dir: refused.
+          const write = await run('write_file', { path: 'via-temp.txt', content: 'PAYLOAD\n'.repeat(4096) });
           expect(write.json.error).toMatch(/temp dir was moved or replaced/);
+          // Small text is written from inside the tool's script: no temp dir needed.
+          const small = await run('write_file', { path: 'small.txt', content: 'PAYLOAD\n' });
+          expect(small.json.bytes_written).toBe(8);
           // A file over the inline limit goes through a spill file in the temp dir for patch.
           const patch = await run('patch', { path: 'big.txt', old_string: 'big\nbig', new_string: 'x' });
           expect(patch.json.error).toMatch(/temp dir was moved or replaced/);
           await outsideUntouched();
         } finally {
-          await sh(`rm -f '${temp}' && mv '${temp}.saved' '${temp}' && rm -f big.txt via-temp.txt`);
+          await sh(`rm -f '${temp}' && mv '${temp}.saved' '${temp}' && rm -f big.txt via-temp.txt small.txt`);
         }
       });
 
@@ -209,7 +218,7 @@ export function describeConfinementAttacks(
 while [ ! -e stop ] && [ "$(date +%s)" -lt "$end" ]; do
   mv -f d real && mv -f link d && mv -f d link && mv -f real d && n=$((n + 1)); sleep 0.02
 done; echo "$n" > swaps`;
-          await sh(`nohup sh -c '${loop.replaceAll("'", "'\\''")}' >/dev/null 2>&1 &`);
+          await sh(`sh -c '${loop.replaceAll("'", "'\\''")}' </dev/null >/dev/null 2>&1 &`);
         };
         const stopSwapper = async (): Promise<number> => {
           await sh(': > race/stop');
@@ -271,7 +280,11 @@ done; echo "$n" > swaps`;
             if (patch.json.success === true) {
               counts.ok++;
               text = next;
-            } else counts.refused++;
+            } else {
+              counts.refused++;
+              // A call refused after its write (while re-reading to verify) left the other text.
+              if (/Could not find a match|verification failed/.test(patch.json.error)) text = next;
+            }
           }
           await finish(counts);
         }, 300_000);
