@@ -73,6 +73,8 @@ export const harnessEnvSettingsSchema = z.strictObject({
   model: modelNameSchema.optional(),
   /** The harness's shell tool, which marks its main conversation (default: the preset's). */
   mainTool: z.string().min(1).optional(),
+  /** Shuffles the order tasks are drawn in (the CLI passes `env.seed`); without it, file order. */
+  seed: z.number().int().optional(),
   /** Time limit of a task's verifier (default 120 000 ms). */
   verifyTimeoutMs: z.number().int().positive().optional(),
   /** Container image for container sandboxes. */
@@ -216,6 +218,22 @@ function resolveTasks(tasks: unknown): HarnessTask[] {
   });
 }
 
+/** Fisher-Yates with mulberry32: the same seed gives the same order everywhere. */
+function shuffle<T>(items: T[], seed: number): void {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let index = items.length - 1; index > 0; index--) {
+    const other = Math.floor(random() * (index + 1));
+    [items[index], items[other]] = [items[other] as T, items[index] as T];
+  }
+}
+
 function fill(template: string, values: Record<string, string>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (whole, name: string) => values[name] ?? whole);
 }
@@ -305,6 +323,7 @@ export function createHarnessEnv(settings: HarnessEnvSettings): HarnessEnv {
       issues: [{ path: 'command', message: 'required without a preset' }],
     });
   const tasks = resolveTasks(parsed.tasks);
+  if (parsed.seed !== undefined) shuffle(tasks, parsed.seed);
   const ids = new Set<string>();
   for (const task of tasks) {
     if (ids.has(task.id))
