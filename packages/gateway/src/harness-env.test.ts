@@ -5,7 +5,7 @@
 // sampled, and the faults (hang, non-zero exit, request limit, requests after the end) are
 // recorded as such.
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -275,5 +275,29 @@ describe('the harness env settings and plugin', () => {
     expect(() => createHarnessEnv({ command: 'true', tasks: [{ id: 'a', prompt: 'p' } as never] })).toThrow(
       /verify/,
     );
+  });
+
+  it('loads tasks from a JSONL file, naming the line of a bad one; a seed fixes the order', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'shears-harness-tasks-'));
+    cleanups.push(() => rm(folder, { recursive: true, force: true }));
+    const tasks = Array.from({ length: 6 }, (_, index) => ({
+      id: `t${index}`,
+      prompt: `task ${index}`,
+      verify: 'true',
+    }));
+    const good = join(folder, 'tasks.jsonl');
+    await writeFile(good, `${tasks.map((task) => JSON.stringify(task)).join('\n')}\n`);
+    const order = async (seed?: number) => {
+      const env = createHarnessEnv({ command: 'true', tasks: good, ...(seed !== undefined ? { seed } : {}) });
+      return Promise.all(tasks.map(async () => (await env.nextItem())?.id));
+    };
+    expect(await order()).toEqual(['t0', 't1', 't2', 't3', 't4', 't5']);
+    const seeded = await order(7);
+    expect(seeded).toEqual(await order(7));
+    expect([...seeded].sort()).toEqual(['t0', 't1', 't2', 't3', 't4', 't5']);
+    expect(seeded).not.toEqual(await order());
+    const bad = join(folder, 'bad.jsonl');
+    await writeFile(bad, `${JSON.stringify(tasks[0])}\n{"id": "t1", "prompt": "no verifier"}\n`);
+    expect(() => createHarnessEnv({ command: 'true', tasks: bad })).toThrow(/bad\.jsonl line 2: verify/);
   });
 });
