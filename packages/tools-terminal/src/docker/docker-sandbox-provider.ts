@@ -66,6 +66,22 @@ export const dockerSandboxSettingsSchema = z
     maxOutputBytes: z.number().int().positive().optional(),
     /** Extra labels on every container. */
     labels: z.record(z.string(), z.string()).default({}),
+    /**
+     * Host folders mounted into every container, `host-path:container-path[:ro]` (Docker's bind
+     * syntax; absolute paths only). Meant for narrow channels such as the folder holding the agent
+     * gateway's unix socket, which lets a container with network `none` reach it; a host folder
+     * mounted here is as reachable from the sandbox as the sandbox's own files.
+     */
+    binds: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^\/[^:]*:\/[^:]*(:(ro|rw))?$/,
+            'expected "/host/path:/container/path" with an optional ":ro" or ":rw"',
+          ),
+      )
+      .default([]),
   })
   .strict();
 
@@ -251,6 +267,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
           ...(container.cpus ? { NanoCpus: Math.round(container.cpus * 1e9) } : {}),
           ...(container.pids ? { PidsLimit: container.pids } : {}),
           AutoRemove: false,
+          ...(config.binds.length > 0 ? { Binds: [...config.binds] } : {}),
         },
       });
       await created.start();
