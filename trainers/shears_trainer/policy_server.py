@@ -55,6 +55,7 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
     result: dict | None = None
     error: str | None = None
+    status: int = 500
 
 
 def parse_request(body: object, vocab_size: int, default_max_tokens: int) -> _Job:
@@ -170,7 +171,7 @@ class PolicyServer:
                 server._queue.put(job)
                 job.done.wait()
                 if job.error is not None:
-                    self._send(500, {"detail": job.error})
+                    self._send(job.status, {"detail": job.error})
                 else:
                     self._send(200, job.result)
 
@@ -190,7 +191,18 @@ class PolicyServer:
         return self
 
     def close(self) -> None:
+        """Stops serving: the batch in progress finishes, waiting requests are answered 503. The
+        generation thread is joined, so the process never exits in the middle of a torch call."""
         self._closing.set()
+        self._threads[1].join(timeout=60)
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            job.error = "the policy server is shutting down"
+            job.status = 503
+            job.done.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -23,8 +23,9 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", 
 CHAT_TEMPLATE = (
     "{% if tools %}<|im_start|>tools\n"
     "{% for tool in tools %}{% set f = tool.function if tool.function is defined else tool %}"
-    "{{ f.name }}({{ (f.parameters.properties | list) | join(',') if f.parameters is defined and "
-    "f.parameters.properties is defined else '' }}){% if not loop.last %} {% endif %}"
+    "{{ f.name }}({% if f.parameters is defined and f.parameters.properties is defined %}"
+    "{% for name, _ in f.parameters.properties.items() %}{{ name }}{% if not loop.last %},{% endif %}"
+    "{% endfor %}{% endif %}){% if not loop.last %} {% endif %}"
     "{% endfor %}<|im_end|>\n{% endif %}"
     "{% for message in messages %}"
     "<|im_start|>{{ message.role }}\n"
@@ -40,13 +41,46 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-CONSONANTS = "bdfgklmnprstvz"
-VOWELS = "aeiou"
+# The toy env's words (examples/toy-pack/src/index.js holds the same list): each becomes one
+# token of the vocabulary, so the task is to copy one token from the prompt into the call.
+TOY_WORDS = [
+    "bamo",
+    "bebu",
+    "bisu",
+    "buro",
+    "dapo",
+    "dedu",
+    "desu",
+    "dudi",
+    "dure",
+    "fifo",
+    "fudu",
+    "keve",
+    "kota",
+    "kuni",
+    "kuze",
+    "lapa",
+    "lema",
+    "lera",
+    "liro",
+    "masa",
+    "mazu",
+    "numi",
+    "nuni",
+    "rape",
+    "rare",
+    "roda",
+    "sibo",
+    "soko",
+    "tedu",
+    "toku",
+    "vuri",
+    "zeko",
+]
 
 
 def toy_word(rng: random.Random) -> str:
-    """Two or three consonant-vowel syllables, like the toy env's words (`kemo`, `lavido`)."""
-    return "".join(rng.choice(CONSONANTS) + rng.choice(VOWELS) for _ in range(rng.choice((2, 3))))
+    return rng.choice(TOY_WORDS)
 
 
 def _corpus(lines: int, seed: int) -> list[str]:
@@ -58,7 +92,7 @@ def _corpus(lines: int, seed: int) -> list[str]:
             "<|im_start|>tools\nsave(word)<|im_end|>\n"
             f"<|im_start|>user\nSave the word {word}.<|im_end|>\n"
             f'<|im_start|>assistant\n<tool_call>{{"name":"save","arguments":{{"word":"{word}"}}}}</tool_call><|im_end|>\n'
-            f"<|im_start|>tool\nsaved {word}<|im_end|>\n"
+            f"<|im_start|>tool\nsaved {word}<|im_end|>\n<|im_start|>assistant\ndone<|im_end|>\n"
         )
     return out
 

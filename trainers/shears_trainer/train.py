@@ -144,9 +144,9 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
         )
         parts.loss.backward()
         tokens = float(part["mask"].sum())
-        totals["loss"] += float(parts.loss)
-        totals["policy"] += float(parts.policy)
-        totals["kl"] += float(parts.kl)
+        totals["loss"] += parts.loss.item()
+        totals["policy"] += parts.policy.item()
+        totals["kl"] += parts.kl.item()
         totals["clip_fraction"] += float(parts.clip_fraction) * tokens / trained
         totals["ratio"] += float(parts.ratio_mean) * tokens / trained
         totals["entropy"] += float((entropy.detach() * part["mask"]).sum()) / trained
@@ -378,8 +378,8 @@ def run_sft(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            losses.append(float(loss))
-            sink.write(json.dumps({"sft_step": step, "loss": round(float(loss), 6)}) + "\n")
+            losses.append(loss.item())
+            sink.write(json.dumps({"sft_step": step, "loss": round(losses[-1], 6)}) + "\n")
     save_model(model, tokenizer, output)
     return {
         "steps": total,

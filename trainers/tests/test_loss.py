@@ -14,6 +14,7 @@ def one_token(logp: float, old: float, advantage: float, **kwargs):
         logprobs, torch.tensor([[old]]), torch.tensor([[advantage]]), torch.tensor([[1.0]]), **kwargs
     )
     parts.loss.backward()
+    parts.loss = parts.loss.detach()
     return parts, float(logprobs.grad[0, 0])
 
 
