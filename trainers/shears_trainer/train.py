@@ -60,6 +60,10 @@ class GrpoConfig:
     threads: int | None = None
 
 
+# Advantages smaller than this are float noise (equal scores normalised: 1e-9), not signal.
+ADVANTAGE_EPSILON = 1e-6
+
+
 def log(message: str) -> None:
     print(message, flush=True)
 
@@ -230,12 +234,22 @@ def run_grpo(config: GrpoConfig) -> dict:
             if config.control == "shuffle-signs":
                 shuffle_advantage_signs(batch, control_rng)
             step_started = time.monotonic()
+            # A batch whose advantages are all zero (groups of equal scores) carries no signal:
+            # its gradient is zero or float noise, and AdamW would still move every weight by
+            # about `lr` (momentum, and noise divided by its own tiny scale). No step is taken.
+            skipped = not bool((batch.advantages.abs() > ADVANTAGE_EPSILON).any())
             lock = server.lock if server is not None else None
             if lock is not None:
                 lock.acquire()
             try:
-                totals = train_step(model, optimizer, batch, config, reference)
-                version = server.bump_version() if server is not None else step
+                if skipped:
+                    totals = dict.fromkeys(
+                        ("loss", "policy", "kl", "clip_fraction", "entropy", "ratio", "grad_norm"), 0.0
+                    )
+                    version = server.version if server is not None else step - 1
+                else:
+                    totals = train_step(model, optimizer, batch, config, reference)
+                    version = server.bump_version() if server is not None else step
             finally:
                 if lock is not None:
                     lock.release()
@@ -255,13 +269,14 @@ def run_grpo(config: GrpoConfig) -> dict:
                 "wait_s": round(wait_s, 4),
                 "advantages": batch.advantage_source,
                 "on_policy_fallback": batch.old_logprobs is None,
+                "skipped": skipped,
                 "policy_version": version,
                 "time_s": round(time.monotonic() - started, 3),
             }
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
             log(
-                f"step {step}/{config.steps} reward {reward:.3f} loss {totals['loss']:.4f} "
+                f"step {step}/{config.steps}{' (no signal: skipped)' if skipped else ''} reward {reward:.3f} loss {totals['loss']:.4f} "
                 f"clip {totals['clip_fraction']:.3f} grad {totals['grad_norm']:.3f} "
                 f"entropy {totals['entropy']:.3f} {record['tokens_per_s']} tok/s"
             )
