@@ -13,6 +13,7 @@ import {
   type Usage,
 } from '@shears/core';
 import OpenAI from 'openai';
+import { errorBodyDetail } from './error-body.js';
 import {
   httpServerError,
   parseRetryAfter,
@@ -61,9 +62,26 @@ function toUsage(raw: OpenAI.CompletionUsage | undefined | null): Usage | undefi
 }
 
 function detailOf(error: InstanceType<typeof OpenAI.APIError>): string {
-  const body = error.error as { message?: unknown } | undefined;
-  if (body && typeof body.message === 'string') return body.message;
-  return error.message;
+  const body = (error as { shearsErrorBody?: unknown }).shearsErrorBody;
+  return errorBodyDetail(body) ?? errorBodyDetail(error.error) ?? error.message;
+}
+
+/**
+ * The SDK keeps only `body.error` of an error response, so FastAPI's `{"detail": ...}` (what
+ * transformers serve and other Python servers send) became "422 status code (no body)". The
+ * whole parsed body is kept on the error for `detailOf`.
+ */
+class OpenAIKeepingErrorBodies extends OpenAI {
+  protected override makeStatusError(
+    status: number,
+    error: object,
+    message: string | undefined,
+    headers: Headers,
+  ): InstanceType<typeof OpenAI.APIError> {
+    const made = super.makeStatusError(status, error, message, headers);
+    Object.defineProperty(made, 'shearsErrorBody', { value: error ?? message, enumerable: false });
+    return made;
+  }
 }
 
 export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSettings): ServerV1 {
@@ -86,7 +104,7 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
   const retry = resolveRetrySettings(settings.retry);
   let client: OpenAI | undefined;
   const getClient = () => {
-    client ??= new OpenAI({
+    client ??= new OpenAIKeepingErrorBodies({
       baseURL: endpoint,
       apiKey: settings.apiKey ?? process.env[settings.apiKeyEnv ?? 'OPENAI_API_KEY'] ?? 'EMPTY',
       // Our retries govern (they honour Retry-After and classify errors); the SDK's would multiply them.
