@@ -292,3 +292,19 @@ describe('createOpenAICompatibleServer: what an error body says', () => {
     expect(message).not.toContain('no body');
   });
 });
+
+describe('createOpenAICompatibleServer: connection failures', () => {
+  it('says why the connection failed (ECONNREFUSED and the address), not only "fetch failed"', async () => {
+    const closed = await scripted();
+    const url = closed.url;
+    await closed.close();
+    servers.splice(servers.indexOf(closed), 1);
+    const client = createOpenAICompatibleServer({ baseUrl: url, model: 'm', retry: { maxRetries: 0 } });
+    const error = await client.chat({ messages: [{ role: 'user', content: 'x' }] }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(ServerError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/connection failed: .*ECONNREFUSED 127\.0\.0\.1:\d+/);
+  });
+});

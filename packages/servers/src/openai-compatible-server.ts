@@ -67,6 +67,20 @@ function detailOf(error: InstanceType<typeof OpenAI.APIError>): string {
 }
 
 /**
+ * Why a connection failed, down the cause chain: the SDK wraps fetch's "fetch failed", which wraps
+ * what the user can act on ("connect ECONNREFUSED 127.0.0.1:9", "getaddrinfo ENOTFOUND host").
+ */
+function connectionReason(error: Error): string {
+  const messages: string[] = [];
+  let current: unknown = error.cause ?? error;
+  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
+    if (current.message && !messages.includes(current.message)) messages.push(current.message);
+    current = current.cause;
+  }
+  return messages.length > 0 ? messages.join(': ') : error.message;
+}
+
+/**
  * The SDK keeps only `body.error` of an error response, so FastAPI's `{"detail": ...}` (what
  * transformers serve and other Python servers send) became "422 status code (no body)". The
  * whole parsed body is kept on the error for `detailOf`.
@@ -122,7 +136,7 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     if (error instanceof OpenAI.APIUserAbortError) return new AbortedError({ cause: error });
     if (error instanceof OpenAI.APIConnectionError) {
       return new ServerError({
-        message: `${provider} server ${endpoint} (model "${settings.model}"): connection failed: ${error.cause instanceof Error ? error.cause.message : error.message}`,
+        message: `${provider} server ${endpoint} (model "${settings.model}"): connection failed: ${connectionReason(error)}`,
         endpoint,
         model: settings.model,
         retryable: true,
