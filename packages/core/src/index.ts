@@ -1,6 +1,15 @@
 // @shears/core: the kernel. Contracts, registry, agent loop, budgets, toolsets, group runner,
 // schemas and typed errors. Named exports only; no runtime dependency but zod (peer).
 
+export type { AdvantageEstimator, GrpoOptions } from './advantages.js';
+export {
+  ADVANTAGE_ESTIMATORS,
+  drGrpoAdvantages,
+  grpoAdvantages,
+  grpoEstimator,
+  resolveAdvantageEstimator,
+  rlooAdvantages,
+} from './advantages.js';
 export type {
   AgentResult,
   AgentStopReason,
@@ -93,8 +102,8 @@ export {
   TimeoutError,
   throwIfAborted,
 } from './errors.js';
-export type { AdvantageEstimator, GroupEvent, RunGroupOptions } from './group-runner.js';
-export { filterToolsByToolsets, grpoAdvantages, runGroup } from './group-runner.js';
+export type { GroupEvent, RunGroupOptions } from './group-runner.js';
+export { filterToolsByToolsets, runGroup } from './group-runner.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
 export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
@@ -140,6 +149,9 @@ export {
   trajectoryToolCallSchema,
   usageSchema,
 } from './schemas/trajectory.js';
+export type { VerdictRecord } from './schemas/verdict-record.js';
+export { verdictRecord, verdictRecordSchema } from './schemas/verdict-record.js';
+export { ignoreAborted, sleep } from './sleep.js';
 export type {
   PersistToolResultOptions,
   PersistToolResultOutcome,

@@ -8,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   AbortedError,
+  sleep as abortableSleep,
   InvalidArgumentError,
   type Logger,
   type ScoredData,
@@ -120,20 +121,6 @@ export interface TrajectoryApiClient {
   resetData(): Promise<void>;
 }
 
-const defaultSleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError({ cause: signal.reason }));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortedError({ cause: signal?.reason }));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-
 export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings): TrajectoryApiClient {
   let base: URL;
   try {
@@ -154,7 +141,7 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
     });
   }
   const logger = settings.logger ?? silentLogger;
-  const sleep = settings.sleep ?? defaultSleep;
+  const sleep = settings.sleep ?? abortableSleep;
   const random = settings.random ?? Math.random;
   const retries = settings.retries ?? 5;
   const timeoutMs = settings.timeoutMs ?? 120_000;

@@ -5,7 +5,14 @@
 // acknowledged it; every group, sent or not, goes to `run.out` when a writer is given, and every
 // group not sent is counted under the reason it was not.
 import { resolve } from 'node:path';
-import { ConfigError, describeError, ShearsError, type TokenizerV1 } from '@shears/core';
+import {
+  ConfigError,
+  describeError,
+  ignoreAborted,
+  ShearsError,
+  sleep,
+  type TokenizerV1,
+} from '@shears/core';
 import { scoredDataFromRecord } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import type { ShearsConfig } from '../config/config-schema.js';
@@ -13,7 +20,7 @@ import { droppedLabel } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../run/run-control.js';
 import type { JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
-import { type AtroposLink, createAtroposLink, sleep } from './atropos-link.js';
+import { type AtroposLink, createAtroposLink } from './atropos-link.js';
 
 export interface ServeResult {
   /** Groups the API acknowledged. */
@@ -187,7 +194,8 @@ export async function runServeLoop(
             );
           }
           paused = true;
-          await sleep(config.api.poll_ms, control.drain);
+          // The first Ctrl-C (drain) ends the pause; the loop then sees `stopping`.
+          await sleep(config.api.poll_ms, control.drain).catch(ignoreAborted);
           continue;
         }
         if (paused) progress.note(`resumed at trainer step ${status.current_step}`);
