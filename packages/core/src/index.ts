@@ -122,6 +122,7 @@ export type {
 export { createRegistry, definePlugin, isPlugin, PLUGIN_KINDS, resolvePluginUrl } from './registry.js';
 export type { SafeResult } from './result.js';
 export { err, ok } from './result.js';
+export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
 export {
   agentResultSchema,
   agentStopReasonSchema,

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
-import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
+import { InvalidArgumentError, runSandboxSetup, SandboxError, throwIfAborted } from '@shears/core';
 import { z } from 'zod';
 import type { ShellSandbox } from '../shell-sandbox.js';
 import { createShellSandbox } from '../shell-sandbox.js';
@@ -199,15 +199,11 @@ export function createLocalSandboxProvider(
         { root },
       );
       live.add(sandbox);
-      for (const command of spec.setup ?? []) {
-        const result = await sandbox.exec(command, { timeoutMs: 600_000 });
-        if (result.exitCode !== 0) {
-          await sandbox.dispose();
-          throw new SandboxError({
-            sandboxId: id,
-            message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}`,
-          });
-        }
+      try {
+        await runSandboxSetup(sandbox, spec.setup, options);
+      } catch (error) {
+        await sandbox.dispose();
+        throw error;
       }
       return sandbox;
     },
