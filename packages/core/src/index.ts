@@ -152,6 +152,7 @@ export {
 } from './schemas/trajectory.js';
 export type { VerdictRecord } from './schemas/verdict-record.js';
 export { verdictRecord, verdictRecordSchema } from './schemas/verdict-record.js';
+export { sendJson } from './send-json.js';
 export { ignoreAborted, sleep } from './sleep.js';
 export type {
   PersistToolResultOptions,

@@ -58,7 +58,6 @@ export { buildScoredData, scoredDataFromRecord, tokenizeConversation } from './s
 export type {
   EnvRegistration,
   EnvRegistrationResult,
-  EnvStatusResponse,
   SubmitResult,
   TrainerRegistration,
   TrajectoryApiClient,

@@ -18,6 +18,7 @@ import {
   throwIfAborted,
 } from '@shears/core';
 import { wireJson } from './api/wire-json.js';
+import type { EnvStatus } from './batching.js';
 
 export interface TrajectoryApiClientSettings {
   /** Base URL, e.g. `http://127.0.0.1:8000`. */
@@ -70,15 +71,6 @@ export interface EnvRegistrationResult {
   num_steps: number;
 }
 
-export interface EnvStatusResponse {
-  current_step: number;
-  queue_size: number;
-  unallocated_fraction: number;
-  self_queue_size: number;
-  max_group_size: number;
-  env_weight: number;
-}
-
 export interface SubmitResult {
   status: string;
   buffer_size?: number;
@@ -109,7 +101,7 @@ export interface TrajectoryApiClient {
   info(): Promise<{ batch_size: number; max_token_len: number }>;
   wandbInfo(): Promise<{ group: string | null; project: string | null }>;
   status(): Promise<{ current_step: number; queue_size: number }>;
-  statusEnv(envId: number): Promise<EnvStatusResponse>;
+  statusEnv(envId: number): Promise<EnvStatus>;
   /** POSTs one group (`/scored_data`) or several (`/scored_data_list`). */
   submit(
     groups: ScoredData | ScoredData[],
