@@ -60,6 +60,7 @@ interface Manifest {
 const packageDirs = [
   ...readdirSync(join(root, 'packages')).map((name) => join(root, 'packages', name)),
   join(root, 'examples', 'hello-pack'),
+  join(root, 'examples', 'swe-pack-example'),
 ].filter((dir) => existsSync(join(dir, 'package.json')));
 
 await step('build', () => run('pnpm', ['turbo', 'run', 'build', '--output-logs=errors-only'], root));
@@ -132,8 +133,6 @@ await step('install with npm outside the workspace', () => {
         dependencies: {
           ...files,
           zod: rootManifest.devDependencies.zod,
-          // A private example, installed from its folder as its README says.
-          'shears-swe-pack-example': `file:${join(root, 'examples', 'swe-pack-example')}`,
         },
         devDependencies: {
           typescript: rootManifest.devDependencies.typescript,

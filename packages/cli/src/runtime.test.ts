@@ -6,8 +6,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
-import { createScriptedGenerate, createScriptedServer } from '@shears/core/test';
+import { type EnvV1, runGroup, type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
+import {
+  createScriptedGenerate,
+  createScriptedServer,
+  createScriptedServerClient,
+  createTempSandboxProvider,
+} from '@shears/core/test';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from './test-support/run-cli.js';
@@ -204,6 +209,64 @@ describe('env.toolsets', () => {
     expect(distribution.stderr).toContain(
       'env.toolsets.distribution: unknown toolset distribution "defualt"',
     );
+  });
+});
+
+describe('run.advantage', () => {
+  it("`grpo` (the default) gives the advantages runGroup's own default gives for the same scores", async () => {
+    const path = config('advantage.yaml', [
+      'env: { name: demo, group_size: 4 }',
+      'run: { groups: 6, out: runs/advantage.jsonl, report: false, all_equal_scores: keep }',
+    ]);
+    const run = await runShears(['process', '--config', path], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const groups = readGroups('runs/advantage.jsonl').filter((group) =>
+      group.scores.every((s) => s !== null),
+    );
+    const spread = groups.filter((group) => new Set(group.scores).size > 1);
+    expect(spread.length).toBeGreaterThan(0);
+
+    // The same scores through runGroup with no `advantages` option: an env that pays each
+    // rollout (by index) what the CLI's rollout at that index got.
+    const server = await createScriptedServer({ policy: () => ({ content: 'done' }) });
+    const root = mkdtempSync(join(dir, 'sandboxes-'));
+    try {
+      for (const group of groups) {
+        const env: EnvV1 = {
+          specificationVersion: 'v1',
+          id: 'replay-scores',
+          nextItem: async () => ({ id: 't', prompt: 'p' }),
+          buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+          tools: () => [],
+          computeReward: async (_item, _rollout, context) => ({
+            score: group.scores[Number(/-r(\d+)$/.exec(context.rolloutId)?.[1])] as number,
+          }),
+        };
+        const record = await runGroup({
+          env,
+          item: { id: 't', prompt: 'p' },
+          server: createScriptedServerClient({ baseUrl: server.url, model: 'scripted' }),
+          sandboxes: createTempSandboxProvider({ root }),
+          groupSize: group.scores.length,
+          allEqualScores: 'keep',
+        });
+        expect(record.scores).toEqual(group.scores);
+        expect(record.advantageMethod).toBe(group.advantageMethod);
+        expect(record.advantages).toEqual(group.advantages);
+      }
+    } finally {
+      await server.close();
+    }
+    // Both are the seed's (score − mean) / (sample std + 1e-8): [1, 0, 0, 0] gives 1.5, not √3.
+    for (const group of spread) {
+      const scores = group.scores as number[];
+      const mean = scores.reduce((sum, score) => sum + score, 0) / scores.length;
+      const std = Math.sqrt(
+        scores.reduce((sum, score) => sum + (score - mean) ** 2, 0) / (scores.length - 1),
+      );
+      for (const [index, advantage] of group.advantages.entries())
+        expect(advantage).toBeCloseTo(((scores[index] as number) - mean) / (std + 1e-8), 9);
+    }
   });
 });
 

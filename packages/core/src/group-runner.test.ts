@@ -190,8 +190,9 @@ describe('runGroup', () => {
     ]);
     expect([...record.scores].sort()).toEqual([0, 0, 1, 1]);
     expect(record.stats).toMatchObject({ counted: 4, excluded: 0, mean: 0.5, std: 0.5, min: 0, max: 1 });
+    // The seed's GRPO: (score − mean) / (sample std + 1e-8); sample std of [0, 0, 1, 1] is √(1/3).
     for (const [index, score] of record.scores.entries()) {
-      expect(record.advantages[index]).toBeCloseTo(score === 1 ? 1 : -1, 4);
+      expect(record.advantages[index]).toBeCloseTo((score === 1 ? 0.5 : -0.5) / Math.sqrt(1 / 3), 6);
     }
     expect(record.advantageMethod).toBe('grpo');
     expect(record.dropped).toBeNull();

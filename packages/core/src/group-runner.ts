@@ -6,6 +6,7 @@
 // finished rollouts together. The result is a ScoredGroupRecord with group-normalised
 // advantages, or a partial record without advantages when the run was stopped mid-group.
 import { randomUUID } from 'node:crypto';
+import { type AdvantageEstimator, grpoEstimator } from './advantages.js';
 import {
   type AgentResult,
   type RunAgentOptions,
@@ -36,6 +37,8 @@ import {
 } from './errors.js';
 import type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
 import type { RolloutOutcome, Trajectory } from './schemas/trajectory.js';
+import { verdictRecord } from './schemas/verdict-record.js';
+import { ignoreAborted, sleep } from './sleep.js';
 import {
   mergeToolToolsets,
   sampleToolsets,
@@ -43,23 +46,6 @@ import {
   type ToolsetDefinition,
   type ToolsetDistribution,
 } from './toolsets.js';
-
-/** Turns the counted scores of a group into advantages (same order and length). */
-export interface AdvantageEstimator {
-  readonly name: string;
-  compute(scores: readonly number[]): number[];
-}
-
-/** GRPO: (score - mean) / (std + 1e-6), population std; all zeros when every score is equal. */
-export const grpoAdvantages: AdvantageEstimator = {
-  name: 'grpo',
-  compute(scores) {
-    if (scores.length === 0) return [];
-    const mean = scores.reduce((sum, score) => sum + score, 0) / scores.length;
-    const std = Math.sqrt(scores.reduce((sum, score) => sum + (score - mean) ** 2, 0) / scores.length);
-    return scores.map((score) => (std === 0 ? 0 : (score - mean) / (std + 1e-6)));
-  },
-};
 
 export type GroupEvent =
   | {
@@ -127,7 +113,7 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
   retryBudget?: number;
   /** Longest wait honoured from a server's Retry-After before retrying (default 5 s). */
   maxRetryDelayMs?: number;
-  /** Advantage estimator (default GRPO mean/std); @shears/grpo supplies Dr.GRPO, RLOO. */
+  /** Advantage estimator (default `grpo`: the seed's mean / sample std; see ADVANTAGE_ESTIMATORS). */
   advantages?: AdvantageEstimator;
   /** What to do when every counted score is equal (default 'drop', as Atropos does). */
   allEqualScores?: 'keep' | 'drop';
@@ -184,19 +170,6 @@ function rolloutView(agent: AgentResult): RolloutView {
   };
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (ms <= 0 || signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 function statsOf(scores: readonly number[], excluded: number): GroupStats {
   if (scores.length === 0) return { counted: 0, excluded, mean: null, std: null, min: null, max: null };
   const mean = scores.reduce((sum, score) => sum + score, 0) / scores.length;
@@ -247,7 +220,7 @@ export async function runGroup<TItem extends EnvItem>(
   const groupId = options.groupId ?? `group-${randomUUID().slice(0, 8)}`;
   const limiter = options.limiter ?? createConcurrencyLimiter(options.groupSize);
   const retryBudget = options.retryBudget ?? 2;
-  const estimator = options.advantages ?? grpoAdvantages;
+  const estimator = options.advantages ?? grpoEstimator;
   const signal = options.signal;
   // Everything but the reward stops on either signal; the reward only on `signal`.
   const stopSignal =
@@ -540,7 +513,8 @@ export async function runGroup<TItem extends EnvItem>(
       });
       if (!retryable) return { result, attempts, rolloutId };
       const retryAfter = ServerError.isInstance(result.error) ? (result.error.retryAfterMs ?? 0) : 0;
-      await sleep(Math.min(retryAfter, options.maxRetryDelayMs ?? 5_000), stopSignal);
+      // A stop ends the wait; the next attempt then ends as aborted.
+      await sleep(Math.min(retryAfter, options.maxRetryDelayMs ?? 5_000), stopSignal).catch(ignoreAborted);
     }
   };
 
@@ -657,24 +631,6 @@ export async function runGroup<TItem extends EnvItem>(
     wallTimeSeconds: (performance.now() - started) / 1000,
   };
   emit({ type: 'group_finished', groupId, record });
-  return record;
-}
-
-/** A verdict as kept in `rewardDetails.verdicts` (the shape the CLI viewer renders). */
-function verdictRecord(verdict: Verdict, judgeId: string): Record<string, unknown> {
-  const fields: Record<string, unknown> =
-    verdict.status === 'failed'
-      ? { status: 'failed', kind: verdict.kind, reason: verdict.reason, usage: verdict.usage }
-      : {
-          status: 'scored',
-          score: verdict.score,
-          rationale: verdict.rationale,
-          dimensions: verdict.dimensions,
-          usage: verdict.usage,
-          details: verdict.details,
-        };
-  const record: Record<string, unknown> = { judge: verdict.judgeId ?? judgeId };
-  for (const [key, value] of Object.entries(fields)) if (value !== undefined) record[key] = value;
   return record;
 }
 

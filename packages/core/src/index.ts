@@ -1,6 +1,15 @@
 // @shears/core: the kernel. Contracts, registry, agent loop, budgets, toolsets, group runner,
 // schemas and typed errors. Named exports only; no runtime dependency but zod (peer).
 
+export type { AdvantageEstimator, GrpoOptions } from './advantages.js';
+export {
+  ADVANTAGE_ESTIMATORS,
+  drGrpoAdvantages,
+  grpoAdvantages,
+  grpoEstimator,
+  resolveAdvantageEstimator,
+  rlooAdvantages,
+} from './advantages.js';
 export type {
   AgentResult,
   AgentStopReason,
@@ -100,8 +109,8 @@ export {
   TimeoutError,
   throwIfAborted,
 } from './errors.js';
-export type { AdvantageEstimator, GroupEvent, RunGroupOptions } from './group-runner.js';
-export { filterToolsByToolsets, grpoAdvantages, runGroup } from './group-runner.js';
+export type { GroupEvent, RunGroupOptions } from './group-runner.js';
+export { filterToolsByToolsets, runGroup } from './group-runner.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
 export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
@@ -120,6 +129,7 @@ export type {
 export { createRegistry, definePlugin, isPlugin, PLUGIN_KINDS, resolvePluginUrl } from './registry.js';
 export type { SafeResult } from './result.js';
 export { err, ok } from './result.js';
+export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
 export {
   agentResultSchema,
   agentStopReasonSchema,
@@ -147,6 +157,10 @@ export {
   trajectoryToolCallSchema,
   usageSchema,
 } from './schemas/trajectory.js';
+export type { VerdictRecord } from './schemas/verdict-record.js';
+export { verdictRecord, verdictRecordSchema } from './schemas/verdict-record.js';
+export { sendJson } from './send-json.js';
+export { ignoreAborted, sleep } from './sleep.js';
 export type {
   PersistToolResultOptions,
   PersistToolResultOutcome,

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { SandboxError } from '@shears/core';
+import { type DockerHostSettings, resolveDockerConnection } from '@shears/tools-terminal';
 import type Dockerode from 'dockerode';
 import type { PreparedRepository } from './repo.js';
 import type { SweTask } from './task-schema.js';
@@ -34,18 +35,16 @@ export function sweBaseImageTag(recipe: typeof SWE_BASE_RECIPE = SWE_BASE_RECIPE
   return `shears-swe-base:${shortHash(JSON.stringify(recipe))}`;
 }
 
-/** A dockerode client for a host URL (`unix:///path`, `tcp://host:port`) or the default socket. */
-export async function createDockerClient(host?: string): Promise<Dockerode> {
+/**
+ * A dockerode client for a Docker host as the docker sandbox takes it (`unix:///path`,
+ * `tcp://host:port`, `https://host[:2376]`, `ssh://user@host[:22]`, or `{ url, tls, ssh }`;
+ * parsed by @shears/tools-terminal's resolveDockerConnection), else $DOCKER_HOST, else the
+ * local socket.
+ */
+export async function createDockerClient(host?: string | DockerHostSettings): Promise<Dockerode> {
   const { default: Docker } = await import('dockerode');
-  const url = host ?? process.env.SHEARS_TEST_DOCKER_HOST ?? process.env.DOCKER_HOST;
-  if (!url) return new Docker();
-  if (url.startsWith('unix://')) return new Docker({ socketPath: url.slice('unix://'.length) });
-  const parsed = new URL(url.replace(/^tcp:/, 'http:'));
-  return new Docker({
-    host: parsed.hostname,
-    port: Number(parsed.port || 2375),
-    protocol: parsed.protocol === 'https:' ? 'https' : 'http',
-  });
+  const target = host ?? process.env.DOCKER_HOST;
+  return target ? new Docker(resolveDockerConnection(target) as Dockerode.DockerOptions) : new Docker();
 }
 
 async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {

@@ -23,7 +23,7 @@ export interface SweItem extends EnvItem {
 
 export interface SweEnvSettings {
   tasks: readonly SweTask[];
-  /** Docker client or host URL used to build images (default: SHEARS_TEST_DOCKER_HOST / DOCKER_HOST). */
+  /** Docker client or host URL (as the docker sandbox takes it) that builds the images; default $DOCKER_HOST, else the local socket. */
   docker?: Dockerode | string;
   /** Tools offered to every rollout; default: terminal + the four file tools. */
   tools?: () => ToolV1[] | Promise<ToolV1[]>;

@@ -16,6 +16,7 @@ import {
   isManagedServer,
   type Logger,
   type ServerV1,
+  sendJson,
   silentLogger,
   type TokenizerV1,
 } from '@shears/core';
@@ -156,25 +157,6 @@ function sameKey(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-function sendJson(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  if (response.headersSent || response.destroyed) {
-    if (!response.writableEnded) response.end();
-    return;
-  }
-  const text = JSON.stringify(body);
-  response.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  response.end(text);
 }
 
 function sendRendered(response: ServerResponse, rendered: RenderedError): void {

@@ -1,42 +1,12 @@
+import { resolveAdvantageEstimator } from '@shears/core';
 import { describe, expect, it } from 'vitest';
 import {
   computeGroupAdvantages,
   createGroupFilterCounter,
   discountedReturns,
-  drGrpoAdvantages,
-  grpoAdvantages,
-  resolveAdvantageEstimator,
-  rlooAdvantages,
   stepAdvantages,
   tokenAdvantages,
 } from './advantages.js';
-
-describe('advantage estimators', () => {
-  it('GRPO normalises by the group mean and sample std (the seed), or population std', () => {
-    const sample = grpoAdvantages([1, 0, 0, 1]);
-    const std = Math.sqrt(1 / 3);
-    expect(sample[0]).toBeCloseTo(0.5 / std, 6);
-    expect(sample[1]).toBeCloseTo(-0.5 / std, 6);
-    expect(grpoAdvantages([1, 2, 3, 4, 5], { std: 'population' })[4]).toBeCloseTo(2 / Math.sqrt(2), 6);
-    expect(grpoAdvantages([0.3, 0.3])).toEqual([0, 0]);
-    expect(grpoAdvantages([7])).toEqual([0]);
-  });
-
-  it('Dr.GRPO subtracts the mean only; RLOO leaves one out', () => {
-    expect(drGrpoAdvantages([1, 0, 0, 1])).toEqual([0.5, -0.5, -0.5, 0.5]);
-    expect(rlooAdvantages([1, 0, 0])).toEqual([1, -0.5, -0.5]);
-    expect(rlooAdvantages([3])).toEqual([0]);
-  });
-
-  it('rejects non-finite scores with the index', () => {
-    expect(() => grpoAdvantages([1, Number.NaN])).toThrow(/score 1/);
-  });
-
-  it('resolves estimators by name and lists the valid ones otherwise', () => {
-    expect(resolveAdvantageEstimator('rloo').compute([1, 0])).toEqual([1, -1]);
-    expect(() => resolveAdvantageEstimator('ppo')).toThrow(/grpo, dr-grpo, rloo/);
-  });
-});
 
 describe('discounted returns and per-step credit', () => {
   it('matches the Atropos test values', () => {

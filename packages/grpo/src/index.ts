@@ -1,22 +1,21 @@
 // @shears/grpo: GRPO advantages, scored-group building, the Atropos-compatible durable
 // trajectory API (server, client, sink), and training-data shaping. Named exports only.
-export type {
-  AdvantageEstimator,
-  GroupAdvantageInput,
-  GroupAdvantageOptions,
-  GroupAdvantageResult,
-  GrpoOptions,
-} from './advantages.js';
+// The estimators are @shears/core's (one owner: runGroup's default is the same `grpo`);
+// re-exported here so `@shears/grpo` users keep one import.
+export type { AdvantageEstimator, GrpoOptions } from '@shears/core';
 export {
   ADVANTAGE_ESTIMATORS,
-  COUNTED_OUTCOMES,
-  computeGroupAdvantages,
-  createGroupFilterCounter,
-  discountedReturns,
   drGrpoAdvantages,
   grpoAdvantages,
   resolveAdvantageEstimator,
   rlooAdvantages,
+} from '@shears/core';
+export type { GroupAdvantageInput, GroupAdvantageOptions, GroupAdvantageResult } from './advantages.js';
+export {
+  COUNTED_OUTCOMES,
+  computeGroupAdvantages,
+  createGroupFilterCounter,
+  discountedReturns,
   stepAdvantages,
   tokenAdvantages,
 } from './advantages.js';
@@ -59,7 +58,6 @@ export { buildScoredData, scoredDataFromRecord, tokenizeConversation } from './s
 export type {
   EnvRegistration,
   EnvRegistrationResult,
-  EnvStatusResponse,
   SubmitResult,
   TrainerRegistration,
   TrajectoryApiClient,

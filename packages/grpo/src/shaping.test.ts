@@ -1,21 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sampleScoredGroup } from '@shears/core/test';
+import { createSeededRandom, sampleScoredGroup } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import { type CollapseEvent, createCollapseMonitor } from './collapse-monitor.js';
 import { createCurriculum } from './curriculum.js';
 import { createDataMix, mixOnlineOffline } from './data-mix.js';
 import { toDpoPairs, toSftRecords, writeJsonl } from './export.js';
 import { createReplayBuffer } from './replay-buffer.js';
-
-function seeded(seed: number) {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    return state / 2147483648;
-  };
-}
 
 describe('replay buffer and online/offline mixing', () => {
   it('keeps only items above the threshold and evicts the lowest priority when full', () => {
@@ -37,7 +29,7 @@ describe('replay buffer and online/offline mixing', () => {
     const buffer = createReplayBuffer<string>({
       threshold: 0,
       priority: (score) => score,
-      random: seeded(7),
+      random: createSeededRandom(7),
     });
     buffer.add('rare', 0.1);
     buffer.add('common', 0.9);
@@ -48,7 +40,7 @@ describe('replay buffer and online/offline mixing', () => {
   });
 
   it('mixes 70 % online and 30 % replay, filling from online when replay runs short', () => {
-    const buffer = createReplayBuffer<number>({ threshold: 0.7, random: seeded(1) });
+    const buffer = createReplayBuffer<number>({ threshold: 0.7, random: createSeededRandom(1) });
     for (let index = 0; index < 100; index++) buffer.add(1000 + index, 0.8);
     const online = Array.from({ length: 300 }, (_, index) => index);
     const batch = mixOnlineOffline({ online, replay: buffer, batchSize: 256 });

@@ -8,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   AbortedError,
+  sleep as abortableSleep,
   InvalidArgumentError,
   type Logger,
   type ScoredData,
@@ -17,6 +18,7 @@ import {
   throwIfAborted,
 } from '@shears/core';
 import { wireJson } from './api/wire-json.js';
+import type { EnvStatus } from './batching.js';
 
 export interface TrajectoryApiClientSettings {
   /** Base URL, e.g. `http://127.0.0.1:8000`. */
@@ -69,15 +71,6 @@ export interface EnvRegistrationResult {
   num_steps: number;
 }
 
-export interface EnvStatusResponse {
-  current_step: number;
-  queue_size: number;
-  unallocated_fraction: number;
-  self_queue_size: number;
-  max_group_size: number;
-  env_weight: number;
-}
-
 export interface SubmitResult {
   status: string;
   buffer_size?: number;
@@ -108,7 +101,7 @@ export interface TrajectoryApiClient {
   info(): Promise<{ batch_size: number; max_token_len: number }>;
   wandbInfo(): Promise<{ group: string | null; project: string | null }>;
   status(): Promise<{ current_step: number; queue_size: number }>;
-  statusEnv(envId: number): Promise<EnvStatusResponse>;
+  statusEnv(envId: number): Promise<EnvStatus>;
   /** POSTs one group (`/scored_data`) or several (`/scored_data_list`). */
   submit(
     groups: ScoredData | ScoredData[],
@@ -119,20 +112,6 @@ export interface TrajectoryApiClient {
   latestExample(): Promise<Record<string, unknown>>;
   resetData(): Promise<void>;
 }
-
-const defaultSleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError({ cause: signal.reason }));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortedError({ cause: signal?.reason }));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 
 export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings): TrajectoryApiClient {
   let base: URL;
@@ -154,7 +133,7 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
     });
   }
   const logger = settings.logger ?? silentLogger;
-  const sleep = settings.sleep ?? defaultSleep;
+  const sleep = settings.sleep ?? abortableSleep;
   const random = settings.random ?? Math.random;
   const retries = settings.retries ?? 5;
   const timeoutMs = settings.timeoutMs ?? 120_000;

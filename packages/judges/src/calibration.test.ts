@@ -1,5 +1,5 @@
 import type { JudgeSubject, JudgeV1 } from '@shears/core';
-import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
+import { createScriptedServer, createScriptedServerClient, createSeededRandom } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import {
   agreement,
@@ -20,16 +20,6 @@ import { createRubricJudge } from './rubric-judge.js';
 import { signed } from './test-support/scripted-judge.js';
 
 /** Deterministic pseudo-random numbers (mulberry32). */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('agreement statistics', () => {
   it("Cohen's kappa equals the value worked out by hand", () => {
@@ -63,7 +53,7 @@ describe('agreement statistics', () => {
 });
 
 describe('fitted corrections', () => {
-  const random = seeded(7);
+  const random = createSeededRandom(7);
   const human = Array.from({ length: 400 }, () => random());
   // A lenient judge: compresses the scale and adds +0.15, with a little noise.
   const judge = human.map((score) => Math.min(1, 0.7 * score + 0.15 + (random() - 0.5) * 0.04));

@@ -86,8 +86,8 @@ export {
 } from './judge-nonce.js';
 export type { JudgePanelSettings, PanelDetails, PanelMemberResult } from './judge-panel.js';
 export { createJudgePanel } from './judge-panel.js';
-export type { JudgeRewardInput, JudgeRewardOptions, VerdictRecord } from './judge-reward.js';
-export { judgeReward, verdictRecord } from './judge-reward.js';
+export type { JudgeRewardInput, JudgeRewardOptions } from './judge-reward.js';
+export { judgeReward } from './judge-reward.js';
 export type {
   PairPosition,
   PairwiseJudge,

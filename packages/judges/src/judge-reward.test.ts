@@ -14,6 +14,7 @@ import {
   type RolloutView,
   readScoredGroups,
   runGroup,
+  verdictRecordSchema,
 } from '@shears/core';
 import {
   createScriptedServer,
@@ -27,7 +28,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGroupJudge } from './group-judge.js';
 import { createJudgePanel } from './judge-panel.js';
-import { judgeReward, type VerdictRecord } from './judge-reward.js';
+import { judgeReward } from './judge-reward.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
 import { createRubricJudge } from './rubric-judge.js';
 import { candidatesOf, nonceOf, promptOf } from './test-support/scripted-judge.js';
@@ -134,7 +135,7 @@ describe('judgeReward through runGroup', () => {
     const [stored] = await readScoredGroups(path);
     for (const rollout of stored!.rollouts) {
       expect(rollout.rewardComponents).toEqual({ judge: 0.8 });
-      const verdicts = rollout.rewardDetails?.verdicts as VerdictRecord[];
+      const verdicts = verdictRecordSchema.array().parse(rollout.rewardDetails?.verdicts);
       expect(verdicts).toHaveLength(1);
       expect(verdicts[0]).toMatchObject({
         judge: 'rubric-a',
@@ -225,14 +226,15 @@ describe('judgeReward through runGroup', () => {
     expect(rollout!.reward).toBeCloseTo(0.5 * 0.8 + 0.5 * 1, 10);
     expect(rollout!.rewardComponents).toMatchObject({ exact: 1, length: 'The answer is A.'.length });
     expect(rollout!.rewardComponents?.judge).toBeCloseTo(0.8, 10);
-    const [verdict] = rollout!.rewardDetails!.verdicts as VerdictRecord[];
+    const [verdict] = verdictRecordSchema.array().parse(rollout!.rewardDetails!.verdicts);
+    if (verdict?.status !== 'scored') throw new Error(`expected a scored verdict, got ${verdict?.status}`);
     expect(verdict).toMatchObject({
       judge: 'panel',
       status: 'scored',
       rationale: 'lenient: Correct.\nstrict: Correct but terse.',
       disagreement: { flagged: true },
     });
-    expect((verdict!.disagreement as { range: number }).range).toBeCloseTo(0.4, 10);
+    expect((verdict.disagreement as { range: number }).range).toBeCloseTo(0.4, 10);
     expect(verdict!.details).toMatchObject({
       aggregation: 'mean',
       members: [

@@ -13,8 +13,8 @@ import {
   type RewardContext,
   type RewardResult,
   type RolloutView,
-  type Usage,
-  type Verdict,
+  type VerdictRecord,
+  verdictRecord,
 } from '@shears/core';
 import { composeRewards, type RewardFunctionEntry } from './compose-rewards.js';
 
@@ -40,53 +40,6 @@ export interface JudgeRewardOptions<TItem extends EnvItem = EnvItem> {
    * and final response, and `item.reference` as the reference answer when it is a string.
    */
   subject?: (input: JudgeRewardInput<TItem>) => JudgeSubject;
-}
-
-/** One verdict as kept in `rewardDetails.verdicts` (the shape the CLI viewer renders). */
-export interface VerdictRecord {
-  /** The judge's id. */
-  judge: string;
-  status: 'scored' | 'failed';
-  score?: number;
-  rationale?: string;
-  /** Per-dimension scores, each on its rubric's scale. */
-  dimensions?: Record<string, number>;
-  /** Tokens and cost of the judge call(s). */
-  usage?: Usage;
-  cached?: boolean;
-  /** A panel's spread of member scores (std, range, flagged). */
-  disagreement?: unknown;
-  /** The failure kind and reason of a failed verdict. */
-  kind?: string;
-  reason?: string;
-  /** The verdict's remaining details (a panel's members and aggregation, a rubric hash, ...). */
-  details?: Record<string, unknown>;
-}
-
-/** A verdict in the shape kept in reward details and shown by the CLI viewer. */
-export function verdictRecord(verdict: Verdict, judgeId: string): VerdictRecord {
-  const judge = verdict.judgeId ?? judgeId;
-  if (verdict.status === 'failed') {
-    return {
-      judge,
-      status: 'failed',
-      kind: verdict.kind,
-      reason: verdict.reason,
-      ...(verdict.usage ? { usage: verdict.usage } : {}),
-    };
-  }
-  const { disagreement, ...details } = verdict.details ?? {};
-  return {
-    judge,
-    status: 'scored',
-    score: verdict.score,
-    ...(verdict.rationale ? { rationale: verdict.rationale } : {}),
-    ...(verdict.dimensions ? { dimensions: verdict.dimensions } : {}),
-    ...(verdict.usage ? { usage: verdict.usage } : {}),
-    ...(verdict.cached ? { cached: true } : {}),
-    ...(disagreement !== undefined ? { disagreement } : {}),
-    ...(Object.keys(details).length > 0 ? { details } : {}),
-  };
 }
 
 function defaultSubject<TItem extends EnvItem>({ item, rollout }: JudgeRewardInput<TItem>): JudgeSubject {

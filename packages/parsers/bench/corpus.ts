@@ -4,6 +4,7 @@
 // <think> block before the calls, end-of-turn tokens, missing optional wrappers). Every output
 // records how many calls it holds, so the bench also checks that the parsers read it all.
 import type { ToolSchema } from '@shears/core';
+import { createSeededRandom } from '@shears/core/scripted';
 
 export interface CorpusOutput {
   text: string;
@@ -17,16 +18,6 @@ export interface Corpus {
   outputs: CorpusOutput[];
   /** Offered tools (the XML formats type their values by these). */
   tools: ToolSchema[];
-}
-
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
 }
 
 type Random = () => number;
@@ -397,6 +388,6 @@ export function createCorpus(format: string, count: number): Corpus {
   if (!writer) throw new Error(`no corpus writer for "${format}" (available: ${CORPUS_FORMATS.join(', ')})`);
   let seed = 17;
   for (const char of format) seed = Math.imul(seed ^ char.charCodeAt(0), 16777619) >>> 0;
-  const random = createRandom(seed);
+  const random = createSeededRandom(seed);
   return { format, outputs: Array.from({ length: count }, () => writer(random)), tools: TOOLS };
 }

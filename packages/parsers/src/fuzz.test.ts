@@ -3,19 +3,9 @@
 // tags, unclosed JSON, marker soup). Linearity is checked by the ratio of run times at n and
 // 4n (linear ≈ 4, quadratic ≈ 16) in CPU time, never by an absolute time.
 import type { RenderInput, ToolCallParserV1 } from '@shears/core';
-import { junkInputs } from '@shears/core/test';
+import { createSeededRandom, junkInputs } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import { PARSERS } from './index.js';
-
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
-}
 
 const SAMPLE_INPUTS: RenderInput[] = [
   {
@@ -104,7 +94,7 @@ const ADVERSARIAL_UNITS: Record<string, string[]> = {
 for (const parser of PARSERS) {
   describe(`${parser.id} fuzz`, () => {
     it('never throws on 10,000 random and mutated outputs', () => {
-      const random = createRandom(parser.id.length * 7919 + 1);
+      const random = createSeededRandom(parser.id.length * 7919 + 1);
       const pool = junkInputs(200, parser.id.length);
       const samples = SAMPLE_INPUTS.map((input) => parser.render(input));
       for (let round = 0; round < 10_000; round += 1) {

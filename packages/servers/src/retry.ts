@@ -1,7 +1,7 @@
 // Retries for server calls: exponential backoff with jitter that honours `Retry-After`, and the
 // one place that decides which HTTP failures a retry can fix. Clock, sleep and random are
 // injectable so tests never wait for real.
-import { AbortedError, ServerError, TimeoutError } from '@shears/core';
+import { AbortedError, ServerError, sleep, TimeoutError } from '@shears/core';
 
 export interface RetrySettings {
   /** Retries after the first attempt (default 3). */
@@ -27,28 +27,13 @@ export interface ResolvedRetrySettings {
   now: () => number;
 }
 
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError({ cause: signal.reason }));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortedError({ cause: signal?.reason }));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 export function resolveRetrySettings(settings: RetrySettings = {}): ResolvedRetrySettings {
   return {
     maxRetries: settings.maxRetries ?? 3,
     baseDelayMs: settings.baseDelayMs ?? 500,
     maxDelayMs: settings.maxDelayMs ?? 20_000,
     maxRetryAfterMs: settings.maxRetryAfterMs ?? 60_000,
-    sleep: settings.sleep ?? abortableSleep,
+    sleep: settings.sleep ?? sleep,
     random: settings.random ?? Math.random,
     now: settings.now ?? Date.now,
   };

@@ -7,6 +7,7 @@
 // kept client-side, so a rollout survives an endpoint going away.
 import {
   AbortedError,
+  sleep as abortableSleep,
   type ChatRequest,
   type ChatResponse,
   InvalidArgumentError,
@@ -29,7 +30,7 @@ import {
   createOpenAICompatibleServer,
   type OpenAICompatibleServerSettings,
 } from './openai-compatible-server.js';
-import { abortableSleep, backoffDelayMs, type RetrySettings, resolveRetrySettings } from './retry.js';
+import { backoffDelayMs, type RetrySettings, resolveRetrySettings } from './retry.js';
 
 export interface EndpointLimits {
   /** Name in logs and errors (default: the endpoint's URL or `endpoint-N`). */

@@ -1,6 +1,6 @@
 // A per-host rate limit for web_extract: requests to one host are spaced at least
 // `minIntervalMs` apart (the clock and the sleep are injectable for tests).
-import { AbortedError } from '@shears/core';
+import { sleep as abortableSleep } from '@shears/core';
 
 export interface HostRateLimiter {
   /** Waits until a request to `host` may go out. */
@@ -13,16 +13,7 @@ export function createHostRateLimiter(options: {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }): HostRateLimiter {
   const now = options.now ?? Date.now;
-  const sleep =
-    options.sleep ??
-    ((ms: number, signal?: AbortSignal) =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, ms);
-        signal?.addEventListener('abort', () => {
-          clearTimeout(timer);
-          reject(new AbortedError({ cause: signal.reason }));
-        });
-      }));
+  const sleep = options.sleep ?? abortableSleep;
   const nextSlot = new Map<string, number>();
   return {
     async acquire(host, signal) {

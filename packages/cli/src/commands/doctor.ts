@@ -245,12 +245,12 @@ function dockerUses(context: CommandContext, env: EnvV1 | undefined, sandboxId: 
     else add(DEFAULT_DOCKER_SOCKET, DEFAULT_DOCKER_SOCKET, 'the docker sandbox (default socket)', true);
   }
   // An env whose items are container images builds them with Docker during setup (the SWE env),
-  // at env.settings.docker, else SHEARS_TEST_DOCKER_HOST / DOCKER_HOST, else the local socket.
+  // at env.settings.docker, else DOCKER_HOST, else the local socket (as createDockerClient does).
   const envDocker = config.env.settings.docker;
   const preferred = (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox;
   if (typeof envDocker === 'string') add(envDocker, envDocker, 'env.settings.docker');
   else if (preferred === 'docker') {
-    const url = vars.SHEARS_TEST_DOCKER_HOST ?? vars.DOCKER_HOST ?? DEFAULT_DOCKER_SOCKET;
+    const url = vars.DOCKER_HOST ?? DEFAULT_DOCKER_SOCKET;
     add(url, url, `env ${config.env.name} (builds its images; set env.settings.docker or DOCKER_HOST)`);
   }
   return [...uses.values()];

@@ -3,7 +3,15 @@
 // call retries network errors, 5xx and 429 with backoff (honouring Retry-After), bodies are
 // gzipped, and each group carries an Idempotency-Key so a retry cannot queue it twice. Works
 // against the real Atropos server as well as @shears/grpo's.
-import { AbortedError, type Logger, type ScoredData, ServerError, silentLogger } from '@shears/core';
+import {
+  AbortedError,
+  ignoreAborted,
+  type Logger,
+  type ScoredData,
+  ServerError,
+  silentLogger,
+  sleep,
+} from '@shears/core';
 import { createTrajectoryApiClient, type TrajectoryApiClientSettings } from '@shears/grpo';
 
 export interface AtroposLink {
@@ -23,41 +31,6 @@ export interface AtroposLink {
   info(signal?: AbortSignal): Promise<{ batch_size: number; max_token_len?: number }>;
   /** Posts one group; retried with the same Idempotency-Key until the API acknowledges it. */
   postScoredData(data: ScoredData, signal?: AbortSignal): Promise<void>;
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
-/** Like `sleep`, but rejects with AbortedError when either signal fires (ends retry loops). */
-function abortableSleep(ms: number, signals: (AbortSignal | undefined)[]): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const live = signals.filter((signal): signal is AbortSignal => signal !== undefined);
-    const fired = live.find((signal) => signal.aborted);
-    if (fired) return reject(new AbortedError({ cause: fired.reason }));
-    const timer = setTimeout(() => {
-      cleanup();
-      resolve();
-    }, ms);
-    const onAbort = (event: Event) => {
-      cleanup();
-      reject(new AbortedError({ cause: (event.target as AbortSignal).reason }));
-    };
-    const cleanup = () => {
-      clearTimeout(timer);
-      for (const signal of live) signal.removeEventListener('abort', onAbort);
-    };
-    for (const signal of live) signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** Settles with `promise`, or rejects with AbortedError as soon as `signal` fires. */
@@ -95,7 +68,11 @@ export function createAtroposLink(options: {
     url: options.url,
     authToken: options.authToken,
     logger: options.logger ?? silentLogger,
-    sleep: (ms, signal) => abortableSleep(ms, [signal, options.signal]),
+    // A retry back-off ends (rejecting) on either the call's signal or the link's.
+    sleep: (ms, signal) => {
+      const live = [signal, options.signal].filter((entry): entry is AbortSignal => entry !== undefined);
+      return sleep(ms, live.length > 1 ? AbortSignal.any(live) : live[0]);
+    },
     ...options.client,
   });
   let envId: number | undefined;
@@ -115,7 +92,7 @@ export function createAtroposLink(options: {
           if (!waiting) throw error;
         }
         onWait?.();
-        await sleep(options.pollMs, signal);
+        await sleep(options.pollMs, signal).catch(ignoreAborted);
         if (signal?.aborted) throw signal.reason ?? new AbortedError();
       }
     },

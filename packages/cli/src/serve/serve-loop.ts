@@ -8,9 +8,11 @@ import { resolve } from 'node:path';
 import {
   ConfigError,
   describeError,
+  ignoreAborted,
   isManagedServer,
   type ServerV1,
   ShearsError,
+  sleep,
   type TokenizerV1,
 } from '@shears/core';
 import { scoredDataFromRecord } from '@shears/grpo';
@@ -21,7 +23,7 @@ import { droppedLabel } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../run/run-control.js';
 import type { JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
-import { type AtroposLink, createAtroposLink, sleep } from './atropos-link.js';
+import { type AtroposLink, createAtroposLink } from './atropos-link.js';
 
 export interface ServeResult {
   /** Groups the API acknowledged. */
@@ -235,7 +237,8 @@ export async function runServeLoop(
             );
           }
           paused = true;
-          await sleep(config.api.poll_ms, control.drain);
+          // The first Ctrl-C (drain) ends the pause; the loop then sees `stopping`.
+          await sleep(config.api.poll_ms, control.drain).catch(ignoreAborted);
           continue;
         }
         if (paused) progress.note(`resumed at trainer step ${status.current_step}`);

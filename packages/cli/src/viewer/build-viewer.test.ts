@@ -4,6 +4,13 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { type EnvV1, type GroupJudgeV1, type JudgeV1, runGroup, verdictRecordSchema } from '@shears/core';
+import {
+  createScriptedServer,
+  createScriptedServerClient,
+  createTempSandboxProvider,
+} from '@shears/core/test';
+import { judgeReward } from '@shears/judges';
 import { createHfTokenizer } from '@shears/servers';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -130,7 +137,7 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     expect(await rollouts.first().textContent()).toContain('grep -n needle file-0.txt');
     expect(await rollouts.first().textContent()).toContain('Rollout 0 thinks about grep.');
 
-    // A judge map with a failed verdict (group-1) shows the failure reason, not a score.
+    // A failed verdict record (group-1) shows the failure reason, not a score.
     await page.fill('[data-testid=search]', 'group-1');
     await page.locator('[data-testid=group-row][data-group="group-1"]').click();
     expect(await page.locator('[data-testid=verdicts]').first().textContent()).toContain(
@@ -194,6 +201,95 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     expect(
       await page.locator('[data-testid=rollout]').first().locator('details pre').allTextContents(),
     ).not.toContain(expect.stringContaining('tamperFlags'));
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("renders the verdict records of both writers, judgeReward and runGroup's group judge, in one shape", async () => {
+    const judge: JudgeV1 = {
+      specificationVersion: 'v1',
+      id: 'quality',
+      judge: async () => ({
+        status: 'scored',
+        score: 0.8,
+        rationale: 'Cites the file.',
+        usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 },
+        details: { injection: { suspected: true, action: 'flag', spans: [] } },
+      }),
+    };
+    const groupJudge: GroupJudgeV1 = {
+      specificationVersion: 'v1',
+      id: 'ranker',
+      judgeGroup: async (subjects) =>
+        subjects.map(() => ({
+          status: 'scored',
+          score: 0.4,
+          rationale: 'Second best.',
+          cached: true,
+          details: { rank: 2, disagreement: { flagged: false } },
+        })),
+    };
+    const env: EnvV1 = {
+      specificationVersion: 'v1',
+      id: 'judged',
+      nextItem: async () => ({ id: 't', prompt: 'p' }),
+      buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+      tools: () => [],
+      computeReward: judgeReward(judge),
+    };
+    const server = await createScriptedServer({ policy: () => ({ content: 'done' }) });
+    let record: Awaited<ReturnType<typeof runGroup>>;
+    try {
+      record = await runGroup({
+        env,
+        item: { id: 't', prompt: 'p' },
+        server: createScriptedServerClient({ baseUrl: server.url, model: 'scripted' }),
+        sandboxes: createTempSandboxProvider({ root: mkdtempSync(join(dir, 'sandboxes-')) }),
+        groupSize: 2,
+        groupJudge,
+        allEqualScores: 'keep',
+      });
+    } finally {
+      await server.close();
+    }
+    const verdicts = verdictRecordSchema.array().parse(record.rollouts[0]!.rewardDetails?.verdicts);
+    expect(verdicts).toEqual([
+      {
+        judge: 'quality',
+        status: 'scored',
+        score: 0.8,
+        rationale: 'Cites the file.',
+        usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 },
+        details: { injection: { suspected: true, action: 'flag', spans: [] } },
+      },
+      {
+        judge: 'ranker',
+        status: 'scored',
+        score: 0.4,
+        rationale: 'Second best.',
+        cached: true,
+        disagreement: { flagged: false },
+        details: { rank: 2 },
+      },
+    ]);
+
+    const file = join(dir, 'verdicts.html');
+    writeFileSync(file, buildViewerHtml([record]));
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.locator('[data-testid=group-row]').first().click();
+    const shown = page.locator('[data-testid=rollout]').first().locator('[data-testid=verdicts] .verdict');
+    await expect.poll(() => shown.count()).toBe(2);
+    expect(await shown.nth(0).textContent()).toContain('quality: score 0.80');
+    expect(await shown.nth(0).textContent()).toContain('Cites the file.');
+    expect(await shown.nth(0).locator('[data-testid=injection-flag]').textContent()).toContain(
+      'judge_injection_suspected: flag',
+    );
+    expect(await shown.nth(1).textContent()).toContain('ranker: score 0.40');
+    expect(await shown.nth(1).textContent()).toContain('Second best.');
     expect(errors).toEqual([]);
     await page.close();
   });

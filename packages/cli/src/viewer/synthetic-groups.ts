@@ -86,7 +86,14 @@ function rollout(groupIndex: number, rolloutIndex: number, withTokens: boolean):
           }
         : groupIndex % 3 === 1
           ? {
-              judges: { pairwise: { status: 'failed', reason: 'judge returned no JSON' } },
+              verdicts: [
+                {
+                  judge: 'pairwise',
+                  status: 'failed',
+                  kind: 'unparseable',
+                  reason: 'judge returned no JSON',
+                },
+              ],
               verifier: 'grep -q needle answer.txt',
             }
           : { verifier: 'grep -q needle answer.txt' },

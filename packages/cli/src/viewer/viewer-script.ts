@@ -149,16 +149,14 @@ export const VIEWER_SCRIPT = String.raw`
     return pre;
   }
 
+  // rewardDetails.verdicts: VerdictRecords (@shears/core verdictRecordSchema), the one shape the
+  // group runner and judgeReward write.
   function renderVerdicts(details) {
-    var list = details.verdicts || details.judges || details.judgements || (details.verdict ? [details.verdict] : null);
-    if (list && !Array.isArray(list) && typeof list === 'object') {
-      // A map of judge id -> verdict.
-      list = Object.keys(list).map(function (key) { var verdict = Object.assign({}, list[key]); verdict.judge = verdict.judge || key; return verdict; });
-    }
+    var list = details.verdicts;
     if (!Array.isArray(list) || list.length === 0) return null;
     return el('div', { class: 'verdicts', 'data-testid': 'verdicts' }, list.map(function (verdict) {
       return el('div', { class: 'verdict' }, [
-        el('b', { text: (verdict.judge || verdict.id || 'judge') + ': ' }),
+        el('b', { text: verdict.judge + ': ' }),
         verdict.status === 'failed' ? el('span', { class: 'badge failed', text: 'failed: ' + (verdict.reason || '') }) : el('span', { text: 'score ' + fmt(verdict.score) }),
         renderInjectionFlag(verdict),
         verdict.rationale ? el('div', { class: 'rationale', text: verdict.rationale }) : null,
@@ -169,7 +167,7 @@ export const VIEWER_SCRIPT = String.raw`
   // A verdict the judges' screen flagged (details.injection from @shears/judges): the flag beside
   // the score, what followed, and the suspicious spans.
   function renderInjectionFlag(verdict) {
-    var injection = (verdict.details && verdict.details.injection) || verdict.injection;
+    var injection = verdict.details && verdict.details.injection;
     if (!injection || !injection.suspected) return null;
     var spans = Array.isArray(injection.spans) ? injection.spans : [];
     var outcome = injection.action === 'escalate' && injection.strictScore !== undefined
@@ -262,7 +260,7 @@ export const VIEWER_SCRIPT = String.raw`
     var details = rollout.rewardDetails || {};
     var diff = typeof details.diff === 'string' ? details.diff : typeof details.patch === 'string' ? details.patch : null;
     var rest = {};
-    Object.keys(details).forEach(function (key) { if (['diff', 'patch', 'verdicts', 'verdict', 'judges', 'judgements', 'grading', 'droppedDiff'].indexOf(key) < 0) rest[key] = details[key]; });
+    Object.keys(details).forEach(function (key) { if (['diff', 'patch', 'verdicts', 'grading', 'droppedDiff'].indexOf(key) < 0) rest[key] = details[key]; });
     return el('div', { class: 'rollout' + (rolloutMatches(rollout) ? '' : ' dim'), 'data-testid': 'rollout' }, [
       el('div', { class: 'rollout-head' }, [
         el('span', { class: 'score', style: 'background:' + scoreColor(rollout.reward), text: fmt(rollout.reward) }),

@@ -10,6 +10,7 @@ export const groupStatsSchema = z.object({
   /** Rollouts kept out (infrastructure, judge failures, timeouts, aborts). */
   excluded: z.number().int(),
   mean: z.number().nullable(),
+  /** Population std of the counted scores (descriptive; the `grpo` estimator divides by the sample std). */
   std: z.number().nullable(),
   min: z.number().nullable(),
   max: z.number().nullable(),

@@ -9,6 +9,7 @@ import type {
   RenderInput,
   ToolCallParserV1,
 } from '../contracts/parser.js';
+import { createSeededRandom } from './seeded-random.js';
 
 export interface ParserConformanceCases {
   /** Raw outputs in the parser's own format (with and without calls) used for the chunking checks. */
@@ -17,17 +18,6 @@ export interface ParserConformanceCases {
   renderInputs?: RenderInput[];
   /** Options passed to every parse (e.g. tools for schema-typed formats). */
   options?: ParseOptions;
-}
-
-/** A small deterministic PRNG so the suite needs no dependency and failures reproduce. */
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
 }
 
 const MARKERS = [
@@ -69,7 +59,7 @@ const MARKERS = [
 
 /** Junk built from the format markers of every parser, plus random characters. */
 export function junkInputs(count: number, seed = 7): string[] {
-  const random = createRandom(seed);
+  const random = createSeededRandom(seed);
   const out = ['', ' ', '\n\n', '\u0000', '\ud800', '{}', '[]', '{"name": null}', ...MARKERS];
   for (let index = 0; index < count; index += 1) {
     let text = '';
@@ -159,7 +149,7 @@ export function describeParserConformance(
     });
 
     it('never throws on junk, whole or streamed, and always returns a well-formed result', () => {
-      const random = createRandom(11);
+      const random = createSeededRandom(11);
       for (const text of junkInputs(300)) {
         const result = parser.parse(text, options);
         expect(Array.isArray(result.toolCalls)).toBe(true);
@@ -175,7 +165,7 @@ export function describeParserConformance(
     });
 
     it('never throws on truncated or mutated samples', () => {
-      const random = createRandom(13);
+      const random = createSeededRandom(13);
       for (const sample of samples) {
         for (let round = 0; round < 40; round += 1) {
           const at = Math.floor(random() * (sample.length + 1));
@@ -190,7 +180,7 @@ export function describeParserConformance(
     });
 
     it('gives the whole-text result for any chunking of the samples', () => {
-      const random = createRandom(17);
+      const random = createSeededRandom(17);
       for (const sample of samples) {
         expectChunkingInvariant(
           parser,

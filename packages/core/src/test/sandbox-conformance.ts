@@ -1,11 +1,13 @@
 // Conformance suite for the Sandbox contract: every backend (local, docker, ssh, third-party)
 // runs it unchanged. It checks what a rollout relies on: exit codes, separated output, timeouts
 // that kill children, shell-like cwd/env persistence, binary-safe files, unicode and invalid
-// UTF-8 output, serialised concurrent commands, idempotent dispose and clear file errors.
+// UTF-8 output, serialised concurrent commands, idempotent dispose, clear file errors, and
+// `spec.setup` run in order before acquire returns (a failing command fails acquire, naming it).
 // Known gaps are declared skips with a reason, never silent.
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '../contracts/sandbox.js';
+import { SandboxError } from '../errors.js';
 
 export const SANDBOX_CONFORMANCE_CASES = [
   'exit-codes',
@@ -22,6 +24,7 @@ export const SANDBOX_CONFORMANCE_CASES = [
   'separate-sandboxes',
   'dispose-twice',
   'read-missing-file',
+  'setup-commands',
 ] as const;
 export type SandboxConformanceCase = (typeof SANDBOX_CONFORMANCE_CASES)[number];
 
@@ -232,5 +235,36 @@ export function describeSandboxConformance(
         /no such file.*no\/such\/file\.txt/i,
       );
     });
+
+    test(
+      'setup-commands',
+      'runs spec.setup in order before acquire returns; a failing command fails acquire, naming it, and stops the rest',
+      async () => {
+        const own = options.spec?.setup ?? [];
+        const withSetup = (setup: string[]): SandboxSpec => ({ ...options.spec, setup: [...own, ...setup] });
+        const ready = await provider!.acquire(
+          withSetup(['printf one > setup.txt', 'printf two >> setup.txt']),
+        );
+        acquired.push(ready);
+        expect(new TextDecoder().decode(await ready.readFile('setup.txt'))).toBe('onetwo');
+
+        const failing = ['printf ran > first.txt', 'echo setup-broke; exit 7', 'printf never > third.txt'];
+        const error = await provider!.acquire(withSetup(failing)).then(
+          (sandbox) => {
+            acquired.push(sandbox);
+            return undefined;
+          },
+          (caught: unknown) => caught,
+        );
+        expect(SandboxError.isInstance(error)).toBe(true);
+        const message = (error as Error).message;
+        expect(message).toContain(
+          `setup command ${own.length + 2} of ${own.length + 3} failed (exit 7): echo setup-broke; exit 7`,
+        );
+        expect(message).toContain('setup-broke');
+        // The provider still hands out sandboxes afterwards.
+        await acquire();
+      },
+    );
   });
 }

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { sendJson } from '../send-json.js';
 
 export interface ScriptedToolCall {
   id?: string;
@@ -221,22 +222,6 @@ export async function createScriptedServer(options: ScriptedServerOptions = {}):
       }, ms);
       timers.add(timer);
     });
-
-  const sendJson = (
-    response: ServerResponse,
-    status: number,
-    body: unknown,
-    headers: Record<string, string> = {},
-  ) => {
-    if (response.destroyed || response.writableEnded) return;
-    const text = JSON.stringify(body);
-    response.writeHead(status, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(text),
-      ...headers,
-    });
-    response.end(text);
-  };
 
   const nextReply = async (
     request: ScriptedChatRequest,

@@ -29,3 +29,4 @@ export type {
 export { createScriptedServer } from './scripted-server.js';
 export type { ScriptedServerClientSettings } from './scripted-server-client.js';
 export { createScriptedServerClient } from './scripted-server-client.js';
+export { createSeededRandom } from './seeded-random.js';

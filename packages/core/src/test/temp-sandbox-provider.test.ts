@@ -53,7 +53,9 @@ describe('createTempSandboxProvider', () => {
     const running = sandbox.exec('sleep 30', { signal: controller.signal });
     setTimeout(() => controller.abort(), 50);
     await expect(running).rejects.toSatisfy((error) => AbortedError.isInstance(error));
-    await expect(provider.acquire({ setup: ['exit 3'] })).rejects.toThrow(/setup command failed with exit 3/);
+    await expect(provider.acquire({ setup: ['exit 3'] })).rejects.toThrow(
+      /setup command 1 of 1 failed \(exit 3\): exit 3/,
+    );
     expect(provider.liveCount).toBe(1);
     await provider.close();
     expect(await readdir(root)).toEqual([]);

@@ -14,6 +14,7 @@ import type {
   SandboxV1,
 } from '../contracts/sandbox.js';
 import { AbortedError, SandboxError } from '../errors.js';
+import { runSandboxSetup } from '../sandbox-setup.js';
 
 export interface TempSandboxProviderOptions {
   /** Parent directory of the sandboxes (default: the OS temp dir). */
@@ -167,15 +168,7 @@ export function createTempSandboxProvider(options: TempSandboxProviderOptions = 
     live.set(id, { directory, dispose });
     acquired++;
     try {
-      for (const command of spec.setup ?? []) {
-        const result = await exec(command, acquireOptions.signal ? { signal: acquireOptions.signal } : {});
-        if (result.exitCode !== 0) {
-          throw new SandboxError({
-            message: `Sandbox ${id} setup command failed with exit ${result.exitCode}: ${command}\n${result.output.slice(-500)}`,
-            sandboxId: id,
-          });
-        }
-      }
+      await runSandboxSetup(sandbox, spec.setup, acquireOptions);
     } catch (error) {
       await dispose();
       throw error;

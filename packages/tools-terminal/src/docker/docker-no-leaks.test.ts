@@ -5,7 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import type { EnvItem, EnvV1 } from '@shears/core';
 import { runGroup, SandboxError } from '@shears/core';
-import { createScriptedServer, createScriptedServerClient, type ScriptedServer } from '@shears/core/test';
+import {
+  createScriptedServer,
+  createScriptedServerClient,
+  createSeededRandom,
+  type ScriptedServer,
+} from '@shears/core/test';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveDockerConnection } from './docker-hosts.js';
@@ -16,15 +21,6 @@ import { describeDocker } from './test-docker-env.js';
 const ROLLOUTS = 64;
 
 /** Small deterministic PRNG so a failure can be replayed (mulberry32). */
-function seeded(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let value = Math.imul(state ^ (state >>> 15), 1 | state);
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value;
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describeDocker(describe, 'docker sandboxes do not leak', (docker) => {
   const client = new Dockerode(resolveDockerConnection(docker.host) as Dockerode.DockerOptions);
@@ -48,7 +44,7 @@ describeDocker(describe, 'docker sandboxes do not leak', (docker) => {
       limits: { memoryMb: 32, cpus: 0.25, pids: 32 },
       labels: { 'shears.test.run': runLabel },
     });
-    const random = seeded(Number.parseInt(runLabel.slice(0, 8), 16));
+    const random = createSeededRandom(Number.parseInt(runLabel.slice(0, 8), 16));
     const killed = new Set<string>();
     const rewardErrors = new Map<string, unknown>();
     const kills: Promise<unknown>[] = [];

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
-import { InvalidArgumentError, SandboxError } from '@shears/core';
+import { InvalidArgumentError, runSandboxSetup, SandboxError } from '@shears/core';
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
 import { type DockerHost, dockerHostSchema, pickHost, resolveDockerConnection } from './docker-hosts.js';
@@ -416,18 +416,6 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       });
   };
 
-  const runSetup = async (sandbox: DockerSandbox, spec: SandboxSpec): Promise<void> => {
-    for (const command of spec.setup ?? []) {
-      const result = await sandbox.exec(command);
-      if (result.exitCode !== 0) {
-        throw new SandboxError({
-          message: `Sandbox ${sandbox.id}: setup command failed (exit ${result.exitCode}): ${command}\n${result.output.slice(-2000)}`,
-          sandboxId: sandbox.id,
-        });
-      }
-    }
-  };
-
   /** Remove containers whose owner process on this host is gone (crashed runs). */
   const reapDeadOwners = async (state: HostState): Promise<number> => {
     const containers = await state.docker.listContainers({
@@ -521,7 +509,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       }
       active.add(sandbox);
       try {
-        await runSetup(sandbox, spec);
+        await runSandboxSetup(sandbox, spec.setup, options);
         options.signal?.throwIfAborted();
       } catch (error) {
         await sandbox.dispose().catch(() => undefined);

@@ -40,7 +40,9 @@ describe('createLocalSandboxProvider', () => {
   it('runs setup commands and fails acquire when one fails', async () => {
     sandbox = await provider.acquire({ setup: ['echo ready > marker.txt'] });
     expect((await sandbox.exec('cat marker.txt')).stdout).toBe('ready\n');
-    await expect(provider.acquire({ setup: ['exit 9'] })).rejects.toThrow(/Setup command failed \(exit 9\)/);
+    await expect(provider.acquire({ setup: ['exit 9'] })).rejects.toThrow(
+      /setup command 1 of 1 failed \(exit 9\): exit 9/,
+    );
   });
 
   it('rejects unknown settings naming the allowed keys', () => {

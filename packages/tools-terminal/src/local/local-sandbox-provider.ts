@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
-import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
+import { InvalidArgumentError, runSandboxSetup, SandboxError, throwIfAborted } from '@shears/core';
 import { z } from 'zod';
 import type { ShellSandbox } from '../shell-sandbox.js';
 import { createShellSandbox } from '../shell-sandbox.js';
@@ -245,15 +245,11 @@ export function createLocalSandboxProvider(
         { root },
       );
       live.add(sandbox);
-      for (const command of spec.setup ?? []) {
-        const result = await sandbox.exec(command, { timeoutMs: 600_000 });
-        if (result.exitCode !== 0) {
-          await sandbox.dispose();
-          throw new SandboxError({
-            sandboxId: id,
-            message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}`,
-          });
-        }
+      try {
+        await runSandboxSetup(sandbox, spec.setup, options);
+      } catch (error) {
+        await sandbox.dispose();
+        throw error;
       }
       return sandbox;
     },

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { posix } from 'node:path';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
-import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
+import { InvalidArgumentError, runSandboxSetup, SandboxError, throwIfAborted } from '@shears/core';
 import type { Client, ClientChannel, ConnectConfig, SFTPWrapper } from 'ssh2';
 import { z } from 'zod';
 import type { ShellSandbox } from '../shell-sandbox.js';
@@ -396,15 +396,11 @@ export function createSshSandboxProvider(
           ? (error as { cause: Error }).cause
           : error;
       }
-      for (const command of spec.setup ?? []) {
-        const result = await sandbox.exec(command, { timeoutMs: 600_000 });
-        if (result.exitCode !== 0) {
-          await sandbox.dispose();
-          throw new SandboxError({
-            sandboxId: id,
-            message: `Setup command failed (exit ${result.exitCode}): ${command}\n${result.output}`,
-          });
-        }
+      try {
+        await runSandboxSetup(sandbox, spec.setup, options);
+      } catch (error) {
+        await sandbox.dispose();
+        throw error;
       }
       return sandbox;
     },
