@@ -292,7 +292,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
       } catch (error) {
         // The agent moved or removed its repository (the container is there, the path is not): that
         // is a change deleting every file, graded as such, not a failure of the infrastructure.
-        const status = ((error as { cause?: { statusCode?: number } }).cause ?? {}).statusCode;
+        const status = (error as { cause?: { statusCode?: number } }).cause?.statusCode;
         if (
           status === 404 &&
           (await container.inspect().then(
