@@ -72,7 +72,12 @@ const CONFIG: FlagSpec = {
   description: 'YAML or JSON config file (every section has defaults)',
 };
 const ENV_FLAGS: readonly FlagSpec[] = [
-  { name: 'env', value: 'NAME', config: 'env.name', description: 'environment id (built in: demo, swe)' },
+  {
+    name: 'env',
+    value: 'NAME',
+    config: 'env.name',
+    description: 'environment id (built in: demo, swe, harness)',
+  },
   {
     name: 'tasks',
     value: 'SPEC',

@@ -38,6 +38,7 @@ export const BUILTIN_PLUGINS = [
   '@shears/judges',
   '@shears/grpo',
   '@shears/envs-swe',
+  '@shears/gateway',
 ] as const;
 
 export interface PluginStatus {

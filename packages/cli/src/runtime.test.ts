@@ -288,6 +288,32 @@ describe('plugin settings on the command line', () => {
         ['--server.settings.temperature', '0.5'],
         'server.settings: The scripted server has no setting "temperature"',
       ],
+      [
+        [
+          '--provider',
+          'openai',
+          '--base-url',
+          'http://127.0.0.1:9/v1',
+          '--model',
+          'm',
+          '--server.settings.extra_body',
+          '{"seed": 1}',
+        ],
+        'server.settings: server "openai" has no setting "extra_body" (did you mean "extraBody"?)',
+      ],
+      [
+        [
+          '--provider',
+          'vllm',
+          '--base-url',
+          'http://127.0.0.1:9',
+          '--model',
+          'm',
+          '--server.settings.max_tokens',
+          '9',
+        ],
+        'server.settings: server "vllm" has no setting "max_tokens"',
+      ],
       [['--base-url', 'http://127.0.0.1:9/v1'], 'server.base_url: set, but server.provider is "scripted"'],
       [['--server.api_key_env', 'HOME'], 'server.api_key_env: set, but server.provider is "scripted"'],
     ];

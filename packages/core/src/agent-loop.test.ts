@@ -266,6 +266,19 @@ describe('runAgent', () => {
     expect(result.toolErrors).toHaveLength(1);
   });
 
+  it('does not count a reply cut at the token limit (finish_reason "length") as an answer', async () => {
+    const client = await setup([{ content: 'The answer is 4', finishReason: 'length' }]);
+    const result = await runAgent({ server: client, messages: prompt, tools: [echo], sandbox, maxTokens: 4 });
+    expect(result).toMatchObject({
+      stopReason: 'max_tokens',
+      finishedNaturally: false,
+      finalResponse: null,
+      turnsUsed: 1,
+    });
+    // The cut text stays in the transcript, so the record shows what the model wrote.
+    expect(result.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'The answer is 4' });
+  });
+
   it('stops at the turn limit', async () => {
     server = await createScriptedServer({
       policy: () => ({ toolCalls: [{ name: 'echo', arguments: { text: 'again' } }] }),

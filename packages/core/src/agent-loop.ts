@@ -33,6 +33,8 @@ import { enforceTurnBudget, maybePersistToolResult } from './tool-result-budget.
 export type AgentStopReason =
   | 'answer'
   | 'max_turns'
+  /** The server cut the last reply at its token limit (`finish_reason: "length"`). */
+  | 'max_tokens'
   | 'token_budget'
   | 'cost_budget'
   | 'wall_clock'
@@ -524,6 +526,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
           chatMs: chatElapsed,
           toolMs: 0,
         });
+        // A reply cut at the token limit (`max_tokens`, or the context) is not an answer: the
+        // model did not stop, the server stopped it. Recording it as finished would reward a
+        // truncated text as if the model had chosen to end there.
+        if (choice.finishReason === 'length') {
+          stopReason = 'max_tokens';
+          break;
+        }
         finishedNaturally = true;
         finalResponse = content || '';
         stopReason = 'answer';

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { AgentResult } from './agent-loop.js';
 import { createConcurrencyLimiter } from './concurrency-limiter.js';
+import type { ChatMessage } from './contracts/chat.js';
 import type { EnvItem, EnvV1, RewardResult } from './contracts/env.js';
 import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
 import { silentLogger } from './contracts/logger.js';
@@ -148,6 +150,22 @@ const HERMES_TOOLSETS = {
   file: { tools: ['read_file', 'write_file', 'patch', 'search_files'] },
   debugging: { tools: ['terminal', 'process'], includes: ['web', 'file'] },
 };
+
+function emptyAgentResult(messages: ChatMessage[]): AgentResult {
+  return {
+    messages,
+    turnsUsed: 1,
+    finishedNaturally: true,
+    finalResponse: null,
+    reasoningPerTurn: [],
+    toolErrors: [],
+    steps: [],
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+    timings: { totalMs: 0, chatMs: 0, toolMs: 0 },
+    stopReason: 'answer',
+    policyRefusals: 0,
+  };
+}
 
 describe('runGroup', () => {
   it('runs G rollouts, rewards each in its own sandbox and normalises advantages', async () => {
@@ -452,6 +470,57 @@ describe('runGroup', () => {
     });
     expect(record.rollouts.map((rollout) => rollout.outcome)).toEqual(['timeout', 'timeout']);
     expect(record.stats.excluded).toBe(2);
+  });
+
+  it("runs an env's own doRollout in place of the agent loop, in the rollout's sandbox, then rewards it there", async () => {
+    const seen: Array<{ rolloutId: string; workdir: string; prompt: string; wallClockMs?: number }> = [];
+    const base = noteEnv();
+    const env: EnvV1<NoteItem> = {
+      ...base,
+      budget: () => ({ wallClockMs: 60_000 }),
+      async doRollout(item, context) {
+        seen.push({
+          rolloutId: context.rolloutId,
+          workdir: context.sandbox.workdir,
+          prompt: String(context.messages[0]?.content),
+          ...(context.budget.wallClockMs !== undefined ? { wallClockMs: context.budget.wallClockMs } : {}),
+        });
+        const word = context.rolloutId.endsWith('r0') ? item.answer : 'no';
+        await context.sandbox.exec(`printf ${word} > note.txt`);
+        if (context.rolloutId.endsWith('r2'))
+          return {
+            ...emptyAgentResult(context.messages),
+            stopReason: 'wall_clock',
+            finishedNaturally: false,
+          };
+        return {
+          ...emptyAgentResult([...context.messages, { role: 'assistant', content: `wrote ${word}` }]),
+          finalResponse: `wrote ${word}`,
+        };
+      },
+    };
+    const record = await runGroup({
+      env,
+      item: (await env.nextItem())!,
+      server: await client(() => {
+        throw new Error('the agent loop must not call the server');
+      }),
+      sandboxes: newProvider(),
+      groupSize: 3,
+      groupId: 'own',
+    });
+    expect(scoredGroupRecordSchema.parse(record)).toBeTruthy();
+    expect(record.rollouts.map((rollout) => [rollout.outcome, rollout.reward])).toEqual([
+      ['scored', 1],
+      ['scored', 0],
+      ['timeout', null],
+    ]);
+    expect(record.rollouts[2]?.outcomeReason).toBe('wall-clock limit of 60000 ms');
+    expect(record.rollouts[0]?.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'wrote yes' });
+    expect(seen.map((entry) => entry.rolloutId).sort()).toEqual(['own-r0', 'own-r1', 'own-r2']);
+    expect(new Set(seen.map((entry) => entry.workdir)).size).toBe(3);
+    expect(seen[0]).toMatchObject({ prompt: 'Write the word yes into note.txt', wallClockMs: 60_000 });
+    expect(server?.requests ?? []).toHaveLength(0);
   });
 
   it('ends a rollout whose reward hangs as a timeout and still releases its sandbox', async () => {

@@ -349,7 +349,18 @@ export async function runGroup<TItem extends EnvItem>(
       };
       let agent: AgentResult;
       try {
-        agent = await runAgent(agentOptions);
+        agent = env.doRollout
+          ? await env.doRollout(item, {
+              server,
+              sandbox,
+              rolloutId,
+              messages: prompt,
+              budget,
+              signal: stopSignal ?? new AbortController().signal,
+              logger,
+              now,
+            })
+          : await runAgent(agentOptions);
       } catch (error) {
         // runAgent reports failures in its result; a throw here is a sandbox or framework fault.
         if (stopSignal?.aborted) return finish('aborted', 'aborted', { error });

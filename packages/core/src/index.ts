@@ -40,7 +40,14 @@ export type {
   ToolSchema,
 } from './contracts/chat.js';
 export { messageText } from './contracts/chat.js';
-export type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';
+export type {
+  EnvItem,
+  EnvV1,
+  RewardContext,
+  RewardResult,
+  RolloutRunContext,
+  RolloutView,
+} from './contracts/env.js';
 export type { GroupJudgeV1, JudgeSubject, JudgeV1, Verdict } from './contracts/judge.js';
 export type { Logger } from './contracts/logger.js';
 export { silentLogger } from './contracts/logger.js';

@@ -19,4 +19,24 @@ export {
   gatewayRequestRecordSchema,
   gatewayThreadRecordSchema,
 } from './gateway-record.js';
+export type {
+  HarnessEnv,
+  HarnessEnvSettings,
+  HarnessReach,
+  HarnessRunSummary,
+  HarnessTask,
+} from './harness-env.js';
+export {
+  bundledHarnessTasks,
+  createHarnessEnv,
+  harnessEnvSettingsSchema,
+  harnessTaskSchema,
+  loadHarnessTasks,
+  pickMainThread,
+} from './harness-env.js';
+export type { HarnessApi, HarnessPreset } from './harness-presets.js';
+export { HARNESS_PRESETS } from './harness-presets.js';
+export { default, default as plugin } from './plugin.js';
+export type { SocketReach, SocketReachSettings } from './socket-reach.js';
+export { createSocketReach } from './socket-reach.js';
 export type { ThreadTags } from './threads.js';

@@ -2,8 +2,13 @@
 // a given concurrency, and the cache hit rate of a re-judging run. Prints JSON lines.
 // Usage: tsx bench/judges.ts [--items 600] [--concurrency 32] [--latency-ms 0]
 import type { JudgeSubject } from '@shears/core';
-import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
+import {
+  createScriptedServer,
+  createScriptedServerClient,
+  type ScriptedChatRequest,
+} from '@shears/core/test';
 import { createJudgePanel, createMemoryJudgeCache, createRubricJudge, DEFAULT_RUBRIC } from '../src/index.js';
+import { signed } from '../src/test-support/scripted-judge.js';
 
 function option(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
@@ -14,8 +19,9 @@ const items = option('items', 600);
 const concurrency = option('concurrency', 32);
 const latencyMs = option('latency-ms', 0);
 
-const verdict = (score: number) =>
-  JSON.stringify({
+// The verdict echoes the call's nonce, as a judge model told to does (without it every verdict fails).
+const verdict = (request: ScriptedChatRequest, score: number) =>
+  signed(request, {
     dimensions: Object.fromEntries(
       DEFAULT_RUBRIC.dimensions.map((entry) => [entry.name, Math.round(score * 10)]),
     ),
@@ -26,7 +32,7 @@ const verdict = (score: number) =>
 const server = await createScriptedServer({
   latencyMs,
   policy: (request) => ({
-    content: verdict(((request.messages.length * 7 + String(request.model).length) % 10) / 10),
+    content: verdict(request, ((request.messages.length * 7 + String(request.model).length) % 10) / 10),
     usage: { prompt_tokens: 900, completion_tokens: 60 },
   }),
 });
@@ -97,8 +103,17 @@ async function run(label: string) {
       seconds: Number(seconds.toFixed(3)),
     }),
   );
+  return failed;
 }
 
-await run('first');
-await run('rejudge');
+let failures = 0;
+failures += await run('first');
+failures += await run('rejudge');
 await server.close();
+// A bench whose verdicts fail measures nothing: say so and exit non-zero.
+if (failures > 0) {
+  console.error(
+    `bench/judges: ${failures} panel verdicts failed; the figures above are not judge throughput`,
+  );
+  process.exitCode = 1;
+}

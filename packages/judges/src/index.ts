@@ -105,6 +105,7 @@ export type { FoldedText, NeutralisedText, StructureMatch } from './untrusted-te
 export { findStructure, foldText, neutraliseUntrustedText } from './untrusted-text.js';
 export type { NonceReply, VerdictParse } from './verdict-parsing.js';
 export {
+  duplicateJsonKey,
   extractJsonObjects,
   parseVerdictText,
   selectNonceReply,

@@ -67,6 +67,8 @@ const GRADER = any(
   'scorer',
   'rater',
   'grading model',
+  'grading system',
+  'scoring system',
   'reward model',
 );
 
@@ -94,6 +96,23 @@ const TEXT_RULES: ReadonlyArray<{ rule: InjectionRule; pattern: RegExp; block?: 
     ),
     block: true,
   },
+  // The end of the transcript announced from inside it (the real boundary carries the nonce).
+  {
+    rule: 'forged_structure',
+    pattern: new RegExp(
+      `\\b${any('end of transcript', 'end of the transcript', 'end of agent output', 'end of the agent output', 'end of agent transcript', 'end of the agent transcript', 'end of untrusted', 'begin instructions', 'begin grading instructions')}\\b`,
+      'g',
+    ),
+    block: true,
+  },
+  // A verdict written as YAML or key = value lines rather than JSON.
+  {
+    rule: 'verdict_json',
+    pattern: new RegExp(
+      `${LINE_START}[ \\t>*#_-]*${w('composite')}[ \\t*_]*[:=][ \\t]*(?:0|1)(?:\\.\\d+)?\\b`,
+      'g',
+    ),
+  },
   // Chat-template tokens a tokenizer may read as special.
   {
     rule: 'forged_structure',
@@ -110,6 +129,13 @@ const TEXT_RULES: ReadonlyArray<{ rule: InjectionRule; pattern: RegExp; block?: 
         `\\b${any('new instructions', 'updated instructions', 'revised rubric', 'new rubric', 'system prompt', 'system override', 'admin override')}\\b`,
         `\\b${any('give', 'award', 'assign', 'rate', 'score', 'grade', 'mark', 'output', 'return')}\\b[^\\n]{0,40}(?:10\\s*/\\s*10|100\\s*/\\s*100|\\b${any('full marks', 'full score', 'full points', 'perfect score', 'maximum score', 'max score', 'highest score', 'top score', 'top marks', 'highest rating')}\\b|${w('composite')}\\W{0,4}1(?:\\.0+)?\\b)`,
         `\\b${any('this response', 'this answer', 'this solution', 'this trajectory', 'this transcript', 'this attempt', 'this candidate', 'the agent', 'this agent')}\\b[^\\n]{0,20}\\b${any('deserves', 'should get', 'should receive', 'should be given', 'should be scored', 'should be rated', 'must get', 'must receive', 'must be scored')}\\b`,
+        // The grader named as the one acting, or addressed without being named.
+        `\\b${GRADER}s?\\s+(?:should|must|will|needs? to|is to|has to)\\s+${any('give', 'assign', 'award', 'score', 'rate', 'grade', 'mark', 'output', 'return', 'accept')}\\b`,
+        `\\b${w('whoever')}\\s+${any('scores', 'grades', 'evaluates', 'judges', 'rates', 'assesses', 'reviews', 'marks')}\\b`,
+        `\\b${w('when you')}\\s+${any('grade', 'score', 'evaluate', 'judge', 'rate', 'assess', 'mark')}\\s+${any('this', 'my', 'the agent', 'the response', 'the answer', 'the solution')}\\b`,
+        `\\b${any('rate', 'score', 'grade', 'mark', 'judge', 'evaluate', 'assess')}\\s+${any('this', 'my', 'the')}\\s+${any('response', 'answer', 'solution', 'work', 'submission', 'attempt', 'trajectory', 'transcript', 'output')}\\s+${w('as')}\\b`,
+        // Claims that the rules of grading changed.
+        `\\b${any('rubric', 'scoring criteria', 'grading criteria', 'evaluation criteria', 'scoring rules', 'grading rules', 'scoring instructions', 'grading instructions')}\\s+(?:${any('has', 'have', 'is', 'are', 'was', 'were')}\\s+)?(?:${w('been')}\\s+)?${any('changed', 'updated', 'revised', 'replaced', 'superseded', 'overridden')}\\b`,
       ].join('|'),
       'g',
     ),

@@ -117,6 +117,44 @@ function objectsIn(
   return found;
 }
 
+/**
+ * The first key that occurs twice in one object of a JSON text, or undefined. JSON.parse keeps
+ * the last of duplicate keys (so does Python's json): `{"nonce": …, "composite": 0.2, …,
+ * "composite": 1.0}` would read as 1.0, though the judge wrote 0.2 first — text appended to a
+ * verdict (an agent's template followed, a quote run on) must not overwrite it.
+ */
+export function duplicateJsonKey(text: string): string | undefined {
+  const stack: Array<{ keys: Set<string> | null; expectKey: boolean }> = [];
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    if (char === '"') {
+      let end = index + 1;
+      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      const top = stack.at(-1);
+      if (top?.keys && top.expectKey) {
+        const literal = text.slice(index, end + 1);
+        let key = literal;
+        try {
+          key = JSON.parse(literal) as string;
+        } catch {
+          // not valid JSON: the parse that follows reports it
+        }
+        if (top.keys.has(key)) return key;
+        top.keys.add(key);
+        top.expectKey = false;
+      }
+      index = end;
+    } else if (char === '{') stack.push({ keys: new Set(), expectKey: true });
+    else if (char === '[') stack.push({ keys: null, expectKey: false });
+    else if (char === '}' || char === ']') stack.pop();
+    else if (char === ',') {
+      const top = stack.at(-1);
+      if (top?.keys) top.expectKey = true;
+    }
+  }
+  return undefined;
+}
+
 export type NonceReply<T> =
   | { ok: true; value: T }
   | {
@@ -151,6 +189,11 @@ export function selectNonceReply<TSchema extends z.ZodType>(
     const objects = objectsIn(parsed.value);
     const bearing = objects.filter((object) => object.nonce === nonce);
     if (bearing.length === 0 && objects.length > 0) ignored++;
+    const duplicate = bearing.length > 0 ? duplicateJsonKey(cleaned) : undefined;
+    if (duplicate !== undefined) {
+      lastError = `key "${duplicate}" occurs twice in one object (which one the judge meant is unknown)`;
+      continue;
+    }
     for (const object of bearing) {
       const checked = schema.safeParse(object);
       if (!checked.success) {

@@ -149,9 +149,22 @@ const markupValue: fc.Arbitrary<string> = fc
   .value.map((value) => (typeof value === 'string' ? value : String(value)))
   .filter((text) => text.trim() === text && text !== '');
 
+/**
+ * String values that read as other JSON (`null`, `true`, numbers, objects, `None`): a string-typed
+ * parameter keeps them as the text written, whatever they look like.
+ */
+const jsonLookingText = fc.oneof(
+  fc.constantFrom('null', 'NULL', 'None', 'true', 'False', '0', '-1', '1e5', '3.0', 'NaN', '[]', '{}', '"x"'),
+  fc.integer({ min: -1e6, max: 1e6 }).map(String),
+  fc.double({ noNaN: true, noDefaultInfinity: true }).map(String),
+  fc.dictionary(name, jsonValue, { maxKeys: 2 }).map((value) => JSON.stringify(value)),
+  fc.array(jsonValue, { maxLength: 2 }).map((value) => JSON.stringify(value)),
+);
+
 /** Top-level argument values an XML format can carry, with the schema type that types them back. */
 const xmlArgument = fc.oneof(
   xmlText.map((value) => ({ value, type: 'string' })),
+  jsonLookingText.map((value) => ({ value, type: 'string' })),
   markupValue.map((value) => ({ value, type: 'string' })),
   fc.integer({ min: -1e6, max: 1e6 }).map((value) => ({ value, type: 'integer' })),
   fc.integer({ min: -1e6, max: 1e6 }).map((value) => ({ value: value / 8, type: 'number' })),

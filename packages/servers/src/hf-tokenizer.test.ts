@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ChatMessage, ConfigError, JsonParseError } from '@shears/core';
@@ -270,5 +270,57 @@ describe('createHfTokenizer: bad input', () => {
       tokenizerConfig: {},
     });
     expect(() => tokenizer.applyChatTemplate([{ role: 'user', content: 'x' }])).toThrow(/chatTemplate/);
+  });
+});
+
+describe('createHfTokenizer: where transformers saves the chat template', () => {
+  // A folder as transformers 5 saves it: tokenizer_config.json without chat_template, the
+  // template in chat_template.jinja (and named variants under additional_chat_templates/).
+  function savedByTransformers5(): { dir: string; template: string } {
+    const dir = mkdtempSync(join(tmpdir(), 'shears-tok5-'));
+    copyFileSync(join(QWEN3_DIR, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+    const { chat_template: template, ...config } = JSON.parse(
+      readFileSync(join(QWEN3_DIR, 'tokenizer_config.json'), 'utf8'),
+    ) as { chat_template: string };
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(config));
+    writeFileSync(join(dir, 'chat_template.jinja'), template);
+    return { dir, template };
+  }
+
+  it('reads chat_template.jinja and renders exactly what the config field rendered', () => {
+    const { dir } = savedByTransformers5();
+    const messages: ChatMessage[] = [{ role: 'user', content: 'Count the lines' }];
+    expect(createHfTokenizer({ dir }).applyChatTemplate(messages, { addGenerationPrompt: true })).toBe(
+      qwen3Tokenizer().applyChatTemplate(messages, { addGenerationPrompt: true }),
+    );
+  });
+
+  it('lets chat_template.jinja win over the config field, as transformers does', () => {
+    const { dir } = savedByTransformers5();
+    const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: 'OLD' }));
+    writeFileSync(join(dir, 'chat_template.jinja'), 'NEW {{ messages[0].content }}');
+    expect(createHfTokenizer({ dir }).applyChatTemplate([{ role: 'user', content: 'x' }])).toBe('NEW x');
+  });
+
+  it('offers additional_chat_templates/tool_use.jinja when tools are given', () => {
+    const { dir } = savedByTransformers5();
+    writeFileSync(join(dir, 'chat_template.jinja'), 'PLAIN');
+    mkdirSync(join(dir, 'additional_chat_templates'));
+    writeFileSync(join(dir, 'additional_chat_templates', 'tool_use.jinja'), 'TOOLS {{ tools | length }}');
+    const tokenizer = createHfTokenizer({ dir });
+    expect(tokenizer.applyChatTemplate([{ role: 'user', content: 'x' }])).toBe('PLAIN');
+    expect(tokenizer.applyChatTemplate([{ role: 'user', content: 'x' }], { tools: TOOLS })).toBe(
+      `TOOLS ${TOOLS.length}`,
+    );
+  });
+
+  it('names both places in the error when neither holds a template', () => {
+    const { dir } = savedByTransformers5();
+    writeFileSync(join(dir, 'chat_template.jinja'), '');
+    const tokenizer = createHfTokenizer({ dir });
+    expect(() => tokenizer.applyChatTemplate([{ role: 'user', content: 'x' }])).toThrow(
+      /chat_template\.jinja/,
+    );
   });
 });

@@ -1,7 +1,8 @@
 // A TokenizerV1 over Hugging Face tokenizer files: `@huggingface/tokenizers` for encode/decode
 // and `@huggingface/jinja` for the model's own chat template, loaded from a local
-// `tokenizer.json` + `tokenizer_config.json` (never from the network).
-import { readFileSync } from 'node:fs';
+// `tokenizer.json` + `tokenizer_config.json` (+ `chat_template.jinja`, where transformers 5 saves
+// the template) (never from the network).
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
@@ -91,6 +92,57 @@ function readJsonFile(path: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+function readTextIfPresent(path: string): string | undefined {
+  if (!existsSync(path)) return undefined;
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new ConfigError({
+      message: `Cannot read chat template file ${path}`,
+      issues: [{ path, message: 'file not readable' }],
+      cause,
+    });
+  }
+}
+
+/**
+ * The chat template where transformers saves it. transformers 5 (and 4.43+) writes
+ * `chat_template.jinja` beside `tokenizer_config.json` (no `chat_template` field any more), and
+ * named variants as `additional_chat_templates/<name>.jinja`; older processors wrote
+ * `chat_template.json`. As in transformers, the file wins over the config's field.
+ */
+function withTemplateFiles(config: Record<string, unknown>, dir: string): Record<string, unknown> {
+  let main = readTextIfPresent(join(dir, 'chat_template.jinja'));
+  if (main === undefined) {
+    const legacy = readTextIfPresent(join(dir, 'chat_template.json'));
+    if (legacy !== undefined) {
+      const parsed = parseJson(legacy, { source: join(dir, 'chat_template.json') }) as {
+        chat_template?: unknown;
+      };
+      if (typeof parsed?.chat_template === 'string') main = parsed.chat_template;
+    }
+  }
+  const named: Array<{ name: string; template: string }> = [];
+  const extraDir = join(dir, 'additional_chat_templates');
+  if (existsSync(extraDir) && statSync(extraDir).isDirectory()) {
+    for (const file of readdirSync(extraDir).sort()) {
+      if (!file.endsWith('.jinja')) continue;
+      named.push({
+        name: file.slice(0, -'.jinja'.length),
+        template: readFileSync(join(extraDir, file), 'utf8'),
+      });
+    }
+  }
+  if (main === undefined && named.length === 0) return config;
+  if (named.length === 0) return { ...config, chat_template: main };
+  const fromConfig = pickTemplate(config, false);
+  const base = main ?? fromConfig;
+  return {
+    ...config,
+    chat_template: [...(base !== undefined ? [{ name: 'default', template: base }] : []), ...named],
+  };
+}
+
 function tokenText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   // Older configs store special tokens as AddedToken objects: { content: "<s>", ... }.
@@ -156,7 +208,10 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
       });
     }
     tokenizerJson = readJsonFile(join(settings.dir, 'tokenizer.json'));
-    tokenizerConfig = readJsonFile(join(settings.dir, 'tokenizer_config.json'));
+    tokenizerConfig = withTemplateFiles(
+      readJsonFile(join(settings.dir, 'tokenizer_config.json')),
+      settings.dir,
+    );
     defaultId = settings.dir;
   } else {
     if (typeof settings.tokenizerJson !== 'object' || settings.tokenizerJson === null) {
@@ -269,7 +324,7 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
       const toolArguments = settings.toolArguments ?? 'auto';
       if (!source) {
         throw new ConfigError({
-          message: `Tokenizer "${settings.id ?? defaultId}" has no chat_template in tokenizer_config.json; pass settings.chatTemplate`,
+          message: `Tokenizer "${settings.id ?? defaultId}" has no chat template (neither chat_template.jinja nor chat_template in tokenizer_config.json); pass settings.chatTemplate`,
         });
       }
       return compile(source).render({

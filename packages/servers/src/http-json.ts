@@ -3,6 +3,7 @@
 // whether a retry may help.
 import { AbortedError, ServerError, safeParseJson } from '@shears/core';
 import type { z } from 'zod';
+import { errorBodyDetail } from './error-body.js';
 import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
 
 export interface HttpJsonOptions<TSchema extends z.ZodType> {
@@ -60,20 +61,7 @@ export async function httpJson<TSchema extends z.ZodType>(
     }
     if (!response.ok) {
       const parsed = safeParseJson(text, { source: `${provider} error body` });
-      const body = parsed.success
-        ? (parsed.value as { error?: unknown; message?: unknown; detail?: unknown })
-        : undefined;
-      const nested = body?.error as { message?: unknown } | string | undefined;
-      const detail =
-        typeof nested === 'string'
-          ? nested
-          : typeof nested?.message === 'string'
-            ? nested.message
-            : typeof body?.message === 'string'
-              ? body.message
-              : typeof body?.detail === 'string'
-                ? body.detail
-                : text.slice(0, 300);
+      const detail = (parsed.success ? errorBodyDetail(parsed.value) : undefined) ?? text.slice(0, 300);
       throw httpServerError({
         status: response.status,
         detail,

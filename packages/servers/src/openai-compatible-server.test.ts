@@ -267,3 +267,44 @@ describe('createOpenAICompatibleServer: faults', () => {
     );
   });
 });
+
+describe('createOpenAICompatibleServer: what an error body says', () => {
+  it.each([
+    ['FastAPI detail text', { detail: 'Model tiny-qwen3 not found' }, 'Model tiny-qwen3 not found'],
+    [
+      'FastAPI validation list',
+      { detail: [{ loc: ['body', 'messages'], msg: 'Field required', type: 'missing' }] },
+      'body.messages: Field required',
+    ],
+    ['OpenAI error object', { error: { message: 'bad model', type: 'invalid_request_error' } }, 'bad model'],
+    ['bare message', { message: 'quota exceeded' }, 'quota exceeded'],
+  ])('reports %s instead of "(no body)"', async (_name, body, expected) => {
+    const server = await scripted([{ fault: 'error', status: 422, body }]);
+    const client = createOpenAICompatibleServer({ baseUrl: server.url, model: 'm', retry: noWait() });
+    const error = await client.chat({ messages: [{ role: 'user', content: 'x' }] }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(ServerError.isInstance(error)).toBe(true);
+    const message = (error as Error).message;
+    expect(message).toContain('HTTP 422');
+    expect(message).toContain(expected);
+    expect(message).not.toContain('no body');
+  });
+});
+
+describe('createOpenAICompatibleServer: connection failures', () => {
+  it('says why the connection failed (ECONNREFUSED and the address), not only "fetch failed"', async () => {
+    const closed = await scripted();
+    const url = closed.url;
+    await closed.close();
+    servers.splice(servers.indexOf(closed), 1);
+    const client = createOpenAICompatibleServer({ baseUrl: url, model: 'm', retry: { maxRetries: 0 } });
+    const error = await client.chat({ messages: [{ role: 'user', content: 'x' }] }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(ServerError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/connection failed: .*ECONNREFUSED 127\.0\.0\.1:\d+/);
+  });
+});

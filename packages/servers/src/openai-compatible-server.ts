@@ -13,6 +13,7 @@ import {
   type Usage,
 } from '@shears/core';
 import OpenAI from 'openai';
+import { errorBodyDetail } from './error-body.js';
 import {
   httpServerError,
   parseRetryAfter,
@@ -61,9 +62,40 @@ function toUsage(raw: OpenAI.CompletionUsage | undefined | null): Usage | undefi
 }
 
 function detailOf(error: InstanceType<typeof OpenAI.APIError>): string {
-  const body = error.error as { message?: unknown } | undefined;
-  if (body && typeof body.message === 'string') return body.message;
-  return error.message;
+  const body = (error as { shearsErrorBody?: unknown }).shearsErrorBody;
+  return errorBodyDetail(body) ?? errorBodyDetail(error.error) ?? error.message;
+}
+
+/**
+ * Why a connection failed, down the cause chain: the SDK wraps fetch's "fetch failed", which wraps
+ * what the user can act on ("connect ECONNREFUSED 127.0.0.1:9", "getaddrinfo ENOTFOUND host").
+ */
+function connectionReason(error: Error): string {
+  const messages: string[] = [];
+  let current: unknown = error.cause ?? error;
+  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
+    if (current.message && !messages.includes(current.message)) messages.push(current.message);
+    current = current.cause;
+  }
+  return messages.length > 0 ? messages.join(': ') : error.message;
+}
+
+/**
+ * The SDK keeps only `body.error` of an error response, so FastAPI's `{"detail": ...}` (what
+ * transformers serve and other Python servers send) became "422 status code (no body)". The
+ * whole parsed body is kept on the error for `detailOf`.
+ */
+class OpenAIKeepingErrorBodies extends OpenAI {
+  protected override makeStatusError(
+    status: number,
+    error: object,
+    message: string | undefined,
+    headers: Headers,
+  ): InstanceType<typeof OpenAI.APIError> {
+    const made = super.makeStatusError(status, error, message, headers);
+    Object.defineProperty(made, 'shearsErrorBody', { value: error ?? message, enumerable: false });
+    return made;
+  }
 }
 
 export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSettings): ServerV1 {
@@ -86,7 +118,7 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
   const retry = resolveRetrySettings(settings.retry);
   let client: OpenAI | undefined;
   const getClient = () => {
-    client ??= new OpenAI({
+    client ??= new OpenAIKeepingErrorBodies({
       baseURL: endpoint,
       apiKey: settings.apiKey ?? process.env[settings.apiKeyEnv ?? 'OPENAI_API_KEY'] ?? 'EMPTY',
       // Our retries govern (they honour Retry-After and classify errors); the SDK's would multiply them.
@@ -104,7 +136,7 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     if (error instanceof OpenAI.APIUserAbortError) return new AbortedError({ cause: error });
     if (error instanceof OpenAI.APIConnectionError) {
       return new ServerError({
-        message: `${provider} server ${endpoint} (model "${settings.model}"): connection failed: ${error.cause instanceof Error ? error.cause.message : error.message}`,
+        message: `${provider} server ${endpoint} (model "${settings.model}"): connection failed: ${connectionReason(error)}`,
         endpoint,
         model: settings.model,
         retryable: true,

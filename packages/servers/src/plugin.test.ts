@@ -53,6 +53,25 @@ describe('@shears/servers plugin manifest', () => {
     }
   });
 
+  it('refuses a setting a server does not have, naming the one meant, instead of ignoring it', async () => {
+    const registry = createRegistry().use(servers);
+    await expect(
+      registry.create('servers', 'openai', {
+        baseUrl: 'http://127.0.0.1:1/v1',
+        model: 'm',
+        extra_body: { seed: 1 },
+      }),
+    ).rejects.toThrow('server "openai" has no setting "extra_body" (did you mean "extraBody"?)');
+    await expect(
+      registry.create('servers', 'sglang', {
+        baseUrl: 'http://127.0.0.1:1',
+        model: 'q',
+        tokenizer: QWEN3_DIR,
+        timeout: 5,
+      }),
+    ).rejects.toThrow(/server "sglang" has no setting "timeout" \(did you mean "timeoutMs"\?\)/);
+  });
+
   it('says what a managed server needs when the tokenizer is missing', async () => {
     const registry = createRegistry().use(servers);
     await expect(

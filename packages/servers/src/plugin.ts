@@ -25,6 +25,70 @@ function isTokenizer(value: unknown): value is TokenizerV1 {
   );
 }
 
+const OPENAI_SETTINGS = [
+  'baseUrl',
+  'model',
+  'apiKey',
+  'apiKeyEnv',
+  'provider',
+  'timeoutMs',
+  'retry',
+  'extraBody',
+  'headers',
+  'stripReasoningFromHistory',
+  'fetch',
+] as const;
+const MANAGED_SETTINGS = [
+  'baseUrl',
+  'model',
+  'tokenizer',
+  'parser',
+  'reasoning',
+  'templateVariables',
+  'defaultMaxTokens',
+  'timeoutMs',
+  'retry',
+  'headers',
+  'fetch',
+  'newToolCallId',
+] as const;
+
+/** Edit distance, for a "did you mean" on a misspelt setting. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const kept = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+      previous = kept;
+    }
+  }
+  return row[b.length]!;
+}
+
+/**
+ * A setting the server does not have is refused, never ignored: `extra_body` instead of
+ * `extraBody` would otherwise send every request without what the user asked for.
+ */
+function refuseUnknownSettings(
+  server: string,
+  settings: Record<string, unknown>,
+  allowed: readonly string[],
+) {
+  for (const key of Object.keys(settings)) {
+    if (allowed.includes(key)) continue;
+    const squash = (text: string) => text.toLowerCase().replace(/[_-]/g, '');
+    const near = allowed.find((name) => squash(name) === squash(key) || distance(name, key) <= 2);
+    throw new InvalidArgumentError({
+      argument: key,
+      value: settings[key],
+      message: `server "${server}" has no setting "${key}"${near ? ` (did you mean "${near}"?)` : ''}; its settings: ${allowed.filter((name) => !['fetch', 'newToolCallId', 'baseUrl', 'model'].includes(name)).join(', ')}`,
+    });
+  }
+}
+
 /** `tokenizer`: a TokenizerV1, a folder path, or HfTokenizerSettings. `parser`: an instance or a registered parser name. */
 async function resolveManaged(
   settings: Record<string, unknown>,
@@ -56,22 +120,29 @@ export default definePlugin({
       aliases: ['openrouter', 'openai-compatible'],
       description:
         'OpenAI-compatible chat completions through the official SDK (OpenAI, OpenRouter, vLLM/SGLang chat, ...)',
-      create: (settings) =>
-        createOpenAICompatibleServer(settings as unknown as OpenAICompatibleServerSettings),
+      create: (settings) => {
+        refuseUnknownSettings('openai', settings, OPENAI_SETTINGS);
+        return createOpenAICompatibleServer(settings as unknown as OpenAICompatibleServerSettings);
+      },
     },
     vllm: {
       description:
         'Managed token-in/token-out vLLM server (/generate or /v1/completions) recording tokens, masks and logprobs',
-      create: async (settings, context) =>
-        createVllmServer({
+      create: async (settings, context) => {
+        refuseUnknownSettings('vllm', settings, [...MANAGED_SETTINGS, 'api']);
+        return createVllmServer({
           ...(await resolveManaged(settings, context)),
           api: settings.api as 'generate' | 'completions' | undefined,
-        }),
+        });
+      },
     },
     sglang: {
       description:
         'Managed token-in/token-out SGLang server (/generate) recording tokens, masks and logprobs',
-      create: async (settings, context) => createSglangServer(await resolveManaged(settings, context)),
+      create: async (settings, context) => {
+        refuseUnknownSettings('sglang', settings, MANAGED_SETTINGS);
+        return createSglangServer(await resolveManaged(settings, context));
+      },
     },
     manager: {
       description:

@@ -2,6 +2,8 @@
 // with paths confined to the sandbox workspace.
 import plugin from './plugin.js';
 
+export type { PinnedRoot, PinnedRoots } from './confined.js';
+export { pinFileToolRoots } from './confined.js';
 export { FileToolError } from './file-tool-error.js';
 export { createFileTools, resolveFileToolsSettings } from './file-tools.js';
 export type { FuzzyMatch, MatchRange } from './fuzzy-match.js';

@@ -116,7 +116,7 @@ export function replaceInContent(
 }
 
 export function createPatchTool(settings: ResolvedFileToolsSettings): ToolV1<PatchArgs> {
-  const io = (signal: AbortSignal) => ({ confine: settings.confine, signal });
+  const io = (signal: AbortSignal) => ({ confine: settings.confine, signal, timeoutMs: settings.timeoutMs });
 
   const checkWritable = (path: string, workdir: string) => {
     const absolute = normalizeToolPath(path, workdir, { confine: settings.confine });
@@ -177,6 +177,7 @@ export function createPatchTool(settings: ResolvedFileToolsSettings): ToolV1<Pat
           const resolved = await resolveSandboxPath(sandbox, path, {
             confine: settings.confine,
             signal: context.signal,
+            timeoutMs: settings.timeoutMs,
           });
           if (resolved.type === 'missing') return undefined;
           if (resolved.type !== 'file')

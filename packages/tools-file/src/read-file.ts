@@ -3,7 +3,7 @@
 import { posix } from 'node:path';
 import { defineTool, PERSISTED_RESULTS_DIR, type SandboxV1, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
-import { readRaw } from './file-io.js';
+import { kindName, readLines } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';
 import { binaryExtension, isDevicePath, looksBinary } from './guards.js';
 import { checkRepeat } from './repeat-guard.js';
@@ -133,12 +133,15 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
           );
         }
         const end = offset + limit - 1;
-        const read = await readRaw(sandbox, args.path, {
+        const read = await readLines(sandbox, args.path, {
           confine: settings.confine,
           extraRoots,
           signal: context.signal,
-          wholeLimit: settings.wholeReadBytes,
+          timeoutMs: settings.timeoutMs,
           range: [offset, end],
+          maxScanBytes: settings.maxScanBytes,
+          // Enough bytes for maxLineLength characters of any UTF-8 text, and one more.
+          lineBytes: settings.maxLineLength * 4 + 4,
         });
         const { resolved } = read;
         if (resolved.type === 'missing') {
@@ -157,9 +160,10 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
           );
         }
         if (resolved.type !== 'file')
-          throw new FileToolError(`Cannot read '${args.path}': it is not a regular file`);
-        const text = read.content ?? '';
-        if (looksBinary(text)) {
+          throw new FileToolError(
+            `Cannot read '${args.path}': it is a ${kindName(read.kind ?? '')}, not a regular file (reading it could block or never end)`,
+          );
+        if (looksBinary(read.sample)) {
           return errorResult(
             'Binary file - cannot display as text. Use appropriate tools to handle this file type.',
             {
@@ -167,20 +171,13 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
             },
           );
         }
-        let lines: string[];
-        let totalLines: number;
-        if (read.mode === 'whole') {
-          const all = splitLines(text);
-          totalLines = all.length;
-          lines = all.slice(offset - 1, end);
-        } else {
-          lines = splitLines(text);
-          totalLines = Math.max(read.lineCount, offset - 1 + lines.length);
-        }
+        const text = read.content ?? '';
+        const lines = splitLines(text);
+        const totalLines = Math.max(read.lineCount, offset - 1 + lines.length);
         const content = formatLines(lines, offset, settings.maxLineLength);
-        if (content.length > settings.maxReadChars) {
+        if (content.length > settings.maxReadChars || read.contentCut) {
           return errorResult(
-            `Read produced ${content.length.toLocaleString('en-US')} characters which exceeds the safety limit (${settings.maxReadChars.toLocaleString('en-US')} chars). Use offset and limit to read a smaller range.`,
+            `Read produced ${read.contentCut ? 'more than ' : ''}${content.length.toLocaleString('en-US')} characters which exceeds the safety limit (${settings.maxReadChars.toLocaleString('en-US')} chars). Use offset and limit to read a smaller range.`,
             { total_lines: totalLines, file_size: read.size },
           );
         }
@@ -195,9 +192,11 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
           );
         }
         const lastShown = offset - 1 + lines.length;
-        const truncated = lastShown < totalLines;
+        const truncated = lastShown < totalLines || (read.partial && lines.length === limit);
         let hint: string | undefined;
-        if (truncated)
+        if (read.partial && lines.length < limit)
+          hint = `The file is ${read.size} bytes; read_file reads only its first ${settings.maxScanBytes} bytes (${read.lineCount} lines). Use the terminal for the rest.`;
+        else if (truncated)
           hint = `Use offset=${lastShown + 1} to continue reading (showing ${offset}-${lastShown} of ${totalLines} lines)`;
         else if (lines.length === 0 && totalLines > 0)
           hint = `offset=${offset} is past the end of the file (${totalLines} lines)`;
@@ -210,6 +209,7 @@ export function createReadFileTool(settings: ResolvedFileToolsSettings): ToolV1<
           total_lines: totalLines,
           file_size: read.size,
           truncated,
+          partial: read.partial ? true : undefined,
           hint,
           _warning: warning,
         });

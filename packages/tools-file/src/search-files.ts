@@ -1,14 +1,24 @@
 // search_files: content search by regex and file search by glob. Uses ripgrep when the sandbox
 // has it and falls back to `find` + `grep -E` (busybox-compatible) when it does not; results
 // are paged with offset/limit and capped before they leave the sandbox (`head`).
-import { defineTool, type ToolV1 } from '@shears/core';
+import { posix } from 'node:path';
+import { defineTool, type SandboxV1, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
+import {
+  componentsUnder,
+  newMarker,
+  type PathPlan,
+  runConfined,
+  throwWalkFailure,
+  walkArguments,
+  walkFunction,
+} from './confined.js';
 import { similarNames } from './read-file.js';
 import { checkRepeat } from './repeat-guard.js';
 import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
-import { inSubshell, readFields, shellQuote } from './shell.js';
-import { normalizeToolPath, parseResolved, REPORT_RESOLVED, resolveScript } from './workspace.js';
+import { readFields, shellQuote } from './shell.js';
+import { displayPath, normalizeToolPath, planPath } from './workspace.js';
 
 export const SEARCH_FILES_DESCRIPTION =
   'Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal. Ripgrep-backed, faster than shell equivalents.\n\n' +
@@ -148,13 +158,19 @@ export function createSearchFilesTool(settings: ResolvedFileToolsSettings): Tool
           1 +
           (target === 'content' && outputMode === 'content' && contextLines > 0 ? 200 : 0);
 
+        const plan = await planPath(sandbox, path, {
+          confine: settings.confine,
+          signal: context.signal,
+          timeoutMs: settings.timeoutMs,
+        });
+        // `$arg` is `.` (a directory: the shell is in it) or /proc/self/fd/3 (one checked file).
         let search: string;
         if (target === 'files') {
           const glob = /[*?[]/.test(args.pattern) ? args.pattern : `*${args.pattern}*`;
           search = `if command -v rg >/dev/null 2>&1; then
-  rg --files --sortr=modified -g ${shellQuote(glob)} -- "$rel" 2>"$e"
+  rg --no-config --no-follow --files --sortr=modified -g ${shellQuote(glob)} -- "$arg" 2>"$e"
 else
-  find "$rel" -type f ! -path '*/.*' ${findGlobArgs(glob)} -exec stat -c '%Y %n' {} + 2>"$e" | sort -rn | cut -d ' ' -f 2-
+  find "$arg" -type f ! -path '*/.*' ${findGlobArgs(glob)} -exec stat -c '%Y %n' {} + 2>"$e" | sort -rn | cut -d ' ' -f 2-
 fi`;
         } else {
           const flag = outputMode === 'files_only' ? '-l' : outputMode === 'count' ? '-c' : '';
@@ -162,19 +178,41 @@ fi`;
           const rgGlob = args.file_glob ? `--glob ${shellQuote(args.file_glob)}` : '';
           const grepFilter = args.file_glob ? findGlobArgs(args.file_glob) : '';
           search = `if command -v rg >/dev/null 2>&1; then
-  rg --line-number --no-heading --with-filename --color never ${rgContext} ${rgGlob} ${flag} -e ${shellQuote(args.pattern)} -- "$rel" 2>"$e"
+  rg --no-config --no-follow --line-number --no-heading --with-filename --color never ${rgContext} ${rgGlob} ${flag} -e ${shellQuote(args.pattern)} -- "$arg" 2>"$e"
+elif [ "$arg" = . ]; then
+  find . -type f ! -path '*/.*' ${grepFilter} -exec grep -nH -E ${rgContext} ${flag} -e ${shellQuote(toExtendedRegex(args.pattern))} {} + 2>"$e"
 else
-  find "$rel" -type f ! -path '*/.*' ${grepFilter} -exec grep -nH -E ${rgContext} ${flag} -e ${shellQuote(toExtendedRegex(args.pattern))} {} + 2>"$e"
+  grep -nH -E ${rgContext} ${flag} -e ${shellQuote(toExtendedRegex(args.pattern))} "$arg" 2>"$e"
 fi`;
         }
-        const script = `${resolveScript(absolute, sandbox.workdir, settings.confine)}${REPORT_RESOLVED}
-if [ "$t" = missing ]; then
-  printf '%s\\n' ${shellQuote(OUTPUT_MARKER)}
-  [ "$pdir" = 1 ] && ls -1a "\${full%/*}" 2>/dev/null | head -n 50
-  exit 0
+        const script = `${walkFunction(plan.walk)}
+walk ${walkArguments(plan.components)} || {
+  if [ "$why" = missing ] || [ "$why" = notdir ]; then printf 'STATUS:ok\\nTYPE:missing\\n%s\\n' ${shellQuote(OUTPUT_MARKER)}; exit 0; fi
+  walkfail
+}
+if [ -n "$c" ] && [ ! -e "$c" ] && [ ! -L "$c" ]; then
+  inroot || { printf 'STATUS:raced\\n'; exit 0; }
+  printf 'STATUS:ok\\nTYPE:missing\\n%s\\n' ${shellQuote(OUTPUT_MARKER)}
+  ls -1a . 2>/dev/null | head -n 50; exit 0
 fi
-cd "$ws" 2>/dev/null || cd /
-if [ "$full" = "$ws" ]; then rel=.; else case "$full" in "$ws"/*) rel="\${full#"$ws"/}" ;; *) rel="$full" ;; esac; fi
+arg=.
+if [ -n "$c" ] && [ -d "$c" ] && [ ! -L "$c" ]; then
+  cd -P -- "$c" 2>/dev/null || { printf 'STATUS:unresolvable\\n'; exit 0; }
+  cur=\${cur%/}/$c; c=; ups=$ups/..
+fi
+if [ -n "$c" ]; then
+  [ -f "$c" ] || { inroot || { printf 'STATUS:raced\\n'; exit 0; }; printf 'STATUS:ok\\nTYPE:other\\n'; exit 0; }
+  exec 3< "$c" || { printf 'STATUS:openfailed\\n'; exit 0; }
+  set -- $(stat -c '%d:%i %h %f' -- "$ups" "$c" 2>/dev/null) $(stat -L -c '%d:%i %h %f' /proc/self/fd/3 2>/dev/null)
+  [ $# = 9 ] || { printf 'STATUS:nostat\\n'; exit 0; }
+  [ "$1" = "$RID" ] && [ "$4" = "$7" ] || { printf 'STATUS:raced\\n'; exit 0; }
+  case $6 in 8???) ;; *) printf 'STATUS:raced\\n'; exit 0 ;; esac
+  [ "$8" = 1 ] || { printf 'STATUS:hardlink\\nLINKS:%s\\n' "$8"; exit 0; }
+  arg=/proc/self/fd/3
+else
+  inroot || { printf 'STATUS:raced\\n'; exit 0; }
+fi
+printf 'STATUS:ok\\nTYPE:dir\\nDIR:%s\\nFILE:%s\\n' "$cur" "$c"
 e=$(mktemp 2>/dev/null || echo /tmp/shears-search.$$)
 printf '%s\\n' ${shellQuote(OUTPUT_MARKER)}
 { ${search}
@@ -183,17 +221,20 @@ printf '%s\\n' ${shellQuote(ERROR_MARKER)}
 head -c 2000 "$e" 2>/dev/null
 rm -f "$e"
 `;
-        const result = await sandbox.exec(inSubshell(script), { signal: context.signal });
-        const stdout = result.stdout;
+        const stdout = await runConfined(sandbox, script, {
+          signal: context.signal,
+          timeoutMs: settings.timeoutMs,
+          what: 'search_files',
+        });
         const outputAt = stdout.indexOf(`${OUTPUT_MARKER}\n`);
         const fields = readFields(outputAt >= 0 ? stdout.slice(0, outputAt) : stdout);
-        const resolved = parseResolved(path, fields);
+        if (fields.get('STATUS') !== 'ok') throwWalkFailure(plan, fields);
         const rest = outputAt >= 0 ? stdout.slice(outputAt + OUTPUT_MARKER.length + 1) : '';
         const errorAt = rest.indexOf(`${ERROR_MARKER}\n`);
         const body = errorAt >= 0 ? rest.slice(0, errorAt) : rest;
         const stderr = errorAt >= 0 ? rest.slice(errorAt + ERROR_MARKER.length + 1).trim() : '';
-        if (resolved.type === 'missing') {
-          const base = absolute.slice(absolute.lastIndexOf('/') + 1);
+        if (fields.get('TYPE') === 'missing') {
+          const base = plan.absolute.slice(plan.absolute.lastIndexOf('/') + 1);
           const similar = similarNames(
             base,
             body.split('\n').filter((name) => name && name !== '.' && name !== '..'),
@@ -202,6 +243,25 @@ rm -f "$e"
             `Path not found: ${path}${similar.length > 0 ? `. Similar paths: ${similar.join(', ')}` : ''}`,
           );
         }
+        if (fields.get('TYPE') === 'other')
+          return errorResult(`Cannot search ${path}: it is not a regular file or a directory`);
+        const searchDir = fields.get('DIR') ?? plan.walk.root.path;
+        const verifyOptions = {
+          signal: context.signal,
+          timeoutMs: settings.timeoutMs,
+          pattern: args.pattern,
+          lineBytes: settings.maxMatchChars * 4 + 4,
+          namesOnly: target === 'files',
+        };
+        const singleFile = fields.get('FILE') ?? '';
+        const workspace = plan.walk.shownWorkspace;
+        // Paths as the search printed them (relative to the directory it ran in) → as shown.
+        // The real path of a file the search printed.
+        const fileOf = (printed: string): string =>
+          singleFile && printed === '/proc/self/fd/3'
+            ? posix.join(searchDir, singleFile)
+            : posix.join(searchDir, stripDot(printed));
+        const shownPath = (printed: string): string => displayPath(fileOf(printed), workspace);
         const lines = body.split('\n').filter((line) => line !== '' && line !== '--');
         if (lines.length === 0 && stderr && !/No such file|Permission denied/i.test(stderr)) {
           return errorResult(`Search failed: ${stderr.split('\n')[0]}`);
@@ -214,7 +274,21 @@ rm -f "$e"
           return { truncated, hint };
         };
         if (target === 'files' || outputMode === 'files_only') {
-          const files = lines.map(stripDot);
+          const printed = lines;
+          const verified = await verifyFiles(
+            sandbox,
+            plan,
+            new Map(
+              printed.map((file) => [file, { file: fileOf(file), lines: [], recount: target !== 'files' }]),
+            ),
+            verifyOptions,
+          );
+          const files = printed
+            .filter((file) => {
+              const check = verified.get(file);
+              return check?.ok && (target === 'files' || (check.count ?? 0) > 0);
+            })
+            .map(shownPath);
           const { truncated, hint } = pageInfo(files.length);
           return jsonResult(
             {
@@ -227,13 +301,29 @@ rm -f "$e"
           );
         }
         if (outputMode === 'count') {
-          const counts: Record<string, number> = {};
+          const printedCounts = new Map<string, number>();
           for (const line of lines) {
             const colon = line.lastIndexOf(':');
             const number = Number(line.slice(colon + 1));
-            if (colon > 0 && number > 0) counts[stripDot(line.slice(0, colon))] = number;
+            if (colon > 0 && number > 0) printedCounts.set(line.slice(0, colon), number);
           }
-          const entries = Object.entries(counts);
+          const verified = await verifyFiles(
+            sandbox,
+            plan,
+            new Map(
+              [...printedCounts.keys()].map((file) => [
+                file,
+                { file: fileOf(file), lines: [], recount: true },
+              ]),
+            ),
+            verifyOptions,
+          );
+          const entries: Array<[string, number]> = [];
+          for (const file of printedCounts.keys()) {
+            const count = verified.get(file);
+            // The count shown is the one taken from the checked, open file.
+            if (count?.ok && (count.count ?? 0) > 0) entries.push([shownPath(file), count.count!]);
+          }
           const { truncated, hint } = pageInfo(entries.length);
           const paged = Object.fromEntries(entries.slice(offset, offset + limit));
           return jsonResult(
@@ -254,7 +344,7 @@ rm -f "$e"
           const parsed = matchLine.exec(line);
           if (parsed) known.add(parsed[1]!);
         }
-        const matches: Match[] = [];
+        const found: Match[] = [];
         for (const line of lines) {
           const parsed = matchLine.exec(line);
           let entry: Match | undefined;
@@ -269,13 +359,28 @@ rm -f "$e"
               }
             }
           }
-          if (entry)
-            matches.push({
-              ...entry,
-              path: stripDot(entry.path),
-              content: entry.content.slice(0, settings.maxMatchChars),
-            });
+          if (entry) found.push({ ...entry, content: entry.content.slice(0, settings.maxMatchChars) });
         }
+        const wantedLines = new Map<string, { file: string; lines: number[]; recount: boolean }>();
+        for (const match of found) {
+          const entry = wantedLines.get(match.path) ?? {
+            file: fileOf(match.path),
+            lines: [],
+            recount: false,
+          };
+          entry.lines.push(match.line);
+          wantedLines.set(match.path, entry);
+        }
+        const verified = await verifyFiles(sandbox, plan, wantedLines, verifyOptions);
+        // A match is shown only when the checked, open file has that very line.
+        const matches = found
+          .filter(
+            (match) =>
+              verified.get(match.path)?.ok &&
+              verified.get(match.path)!.lines.get(match.line)?.slice(0, settings.maxMatchChars) ===
+                match.content,
+          )
+          .map((match) => ({ ...match, path: shownPath(match.path) }));
         const { truncated, hint } = pageInfo(matches.length);
         return jsonResult(
           {
@@ -288,4 +393,126 @@ rm -f "$e"
         );
       }),
   });
+}
+
+interface VerifiedFile {
+  ok: boolean;
+  lines: Map<number, string>;
+  count?: number;
+}
+
+/**
+ * Checks every file a search printed, race-free: walks to it from the pinned root, opens it,
+ * checks the descriptor (regular, one link, in the root) and reads the printed line numbers (and
+ * a fresh match count) from the open file. Search programs open files by path, so a directory
+ * swapped for a symlink while they ran could have let them read a file outside; nothing they
+ * printed is shown unless the checked file says the same.
+ */
+async function verifyFiles(
+  sandbox: SandboxV1,
+  plan: PathPlan,
+  files: Map<string, { file: string; lines: number[]; recount: boolean }>,
+  options: {
+    signal?: AbortSignal;
+    timeoutMs: number;
+    pattern: string;
+    lineBytes: number;
+    namesOnly: boolean;
+  },
+): Promise<Map<string, VerifiedFile>> {
+  const result = new Map<string, VerifiedFile>();
+  if (files.size === 0) return result;
+  const marker = newMarker();
+  const keys = [...files.keys()];
+  // One walk per directory; then each file is checked by name (and opened) inside it.
+  const groups = new Map<string, { components: string[]; calls: string[] }>();
+  keys.forEach((key, index) => {
+    const entry = files.get(key)!;
+    const components = componentsUnder(entry.file, plan.walk);
+    if (!components || components.length === 0) return;
+    const directory = components.slice(0, -1);
+    const name = components[components.length - 1]!;
+    const group = groups.get(directory.join('/')) ?? { components: directory, calls: [] };
+    const lines = [...new Set(entry.lines)].filter((line) => Number.isInteger(line) && line > 0);
+    const sed = lines.length > 0 ? lines.map((line) => `-e '${line}{=;p;}'`).join(' ') : '';
+    group.calls.push(`vf ${index} ${entry.recount ? 1 : 0} ${shellQuote(sed)} ${walkArguments([name])}`);
+    groups.set(directory.join('/'), group);
+  });
+  const calls = [...groups.values()].map(
+    (group) => `if walk ${walkArguments([...group.components, '.'])} && [ -z "$c" ] && inroot; then
+${group.calls.join('\n')}
+else
+${group.calls.map((call) => `printf 'V%s:bad\\n' ${call.split(' ')[1]}`).join('\n')}
+fi`,
+  );
+  const script = `${walkFunction(plan.walk)}
+vf() {
+  vi=$1; vrc=$2; sedargs=$3; name=$4
+  case $name in "$GL"*)
+    p=\${name#"$GL"}; IFS=; set +f; m=; n=0
+    for x in $p; do if [ -e "$x" ] || [ -L "$x" ]; then m=$x; n=$((n + 1)); fi; done
+    set -f; IFS=$DIFS; [ "$n" = 1 ] || { printf 'V%s:bad\\n' "$vi"; return; }; name=$m ;;
+  esac
+  [ -f "$name" ] && [ ! -L "$name" ] || { printf 'V%s:bad\\n' "$vi"; return; }
+${
+  options.namesOnly
+    ? `  printf 'V%s:ok\\n' "$vi"`
+    : `  exec 3< "$name" || { printf 'V%s:bad\\n' "$vi"; return; }
+  set -- $(stat -c '%d:%i %h %f' -- "$ups" "$name" 2>/dev/null) $(stat -L -c '%d:%i %h %f' /proc/self/fd/3 2>/dev/null)
+  if [ $# = 9 ] && [ "$1" = "$RID" ] && [ "$4" = "$7" ] && [ "$8" = 1 ]; then
+    case $6 in 8???) ;; *) printf 'V%s:bad\\n' "$vi"; exec 3<&-; return ;; esac
+  else printf 'V%s:bad\\n' "$vi"; exec 3<&-; return
+  fi
+  printf 'V%s:ok\\n' "$vi"
+  if [ "$vrc" = 1 ]; then
+    if command -v rg >/dev/null 2>&1; then n=$(rg --no-config -c -e ${shellQuote(options.pattern)} - < /proc/self/fd/3 2>/dev/null)
+    else n=$(grep -c -E -e ${shellQuote(toExtendedRegex(options.pattern))} < /proc/self/fd/3 2>/dev/null); fi
+    printf 'C%s:%s\\n' "$vi" "\${n:-0}"
+  fi
+  if [ -n "$sedargs" ]; then
+    printf '%s\\n' ${shellQuote(marker)}
+    eval "sed -n $sedargs" < /proc/self/fd/3 | cut -b 1-${options.lineBytes}
+    printf '%s%s\\n' ${shellQuote(marker)} "$vi"
+  fi
+  exec 3<&-`
+}
+}
+${calls.join('\n')}
+`;
+  const stdout = await runConfined(sandbox, script, {
+    signal: options.signal,
+    timeoutMs: options.timeoutMs,
+    what: 'search_files',
+  });
+  // Parse: V<i>:ok|bad, C<i>:<n>, and for line reads: marker, (number, text)*, marker<i>.
+  const rows = stdout.split('\n');
+  for (let index = 0; index < rows.length; index++) {
+    const row = rows[index]!;
+    const status = /^V(\d+):(ok|bad)$/.exec(row);
+    if (status) {
+      const key = keys[Number(status[1])];
+      if (key !== undefined) result.set(key, { ok: status[2] === 'ok', lines: new Map() });
+      continue;
+    }
+    const count = /^C(\d+):(\d+)$/.exec(row);
+    if (count) {
+      const entry = result.get(keys[Number(count[1])] ?? '');
+      if (entry) entry.count = Number(count[2]);
+      continue;
+    }
+    if (row === marker) {
+      const lines = new Map<number, string>();
+      let cursor = index + 1;
+      while (cursor < rows.length && !rows[cursor]!.startsWith(marker)) {
+        const number = Number(rows[cursor]);
+        lines.set(number, rows[cursor + 1] ?? '');
+        cursor += 2;
+      }
+      const key = keys[Number(rows[cursor]?.slice(marker.length))];
+      const entry = key === undefined ? undefined : result.get(key);
+      if (entry?.ok) entry.lines = lines;
+      index = cursor;
+    }
+  }
+  return result;
 }

@@ -11,12 +11,17 @@ export const fileToolsSettingsSchema = z
     maxLineLength: z.number().int().positive().default(2000),
     /** Largest `limit` read_file accepts. */
     maxLines: z.number().int().positive().default(2000),
-    /** Files up to this size are read whole; bigger ones are paged with sed. */
-    wholeReadBytes: z
+    /**
+     * read_file reads at most this many bytes of a file (lines past them are out of its reach; the
+     * result says so), so a huge file costs this much at most.
+     */
+    maxScanBytes: z
       .number()
       .int()
       .positive()
-      .default(4 * 1024 * 1024),
+      .default(64 * 1024 * 1024),
+    /** Time limit of one sandbox call a file tool makes (ms); a call past it is stopped. */
+    timeoutMs: z.number().int().positive().default(60_000),
     /** Largest file patch will rewrite. */
     maxPatchBytes: z
       .number()

@@ -1,13 +1,21 @@
 // Path confinement for the file tools. A path is checked as text first (NUL bytes, control
 // characters, text that is not valid Unicode, over-long paths), normalised lexically against
-// the sandbox workdir, and then resolved *inside the sandbox* with the shell (`cd -P`,
-// `readlink -f`) so that symlinks are followed where they really point. The resolution runs in
-// the same shell script as the operation that uses the path, so there is no gap between the
-// check and the use in which a symlink could be swapped in by a later command.
+// the sandbox workdir, and then walked *inside the sandbox* one component at a time from the
+// pinned workspace root (confined.ts), in the same script as the operation that uses it.
 import { posix } from 'node:path';
 import type { SandboxV1 } from '@shears/core';
+import {
+  componentsUnder,
+  type PathPlan,
+  pinFileToolRoots,
+  runConfined,
+  throwWalkFailure,
+  type WalkRoot,
+  walkArguments,
+  walkFunction,
+} from './confined.js';
 import { FileToolError } from './file-tool-error.js';
-import { inSubshell, readFields, shellQuote } from './shell.js';
+import { readFields } from './shell.js';
 
 /** Linux PATH_MAX and NAME_MAX (bytes). */
 export const MAX_PATH_BYTES = 4096;
@@ -90,59 +98,6 @@ function outside(path: string, workdir: string): FileToolError {
   });
 }
 
-/**
- * Shell that resolves `$p` (already absolute and lexically normal) to `$full`, following
- * symlinks in the existing part, and sets `$t` to file, dir, other or missing (`$pdir` says
- * whether the deepest existing ancestor of a missing path is a directory). With confinement,
- * prints `STATUS:escape` and exits when `$full` leaves the workspace and every `extraRoots`
- * directory. An extra root counts only when it is not itself a symlink (its parent is resolved),
- * so a link planted in its place cannot widen what is allowed.
- */
-export function resolveScript(
-  absolutePath: string,
-  workdir: string,
-  confine: boolean,
-  extraRoots: readonly string[] = [],
-): string {
-  const roots = confine ? extraRoots.map((root) => posix.resolve(root)).filter(isExtraRoot) : [];
-  const extraChecks = roots
-    .map((root) => {
-      const parent = posix.dirname(root);
-      const base = posix.basename(root);
-      return `if [ "$ok" = 0 ]; then xp=$(cd -P ${shellQuote(parent)} 2>/dev/null && pwd -P) && xr="\${xp%/}/"${shellQuote(base)} && [ ! -L "$xr" ] && case "$full" in "$xr"|"$xr"/*) ok=1;; esac; fi
-`;
-    })
-    .join('');
-  return `ws=$(cd -P ${shellQuote(workdir)} 2>/dev/null && pwd -P) || { printf 'STATUS:noworkspace\\n'; exit 0; }
-p=${shellQuote(absolutePath)}
-rest=
-while [ ! -e "$p" ] && [ ! -L "$p" ]; do
-  rest="/\${p##*/}$rest"
-  p="\${p%/*}"
-  [ -n "$p" ] || p=/
-done
-if [ -d "$p" ]; then r=$(cd -P "$p" 2>/dev/null && pwd -P) || r=
-else r=$(readlink -f "$p" 2>/dev/null) || r=
-fi
-[ -n "$r" ] || { printf 'STATUS:unresolvable\\n'; exit 0; }
-if [ "$r" = / ]; then full="$rest"; else full="$r$rest"; fi
-[ -n "$full" ] || full=/
-${
-  confine
-    ? `ok=0
-if [ "$ws" = / ]; then ok=1; else case "$full" in "$ws"|"$ws"/*) ok=1;; esac; fi
-${extraChecks}[ "$ok" = 1 ] || { printf 'STATUS:escape\\nWS:%s\\nREAL:%s\\n' "$ws" "$full"; exit 0; }`
-    : ':'
-}
-pdir=1
-if [ -n "$rest" ]; then t=missing; [ -d "$r" ] || pdir=0
-elif [ -f "$full" ]; then t=file
-elif [ -d "$full" ]; then t=dir
-else t=other
-fi
-`;
-}
-
 export interface ResolvedPath {
   /** What the model passed. */
   requested: string;
@@ -155,56 +110,85 @@ export interface ResolvedPath {
   parentIsDirectory: boolean;
 }
 
-/** Reads the fields every resolve script prints; throws the refusal the model should see. */
-export function parseResolved(requested: string, fields: Map<string, string>): ResolvedPath {
-  const status = fields.get('STATUS');
-  if (status === 'escape') {
-    throw new FileToolError(
-      `Access denied: ${requested} resolves to ${fields.get('REAL')}, outside the sandbox workspace (${fields.get('WS')}); symlinks may not point out of the workspace`,
-      { path: requested, code: 'SHEARS_PATH_OUTSIDE' },
-    );
+/**
+ * Checks `path` as text, pins the sandbox roots (first call only) and says where the race-free
+ * walk starts: the workspace, `<tempDir>/hermes-results` (an `extraRoots` entry), or `/` when
+ * confinement is off.
+ */
+export async function planPath(
+  sandbox: SandboxV1,
+  path: string,
+  options: PathPolicy & { signal?: AbortSignal; timeoutMs?: number } = {},
+): Promise<PathPlan> {
+  const confine = options.confine ?? true;
+  const absolute = normalizeToolPath(path, sandbox.workdir, options);
+  const roots = await pinFileToolRoots(sandbox, { signal: options.signal, timeoutMs: options.timeoutMs });
+  const workdir = posix.resolve(sandbox.workdir);
+  if (!confine) {
+    const walk: WalkRoot = {
+      root: roots.filesystem,
+      base: '',
+      aliases: [],
+      shownWorkspace: roots.workspace.path,
+    };
+    return { requested: path, absolute, walk, components: componentsUnder(absolute, walk) ?? [] };
   }
-  if (status === 'noworkspace')
-    throw new FileToolError('The sandbox workspace directory does not exist', { path: requested });
-  if (status === 'unresolvable') {
-    throw new FileToolError(
-      `Cannot resolve ${requested}: a symlink on the way is broken or loops, or a directory on the way is not accessible`,
-      {
-        path: requested,
-      },
-    );
-  }
-  if (status !== 'ok')
-    throw new FileToolError(`Cannot resolve ${requested}: unexpected answer from the sandbox`, {
-      path: requested,
-    });
-  return {
-    requested,
-    real: fields.get('REAL') ?? '',
-    workspace: fields.get('WS') ?? '',
-    type: (fields.get('TYPE') ?? 'missing') as ResolvedPath['type'],
-    parentIsDirectory: fields.get('PDIR') !== '0',
+  const workspace: WalkRoot = {
+    root: roots.workspace,
+    base: '',
+    aliases: [workdir],
+    shownWorkspace: roots.workspace.path,
   };
+  const inWorkspace = componentsUnder(absolute, workspace);
+  if (inWorkspace) return { requested: path, absolute, walk: workspace, components: inWorkspace };
+  for (const extra of options.extraRoots ?? []) {
+    const resolvedExtra = posix.resolve(extra);
+    if (!isExtraRoot(resolvedExtra)) continue;
+    const parent = posix.dirname(resolvedExtra);
+    // Only roots directly inside the sandbox temp dir (persisted tool results) are supported.
+    if (parent !== posix.resolve(sandbox.tempDir) && parent !== roots.temp.path) continue;
+    const walk: WalkRoot = {
+      root: roots.temp,
+      base: posix.basename(resolvedExtra),
+      aliases: [posix.resolve(sandbox.tempDir)],
+      shownWorkspace: roots.workspace.path,
+    };
+    const components = componentsUnder(absolute, walk);
+    if (components) return { requested: path, absolute, walk, components };
+  }
+  throw outside(path, sandbox.workdir);
 }
 
-/** The `printf` lines that report a resolution (append after `resolveScript`). */
-export const REPORT_RESOLVED = `printf 'STATUS:ok\\nTYPE:%s\\nPDIR:%s\\nWS:%s\\nREAL:%s\\n' "$t" "$pdir" "$ws" "$full"`;
-
-/** Resolves a path without touching it (used by search_files and the hostile-path suite). */
+/** Resolves a path without reading or writing it (race-free walk; used by patch). */
 export async function resolveSandboxPath(
   sandbox: SandboxV1,
   path: string,
-  options: PathPolicy & { signal?: AbortSignal } = {},
+  options: PathPolicy & { signal?: AbortSignal; timeoutMs?: number } = {},
 ): Promise<ResolvedPath> {
-  const confine = options.confine ?? true;
-  const absolute = normalizeToolPath(path, sandbox.workdir, options);
-  const result = await sandbox.exec(
-    inSubshell(`${resolveScript(absolute, sandbox.workdir, confine, options.extraRoots)}${REPORT_RESOLVED}`),
-    {
-      signal: options.signal,
-    },
+  const plan = await planPath(sandbox, path, options);
+  const stdout = await runConfined(
+    sandbox,
+    `${walkFunction(plan.walk)}
+walk ${walkArguments(plan.components)}
+if [ $? != 0 ]; then
+  if [ "$why" = missing ]; then printf 'STATUS:ok\nTYPE:missing\nPDIR:1\nREAL:%s\n' "$cur/$c"; exit 0; fi
+  if [ "$why" = notdir ]; then printf 'STATUS:ok\nTYPE:missing\nPDIR:0\nREAL:%s\n' "$cur/$c"; exit 0; fi
+  walkfail
+fi
+inroot || { printf 'STATUS:raced\n'; exit 0; }
+if [ -z "$c" ] || [ -d "$c" ]; then t=dir; elif [ ! -e "$c" ]; then t=missing; elif [ -f "$c" ]; then t=file; else t=other; fi
+printf 'STATUS:ok\nTYPE:%s\nPDIR:1\nREAL:%s\n' "$t" "$(real)"`,
+    { signal: options.signal, timeoutMs: options.timeoutMs ?? 60_000, what: `Resolving ${path}` },
   );
-  return parseResolved(path, readFields(result.stdout));
+  const fields = readFields(stdout);
+  if (fields.get('STATUS') !== 'ok') throwWalkFailure(plan, fields);
+  return {
+    requested: path,
+    real: fields.get('REAL') ?? '',
+    workspace: plan.walk.shownWorkspace,
+    type: (fields.get('TYPE') ?? 'missing') as ResolvedPath['type'],
+    parentIsDirectory: fields.get('PDIR') !== '0',
+  };
 }
 
 /** Path of `real` as shown to the model: relative to the workspace when inside it. */

@@ -50,6 +50,7 @@ export function createWriteFileTool(settings: ResolvedFileToolsSettings): ToolV1
         const written = await writeAtomic(context.sandbox, args.path, args.content, {
           confine: settings.confine,
           signal: context.signal,
+          timeoutMs: settings.timeoutMs,
         });
         return jsonResult({ bytes_written: written.bytesWritten, dirs_created: written.dirsCreated });
       }),

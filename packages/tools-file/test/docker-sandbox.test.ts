@@ -26,4 +26,5 @@ describeFileToolSuite(
       }
     : undefined,
   docker.reason,
+  { race: true },
 );

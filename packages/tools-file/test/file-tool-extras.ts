@@ -68,11 +68,15 @@ export function describeFileToolExtras(
         expect(middle.json.hint).toBe(
           'Use offset=15003 to continue reading (showing 15000-15002 of 30000 lines)',
         );
-        // Paged with sed (file bigger than wholeReadBytes): the same lines.
-        const paged = fileToolRunner(createTools, sandbox, { wholeReadBytes: 1024 });
-        const sedPage = await paged('read_file', { path: 'big/huge.txt', offset: 15_000, limit: 3 });
-        expect(sedPage.json.content).toBe(formatted(15_000, 3));
-        expect(sedPage.json.total_lines).toBe(30_000);
+        // With a scan limit below the file size: the lines within it, marked partial.
+        const paged = fileToolRunner(createTools, sandbox, { maxScanBytes: 1024 * 1024 });
+        const sedPage = await paged('read_file', { path: 'big/huge.txt', offset: 100, limit: 3 });
+        expect(sedPage.json.content).toBe(formatted(100, 3));
+        expect(sedPage.json.partial).toBe(true);
+        expect(sedPage.json.total_lines).toBeLessThan(30_000);
+        const past = await paged('read_file', { path: 'big/huge.txt', offset: 29_991, limit: 10 });
+        expect(past.json.content ?? '').toBe('');
+        expect(past.json.hint).toMatch(/reads only its first 1048576 bytes/);
       });
 
       it('patch edits the middle of the 2.2 MB file and leaves every other byte alone', async () => {

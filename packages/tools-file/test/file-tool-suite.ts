@@ -4,12 +4,14 @@
 // backend.
 import { describeFileToolSuite as describeSuite, type FileToolSuiteHooks } from '@shears/core/test';
 import { createFileTools, type FileToolsSettings } from '../src/index.js';
+import { type ConfinementAttackOptions, describeConfinementAttacks } from './confinement-attacks.js';
 import { describeFileToolExtras } from './file-tool-extras.js';
 
 export function describeFileToolSuite(
   name: string,
   hooks: Omit<FileToolSuiteHooks, 'createTools'> | undefined,
   skipReason?: string,
+  attacks: ConfinementAttackOptions = {},
 ): void {
   describeSuite(
     name,
@@ -17,4 +19,5 @@ export function describeFileToolSuite(
     skipReason,
   );
   describeFileToolExtras(name, hooks, skipReason);
+  describeConfinementAttacks(name, hooks, skipReason, attacks);
 }

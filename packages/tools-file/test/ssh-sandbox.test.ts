@@ -30,4 +30,5 @@ describeFileToolSuite(
       }
     : undefined,
   ssh.reason,
+  { race: true },
 );

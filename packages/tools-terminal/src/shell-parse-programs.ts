@@ -26,10 +26,17 @@ export interface ProgramContext {
   words: readonly ShellWord[];
   stdin: StdinSource;
   source: string;
+  /** Text a wrapper (`xargs -I{}`, `find -exec`) replaces with its input wherever it occurs in the words. */
+  placeholder?: string;
+  /** A wrapper (`xargs` without `-I`) appends its input to the words. */
+  inputAppended?: boolean;
   /** Reports a construct the parser cannot see into (a noun phrase: "sed's e command (...)"). */
   hazard(reason: string, where?: string): void;
   /** Resolves words that form another command (argv), e.g. what a wrapper runs. */
-  command(words: readonly ShellWord[], options?: { stdin?: StdinSource; placeholder?: string }): void;
+  command(
+    words: readonly ShellWord[],
+    options?: { stdin?: StdinSource; placeholder?: string; inputAppended?: boolean },
+  ): void;
   /** Parses a string a shell will run (`sh -c`, `flock -c`); a computed one is a hazard. */
   script(word: ShellWord | string, what: string): void;
   /** Checks an environment assignment the program makes for the command it runs. */
@@ -286,7 +293,9 @@ const shell: Handler = (context) => {
     .map((option) => option.name);
   const first = context.words[scan.end];
   if (letters.includes('-c')) {
+    // Without a script word, what follows supplies it: xargs's input (`| xargs sh -c`).
     if (first) context.script(first, `the script given to ${context.name} -c`);
+    else context.hazard(`${context.name} -c without a script word (what follows it supplies the script)`);
     return;
   }
   if (letters.includes('-i')) {
@@ -423,6 +432,11 @@ function interpreter(spec: InterpreterSpec): Handler {
     const scan = scanOptions(context.words, 1, spec.options);
     for (const value of valuesOf(scan, ...spec.code)) {
       if (value.dynamic) context.hazard(`${context.name} running program text computed at run time`);
+      else if (context.placeholder !== undefined && value.text.includes(context.placeholder))
+        context.hazard(`${context.name} running program text taken from its input (${context.placeholder})`);
+    }
+    if (context.inputAppended && spec.code.includes(context.words[context.words.length - 1]?.text ?? '')) {
+      context.hazard(`${context.name} running program text taken from xargs's input`);
     }
     if (has(scan, ...spec.code)) return;
     if (spec.interactive && has(scan, ...spec.interactive)) {
@@ -780,7 +794,7 @@ const xargs: Handler = (context) => {
   if (scan.end < context.words.length) {
     context.command(context.words.slice(scan.end), {
       stdin: { kind: 'closed' },
-      ...(placeholder ? { placeholder } : {}),
+      ...(placeholder ? { placeholder } : { inputAppended: true }),
     });
   }
 };

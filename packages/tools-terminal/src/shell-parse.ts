@@ -1115,7 +1115,7 @@ function checkAssignment(
 }
 
 /** Resolves a script to every command it would run, with hazards in line order. */
-function resolveScript(line: string, depth: number, out: ParsedCommand[]): void {
+function resolveScript(line: string, depth: number, out: ParsedCommand[], placeholder?: string): void {
   const sink = parseScript(line, depth);
   const hazardEntry = (reason: string, source: string): ParsedCommand => ({
     name: source,
@@ -1157,7 +1157,7 @@ function resolveScript(line: string, depth: number, out: ParsedCommand[]): void 
     }
     if (command.words.length === 0) continue;
     const at = out.length;
-    resolveWords(command.words, out, depth, stdinOf(command));
+    resolveWords(command.words, out, depth, stdinOf(command), placeholder);
     const paths = command.redirects
       .filter((redirect) => redirect.target && !redirect.op.startsWith('<<'))
       .map((redirect) => redirect.target!.text);
@@ -1175,6 +1175,7 @@ function resolveWords(
   depth: number,
   stdin: StdinSource,
   placeholder?: string,
+  inputAppended = false,
 ): void {
   if (depth > MAX_DEPTH) throw new ShellParseError('command nesting is too deep');
   if (words.length === 0) return;
@@ -1224,15 +1225,26 @@ function resolveWords(
     words,
     stdin,
     source,
+    ...(placeholder !== undefined ? { placeholder } : {}),
+    ...(inputAppended ? { inputAppended } : {}),
     hazard,
     command: (wrapped, options = {}) =>
-      resolveWords(wrapped, out, depth + 1, options.stdin ?? stdin, options.placeholder),
+      resolveWords(
+        wrapped,
+        out,
+        depth + 1,
+        options.stdin ?? stdin,
+        options.placeholder,
+        options.inputAppended ?? false,
+      ),
     script: (word, what) => {
       if (typeof word !== 'string' && word.dynamic) {
         hazard(`${what} is computed at run time`);
         return;
       }
-      resolveScript(typeof word === 'string' ? word : word.text, depth + 1, out);
+      // A script holding the wrapper's placeholder (`xargs -I{} sh -c {}`): a command named by
+      // the input is then one the policy cannot see.
+      resolveScript(typeof word === 'string' ? word : word.text, depth + 1, out, placeholder);
     },
     assignment: (assignmentName, value, persistent) =>
       checkAssignment(assignmentName, value, { persistent, source }, hazard, (text) =>

@@ -94,6 +94,16 @@ export const EVASIONS: readonly Evasion[] = [
     line: 'python3 -c "$(echo \'import os; os.remove("victim")\')"',
   },
   { name: 'zsh -c (not bash syntax)', line: "zsh -c 'rm victim'", proof: false },
+  // A shell or interpreter whose script is the input a wrapper passes on.
+  { name: 'xargs -I{} sh -c {}', line: "echo 'rm victim' | xargs -I{} sh -c {}" },
+  { name: 'xargs -I% bash -c with % as a command', line: "echo 'rm victim' | xargs -I% bash -c 'cd . && %'" },
+  { name: 'xargs sh -c (the script appended)', line: 'echo "\'rm victim\'" | xargs sh -c' },
+  { name: 'xargs bash -ec (the script appended)', line: 'echo "\'rm victim\'" | xargs bash -ec' },
+  {
+    name: 'xargs -I{} python3 -c {}',
+    line: "echo 'import os; os.remove(\"victim\")' | xargs -d '\\n' -I{} python3 -c {}",
+  },
+  { name: 'find -exec sh -c {}', line: "find . -name victim -exec sh -c '{}' \\;", proof: false },
   // Wrappers and their options.
   { name: 'xargs --max-chars N (long option with a value)', line: 'echo victim | xargs --max-chars 100 rm' },
   { name: 'xargs --max-c (abbreviated)', line: 'echo victim | xargs --max-c 100 rm' },

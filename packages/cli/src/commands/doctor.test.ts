@@ -1,7 +1,7 @@
 // `shears doctor` against real parts: the sandbox backend the config resolves to (a real sshd from
 // the test infrastructure when it runs, a real Docker daemon when one is provided), the scripted
 // inference server and a real Hugging Face tokenizer folder.
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -220,6 +220,64 @@ describe('shears doctor', () => {
     const real = await runShears(['doctor', '--server.tokenizer', qwenDir], { cwd: dir });
     expect(real.stdout).toMatch(/✓ tokenizer\s+.*the chat template renders and encodes \(\d+ tokens/);
     expect(real.code, real.stdout).toBe(0);
+  });
+
+  it('reads the chat template of a folder saved by transformers 5 (chat_template.jinja), and says where it looked', async () => {
+    // transformers 5's save_pretrained layout (as the transformers serve tests see it): the template
+    // in chat_template.jinja, none in tokenizer_config.json.
+    const saved = join(dir, 'saved-by-transformers-5');
+    mkdirSync(saved, { recursive: true });
+    copyFileSync(join(qwenDir, 'tokenizer.json'), join(saved, 'tokenizer.json'));
+    const { chat_template: template, ...rest } = JSON.parse(
+      readFileSync(join(qwenDir, 'tokenizer_config.json'), 'utf8'),
+    ) as { chat_template: string };
+    writeFileSync(join(saved, 'tokenizer_config.json'), JSON.stringify(rest));
+    writeFileSync(join(saved, 'chat_template.jinja'), template);
+    const ok = await runShears(['doctor', '--server.tokenizer', 'saved-by-transformers-5'], { cwd: dir });
+    expect(ok.stdout).toMatch(/✓ tokenizer\s+.*the chat template renders and encodes \(\d+ tokens/);
+    expect(ok.code, ok.stdout).toBe(0);
+
+    rmSync(join(saved, 'chat_template.jinja'));
+    const none = await runShears(['doctor', '--server.tokenizer', 'saved-by-transformers-5'], { cwd: dir });
+    expect(none.stdout).toMatch(
+      /✗ tokenizer\s+.*neither chat_template\.jinja nor chat_template in tokenizer_config\.json/,
+    );
+    expect(none.stdout).toContain('chat_template.jinja (as transformers 5 saves it)');
+    expect(none.code).toBe(1);
+  });
+
+  it('checks that a trainer needing inference logprobs gets a server that records them', async () => {
+    const needs = [
+      '--train.trainer.command',
+      '[sh, -c, "exit 0"]',
+      '--train.trainer.needs_inference_logprobs',
+      'true',
+    ];
+    const chat = await runShears(
+      ['doctor', ...needs, '--provider', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'],
+      { cwd: dir },
+    );
+    expect(chat.stdout).toMatch(
+      /✗ trainer logprobs\s+the trainer needs inference logprobs .* server\.provider "openai" is a chat \(phase-1\) server/,
+    );
+    expect(chat.stdout).toContain('server.provider vllm or sglang');
+    expect(chat.code).toBe(1);
+    const managed = await runShears(
+      [
+        'doctor',
+        ...needs,
+        '--provider',
+        'vllm',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+        '--tokenizer',
+        qwenDir,
+      ],
+      { cwd: dir },
+    );
+    expect(managed.stdout).toMatch(/✓ trainer logprobs\s+.*"vllm" records every generated token's logprob/);
   });
 
   it('names an unknown tool-call parser with the available ones', async () => {

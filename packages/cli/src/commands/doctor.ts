@@ -24,6 +24,7 @@ import {
 } from '../compose.js';
 import { type CommandContext, resolveParsers } from '../runtime.js';
 import { dockerSandboxImage, inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
+import { recordsLogprobs } from '../serve/serve-loop.js';
 
 export interface Check {
   name: string;
@@ -390,7 +391,7 @@ function tokenizerCheck(path: string | undefined, cwd: string, provider: string)
       name: 'tokenizer',
       status: 'fail',
       detail: `${full}: the chat template does not render: ${firstLine(error)}`,
-      fix: "tokenizer_config.json needs the model's chat_template",
+      fix: "the folder needs the model's chat template: chat_template.jinja (as transformers 5 saves it) or chat_template in tokenizer_config.json",
     };
   }
 }
@@ -440,6 +441,31 @@ function trainerCheck(
         detail: `train.trainer.command: "${program}" is not an executable ${program.includes('/') ? 'file' : 'on PATH'}`,
         fix: 'install the trainer (e.g. python3) or fix train.trainer.command / train.trainer.cwd',
       };
+}
+
+/** `train.trainer.needs_inference_logprobs`: does the configured server record them? */
+function trainerLogprobsCheck(config: CommandContext['config']): Check | undefined {
+  if (!config.train.trainer?.needs_inference_logprobs) return undefined;
+  const provider = config.server.provider;
+  const records = recordsLogprobs(provider);
+  if (records === true)
+    return {
+      name: 'trainer logprobs',
+      status: 'ok',
+      detail: `the trainer needs inference logprobs and server.provider "${provider}" records every generated token's logprob`,
+    };
+  if (records === false)
+    return {
+      name: 'trainer logprobs',
+      status: 'fail',
+      detail: `the trainer needs inference logprobs (train.trainer.needs_inference_logprobs) but server.provider "${provider}" is a chat (phase-1) server: the trainer would get inference_logprobs null`,
+      fix: 'use a token-in/token-out server (server.provider vllm or sglang, with server.tokenizer), or set train.trainer.needs_inference_logprobs: false if the trainer does not read them',
+    };
+  return {
+    name: 'trainer logprobs',
+    status: 'warn',
+    detail: `server.provider "${provider}" comes from a plugin: \`shears train\` refuses it before the first rollout unless it is a token-in/token-out server that records logprobs`,
+  };
 }
 
 async function parserCheck(registry: Registry, context: CommandContext): Promise<Check> {
@@ -526,6 +552,8 @@ export async function runChecks(context: CommandContext): Promise<Check[]> {
     checks.push(await parserCheck(registry, context));
     checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd, config.server.provider));
     checks.push(trainerCheck(config, context.io.cwd, context.io.env));
+    const logprobs = trainerLogprobsCheck(config);
+    if (logprobs) checks.push(logprobs);
   } finally {
     await Promise.resolve(env?.close?.()).catch(() => undefined);
   }

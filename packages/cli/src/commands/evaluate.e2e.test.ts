@@ -92,6 +92,27 @@ describe('shears evaluate: resume, success, incomplete runs', () => {
     resumed: number;
   }
 
+  it('exits 3 when no rollout got a reward, printing the reason once with its count, and marks the summary incomplete', async () => {
+    const closed = await createScriptedServer({});
+    const url = closed.url;
+    await closed.close();
+    const run = await runShears(
+      probe(
+        ...['--env.settings', '{"tasks":2}', '--k', '1', '--out', 'runs/e-unreachable.jsonl'],
+        ...['--provider', 'openai', '--base-url', url, '--model', 'm', '--run.max_retries', '0'],
+      ),
+      { cwd: dir },
+    );
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(
+      /\n\s+2 × infra_failure: server: openai server .*connection failed: .*ECONNREFUSED/,
+    );
+    expect(run.stderr).toContain('no rollout got a reward (exit 3)');
+    const summary = JSON.parse(readFileSync(join(dir, 'runs/e-unreachable.summary.json'), 'utf8')) as Summary;
+    expect(summary.complete).toBe(false);
+    expect(summary.missing.map((entry) => entry.taskId).sort()).toEqual(['q0', 'q1']);
+  });
+
   it('resumes only a run of the same model, k, env and settings, naming every difference', async () => {
     const args = probe(
       '--env.settings',

@@ -175,6 +175,14 @@ describe('shears process --resume', () => {
     const settings = await runShears([...args, '--resume', '--env.settings.answer', 'wrong'], { cwd: dir });
     expect(settings.code).toBe(2);
     expect(settings.stderr).toMatch(/env\.settings was \{.*\}, now \{"answer":"wrong"/);
+    // What the sandbox gives a rollout and the tools it may call are part of the run too.
+    const sandbox = await runShears(
+      [...args, '--resume', '--sandbox.settings.env', '{"GREETING": "hi"}', '--env.tools', '["read_file"]'],
+      { cwd: dir },
+    );
+    expect(sandbox.code, sandbox.stderr).toBe(2);
+    expect(sandbox.stderr).toContain('sandbox.settings was {}, now {"env":{"GREETING":"hi"}}');
+    expect(sandbox.stderr).toContain('env.tools was null, now ["read_file"]');
     expect(readFileSync(join(dir, 'runs/p.jsonl'), 'utf8')).toBe(before);
 
     rmSync(join(dir, 'runs/p.run.json'));

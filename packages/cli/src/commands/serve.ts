@@ -7,7 +7,7 @@ import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
-import { formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
+import { checkTrainerNeeds, formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
 
 export async function serveCommand(context: CommandContext): Promise<number> {
   const { config, io } = context;
@@ -21,6 +21,8 @@ export async function serveCommand(context: CommandContext): Promise<number> {
     });
   }
   checkRunConfig(config);
+  // A config shared with `shears train` says what its trainer needs; serve feeds that trainer.
+  checkTrainerNeeds(config);
   await requireTokenizer(config, io.cwd, 'serve');
   const out = resolveOut(context, config.run.out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;

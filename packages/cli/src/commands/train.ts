@@ -12,7 +12,7 @@ import { EXIT_CODES, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
-import { requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
+import { checkTrainerNeeds, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
 import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
@@ -72,6 +72,7 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     });
   }
   checkRunConfig(config);
+  checkTrainerNeeds(config);
   await requireTokenizer(config, io.cwd, 'train');
   const out = resolveOut(context, config.run.out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;

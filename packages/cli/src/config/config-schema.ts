@@ -372,6 +372,12 @@ export const trainConfigSchema = z
           .describe('Trainer command and arguments, e.g. ["python", "train.py"]'),
         cwd: z.string().optional(),
         env: z.record(z.string(), z.string()).default({}),
+        needs_inference_logprobs: z
+          .boolean()
+          .default(false)
+          .describe(
+            "The trainer reads each group's inference_logprobs (an importance ratio or a GRPO loss against the sampling policy, as the reference trainer and Atropos' example trainer do). `shears train` then refuses, before anything starts, a server that records none: a chat (phase-1) server gives the trainer inference_logprobs null; use a token-in/token-out server (server.provider vllm or sglang)",
+          ),
       })
       .optional()
       .describe('Any Atropos-compatible trainer; it receives SHEARS_API_URL / ATROPOS_SERVER_URL'),

@@ -48,6 +48,19 @@ function withoutSecrets(value: unknown): unknown {
   return value;
 }
 
+/**
+ * Sandbox settings that shape what a rollout sees (image, limits, network, workdir, output caps);
+ * where a sandbox runs and how it is pooled (Docker hosts, warm pool, idle reaping) does not.
+ */
+const SANDBOX_PLACEMENT_FIELDS = new Set(['hosts', 'poolSize', 'warmImages', 'idleTimeoutMs', 'reapOnStart']);
+
+function sandboxSettingsIdentity(settings: Record<string, unknown>): unknown {
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(settings))
+    if (!SANDBOX_PLACEMENT_FIELDS.has(key)) kept[key] = value;
+  return withoutSecrets(kept);
+}
+
 function judgeIdentity(judge: ShearsConfig['judge'] | ShearsConfig['group_judge']): unknown {
   if (!judge) return null;
   return withoutSecrets(judge);
@@ -62,6 +75,8 @@ export function runIdentity(config: ShearsConfig, command: 'process' | 'evaluate
     'env.seed': config.env.seed,
     'env.max_turns': config.env.max_turns ?? null,
     'env.toolsets': withoutSecrets(config.env.toolsets ?? null),
+    // Tools added from plugins change what the model can do.
+    'env.tools': withoutSecrets(config.env.tools ?? null),
     'env.action_policy': withoutSecrets(config.env.action_policy ?? null),
     'server.provider': config.server.provider,
     'server.model': config.server.model ?? null,
@@ -75,6 +90,7 @@ export function runIdentity(config: ShearsConfig, command: 'process' | 'evaluate
     'server.settings': withoutSecrets(config.server.settings),
     'sandbox.provider': config.sandbox.provider ?? null,
     'sandbox.image': config.sandbox.image ?? null,
+    'sandbox.settings': sandboxSettingsIdentity(config.sandbox.settings),
     judge: judgeIdentity(config.judge),
     group_judge: judgeIdentity(config.group_judge),
   };
@@ -143,7 +159,13 @@ export function checkResumable(options: {
     throw refuse(`it was written by \`shears ${String(file.command)}\`, not \`shears ${options.command}\``);
   const before = file.identity as Record<string, unknown>;
   const keys = [...new Set([...Object.keys(before), ...Object.keys(options.identity)])];
+  // A field an older record lacks was not part of the identity then; unset now, it is the same.
+  const unset = (value: unknown) =>
+    value === undefined ||
+    value === null ||
+    (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
   const differences = keys
+    .filter((key) => !(!(key in before) && unset(options.identity[key])))
     .filter((key) => canonicalJson(before[key]) !== canonicalJson(options.identity[key]))
     .map((key) => `${key} was ${show(before[key])}, now ${show(options.identity[key])}`);
   if (differences.length > 0) throw refuse(`it was made by a different run: ${differences.join('; ')}`);

@@ -5,9 +5,17 @@
 // acknowledged it; every group, sent or not, goes to `run.out` when a writer is given, and every
 // group not sent is counted under the reason it was not.
 import { resolve } from 'node:path';
-import { ConfigError, describeError, ShearsError, type TokenizerV1 } from '@shears/core';
+import {
+  ConfigError,
+  describeError,
+  isManagedServer,
+  type ServerV1,
+  ShearsError,
+  type TokenizerV1,
+} from '@shears/core';
 import { scoredDataFromRecord } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
+import { MANAGED_SERVERS } from '../compose.js';
 import type { ShearsConfig } from '../config/config-schema.js';
 import { droppedLabel } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../run/run-control.js';
@@ -81,6 +89,45 @@ export async function requireTokenizer(
   return loadTokenizer(config.server.tokenizer, cwd);
 }
 
+/** Server ids whose rollouts carry no per-token logprobs for the trainer (phase 1: chat). */
+const CHAT_SERVERS: readonly string[] = ['scripted', 'openai', 'openrouter', 'openai-compatible'];
+
+function noLogprobsError(provider: string): ConfigError {
+  return new ConfigError({
+    message: `train.trainer.needs_inference_logprobs: the trainer needs the logprob of every generated token under the policy that sampled it, but server.provider "${provider}" is a chat (phase-1) server: shears re-tokenises its replies and sends the trainer inference_logprobs null. Use a token-in/token-out (phase-2) server that records them: server.provider vllm or sglang with server.tokenizer (the same model served by vLLM or SGLang). shears does not request logprobs from a chat server: its per-token logprobs name token strings, not the ids the trainer trains on. If the trainer does not read inference_logprobs, set train.trainer.needs_inference_logprobs: false.`,
+    issues: [
+      {
+        path: 'server.provider',
+        message: 'records no inference logprobs, which train.trainer.needs_inference_logprobs requires',
+        value: provider,
+      },
+    ],
+  });
+}
+
+/**
+ * A trainer that needs inference logprobs with a server that records none is refused before
+ * anything starts. Built-in servers are known by id; a server from a plugin is checked by
+ * `requireRecordedLogprobs` once it exists, still before any rollout.
+ */
+export function checkTrainerNeeds(config: ShearsConfig): void {
+  if (!config.train.trainer?.needs_inference_logprobs) return;
+  if (CHAT_SERVERS.includes(config.server.provider)) throw noLogprobsError(config.server.provider);
+}
+
+/** The same check on a created server: only a managed (token-in/token-out) one records logprobs. */
+export function requireRecordedLogprobs(config: ShearsConfig, server: ServerV1): void {
+  if (!config.train.trainer?.needs_inference_logprobs) return;
+  if (!isManagedServer(server)) throw noLogprobsError(config.server.provider);
+}
+
+/** Whether server.provider is one shears knows to record tokens and logprobs. */
+export function recordsLogprobs(provider: string): boolean | undefined {
+  if (MANAGED_SERVERS.includes(provider)) return true;
+  if (CHAT_SERVERS.includes(provider)) return false;
+  return undefined;
+}
+
 /** How many trainer batches are waiting in the queue, from /status-env and /info. */
 export function batchesAhead(status: { queue_size: number }, batchSize: number, groupSize: number): number {
   if (batchSize <= 0) return 0;
@@ -138,6 +185,7 @@ export async function runServeLoop(
     progress.groupFinished(record, { status: `→ not sent: ${reason}` });
   };
   try {
+    requireRecordedLogprobs(config, runtime.server);
     let waitingNoted = false;
     let envId: number;
     try {

@@ -8,7 +8,7 @@ import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { createScriptedServer } from '@shears/core/test';
+import { createScriptedGenerate, createScriptedServer } from '@shears/core/test';
 import { startTrajectoryApiServer } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -839,6 +839,106 @@ describe('shears serve and train check what they need before starting', () => {
     } finally {
       await model.close();
       await api.close();
+    }
+  });
+
+  it('refuses a trainer that needs inference logprobs with a chat server, naming the fix, before anything starts', async () => {
+    const model = await createScriptedServer({ policy: () => ({ content: 'hi' }) });
+    writeFileSync(
+      join(dir, 'marker-trainer-logprobs.mjs'),
+      `import { writeFileSync } from 'node:fs'; writeFileSync('trainer-logprobs-started', 'yes');`,
+    );
+    writeFileSync(
+      join(dir, 'train-logprobs.yaml'),
+      [
+        `server: { provider: openai, base_url: ${JSON.stringify(model.url)}, model: m, tokenizer: ${JSON.stringify(tokenizerDir)} }`,
+        'api: { port: 0, database: ":memory:" }',
+        'run: { out: runs/train-logprobs.jsonl }',
+        `train: { trainer: { command: [${JSON.stringify(process.execPath)}, "marker-trainer-logprobs.mjs"], needs_inference_logprobs: true } }`,
+      ].join('\n'),
+    );
+    try {
+      for (const command of ['train', 'serve'] as const) {
+        const run = await runShears(
+          command === 'serve'
+            ? ['serve', '--config', 'train-logprobs.yaml', '--url', model.origin, '--max-groups', '1']
+            : ['train', '--config', 'train-logprobs.yaml'],
+          { cwd: dir },
+        );
+        expect(run.code, command).toBe(2);
+        expect(run.stderr).toContain('train.trainer.needs_inference_logprobs');
+        expect(run.stderr).toContain('server.provider "openai" is a chat (phase-1) server');
+        expect(run.stderr).toContain('inference_logprobs null');
+        expect(run.stderr).toContain('server.provider vllm or sglang');
+        expect(run.stderr).not.toMatch(/^\s+at /m);
+      }
+      expect(model.requests).toHaveLength(0);
+      expect(existsSync(join(dir, 'trainer-logprobs-started'))).toBe(false);
+      expect(existsSync(join(dir, 'runs/train-logprobs.jsonl'))).toBe(false);
+
+      // The same trainer with a token-in/token-out server trains, and every group it pulls has
+      // one logprob per token.
+      let firstTurns = 0;
+      const generate = createScriptedGenerate({
+        tokenizer: createHfTokenizer({ dir: tokenizerDir }),
+        // One rollout of each group writes the file, the other gives up: scores differ, so the group is sent.
+        policy: (request) => {
+          if (String(request.promptText ?? '').includes('<tool_response>')) return 'All done.';
+          firstTurns++;
+          return firstTurns % 2 === 1
+            ? `<tool_call>\n{"name": "terminal", "arguments": {"command": "echo 'hello shears' > hello.txt"}}\n</tool_call>`
+            : 'I cannot do that.';
+        },
+      });
+      const managed = await createScriptedServer({ routes: generate.routes });
+      writeFileSync(
+        join(dir, 'logprobs-trainer.mjs'),
+        `
+const url = process.env.ATROPOS_SERVER_URL;
+const post = (path, body) => fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+await post('/register', { wandb_group: 'g', wandb_project: 'p', batch_size: 2, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 10, starting_step: 0, num_steps: 1 });
+for (;;) {
+  const answer = await fetch(url + '/batch').then((r) => r.json());
+  if (!answer.batch) { await new Promise((r) => setTimeout(r, 50)); continue; }
+  for (const group of answer.batch) {
+    if (!group.inference_logprobs) throw new Error('inference_logprobs missing');
+    group.tokens.forEach((tokens, i) => { if (group.inference_logprobs[i].length !== tokens.length) throw new Error('logprobs do not match tokens'); });
+  }
+  console.log('batch with inference logprobs for every token');
+  break;
+}
+`,
+      );
+      try {
+        const run = await runShears(
+          [
+            'train',
+            ...[
+              '--provider',
+              'vllm',
+              '--base-url',
+              managed.origin,
+              '--model',
+              'qwen',
+              '--tokenizer',
+              tokenizerDir,
+            ],
+            ...['--api.port', '0', '--api.database', ':memory:', '--out', 'runs/train-logprobs-vllm.jsonl'],
+            ...['--group-size', '2', '--no-report', '--env.settings.only', '[hello-file]'],
+            ...['--server.tool_parser', 'hermes', '--server.fallback_parser', 'none'],
+            '--train.trainer.command',
+            JSON.stringify([process.execPath, 'logprobs-trainer.mjs']),
+            ...['--train.trainer.needs_inference_logprobs', 'true'],
+          ],
+          { cwd: dir },
+        );
+        expect(run.stderr).toContain('[trainer] batch with inference logprobs for every token');
+        expect(run.code, run.stderr).toBe(0);
+      } finally {
+        await managed.close();
+      }
+    } finally {
+      await model.close();
     }
   });
 

@@ -1,8 +1,10 @@
 // Env contract: where tasks come from, which tools a rollout gets, and how it is rewarded.
+import type { AgentResult } from '../agent-loop.js';
 import type { BudgetV1 } from './budget.js';
 import type { ChatMessage } from './chat.js';
 import type { Logger } from './logger.js';
 import type { SandboxSpec, SandboxV1 } from './sandbox.js';
+import type { ServerV1 } from './server.js';
 import type { ToolV1 } from './tool.js';
 
 export interface EnvItem {
@@ -47,6 +49,22 @@ export interface RolloutView {
   toolErrorCount: number;
 }
 
+/**
+ * What an env that runs its rollouts itself (`doRollout`: an existing agent program, say) is
+ * given: the rollout's own server, sandbox and id, the prompt `buildMessages` made and the budget.
+ */
+export interface RolloutRunContext {
+  server: ServerV1;
+  sandbox: SandboxV1;
+  rolloutId: string;
+  messages: ChatMessage[];
+  budget: Partial<BudgetV1>;
+  /** Stops the rollout (the run stopping); the rollout ends as `aborted`. */
+  signal: AbortSignal;
+  logger: Logger;
+  now: () => number;
+}
+
 export interface EnvV1<TItem extends EnvItem = EnvItem> {
   readonly specificationVersion: 'v1';
   readonly id: string;
@@ -59,6 +77,14 @@ export interface EnvV1<TItem extends EnvItem = EnvItem> {
   /** Sandbox spec for this item's rollouts. */
   sandboxSpec?(item: TItem): SandboxSpec;
   budget?(item: TItem): Partial<BudgetV1>;
+  /**
+   * Runs one rollout in place of the kernel's agent loop and returns what the loop would
+   * (`stopReason` decides the outcome as it does for the loop: `wall_clock` is a timeout,
+   * `server_error` an infrastructure failure, `aborted` a stop; `finishedNaturally` false is a
+   * model failure with reward 0). The reward then runs as usual, in the same sandbox. A throw is
+   * an infrastructure failure (retried within the budget).
+   */
+  doRollout?(item: TItem, context: RolloutRunContext): Promise<AgentResult>;
   computeReward(item: TItem, rollout: RolloutView, context: RewardContext): Promise<RewardResult>;
   /** Items for evaluation runs. */
   evalItems?(): Promise<TItem[]>;

@@ -16,6 +16,7 @@ import {
 export const agentStopReasonSchema = z.enum([
   'answer',
   'max_turns',
+  'max_tokens',
   'token_budget',
   'cost_budget',
   'wall_clock',

@@ -7,7 +7,7 @@ import { silentLogger } from '../contracts/logger.js';
 import type { SandboxV1 } from '../contracts/sandbox.js';
 import type { ToolContext, ToolOutput, ToolV1 } from '../contracts/tool.js';
 
-/** Builds the four file tools from settings (`confine`, `wholeReadBytes`, ...). */
+/** Builds the four file tools from settings (`confine`, `maxReadChars`, ...). */
 export type FileToolsFactory = (settings?: Record<string, unknown>) => ToolV1[];
 
 export interface FileToolSuiteHooks {
@@ -115,8 +115,8 @@ export function describeFileToolSuite(
         expect(clamped.json.content.startsWith('     1|line 1\n')).toBe(true);
       });
 
-      it('pages files too big to read whole with sed, giving the same lines and hint', async () => {
-        const small = fileToolRunner(hooks!.createTools, sandbox, { wholeReadBytes: 64 });
+      it('pages a file with offset and limit, giving the same lines and hint', async () => {
+        const small = fileToolRunner(hooks!.createTools, sandbox);
         const page = await small('read_file', { path: 'paged.txt', offset: 11, limit: 5 });
         expect(page.json.content.split('\n')).toEqual([
           '    11|line 11',

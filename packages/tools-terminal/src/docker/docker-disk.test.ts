@@ -178,6 +178,24 @@ describeDocker(describe, 'docker sandbox disk limits', (docker) => {
     expect((await docker_.listVolumes()).Volumes?.length ?? 0).toBe(before);
   });
 
+  it('refuses a disk limit with a writable bind (a host folder outside the limit); a read-only bind is fine', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'shears-disk-bind-'));
+    await expect(
+      provider({ limits: { diskMb: 8 }, diskLimitMode: 'tmpfs', binds: [`${folder}:/mnt/host`] }).acquire(),
+    ).rejects.toThrow(/binds ".*:\/mnt\/host" would be written on the host's disk outside any limit/);
+    const sandbox = await provider({
+      limits: { diskMb: 8 },
+      diskLimitMode: 'tmpfs',
+      binds: [`${folder}:/mnt/host:ro`],
+    }).acquire();
+    try {
+      const write = await sandbox.exec('echo x > /mnt/host/f; echo "rc=$?"');
+      expect(write.stderr).toContain('Read-only file system');
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
   it('refuses a disk limit for an image that declares volumes (they would sit on the host disk)', async () => {
     const { stdout } = await execFileAsync('docker', ['-H', docker.host, 'create', docker.image, '/bin/sh']);
     const container = stdout.trim();

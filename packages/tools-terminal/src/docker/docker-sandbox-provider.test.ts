@@ -275,6 +275,13 @@ describe('docker sandbox settings', () => {
     expect(() => createDockerSandboxProvider({ poolSize: -1 })).toThrow(/"poolSize"/);
     expect(() => createDockerSandboxProvider({ network: 'host' as never })).toThrow(/"network"/);
     expect(() => createDockerSandboxProvider({ workdir: 'relative' })).toThrow(/"workdir"/);
+    expect(() => createDockerSandboxProvider({ binds: ['relative:/run/x'] })).toThrow(
+      /"binds\.0".*"\/host\/path:\/container\/path"/,
+    );
+    expect(() => createDockerSandboxProvider({ binds: ['/a:/b:rx'] })).toThrow(/"binds\.0"/);
+    expect(() =>
+      createDockerSandboxProvider({ binds: ['/run/shears-gateway:/run/shears-gateway:ro'] }),
+    ).not.toThrow();
     expect(() => createDockerSandboxProvider({ hosts: ['docker.example:2375'] })).toThrow(
       /unsupported scheme "docker\.example:"/,
     );

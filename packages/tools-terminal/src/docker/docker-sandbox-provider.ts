@@ -74,6 +74,22 @@ export const dockerSandboxSettingsSchema = z
     maxOutputBytes: z.number().int().positive().optional(),
     /** Extra labels on every container. */
     labels: z.record(z.string(), z.string()).default({}),
+    /**
+     * Host folders mounted into every container, `host-path:container-path[:ro]` (Docker's bind
+     * syntax; absolute paths only). Meant for narrow channels such as the folder holding the agent
+     * gateway's unix socket, which lets a container with network `none` reach it; a host folder
+     * mounted here is as reachable from the sandbox as the sandbox's own files.
+     */
+    binds: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^\/[^:]*:\/[^:]*(:(ro|rw))?$/,
+            'expected "/host/path:/container/path" with an optional ":ro" or ":rw"',
+          ),
+      )
+      .default([]),
   })
   .strict();
 
@@ -293,6 +309,14 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
   ): Promise<Partial<Dockerode.HostConfig>> => {
     const diskMb = container.diskMb;
     if (diskMb === undefined) return {};
+    // A writable bind is a folder on the host's disk that no container limit covers.
+    const writable = config.binds.filter((bind) => !bind.endsWith(':ro'));
+    if (writable.length > 0)
+      throw refuseDisk(
+        host,
+        diskMb,
+        `binds ${writable.map((bind) => `"${bind}"`).join(', ')} would be written on the host's disk outside any limit (mount them ":ro")`,
+      );
     // Volumes the image declares would be anonymous volumes on the host's disk, outside any limit.
     const image = (await host.docker
       .getImage(container.image)
@@ -422,6 +446,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
           LogConfig: { Type: 'none', Config: {} },
           ...disk,
           AutoRemove: false,
+          ...(config.binds.length > 0 ? { Binds: [...config.binds] } : {}),
         },
       });
       await created.start();

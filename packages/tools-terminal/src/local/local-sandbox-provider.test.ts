@@ -57,4 +57,18 @@ describe('createLocalSandboxProvider', () => {
     const result = await sandbox.exec('pwd');
     expect(result.stdout.trim()).toBe(sandbox.workdir);
   });
+
+  it('never writes through a symlink planted below the sandbox root (a temp dir replaced by one)', async () => {
+    sandbox = await provider.acquire();
+    const temp = sandbox.tempDir;
+    const outside = `${temp}-outside`;
+    await sandbox.exec(`mkdir '${outside}' && mv '${temp}' '${temp}.saved' && ln -s '${outside}' '${temp}'`);
+    await expect(sandbox.writeFile(`${temp}/upload.txt`, 'PAYLOAD')).rejects.toThrow(
+      /a directory on the way is a symlink/,
+    );
+    expect((await sandbox.exec(`ls -A '${outside}'`)).stdout).toBe('');
+    // An ordinary write below the root still works, creating directories on the way.
+    await sandbox.writeFile(`${sandbox.workdir}/deep/new/file.txt`, 'ok');
+    expect((await sandbox.exec('cat deep/new/file.txt')).stdout).toBe('ok');
+  });
 });

@@ -3,9 +3,10 @@
 // full access to the host; use it for development and trusted tasks, never for untrusted models.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
 import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
 import { z } from 'zod';
@@ -69,6 +70,45 @@ async function killMarkedProcesses(marker: string): Promise<number> {
     }
   }
   return killed;
+}
+
+/**
+ * Writes `path` below the sandbox's own `root` without following any symlink on the way: each
+ * directory is opened with O_NOFOLLOW relative to the one before (through /proc/self/fd, the
+ * openat of Node), so a directory the sandbox's processes replaced by a symlink (its temp dir,
+ * say) cannot redirect the write onto the host. Returns false where this does not apply (a path
+ * outside `root`, or no /proc), and the caller writes the plain way.
+ */
+async function writeBelowRoot(root: string, path: string, data: Uint8Array, mode: number | undefined) {
+  const rel = relative(root, path);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel) || process.platform !== 'linux') return false;
+  const parts = rel.split(sep);
+  const name = parts.pop()!;
+  let directory = await open(root, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    for (const part of parts) {
+      const at = `/proc/self/fd/${directory.fd}/${part}`;
+      await mkdir(at).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
+      const next = await open(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      await directory.close();
+      directory = next;
+    }
+    const file = await open(
+      `/proc/self/fd/${directory.fd}/${name}`,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+      mode ?? 0o666,
+    );
+    try {
+      await file.writeFile(data);
+    } finally {
+      await file.close();
+    }
+  } finally {
+    await directory.close();
+  }
+  return true;
 }
 
 export function createLocalSandboxProvider(
@@ -180,12 +220,18 @@ export function createLocalSandboxProvider(
           },
           async writeFile(path, data, fileOptions) {
             try {
-              await mkdir(dirname(path), { recursive: true });
-              await writeFile(path, data, fileOptions.mode === undefined ? {} : { mode: fileOptions.mode });
+              if (!(await writeBelowRoot(root, path, data, fileOptions.mode))) {
+                await mkdir(dirname(path), { recursive: true });
+                await writeFile(path, data, fileOptions.mode === undefined ? {} : { mode: fileOptions.mode });
+              }
             } catch (error) {
+              const code = (error as NodeJS.ErrnoException).code;
               throw new SandboxError({
                 sandboxId: id,
-                message: `Could not write ${path} in sandbox ${id}: ${(error as Error).message}`,
+                message:
+                  code === 'ELOOP' || code === 'ENOTDIR'
+                    ? `Could not write ${path} in sandbox ${id}: a directory on the way is a symlink or not a directory (writes below the sandbox root never follow symlinks)`
+                    : `Could not write ${path} in sandbox ${id}: ${(error as Error).message}`,
                 cause: error,
               });
             }

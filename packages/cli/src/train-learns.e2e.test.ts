@@ -1,0 +1,201 @@
+// A policy that learns, through the whole chain: the toy env (shears-pack-toy) → agent loop →
+// the `save` tool in a local sandbox → the managed vLLM-protocol server → the reference trainer's
+// colocated policy server (trainers/, real torch on CPU) → the trajectory API → the trainer's
+// GRPO step → weights updated in place → the next rollouts. The model is made here: a byte-level
+// BPE vocabulary of ~440 tokens, our chat template, ~0.6 M parameters, a short SFT warm-up on
+// shears' own SFT export of scripted rollouts. The test asserts that reward rises over the run
+// and greedy accuracy goes up, and that the same run with the advantages' signs shuffled (the
+// control) does not rise: the signal comes from the reward, not from the code merely running.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
+import { toSftRecords } from '@shears/grpo';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runShears } from './test-support/run-cli.js';
+
+const repoRoot = join(import.meta.dirname, '..', '..', '..');
+const python = join(repoRoot, '.venv', 'bin', 'python');
+const pack = join(repoRoot, 'examples', 'toy-pack');
+const dir = mkdtempSync(join(tmpdir(), 'shears-learns-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// NOT yet calibrated on several seeds (see docs/train-a-model.md): the machine this was written on
+// was too loaded to run it through. Until it is, the test runs only with SHEARS_LEARNING_TEST=1.
+const STEPS = 30;
+const BATCH = 32;
+const GROUP = 8;
+const WINDOW = 96; // rollouts
+const MIN_RISE = 0.1;
+const CONTROL_MAX_RISE = 0.05;
+
+async function py(args: string[], timeout = 300_000): Promise<string> {
+  const { stdout } = await promisify(execFile)(python, ['-m', 'shears_trainer', ...args], {
+    cwd: dir,
+    timeout,
+    env: { ...process.env, OMP_NUM_THREADS: '2' },
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`shears_trainer ${args[0]} failed: ${error.stderr || error.stdout || error.message}`);
+  });
+  return stdout;
+}
+
+function lastJson(text: string): Record<string, number> {
+  return JSON.parse(text.trim().split('\n').at(-1) ?? '{}');
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  await new Promise((done) => server.close(done));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+function readGroups(path: string): ScoredGroupRecord[] {
+  return readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
+}
+
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
+async function grpoRun(name: string, control: boolean): Promise<{ rewards: number[]; stderr: string }> {
+  const port = await freePort();
+  const output = join(dir, name);
+  const trainer = [
+    python,
+    '-m',
+    'shears_trainer',
+    'grpo',
+    '--model',
+    join(dir, 'sft'),
+    '--output',
+    output,
+    '--steps',
+    String(STEPS),
+    '--batch-size',
+    String(BATCH),
+    '--micro-batch',
+    '32',
+    '--lr',
+    '1e-3',
+    '--serve-port',
+    String(port),
+    '--threads',
+    '1',
+    '--checkpoint-every',
+    '20',
+    ...(control ? ['--control', 'shuffle-signs'] : []),
+  ];
+  writeFileSync(
+    join(dir, `${name}.yaml`),
+    [
+      `plugins: [${JSON.stringify(pack)}]`,
+      `env: { name: toy-save, group_size: ${GROUP}, seed: 1, max_token_length: 256 }`,
+      `server: { provider: vllm, base_url: "http://127.0.0.1:${port}", model: toy, tokenizer: ${JSON.stringify(join(dir, 'sft'))}, tool_parser: hermes, temperature: 1.0, max_tokens: 32 }`,
+      'sandbox: { provider: local }',
+      `run: { concurrency: ${BATCH}, out: runs/${name}.jsonl, report: false }`,
+      `api: { port: 0, database: ":memory:", batch_size: ${BATCH}, off_policy_limit: 1, poll_ms: 50 }`,
+      `train: { trainer: { command: ${JSON.stringify(trainer)}, env: { OMP_NUM_THREADS: "1" } }, workers: 1 }`,
+    ].join('\n'),
+  );
+  const run = await runShears(['train', '--config', `${name}.yaml`], { cwd: dir });
+  if (run.code !== 0)
+    throw new Error(`shears train (${name}) exited ${run.code}:\n${run.stderr.slice(-4000)}`);
+  const metrics = readFileSync(join(output, 'metrics.jsonl'), 'utf8').trim().split('\n');
+  expect(metrics).toHaveLength(STEPS);
+  // The reward of every rollout, in the order groups finished: the run's JSONL holds all of them,
+  // also the groups of equal scores that were not sent to the trainer (a batch's own mean would
+  // leave out exactly the all-solved groups).
+  const rewards = readGroups(join(dir, 'runs', `${name}.jsonl`)).flatMap((group) =>
+    group.scores.filter((score): score is number => typeof score === 'number'),
+  );
+  return { rewards, stderr: run.stderr };
+}
+
+describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
+  'a policy that learns through the whole chain',
+  () => {
+    it('reward rises under GRPO and does not under the shuffled-sign control', {
+      timeout: 900_000,
+    }, async () => {
+      if (!existsSync(python))
+        throw new Error(
+          `${python} is missing: run bash scripts/setup-python.sh (CI runs it in provision-test.sh)`,
+        );
+      // The model: vocabulary, chat template, random weights.
+      const made = lastJson(await py(['toy-model', '--output', join(dir, 'base')]));
+      expect(made.parameters).toBeGreaterThan(300_000);
+      expect(made.parameters).toBeLessThan(2_000_000);
+
+      // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export.
+      writeFileSync(
+        join(dir, 'sft.yaml'),
+        [
+          `plugins: [${JSON.stringify(pack)}]`,
+          'env: { name: toy-save, group_size: 1, seed: 99 }',
+          'server: { provider: scripted }',
+          'sandbox: { provider: local }',
+          'run: { groups: 192, concurrency: 32, out: runs/sft.jsonl, report: false, all_equal_scores: keep, progress: none }',
+        ].join('\n'),
+      );
+      const sftRun = await runShears(['process', '--config', 'sft.yaml'], { cwd: dir });
+      expect(sftRun.code, sftRun.stderr).toBe(0);
+      const records = toSftRecords(readGroups(join(dir, 'runs/sft.jsonl')), { minScore: 1, select: 'all' });
+      expect(records.length).toBe(192);
+      writeFileSync(join(dir, 'sft.jsonl'), records.map((record) => JSON.stringify(record)).join('\n'));
+      writeFileSync(
+        join(dir, 'tools.json'),
+        JSON.stringify([
+          {
+            type: 'function',
+            function: { name: 'save', parameters: { type: 'object', properties: { word: {} } } },
+          },
+        ]),
+      );
+      await py([
+        'sft',
+        '--model',
+        join(dir, 'base'),
+        '--data',
+        'sft.jsonl',
+        '--tools',
+        'tools.json',
+        '--output',
+        join(dir, 'sft'),
+        '--steps',
+        '100',
+        '--batch-size',
+        '32',
+      ]);
+      const before = lastJson(await py(['toy-accuracy', '--model', join(dir, 'sft')])).accuracy!;
+
+      const learnt = await grpoRun('grpo', false);
+      const after = lastJson(await py(['toy-accuracy', '--model', join(dir, 'grpo')])).accuracy!;
+      const control = await grpoRun('control', true);
+
+      const rise = (rewards: number[]) => mean(rewards.slice(-WINDOW)) - mean(rewards.slice(0, WINDOW));
+      const summary = {
+        rewards: learnt.rewards.map((value) => Number(value.toFixed(3))),
+        control: control.rewards.map((value) => Number(value.toFixed(3))),
+        rise: rise(learnt.rewards),
+        controlRise: rise(control.rewards),
+        accuracy: { before, after },
+      };
+      console.log(`learning test: ${JSON.stringify(summary)}`);
+      expect(summary.rise).toBeGreaterThan(MIN_RISE);
+      expect(after).toBeGreaterThan(before);
+      expect(summary.controlRise).toBeLessThan(CONTROL_MAX_RISE);
+      // The final folder is a model: the trainer wrote it, with its summary.
+      expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
+      expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-20', 'model.safetensors'))).toBe(true);
+    });
+  },
+);

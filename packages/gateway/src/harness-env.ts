@@ -1,0 +1,647 @@
+// The `harness` env: a rollout is an existing agent program (a coding CLI, an SDK app) started
+// in the rollout's own sandbox against the rollout's own gateway session, under a wall-clock and
+// a request limit. The gateway records what the program asked the model; the thread that offered
+// the program's shell tool (its main conversation) becomes the trajectory — messages for the
+// viewer and judges, exact tokens for the trainer — and the task's verifier runs in the same
+// sandbox for the reward. It lives in @shears/gateway because it is the gateway's one consumer
+// in shears and needs nothing else (no tool package, no parser).
+import { readFileSync } from 'node:fs';
+import {
+  type AgentResult,
+  type ChatMessage,
+  ConfigError,
+  type EnvItem,
+  type EnvV1,
+  InvalidArgumentError,
+  messageText,
+  parseJson,
+  type RewardResult,
+  type RolloutRunContext,
+  type SandboxSpec,
+  type SandboxV1,
+  ServerError,
+  type ServerV1,
+  type TrajectoryStep,
+  type Usage,
+} from '@shears/core';
+import { z } from 'zod';
+import type { Gateway, GatewaySession } from './gateway.js';
+import { createGateway } from './gateway.js';
+import { parseSettings } from './gateway-options.js';
+import type { GatewayRecord, GatewayThreadRecord } from './gateway-record.js';
+import { HARNESS_PRESETS, type HarnessPreset } from './harness-presets.js';
+
+export interface HarnessTask extends EnvItem {
+  /** Files written into the workspace before the harness starts (relative paths). */
+  files?: Record<string, string>;
+  /** Shell command run in the workspace after the harness: exit 0 is reward 1, anything else 0. */
+  verify: string;
+}
+
+export const harnessTaskSchema = z
+  .object({
+    id: z.string().min(1),
+    prompt: z.string().min(1),
+    files: z.record(z.string().min(1), z.string()).optional(),
+    verify: z.string().min(1),
+  })
+  .passthrough();
+
+/** A model name goes into command lines and JSON/TOML config files: keep it to safe characters. */
+const modelNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, 'use letters, digits and . _ : / @ - only');
+
+export const harnessEnvSettingsSchema = z.strictObject({
+  /** One of the ready presets (`qwen-code`, `opencode`, `claude-code`, `codex`). */
+  preset: z.string().min(1).optional(),
+  /** The shell command line that starts the harness (replaces the preset's); the task is in "$SHEARS_PROMPT". */
+  command: z.string().min(1).optional(),
+  /** Extra environment (placeholders filled), over the preset's. */
+  env: z.record(z.string().min(1), z.string()).optional(),
+  /** Extra files (`~/…` in the harness HOME, else in the workspace; placeholders filled), over the preset's. */
+  files: z.record(z.string().min(1), z.string()).optional(),
+  /** A folder put first on PATH (where the harness CLI is installed). */
+  bin: z.string().min(1).optional(),
+  /** The tasks: `bundled`, a JSON or JSONL file, or the tasks themselves. */
+  tasks: z.unknown().optional(),
+  /** Wall-clock limit of one harness run (default 600 000 ms); past it the run is killed and the rollout is a `timeout`. */
+  timeoutMs: z.number().int().positive().optional(),
+  /** Model requests one rollout may make (default 50); later ones get a 403 and the rollout is a model failure. */
+  maxRequests: z.number().int().positive().optional(),
+  /** The model name the harness is given (default: the server's). */
+  model: modelNameSchema.optional(),
+  /** The harness's shell tool, which marks its main conversation (default: the preset's). */
+  mainTool: z.string().min(1).optional(),
+  /** Shuffles the order tasks are drawn in (the CLI passes `env.seed`); without it, file order. */
+  seed: z.number().int().optional(),
+  /** Time limit of a task's verifier (default 120 000 ms). */
+  verifyTimeoutMs: z.number().int().positive().optional(),
+  /** Container image for container sandboxes. */
+  image: z.string().min(1).optional(),
+  /** An in-process agent program run instead of a command (an SDK app): see `HarnessProgram`. */
+  program: z.custom<HarnessProgram>((value) => typeof value === 'function').optional(),
+  /** How a container sandbox reaches the gateway: see `HarnessReach`. */
+  reach: z.custom<HarnessReach>((value) => typeof value === 'function').optional(),
+});
+
+export type HarnessEnvSettings = Omit<
+  z.input<typeof harnessEnvSettingsSchema>,
+  'tasks' | 'reach' | 'program'
+> & {
+  tasks?: string | HarnessTask[];
+  reach?: HarnessReach;
+  program?: HarnessProgram;
+};
+
+/**
+ * An agent program that runs in this process (an app built on the OpenAI Agents SDK or the AI
+ * SDK): it is given its session's URLs, key and model, the task, the rollout's sandbox for its
+ * tools, and a signal that fires at the wall-clock limit. It returns its exit code (default 0).
+ */
+export type HarnessProgram = (run: {
+  baseUrl: string;
+  openaiBaseUrl: string;
+  apiKey: string;
+  model: string;
+  prompt: string;
+  sandbox: SandboxV1;
+  signal: AbortSignal;
+}) => Promise<number | undefined>;
+
+/**
+ * How the harness in a sandbox reaches the gateway: given the gateway and the sandbox, the
+ * origin to use in it (e.g. `http://127.0.0.1:8080` of a relay inside a container) and a cleanup.
+ * The default reaches the gateway's own URL, which only a sandbox sharing the host's loopback
+ * (the local sandbox) can use.
+ */
+export type HarnessReach = (options: {
+  gateway: Gateway;
+  sandbox: SandboxV1;
+  signal: AbortSignal;
+}) => Promise<{
+  origin: string;
+  /** Wraps the harness command line (e.g. to start it under an in-container relay). */
+  wrapCommand?: (command: string) => string;
+  close(): Promise<void>;
+}>;
+
+/** What the env keeps of one harness run, for the reward and the record. */
+export interface HarnessRunSummary {
+  preset: string | null;
+  exitCode: number;
+  timedOut: boolean;
+  durationMs: number;
+  /** The last 4 000 characters of what the harness printed. */
+  outputTail: string;
+  requestLimitReached: boolean;
+  mainThread: string | null;
+  requests: Array<{
+    index: number;
+    api: string | null;
+    path: string;
+    threadId: string | null;
+    status: string;
+    httpStatus: number | null;
+    finishReason: string | null;
+    error: string | null;
+  }>;
+  threads: Array<{
+    id: string;
+    api: string;
+    requests: number;
+    toolNames: string[];
+    systemPreview: string;
+    branchOf: string | null;
+    trained: boolean;
+  }>;
+}
+
+const BUNDLED_TASKS: HarnessTask[] = [
+  {
+    id: 'fix-greeting',
+    prompt: 'greet.sh prints a typo. Fix greet.sh so that `sh greet.sh` prints exactly: hello, world',
+    files: { 'greet.sh': '#!/bin/sh\necho "hello, wrold"\n' },
+    verify: 'test "$(sh greet.sh)" = "hello, world"',
+  },
+];
+
+/** The bundled task pack (one small shell-fix task, solvable with any harness's shell tool). */
+export function bundledHarnessTasks(): HarnessTask[] {
+  return BUNDLED_TASKS.map((task) => ({ ...task, files: { ...task.files } }));
+}
+
+/** Reads tasks from a JSON array file or a JSONL file, each line validated. */
+export function loadHarnessTasks(path: string): HarnessTask[] {
+  const text = readFileSync(path, 'utf8');
+  const lines = path.endsWith('.jsonl')
+    ? text.split('\n').flatMap((line, index) => (line.trim() ? [{ line, index }] : []))
+    : [{ line: text, index: -1 }];
+  const tasks = lines.flatMap(({ line, index }) => {
+    const where = index >= 0 ? `${path} line ${index + 1}` : path;
+    const value = parseJson(line, { source: where });
+    return Array.isArray(value)
+      ? value.map((entry, at) => ({ entry, where: `${where}[${at}]` }))
+      : [{ entry: value, where }];
+  });
+  return tasks.map(({ entry, where }) => {
+    const parsed = harnessTaskSchema.safeParse(entry);
+    if (!parsed.success)
+      throw new InvalidArgumentError({
+        argument: 'tasks',
+        value: entry,
+        message: `harness task in ${where}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(task)'}: ${issue.message}`).join('; ')}`,
+      });
+    return parsed.data as HarnessTask;
+  });
+}
+
+function resolveTasks(tasks: unknown): HarnessTask[] {
+  if (tasks === undefined || tasks === 'bundled') return bundledHarnessTasks();
+  if (typeof tasks === 'string' && tasks.length > 0) return loadHarnessTasks(tasks);
+  if (!Array.isArray(tasks) || tasks.length === 0)
+    throw new InvalidArgumentError({
+      argument: 'tasks',
+      value: tasks,
+      message:
+        'harness env settings: tasks must be "bundled", a .json or .jsonl file, or a non-empty list of tasks',
+    });
+  return tasks.map((entry, index) => {
+    const parsed = harnessTaskSchema.safeParse(entry);
+    if (!parsed.success)
+      throw new InvalidArgumentError({
+        argument: `tasks[${index}]`,
+        value: entry,
+        message: `harness env settings: tasks[${index}]: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(task)'}: ${issue.message}`).join('; ')} (a task is { id, prompt, files?, verify })`,
+      });
+    return parsed.data as HarnessTask;
+  });
+}
+
+/** Fisher-Yates with mulberry32: the same seed gives the same order everywhere. */
+function shuffle<T>(items: T[], seed: number): void {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let index = items.length - 1; index > 0; index--) {
+    const other = Math.floor(random() * (index + 1));
+    [items[index], items[other]] = [items[other] as T, items[index] as T];
+  }
+}
+
+function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (whole, name: string) => values[name] ?? whole);
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+const USAGE_ZERO: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+/** The main conversation: the thread that offered the shell tool with the most requests, else the busiest thread. */
+export function pickMainThread(
+  record: GatewayRecord,
+  mainTool: string | undefined,
+): GatewayThreadRecord | undefined {
+  const byRequests = (a: GatewayThreadRecord, b: GatewayThreadRecord) =>
+    b.requestIndices.length - a.requestIndices.length;
+  const withTool = mainTool
+    ? record.threads.filter((thread) => thread.toolNames.includes(mainTool)).sort(byRequests)
+    : [];
+  return withTool[0] ?? [...record.threads].sort(byRequests)[0];
+}
+
+/** Turns a thread's messages into trajectory steps (one per assistant turn) for the viewer. */
+function stepsOf(messages: readonly ChatMessage[], startedAt: number): TrajectoryStep[] {
+  const steps: TrajectoryStep[] = [];
+  messages.forEach((message, index) => {
+    if (message.role !== 'assistant') return;
+    const results = new Map<string, string>();
+    for (const later of messages.slice(index + 1)) {
+      if (later.role !== 'tool') break;
+      if (typeof later.tool_call_id === 'string') results.set(later.tool_call_id, messageText(later));
+    }
+    steps.push({
+      stepId: steps.length,
+      thought:
+        typeof message.reasoning_content === 'string'
+          ? message.reasoning_content
+          : typeof message.reasoning === 'string'
+            ? message.reasoning
+            : null,
+      content: messageText(message) || null,
+      toolCalls: (message.tool_calls ?? []).map((call) => ({
+        id: call.id,
+        name: call.function.name,
+        arguments: call.function.arguments,
+        result: results.get(call.id) ?? '',
+        latencyMs: 0,
+      })),
+      timestamp: startedAt,
+      chatMs: 0,
+      toolMs: 0,
+    });
+  });
+  return steps;
+}
+
+export interface HarnessEnv extends EnvV1<HarnessTask> {
+  /** The resolved preset, or null for a custom command. */
+  readonly preset: HarnessPreset | null;
+  /** What the env kept of a finished rollout's harness run (until its reward has run). */
+  runSummary(rolloutId: string): HarnessRunSummary | undefined;
+}
+
+export function createHarnessEnv(settings: HarnessEnvSettings): HarnessEnv {
+  const parsed = parseSettings(harnessEnvSettingsSchema, settings, 'harness env settings');
+  let preset: HarnessPreset | null = null;
+  if (parsed.preset !== undefined) {
+    preset = HARNESS_PRESETS[parsed.preset] ?? null;
+    if (!preset)
+      throw new ConfigError({
+        message: `harness env settings: unknown preset "${parsed.preset}" (available: ${Object.keys(HARNESS_PRESETS).join(', ')}; or give "command")`,
+        issues: [{ path: 'preset', message: 'unknown preset', value: parsed.preset }],
+      });
+  }
+  const program = settings.program;
+  if (program && (parsed.command !== undefined || preset))
+    throw new ConfigError({
+      message:
+        'harness env settings: "program" runs in process; it cannot be combined with "command" or "preset"',
+      issues: [{ path: 'program', message: 'combined with command or preset' }],
+    });
+  const command = parsed.command ?? preset?.command;
+  if (!command && !program)
+    throw new ConfigError({
+      message: `harness env settings: give "preset" (${Object.keys(HARNESS_PRESETS).join(', ')}), "command" or "program"`,
+      issues: [{ path: 'command', message: 'required without a preset' }],
+    });
+  const tasks = resolveTasks(parsed.tasks);
+  if (parsed.seed !== undefined) shuffle(tasks, parsed.seed);
+  const ids = new Set<string>();
+  for (const task of tasks) {
+    if (ids.has(task.id))
+      throw new InvalidArgumentError({
+        argument: 'tasks',
+        value: task.id,
+        message: `harness tasks: duplicate task id "${task.id}"`,
+      });
+    ids.add(task.id);
+  }
+  const timeoutMs = parsed.timeoutMs ?? 600_000;
+  const maxRequests = parsed.maxRequests ?? 50;
+  const verifyTimeoutMs = parsed.verifyTimeoutMs ?? 120_000;
+  const mainTool = parsed.mainTool ?? preset?.mainTool;
+  const envTemplate = { ...(preset?.env ?? {}), ...(parsed.env ?? {}) };
+  const filesTemplate = { ...(preset?.files ?? {}), ...(parsed.files ?? {}) };
+  const reach = settings.reach;
+
+  const gateways = new Map<ServerV1, Promise<Gateway>>();
+  const gatewayFor = (server: ServerV1): Promise<Gateway> => {
+    let gateway = gateways.get(server);
+    if (!gateway) {
+      gateway = createGateway({ server });
+      gateways.set(server, gateway);
+    }
+    return gateway;
+  };
+  const summaries = new Map<string, HarnessRunSummary>();
+  let cursor = 0;
+  let warnedBudget = false;
+
+  const writeFiles = async (
+    sandbox: SandboxV1,
+    files: Record<string, string>,
+    home: string,
+    values: Record<string, string>,
+  ) => {
+    for (const [path, content] of Object.entries(files)) {
+      const target = path.startsWith('~/') ? `${home}/${path.slice(2)}` : path;
+      const folder = target.includes('/') ? target.slice(0, target.lastIndexOf('/')) : '';
+      if (folder) await sandbox.exec(`mkdir -p ${shellQuote(folder)}`);
+      await sandbox.writeFile(target, fill(content, values));
+    }
+  };
+
+  async function runProgram(
+    run: HarnessProgram,
+    options: {
+      values: Record<string, string>;
+      prompt: string;
+      sandbox: SandboxV1;
+      signal: AbortSignal;
+      limitMs: number;
+    },
+  ): Promise<{ exitCode: number; output: string; timedOut: boolean; durationMs: number }> {
+    const started = performance.now();
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`harness program exceeded ${options.limitMs} ms`));
+    }, options.limitMs);
+    const stop = () => controller.abort(options.signal.reason);
+    options.signal.addEventListener('abort', stop, { once: true });
+    try {
+      const running = run({
+        baseUrl: options.values.baseUrl!,
+        openaiBaseUrl: options.values.openaiBaseUrl!,
+        apiKey: options.values.apiKey!,
+        model: options.values.model!,
+        prompt: options.prompt,
+        sandbox: options.sandbox,
+        signal: controller.signal,
+      }).then(
+        (exitCode) => ({ exitCode }),
+        (error: unknown) => ({ error }),
+      );
+      // A program that ignores its signal cannot hold the rollout past the limit.
+      const stopped = new Promise<'stopped'>((resolve) =>
+        controller.signal.addEventListener('abort', () => resolve('stopped'), { once: true }),
+      );
+      const outcome = await Promise.race([running, stopped]);
+      const durationMs = performance.now() - started;
+      if (outcome === 'stopped' || controller.signal.aborted)
+        return { exitCode: 124, output: '', timedOut, durationMs };
+      if ('error' in outcome) {
+        const error = outcome.error;
+        const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        return { exitCode: 1, output: text, timedOut: false, durationMs };
+      }
+      return {
+        exitCode: typeof outcome.exitCode === 'number' ? outcome.exitCode : 0,
+        output: '',
+        timedOut: false,
+        durationMs,
+      };
+    } finally {
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', stop);
+    }
+  }
+
+  async function doRollout(item: HarnessTask, context: RolloutRunContext): Promise<AgentResult> {
+    const { sandbox, signal } = context;
+    const started = context.now();
+    const gateway = await gatewayFor(context.server);
+    if (sandbox.isolated && !reach && !program)
+      throw new InvalidArgumentError({
+        argument: 'reach',
+        value: sandbox.backend,
+        message: `harness env: a "${sandbox.backend}" sandbox cannot reach the gateway at ${gateway.url} (it listens on the host's loopback); use the local sandbox, or give "reach" (e.g. createSocketReach from @shears/gateway)`,
+      });
+    const reached = reach ? await reach({ gateway, sandbox, signal }) : undefined;
+    // The run's budget (the env's own, with the config's overrides: `max_turns`) sets the limits.
+    const limitMs = context.budget.wallClockMs ?? timeoutMs;
+    const requestLimit = context.budget.maxTurns ?? maxRequests;
+    const unenforced = (['maxTokens', 'maxCostUsd'] as const).filter(
+      (key) => context.budget[key] !== undefined,
+    );
+    if (unenforced.length > 0 && !warnedBudget) {
+      warnedBudget = true;
+      context.logger.warn(
+        `harness env: budget ${unenforced.join(', ')} cannot be enforced on an external harness and is not; only the wall clock and the request limit (max turns) are`,
+      );
+    }
+    const session: GatewaySession = gateway.openSession({
+      rolloutId: context.rolloutId,
+      maxRequests: requestLimit,
+      ...(parsed.model ? { model: parsed.model } : {}),
+    });
+    const origin = reached?.origin ?? gateway.url;
+    const baseUrl = `${origin}${session.pathPrefix}`;
+    const home = `${sandbox.tempDir}/harness-home`;
+    const values: Record<string, string> = {
+      baseUrl,
+      openaiBaseUrl: `${baseUrl}/v1`,
+      apiKey: session.apiKey,
+      model: session.model,
+      home,
+      workdir: sandbox.workdir,
+    };
+    let run: { exitCode: number; output: string; timedOut: boolean; durationMs: number };
+    let record: GatewayRecord;
+    try {
+      await sandbox.exec(`mkdir -p ${shellQuote(`${home}/.config`)} ${shellQuote(`${home}/.cache`)}`);
+      await writeFiles(sandbox, item.files ?? {}, home, {});
+      await writeFiles(sandbox, filesTemplate, home, values);
+      const env: Record<string, string> = {
+        HOME: home,
+        XDG_CONFIG_HOME: `${home}/.config`,
+        XDG_CACHE_HOME: `${home}/.cache`,
+        XDG_DATA_HOME: `${home}/.local/share`,
+        XDG_STATE_HOME: `${home}/.local/state`,
+        TERM: 'dumb',
+        NO_COLOR: '1',
+        CI: '1',
+        SHEARS_BASE_URL: baseUrl,
+        SHEARS_OPENAI_BASE_URL: values.openaiBaseUrl!,
+        SHEARS_API_KEY: session.apiKey,
+        SHEARS_MODEL: session.model,
+        SHEARS_PROMPT: item.prompt,
+      };
+      for (const [name, value] of Object.entries(envTemplate)) env[name] = fill(value, values);
+      if (program) run = await runProgram(program, { values, prompt: item.prompt, sandbox, signal, limitMs });
+      else {
+        const line = `${parsed.bin ? `PATH=${shellQuote(parsed.bin)}:"$PATH"; export PATH; ` : ''}${fill(command!, values)}`;
+        const result = await sandbox.exec(reached?.wrapCommand ? reached.wrapCommand(line) : line, {
+          timeoutMs: limitMs,
+          env,
+          signal,
+        });
+        run = {
+          exitCode: result.exitCode,
+          output: result.output,
+          timedOut: result.timedOut,
+          durationMs: result.durationMs,
+        };
+      }
+    } finally {
+      // Ends the session whatever happened: later requests with its key are refused.
+      record = await session.close();
+      await reached?.close();
+    }
+    const main = pickMainThread(record, mainTool);
+    const summary: HarnessRunSummary = {
+      preset: preset?.id ?? null,
+      exitCode: run.exitCode,
+      timedOut: run.timedOut,
+      durationMs: run.durationMs,
+      outputTail: run.output.slice(-4000),
+      requestLimitReached: record.requestLimitReached,
+      mainThread: main?.id ?? null,
+      requests: record.requests.map((request) => ({
+        index: request.index,
+        api: request.api,
+        path: request.path,
+        threadId: request.threadId,
+        status: request.status,
+        httpStatus: request.httpStatus,
+        finishReason: request.finishReason,
+        error: request.error ? `${request.error.kind}: ${request.error.message}` : null,
+      })),
+      threads: record.threads.map((thread) => ({
+        id: thread.id,
+        api: thread.api,
+        requests: thread.requestIndices.length,
+        toolNames: thread.toolNames,
+        systemPreview: thread.systemPreview,
+        branchOf: thread.branchOf,
+        trained: thread.id === main?.id,
+      })),
+    };
+    const usage = record.requests.reduce<Usage>(
+      (sum, request) =>
+        request.usage
+          ? {
+              promptTokens: sum.promptTokens + request.usage.promptTokens,
+              completionTokens: sum.completionTokens + request.usage.completionTokens,
+              totalTokens: sum.totalTokens + request.usage.totalTokens,
+            }
+          : sum,
+      USAGE_ZERO,
+    );
+    const messages = main?.messages ?? context.messages;
+    const last = messages.at(-1);
+    const answered = last?.role === 'assistant' && !(last.tool_calls?.length ?? 0);
+    const lastModelRequest = [...record.requests].reverse().find((request) => request.threadId !== null);
+    const backendFailed =
+      run.exitCode !== 0 &&
+      lastModelRequest?.status === 'error' &&
+      ['server_error', 'overloaded', 'rate_limit', 'timeout'].includes(lastModelRequest.error?.kind ?? '');
+    const stopReason: AgentResult['stopReason'] = signal.aborted
+      ? 'aborted'
+      : run.timedOut
+        ? 'wall_clock'
+        : record.requestLimitReached
+          ? 'max_turns'
+          : backendFailed
+            ? 'server_error'
+            : 'answer';
+    // Kept for the reward (which deletes it); the oldest go first should rewards not run.
+    summaries.set(context.rolloutId, summary);
+    if (summaries.size > 1024) summaries.delete(summaries.keys().next().value as string);
+    return {
+      messages,
+      turnsUsed: main?.requestIndices.length ?? 0,
+      // The harness ended on its own (whatever its exit code): it is scored like a finished loop.
+      finishedNaturally: stopReason === 'answer',
+      finalResponse: answered && last ? messageText(last) : null,
+      reasoningPerTurn: messages
+        .filter((message) => message.role === 'assistant')
+        .map((message) => (typeof message.reasoning_content === 'string' ? message.reasoning_content : null)),
+      toolErrors: [],
+      steps: stepsOf(messages, started),
+      usage,
+      timings: { totalMs: context.now() - started, chatMs: 0, toolMs: run.durationMs },
+      stopReason,
+      ...(stopReason === 'server_error'
+        ? {
+            error: new ServerError({
+              message: `the harness exited ${run.exitCode} after the backend failed: ${lastModelRequest?.error?.message ?? ''}`,
+              model: context.server.model,
+            }),
+          }
+        : {}),
+      ...(main?.tokens ? { tokenRecord: main.tokens } : {}),
+      policyRefusals: 0,
+    };
+  }
+
+  const env: HarnessEnv = {
+    specificationVersion: 'v1',
+    id: 'harness',
+    preset,
+    runSummary: (rolloutId) => summaries.get(rolloutId),
+    async nextItem() {
+      const task = tasks[cursor % tasks.length];
+      cursor += 1;
+      return task ?? null;
+    },
+    async evalItems() {
+      return tasks;
+    },
+    buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+    tools: () => [],
+    budget: () => ({ wallClockMs: timeoutMs, maxTurns: maxRequests }),
+    sandboxSpec(): SandboxSpec {
+      return parsed.image ? { image: parsed.image } : {};
+    },
+    doRollout,
+    async computeReward(item, _rollout, context): Promise<RewardResult> {
+      const summary = summaries.get(context.rolloutId);
+      summaries.delete(context.rolloutId);
+      const verdict = await context.sandbox.exec(item.verify, {
+        timeoutMs: verifyTimeoutMs,
+        signal: context.signal,
+      });
+      const passed = verdict.exitCode === 0 && !verdict.timedOut;
+      return {
+        score: passed ? 1 : 0,
+        success: passed,
+        components: { verifier: passed ? 1 : 0 },
+        details: {
+          verifier: {
+            command: item.verify,
+            exitCode: verdict.exitCode,
+            timedOut: verdict.timedOut,
+            output: verdict.output.slice(-4000),
+          },
+          ...(summary ? { harness: summary } : {}),
+        },
+      };
+    },
+    async close() {
+      const all = [...gateways.values()];
+      gateways.clear();
+      await Promise.allSettled(all.map(async (gateway) => (await gateway).close()));
+    },
+  };
+  return env;
+}

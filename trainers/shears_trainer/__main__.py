@@ -1,0 +1,136 @@
+"""`python -m shears_trainer` (or `shears-trainer`): grpo | sft | toy-model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .loss import VARIANTS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="shears-trainer", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grpo = commands.add_parser("grpo", help="train with GRPO on batches pulled from the trajectory API")
+    grpo.add_argument("--model", required=True, help="Hugging Face model folder to start from")
+    grpo.add_argument("--output", required=True, help="folder for the final model, metrics and checkpoints")
+    grpo.add_argument("--api-url", help="trajectory API (default: $SHEARS_API_URL, then $ATROPOS_SERVER_URL)")
+    grpo.add_argument("--steps", type=int, default=50)
+    grpo.add_argument(
+        "--batch-size", type=int, default=64, help="sequences per step (registered with the API)"
+    )
+    grpo.add_argument(
+        "--micro-batch", type=int, default=16, help="sequences per forward pass (gradient accumulation)"
+    )
+    grpo.add_argument("--lr", type=float, default=1e-3)
+    grpo.add_argument("--weight-decay", type=float, default=0.0)
+    grpo.add_argument("--max-grad-norm", type=float, default=1.0)
+    grpo.add_argument("--clip-low", type=float, default=0.2)
+    grpo.add_argument("--clip-high", type=float, default=0.2)
+    grpo.add_argument(
+        "--beta",
+        type=float,
+        default=0.0,
+        help="KL weight to the reference (ref_logprobs, else the start model)",
+    )
+    grpo.add_argument(
+        "--loss", choices=VARIANTS, default="grpo", help="aggregation: grpo, token (DAPO), dr_grpo"
+    )
+    grpo.add_argument(
+        "--max-tokens", type=int, help="dr_grpo's constant normaliser (default: the batch width)"
+    )
+    grpo.add_argument(
+        "--advantages",
+        choices=("served", "scores"),
+        default="served",
+        help="served: the per-token advantages in each group (shears computes them); scores: normalise scores here",
+    )
+    grpo.add_argument(
+        "--control",
+        choices=("shuffle-signs",),
+        help="a control experiment: give each sequence's advantage a random sign (nothing should be learnt)",
+    )
+    grpo.add_argument(
+        "--checkpoint-every", type=int, default=0, help="save a checkpoint every N steps (0: never)"
+    )
+    grpo.add_argument(
+        "--lora-rank", type=int, default=0, help="train a LoRA adapter of this rank (peft); merged on save"
+    )
+    grpo.add_argument("--lora-alpha", type=int, default=16)
+    grpo.add_argument(
+        "--serve-port", type=int, help="serve the policy colocated on this port (POST /generate)"
+    )
+    grpo.add_argument("--serve-host", default="127.0.0.1")
+    grpo.add_argument("--max-token-len", type=int, default=2048)
+    grpo.add_argument("--metrics", help="metrics JSONL (default OUTPUT/metrics.jsonl)")
+    grpo.add_argument("--seed", type=int, default=0)
+    grpo.add_argument("--batch-timeout", type=float, default=600.0, help="seconds to wait for one batch")
+    grpo.add_argument("--threads", type=int, help="torch CPU threads")
+
+    sft = commands.add_parser("sft", help="supervised warm-up on shears' SFT export (chat JSONL)")
+    sft.add_argument("--model", required=True)
+    sft.add_argument(
+        "--data", required=True, help="JSONL with {messages: [...]} per line (shears' SFT export)"
+    )
+    sft.add_argument("--output", required=True)
+    sft.add_argument("--tools", help="JSON file with the tool schemas the prompts were rendered with")
+    sft.add_argument("--steps", type=int)
+    sft.add_argument("--epochs", type=float, default=1.0)
+    sft.add_argument("--batch-size", type=int, default=32)
+    sft.add_argument("--lr", type=float, default=3e-3)
+    sft.add_argument("--seed", type=int, default=0)
+    sft.add_argument("--threads", type=int)
+
+    toy = commands.add_parser(
+        "toy-model", help="make the toy model folder (BPE vocabulary, chat template, random weights)"
+    )
+    toy.add_argument("--output", required=True)
+    toy.add_argument("--vocab-size", type=int, default=440)
+    toy.add_argument("--seed", type=int, default=0)
+
+    accuracy = commands.add_parser("toy-accuracy", help="greedy accuracy of a toy model on fresh words")
+    accuracy.add_argument("--model", required=True)
+    accuracy.add_argument("--words", type=int, default=64)
+    accuracy.add_argument("--seed", type=int, default=12345)
+
+    args = parser.parse_args(argv)
+    if args.command == "grpo":
+        from .train import GrpoConfig, run_grpo
+
+        fields = vars(args).copy()
+        fields.pop("command")
+        fields["batch_timeout_s"] = fields.pop("batch_timeout")
+        run_grpo(GrpoConfig(**fields))
+    elif args.command == "sft":
+        from .train import run_sft
+
+        tools = json.loads(Path(args.tools).read_text()) if args.tools else None
+        result = run_sft(
+            args.model,
+            args.data,
+            args.output,
+            tools=tools,
+            epochs=args.epochs,
+            steps=args.steps,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            seed=args.seed,
+            threads=args.threads,
+        )
+        print(json.dumps(result), flush=True)
+    elif args.command == "toy-accuracy":
+        from .toy import toy_accuracy
+
+        print(json.dumps(toy_accuracy(args.model, args.words, args.seed)), flush=True)
+    else:
+        from .toy import make_toy_model
+
+        print(json.dumps(make_toy_model(args.output, vocab_size=args.vocab_size, seed=args.seed)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The GRPO loss, in one function.
+
+Per trained token t of sequence i, with logp the current policy's log-probability of the sampled
+token, old the sampling policy's (the inference logprobs the server returned) and A the advantage:
+
+    ratio  = exp(logp - old)
+    pg     = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)        (PPO clipping)
+    kl     = exp(ref - logp) - (ref - logp) - 1                                  (k3 estimator, >= 0)
+    token  = pg + beta * kl
+
+and the tokens are summed with weights that name the variant:
+
+    "grpo"    mean over each sequence's tokens, then mean over sequences (the GRPO paper);
+    "token"   sum over all tokens / number of trained tokens in the batch (DAPO's token-level mean);
+    "dr_grpo" sum over all tokens / (sequences * max_tokens), a constant: no length bias (Dr. GRPO).
+
+Weights are computed over the whole batch once, so splitting it into micro-batches for gradient
+accumulation gives exactly the same gradient as one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+VARIANTS = ("grpo", "token", "dr_grpo")
+
+
+def token_weights(loss_mask: torch.Tensor, variant: str, max_tokens: int | None = None) -> torch.Tensor:
+    """Per-token weights [B, T] summing the per-token loss into the variant's aggregate."""
+    if variant not in VARIANTS:
+        raise ValueError(f'loss variant "{variant}" is not one of {", ".join(VARIANTS)}')
+    rows = loss_mask.shape[0]
+    if variant == "grpo":
+        per_sequence = loss_mask.sum(dim=1, keepdim=True).clamp(min=1.0)
+        return loss_mask / per_sequence / rows
+    if variant == "token":
+        return loss_mask / loss_mask.sum().clamp(min=1.0)
+    constant = max_tokens if max_tokens is not None else loss_mask.shape[1]
+    return loss_mask / (rows * constant)
+
+
+@dataclass
+class LossParts:
+    loss: torch.Tensor
+    """Scalar to backpropagate (already weighted)."""
+    policy: torch.Tensor
+    kl: torch.Tensor
+    clip_fraction: torch.Tensor
+    """Share of trained tokens whose gradient the clip removed."""
+    ratio_mean: torch.Tensor
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    ref_logprobs: torch.Tensor | None = None,
+    beta: float = 0.0,
+) -> LossParts:
+    """All inputs [B, T]; `weights` from `token_weights` (0 where not trained)."""
+    ratio = torch.exp(logprobs - old_logprobs)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * advantages
+    per_token = -torch.minimum(unclipped, clipped)
+    policy = (per_token * weights).sum()
+    if ref_logprobs is not None and beta > 0:
+        delta = ref_logprobs - logprobs
+        kl_token = torch.exp(delta) - delta - 1.0
+        kl = (kl_token * weights).sum()
+    else:
+        kl = torch.zeros((), dtype=logprobs.dtype)
+    with torch.no_grad():
+        trained = (weights > 0).to(weights.dtype)
+        count = trained.sum().clamp(min=1.0)
+        clip_fraction = ((clipped < unclipped).to(weights.dtype) * trained).sum() / count
+        ratio_mean = (ratio * trained).sum() / count
+    return LossParts(
+        loss=policy + beta * kl, policy=policy, kl=kl, clip_fraction=clip_fraction, ratio_mean=ratio_mean
+    )
+
+
+def token_logprobs(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability of each label [B, T] (0 where the label is -100) and the entropy per position."""
+    logits = logits.float()
+    log_softmax = torch.log_softmax(logits, dim=-1)
+    safe = labels.clamp(min=0)
+    picked = log_softmax.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_softmax.exp() * log_softmax).sum(-1)
+    return picked * (labels >= 0), entropy

@@ -1,0 +1,406 @@
+"""The reference GRPO trainer, top to bottom.
+
+    load model + tokenizer  →  (optional) start the colocated policy server
+    →  register with the trajectory API  →  loop: pull /batch, build tensors, GRPO loss,
+       AdamW step (gradient accumulation, clipping), bump the policy version, log metrics,
+       checkpoint every N steps
+    →  save the final model folder (safetensors, config, tokenizer, chat template) and a summary.
+
+The loss is in loss.py, the tensors in batch.py, the policy server in policy_server.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from .api import TrajectoryApi
+from .batch import TrainBatch, batch_from_groups
+from .loss import grpo_loss, token_logprobs, token_weights
+from .toy import save_tokenizer
+
+
+@dataclass
+class GrpoConfig:
+    model: str
+    output: str
+    api_url: str | None = None
+    steps: int = 50
+    batch_size: int = 64
+    micro_batch: int = 16
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.99)
+    max_grad_norm: float = 1.0
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    beta: float = 0.0
+    loss: str = "grpo"
+    max_tokens: int | None = None
+    advantages: str = "served"
+    control: str | None = None
+    checkpoint_every: int = 0
+    lora_rank: int = 0
+    lora_alpha: int = 16
+    serve_port: int | None = None
+    serve_host: str = "127.0.0.1"
+    max_token_len: int = 2048
+    metrics: str | None = None
+    seed: int = 0
+    batch_timeout_s: float = 600.0
+    threads: int | None = None
+
+
+# Advantages smaller than this are float noise (equal scores normalised: 1e-9), not signal.
+ADVANTAGE_EPSILON = 1e-6
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def load_model(path: str, lora_rank: int = 0, lora_alpha: int = 16):
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if lora_rank > 0:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(
+            model,
+            LoraConfig(r=lora_rank, lora_alpha=lora_alpha, target_modules="all-linear", lora_dropout=0.0),
+        )
+    return model, tokenizer
+
+
+def save_model(model, tokenizer, folder: str | Path) -> Path:
+    """A folder `AutoModelForCausalLM.from_pretrained` loads: LoRA is merged into a copy first."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(model, "merge_and_unload"):
+        model = copy.deepcopy(model).merge_and_unload()
+    model.save_pretrained(folder, safe_serialization=True)
+    save_tokenizer(tokenizer, folder)
+    return folder
+
+
+def stop_token_ids(tokenizer) -> list[int]:
+    ids = []
+    for token in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", tokenizer.eos_token):
+        if token and token in tokenizer.get_vocab():
+            ids.append(tokenizer.convert_tokens_to_ids(token))
+    return sorted(set(ids))
+
+
+def micro_batches(batch: TrainBatch, weights: torch.Tensor, size: int):
+    for start in range(0, batch.input_ids.shape[0], size):
+        rows = slice(start, start + size)
+        # Trim the right padding this micro-batch does not need.
+        width = int(batch.attention_mask[rows].sum(dim=1).max())
+        cols = slice(0, width)
+        yield {
+            "input_ids": batch.input_ids[rows, cols],
+            "attention_mask": batch.attention_mask[rows, cols],
+            "labels": batch.labels[rows, cols],
+            "advantages": batch.advantages[rows, cols],
+            "old": None if batch.old_logprobs is None else batch.old_logprobs[rows, cols],
+            "ref": None if batch.ref_logprobs is None else batch.ref_logprobs[rows, cols],
+            "weights": weights[rows, cols],
+            "mask": batch.loss_mask[rows, cols],
+        }
+
+
+def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, reference=None) -> dict:
+    """One optimiser step over the batch (micro-batches accumulate into one gradient)."""
+    weights = token_weights(batch.loss_mask, config.loss, config.max_tokens)
+    totals = {"loss": 0.0, "policy": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0, "ratio": 0.0}
+    trained = max(batch.trained_tokens, 1)
+    optimizer.zero_grad(set_to_none=True)
+    for part in micro_batches(batch, weights, config.micro_batch):
+        logits = model(input_ids=part["input_ids"], attention_mask=part["attention_mask"]).logits
+        logprobs, entropy = token_logprobs(logits, part["labels"])
+        # Without inference logprobs the batch is treated as on-policy: ratio 1 (no clipping).
+        old = part["old"] if part["old"] is not None else logprobs.detach()
+        ref = part["ref"]
+        if ref is None and reference is not None and config.beta > 0:
+            with torch.no_grad():
+                ref_logits = reference(
+                    input_ids=part["input_ids"], attention_mask=part["attention_mask"]
+                ).logits
+                ref, _ = token_logprobs(ref_logits, part["labels"])
+        parts = grpo_loss(
+            logprobs,
+            old,
+            part["advantages"],
+            part["weights"],
+            clip_low=config.clip_low,
+            clip_high=config.clip_high,
+            ref_logprobs=ref,
+            beta=config.beta,
+        )
+        parts.loss.backward()
+        tokens = float(part["mask"].sum())
+        totals["loss"] += parts.loss.item()
+        totals["policy"] += parts.policy.item()
+        totals["kl"] += parts.kl.item()
+        totals["clip_fraction"] += float(parts.clip_fraction) * tokens / trained
+        totals["ratio"] += float(parts.ratio_mean) * tokens / trained
+        totals["entropy"] += float((entropy.detach() * part["mask"]).sum()) / trained
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+    optimizer.step()
+    totals["grad_norm"] = float(grad_norm)
+    return totals
+
+
+def shuffle_advantage_signs(batch: TrainBatch, generator: random.Random) -> None:
+    """The control experiment: each sequence's advantages get a random sign, so the reward says
+    nothing about which way to move. A trainer that still 'learns' under this is not learning
+    from the reward."""
+    for row in range(batch.advantages.shape[0]):
+        if generator.random() < 0.5:
+            batch.advantages[row] *= -1
+
+
+def run_grpo(config: GrpoConfig) -> dict:
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    control_rng = random.Random(config.seed)
+    output = Path(config.output)
+    output.mkdir(parents=True, exist_ok=True)
+    metrics_path = Path(config.metrics) if config.metrics else output / "metrics.jsonl"
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    api_url = config.api_url or os.environ.get("SHEARS_API_URL") or os.environ.get("ATROPOS_SERVER_URL")
+    if not api_url:
+        raise SystemExit("no trajectory API: pass --api-url or set SHEARS_API_URL (shears train sets it)")
+
+    model, tokenizer = load_model(config.model, config.lora_rank, config.lora_alpha)
+    model.train()
+    reference = None
+    if config.beta > 0:
+        reference = AutoModelForCausalLM.from_pretrained(config.model, dtype=torch.float32).eval()
+        for parameter in reference.parameters():
+            parameter.requires_grad_(False)
+    optimizer = torch.optim.AdamW(
+        [parameter for parameter in model.parameters() if parameter.requires_grad],
+        lr=config.lr,
+        betas=config.betas,
+        weight_decay=config.weight_decay,
+    )
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    server = None
+    if config.serve_port is not None:
+        from .policy_server import PolicyServer
+
+        server = PolicyServer(
+            model, stop_token_ids(tokenizer), host=config.serve_host, port=config.serve_port
+        ).start()
+        log(f"policy server listening on {server.url} (POST /generate, policy_version 0)")
+
+    # Register only once the policy server answers: env workers wait for the trainer's first
+    # /batch before they start rollouts, so none of them meets a closed port.
+    api = TrajectoryApi(api_url, token=os.environ.get("SHEARS_API_TOKEN"))
+    api.register(
+        batch_size=config.batch_size,
+        max_token_len=config.max_token_len,
+        num_steps=config.steps,
+        checkpoint_dir=str(output / "checkpoints"),
+        save_checkpoint_interval=config.checkpoint_every,
+    )
+    log(
+        f"registered with {api_url}: batch_size {config.batch_size}, {config.steps} steps, loss {config.loss}"
+    )
+
+    rewards: list[float] = []
+    checkpoints: list[str] = []
+    started = time.monotonic()
+    with metrics_path.open("a") as metrics:
+        for step in range(1, config.steps + 1):
+            waited = time.monotonic()
+            groups = api.wait_for_batch(timeout_s=config.batch_timeout_s)
+            wait_s = time.monotonic() - waited
+            batch = batch_from_groups(
+                groups, pad_id=pad_id, use_served_advantages=config.advantages == "served"
+            )
+            if config.control == "shuffle-signs":
+                shuffle_advantage_signs(batch, control_rng)
+            step_started = time.monotonic()
+            # A batch whose advantages are all zero (groups of equal scores) carries no signal:
+            # its gradient is zero or float noise, and AdamW would still move every weight by
+            # about `lr` (momentum, and noise divided by its own tiny scale). No step is taken.
+            skipped = not bool((batch.advantages.abs() > ADVANTAGE_EPSILON).any())
+            lock = server.lock if server is not None else None
+            if lock is not None:
+                lock.acquire()
+            try:
+                if skipped:
+                    totals = dict.fromkeys(
+                        ("loss", "policy", "kl", "clip_fraction", "entropy", "ratio", "grad_norm"), 0.0
+                    )
+                    version = server.version if server is not None else step - 1
+                else:
+                    totals = train_step(model, optimizer, batch, config, reference)
+                    version = server.bump_version() if server is not None else step
+            finally:
+                if lock is not None:
+                    lock.release()
+            step_s = time.monotonic() - step_started
+            tokens = int(batch.attention_mask.sum())
+            reward = float(batch.scores.mean())
+            rewards.append(reward)
+            record = {
+                "step": step,
+                **{key: round(value, 6) for key, value in totals.items()},
+                "reward_mean": round(reward, 6),
+                "sequences": int(batch.input_ids.shape[0]),
+                "tokens": tokens,
+                "trained_tokens": batch.trained_tokens,
+                "tokens_per_s": round(tokens / step_s, 1) if step_s > 0 else None,
+                "step_s": round(step_s, 4),
+                "wait_s": round(wait_s, 4),
+                "advantages": batch.advantage_source,
+                "on_policy_fallback": batch.old_logprobs is None,
+                "skipped": skipped,
+                "policy_version": version,
+                "time_s": round(time.monotonic() - started, 3),
+            }
+            metrics.write(json.dumps(record) + "\n")
+            metrics.flush()
+            log(
+                f"step {step}/{config.steps}{' (no signal: skipped)' if skipped else ''} reward {reward:.3f} loss {totals['loss']:.4f} "
+                f"clip {totals['clip_fraction']:.3f} grad {totals['grad_norm']:.3f} "
+                f"entropy {totals['entropy']:.3f} {record['tokens_per_s']} tok/s"
+            )
+            if config.checkpoint_every and step % config.checkpoint_every == 0 and step < config.steps:
+                folder = save_model(model, tokenizer, output / "checkpoints" / f"step-{step}")
+                checkpoints.append(str(folder))
+    if server is not None:
+        server.close()
+    save_model(model, tokenizer, output)
+    window = max(1, min(10, len(rewards) // 4))
+    summary = {
+        "steps": len(rewards),
+        "reward_start": sum(rewards[:window]) / window,
+        "reward_end": sum(rewards[-window:]) / window,
+        "output": str(output),
+        "metrics": str(metrics_path),
+        "checkpoints": checkpoints,
+        "seconds": round(time.monotonic() - started, 1),
+        "config": {key: value for key, value in asdict(config).items() if key not in ("api_url",)},
+    }
+    (output / "train-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    log(
+        f"done: {summary['steps']} steps, reward {summary['reward_start']:.3f} → {summary['reward_end']:.3f} "
+        f"(mean of the first/last {window}); model in {output}, metrics in {metrics_path}"
+    )
+    return summary
+
+
+# --- supervised warm-up -------------------------------------------------------------------------
+
+
+def sft_examples(
+    records: list[dict], tokenizer, tools: list | None, max_len: int
+) -> list[tuple[list[int], list[int]]]:
+    """Each record's assistant turns are trained; everything else is context. The spans come from
+    rendering the conversation up to each assistant turn with the chat template."""
+    examples = []
+    for index, record in enumerate(records):
+        messages = record.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise ValueError(f"SFT record {index}: no messages")
+        full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+        ids = tokenizer(full, add_special_tokens=False)["input_ids"]
+        labels = [-100] * len(ids)
+        for turn, message in enumerate(messages):
+            if message.get("role") != "assistant":
+                continue
+            before = tokenizer.apply_chat_template(
+                messages[:turn], tools=tools, tokenize=False, add_generation_prompt=True
+            )
+            through = tokenizer.apply_chat_template(messages[: turn + 1], tools=tools, tokenize=False)
+            start = len(tokenizer(before, add_special_tokens=False)["input_ids"])
+            end = len(tokenizer(through, add_special_tokens=False)["input_ids"])
+            if not full.startswith(through):
+                raise ValueError(f"SFT record {index}: the template does not render turn {turn} as a prefix")
+            for position in range(start, min(end, len(ids))):
+                labels[position] = ids[position]
+        examples.append((ids[:max_len], labels[:max_len]))
+    return examples
+
+
+def run_sft(
+    model_path: str,
+    data: str,
+    output: str,
+    tools: list | None = None,
+    epochs: float = 1.0,
+    steps: int | None = None,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    max_len: int = 256,
+    seed: int = 0,
+    metrics: str | None = None,
+    threads: int | None = None,
+) -> dict:
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    model, tokenizer = load_model(model_path)
+    model.train()
+    records = [json.loads(line) for line in Path(data).read_text().splitlines() if line.strip()]
+    examples = sft_examples(records, tokenizer, tools, max_len)
+    total = steps if steps is not None else max(1, math.ceil(len(examples) * epochs / batch_size))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    metrics_path = Path(metrics) if metrics else Path(output) / "sft-metrics.jsonl"
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    order: list[int] = []
+    started = time.monotonic()
+    losses = []
+    with metrics_path.open("a") as sink:
+        for step in range(1, total + 1):
+            chosen = []
+            while len(chosen) < batch_size:
+                if not order:
+                    order = list(range(len(examples)))
+                    rng.shuffle(order)
+                chosen.append(examples[order.pop()])
+            width = max(len(ids) for ids, _ in chosen) - 1
+            input_ids = torch.full((len(chosen), width), pad_id, dtype=torch.long)
+            labels = torch.full((len(chosen), width), -100, dtype=torch.long)
+            attention = torch.zeros((len(chosen), width), dtype=torch.long)
+            for row, (ids, label) in enumerate(chosen):
+                n = len(ids) - 1
+                input_ids[row, :n] = torch.tensor(ids[:-1], dtype=torch.long)
+                labels[row, :n] = torch.tensor(label[1:], dtype=torch.long)
+                attention[row, :n] = 1
+            logits = model(input_ids=input_ids, attention_mask=attention).logits
+            loss = torch.nn.functional.cross_entropy(
+                logits.flatten(0, 1), labels.flatten(), ignore_index=-100
+            )
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+            sink.write(json.dumps({"sft_step": step, "loss": round(losses[-1], 6)}) + "\n")
+    save_model(model, tokenizer, output)
+    return {
+        "steps": total,
+        "examples": len(examples),
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "seconds": round(time.monotonic() - started, 1),
+        "output": output,
+    }
