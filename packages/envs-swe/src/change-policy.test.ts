@@ -82,6 +82,8 @@ describe('sortOutChange', () => {
         added('__tests__/x.js'),
         deleted('tests', 'directory'),
         deleted('pytest.ini'),
+        added('pytest.toml'),
+        added('.pytest.toml'),
         added('tox.ini'),
         added('pkg/setup.cfg'),
         added('tests/pyproject.toml'),
@@ -116,6 +118,9 @@ describe('sortOutChange', () => {
       '__tests__/x.js': 'test file',
       tests: 'test file',
       'pytest.ini': 'test configuration',
+      // pytest 9 reads pytest.toml and .pytest.toml (the bundled image's pytest 7 does not).
+      'pytest.toml': 'test configuration',
+      '.pytest.toml': 'test configuration',
       'tox.ini': 'test configuration',
       'pkg/setup.cfg': 'test configuration',
       'tests/pyproject.toml': 'test file',

@@ -37,7 +37,7 @@ const TEST_DIRECTORIES = new Set(['test', 'tests', '__tests__']);
 const TEST_FILE = /^(test_[^/]*\.py|[^/]*_test\.py|[^/]*\.(test|spec)\.[cm]?[jt]sx?)$/;
 /** Files that configure a test runner, at any depth. */
 const RUNNER_CONFIG =
-  /^(conftest\.py|pytest\.ini|\.pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml|package\.json|\.npmrc|\.yarnrc(\.yml)?|\.pnpmfile\.cjs|\.mocharc(\.[a-z]+)?|\.babelrc(\.[a-z]+)?|babel\.config\.[cm]?js(on)?|jest\.config\.[cm]?[jt]s(on)?|vitest\.config\.[cm]?[jt]s|\.nycrc(\.[a-z]+)?)$/;
+  /^(conftest\.py|\.?pytest\.(ini|toml)|tox\.ini|setup\.cfg|pyproject\.toml|package\.json|\.npmrc|\.yarnrc(\.yml)?|\.pnpmfile\.cjs|\.mocharc(\.[a-z]+)?|\.babelrc(\.[a-z]+)?|babel\.config\.[cm]?js(on)?|jest\.config\.[cm]?[jt]s(on)?|vitest\.config\.[cm]?[jt]s|\.nycrc(\.[a-z]+)?)$/;
 /** What the interpreter loads on its own: path hooks, start-up modules, package metadata, bytecode. */
 const STARTUP_HOOK = /(^|\/)([^/]+\.pth|sitecustomize\.py|usercustomize\.py|[^/]+\.egg-link|[^/]+\.py[co])$/;
 const METADATA_DIRECTORY = /(^|\/)([^/]+\.(dist-info|egg-info)|__pycache__)(\/|$)/;

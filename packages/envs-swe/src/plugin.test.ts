@@ -15,5 +15,11 @@ describe('the swe env from a config file', () => {
     );
     expect(() => create({ tasks: 'bundled', grading: { poolSize: -1 } })).toThrow(/grading\.poolSize/);
     expect(() => create({ tasks: 'bundled', grading: { limits: { memory: 1 } } })).toThrow(/grading\.limits/);
+    expect(() =>
+      create({ tasks: 'bundled', grading: { limits: { diskMb: 512 }, diskLimitMode: 'tmpfs' } }),
+    ).not.toThrow();
+    expect(() => create({ tasks: 'bundled', grading: { diskLimitMode: 'loop' } })).toThrow(
+      /grading\.diskLimitMode/,
+    );
   });
 });

@@ -29,6 +29,7 @@ export const sweGradingSettingsSchema = z
         memoryMb: z.number().positive().optional(),
         cpus: z.number().positive().optional(),
         pids: z.number().int().positive().optional(),
+        diskMb: z.number().positive().optional(),
       })
       .strict()
       .optional(),
@@ -36,6 +37,7 @@ export const sweGradingSettingsSchema = z
     maxFileBytes: z.number().int().positive().optional(),
     maxChangeBytes: z.number().int().positive().optional(),
     maxDiffChars: z.number().int().positive().optional(),
+    diskLimitMode: z.enum(['writable-layer', 'tmpfs']).optional(),
   })
   .strict();
 

@@ -95,6 +95,8 @@ export interface SweGraderSettings {
   poolSize?: number;
   /** Resource limits of grading containers (default: 2048 MB, 1 CPU, 512 processes). */
   limits?: SandboxSpec['limits'];
+  /** How the grading containers' `limits.diskMb` is enforced (the docker provider's `diskLimitMode`, default `writable-layer`). */
+  diskLimitMode?: 'writable-layer' | 'tmpfs';
   /** Archive bytes of the rollout's repository read before it counts as too large (default 1 GiB). */
   maxTreeBytes?: number;
   /** Bytes of one changed file applied; a larger file is dropped (default 10 MiB). */
@@ -216,6 +218,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
               workdir: SWE_WORKDIR,
               poolSize: settings.poolSize ?? 1,
               limits,
+              ...(settings.diskLimitMode ? { diskLimitMode: settings.diskLimitMode } : {}),
               labels: { 'shears.swe.grader': 'true' },
             }),
           );
@@ -276,14 +279,30 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
         const before = pristine.get(entry.path);
         return before?.type !== 'file' || before.sha256 !== entry.sha256;
       };
-      const tree = await readContainerTree(container, SWE_WORKDIR, {
-        skip: isRootGit,
-        keep: differs,
-        ...(settings.maxTreeBytes !== undefined ? { maxTreeBytes: settings.maxTreeBytes } : {}),
-        ...(settings.maxFileBytes !== undefined ? { maxFileBytes: settings.maxFileBytes } : {}),
-        ...(settings.maxChangeBytes !== undefined ? { maxKeptBytes: settings.maxChangeBytes } : {}),
-        ...(signal ? { signal } : {}),
-      });
+      let tree: TreeManifest;
+      try {
+        tree = await readContainerTree(container, SWE_WORKDIR, {
+          skip: isRootGit,
+          keep: differs,
+          ...(settings.maxTreeBytes !== undefined ? { maxTreeBytes: settings.maxTreeBytes } : {}),
+          ...(settings.maxFileBytes !== undefined ? { maxFileBytes: settings.maxFileBytes } : {}),
+          ...(settings.maxChangeBytes !== undefined ? { maxKeptBytes: settings.maxChangeBytes } : {}),
+          ...(signal ? { signal } : {}),
+        });
+      } catch (error) {
+        // The agent moved or removed its repository (the container is there, the path is not): that
+        // is a change deleting every file, graded as such, not a failure of the infrastructure.
+        const status = (error as { cause?: { statusCode?: number } }).cause?.statusCode;
+        if (
+          status === 404 &&
+          (await container.inspect().then(
+            () => true,
+            () => false,
+          ))
+        )
+          return new Map();
+        throw error;
+      }
       // A hard link's bytes are those of an earlier entry, which may not have been kept: read it on its own.
       for (const entry of tree.values()) {
         if (!entry.hardLinkTo || entry.content || entry.oversize) continue;
@@ -460,6 +479,7 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
         throw error;
       }
       let mark = performance.now();
+      const repositoryMissing = rolloutTree.get('')?.type !== 'directory';
       const changes = diffTrees(pristine, rolloutTree);
       const names = task.test.runner === 'pytest' ? await moduleNames(image, grading) : undefined;
       const { applied, dropped } = sortOutChange(changes, {
@@ -479,6 +499,10 @@ export function createSweGrader(settings: SweGraderSettings = {}): SweGrader {
       const diff = renderChangeDiff(changes, originals, { maxChars });
       const droppedDiff = renderChangeDiff(droppedChanges, originals, { maxChars });
       audit.suspicious = suspiciousHints(applied, originals, testPaths);
+      if (repositoryMissing)
+        audit.suspicious.unshift(
+          `${SWE_WORKDIR} was missing from the rollout's container or not a folder: graded as every file deleted`,
+        );
 
       mark = phase('diffMs', mark);
       try {

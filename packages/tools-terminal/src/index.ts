@@ -6,10 +6,16 @@ export type { ActionPolicy, ActionPolicySettings, PolicyDecision, PolicyToolCall
 export { actionPolicySettingsSchema, createActionPolicy } from './action-policy.js';
 export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
 export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
-export type { DockerSandboxProvider, DockerSandboxSettings } from './docker/docker-sandbox-provider.js';
+export type {
+  DockerSandboxProvider,
+  DockerSandboxSettings,
+  StorageDriverInfo,
+} from './docker/docker-sandbox-provider.js';
 export {
   createDockerSandboxProvider,
   dockerSandboxSettingsSchema,
+  supportsWritableLayerLimit,
+  tmpfsTargets,
 } from './docker/docker-sandbox-provider.js';
 export type { LocalSandbox, LocalSandboxSettings } from './local/local-sandbox-provider.js';
 export {

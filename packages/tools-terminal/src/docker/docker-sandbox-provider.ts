@@ -42,6 +42,14 @@ export const dockerSandboxSettingsSchema = z
     /** Scratch directory inside the container (persisted tool results go here). */
     tempDir: z.string().startsWith('/').default('/tmp/shears'),
     limits: limitsSchema.default({ memoryMb: 2048, cpus: 1, pids: 512 }),
+    /**
+     * How `limits.diskMb` is enforced. `writable-layer`: a size limit on the container's writable
+     * layer (`--storage-opt size=`), which Docker supports on overlay2 over xfs mounted with pquota,
+     * btrfs, zfs and devicemapper; on any other driver acquire is refused with the reason.
+     * `tmpfs`: a read-only root filesystem, with the workdir and the scratch folder on tmpfs volumes
+     * of `diskMb` each (memory on the Docker host; the image's workdir content is copied in).
+     */
+    diskLimitMode: z.enum(['writable-layer', 'tmpfs']).default('writable-layer'),
     /** Network for sandboxes whose spec says nothing: off by default. */
     network: z.enum(['none', 'bridge']).default('none'),
     /** `network: 'host'` is refused unless this is set. */
@@ -95,6 +103,38 @@ interface HostState {
   load: number;
   healthy: boolean;
   reaped: boolean;
+  /** The daemon's storage driver, asked once (only when a disk limit is set). */
+  storage?: Promise<StorageDriverInfo>;
+}
+
+export interface StorageDriverInfo {
+  /** `overlay2`, `btrfs`, `zfs`, `devicemapper`, `vfs`, `fuse-overlayfs`, … */
+  driver: string;
+  /** What the driver's data sits on (`extfs`, `xfs`, …), from `docker info`; undefined when not reported. */
+  backingFilesystem: string | undefined;
+}
+
+/**
+ * Whether Docker can limit a container's writable layer on this storage driver. overlay2 needs xfs
+ * mounted with `pquota`, which `docker info` does not report: the daemon itself refuses the
+ * create when the option is missing, and that refusal is turned into the same explanation.
+ */
+export function supportsWritableLayerLimit(info: StorageDriverInfo): boolean {
+  if (['btrfs', 'zfs', 'devicemapper', 'windowsfilter'].includes(info.driver)) return true;
+  return info.driver === 'overlay2' && info.backingFilesystem === 'xfs';
+}
+
+function describeStorage(info: StorageDriverInfo): string {
+  return info.backingFilesystem ? `${info.driver} on ${info.backingFilesystem}` : info.driver;
+}
+
+/** The directories a tmpfs-mode sandbox may write: the workdir and the top folder of the scratch dir. */
+export function tmpfsTargets(workdir: string, tempDir: string): string[] {
+  const scratch = tempDir.startsWith('/tmp/') || tempDir === '/tmp' ? '/tmp' : tempDir;
+  const inside = (path: string, parent: string) => path === parent || path.startsWith(`${parent}/`);
+  if (inside(scratch, workdir)) return [workdir];
+  if (inside(workdir, scratch)) return [scratch];
+  return [workdir, scratch];
 }
 
 interface ContainerConfig {
@@ -103,6 +143,7 @@ interface ContainerConfig {
   memoryMb: number | undefined;
   cpus: number | undefined;
   pids: number | undefined;
+  diskMb: number | undefined;
   network: 'none' | 'bridge' | 'host';
   labels: Record<string, string>;
 }
@@ -186,7 +227,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
           load: 0,
           healthy: true,
           reaped: false,
-        };
+        } as HostState;
       });
       startReaper();
       return states;
@@ -225,12 +266,145 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       memoryMb: limits.memoryMb,
       cpus: limits.cpus,
       pids: limits.pids,
+      diskMb: limits.diskMb,
       network,
       labels: { ...config.labels, ...spec.labels },
     };
   };
 
   const poolKey = (container: ContainerConfig) => JSON.stringify(container);
+
+  const storageOf = (host: HostState): Promise<StorageDriverInfo> => {
+    if (!host.storage) {
+      const asked = host.docker.info().then((info: { Driver?: string; DriverStatus?: unknown }) => {
+        const status = Array.isArray(info.DriverStatus) ? (info.DriverStatus as unknown[]) : [];
+        const backing = status.find(
+          (entry): entry is [string, string] => Array.isArray(entry) && entry[0] === 'Backing Filesystem',
+        );
+        return { driver: String(info.Driver ?? 'unknown'), backingFilesystem: backing?.[1] };
+      });
+      host.storage = asked;
+      asked.catch(() => {
+        if (host.storage === asked) host.storage = undefined;
+      });
+    }
+    return host.storage;
+  };
+
+  const refuseDisk = (host: HostState, diskMb: number, why: string, cause?: unknown): InvalidArgumentError =>
+    new InvalidArgumentError({
+      argument: 'limits.diskMb',
+      value: diskMb,
+      message: `limits.diskMb (${diskMb} MB) cannot be enforced on ${host.host.url}: ${why}`,
+      ...(cause !== undefined ? { cause } : {}),
+    });
+
+  const writableLayerAdvice =
+    "Docker limits a container's writable layer only on overlay2 over xfs mounted with pquota, btrfs, zfs and devicemapper. Set diskLimitMode: 'tmpfs' (read-only root filesystem, workdir and /tmp on size-limited tmpfs volumes) or remove limits.diskMb.";
+
+  /** The HostConfig fields that enforce `limits.diskMb`, or a refusal in words. */
+  const diskHostConfig = async (
+    host: HostState,
+    container: ContainerConfig,
+  ): Promise<Partial<Dockerode.HostConfig>> => {
+    const diskMb = container.diskMb;
+    if (diskMb === undefined) return {};
+    // A writable bind is a folder on the host's disk that no container limit covers.
+    const writable = config.binds.filter((bind) => !bind.endsWith(':ro'));
+    if (writable.length > 0)
+      throw refuseDisk(
+        host,
+        diskMb,
+        `binds ${writable.map((bind) => `"${bind}"`).join(', ')} would be written on the host's disk outside any limit (mount them ":ro")`,
+      );
+    // Volumes the image declares would be anonymous volumes on the host's disk, outside any limit.
+    const image = (await host.docker
+      .getImage(container.image)
+      .inspect()
+      .catch(() => undefined)) as { Config?: { Volumes?: Record<string, unknown> | null } } | undefined;
+    const declared = Object.keys(image?.Config?.Volumes ?? {});
+    if (declared.length > 0)
+      throw refuseDisk(
+        host,
+        diskMb,
+        `image "${container.image}" declares volumes (${declared.join(', ')}), which Docker keeps on the host's disk outside any size limit`,
+      );
+    if (config.diskLimitMode === 'tmpfs') {
+      const size = `size=${Math.ceil(diskMb)}m`;
+      return {
+        ReadonlyRootfs: true,
+        Mounts: tmpfsTargets(container.workdir, config.tempDir).map((target) => ({
+          Type: 'volume' as const,
+          Source: '', // anonymous: removed with the container
+          Target: target,
+          VolumeOptions: {
+            // Docker's copy of the image's content would be lost when the tmpfs is unmounted after it.
+            NoCopy: true,
+            Labels: {},
+            DriverConfig: {
+              Name: 'local',
+              Options: {
+                type: 'tmpfs',
+                device: 'tmpfs',
+                o: target === container.workdir ? size : `${size},mode=1777`,
+              },
+            },
+          },
+        })),
+      };
+    }
+    const storage = await storageOf(host);
+    if (!supportsWritableLayerLimit(storage))
+      throw refuseDisk(
+        host,
+        diskMb,
+        `its storage driver is ${describeStorage(storage)}. ${writableLayerAdvice}`,
+      );
+    return { StorageOpt: { size: `${Math.ceil(diskMb)}M` } };
+  };
+
+  /**
+   * A tmpfs volume starts empty (Docker's copy of the image's content into a new volume is lost
+   * when a tmpfs volume is unmounted after the copy), so the image's workdir is copied in from a
+   * created, never started, container of the same image.
+   */
+  const copyImageWorkdir = async (
+    host: HostState,
+    container: ContainerConfig,
+    target: Dockerode.Container,
+  ) => {
+    const source = await host.docker.createContainer({
+      Image: container.image,
+      Cmd: ['/bin/sh'],
+      Labels: {
+        [LABELS.managed]: 'true',
+        [LABELS.ownerPid]: String(process.pid),
+        [LABELS.hostId]: hostId,
+        [LABELS.providerId]: providerId,
+        [LABELS.createdAt]: new Date().toISOString(),
+      },
+      NetworkDisabled: true,
+      HostConfig: { NetworkMode: 'none', LogConfig: { Type: 'none', Config: {} } },
+    });
+    try {
+      // The workdir is a volume itself (its content goes in), or lies inside one (the folder goes in).
+      const workdir = container.workdir.replace(/\/+$/, '') || '/';
+      const isMount = tmpfsTargets(container.workdir, config.tempDir).includes(container.workdir);
+      let archive: NodeJS.ReadableStream;
+      try {
+        archive = await source.getArchive({ path: isMount ? `${workdir}/.` : workdir });
+      } catch (error) {
+        if ((error as { statusCode?: number }).statusCode === 404) return; // nothing at workdir in the image
+        throw error;
+      }
+      const into = isMount ? workdir : workdir.slice(0, workdir.lastIndexOf('/')) || '/';
+      const response = (await target.putArchive(archive, { path: into })) as unknown;
+      if (response && typeof (response as NodeJS.ReadableStream).resume === 'function')
+        for await (const _ of response as AsyncIterable<unknown>);
+    } finally {
+      await source.remove({ force: true, v: true }).catch(() => undefined);
+    }
+  };
 
   const createSandbox = async (
     host: HostState,
@@ -241,6 +415,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
     const memoryBytes = container.memoryMb ? Math.floor(container.memoryMb * 1024 * 1024) : undefined;
     let created: Dockerode.Container | undefined;
     try {
+      const disk = await diskHostConfig(host, container);
       created = await host.docker.createContainer({
         Image: container.image,
         name: `shears-${id}`,
@@ -266,11 +441,16 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
           ...(memoryBytes ? { Memory: memoryBytes, MemorySwap: memoryBytes } : {}),
           ...(container.cpus ? { NanoCpus: Math.round(container.cpus * 1e9) } : {}),
           ...(container.pids ? { PidsLimit: container.pids } : {}),
+          // The main process's output would go to a log file on the host's disk that nothing
+          // limits, and any process in the container can write there through /proc/1/fd/1.
+          LogConfig: { Type: 'none', Config: {} },
+          ...disk,
           AutoRemove: false,
           ...(config.binds.length > 0 ? { Binds: [...config.binds] } : {}),
         },
       });
       await created.start();
+      if (disk.Mounts) await copyImageWorkdir(host, container, created);
       const sandbox = new DockerSandbox({
         id,
         docker: host.docker,
@@ -287,7 +467,15 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       return sandbox;
     } catch (error) {
       if (created) await created.remove({ force: true, v: true }).catch(() => undefined);
+      if (InvalidArgumentError.isInstance(error)) throw error;
       const message = (error as Error)?.message ?? String(error);
+      if (container.diskMb !== undefined && /storage-?opt|pquota|quota/i.test(message))
+        throw refuseDisk(
+          host,
+          container.diskMb,
+          `the daemon refused the size limit (${message}). ${writableLayerAdvice}`,
+          error,
+        );
       if ((error as { statusCode?: number }).statusCode === 404 && /image/i.test(message)) {
         throw new SandboxError({
           message: `Docker image "${container.image}" not found on ${host.host.url} (build or pull it first)`,
