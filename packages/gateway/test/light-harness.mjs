@@ -4,7 +4,7 @@
 // It knows nothing of shears but what every harness is given: base URL, key, model and task.
 // LIGHT_MODE changes how it ends: `exit3` exits 3 after its answer, `hang` hangs after its first
 // request (with a grandchild that hangs too), `leak` writes its base URL and key to LIGHT_LEAK_TO.
-import { spawnSync, spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import OpenAI from 'openai';
 
@@ -15,7 +15,10 @@ const client = new OpenAI({
   maxRetries: 0,
 });
 if (mode === 'leak')
-  writeFileSync(process.env.LIGHT_LEAK_TO, JSON.stringify({ url: process.env.SHEARS_OPENAI_BASE_URL, key: process.env.SHEARS_API_KEY }));
+  writeFileSync(
+    process.env.LIGHT_LEAK_TO,
+    JSON.stringify({ url: process.env.SHEARS_OPENAI_BASE_URL, key: process.env.SHEARS_API_KEY }),
+  );
 const tools = [
   {
     type: 'function',
@@ -31,7 +34,11 @@ const messages = [
   { role: 'user', content: process.env.SHEARS_PROMPT },
 ];
 for (let turn = 0; turn < 10; turn++) {
-  const completion = await client.chat.completions.create({ model: process.env.SHEARS_MODEL, messages, tools });
+  const completion = await client.chat.completions.create({
+    model: process.env.SHEARS_MODEL,
+    messages,
+    tools,
+  });
   const message = completion.choices[0].message;
   messages.push(message);
   if (mode === 'hang') {
@@ -45,7 +52,11 @@ for (let turn = 0; turn < 10; turn++) {
   for (const call of message.tool_calls) {
     const { command } = JSON.parse(call.function.arguments);
     const result = spawnSync('sh', ['-c', command], { encoding: 'utf8' });
-    messages.push({ role: 'tool', tool_call_id: call.id, content: `${result.stdout}${result.stderr}exit ${result.status}` });
+    messages.push({
+      role: 'tool',
+      tool_call_id: call.id,
+      content: `${result.stdout}${result.stderr}exit ${result.status}`,
+    });
   }
 }
 console.log('turn limit');
