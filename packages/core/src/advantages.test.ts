@@ -25,6 +25,17 @@ describe('advantage estimators', () => {
     expect(rlooAdvantages([3])).toEqual([0]);
   });
 
+  it('a group of equal scores gets exactly 0 from every estimator, even where the mean misses by an ulp', () => {
+    // Seven 0.1s average to 0.09999999999999999 and eight 0.7s to 0.7000000000000001: without the
+    // equality check GRPO gave each rollout ~1.4e-9, a signal the trainer would learn from.
+    for (const scores of [Array(7).fill(0.1), Array(8).fill(0.7), Array(16).fill(1 / 3)]) {
+      for (const estimator of Object.values(ADVANTAGE_ESTIMATORS)) {
+        expect(estimator.compute(scores).every((advantage) => Object.is(advantage, 0))).toBe(true);
+      }
+      expect(grpoAdvantages(scores, { std: 'population' }).every((a) => Object.is(a, 0))).toBe(true);
+    }
+  });
+
   it('rejects non-finite scores with the index', () => {
     expect(() => grpoAdvantages([1, Number.NaN])).toThrow(/score 1/);
   });

@@ -21,6 +21,15 @@ function mean(values: readonly number[]): number {
   return values.reduce((sum, value) => sum + value, 0) / values.length;
 }
 
+/**
+ * Whether every score is the same number. Such a group carries no signal, and its advantages are
+ * exactly 0: the floating-point mean of equal values can miss them by one ulp (seven 0.1s average
+ * to 0.09999999999999999), which would otherwise give every rollout a tiny advantage (~1e-9).
+ */
+function noSpread(scores: readonly number[]): boolean {
+  return scores.every((score) => score === scores[0]);
+}
+
 function checkScores(scores: readonly number[]): void {
   scores.forEach((score, index) => {
     if (typeof score !== 'number' || !Number.isFinite(score)) {
@@ -37,6 +46,7 @@ function checkScores(scores: readonly number[]): void {
 export function grpoAdvantages(scores: readonly number[], options: GrpoOptions = {}): number[] {
   checkScores(scores);
   if (scores.length === 0) return [];
+  if (noSpread(scores)) return scores.map(() => 0);
   const average = mean(scores);
   const denominator = options.std === 'population' ? scores.length : scores.length - 1;
   const variance =
@@ -50,6 +60,7 @@ export function grpoAdvantages(scores: readonly number[], options: GrpoOptions =
 export function drGrpoAdvantages(scores: readonly number[]): number[] {
   checkScores(scores);
   if (scores.length === 0) return [];
+  if (noSpread(scores)) return scores.map(() => 0);
   const average = mean(scores);
   return scores.map((score) => score - average);
 }
@@ -57,7 +68,7 @@ export function drGrpoAdvantages(scores: readonly number[]): number[] {
 /** RLOO: score − mean of the other rollouts' scores. A single rollout gets 0. */
 export function rlooAdvantages(scores: readonly number[]): number[] {
   checkScores(scores);
-  if (scores.length < 2) return scores.map(() => 0);
+  if (scores.length < 2 || noSpread(scores)) return scores.map(() => 0);
   const total = scores.reduce((sum, score) => sum + score, 0);
   return scores.map((score) => score - (total - score) / (scores.length - 1));
 }
