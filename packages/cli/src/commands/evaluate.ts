@@ -174,7 +174,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const force = context.flags.force === true;
   const elsewhere = '--evaluate.out OTHER.jsonl';
   // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
-  const identity = context.redact.value(runIdentity(config, 'evaluate'));
+  const identity = context.redact.value(runIdentity(config, 'evaluate', io.cwd));
   const success = successRule(config.run.success_threshold);
 
   checkRunConfig(config);

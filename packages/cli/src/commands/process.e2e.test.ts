@@ -191,6 +191,43 @@ describe('shears process --resume', () => {
     expect(unknown.stderr).toContain('runs/p.run.json, which says which run wrote it, is missing');
   });
 
+  it('refuses to resume after the plugin package that made the run changed version', async () => {
+    // An upgraded reward function is another run: its groups must not be mixed with the old ones.
+    const dir = workdir();
+    const packDir = join(dir, 'probe-pkg');
+    mkdirSync(packDir);
+    writeProbePack(packDir);
+    const manifest = (version: string) =>
+      JSON.stringify({ name: 'probe-pkg', version, type: 'module', exports: './probe-pack.mjs' });
+    writeFileSync(join(packDir, 'package.json'), manifest('1.0.0'));
+    const args = [
+      'process',
+      '--plugins',
+      JSON.stringify([packDir]),
+      '--env',
+      'probe',
+      '--groups',
+      '2',
+      '--group-size',
+      '2',
+      '--out',
+      'runs/v.jsonl',
+      '--no-report',
+    ];
+    expect((await runShears(args, { cwd: dir })).code).toBe(0);
+    const record = JSON.parse(readFileSync(join(dir, 'runs/v.run.json'), 'utf8'));
+    expect(record.identity.versions[packDir]).toBe('probe-pkg@1.0.0');
+    expect(record.identity.versions.shears).toMatch(/^\d+\.\d+\.\d+/);
+    // The same code resumes.
+    expect((await runShears([...args, '--resume'], { cwd: dir })).code).toBe(0);
+    writeFileSync(join(packDir, 'package.json'), manifest('1.1.0'));
+    const upgraded = await runShears([...args, '--resume'], { cwd: dir });
+    expect(upgraded.code, upgraded.stderr).toBe(2);
+    expect(upgraded.stderr).toContain('cannot resume runs/v.jsonl: it was made by a different run');
+    expect(upgraded.stderr).toContain('probe-pkg@1.0.0');
+    expect(upgraded.stderr).toContain('probe-pkg@1.1.0');
+  });
+
   it('refuses when a task changed under the same id', async () => {
     const dir = workdir();
     const tasks = join(dir, 'tasks.json');

@@ -55,7 +55,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const force = context.flags.force === true;
   const elsewhere = '--out OTHER.jsonl';
   // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
-  const identity = context.redact.value(runIdentity(config, 'process'));
+  const identity = context.redact.value(runIdentity(config, 'process', io.cwd));
 
   checkRunConfig(config);
   // Before anything runs: which files exist, and whether they may be replaced or continued.

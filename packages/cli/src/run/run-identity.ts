@@ -4,8 +4,10 @@
 // beside the JSONL (`runs/x.run.json`) when a run starts; a resume compares field by field and
 // refuses, naming each difference. Secrets are never part of it (a rotated key is the same run).
 import { existsSync, readFileSync } from 'node:fs';
-import { relative } from 'node:path';
-import { type EnvItem, InvalidArgumentError, safeParseJson } from '@shears/core';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type EnvItem, InvalidArgumentError, resolvePluginUrl, safeParseJson } from '@shears/core';
+import { cliVersion } from '../args.js';
 import type { ShearsConfig } from '../config/config-schema.js';
 import { isSecretField } from '../redact.js';
 
@@ -66,8 +68,46 @@ function judgeIdentity(judge: ShearsConfig['judge'] | ShearsConfig['group_judge'
   return withoutSecrets(judge);
 }
 
+/** `name@version` of the package holding a plugin, or the specifier when it has none. */
+function pluginVersion(specifier: string, cwd: string): string {
+  try {
+    let directory = dirname(fileURLToPath(resolvePluginUrl(specifier, { from: cwd })));
+    for (;;) {
+      const manifest = join(directory, 'package.json');
+      if (existsSync(manifest)) {
+        const { name, version } = JSON.parse(readFileSync(manifest, 'utf8')) as {
+          name?: string;
+          version?: string;
+        };
+        if (name && version) return `${name}@${version}`;
+      }
+      const parent = dirname(directory);
+      if (parent === directory) return specifier;
+      directory = parent;
+    }
+  } catch {
+    // Not resolvable here: loading the plugin reports it in its own words.
+    return specifier;
+  }
+}
+
+/**
+ * The code a run's rewards and rollouts come from: the shears version (the built-in plugins are
+ * released with it) and the version of each configured plugin package. An upgraded reward
+ * function is another run.
+ */
+export function runVersions(config: ShearsConfig, cwd: string): Record<string, string> {
+  const versions: Record<string, string> = { shears: cliVersion() };
+  for (const specifier of config.plugins) versions[specifier] = pluginVersion(specifier, cwd);
+  return versions;
+}
+
 /** The identity of a run of `command` with `config` (k for evaluate, group size for process). */
-export function runIdentity(config: ShearsConfig, command: 'process' | 'evaluate'): Record<string, unknown> {
+export function runIdentity(
+  config: ShearsConfig,
+  command: 'process' | 'evaluate',
+  cwd?: string,
+): Record<string, unknown> {
   const identity: Record<string, unknown> = {
     plugins: config.plugins,
     'env.name': config.env.name,
@@ -94,6 +134,9 @@ export function runIdentity(config: ShearsConfig, command: 'process' | 'evaluate
     judge: judgeIdentity(config.judge),
     group_judge: judgeIdentity(config.group_judge),
   };
+  // Compared only against records that have it (written before versions were recorded, a record
+  // cannot tell which code produced it).
+  if (cwd !== undefined) identity.versions = runVersions(config, cwd);
   if (command === 'evaluate') identity['evaluate.k'] = config.evaluate.k;
   else {
     identity['env.group_size'] = config.env.group_size;
@@ -166,6 +209,7 @@ export function checkResumable(options: {
     (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
   const differences = keys
     .filter((key) => !(!(key in before) && unset(options.identity[key])))
+    .filter((key) => !(key === 'versions' && !(key in before)))
     .filter((key) => canonicalJson(before[key]) !== canonicalJson(options.identity[key]))
     .map((key) => `${key} was ${show(before[key])}, now ${show(options.identity[key])}`);
   if (differences.length > 0) throw refuse(`it was made by a different run: ${differences.join('; ')}`);
