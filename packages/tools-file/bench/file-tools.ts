@@ -13,8 +13,7 @@ import {
   type ToolV1,
 } from '@shears/core';
 import { createDockerSandboxProvider, createLocalSandboxProvider } from '@shears/tools-terminal';
-import { startDockerd } from '../../../scripts/test-infra/dockerd.js';
-import { ensureImage } from '../../../scripts/test-infra/images.js';
+import { startDockerService } from '../../../scripts/test-infra/dockerd.js';
 import { createFileTools } from '../src/index.js';
 
 const N = Number(process.env.BENCH_N ?? 30);
@@ -95,17 +94,13 @@ async function run(backend: string, provider: SandboxProviderV1): Promise<void> 
 
 await run('local', createLocalSandboxProvider());
 if (process.env.BENCH_DOCKER !== '0') {
-  let host = process.env.SHEARS_TEST_DOCKER_HOST;
-  let stop: (() => Promise<void>) | undefined;
-  if (!host) {
-    const daemon = await startDockerd();
-    host = daemon.host;
-    stop = daemon.stop;
-  }
+  // The test run's Docker service: SHEARS_TEST_DOCKER_HOST if set, else a private dockerd; busybox image.
+  const docker = await startDockerService();
+  if (!docker) throw new Error('no Docker daemon for the docker figures (set BENCH_DOCKER=0 to skip them)');
   try {
-    const image = process.env.SHEARS_TEST_DOCKER_IMAGE ?? (await ensureImage('busybox', { host }));
-    await run('docker', createDockerSandboxProvider({ hosts: [host], image }));
+    const { SHEARS_TEST_DOCKER_HOST: host, SHEARS_TEST_DOCKER_IMAGE: image } = docker.env;
+    await run('docker', createDockerSandboxProvider({ hosts: [host!], image: image! }));
   } finally {
-    await stop?.();
+    await docker.teardown();
   }
 }
