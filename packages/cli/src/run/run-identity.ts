@@ -96,7 +96,7 @@ function pluginVersion(specifier: string, cwd: string): string {
  * released with it) and the version of each configured plugin package. An upgraded reward
  * function is another run.
  */
-export function runVersions(config: ShearsConfig, cwd: string): Record<string, string> {
+function runVersions(config: ShearsConfig, cwd: string): Record<string, string> {
   const versions: Record<string, string> = { shears: cliVersion() };
   for (const specifier of config.plugins) versions[specifier] = pluginVersion(specifier, cwd);
   return versions;
@@ -106,7 +106,7 @@ export function runVersions(config: ShearsConfig, cwd: string): Record<string, s
 export function runIdentity(
   config: ShearsConfig,
   command: 'process' | 'evaluate',
-  cwd?: string,
+  cwd: string,
 ): Record<string, unknown> {
   const identity: Record<string, unknown> = {
     plugins: config.plugins,
@@ -136,7 +136,7 @@ export function runIdentity(
   };
   // Compared only against records that have it (written before versions were recorded, a record
   // cannot tell which code produced it).
-  if (cwd !== undefined) identity.versions = runVersions(config, cwd);
+  identity.versions = runVersions(config, cwd);
   if (command === 'evaluate') identity['evaluate.k'] = config.evaluate.k;
   else {
     identity['env.group_size'] = config.env.group_size;
