@@ -45,15 +45,19 @@ export function createHelloEnv(settings = {}) {
       return { maxTurns: 4 };
     },
     // Optional hook for `shears process` with `server.provider: scripted` (no model, no key): a
-    // scripted policy that plays these tasks, greeting the right name in every other rollout.
+    // scripted policy that plays these tasks. It greets the right name at the first attempt at each
+    // task and the wrong one at the second (counted per task, not per request, so concurrent
+    // rollouts get the same answers whatever order their requests arrive in).
     demoPolicy() {
-      let calls = 0;
+      const attempts = new Map();
       return (request) => {
         const last = request.messages.at(-1);
         if (last?.role === 'tool') return { content: 'done' };
-        const name = /Greet (\S+) with/.exec(String(last?.content ?? ''))?.[1] ?? 'nobody';
-        calls++;
-        return { toolCalls: [{ name: 'hello', arguments: { name: calls % 2 === 1 ? name : 'Nobody' } }] };
+        const prompt = String(last?.content ?? '');
+        const name = /Greet (\S+) with/.exec(prompt)?.[1] ?? 'nobody';
+        const attempt = (attempts.get(prompt) ?? 0) + 1;
+        attempts.set(prompt, attempt);
+        return { toolCalls: [{ name: 'hello', arguments: { name: attempt % 2 === 1 ? name : 'Nobody' } }] };
       };
     },
     async computeReward(item, _rollout, context) {

@@ -79,19 +79,21 @@ export function createAnswersEnv(raw: Record<string, unknown> = {}): EnvV1<Answe
   };
 }
 
-/** The demo-policy hook: with `server.provider: scripted`, this plays the env (right in every other call). */
+/**
+ * The demo-policy hook: with `server.provider: scripted`, this plays the env. It answers each
+ * question right at its first attempt and wrong at its second (and so on), counted per question,
+ * so every group of two holds one of each whatever order the rollouts' requests arrive in.
+ */
 export function answersDemoPolicy(): (request: ScriptedChatRequest) => ScriptedReply {
-  let calls = 0;
+  const attempts = new Map<string, number>();
   return (request) => {
     const last = request.messages.at(-1);
     if (last?.role === 'tool') return { content: 'Done.' };
-    const [a = 0, b = 0] = (/What is (\d+) \+ (\d+)/.exec(String(last?.content ?? '')) ?? [])
-      .slice(1)
-      .map(Number);
-    calls++;
-    return {
-      toolCalls: [{ name: 'write_answer', arguments: { value: calls % 2 === 1 ? a + b : a + b + 1 } }],
-    };
+    const question = String(last?.content ?? '');
+    const [a = 0, b = 0] = (/What is (\d+) \+ (\d+)/.exec(question) ?? []).slice(1).map(Number);
+    const attempt = (attempts.get(question) ?? 0) + 1;
+    attempts.set(question, attempt);
+    return { toolCalls: [{ name: 'write_answer', arguments: { value: attempt % 2 === 1 ? a + b : a + b + 1 } }] };
   };
 }
 
