@@ -93,7 +93,9 @@ export function answersDemoPolicy(): (request: ScriptedChatRequest) => ScriptedR
     const [a = 0, b = 0] = (/What is (\d+) \+ (\d+)/.exec(question) ?? []).slice(1).map(Number);
     const attempt = (attempts.get(question) ?? 0) + 1;
     attempts.set(question, attempt);
-    return { toolCalls: [{ name: 'write_answer', arguments: { value: attempt % 2 === 1 ? a + b : a + b + 1 } }] };
+    return {
+      toolCalls: [{ name: 'write_answer', arguments: { value: attempt % 2 === 1 ? a + b : a + b + 1 } }],
+    };
   };
 }
 
