@@ -248,6 +248,8 @@ export async function runServeLoop(
             `the API reports no trainer batch size; pausing by api.batch_size ${config.api.batch_size} until it does`,
           );
         }
+        // Read after /status-env: a batch formed between the two reads is counted twice (a pause
+        // one poll longer), never missed.
         const formedBatches = (await link.formedBatches?.(control.drain)) ?? 0;
         const ahead = offPolicyAhead({
           queueSize: status.queue_size,
