@@ -234,11 +234,16 @@ export async function runServeLoop(
     let started = 0;
     let paused = false;
     let fallbackNoted = false;
-    // Groups started by this process's workers and not yet posted or dropped.
-    let inFlight = 0;
+    // Groups of this process's workers that were posted or dropped (`started` counts the others).
+    let finished = 0;
     const window = Math.max(1, Math.ceil(config.run.concurrency / config.env.group_size));
     const worker = async () => {
       while (!control.stopping && (options.maxGroups === undefined || started < options.maxGroups)) {
+        // Groups finished before /status-env is asked were posted before it answered: the queue
+        // (or a formed batch) holds them. Every group finished later counts as still being
+        // rolled out, so a group posted while the reads are in flight is counted twice at worst,
+        // never missed.
+        const finishedBefore = finished;
         const status = await link.status(control.drain);
         if (batchSize <= 0) batchSize = (await link.info(control.drain)).batch_size;
         // No trainer batch size known (none registered, or after a reset): api.batch_size stands in.
@@ -249,12 +254,12 @@ export async function runServeLoop(
           );
         }
         // Read after /status-env: a batch formed between the two reads is counted twice (a pause
-        // one poll longer), never missed.
+        // one poll longer), never missed; one delivered meanwhile is the trainer's already.
         const formedBatches = (await link.formedBatches?.(control.drain)) ?? 0;
         const ahead = offPolicyAhead({
           queueSize: status.queue_size,
           formedBatches,
-          inFlightGroups: inFlight,
+          inFlightGroups: started - finishedBefore,
           batchSize: batchSize > 0 ? batchSize : config.api.batch_size,
           groupSize: config.env.group_size,
         });
@@ -275,14 +280,13 @@ export async function runServeLoop(
         // Checked again after the await: the other workers may have taken the last slots meanwhile.
         if (options.maxGroups !== undefined && started >= options.maxGroups) break;
         if (control.stopping) break;
+        // Counted (synchronously with the check) from before nextItem until the group is posted
+        // or dropped: the other workers' pacing sees it at once.
         started++;
-        // Counted from before nextItem until the group is posted or dropped: the other workers'
-        // pacing sees it at once.
-        inFlight++;
         try {
           if (!(await runGroup())) break;
         } finally {
-          inFlight--;
+          finished++;
         }
       }
     };
