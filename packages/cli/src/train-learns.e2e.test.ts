@@ -169,9 +169,9 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
           },
         ]),
       );
-      // SFT in short chunks until the policy starts near START_ACCURACY: where greedy accuracy
-      // jumps (from ~15 % to ~90 % within 50 steps) depends on the seed, so a fixed length does not
-      // start every seed in the same place.
+      // SFT in short chunks until the policy starts near START_ACCURACY: greedy accuracy moves
+      // fast and unevenly once it rises (one run here: 14 % after 100 steps, then 19, 28, 25, 22,
+      // 52, 41 % after each further 10), so a fixed length lands in different places.
       let model = join(dir, 'base');
       let before = 0;
       for (let chunk = 0; chunk < 12 && before < START_ACCURACY; chunk++) {
