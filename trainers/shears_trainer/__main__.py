@@ -1,4 +1,4 @@
-"""`python -m shears_trainer` (or `shears-trainer`): grpo | sft | toy-model."""
+"""`python -m shears_trainer` (or `shears-trainer`): grpo | sft | toy-model | toy-accuracy | toy-loop | bench."""
 
 from __future__ import annotations
 
@@ -96,6 +96,26 @@ def main(argv: list[str] | None = None) -> int:
     accuracy.add_argument("--words", type=int, default=64)
     accuracy.add_argument("--seed", type=int, default=12345)
 
+    loop = commands.add_parser(
+        "toy-loop",
+        help="GRPO on the toy task in one process (sample, score with the toy rule, step): the algorithm alone",
+    )
+    loop.add_argument("--model", required=True)
+    loop.add_argument("--steps", type=int, default=40)
+    loop.add_argument("--prompts", type=int, default=8, help="groups per step")
+    loop.add_argument("--group-size", type=int, default=8)
+    loop.add_argument("--lr", type=float, default=3e-4)
+    loop.add_argument("--temperature", type=float, default=1.0)
+    loop.add_argument("--control", choices=("shuffle-signs",))
+    loop.add_argument("--seed", type=int, default=0)
+    loop.add_argument("--threads", type=int)
+
+    bench = commands.add_parser(
+        "bench", help="time the trainer step and the colocated sampler on the toy model (JSON on stdout)"
+    )
+    bench.add_argument("--threads", type=int, default=1)
+    bench.add_argument("--repeats", type=int, default=5)
+
     args = parser.parse_args(argv)
     if args.command == "grpo":
         from .train import GrpoConfig, run_grpo
@@ -121,6 +141,28 @@ def main(argv: list[str] | None = None) -> int:
             threads=args.threads,
         )
         print(json.dumps(result), flush=True)
+    elif args.command == "toy-loop":
+        from .toy_loop import run_toy_loop
+
+        result = run_toy_loop(
+            args.model,
+            steps=args.steps,
+            prompts=args.prompts,
+            group_size=args.group_size,
+            lr=args.lr,
+            temperature=args.temperature,
+            control=args.control,
+            seed=args.seed,
+            threads=args.threads,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+        result.pop("model")
+        result.pop("tokenizer")
+        print(json.dumps(result), flush=True)
+    elif args.command == "bench":
+        from .bench import run_bench
+
+        print(json.dumps(run_bench(threads=args.threads, repeats=args.repeats)), flush=True)
     elif args.command == "toy-accuracy":
         from .toy import toy_accuracy
 

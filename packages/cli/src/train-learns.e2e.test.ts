@@ -23,14 +23,24 @@ const pack = join(repoRoot, 'examples', 'toy-pack');
 const dir = mkdtempSync(join(tmpdir(), 'shears-learns-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// NOT yet calibrated on several seeds (see docs/train-a-model.md): the machine this was written on
-// was too loaded to run it through. Until it is, the test runs only with SHEARS_LEARNING_TEST=1.
-const STEPS = 30;
-const BATCH = 32;
+// NOT yet calibrated on several seeds through the whole chain (see docs/train-a-model.md): the
+// settings below are the ones that raised the reward in `python -m shears_trainer toy-loop` (the
+// algorithm alone: a start near 50 % greedy accuracy, 16 groups of 8 per step, lr 1e-3, 40 steps:
+// +0.125, +0.037 and +0.079 mean reward on seeds 0–2, while the shuffled-sign control collapsed
+// to 0 on both seeds tried), not yet
+// run through `shears train`; one such run is far over a 5-minute CI budget on 2 shared cores.
+// Until it is calibrated, the test runs only with SHEARS_LEARNING_TEST=1.
+const STEPS = 40;
 const GROUP = 8;
-const WINDOW = 96; // rollouts
-const MIN_RISE = 0.1;
-const CONTROL_MAX_RISE = 0.05;
+const BATCH = 16 * GROUP;
+const WINDOW = 10 * BATCH; // rollouts: the first and the last 10 steps' worth
+const MIN_RISE = 0.05;
+const CONTROL_MAX_RISE = 0;
+// The robust figure in toy-loop runs: the control collapses to 0, GRPO ends at 0.2–0.46.
+const MIN_LEAD_OVER_CONTROL = 0.15;
+// SFT until greedy accuracy reaches this: below it most groups hold no right answer, above it
+// most hold no wrong one, and GRPO has little to learn from either (see the doc).
+const START_ACCURACY = 0.4;
 
 async function py(args: string[], timeout = 300_000): Promise<string> {
   const { stdout } = await promisify(execFile)(python, ['-m', 'shears_trainer', ...args], {
@@ -124,7 +134,7 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
   'a policy that learns through the whole chain',
   () => {
     it('reward rises under GRPO and does not under the shuffled-sign control', {
-      timeout: 900_000,
+      timeout: 3_600_000,
     }, async () => {
       if (!existsSync(python))
         throw new Error(
@@ -160,22 +170,36 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
           },
         ]),
       );
-      await py([
-        'sft',
-        '--model',
-        join(dir, 'base'),
-        '--data',
-        'sft.jsonl',
-        '--tools',
-        'tools.json',
-        '--output',
-        join(dir, 'sft'),
-        '--steps',
-        '100',
-        '--batch-size',
-        '32',
-      ]);
-      const before = lastJson(await py(['toy-accuracy', '--model', join(dir, 'sft')])).accuracy!;
+      // SFT in short chunks until the policy starts near START_ACCURACY: greedy accuracy moves
+      // fast and unevenly once it rises (one run here: 14 % after 100 steps, then 19, 28, 25, 22,
+      // 52, 41 % after each further 10), so a fixed length lands in different places.
+      let model = join(dir, 'base');
+      let before = 0;
+      for (let chunk = 0; chunk < 12 && before < START_ACCURACY; chunk++) {
+        const next = join(dir, `sft-${chunk}`);
+        await py([
+          'sft',
+          '--model',
+          model,
+          '--data',
+          'sft.jsonl',
+          '--tools',
+          'tools.json',
+          '--output',
+          next,
+          '--steps',
+          chunk === 0 ? '100' : '10',
+          '--batch-size',
+          '32',
+          '--seed',
+          String(chunk),
+        ]);
+        model = next;
+        before = lastJson(await py(['toy-accuracy', '--model', model])).accuracy!;
+      }
+      expect(before).toBeGreaterThanOrEqual(START_ACCURACY);
+      rmSync(join(dir, 'sft'), { recursive: true, force: true });
+      await promisify(execFile)('cp', ['-r', model, join(dir, 'sft')]);
 
       const learnt = await grpoRun('grpo', false);
       const after = lastJson(await py(['toy-accuracy', '--model', join(dir, 'grpo')])).accuracy!;
@@ -187,12 +211,14 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
         control: control.rewards.map((value) => Number(value.toFixed(3))),
         rise: rise(learnt.rewards),
         controlRise: rise(control.rewards),
+        lead: mean(learnt.rewards.slice(-WINDOW)) - mean(control.rewards.slice(-WINDOW)),
         accuracy: { before, after },
       };
       console.log(`learning test: ${JSON.stringify(summary)}`);
       expect(summary.rise).toBeGreaterThan(MIN_RISE);
       expect(after).toBeGreaterThan(before);
       expect(summary.controlRise).toBeLessThan(CONTROL_MAX_RISE);
+      expect(summary.lead).toBeGreaterThan(MIN_LEAD_OVER_CONTROL);
       // The final folder is a model: the trainer wrote it, with its summary.
       expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
       expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-20', 'model.safetensors'))).toBe(true);

@@ -27,6 +27,14 @@ export interface AtroposLink {
   }): Promise<number>;
   /** The env's own view of the queue (GET /status-env): groups ahead of it, in its group size. */
   status(signal?: AbortSignal): Promise<{ current_step: number; queue_size: number }>;
+  /**
+   * Batches already formed for the trainer but not yet delivered to it (shears' API reports them
+   * as `shears_api_formed_batches` on GET /metrics). `GET /batch` forms every batch the queue
+   * allows at once and /status-env's `queue_size` no longer counts them, so without this number
+   * a worker sees an empty queue while batches wait. `undefined` when the API does not report it
+   * (an Atropos server): then only the queue is counted.
+   */
+  formedBatches(signal?: AbortSignal): Promise<number | undefined>;
   /** The trainer's batch size and longest sequence; -1 before a trainer registers. */
   info(signal?: AbortSignal): Promise<{ batch_size: number; max_token_len?: number }>;
   /** Posts one group; retried with the same Idempotency-Key until the API acknowledges it. */
@@ -76,6 +84,11 @@ export function createAtroposLink(options: {
     ...options.client,
   });
   let envId: number | undefined;
+  // Whether GET /metrics reports formed batches; false after an answer without them (not shears' API).
+  let reportsFormed = true;
+  const headers: Record<string, string> = options.authToken
+    ? { authorization: `Bearer ${options.authToken}` }
+    : {};
   return {
     url: client.url,
     async registerEnv({ name, groupSize, maxTokenLength, weight, signal, onWait }) {
@@ -99,6 +112,31 @@ export function createAtroposLink(options: {
     status(signal) {
       if (envId === undefined) throw new Error('AtroposLink.status: registerEnv first (it needs the env id)');
       return untilAborted(client.statusEnv(envId), signal);
+    },
+    async formedBatches(signal) {
+      if (!reportsFormed) return undefined;
+      const live = [signal, options.signal].filter((entry): entry is AbortSignal => entry !== undefined);
+      const base = client.url.endsWith('/') ? client.url : `${client.url}/`;
+      let response: Response;
+      let text: string;
+      try {
+        response = await fetch(new URL('metrics', base), {
+          headers,
+          signal: live.length > 1 ? AbortSignal.any(live) : live[0],
+        });
+        text = await response.text();
+      } catch (error) {
+        if (live.some((entry) => entry.aborted)) throw error;
+        // A network error: /status-env (retried by the client) reports it; this poll counts none.
+        return undefined;
+      }
+      const match = response.ok ? /^shears_api_formed_batches (\d+)$/m.exec(text) : null;
+      if (!match) {
+        // Not shears' API (404, or no such gauge): never asked again. A 5xx is asked again next poll.
+        if (response.status < 500) reportsFormed = false;
+        return undefined;
+      }
+      return Number(match[1]);
     },
     info: (signal) => untilAborted(client.info(), signal),
     async postScoredData(data, signal) {

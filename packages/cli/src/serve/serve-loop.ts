@@ -136,6 +136,28 @@ export function batchesAhead(status: { queue_size: number }, batchSize: number, 
   return (status.queue_size * groupSize) / batchSize;
 }
 
+/**
+ * How far this worker's rollouts run ahead of the trainer, in trainer batches: the groups queued
+ * for it (/status-env), the batches already formed but not yet delivered (`GET /batch` forms
+ * every batch the queue allows at once and /status-env stops counting them), and the groups this
+ * worker is still running (they will be queued). Each of these is sampled before the trainer
+ * takes the batches ahead of it, so each is off-policy by the time it is trained on.
+ */
+export function offPolicyAhead(options: {
+  queueSize: number;
+  formedBatches: number;
+  inFlightGroups: number;
+  batchSize: number;
+  groupSize: number;
+}): { total: number; queued: number; formed: number; inFlight: number } {
+  const { batchSize, groupSize } = options;
+  if (batchSize <= 0) return { total: 0, queued: 0, formed: 0, inFlight: 0 };
+  const queued = (options.queueSize * groupSize) / batchSize;
+  const inFlight = (options.inFlightGroups * groupSize) / batchSize;
+  const formed = options.formedBatches;
+  return { total: queued + formed + inFlight, queued, formed, inFlight };
+}
+
 function apiError(url: string, doing: string, error: unknown): TrajectoryApiError {
   const message = describeError(error).replace(/^Error: /, '');
   const unreachable = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ECONNRESET|ETIMEDOUT|EAI_AGAIN|timed out/.test(
@@ -212,9 +234,16 @@ export async function runServeLoop(
     let started = 0;
     let paused = false;
     let fallbackNoted = false;
+    // Groups of this process's workers that were posted or dropped (`started` counts the others).
+    let finished = 0;
     const window = Math.max(1, Math.ceil(config.run.concurrency / config.env.group_size));
     const worker = async () => {
       while (!control.stopping && (options.maxGroups === undefined || started < options.maxGroups)) {
+        // Groups finished before /status-env is asked were posted before it answered: the queue
+        // (or a formed batch) holds them. Every group finished later counts as still being
+        // rolled out, so a group posted while the reads are in flight is counted twice at worst,
+        // never missed.
+        const finishedBefore = finished;
         const status = await link.status(control.drain);
         if (batchSize <= 0) batchSize = (await link.info(control.drain)).batch_size;
         // No trainer batch size known (none registered, or after a reset): api.batch_size stands in.
@@ -224,16 +253,21 @@ export async function runServeLoop(
             `the API reports no trainer batch size; pausing by api.batch_size ${config.api.batch_size} until it does`,
           );
         }
-        const ahead = batchesAhead(
-          status,
-          batchSize > 0 ? batchSize : config.api.batch_size,
-          config.env.group_size,
-        );
-        if (ahead >= config.api.off_policy_limit) {
+        // Read after /status-env: a batch formed between the two reads is counted twice (a pause
+        // one poll longer), never missed; one delivered meanwhile is the trainer's already.
+        const formedBatches = (await link.formedBatches?.(control.drain)) ?? 0;
+        const ahead = offPolicyAhead({
+          queueSize: status.queue_size,
+          formedBatches,
+          inFlightGroups: started - finishedBefore,
+          batchSize: batchSize > 0 ? batchSize : config.api.batch_size,
+          groupSize: config.env.group_size,
+        });
+        if (ahead.total >= config.api.off_policy_limit) {
           if (!paused) {
             result.pauses++;
             progress.note(
-              `paused: ${ahead.toFixed(1)} batches queued ahead of the trainer (off_policy_limit ${config.api.off_policy_limit}, step ${status.current_step})`,
+              `paused: ${ahead.total.toFixed(1)} batches queued ahead of the trainer (off_policy_limit ${config.api.off_policy_limit}, step ${status.current_step}: ${ahead.queued.toFixed(1)} in the queue, ${ahead.formed} formed, ${ahead.inFlight.toFixed(1)} being rolled out)`,
             );
           }
           paused = true;
@@ -246,56 +280,67 @@ export async function runServeLoop(
         // Checked again after the await: the other workers may have taken the last slots meanwhile.
         if (options.maxGroups !== undefined && started >= options.maxGroups) break;
         if (control.stopping) break;
+        // Counted (synchronously with the check) from before nextItem until the group is posted
+        // or dropped: the other workers' pacing sees it at once.
         started++;
-        const item = await runtime.env.nextItem();
-        if (!item) break;
-        const record = await runOneGroup(runtime, context, item, config.env.group_size);
-        result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
-        options.writer?.write(record);
-        if (record.dropped) {
-          notSent(record, droppedLabel(record.dropped));
-          continue;
-        }
-        // Same redaction as the JSONL and HTML: secrets never reach the trainer, neither in
-        // `messages` nor in tokens (phase-1 tokens are made from the redacted transcript).
-        const data = scoredDataFromRecord(context.redact.value(record), {
-          envId,
-          tokenizer,
-          includeMessages: true,
-        });
-        if (!data) {
-          notSent(record, 'no scored rollout');
-          continue;
-        }
-        const longest = longestSequence(data);
-        // As Atropos' BaseEnv: a sequence the trainer cannot take is not sent.
-        if (trainerMaxTokens > 0 && longest >= trainerMaxTokens) {
-          notSent(
-            record,
-            `a sequence of ${longest} tokens; the trainer's max_token_len is ${trainerMaxTokens}`,
-          );
-          continue;
-        }
-        if (longest > config.env.max_token_length) {
-          notSent(
-            record,
-            `a sequence of ${longest} tokens is longer than env.max_token_length ${config.env.max_token_length}`,
-          );
-          continue;
-        }
         try {
-          // Finished groups are still posted while draining; only the hard stop interrupts a post.
-          await link.postScoredData(data, control.signal);
-        } catch (error) {
-          if (control.signal.aborted) {
-            notSent(record, 'stopped while posting');
-            return;
-          }
-          throw apiError(link.url, `posting a group (${result.groupsSent} sent so far) to`, error);
+          if (!(await runGroup())) break;
+        } finally {
+          finished++;
         }
-        result.groupsSent++;
-        progress.groupFinished(record, { status: '→ sent' });
       }
+    };
+    /** Runs, scores and posts one group; false when this worker ends (no more items, or stopped while posting). */
+    const runGroup = async (): Promise<boolean> => {
+      const item = await runtime.env.nextItem();
+      if (!item) return false;
+      const record = await runOneGroup(runtime, context, item, config.env.group_size);
+      result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
+      options.writer?.write(record);
+      if (record.dropped) {
+        notSent(record, droppedLabel(record.dropped));
+        return true;
+      }
+      // Same redaction as the JSONL and HTML: secrets never reach the trainer, neither in
+      // `messages` nor in tokens (phase-1 tokens are made from the redacted transcript).
+      const data = scoredDataFromRecord(context.redact.value(record), {
+        envId,
+        tokenizer,
+        includeMessages: true,
+      });
+      if (!data) {
+        notSent(record, 'no scored rollout');
+        return true;
+      }
+      const longest = longestSequence(data);
+      // As Atropos' BaseEnv: a sequence the trainer cannot take is not sent.
+      if (trainerMaxTokens > 0 && longest >= trainerMaxTokens) {
+        notSent(
+          record,
+          `a sequence of ${longest} tokens; the trainer's max_token_len is ${trainerMaxTokens}`,
+        );
+        return true;
+      }
+      if (longest > config.env.max_token_length) {
+        notSent(
+          record,
+          `a sequence of ${longest} tokens is longer than env.max_token_length ${config.env.max_token_length}`,
+        );
+        return true;
+      }
+      try {
+        // Finished groups are still posted while draining; only the hard stop interrupts a post.
+        await link.postScoredData(data, control.signal);
+      } catch (error) {
+        if (control.signal.aborted) {
+          notSent(record, 'stopped while posting');
+          return false;
+        }
+        throw apiError(link.url, `posting a group (${result.groupsSent} sent so far) to`, error);
+      }
+      result.groupsSent++;
+      progress.groupFinished(record, { status: '→ sent' });
+      return true;
     };
     // Every worker ends before the summary is printed: no progress line after it.
     const settled = await Promise.allSettled(Array.from({ length: window }, worker));

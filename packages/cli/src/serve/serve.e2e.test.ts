@@ -154,6 +154,120 @@ describe('shears serve', () => {
   });
 });
 
+describe('shears serve: api.off_policy_limit holds', () => {
+  it('counts batches formed but not yet delivered and groups still being rolled out', async () => {
+    const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
+    const call = (path: string, body?: unknown) =>
+      fetch(`${api.url}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    /** Groups the API accepted, and groups it delivered to the trainer (groups of 2). */
+    const counts = async () => {
+      const text = await (await call('/metrics')).text();
+      const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+      return {
+        received: value('shears_api_groups_received_total'),
+        delivered: value('shears_api_sequences_served_total') / 2,
+      };
+    };
+    try {
+      await json(
+        call('/register', {
+          wandb_group: 'g',
+          wandb_project: 'p',
+          batch_size: 4,
+          max_token_len: 8192,
+          checkpoint_dir: 'c',
+          save_checkpoint_interval: 10,
+          starting_step: 0,
+          num_steps: 100,
+        }),
+      );
+      // Two batches of someone else's groups; the trainer's first GET /batch forms both and takes
+      // one. The other is formed, not delivered: /status-env's queue_size no longer counts it.
+      for (let index = 0; index < 4; index++)
+        await call('/scored_data', {
+          tokens: [
+            [1, 2, 3],
+            [1, 2, 4],
+          ],
+          masks: [
+            [-100, 2, 3],
+            [-100, 2, 4],
+          ],
+          scores: [1, 0],
+        });
+      expect((await json<Batch>(call('/batch'))).batch).toHaveLength(2);
+      expect(await counts()).toEqual({ received: 4, delivered: 2 });
+
+      let stderr = '';
+      let done = false;
+      const serving = runShears(
+        [
+          'serve',
+          '--url',
+          api.url,
+          '--max-groups',
+          '6',
+          '--group-size',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+          '--api.off_policy_limit',
+          '1',
+          '--api.poll_ms',
+          '20',
+          '--server.tokenizer',
+          tokenizerDir,
+          // Four groups at once, were the limit not holding them back.
+          '--concurrency',
+          '8',
+          '--out',
+          'runs/serve-limit.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir, onStderr: (text) => (stderr += text) },
+      ).finally(() => {
+        done = true;
+      });
+      const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      while (!done && !stderr.includes('paused:')) await wait(20);
+      // The formed batch is a full batch ahead: the worker starts nothing.
+      expect(stderr).toMatch(
+        /paused: 1\.0 batches queued ahead of the trainer \(off_policy_limit 1, step 2: 0\.0 in the queue, 1 formed/,
+      );
+      await wait(500);
+      expect((await counts()).received).toBe(4);
+      // From here on, the trainer takes one batch whenever the worker has paused again. The
+      // groups accepted but not delivered (queued or formed), with the ones being rolled out,
+      // never exceed one batch (2 groups): without counting the groups being rolled out the
+      // four workers would start four groups at once.
+      let worst = 0;
+      let batches = 0;
+      while (!done) {
+        const { received, delivered } = await counts();
+        worst = Math.max(worst, received - delivered);
+        const pausedCount = stderr.match(/paused:/g)?.length ?? 0;
+        if (pausedCount > batches) {
+          await wait(200);
+          const settled = await counts();
+          worst = Math.max(worst, settled.received - settled.delivered);
+          if ((await json<Batch>(call('/batch'))).batch) batches++;
+        }
+        await wait(20);
+      }
+      const run = await serving;
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/^sent 6 groups to http/);
+      expect(worst).toBe(2);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('shears serve against a flaky trajectory API', () => {
   it('retries 503 and 429 (Retry-After) with the same Idempotency-Key: every group lands exactly once', async () => {
     const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });

@@ -1,0 +1,210 @@
+"""The toy task learnt in one process, without shears: sample groups from the policy with the policy
+server's own sampler, score them with the toy env's rule, take the trainer's own GRPO step.
+
+This is the algorithm alone (the same `generate_batch`, `collate`, `train_step` the colocated run
+uses), so that "does GRPO learn on this model, with these settings?" is answered in seconds,
+apart from the chain (env worker, API, pacing) that the CLI's learning test runs through.
+
+The rule is the toy env's (examples/toy-pack): a `save` call with the prompt's word scores 1, a
+call with another word 0.1, no call 0. Only the first turn is sampled: the reward depends on
+nothing after the call.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from pathlib import Path
+
+import torch
+
+from .batch import IGNORE, Sequence, advantages_from_scores, collate
+from .policy_server import _Job, generate_batch
+from .toy import SAVE_TOOL, toy_word
+from .train import (
+    ADVANTAGE_EPSILON,
+    GrpoConfig,
+    load_model,
+    shuffle_advantage_signs,
+    stop_token_ids,
+    train_step,
+)
+
+CALL = re.compile(r"^<tool_call>(.*)</tool_call>(<\|im_end\|>)?$", re.DOTALL)
+
+
+def toy_score(text: str, word: str) -> float:
+    """The toy env's reward for a first turn's text (as the hermes parser and the verifier see it)."""
+    match = CALL.match(text)
+    if not match:
+        return 0.0
+    try:
+        call = json.loads(match.group(1))
+    except ValueError:
+        return 0.0
+    if not isinstance(call, dict) or call.get("name") != "save":
+        return 0.0
+    arguments = call.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return 0.0
+    saved = arguments.get("word") if isinstance(arguments, dict) else None
+    if not isinstance(saved, str) or not saved:
+        return 0.0
+    return 1.0 if saved == word else 0.1
+
+
+def toy_sft_records(count: int, seed: int) -> list[dict]:
+    """Conversations shaped as shears' SFT export of the toy env's scripted rollouts."""
+    rng = random.Random(seed)
+    records = []
+    for index in range(count):
+        word = toy_word(rng)
+        call_id = f"call_{index}"
+        records.append(
+            {
+                "messages": [
+                    {"role": "user", "content": f"Save the word {word}."},
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {
+                                    "name": "save",
+                                    "arguments": json.dumps({"word": word}, separators=(",", ":")),
+                                },
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": call_id, "content": f"saved {word}"},
+                    {"role": "assistant", "content": "done"},
+                ]
+            }
+        )
+    return records
+
+
+def _prompt(tokenizer, word: str) -> list[int]:
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": f"Save the word {word}."}],
+        tools=[SAVE_TOOL],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def run_toy_loop(
+    model_path: str,
+    steps: int = 40,
+    prompts: int = 8,
+    group_size: int = 8,
+    lr: float = 1e-3,
+    temperature: float = 1.0,
+    max_tokens: int = 32,
+    control: str | None = None,
+    seed: int = 0,
+    loss: str = "grpo",
+    threads: int | None = None,
+    log=None,
+) -> dict:
+    """GRPO on the toy task in-process; returns the mean reward of every step's samples (all of
+    them, also the groups without signal) and timings."""
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    control_rng = random.Random(seed + 1)
+    model, tokenizer = load_model(model_path)
+    model.train()
+    config = GrpoConfig(
+        model=model_path,
+        output="",
+        batch_size=prompts * group_size,
+        lr=lr,
+        loss=loss,
+        micro_batch=prompts * group_size,
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=config.betas, weight_decay=0.0)
+    stop = set(stop_token_ids(tokenizer))
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    rewards: list[float] = []
+    exact: list[float] = []
+    sample_s = train_s = 0.0
+    trained_steps = 0
+    tokens_trained = 0
+    for step in range(1, steps + 1):
+        words = [toy_word(rng) for _ in range(prompts)]
+        rows = []
+        for word in words:
+            ids = _prompt(tokenizer, word)
+            job = _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=temperature, top_p=1.0, seed=None)
+            rows.extend((ids, job) for _ in range(group_size))
+        started = time.perf_counter()
+        results = generate_batch(model, rows, stop, None)
+        sample_s += time.perf_counter() - started
+        sequences: list[Sequence] = []
+        step_scores = []
+        for g, word in enumerate(words):
+            group = results[g * group_size : (g + 1) * group_size]
+            prompt = rows[g * group_size][0]
+            scores = [
+                toy_score(tokenizer.decode(ids, skip_special_tokens=False), word) for ids, _, _ in group
+            ]
+            step_scores.extend(scores)
+            advantages = advantages_from_scores(scores)
+            if max(abs(a) for a in advantages) <= ADVANTAGE_EPSILON:
+                continue
+            for (ids, lps, _), score, advantage in zip(group, scores, advantages):
+                tokens = prompt + ids
+                sequences.append(
+                    Sequence(
+                        tokens=tokens,
+                        masks=[IGNORE] * len(prompt) + ids,
+                        advantages=[0.0] * len(prompt) + [advantage] * len(ids),
+                        inference_logprobs=[0.0] * len(prompt) + lps,
+                        ref_logprobs=None,
+                        score=score,
+                        group=g,
+                    )
+                )
+        rewards.append(sum(step_scores) / len(step_scores))
+        exact.append(sum(score == 1.0 for score in step_scores) / len(step_scores))
+        if sequences:
+            batch = collate(sequences, pad_id)
+            if control == "shuffle-signs":
+                shuffle_advantage_signs(batch, control_rng)
+            started = time.perf_counter()
+            totals = train_step(model, optimizer, batch, config)
+            train_s += time.perf_counter() - started
+            trained_steps += 1
+            tokens_trained += int(batch.attention_mask.sum())
+        else:
+            totals = {"loss": 0.0, "clip_fraction": 0.0}
+        if log:
+            log(
+                f"step {step} reward {rewards[-1]:.3f} exact {exact[-1]:.3f} groups {len(sequences) // group_size} loss {totals['loss']:.4f}"
+            )
+    return {
+        "rewards": rewards,
+        "exact": exact,
+        "sample_s": round(sample_s, 3),
+        "train_s": round(train_s, 3),
+        "trained_steps": trained_steps,
+        "tokens_per_s": round(tokens_trained / train_s, 1) if train_s > 0 else None,
+        "model": model,
+        "tokenizer": tokenizer,
+    }
+
+
+def write_sft_data(path: str | Path, count: int, seed: int) -> Path:
+    path = Path(path)
+    path.write_text("".join(json.dumps(record) + "\n" for record in toy_sft_records(count, seed)))
+    return path

@@ -1,0 +1,94 @@
+"""The GRPO step end to end on sampled data (issue 22 §6, "why it does not learn", checked bottom
+up): the policy server's logprobs are those of the same tokens the trainer scores after the shift
+(ratio 1 on policy), and one step moves each sampled sequence the way its advantage says."""
+
+import random
+
+import torch
+
+from shears_trainer.batch import IGNORE, Sequence, advantages_from_scores, collate
+from shears_trainer.loss import token_logprobs
+from shears_trainer.policy_server import _Job, generate_batch
+from shears_trainer.toy_loop import toy_score
+from shears_trainer.train import GrpoConfig, load_model, stop_token_ids, train_step
+
+
+def sampled_batch(model, tokenizer, groups=2, group_size=4, seed=0):
+    """Groups sampled from the model, shaped as shears serves them: inference logprobs aligned with
+    `tokens` (1.0 at masked positions, as Atropos spells them), advantages from arbitrary scores."""
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    sequences = []
+    for group in range(groups):
+        prompt = tokenizer(f"<|im_start|>user\nSave the word {group}.<|im_end|>\n<|im_start|>assistant\n")[
+            "input_ids"
+        ]
+        job = _Job(prompt=prompt, n=1, max_tokens=12, temperature=1.0, top_p=1.0, seed=None)
+        results = generate_batch(model, [(prompt, job)] * group_size, set(stop_token_ids(tokenizer)), None)
+        scores = [rng.choice([0.0, 0.1, 1.0]) for _ in results]
+        scores[0], scores[1] = 1.0, 0.0  # never all equal
+        for (ids, logprobs, _), advantage, score in zip(results, advantages_from_scores(scores), scores):
+            sequences.append(
+                Sequence(
+                    tokens=prompt + ids,
+                    masks=[IGNORE] * len(prompt) + ids,
+                    advantages=[0.0] * len(prompt) + [advantage] * len(ids),
+                    inference_logprobs=[1.0] * len(prompt) + logprobs,
+                    ref_logprobs=None,
+                    score=score,
+                    group=group,
+                )
+            )
+    return collate(sequences, pad_id=tokenizer.pad_token_id)
+
+
+def sequence_logprobs(model, batch):
+    with torch.no_grad():
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        logprobs, _ = token_logprobs(logits, batch.labels)
+    return logprobs
+
+
+def test_inference_logprobs_are_the_trainers_for_the_same_tokens(toy_model):
+    model, tokenizer = load_model(str(toy_model))
+    batch = sampled_batch(model, tokenizer)
+    mask = batch.loss_mask.bool()
+    assert mask.sum() > 8
+    trainer = sequence_logprobs(model, batch)
+    # The server samples left-padded with a KV cache, the trainer scores right-padded in one pass:
+    # the same numbers at every trained position, so the importance ratio starts at exactly 1.
+    assert torch.allclose(trainer[mask], batch.old_logprobs[mask], atol=1e-4)
+    # The 1.0 placeholders at masked positions are in `old_logprobs`; the step's ratio (over the
+    # trained tokens only) does not see them.
+    assert bool((batch.old_logprobs[~mask] == 1.0).any())
+    totals = train_step(model, torch.optim.SGD(model.parameters(), lr=0.0), batch, GrpoConfig("", ""))
+    assert abs(totals["ratio"] - 1.0) < 1e-4
+    assert totals["clip_fraction"] == 0.0
+
+
+def test_one_step_moves_each_sampled_sequence_the_way_its_advantage_says(toy_model):
+    model, tokenizer = load_model(str(toy_model))
+    batch = sampled_batch(model, tokenizer, groups=3, group_size=4, seed=1)
+    before = (sequence_logprobs(model, batch) * batch.loss_mask).sum(1)
+    train_step(
+        model, torch.optim.SGD(model.parameters(), lr=0.5), batch, GrpoConfig("", "", max_grad_norm=1e9)
+    )
+    after = (sequence_logprobs(model, batch) * batch.loss_mask).sum(1)
+    advantage = batch.advantages.sum(1) / batch.loss_mask.sum(1)
+    change = after - before
+    # Rewarded sequences became more likely, punished ones less: a flipped sign fails both.
+    assert bool((change[advantage > 0.1] > 0).all()), (advantage, change)
+    assert bool((change[advantage < -0.1] < 0).all()), (advantage, change)
+
+
+def test_the_toy_rule_scores_as_the_env_does():
+    call = '<tool_call>{"name":"save","arguments":{"word":"bamo"}}</tool_call><|im_end|>'
+    assert toy_score(call, "bamo") == 1.0
+    assert toy_score(call, "bebu") == 0.1
+    assert (
+        toy_score('<tool_call>{"name":"save","arguments":"{\\"word\\":\\"bamo\\"}"}</tool_call>', "bamo")
+        == 1.0
+    )
+    assert toy_score("<tool_call>{not json}</tool_call>", "bamo") == 0.0
+    assert toy_score('<tool_call>{"name":"load","arguments":{"word":"bamo"}}</tool_call>', "bamo") == 0.0
+    assert toy_score("done", "bamo") == 0.0
