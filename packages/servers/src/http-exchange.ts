@@ -69,7 +69,9 @@ function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult>
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('error', fail);
-      response.on('aborted', () => fail(new Error('the server closed the connection mid-response')));
+      response.on('close', () => {
+        if (!response.complete) fail(new Error('the server closed the connection mid-response'));
+      });
       response.on('end', () => {
         if (settled) return;
         let body: Buffer;
