@@ -186,6 +186,31 @@ describe('phase-1 client over node:http', () => {
     expect((error as Error).message).toMatch(/connection failed/);
   });
 
+  it('sends a request once more when the kept-alive connection it reused was closed by the server', async () => {
+    // The server drops every connection on its second request without answering, as a server
+    // does that closes an idle connection just as the client reuses it ("socket hang up").
+    const perSocket = new Map<unknown, number>();
+    const backend = await serve((request, response, seen) => {
+      const count = (perSocket.get(seen.socket) ?? 0) + 1;
+      perSocket.set(seen.socket, count);
+      if (count === 2) {
+        request.socket.destroy();
+        return;
+      }
+      json(response, COMPLETION);
+    });
+    const client = createOpenAICompatibleServer({
+      baseUrl: backend.url,
+      model: 'm',
+      retry: { maxRetries: 0 },
+    });
+    for (let index = 0; index < 3; index++)
+      expect((await client.chat(ask)).choices[0]?.message.content).toBe('fine');
+    // 1st on connection A; 2nd reused A and was dropped, sent again on B; 3rd reused B (dropped) then C.
+    expect(backend.seen).toHaveLength(5);
+    expect(backend.connections()).toBe(3);
+  });
+
   it('uses an injected fetch for every request instead of node:http', async () => {
     const backend = await serve((_request, response) => json(response, COMPLETION));
     const fetched: string[] = [];

@@ -4,8 +4,8 @@
 // about 1 ms of CPU more per request than `http.request` (web streams, a clone of the request
 // body for redirects, header guards) — measured in packages/gateway/bench/overhead.ts, where every
 // request a harness makes pays it once more behind the gateway.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 
 export interface HttpExchangeOptions {
@@ -45,14 +45,36 @@ export async function httpExchange(options: HttpExchangeOptions): Promise<HttpEx
   return nodeExchange(options);
 }
 
-function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+// Keep-alive agents whose idle sockets close after 4 s, before the 5 s after which uvicorn (vLLM,
+// SGLang, transformers serve) and Node servers close theirs: reusing a socket the server is closing
+// fails the request with "socket hang up". A race remains (the server's timer may be shorter), so
+// a request that fails that way on a reused socket, before any response, is sent once more.
+const IDLE_MS = 4_000;
+const httpAgent = new HttpAgent({ keepAlive: true, timeout: IDLE_MS, scheduling: 'lifo' });
+const httpsAgent = new HttpsAgent({ keepAlive: true, timeout: IDLE_MS, scheduling: 'lifo' });
+
+async function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+  try {
+    return await nodeAttempt(options);
+  } catch (error) {
+    if (!(error instanceof StaleSocketError) || options.signal.aborted) throw error;
+    return nodeAttempt(options);
+  }
+}
+
+/** A reused keep-alive socket that the server had closed: the request never got an answer. */
+class StaleSocketError extends Error {}
+
+function nodeAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) {
       reject(new Error('aborted before the request was sent'));
       return;
     }
     const url = new URL(options.url);
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const secure = url.protocol === 'https:';
+    const send = secure ? httpsRequest : httpRequest;
+    const agent = secure ? httpsAgent : httpAgent;
     const headers: Record<string, string | number> = { ...options.headers };
     if (options.body !== undefined) headers['content-length'] = Buffer.byteLength(options.body);
     let settled = false;
@@ -64,8 +86,9 @@ function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult>
       reject(error);
     };
     const onAbort = () => fail(new Error('aborted'));
-    // The global agents: keep-alive (Node ≥ 19), and whatever a user put in their place (a proxy agent).
-    const request = send(url, { method: options.method, headers }, (response: IncomingMessage) => {
+    let answered = false;
+    const request = send(url, { method: options.method, headers, agent }, (response: IncomingMessage) => {
+      answered = true;
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('error', fail);
@@ -92,7 +115,11 @@ function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult>
         });
       });
     });
-    request.on('error', fail);
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const stale =
+        !answered && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+      fail(stale ? new StaleSocketError(error.message, { cause: error }) : error);
+    });
     options.signal.addEventListener('abort', onAbort, { once: true });
     request.end(options.body);
   });
