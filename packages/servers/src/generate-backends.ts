@@ -40,7 +40,8 @@ export interface BackendSettings {
   /** Server origin, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is ignored). */
   baseUrl: string;
   model: string;
-  fetch: typeof globalThis.fetch;
+  /** Without it, node:http(s) with keep-alive. */
+  fetch?: typeof globalThis.fetch;
   headers?: Record<string, string>;
   now?: () => number;
 }

@@ -4,10 +4,12 @@
 import { AbortedError, ServerError, safeParseJson } from '@shears/core';
 import type { z } from 'zod';
 import { errorBodyDetail } from './error-body.js';
+import { type HttpExchangeResult, httpExchange } from './http-exchange.js';
 import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
 
 export interface HttpJsonOptions<TSchema extends z.ZodType> {
-  fetch: typeof globalThis.fetch;
+  /** Without it, node:http(s) with keep-alive (see http-exchange.ts). */
+  fetch?: typeof globalThis.fetch;
   method?: 'GET' | 'POST';
   url: string;
   body?: unknown;
@@ -34,16 +36,16 @@ export async function httpJson<TSchema extends z.ZodType>(
   options.signal?.addEventListener('abort', onAbort, { once: true });
   if (options.signal?.aborted) controller.abort();
   try {
-    let response: Response;
-    let text: string;
+    let response: HttpExchangeResult;
     try {
-      response = await options.fetch(url, {
+      response = await httpExchange({
+        fetch: options.fetch,
+        url,
         method: options.method ?? 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json', ...options.headers },
         body: options.body === undefined ? undefined : JSON.stringify(options.body),
         signal: controller.signal,
       });
-      text = await response.text();
     } catch (cause) {
       if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
       if (timedOut) throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
@@ -59,6 +61,7 @@ export async function httpJson<TSchema extends z.ZodType>(
         cause,
       });
     }
+    const text = response.text;
     if (!response.ok) {
       const parsed = safeParseJson(text, { source: `${provider} error body` });
       const detail = (parsed.success ? errorBodyDetail(parsed.value) : undefined) ?? text.slice(0, 300);

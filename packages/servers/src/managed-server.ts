@@ -334,7 +334,7 @@ export function createVllmServer(settings: VllmServerSettings): ManagedServer {
     baseUrl: settings.baseUrl,
     model: settings.model,
     api: settings.api,
-    fetch: settings.fetch ?? globalThis.fetch,
+    fetch: settings.fetch,
     headers: settings.headers,
     now: settings.retry?.now,
   });
@@ -346,7 +346,7 @@ export function createSglangServer(settings: SglangServerSettings): ManagedServe
   const backend = createSglangBackend({
     baseUrl: settings.baseUrl,
     model: settings.model,
-    fetch: settings.fetch ?? globalThis.fetch,
+    fetch: settings.fetch,
     headers: settings.headers,
     now: settings.retry?.now,
   });

@@ -1,9 +1,11 @@
-// Phase-1 server: OpenAI-compatible chat completions through the official `openai` SDK (OpenAI,
-// OpenRouter, vLLM/SGLang chat endpoints, any compatible host). The server parses tool calls;
-// this client adds per-request timeouts, its own retries (backoff + jitter + Retry-After) and
-// clear errors for what a retry cannot fix.
+// Phase-1 server: OpenAI-compatible chat completions (OpenAI, OpenRouter, vLLM/SGLang chat
+// endpoints, any compatible host). The server parses tool calls; this client adds per-request
+// timeouts, its own retries (backoff + jitter + Retry-After) and clear errors for what a retry
+// cannot fix. It posts one JSON body and reads one back over node:http with keep-alive (or the
+// injected `fetch`), not through the `openai` SDK: behind the agent gateway every harness request
+// paid the SDK's ~2 ms of CPU (fetch, web streams, header and logging work) on top of the model's
+// time; a non-streaming chat completion needs none of it.
 import {
-  AbortedError,
   type AssistantMessage,
   type ChatRequest,
   type ChatResponse,
@@ -12,16 +14,8 @@ import {
   type ServerV1,
   type Usage,
 } from '@shears/core';
-import OpenAI from 'openai';
-import { errorBodyDetail } from './error-body.js';
-import {
-  httpServerError,
-  parseRetryAfter,
-  type RetrySettings,
-  resolveRetrySettings,
-  timeoutServerError,
-  withRetries,
-} from './retry.js';
+import { httpJson } from './http-json.js';
+import { type RetrySettings, resolveRetrySettings, withRetries } from './retry.js';
 
 export interface OpenAICompatibleServerSettings {
   /** API root, e.g. `https://openrouter.ai/api/v1` or `http://127.0.0.1:8000/v1`. */
@@ -41,13 +35,31 @@ export interface OpenAICompatibleServerSettings {
   headers?: Record<string, string>;
   /** Drop `reasoning_content` / `reasoning` / `reasoning_details` from outgoing history (default false). */
   stripReasoningFromHistory?: boolean;
+  /** Without it, node:http(s) through Node's global agents (keep-alive). */
   fetch?: typeof globalThis.fetch;
 }
 
 const REASONING_FIELDS = ['reasoning_content', 'reasoning', 'reasoning_details'] as const;
 
-function toUsage(raw: OpenAI.CompletionUsage | undefined | null): Usage | undefined {
-  if (!raw) return undefined;
+/** The fields of a chat completion this client reads (anything else on a message is kept). */
+interface RawCompletion {
+  id?: string;
+  model?: string;
+  choices?: Array<{ index?: number; message?: Record<string, unknown>; finish_reason?: string | null }>;
+  usage?: RawUsage | null;
+}
+
+interface RawUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  completion_tokens_details?: { reasoning_tokens?: number } | null;
+  /** OpenRouter reports the charge as `usage.cost` (USD). */
+  cost?: unknown;
+}
+
+function toUsage(raw: RawUsage | undefined | null): Usage | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
   const usage: Usage = {
     promptTokens: raw.prompt_tokens ?? 0,
     completionTokens: raw.completion_tokens ?? 0,
@@ -55,47 +67,8 @@ function toUsage(raw: OpenAI.CompletionUsage | undefined | null): Usage | undefi
   };
   const reasoning = raw.completion_tokens_details?.reasoning_tokens;
   if (typeof reasoning === 'number') usage.reasoningTokens = reasoning;
-  // OpenRouter reports the charge as `usage.cost` (USD).
-  const cost = (raw as unknown as { cost?: unknown }).cost;
-  if (typeof cost === 'number') usage.costUsd = cost;
+  if (typeof raw.cost === 'number') usage.costUsd = raw.cost;
   return usage;
-}
-
-function detailOf(error: InstanceType<typeof OpenAI.APIError>): string {
-  const body = (error as { shearsErrorBody?: unknown }).shearsErrorBody;
-  return errorBodyDetail(body) ?? errorBodyDetail(error.error) ?? error.message;
-}
-
-/**
- * Why a connection failed, down the cause chain: the SDK wraps fetch's "fetch failed", which wraps
- * what the user can act on ("connect ECONNREFUSED 127.0.0.1:9", "getaddrinfo ENOTFOUND host").
- */
-function connectionReason(error: Error): string {
-  const messages: string[] = [];
-  let current: unknown = error.cause ?? error;
-  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
-    if (current.message && !messages.includes(current.message)) messages.push(current.message);
-    current = current.cause;
-  }
-  return messages.length > 0 ? messages.join(': ') : error.message;
-}
-
-/**
- * The SDK keeps only `body.error` of an error response, so FastAPI's `{"detail": ...}` (what
- * transformers serve and other Python servers send) became "422 status code (no body)". The
- * whole parsed body is kept on the error for `detailOf`.
- */
-class OpenAIKeepingErrorBodies extends OpenAI {
-  protected override makeStatusError(
-    status: number,
-    error: object,
-    message: string | undefined,
-    headers: Headers,
-  ): InstanceType<typeof OpenAI.APIError> {
-    const made = super.makeStatusError(status, error, message, headers);
-    Object.defineProperty(made, 'shearsErrorBody', { value: error ?? message, enumerable: false });
-    return made;
-  }
 }
 
 export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSettings): ServerV1 {
@@ -116,54 +89,18 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
   const provider = settings.provider ?? 'openai';
   const endpoint = settings.baseUrl.replace(/\/+$/, '');
   const retry = resolveRetrySettings(settings.retry);
-  let client: OpenAI | undefined;
-  const getClient = () => {
-    client ??= new OpenAIKeepingErrorBodies({
-      baseURL: endpoint,
-      apiKey: settings.apiKey ?? process.env[settings.apiKeyEnv ?? 'OPENAI_API_KEY'] ?? 'EMPTY',
-      // Our retries govern (they honour Retry-After and classify errors); the SDK's would multiply them.
-      maxRetries: 0,
-      defaultHeaders: settings.headers,
-      ...(settings.fetch ? { fetch: settings.fetch } : {}),
-    });
-    return client;
-  };
-
-  const classify = (error: unknown, timeoutMs: number, signal?: AbortSignal): unknown => {
-    if (signal?.aborted) return new AbortedError({ cause: signal.reason });
-    if (error instanceof OpenAI.APIConnectionTimeoutError)
-      return timeoutServerError({ endpoint, model: settings.model, provider, timeoutMs, cause: error });
-    if (error instanceof OpenAI.APIUserAbortError) return new AbortedError({ cause: error });
-    if (error instanceof OpenAI.APIConnectionError) {
-      return new ServerError({
-        message: `${provider} server ${endpoint} (model "${settings.model}"): connection failed: ${connectionReason(error)}`,
-        endpoint,
-        model: settings.model,
-        retryable: true,
-        cause: error,
-      });
-    }
-    if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
-      return httpServerError({
-        status: error.status,
-        detail: detailOf(error),
-        endpoint,
-        model: settings.model,
-        provider,
-        retryAfterMs: parseRetryAfter(error.headers, retry.now()),
-        cause: error,
-      });
-    }
-    if (error instanceof SyntaxError) {
-      return new ServerError({
-        message: `${provider} server ${endpoint} (model "${settings.model}"): response is not valid JSON: ${error.message}`,
-        endpoint,
-        model: settings.model,
-        retryable: true,
-        cause: error,
-      });
-    }
-    return error;
+  const url = `${endpoint}/chat/completions`;
+  // Read lazily (on the first request), as the SDK did.
+  let headers: Record<string, string> | undefined;
+  const getHeaders = () => {
+    if (headers) return headers;
+    const merged: Record<string, string> = {
+      authorization: `Bearer ${settings.apiKey ?? process.env[settings.apiKeyEnv ?? 'OPENAI_API_KEY'] ?? 'EMPTY'}`,
+    };
+    // Header names are case-insensitive: a user's `Authorization` replaces ours, not joins it.
+    for (const [name, value] of Object.entries(settings.headers ?? {})) merged[name.toLowerCase()] = value;
+    headers = merged;
+    return merged;
   };
 
   const attempt = async (request: ChatRequest, timeoutMs: number): Promise<ChatResponse> => {
@@ -188,19 +125,17 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     if (request.stop !== undefined) body.stop = request.stop;
     if (request.seed !== undefined) body.seed = request.seed;
     Object.assign(body, request.extraBody);
-    let completion: OpenAI.ChatCompletion;
-    try {
-      completion = (await getClient().chat.completions.create(
-        body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
-        {
-          timeout: timeoutMs,
-          signal: request.signal,
-          maxRetries: 0,
-        },
-      )) as OpenAI.ChatCompletion;
-    } catch (error) {
-      throw classify(error, timeoutMs, request.signal);
-    }
+    const completion = (await httpJson({
+      fetch: settings.fetch,
+      url,
+      body,
+      headers: getHeaders(),
+      timeoutMs,
+      signal: request.signal,
+      provider,
+      model: settings.model,
+      now: retry.now,
+    })) as RawCompletion;
     if (typeof completion !== 'object' || completion === null || !Array.isArray(completion.choices)) {
       throw new ServerError({
         message: `${provider} server ${endpoint} (model "${settings.model}"): response has no "choices" array`,
@@ -246,7 +181,7 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
       return withRetries(() => attempt(request, timeoutMs), retry, { signal: request.signal });
     },
     async close() {
-      client = undefined;
+      headers = undefined;
     },
   };
 }
