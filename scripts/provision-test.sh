@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Provisions everything the full test suite needs on a fresh Debian machine: system packages
-# for the real parts the tests use (Docker daemon, sshd, Chromium, debootstrap, ripgrep), then
+# for the real parts the tests use (Docker daemon, sshd, Chromium, debootstrap, ripgrep, the
+# Prometheus server that scrapes `shears serve`), then
 # scripts/setup.sh. The daemons themselves are started and stopped by the test run
 # (scripts/test-infra/global-setup.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(docker.io openssh-server chromium debootstrap busybox-static ripgrep git python3 python3-jinja2 python3-pytest ca-certificates iproute2)
+packages=(docker.io openssh-server chromium debootstrap busybox-static ripgrep git python3 python3-jinja2 python3-pytest ca-certificates iproute2 prometheus)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -44,6 +44,7 @@ const SAMPLES: Record<string, [text: string, expected: unknown]> = {
   'run.concurrency': ['2', 2],
   'run.out': ['x/y.jsonl', 'x/y.jsonl'],
   'run.report': ['', false],
+  'run.metrics': ['', false],
   'run.progress': ['lines', 'lines'],
   'api.url': ['http://127.0.0.1:9', 'http://127.0.0.1:9'],
   'api.host': ['0.0.0.0', '0.0.0.0'],

@@ -139,6 +139,11 @@ const NO_REPORT: FlagSpec = {
   config: 'run.report',
   description: 'write no HTML report next to the JSONL',
 };
+const NO_METRICS: FlagSpec = {
+  name: 'no-metrics',
+  config: 'run.metrics',
+  description: 'write no run metrics stream (<out>.metrics.jsonl) next to the JSONL',
+};
 const API_LISTEN: readonly FlagSpec[] = [
   { name: 'host', value: 'ADDRESS', config: 'api.host', description: 'bind address of the trajectory API' },
   {
@@ -161,6 +166,8 @@ const RUN_LOOP = [
   'run.drain_timeout_ms',
   'run.max_repeated_failures',
   'run.success_threshold',
+  'run.metrics',
+  'run.metrics_window_seconds',
 ];
 const FORCE = (what: string): FlagSpec => ({ name: 'force', description: `overwrite ${what}` });
 /** What a worker pushing to a trajectory API reads of `api`. */
@@ -200,6 +207,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       CONCURRENCY,
       { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL output path' },
       NO_REPORT,
+      NO_METRICS,
       PROGRESS,
       { name: 'resume', description: 'keep the groups already in --out and run only the rest' },
       FORCE('an existing --out file (and its report and run record)'),
@@ -217,7 +225,15 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'serve',
     summary: 'run groups continuously and push them to a trajectory API',
-    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', ...API_CLIENT, 'api.batch_size'],
+    reads: [
+      ...ROLLOUT_CONFIG,
+      ...RUN_LOOP,
+      'run.out',
+      'run.report',
+      'run.prometheus',
+      ...API_CLIENT,
+      'api.batch_size',
+    ],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -228,6 +244,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       { name: 'url', value: 'URL', config: 'api.url', description: 'trajectory API to push groups to' },
       { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL copy of every group sent' },
       NO_REPORT,
+      NO_METRICS,
       { name: 'max-groups', value: 'N', description: 'stop after N groups (default: run until Ctrl-C)' },
       FORCE('an existing run.out file and its report'),
     ],
@@ -262,6 +279,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       CONCURRENCY,
       { name: 'out', value: 'FILE', config: 'evaluate.out', description: 'JSONL output path' },
       NO_REPORT,
+      NO_METRICS,
       PROGRESS,
       {
         name: 'resume',
@@ -289,7 +307,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'train',
     summary: 'start the API, env workers and the trainer; supervise them',
-    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', 'api', 'train'],
+    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', 'run.prometheus', 'api', 'train'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -300,6 +318,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       ...API_LISTEN,
       { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL copy of every group sent' },
       NO_REPORT,
+      NO_METRICS,
       {
         name: 'workers',
         value: 'N',

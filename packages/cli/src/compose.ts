@@ -142,15 +142,28 @@ export async function createFromConfig<K extends PluginKind>(
   }
 }
 
-export async function createEnv(registry: Registry, config: ShearsConfig): Promise<EnvV1> {
-  return createFromConfig(
+export async function createEnv(registry: Registry, config: ShearsConfig, cwd?: string): Promise<EnvV1> {
+  const env = await createFromConfig(
     registry,
     'envs',
     config.env.name,
     'env.name',
-    { seed: config.env.seed, ...config.env.settings },
+    {
+      seed: config.env.seed,
+      // The tasks env reads a file named relative to where shears runs.
+      ...(config.env.name === 'tasks' && cwd !== undefined ? { cwd } : {}),
+      ...config.env.settings,
+    },
     'env.settings',
   );
+  // A task file's rubrics are for the judge: without one they would be silently unused.
+  const rubricTasks = (env as { rubricTasks?: () => string[] }).rubricTasks?.() ?? [];
+  if (rubricTasks.length > 0 && !config.judge)
+    throw new ConfigError({
+      message: `judge: required, because the task file gives rubrics for the judge (${rubricTasks.slice(0, 5).join('; ')}${rubricTasks.length > 5 ? '; …' : ''}); configure a judge (judge: { server: ..., weight: ... }) or remove the rubrics`,
+      issues: [{ path: 'judge', message: 'required for tasks with a rubric', value: undefined }],
+    });
+  return env;
 }
 
 /** Optional extras an env may offer the CLI (the SWE env does). */
@@ -511,6 +524,7 @@ export function withJudge<TItem extends EnvItem>(
   weight: number,
 ): EnvV1<TItem> {
   const own = new WeakMap<object, RewardResult>();
+  const ownMs = new WeakMap<object, number>();
   const reward = judgeReward<TItem>(judge, {
     name: 'judge',
     weight,
@@ -519,7 +533,9 @@ export function withJudge<TItem extends EnvItem>(
         name: 'env_reward',
         weight: 1 - weight,
         async fn({ item, rollout, context }) {
+          const started = performance.now();
           const result = await env.computeReward(item, rollout, context);
+          ownMs.set(context, performance.now() - started);
           own.set(context, result);
           return result.score;
         },
@@ -527,7 +543,11 @@ export function withJudge<TItem extends EnvItem>(
     ],
   });
   const computeReward: EnvV1<TItem>['computeReward'] = async (item, rollout, context) => {
+    const started = performance.now();
     const judged = await reward(item, rollout, context);
+    // The judge's share of the reward time (the run metrics' latency split): the whole reward
+    // less the env's own verifier, which judgeReward runs before the judge.
+    const judgeMs = Math.max(0, performance.now() - started - (ownMs.get(context) ?? 0));
     const envResult = own.get(context);
     const envVerdicts = envResult?.details?.verdicts;
     return {
@@ -539,6 +559,7 @@ export function withJudge<TItem extends EnvItem>(
           ...(Array.isArray(envVerdicts) ? envVerdicts : []),
           ...((judged.details?.verdicts as unknown[] | undefined) ?? []),
         ],
+        judgeMs,
       },
     };
   };

@@ -3,6 +3,7 @@
 // `shears process --env demo` needs no key and no GPU, and hermes-agent's composite `debugging`
 // toolset (it spans the terminal, web and file plugins, so the composition root declares it).
 // Settings are checked strictly: a setting the demo does not read is an error, never ignored.
+import { relative as relativePath, resolve as resolvePath } from 'node:path';
 import {
   definePlugin,
   InvalidArgumentError,
@@ -14,6 +15,18 @@ import { z } from 'zod';
 import { createDemoEnv } from './demo/demo-env.js';
 import { type DemoServerOptions, startDemoServer } from './demo/demo-server.js';
 import { DEMO_TASKS } from './demo/demo-tasks.js';
+import { createTasksEnv } from './tasks/tasks-env.js';
+import { readTaskFile, taskFileError } from './tasks/tasks-file.js';
+
+const tasksEnvSettingsSchema = z.strictObject({
+  file: z.string().min(1),
+  tools: z.array(z.string().min(1)).min(1).default(['terminal']),
+  system: z.string().min(1).optional(),
+  seed: z.int().default(0),
+  shuffle: z.boolean().default(false),
+  /** The directory `file` is relative to (the CLI sets it to the working directory). */
+  cwd: z.string().min(1).optional(),
+});
 
 const demoEnvSettingsSchema = z.strictObject({
   tool: z.string().min(1).default('terminal'),
@@ -61,6 +74,45 @@ export default definePlugin({
     },
   },
   envs: {
+    tasks: {
+      description:
+        'Your own tasks from a JSON/JSONL file: prompt, set-up commands, a verifier run in the sandbox, an optional judge rubric, difficulty, tools',
+      async create(raw, context) {
+        const settings = parseSettings(tasksEnvSettingsSchema, raw, 'The tasks env', {
+          task_file: 'the file is env.settings.file',
+          tasks: 'the file is env.settings.file',
+        });
+        const cwd = settings.cwd ?? process.cwd();
+        const file = resolvePath(cwd, settings.file);
+        const tasks = readTaskFile(file, cwd);
+        const names = new Set([...settings.tools, ...tasks.flatMap((task) => task.tools ?? [])]);
+        const available = context.registry.list('tools');
+        const problems: string[] = [];
+        for (const name of settings.tools)
+          if (!available.includes(name))
+            problems.push(`env.settings.tools: no tool "${name}" (available: ${available.join(', ')})`);
+        for (const task of tasks)
+          for (const name of task.tools ?? [])
+            if (!available.includes(name))
+              problems.push(
+                `${task.where}: field "tools": no tool "${name}" (available: ${available.join(', ')})`,
+              );
+        if (problems.length) throw taskFileError(relativePath(cwd, file) || file, problems);
+        const tools = new Map<string, ToolV1[]>();
+        for (const name of names) {
+          const created = await context.registry.create('tools', name, {});
+          tools.set(name, Array.isArray(created) ? created : [created]);
+        }
+        return createTasksEnv({
+          tasks,
+          tools,
+          defaultTools: settings.tools,
+          seed: settings.seed,
+          shuffle: settings.shuffle,
+          ...(settings.system ? { system: settings.system } : {}),
+        });
+      },
+    },
     demo: {
       description: 'Eight small shell/file tasks checked by verifiers in the rollout sandbox',
       async create(raw, context) {

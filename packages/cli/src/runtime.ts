@@ -155,7 +155,7 @@ export async function startRuntime(
     const { parser, fallbackParser } = await resolveParsers(registry, config);
     const extraTools = await createExtraTools(registry, config);
     const toolsets = registry.toolsets();
-    const created = await createEnv(registry, config);
+    const created = await createEnv(registry, config, context.io.cwd);
     closers.push(() => created.close?.());
     const env = configureEnv(created, {
       config,

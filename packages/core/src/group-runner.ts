@@ -157,6 +157,8 @@ interface AttemptResult {
   reward: RewardResult | undefined;
   error: unknown;
   wallTimeSeconds: number;
+  /** Milliseconds spent outside the agent loop (see Trajectory.timings). */
+  timings?: { sandboxAcquireMs: number; rewardMs: number; groupJudgeMs?: number; sandboxReleaseMs: number };
 }
 
 /** What the reward function and a custom group-judge subject see of a finished rollout. */
@@ -274,6 +276,9 @@ export async function runGroup<TItem extends EnvItem>(
 
   const attempt = async (rolloutId: string): Promise<AttemptResult> => {
     const attemptStarted = performance.now();
+    // Filled as the attempt goes; the object is shared by `finish`, so the release time set in
+    // the `finally` below still reaches the result.
+    const timings = { sandboxAcquireMs: 0, rewardMs: 0, sandboxReleaseMs: 0 };
     const finish = (
       outcome: RolloutOutcome,
       reason: string | null,
@@ -285,14 +290,18 @@ export async function runGroup<TItem extends EnvItem>(
       reward: undefined,
       error: undefined,
       ...extra,
+      timings,
       wallTimeSeconds: (performance.now() - attemptStarted) / 1000,
     });
     if (signal?.aborted) return finish('aborted', 'aborted before start');
     if (stopSignal?.aborted) return finish('aborted', 'not started: the run is stopping');
     let sandbox: SandboxV1;
+    const acquireStarted = performance.now();
     try {
       sandbox = await options.sandboxes.acquire(sandboxSpec, stopSignal ? { signal: stopSignal } : {});
+      timings.sandboxAcquireMs = performance.now() - acquireStarted;
     } catch (error) {
+      timings.sandboxAcquireMs = performance.now() - acquireStarted;
       if (stopSignal?.aborted || AbortedError.isInstance(error))
         return finish('aborted', 'aborted while acquiring a sandbox', { error });
       return finish('infra_failure', `sandbox: ${describeError(error)}`, { error });
@@ -402,6 +411,7 @@ export async function runGroup<TItem extends EnvItem>(
               rewardController.abort(new Error(`reward exceeded ${options.rewardTimeoutMs} ms`));
             }, options.rewardTimeoutMs)
           : undefined;
+      const rewardStarted = performance.now();
       try {
         // Race the reward against its signal so a reward that ignores the signal cannot hold the group.
         const computing = env.computeReward(item, view, context);
@@ -434,6 +444,7 @@ export async function runGroup<TItem extends EnvItem>(
           error: new EnvError({ envId: env.id, message: describeError(error), cause: error }),
         });
       } finally {
+        timings.rewardMs = performance.now() - rewardStarted;
         if (rewardTimer) clearTimeout(rewardTimer);
         rewardController.abort();
       }
@@ -454,11 +465,13 @@ export async function runGroup<TItem extends EnvItem>(
         ? finish('scored', null, { agent, reward })
         : finish('model_failure', `no final answer (${agent.stopReason})`, { agent, reward });
     } finally {
+      const releaseStarted = performance.now();
       try {
         await sandbox.dispose();
       } catch (error) {
         logger.warn('sandbox dispose failed', { sandboxId: sandbox.id, error: describeError(error) });
       }
+      timings.sandboxReleaseMs = performance.now() - releaseStarted;
     }
   };
 
@@ -574,6 +587,7 @@ export async function runGroup<TItem extends EnvItem>(
       usage,
       tokenCount: usage.totalTokens,
       wallTimeSeconds: result.wallTimeSeconds,
+      ...(result.timings ? { timings: result.timings } : {}),
       ...(agent?.tokenRecord ? { tokens: agent.tokenRecord } : {}),
       ...(enabledToolsets ? { toolsets: enabledToolsets } : {}),
     };
@@ -695,6 +709,7 @@ async function applyGroupJudge(options: {
   judged.forEach(({ index, result }, position) => {
     const verdict = verdicts[position]!;
     result.wallTimeSeconds += seconds;
+    if (result.timings) result.timings.groupJudgeMs = seconds * 1000;
     if (verdict.status === 'failed') {
       result.outcome = signal?.aborted ? 'aborted' : 'judge_failure';
       result.reason = signal?.aborted

@@ -532,7 +532,7 @@ export async function runChecks(context: CommandContext): Promise<Check[]> {
   });
   let env: EnvV1 | undefined;
   try {
-    env = await createEnv(registry, config);
+    env = await createEnv(registry, config, context.io.cwd);
     checks.push({ name: 'env', status: 'ok', detail: `${config.env.name} created` });
   } catch (error) {
     checks.push({

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
+import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { formatNumber, formatTable } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
 import {
@@ -16,7 +17,13 @@ import {
   identityPathFor,
   runIdentity,
 } from '../run/run-identity.js';
-import { checkRunConfig, createJsonlWriter, guardOutputs, writeOutputFile } from '../run/run-output.js';
+import {
+  checkRunConfig,
+  createJsonlWriter,
+  guardOutputs,
+  refusePrometheus,
+  writeOutputFile,
+} from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
 import { bootstrapMean, mean, passAtK, type SuccessRule, successRule } from '../stats.js';
 import { buildViewerHtml } from '../viewer/build-viewer.js';
@@ -170,6 +177,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const identityPath = identityPathFor(out);
   const summaryPath = `${out.replace(/\.jsonl?$/i, '')}.summary.json`;
   const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const metricsPath = config.run.metrics ? metricsPathFor(out) : undefined;
   const resume = context.flags.resume === true;
   const force = context.flags.force === true;
   const elsewhere = '--evaluate.out OTHER.jsonl';
@@ -178,6 +186,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const success = successRule(config.run.success_threshold);
 
   checkRunConfig(config);
+  refusePrometheus(config, 'evaluate');
   // Before anything runs: --force starts over, --resume continues the run in `out`, and
   // otherwise no existing file is touched.
   const resuming = resume && !force && existsSync(out);
@@ -186,7 +195,13 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   if (resuming) checkResumable({ jsonlPath: out, command: 'evaluate', identity, cwd: io.cwd, elsewhere });
   else
     guardOutputs({
-      paths: [out, identityPath, summaryPath, ...(reportPath ? [reportPath] : [])],
+      paths: [
+        out,
+        identityPath,
+        summaryPath,
+        ...(reportPath ? [reportPath] : []),
+        ...(metricsPath ? [metricsPath] : []),
+      ],
       cwd: io.cwd,
       force,
       elsewhere,
@@ -205,6 +220,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   let items: EnvItem[] = [];
   let ran = 0;
   let writer: ReturnType<typeof createJsonlWriter> | undefined;
+  let metricsWriter: ReturnType<typeof createJsonlWriter> | undefined;
+  let metrics: RunMetrics = NO_METRICS;
   try {
     if (runtime.env.evalItems) items = await runtime.env.evalItems();
     else {
@@ -243,7 +260,21 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
       mode: force ? 'replace' : resuming ? 'append' : 'new',
       ...(resuming ? { initial } : {}),
       cwd: io.cwd,
+      ...(metricsPath ? { companions: [metricsPath] } : {}),
     });
+    if (metricsPath) {
+      // A resumed run appends: its rows go on after the earlier run's (elapsedSeconds restarts at 0).
+      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
+        mode: force ? 'replace' : resuming ? 'append' : 'new',
+        cwd: io.cwd,
+      });
+      metrics = createRunMetrics({
+        writer: metricsWriter,
+        command: 'evaluate',
+        success,
+        windowSeconds: config.run.metrics_window_seconds,
+      });
+    }
     if (kept.size) io.stderr(`resuming: ${records.length} of ${items.length} items already complete\n`);
     const todo = items.filter((item) => !kept.has(item.id));
     let cursor = 0;
@@ -255,6 +286,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
         ran++;
         records.push(record);
         writer!.write(record);
+        metrics.group(record);
         runtime.progress.groupFinished(record);
       }
     };
@@ -264,6 +296,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
     const failed = settled.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
   } finally {
+    metrics.close();
+    metricsWriter?.close();
     writer?.close();
     await runtime.close();
   }

@@ -48,7 +48,7 @@ export async function prepareCommand(context: CommandContext): Promise<number> {
   const { config, io } = context;
   const started = Date.now();
   const { registry } = await composeRegistry(config, { cwd: io.cwd, logger: context.logger });
-  const env = await createEnv(registry, config);
+  const env = await createEnv(registry, config, io.cwd);
   try {
     const ownImages = (env as { preferredSandbox?: unknown }).preferredSandbox === 'docker';
     if (sandboxProviderId(config, env) === 'docker' && !ownImages) await prepareDockerSandbox(context);

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { EnvItem, ScoredGroupRecord } from '@shears/core';
+import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { summarizeGroups } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import {
@@ -18,6 +19,7 @@ import {
   createJsonlWriter,
   fileError,
   guardOutputs,
+  refusePrometheus,
   writeOutputFile,
 } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
@@ -51,6 +53,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const out = resolveOut(context, config.run.out);
   const identityPath = identityPathFor(out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const metricsPath = config.run.metrics ? metricsPathFor(out) : undefined;
   const resume = context.flags.resume === true;
   const force = context.flags.force === true;
   const elsewhere = '--out OTHER.jsonl';
@@ -58,6 +61,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const identity = context.redact.value(runIdentity(config, 'process', io.cwd));
 
   checkRunConfig(config);
+  refusePrometheus(config, 'process');
   // Before anything runs: which files exist, and whether they may be replaced or continued.
   // --force starts over; --resume continues the run in `out` when there is one.
   const resuming = resume && !force && existsSync(out);
@@ -66,7 +70,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   if (resuming) checkResumable({ jsonlPath: out, command: 'process', identity, cwd: io.cwd, elsewhere });
   if (!resuming)
     guardOutputs({
-      paths: [out, identityPath, ...(reportPath ? [reportPath] : [])],
+      paths: [out, identityPath, ...(reportPath ? [reportPath] : []), ...(metricsPath ? [metricsPath] : [])],
       cwd: io.cwd,
       force,
       elsewhere,
@@ -84,6 +88,8 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const runtime = await startRuntime(context, { totalGroups: total });
   const groups: ScoredGroupRecord[] = [...kept];
   let writer: ReturnType<typeof createJsonlWriter> | undefined;
+  let metricsWriter: ReturnType<typeof createJsonlWriter> | undefined;
+  let metrics: RunMetrics = NO_METRICS;
   const started = Date.now();
   let reused = 0;
   try {
@@ -95,8 +101,21 @@ export async function processCommand(context: CommandContext): Promise<number> {
       mode: force ? 'replace' : resuming ? 'append' : 'new',
       ...(resuming ? { initial: kept } : {}),
       cwd: io.cwd,
-      companions: [identityPath],
+      companions: [identityPath, ...(metricsPath ? [metricsPath] : [])],
     });
+    if (metricsPath) {
+      // A resumed run appends: its rows go on after the earlier run's (elapsedSeconds restarts at 0).
+      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
+        mode: force ? 'replace' : resuming ? 'append' : 'new',
+        cwd: io.cwd,
+      });
+      metrics = createRunMetrics({
+        writer: metricsWriter,
+        command: 'process',
+        success: successRule(config.run.success_threshold),
+        windowSeconds: config.run.metrics_window_seconds,
+      });
+    }
     if (resuming)
       io.stderr(
         `resuming ${relative(io.cwd, out) || out}: ${kept.length} complete group(s) kept${redone ? `, ${redone} partial group(s) to redo` : ''}\n`,
@@ -132,6 +151,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
         const record = await runOneGroup(runtime, context, item, config.env.group_size);
         groups.push(record);
         writer!.write(record);
+        metrics.group(record);
         runtime.progress.groupFinished(record);
       }
     };
@@ -139,6 +159,8 @@ export async function processCommand(context: CommandContext): Promise<number> {
     const failed = settled.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
   } finally {
+    metrics.close();
+    metricsWriter?.close();
     writer?.close();
     await runtime.close();
   }
@@ -187,7 +209,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const show = (path: string) => relative(io.cwd, path) || path;
   const partial = groups.filter((group) => group.partial).length;
   io.stdout(
-    `wrote ${groups.length} groups${partial ? ` (${partial} partial)` : ''}${reused ? ` (${reused} kept from the earlier run)` : ''} to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`,
+    `wrote ${groups.length} groups${partial ? ` (${partial} partial)` : ''}${reused ? ` (${reused} kept from the earlier run)` : ''} to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}${metricsPath ? `; metrics in ${show(metricsPath)}` : ''}\n`,
   );
   return exitCodeFor({ stoppedBy, scoredRollouts });
 }

@@ -3,11 +3,18 @@
 // also goes to `run.out` (JSONL) and, at the end, the HTML report, as with `shears process`.
 import { relative } from 'node:path';
 import { InvalidArgumentError } from '@shears/core';
+import {
+  type PrometheusEndpoint,
+  startPrometheusEndpoint,
+  teeMetrics,
+} from '../metrics/prometheus-metrics.js';
+import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
+import { successRule } from '../stats.js';
 
 export async function serveCommand(context: CommandContext): Promise<number> {
   const { config, io } = context;
@@ -26,19 +33,51 @@ export async function serveCommand(context: CommandContext): Promise<number> {
   await requireTokenizer(config, io.cwd, 'serve');
   const out = resolveOut(context, config.run.out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const metricsPath = config.run.metrics ? metricsPathFor(out) : undefined;
   const force = context.flags.force === true;
   guardOutputs({
-    paths: [out, ...(reportPath ? [reportPath] : [])],
+    paths: [out, ...(reportPath ? [reportPath] : []), ...(metricsPath ? [metricsPath] : [])],
     cwd: io.cwd,
     force,
     elsewhere: '--out OTHER.jsonl',
   });
   let writer: JsonlWriter | undefined;
+  let metricsWriter: JsonlWriter | undefined;
+  let metrics: RunMetrics = NO_METRICS;
+  let prometheus: PrometheusEndpoint | undefined;
   let result: Awaited<ReturnType<typeof runServeLoop>>;
   try {
-    writer = createJsonlWriter(out, context.redact, { mode: force ? 'replace' : 'new', cwd: io.cwd });
-    result = await runServeLoop(context, { maxGroups, writer });
+    writer = createJsonlWriter(out, context.redact, {
+      mode: force ? 'replace' : 'new',
+      cwd: io.cwd,
+      ...(metricsPath ? { companions: [metricsPath] } : {}),
+    });
+    if (metricsPath) {
+      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
+        mode: force ? 'replace' : 'new',
+        cwd: io.cwd,
+      });
+      metrics = createRunMetrics({
+        writer: metricsWriter,
+        command: 'serve',
+        success: successRule(config.run.success_threshold),
+        windowSeconds: config.run.metrics_window_seconds,
+      });
+    }
+    if (config.run.prometheus) {
+      prometheus = await startPrometheusEndpoint({
+        ...config.run.prometheus,
+        command: 'serve',
+        success: successRule(config.run.success_threshold),
+      });
+      io.stderr(`metrics for Prometheus at ${prometheus.url}\n`);
+      metrics = teeMetrics(metrics, prometheus);
+    }
+    result = await runServeLoop(context, { maxGroups, writer, metrics });
   } finally {
+    await prometheus?.stop();
+    metrics.close();
+    metricsWriter?.close();
     writer?.close();
   }
   if (reportPath)
@@ -54,7 +93,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
   if (ending) io.stderr(`${ending}\n`);
   const show = (path: string) => relative(io.cwd, path) || path;
   io.stdout(
-    `${context.redact(formatServeResult(result, config.api.url))}; wrote every group to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}\n`,
+    `${context.redact(formatServeResult(result, config.api.url))}; wrote every group to ${show(out)}${reportPath ? ` and the report to ${show(reportPath)}` : ''}${metricsPath ? `; metrics in ${show(metricsPath)}` : ''}\n`,
   );
   return exitCodeFor(result);
 }

@@ -8,11 +8,18 @@ import { relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
+import {
+  type PrometheusEndpoint,
+  startPrometheusEndpoint,
+  teeMetrics,
+} from '../metrics/prometheus-metrics.js';
+import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { EXIT_CODES, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
+import { successRule } from '../stats.js';
 import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
@@ -76,19 +83,51 @@ export async function trainCommand(context: CommandContext): Promise<number> {
   await requireTokenizer(config, io.cwd, 'train');
   const out = resolveOut(context, config.run.out);
   const reportPath = config.run.report ? reportPathFor(out) : undefined;
+  const metricsPath = config.run.metrics ? metricsPathFor(out) : undefined;
   const force = context.flags.force === true;
   guardOutputs({
-    paths: [out, ...(reportPath ? [reportPath] : [])],
+    paths: [out, ...(reportPath ? [reportPath] : []), ...(metricsPath ? [metricsPath] : [])],
     cwd: io.cwd,
     force,
     elsewhere: '--out OTHER.jsonl',
   });
-  const writer = createJsonlWriter(out, context.redact, { mode: force ? 'replace' : 'new', cwd: io.cwd });
+  const writer = createJsonlWriter(out, context.redact, {
+    mode: force ? 'replace' : 'new',
+    cwd: io.cwd,
+    ...(metricsPath ? { companions: [metricsPath] } : {}),
+  });
+  let metricsWriter: ReturnType<typeof createJsonlWriter> | undefined;
+  let metrics: RunMetrics = NO_METRICS;
+  let prometheus: PrometheusEndpoint | undefined;
   let code: number = EXIT_CODES.error;
   try {
-    code = await train(context, writer);
+    if (metricsPath) {
+      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
+        mode: force ? 'replace' : 'new',
+        cwd: io.cwd,
+      });
+      metrics = createRunMetrics({
+        writer: metricsWriter,
+        command: 'train',
+        success: successRule(config.run.success_threshold),
+        windowSeconds: config.run.metrics_window_seconds,
+      });
+    }
+    if (config.run.prometheus) {
+      prometheus = await startPrometheusEndpoint({
+        ...config.run.prometheus,
+        command: 'train',
+        success: successRule(config.run.success_threshold),
+      });
+      io.stderr(`train: metrics for Prometheus at ${prometheus.url}\n`);
+      metrics = teeMetrics(metrics, prometheus);
+    }
+    code = await train(context, writer, metrics);
     return code;
   } finally {
+    await prometheus?.stop();
+    metrics.close();
+    metricsWriter?.close();
     writer.close();
     if (reportPath)
       writeRunReport(context, {
@@ -98,12 +137,16 @@ export async function trainCommand(context: CommandContext): Promise<number> {
         incomplete: code === EXIT_CODES.interrupted,
       });
     io.stderr(
-      `train: wrote every group to ${relative(io.cwd, out) || out}${reportPath ? ` and the report to ${relative(io.cwd, reportPath) || reportPath}` : ''}\n`,
+      `train: wrote every group to ${relative(io.cwd, out) || out}${reportPath ? ` and the report to ${relative(io.cwd, reportPath) || reportPath}` : ''}${metricsPath ? `; metrics in ${relative(io.cwd, metricsPath) || metricsPath}` : ''}\n`,
     );
   }
 }
 
-async function train(context: CommandContext, writer: ReturnType<typeof createJsonlWriter>): Promise<number> {
+async function train(
+  context: CommandContext,
+  writer: ReturnType<typeof createJsonlWriter>,
+  metrics: RunMetrics,
+): Promise<number> {
   const { config, io } = context;
   const trainer = config.train.trainer!;
   const say = (prefix: string) => (line: string) => io.stderr(`${context.redact(`[${prefix}] ${line}`)}\n`);
@@ -162,7 +205,7 @@ async function train(context: CommandContext, writer: ReturnType<typeof createJs
         signal: workerSignal,
         drain: workerDrain,
       },
-      { writer },
+      { writer, metrics, worker: name },
     ).then(
       (result) => ({ name, ok: true as const, result }),
       (error: unknown) => ({ name, ok: false as const, error }),

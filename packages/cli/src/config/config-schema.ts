@@ -248,6 +248,27 @@ export const runConfigSchema = z
     concurrency: z.int().min(1).max(4096).default(8).describe('Rollouts in flight at once'),
     out: z.string().min(1).default('runs/shears.jsonl').describe('JSONL output path'),
     report: z.boolean().default(true).describe('Also write an HTML report next to the JSONL'),
+    metrics: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Also write the run metrics stream next to the output (`<out>.metrics.jsonl`: a row per group, per time window and per trainer step; see docs/runs.md)',
+      ),
+    metrics_window_seconds: z
+      .number()
+      .positive()
+      .max(86_400)
+      .default(10)
+      .describe('Length of a window row of the run metrics stream, in seconds'),
+    prometheus: z
+      .strictObject({
+        port: z.int().min(0).max(65535).describe('Port of GET /metrics (0: any free port, printed at start)'),
+        host: z.string().min(1).default('127.0.0.1').describe('Bind address of GET /metrics'),
+      })
+      .optional()
+      .describe(
+        '`serve` and `train`: expose the run metrics at GET /metrics for Prometheus (counters and gauges; see docs/runs.md)',
+      ),
     max_retries: z
       .int()
       .min(0)

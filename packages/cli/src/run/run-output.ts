@@ -4,7 +4,7 @@
 // message naming the file; what a file receives is redacted value by value, so it stays valid.
 import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
-import { describeError, InvalidArgumentError, ShearsError } from '@shears/core';
+import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
 import { checkToolsetsConfig } from '../env-tools.js';
 import type { Redactor } from '../redact.js';
@@ -216,6 +216,15 @@ export function writeOutputFile(
   } finally {
     closeSync(fd);
   }
+}
+
+/** `run.prometheus` belongs to the long-running commands; a short run refuses it rather than ignore it. */
+export function refusePrometheus(config: ShearsConfig, command: string): void {
+  if (config.run.prometheus)
+    throw new ConfigError({
+      message: `run.prometheus: only \`shears serve\` and \`shears train\` expose /metrics; \`shears ${command}\` writes the metrics stream (<out>.metrics.jsonl) instead. Remove run.prometheus for this command`,
+      issues: [{ path: 'run.prometheus', message: `not read by ${command}`, value: config.run.prometheus }],
+    });
 }
 
 /** The config checks that need no env or server, run before the output guard: a bad config is named first. */

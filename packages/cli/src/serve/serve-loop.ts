@@ -19,6 +19,7 @@ import { scoredDataFromRecord } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { MANAGED_SERVERS } from '../compose.js';
 import type { ShearsConfig } from '../config/config-schema.js';
+import type { RunMetrics, TrainerStatus } from '../metrics/run-metrics.js';
 import { droppedLabel } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../run/run-control.js';
 import type { JsonlWriter } from '../run/run-output.js';
@@ -177,7 +178,14 @@ function longestSequence(data: { tokens: number[][] }): number {
 
 export async function runServeLoop(
   context: CommandContext,
-  options: { maxGroups?: number; link?: AtroposLink; writer?: JsonlWriter } = {},
+  options: {
+    maxGroups?: number;
+    link?: AtroposLink;
+    writer?: JsonlWriter;
+    /** The run metrics stream (shared by `train`'s workers); `worker` labels this loop's rows. */
+    metrics?: RunMetrics;
+    worker?: string;
+  } = {},
 ): Promise<ServeResult> {
   const { config } = context;
   const tokenizer = await requireTokenizer(config, context.io.cwd, 'serve');
@@ -245,6 +253,7 @@ export async function runServeLoop(
         // never missed.
         const finishedBefore = finished;
         const status = await link.status(control.drain);
+        options.metrics?.trainerStatus(status);
         if (batchSize <= 0) batchSize = (await link.info(control.drain)).batch_size;
         // No trainer batch size known (none registered, or after a reset): api.batch_size stands in.
         if (batchSize <= 0 && !fallbackNoted) {
@@ -284,19 +293,23 @@ export async function runServeLoop(
         // or dropped: the other workers' pacing sees it at once.
         started++;
         try {
-          if (!(await runGroup())) break;
+          if (!(await runGroup(status))) break;
         } finally {
           finished++;
         }
       }
     };
     /** Runs, scores and posts one group; false when this worker ends (no more items, or stopped while posting). */
-    const runGroup = async (): Promise<boolean> => {
+    const runGroup = async (status: TrainerStatus): Promise<boolean> => {
       const item = await runtime.env.nextItem();
       if (!item) return false;
       const record = await runOneGroup(runtime, context, item, config.env.group_size);
       result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
       options.writer?.write(record);
+      options.metrics?.group(record, {
+        ...(options.worker ? { worker: options.worker } : {}),
+        trainerAtStart: status,
+      });
       if (record.dropped) {
         notSent(record, droppedLabel(record.dropped));
         return true;

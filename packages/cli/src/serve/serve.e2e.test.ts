@@ -12,6 +12,7 @@ import { createScriptedGenerate, createScriptedServer } from '@shears/core/test'
 import { startTrajectoryApiServer } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { metricsRowSchema } from '../metrics/metrics-schema.js';
 import { writeProbePack } from '../test-support/probe-pack.js';
 import { runShears } from '../test-support/run-cli.js';
 import { batchesAhead } from './serve-loop.js';
@@ -129,8 +130,21 @@ describe('shears serve', () => {
       expect(written).toHaveLength(8);
       expect(readFileSync(join(dir, 'runs/serve-pause.html'), 'utf8')).toContain('id="shears-data"');
       expect(run.stdout).toContain(
-        'wrote every group to runs/serve-pause.jsonl and the report to runs/serve-pause.html',
+        'wrote every group to runs/serve-pause.jsonl and the report to runs/serve-pause.html; metrics in runs/serve-pause.metrics.jsonl',
       );
+      // The metrics stream: a row per group with the trainer's view, a row per trainer step.
+      const metrics = readFileSync(join(dir, 'runs/serve-pause.metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => metricsRowSchema.parse(JSON.parse(line)));
+      const groupRows = metrics.filter((row) => row.kind === 'shears.metrics.group');
+      expect(groupRows).toHaveLength(8);
+      expect(groupRows.every((row) => row.command === 'serve' && row.trainer !== undefined)).toBe(true);
+      // The worker paused with a batch queued: some group started with groups in the queue.
+      expect(Math.max(...groupRows.map((row) => row.trainer!.queueSize))).toBeGreaterThan(0);
+      const steps = metrics.filter((row) => row.kind === 'shears.metrics.step');
+      expect(steps.length).toBeGreaterThan(0);
+      for (const step of steps) expect(step.step).toBeGreaterThan(step.previousStep!);
       expect(stderr).toMatch(/registered with http:\/\/127\.0\.0\.1:\d+ as env 0/);
       expect(stderr).toMatch(/resumed at trainer step \d+/);
       const groups = batches.flat();
@@ -508,8 +522,17 @@ console.log('trainer done');
     ).toBeGreaterThanOrEqual(2);
     expect(readFileSync(join(dir, 'runs/train.html'), 'utf8')).toContain('id="shears-data"');
     expect(run.stderr).toContain(
-      'train: wrote every group to runs/train.jsonl and the report to runs/train.html',
+      'train: wrote every group to runs/train.jsonl and the report to runs/train.html; metrics in runs/train.metrics.jsonl',
     );
+    const metrics = readFileSync(join(dir, 'runs/train.metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => metricsRowSchema.parse(JSON.parse(line)));
+    const groupRows = metrics.filter((row) => row.kind === 'shears.metrics.group');
+    expect(groupRows.length).toBeGreaterThanOrEqual(2);
+    expect(groupRows.every((row) => row.command === 'train' && row.worker === 'worker-0')).toBe(true);
+    // The trainer took two batches: the stream saw its steps.
+    expect(metrics.filter((row) => row.kind === 'shears.metrics.step').length).toBeGreaterThan(0);
   });
 
   it('stops the workers and reports the trainer failure when the trainer crashes', async () => {

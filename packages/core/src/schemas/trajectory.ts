@@ -100,6 +100,19 @@ export const trajectorySchema = z.object({
   usage: usageSchema,
   tokenCount: z.number().int(),
   wallTimeSeconds: z.number(),
+  /**
+   * Where the last attempt's time went outside the agent loop (model and tool time are in
+   * `steps[].chatMs` / `toolMs`): acquiring the sandbox, the reward (env verifier and judges), a
+   * group judge's call (shared by the group), releasing the sandbox. Absent in older records.
+   */
+  timings: z
+    .object({
+      sandboxAcquireMs: z.number(),
+      rewardMs: z.number(),
+      groupJudgeMs: z.number().optional(),
+      sandboxReleaseMs: z.number(),
+    })
+    .optional(),
   /** Exact token record (phase 2 only). */
   tokens: z.object({ sequences: z.array(tokenSequenceSchema), splits: z.number().int() }).optional(),
   /** Toolsets this rollout's group was offered. */

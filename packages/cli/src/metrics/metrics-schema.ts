@@ -1,0 +1,177 @@
+// The run metrics stream (`<out>.metrics.jsonl`): one `group` row per finished group, one
+// `window` row per time window and one `step` row per trainer step seen on the trajectory API.
+// Rows are versioned; a reader parses them with `metricsRowSchema` (docs/runs.md describes each field).
+import { rolloutOutcomeSchema } from '@shears/core';
+import { z } from 'zod';
+
+/** count / mean / population std / min / max of some values; the numbers are null when count is 0. */
+export const summaryStatsSchema = z.object({
+  count: z.number().int(),
+  mean: z.number().nullable(),
+  std: z.number().nullable(),
+  min: z.number().nullable(),
+  max: z.number().nullable(),
+});
+export type SummaryStats = z.infer<typeof summaryStatsSchema>;
+
+export const toolMetricsSchema = z.object({
+  calls: z.number().int(),
+  errors: z.number().int(),
+  /** errors / calls; null without calls. */
+  errorRate: z.number().nullable(),
+  /** Mean tool latency (ms) as the agent loop measured it. */
+  meanLatencyMs: z.number().nullable(),
+});
+
+/**
+ * Milliseconds summed over the rollouts' last attempts: `model` (chat calls), `tools` (tool
+ * execution), `sandboxAcquire`, `reward` (env verifier and judges, whole), `judges` (the judge's
+ * share of the reward plus group-judge calls), `sandboxRelease`. Rollouts of records without
+ * timings count 0 for the parts they lack; `missingTimings` says how many.
+ */
+export const latencySchema = z.object({
+  model: z.number(),
+  tools: z.number(),
+  sandboxAcquire: z.number(),
+  reward: z.number(),
+  judges: z.number(),
+  sandboxRelease: z.number(),
+  missingTimings: z.number().int(),
+});
+export type LatencySplit = z.infer<typeof latencySchema>;
+
+export const judgeMetricsSchema = z.object({
+  /** Judge verdicts recorded in the rollouts (scored and failed). */
+  verdicts: z.number().int(),
+  /** Failed verdicts, by kind (timeout, unparseable, ...). */
+  failures: z.record(z.string(), z.number().int()),
+  /** Rollouts whose outcome is judge_failure. */
+  judgeFailureRollouts: z.number().int(),
+  /** Panel verdicts with a disagreement measure, their mean std and how many were flagged. */
+  panels: z.number().int(),
+  meanDisagreementStd: z.number().nullable(),
+  flagged: z.number().int(),
+});
+
+export const tokenMetricsSchema = z.object({
+  prompt: z.number(),
+  completion: z.number(),
+  /** Completion tokens per second of wall time (the group's wall time, or the window's length). */
+  completionPerSecond: z.number().nullable(),
+  costUsd: z.number(),
+});
+
+/** What the trajectory API said (serve, train): the trainer's step and the queue ahead of it. */
+export const trainerMetricsSchema = z.object({
+  /** Trainer step when the group started (the status poll before it). */
+  stepAtStart: z.number().int(),
+  /** Latest trainer step known when the group finished (from any worker's poll). */
+  stepAtEnd: z.number().int(),
+  /** Trainer steps taken while the group ran: how far off-policy its data already is, in steps. */
+  lagSteps: z.number().int(),
+  /** Groups queued on the API for the trainer at the start of the group (GET /status-env). */
+  queueSize: z.number().int(),
+});
+
+const common = {
+  version: z.literal(1),
+  /** ISO time the row was written. */
+  at: z.string(),
+  /** Seconds since the metrics stream started. */
+  elapsedSeconds: z.number(),
+  command: z.enum(['process', 'serve', 'train', 'evaluate']),
+};
+
+export const groupMetricsSchema = z.object({
+  kind: z.literal('shears.metrics.group'),
+  ...common,
+  /** The `train` worker that ran the group. */
+  worker: z.string().optional(),
+  groupId: z.string(),
+  envId: z.string(),
+  taskId: z.string(),
+  rollouts: z.number().int(),
+  /** Rewards of the counted rollouts (scored and model failures). */
+  reward: summaryStatsSchema,
+  /** Share of counted rollouts that solved their task (the run's success rule); null with none counted. */
+  passRate: z.number().nullable(),
+  outcomes: z.partialRecord(rolloutOutcomeSchema, z.number().int()),
+  /** No two counted scores differ (or none was counted): the group teaches the policy nothing. */
+  zeroSignal: z.boolean(),
+  dropped: z.string().nullable(),
+  partial: z.boolean(),
+  advantage: summaryStatsSchema,
+  turns: summaryStatsSchema,
+  toolCalls: z.number().int(),
+  toolErrors: z.number().int(),
+  tools: z.record(z.string(), toolMetricsSchema),
+  tokens: tokenMetricsSchema,
+  latencyMs: latencySchema,
+  judges: judgeMetricsSchema,
+  wallTimeSeconds: z.number(),
+  trainer: trainerMetricsSchema.optional(),
+});
+export type GroupMetrics = z.infer<typeof groupMetricsSchema>;
+
+export const taskMetricsSchema = z.object({
+  groups: z.number().int(),
+  reward: summaryStatsSchema,
+  passRate: z.number().nullable(),
+});
+
+/** The aggregate over a set of groups (a window, or the groups since the last trainer step). */
+const aggregateFields = {
+  groups: z.number().int(),
+  /** Groups finished per second over the row's span. */
+  groupsPerSecond: z.number().nullable(),
+  rollouts: z.number().int(),
+  reward: summaryStatsSchema,
+  perTask: z.record(z.string(), taskMetricsSchema),
+  passRate: z.number().nullable(),
+  outcomes: z.partialRecord(rolloutOutcomeSchema, z.number().int()),
+  zeroSignalShare: z.number().nullable(),
+  droppedGroups: z.number().int(),
+  partialGroups: z.number().int(),
+  advantage: summaryStatsSchema,
+  turns: summaryStatsSchema,
+  toolCalls: z.number().int(),
+  toolErrorRate: z.number().nullable(),
+  tools: z.record(z.string(), toolMetricsSchema),
+  tokens: tokenMetricsSchema,
+  latencyMs: latencySchema,
+  judges: judgeMetricsSchema,
+  /** Latest trajectory-API view (serve, train): trainer step, queue, the largest lag of a group in the span. */
+  trainer: z
+    .object({ step: z.number().int(), queueSize: z.number().int(), maxLagSteps: z.number().int().nullable() })
+    .optional(),
+};
+
+export const windowMetricsSchema = z.object({
+  kind: z.literal('shears.metrics.window'),
+  ...common,
+  /** The window's span, ISO times; the last window of a run is cut short at its end (`final`). */
+  start: z.string(),
+  end: z.string(),
+  seconds: z.number(),
+  final: z.boolean(),
+  ...aggregateFields,
+});
+export type WindowMetrics = z.infer<typeof windowMetricsSchema>;
+
+export const stepMetricsSchema = z.object({
+  kind: z.literal('shears.metrics.step'),
+  ...common,
+  /** The trainer step now reported by the trajectory API; the aggregate covers the groups finished since the previous step row. */
+  step: z.number().int(),
+  previousStep: z.number().int().nullable(),
+  seconds: z.number(),
+  ...aggregateFields,
+});
+export type StepMetrics = z.infer<typeof stepMetricsSchema>;
+
+export const metricsRowSchema = z.discriminatedUnion('kind', [
+  groupMetricsSchema,
+  windowMetricsSchema,
+  stepMetricsSchema,
+]);
+export type MetricsRow = z.infer<typeof metricsRowSchema>;
