@@ -90,7 +90,7 @@ async function resolveTrainer(
     if (!trainer)
       throw new ConfigError({
         message:
-          'shears train needs a trainer: train.reference (the reference trainer, e.g. train: { reference: { model: ./my-model } } with --output ./my-ft) or train.trainer.command (your own, e.g. train: { trainer: { command: ["python", "trainer.py"] } })',
+          'train.trainer.command: required for `shears train` (your own trainer, e.g. train: { trainer: { command: ["python", "trainer.py"] } }), or train.reference for the reference trainer (e.g. train: { reference: { model: ./my-model } } with --output ./my-ft)',
         issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
       });
     if (output !== undefined)

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from '../test-support/run-cli.js';
 import { trainerSource } from './reference-trainer.js';
-import { trainerPins } from './trainer-env.js';
+import { TRAINER_STAMP, trainerPins, trainerSourceHash } from './trainer-env.js';
 
 vi.setConfig({ testTimeout: 180_000 });
 
@@ -66,5 +66,44 @@ describe('shears doctor: the reference trainer environment', () => {
     const other = await doctor(`python: ${JSON.stringify(venvPython)}`, { SHEARS_TRAINER_SOURCE: source });
     expect(other.stdout).toMatch(/✗ trainer\s+\S+: torch 2\.13\.0\S* \(pinned 2\.99\.0\)/);
     expect(other.code).toBe(1);
+  });
+
+  it('prepare --trainer keeps an up-to-date venv (its stamp matches the source) and refuses an interpreter it does not manage', async () => {
+    // An environment `prepare --trainer` made earlier: the real interpreter, the stamp it writes.
+    // (Creating one from scratch installs torch from the index: not run in the tests.)
+    const venv = join(dir, 'kept-venv');
+    mkdirSync(join(venv, 'bin'), { recursive: true });
+    writeFileSync(join(venv, 'bin', 'python'), `#!/bin/sh\nexec ${JSON.stringify(venvPython)} "$@"\n`, {
+      mode: 0o755,
+    });
+    writeFileSync(join(venv, TRAINER_STAMP), `${trainerSourceHash(trainerSource({})!)}\n`);
+    writeFileSync(join(dir, 'prep.yaml'), 'train: { reference: { model: ./m, venv: kept-venv } }\n');
+    const kept = await runShears(['prepare', '--config', 'prep.yaml', '--trainer'], {
+      cwd: dir,
+      env: { ...process.env },
+    });
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toMatch(
+      /trainer environment \S+\/kept-venv kept in [\d.]+ s: Python 3\.\d+\.\d+, torch 2\.13\.0/,
+    );
+
+    writeFileSync(join(dir, 'own.yaml'), 'train: { reference: { model: ./m, python: python3 } }\n');
+    const own = await runShears(['prepare', '--config', 'own.yaml', '--trainer'], {
+      cwd: dir,
+      env: { ...process.env },
+    });
+    expect(own.code).not.toBe(0);
+    expect(own.stderr).toContain(
+      'train.reference.python (python3) names an interpreter shears does not manage',
+    );
+
+    const wrong = await runShears(['prepare', '--config', 'prep.yaml', '--trainer'], {
+      cwd: dir,
+      env: { ...process.env, SHEARS_TRAINER_SOURCE: join(dir, 'nowhere') },
+    });
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain(
+      "is not the trainer's source (no pyproject.toml and shears_trainer/ there)",
+    );
   });
 });

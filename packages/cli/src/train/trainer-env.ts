@@ -27,7 +27,7 @@ export function trainerPins(source: string): Record<string, string> {
 }
 
 /** What the stamp in the venv records: the trainer's source (pyproject and modules), hashed. */
-function sourceHash(source: string): string {
+export function trainerSourceHash(source: string): string {
   const hash = createHash('sha256').update(readFileSync(join(source, 'pyproject.toml')));
   const modules = join(source, 'shears_trainer');
   for (const name of readdirSync(modules).sort())
@@ -35,7 +35,7 @@ function sourceHash(source: string): string {
   return hash.digest('hex');
 }
 
-const STAMP = '.shears-trainer';
+export const TRAINER_STAMP = '.shears-trainer';
 
 // Runs in the trainer's interpreter: versions of what the trainer needs, and whether it imports.
 const PROBE = `
@@ -141,8 +141,13 @@ export async function prepareTrainerEnv(options: {
     });
   const venv = resolve(options.cwd, reference.venv);
   const python = referencePython(reference, options.cwd);
-  const want = sourceHash(source);
-  const stamp = join(venv, STAMP);
+  if (!existsSync(join(source, 'pyproject.toml')) || !existsSync(join(source, 'shears_trainer')))
+    throw new ConfigError({
+      message: `shears prepare --trainer: ${source} is not the trainer's source (no pyproject.toml and shears_trainer/ there); point SHEARS_TRAINER_SOURCE at the repository's trainers/ folder`,
+      issues: [{ path: 'SHEARS_TRAINER_SOURCE', message: 'not the trainer source', value: source }],
+    });
+  const want = trainerSourceHash(source);
+  const stamp = join(venv, TRAINER_STAMP);
   const childEnv = { ...process.env, ...options.env, PIP_DISABLE_PIP_VERSION_CHECK: '1' };
   let action: 'created' | 'kept' = 'kept';
   if (!(existsSync(python) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === want)) {
