@@ -25,6 +25,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .api import TrajectoryApi
 from .batch import TrainBatch, batch_from_groups
+from .lag import lag_metrics
 from .loss import grpo_loss, token_logprobs, token_weights
 from .toy import save_tokenizer
 
@@ -233,6 +234,8 @@ def run_grpo(config: GrpoConfig) -> dict:
             )
             if config.control == "shuffle-signs":
                 shuffle_advantage_signs(batch, control_rng)
+            # Off-policy lag of every consumed record, against the weights before this step.
+            lags = lag_metrics(groups, server.version if server is not None else step - 1)
             step_started = time.monotonic()
             # A batch whose advantages are all zero (groups of equal scores) carries no signal:
             # its gradient is zero or float noise, and AdamW would still move every weight by
@@ -271,6 +274,7 @@ def run_grpo(config: GrpoConfig) -> dict:
                 "on_policy_fallback": batch.old_logprobs is None,
                 "skipped": skipped,
                 "policy_version": version,
+                **lags,
                 "time_s": round(time.monotonic() - started, 3),
             }
             metrics.write(json.dumps(record) + "\n")
@@ -282,6 +286,11 @@ def run_grpo(config: GrpoConfig) -> dict:
             )
             if config.checkpoint_every and step % config.checkpoint_every == 0 and step < config.steps:
                 folder = save_model(model, tokenizer, output / "checkpoints" / f"step-{step}")
+                if hasattr(model, "peft_config"):
+                    # The adapter alone too, for a LoRA hot-swap into vLLM (/v1/load_lora_adapter).
+                    model.save_pretrained(folder / "adapter")
+                # Written last: `shears train` syncs a vLLM server once this file exists.
+                (folder / "checkpoint.json").write_text(json.dumps({"step": step, "policy_version": version}))
                 checkpoints.append(str(folder))
     if server is not None:
         server.close()

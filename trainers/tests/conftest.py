@@ -14,6 +14,16 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def shears_api(tmp_path_factory):
     """Starts shears' trajectory API (the built server-main.js, else its source through tsx)."""
+    yield from start_shears_api(tmp_path_factory.mktemp("api") / "queue.sqlite")
+
+
+@pytest.fixture
+def fresh_shears_api(tmp_path):
+    """A trajectory API of the test's own (an empty queue, no trainer registered yet)."""
+    yield from start_shears_api(tmp_path / "queue.sqlite")
+
+
+def start_shears_api(database: Path):
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is required: these tests run the real trajectory API")
@@ -28,7 +38,6 @@ def shears_api(tmp_path_factory):
             "tsx",
             str(REPO / "packages/grpo/src/server-main.ts"),
         ]
-    database = tmp_path_factory.mktemp("api") / "queue.sqlite"
     env = {
         **os.environ,
         "SHEARS_API_PORT": "0",

@@ -53,6 +53,7 @@ const SAMPLES: Record<string, [text: string, expected: unknown]> = {
   'evaluate.max_items': ['2', 2],
   'evaluate.out': ['e.jsonl', 'e.jsonl'],
   'train.workers': ['2', 2],
+  'train.output': ['./my-ft', './my-ft'],
 };
 
 /** Flags a command reads itself (not config fields), and the command file that reads them. */
@@ -63,6 +64,7 @@ const COMMAND_FILES: Record<string, string> = {
   view: 'commands/view.ts',
   doctor: 'commands/doctor.ts',
   train: 'commands/train.ts',
+  prepare: 'commands/prepare.ts',
 };
 
 const allFlagNames = [...new Set(COMMAND_SPECS.flatMap((spec) => spec.flags.map((flag) => flag.name)))];

@@ -325,9 +325,18 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         config: 'train.workers',
         description: 'env workers (serve loops) to start',
       },
+      {
+        name: 'output',
+        value: 'DIR',
+        config: 'train.output',
+        description: 'folder for the trained model (train.reference); must not exist or be empty',
+      },
       FORCE('an existing run.out file and its report'),
     ],
-    examples: ['shears train --config train.yaml', 'shears train --config train.yaml --workers 2 --port 0'],
+    examples: [
+      'shears train --config train.yaml --output ./my-ft',
+      'shears train --config train.yaml --workers 2 --port 0',
+    ],
     refused: {
       resume: RESUME_REFUSED(
         'train',
@@ -363,20 +372,30 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   },
   {
     name: 'prepare',
-    summary: "build what the run needs ahead of it: the env's images, the docker sandbox image",
-    reads: ['plugins', 'env', 'sandbox'],
+    summary:
+      "build what the run needs ahead of it: the env's images, the docker sandbox image, the trainer's Python environment",
+    reads: ['plugins', 'env', 'sandbox', 'train.reference'],
     flags: [
       CONFIG,
       ...ENV_FLAGS.filter((flag) => ['env', 'tasks', 'plugins'].includes(flag.name)),
       SANDBOX_FLAG,
+      {
+        name: 'trainer',
+        description:
+          "create the reference trainer's virtual environment (train.reference.venv) with its pinned versions",
+      },
     ],
-    examples: ['shears prepare --sandbox docker', 'shears prepare --env swe --tasks bundled'],
+    examples: [
+      'shears prepare --sandbox docker',
+      'shears prepare --env swe --tasks bundled',
+      'shears prepare --trainer',
+    ],
   },
   {
     name: 'doctor',
     summary:
       'check what the run will use: env, sandbox, Docker and its image, server, parsers, tokenizer, trainer',
-    reads: ['plugins', 'env', 'server', 'sandbox', 'train.trainer'],
+    reads: ['plugins', 'env', 'server', 'sandbox', 'train.trainer', 'train.reference'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,

@@ -64,6 +64,30 @@ describe('buildScoredData', () => {
     expect(group.messages).toBeNull();
   });
 
+  it("puts each sequence's oldest policy version in its overrides, so a trainer can measure its lag", () => {
+    const group = buildScoredData({
+      rollouts: [
+        {
+          score: 1,
+          tokens: {
+            sequences: [
+              { tokens: [1, 5, 9], masks: [-100, 5, 9], logprobs: [1, -0.5, -0.1], policyVersions: [4, 5] },
+            ],
+            splits: 0,
+          },
+          overrides: { temperature: 0.5 },
+        },
+        // A server that sent no version (vLLM): nothing is claimed for this sequence.
+        {
+          score: 0,
+          tokens: { sequences: [{ tokens: [1, 6], masks: [-100, 6], logprobs: [1, -2] }], splits: 0 },
+        },
+      ],
+    });
+    expect(group.overrides).toEqual([{ temperature: 0.5, policy_version: 4 }, {}]);
+    expect(scoredDataSchema.safeParse(group).success).toBe(true);
+  });
+
   it('sends every sequence of a split record, each with the rollout score', () => {
     const record = {
       sequences: [

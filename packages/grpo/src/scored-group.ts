@@ -129,8 +129,16 @@ export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
         realLogprobs && sequence.logprobs.length === sequence.tokens.length ? [...sequence.logprobs] : null,
       );
       messages.push((rollout.messages ?? []).map((message) => wireMessage(message)));
-      overrides.push({ ...(rollout.overrides ?? {}) });
-      if (rollout.overrides && Object.keys(rollout.overrides).length > 0) anyOverrides = true;
+      // The oldest policy version that sampled into this sequence (when the server said one): a
+      // trainer's off-policy lag for it is its own version at consumption minus this one.
+      const versions = sequence.policyVersions;
+      const policyVersion = versions && versions.length > 0 ? Math.min(...versions) : undefined;
+      overrides.push({
+        ...(rollout.overrides ?? {}),
+        ...(policyVersion !== undefined ? { policy_version: policyVersion } : {}),
+      });
+      if ((rollout.overrides && Object.keys(rollout.overrides).length > 0) || policyVersion !== undefined)
+        anyOverrides = true;
       if (rollout.advantage !== undefined && rollout.advantage !== null) {
         anyAdvantage = true;
         advantages.push(tokenAdvantages(sequence.masks, rollout.advantage));

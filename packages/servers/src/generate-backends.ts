@@ -23,6 +23,8 @@ export interface GeneratedSequence {
   /** One per generated token. */
   logprobs: number[];
   finishReason: string | null;
+  /** The policy version that sampled it, when the server says (`policy_version`, an extension). */
+  policyVersion?: number;
 }
 
 export interface GenerateBackend {
@@ -59,6 +61,8 @@ const vllmGenerateResponse = z.object({
   token_ids: z.array(z.array(z.number())),
   logprobs: z.array(z.array(vllmLogprobPosition)).nullish(),
   finish_reasons: z.array(z.string().nullable()).nullish(),
+  // The reference trainer's colocated policy server says which weights sampled (vLLM does not).
+  policy_version: z.number().int().nonnegative().nullish(),
 });
 
 const completionsResponse = z.object({
@@ -157,7 +161,14 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
               );
             return entry[String(id)] ?? (Object.values(entry)[0] as number);
           });
-          return { tokenIds, logprobs, finishReason: response.finish_reasons?.[choice] ?? null };
+          return {
+            tokenIds,
+            logprobs,
+            finishReason: response.finish_reasons?.[choice] ?? null,
+            ...(typeof response.policy_version === 'number'
+              ? { policyVersion: response.policy_version }
+              : {}),
+          };
         });
       }
       const body = {

@@ -343,6 +343,33 @@ describe('managed servers: a 3-turn tool-using rollout against the scripted /gen
     expect(sequence?.masks[firstEnd]).toBe(-100);
   });
 
+  it('records the policy version each turn was sampled from, when the server sends one', async () => {
+    const tokenizer = qwen3Tokenizer();
+    let version = 3;
+    // The trainer steps between the two turns: the second one comes from newer weights.
+    const generate = createScriptedGenerate({
+      tokenizer,
+      replies: ['First.', 'Second.', 'Plain.'],
+      policyVersion: () => version++,
+    });
+    const server = await createScriptedServer({ routes: generate.routes });
+    servers.push(server);
+    const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer });
+    const session = managed.openSession({ rolloutId: 'v' });
+    const messages: ChatMessage[] = [{ role: 'user', content: 'One.' }];
+    const first = await session.chat({ messages });
+    messages.push(first.choices[0]?.message as ChatMessage, { role: 'user', content: 'Two.' });
+    await session.chat({ messages });
+    expect(session.tokenRecord().sequences.map((sequence) => sequence.policyVersions)).toEqual([[3, 4]]);
+
+    // vLLM itself sends no version: the record says nothing rather than guessing.
+    const plain = await setup({ replies: ['Plain.'] });
+    const unversioned = createVllmServer({ baseUrl: plain.server.origin, model: 'm', tokenizer });
+    const other = unversioned.openSession({ rolloutId: 'p' });
+    await other.chat({ messages: [{ role: 'user', content: 'Hi.' }] });
+    expect(other.tokenRecord().sequences[0]).not.toHaveProperty('policyVersions');
+  });
+
   it('rejects n > 1 in a session and allows it on the server', async () => {
     const { server } = await setup({ replies: ['a', 'b'] });
     const managed = createVllmServer({ baseUrl: server.origin, model: 'm', tokenizer: qwen3Tokenizer() });

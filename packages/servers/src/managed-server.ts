@@ -77,6 +77,8 @@ interface OpenSequence {
   logprobs: number[];
   /** The text the tokens stand for: rendered prompts and decoded completions, special tokens kept. */
   text: string;
+  /** Policy version of each generated turn, when the server sent one. */
+  policyVersions?: number[];
 }
 
 function copySequence(sequence: OpenSequence | TokenSequence): TokenSequence {
@@ -84,6 +86,7 @@ function copySequence(sequence: OpenSequence | TokenSequence): TokenSequence {
     tokens: sequence.tokens.slice(),
     masks: sequence.masks.slice(),
     logprobs: sequence.logprobs.slice(),
+    ...(sequence.policyVersions ? { policyVersions: sequence.policyVersions.slice() } : {}),
   };
 }
 
@@ -262,7 +265,8 @@ export function createManagedServer(
           let masks: number[];
           let logprobs: number[];
           let split = false;
-          if (current && rendered.startsWith(current.text)) {
+          const extendsRecord = current !== undefined && rendered.startsWith(current.text);
+          if (current && extendsRecord) {
             // The prompt extends what was recorded: tokenize only the new suffix. The recorded
             // tokens (including what the model sampled) are kept exactly. The boundary is safe
             // for merges whenever the completion ended in a stop token or the suffix starts with
@@ -296,11 +300,17 @@ export function createManagedServer(
             finished.push(copySequence(current));
             splits++;
           }
+          // A sequence carries the version of every turn that sampled into it; a server that sends
+          // none (vLLM) leaves the field out rather than guessing.
+          const earlier = extendsRecord ? current?.policyVersions : undefined;
+          const policyVersions =
+            generated.policyVersion !== undefined ? [...(earlier ?? []), generated.policyVersion] : earlier;
           current = {
             tokens: promptIds.concat(generated.tokenIds),
             masks: masks.concat(generated.tokenIds),
             logprobs: logprobs.concat(generated.logprobs),
             text: rendered + tokenizer.decode(generated.tokenIds, { skipSpecialTokens: false }),
+            ...(policyVersions ? { policyVersions } : {}),
           };
           const choice = toMessage(generated, request);
           return {

@@ -1,7 +1,8 @@
 // `shears doctor`: checks what the configured run will use — Node, the env, the sandbox backend
 // it resolves to (a real sandbox is opened on local/ssh hosts), the Docker daemons the sandbox or
 // the env needs and the sandbox image on them, the inference server, the tool-call parsers, the
-// tokenizer folder serve/train need, the trainer command of `shears train`, and the plugins — and
+// tokenizer folder serve/train need, the trainer command of `shears train` (or the reference
+// trainer's Python environment: it runs, imports, has the pinned versions), and the plugins — and
 // says what to fix.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -25,6 +26,8 @@ import {
 import { type CommandContext, resolveParsers } from '../runtime.js';
 import { dockerSandboxImage, inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
 import { recordsLogprobs } from '../serve/serve-loop.js';
+import { referencePython, trainerSource } from '../train/reference-trainer.js';
+import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
 
 export interface Check {
   name: string;
@@ -443,6 +446,47 @@ function trainerCheck(
       };
 }
 
+/** `train.reference`: the trainer's interpreter runs, torch and shears_trainer import, pinned versions. */
+async function referenceTrainerCheck(
+  config: CommandContext['config'],
+  cwd: string,
+  vars: Record<string, string | undefined>,
+): Promise<Check> {
+  const reference = config.train.reference!;
+  const python = referencePython(reference, cwd);
+  const fix = reference.python
+    ? 'install the trainer into train.reference.python (pip install ./trainers[lora]), or remove train.reference.python and run `shears prepare --trainer`'
+    : 'run `shears prepare --trainer` (creates train.reference.venv with the pinned versions)';
+  if (python.includes('/') && !existsSync(python))
+    return { name: 'trainer', status: 'fail', detail: `the trainer's Python ${python} does not exist`, fix };
+  const probe = await probeTrainerPython(python);
+  if (typeof probe === 'string') return { name: 'trainer', status: 'fail', detail: probe, fix };
+  if (probe.imports !== true)
+    return {
+      name: 'trainer',
+      status: 'fail',
+      detail: `${python} (Python ${probe.python}) cannot import the trainer: ${probe.imports}`,
+      fix,
+    };
+  const source = trainerSource(vars);
+  const mismatches = source ? versionMismatches(probe, trainerPins(source)) : [];
+  const versions = ['torch', 'transformers', 'shears-trainer']
+    .map((name) => `${name} ${probe.versions[name]}`)
+    .join(', ');
+  if (mismatches.length > 0)
+    return {
+      name: 'trainer',
+      status: 'fail',
+      detail: `${python}: ${mismatches.join(', ')}`,
+      fix,
+    };
+  return {
+    name: 'trainer',
+    status: 'ok',
+    detail: `${python}: Python ${probe.python}, ${versions}${source ? ' (the pinned versions)' : ' (pins not checked: trainers/ not found; set SHEARS_TRAINER_SOURCE)'}`,
+  };
+}
+
 /** `train.trainer.needs_inference_logprobs`: does the configured server record them? */
 function trainerLogprobsCheck(config: CommandContext['config']): Check | undefined {
   if (!config.train.trainer?.needs_inference_logprobs) return undefined;
@@ -551,7 +595,11 @@ export async function runChecks(context: CommandContext): Promise<Check[]> {
     checks.push(await serverCheck(context, registry));
     checks.push(await parserCheck(registry, context));
     checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd, config.server.provider));
-    checks.push(trainerCheck(config, context.io.cwd, context.io.env));
+    checks.push(
+      config.train.reference
+        ? await referenceTrainerCheck(config, context.io.cwd, context.io.env)
+        : trainerCheck(config, context.io.cwd, context.io.env),
+    );
     const logprobs = trainerLogprobsCheck(config);
     if (logprobs) checks.push(logprobs);
   } finally {

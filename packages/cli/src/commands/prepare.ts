@@ -14,6 +14,7 @@ import {
   openDocker,
   SANDBOX_BASE_IMAGE,
 } from '../sandbox-image.js';
+import { prepareTrainerEnv } from '../train/trainer-env.js';
 
 interface PreparedEntries {
   prepared?: ReadonlyMap<string, { image?: string }>;
@@ -44,7 +45,28 @@ async function prepareDockerSandbox(context: CommandContext): Promise<void> {
   }
 }
 
+/** `shears prepare --trainer`: the reference trainer's venv (train.reference.venv), and nothing else. */
+async function prepareTrainer(context: CommandContext): Promise<number> {
+  const { io } = context;
+  const started = Date.now();
+  const result = await prepareTrainerEnv({
+    config: context.config,
+    cwd: io.cwd,
+    env: io.env,
+    report: (line) => io.stderr(`${context.redact(line)}\n`),
+    signal: context.signal,
+  });
+  const versions = Object.entries(result.probe.versions)
+    .map(([name, version]) => `${name} ${version ?? '-'}`)
+    .join(', ');
+  io.stdout(
+    `trainer environment ${result.venv} ${result.action} in ${((Date.now() - started) / 1000).toFixed(1)} s: Python ${result.probe.python}, ${versions}\n`,
+  );
+  return 0;
+}
+
 export async function prepareCommand(context: CommandContext): Promise<number> {
+  if (context.flags.trainer === true) return prepareTrainer(context);
   const { config, io } = context;
   const started = Date.now();
   const { registry } = await composeRegistry(config, { cwd: io.cwd, logger: context.logger });

@@ -4,7 +4,8 @@
 // run needs (the tokenizer, free output paths) is checked before anything starts; every group
 // goes to `run.out` and the report, as with `shears process`.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { relative, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
@@ -20,6 +21,14 @@ import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
 import { successRule } from '../stats.js';
+import {
+  checkTrainOutput,
+  checkWeightSync,
+  formatTrainSummary,
+  referencePython,
+  resolveReferenceTrainer,
+} from '../train/reference-trainer.js';
+import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
 import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
@@ -68,16 +77,56 @@ async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
   await leaderExited;
 }
 
-export async function trainCommand(context: CommandContext): Promise<number> {
+/**
+ * train.reference (the bundled trainer, with --output) or train.trainer (any command): exactly one.
+ * With the reference trainer the config gets its command line and, colocated, its policy server.
+ */
+async function resolveTrainer(
+  context: CommandContext,
+): Promise<{ context: CommandContext; output?: string }> {
   const { config, io } = context;
-  const trainer = config.train.trainer;
-  if (!trainer) {
+  const { trainer, reference, output } = config.train;
+  if (reference && trainer)
     throw new ConfigError({
       message:
-        'train.trainer.command: required for `shears train` (e.g. train: { trainer: { command: ["python", "trainer.py"] } })',
-      issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
+        'train.reference and train.trainer are both set: train.reference starts the reference trainer (python -m shears_trainer), train.trainer.command starts your own; keep one',
+      issues: [{ path: 'train', message: 'reference and trainer are exclusive', value: undefined }],
     });
+  checkWeightSync(config);
+  if (!reference) {
+    if (!trainer)
+      throw new ConfigError({
+        message:
+          'train.trainer.command: required for `shears train` (your own trainer, e.g. train: { trainer: { command: ["python", "trainer.py"] } }), or train.reference for the reference trainer (e.g. train: { reference: { model: ./my-model } } with --output ./my-ft)',
+        issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
+      });
+    if (output !== undefined)
+      throw new ConfigError({
+        message: `--output ${output} (train.output) is for the reference trainer (train.reference); train.trainer.command decides itself where it writes: pass the folder in its command, or remove --output`,
+        issues: [{ path: 'train.output', message: 'needs train.reference', value: output }],
+      });
+    return { context };
   }
+  const folder = checkTrainOutput(output, io.cwd);
+  const model = resolve(io.cwd, reference.model);
+  if (!existsSync(join(model, 'config.json')))
+    throw new ConfigError({
+      message: `train.reference.model: ${model} holds no config.json; name a Hugging Face model folder (config.json, safetensors, tokenizer)`,
+      issues: [{ path: 'train.reference.model', message: 'not a model folder', value: reference.model }],
+    });
+  const python = referencePython(reference, io.cwd);
+  if (python.includes('/') && !existsSync(python))
+    throw new ConfigError({
+      message: `train.reference: the trainer's Python ${python} does not exist; run \`shears prepare --trainer\` (creates ${reference.python ? 'a venv at train.reference.venv' : reference.venv}) or point train.reference.python at an interpreter with shears_trainer installed`,
+      issues: [{ path: 'train.reference.venv', message: 'not prepared', value: reference.venv }],
+    });
+  const run = await resolveReferenceTrainer(config, { cwd: io.cwd, output: folder });
+  return { context: { ...context, config: run.config }, output: folder };
+}
+
+export async function trainCommand(outerContext: CommandContext): Promise<number> {
+  const { context, output } = await resolveTrainer(outerContext);
+  const { config, io } = context;
   checkRunConfig(config);
   checkTrainerNeeds(config);
   await requireTokenizer(config, io.cwd, 'train');
@@ -122,7 +171,7 @@ export async function trainCommand(context: CommandContext): Promise<number> {
       io.stderr(`train: metrics for Prometheus at ${prometheus.url}\n`);
       metrics = teeMetrics(metrics, prometheus);
     }
-    code = await train(context, writer, metrics);
+    code = await train(context, writer, metrics, output);
     return code;
   } finally {
     await prometheus?.stop();
@@ -139,6 +188,7 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     io.stderr(
       `train: wrote every group to ${relative(io.cwd, out) || out}${reportPath ? ` and the report to ${relative(io.cwd, reportPath) || reportPath}` : ''}${metricsPath ? `; metrics in ${relative(io.cwd, metricsPath) || metricsPath}` : ''}\n`,
     );
+    if (output) for (const line of formatTrainSummary(output, io.cwd)) io.stdout(`${line}\n`);
   }
 }
 
@@ -146,6 +196,7 @@ async function train(
   context: CommandContext,
   writer: ReturnType<typeof createJsonlWriter>,
   metrics: RunMetrics,
+  output: string | undefined,
 ): Promise<number> {
   const { config, io } = context;
   const trainer = config.train.trainer!;
@@ -169,6 +220,30 @@ async function train(
     api = server;
     apiUrl = server.url;
     say('api')(`trajectory API listening on ${apiUrl}`);
+  }
+
+  // vLLM weight sync: the server (restart mode) is up before the trainer and workers start.
+  let sync: WeightSync | undefined;
+  const weightSync = config.train.weight_sync;
+  if (weightSync && output) {
+    sync = createWeightSync({
+      mode: weightSync.mode,
+      baseUrl: config.server.base_url!,
+      command: weightSync.command,
+      loraName: weightSync.lora_name,
+      initialModel: resolve(io.cwd, config.train.reference!.model),
+      checkpoints: join(output, 'checkpoints'),
+      healthTimeoutMs: weightSync.health_timeout_s * 1000,
+      env: io.env,
+      log: say('vllm'),
+    });
+    try {
+      await sync.start();
+    } catch (error) {
+      await sync.close();
+      await api?.close();
+      throw error;
+    }
   }
 
   const child = spawn(trainer.command[0]!, trainer.command.slice(1), {
@@ -228,6 +303,7 @@ async function train(
     new Promise<{ kind: 'signal' }>((done) =>
       stop.signal.addEventListener('abort', () => done({ kind: 'signal' }), { once: true }),
     ),
+    ...(sync ? [sync.failed.then((error) => ({ kind: 'sync' as const, error }))] : []),
   ]);
   if (winner.kind === 'trainer') {
     const { exit } = winner;
@@ -253,6 +329,9 @@ async function train(
       );
       code = 1;
     }
+  } else if (winner.kind === 'sync') {
+    say('train')(`${winner.error.message}; stopping the trainer and workers`);
+    code = 1;
   } else {
     say('train')('interrupted; stopping the trainer and workers');
     code = 130;
@@ -262,6 +341,13 @@ async function train(
   if (winner.kind !== 'signal') hard.abort(new Error('train stopping'));
   await stopChild(child, 5000);
   const outcomes = await Promise.all(workers);
+  if (sync) {
+    await sync.close();
+    const steps = sync.synced.map((entry) => entry.step);
+    say('train')(
+      `weight sync (${weightSync?.mode}): ${steps.length > 0 ? `synced the checkpoints of steps ${steps.join(', ')}` : 'no checkpoint was synced'}`,
+    );
+  }
   await api?.close();
   context.drain.removeEventListener('abort', onOuterAbort);
   const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);

@@ -383,6 +383,74 @@ export const evaluateConfigSchema = z
   })
   .describe('Settings of `shears evaluate`');
 
+/** The reference trainer (`trainers/`, `python -m shears_trainer grpo`) that `shears train` starts itself. */
+export const referenceTrainerConfigSchema = z
+  .strictObject({
+    model: z
+      .string()
+      .min(1)
+      .describe('Hugging Face model folder the trainer starts from (relative to where shears runs)'),
+    venv: z
+      .string()
+      .min(1)
+      .default('.shears/trainer-venv')
+      .describe(
+        "The trainer's virtual environment: `shears prepare --trainer` creates it, `shears doctor` checks it",
+      ),
+    python: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Python interpreter with shears_trainer installed; overrides train.reference.venv'),
+    steps: z.int().min(1).default(50).describe('Optimiser steps; the run ends after the last one'),
+    batch_size: z
+      .int()
+      .min(1)
+      .optional()
+      .describe('Sequences per step, registered with the API (default: api.batch_size)'),
+    micro_batch: z
+      .int()
+      .min(1)
+      .optional()
+      .describe('Sequences per forward pass (gradient accumulation; trainer default 16)'),
+    lr: z.number().positive().optional().describe('AdamW learning rate (trainer default 1e-3)'),
+    weight_decay: z.number().min(0).optional(),
+    max_grad_norm: z.number().positive().optional(),
+    clip_low: z.number().min(0).optional(),
+    clip_high: z.number().min(0).optional(),
+    beta: z.number().min(0).optional().describe('KL weight to the reference model (trainer default 0)'),
+    loss: z.enum(['grpo', 'token', 'dr_grpo']).optional().describe('Loss aggregation (trainer default grpo)'),
+    advantages: z
+      .enum(['served', 'scores'])
+      .optional()
+      .describe(
+        "served: shears' per-token advantages (default); scores: the trainer normalises scores per group",
+      ),
+    checkpoint_every: z
+      .int()
+      .min(0)
+      .optional()
+      .describe('Checkpoint every N steps into OUTPUT/checkpoints/step-N'),
+    lora_rank: z
+      .int()
+      .min(0)
+      .optional()
+      .describe('Train a LoRA adapter of this rank (peft); merged into the saved model'),
+    lora_alpha: z.int().min(1).optional(),
+    seed: z.int().optional(),
+    threads: z.int().min(1).optional().describe('torch CPU threads'),
+    batch_timeout_s: z.number().positive().optional().describe('Seconds the trainer waits for one batch'),
+    colocated: z
+      .boolean()
+      .default(true)
+      .describe(
+        'The trainer serves the policy itself (POST /generate, updated after every step): shears picks a free port and points the managed vllm server (server.base_url) at it. false: the policy server is yours (server.base_url, e.g. vLLM)',
+      ),
+    args: z.array(z.string()).default([]).describe('More arguments for `python -m shears_trainer grpo`'),
+    env: z.record(z.string(), z.string()).default({}).describe('Environment of the trainer process'),
+  })
+  .describe('The reference trainer (trainers/), started by `shears train` with --output');
+
 export const trainConfigSchema = z
   .strictObject({
     trainer: z
@@ -402,6 +470,41 @@ export const trainConfigSchema = z
       })
       .optional()
       .describe('Any Atropos-compatible trainer; it receives SHEARS_API_URL / ATROPOS_SERVER_URL'),
+    reference: referenceTrainerConfigSchema.optional(),
+    output: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Folder for the reference trainer (train.reference) to write the final model, metrics.jsonl, checkpoints/ and train-summary.json into; `--output` sets it. Must not exist or be empty',
+      ),
+    weight_sync: z
+      .strictObject({
+        mode: z
+          .enum(['restart', 'lora'])
+          .describe(
+            "restart: shears restarts the vLLM server (command) from each checkpoint; lora: loads each checkpoint's adapter into the running server (/v1/load_lora_adapter)",
+          ),
+        command: z
+          .array(z.string())
+          .min(1)
+          .optional()
+          .describe('restart: the vLLM server command shears supervises; "{model}" becomes the model folder'),
+        lora_name: z
+          .string()
+          .min(1)
+          .default('policy')
+          .describe('lora: the adapter name; server.model must be the same, so the workers sample from it'),
+        health_timeout_s: z
+          .number()
+          .positive()
+          .default(600)
+          .describe('restart: seconds a started server may take to answer /health'),
+      })
+      .optional()
+      .describe(
+        "Sync the reference trainer's checkpoints (every train.reference.checkpoint_every steps) to a vLLM server at server.base_url",
+      ),
     workers: z
       .int()
       .min(1)

@@ -51,6 +51,12 @@ export interface TokenSequence {
   masks: number[];
   /** Per-token logprobs, 1.0 placeholders on masked positions (Atropos convention). */
   logprobs: number[];
+  /**
+   * The policy version that sampled each generated turn of this sequence, in order, when the
+   * server says it (the reference trainer's colocated policy server sends `policy_version`;
+   * vLLM does not). The oldest one bounds how stale the sequence is when a trainer consumes it.
+   */
+  policyVersions?: number[];
 }
 
 export interface TokenRecord {

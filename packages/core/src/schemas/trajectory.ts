@@ -70,6 +70,8 @@ export const tokenSequenceSchema = z.object({
   tokens: z.array(z.number().int()),
   masks: z.array(z.number().int()),
   logprobs: z.array(z.number()),
+  /** Policy version of each generated turn, when the server sends one (see TokenSequence). */
+  policyVersions: z.array(z.number().int()).optional(),
 });
 
 export const trajectorySchema = z.object({

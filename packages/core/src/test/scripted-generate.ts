@@ -40,6 +40,11 @@ export interface ScriptedGenerateOptions {
   replies?: ScriptedGenerateReply[];
   /** Stop token appended to `stop` completions (default tokenizer.stopTokenIds[0]). */
   stopTokenId?: number;
+  /**
+   * vLLM `/generate` answers carry `policy_version` (as the reference trainer's colocated policy
+   * server does): the value this returns at each call. Absent: no such field, like vLLM.
+   */
+  policyVersion?: () => number;
 }
 
 export interface ScriptedGeneratedRecord {
@@ -216,6 +221,7 @@ export function createScriptedGenerate(options: ScriptedGenerateOptions): Script
             output.ids.map((id, position) => [{ [String(id)]: output.logprobs[position] }]),
           ),
           finish_reasons: outputs.map((output) => output.finishReason),
+          ...(options.policyVersion ? { policy_version: options.policyVersion() } : {}),
         });
       }
       if (kind === 'sglang') {
