@@ -133,6 +133,12 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): SettingsIssue {
         value,
         message: `got ${describeValue(value)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`,
       };
+    case 'invalid_format':
+      return {
+        path,
+        value,
+        message: `expected a valid ${issue.format === 'url' ? 'URL' : issue.format}, got ${describeValue(value)}`,
+      };
     case 'unrecognized_keys':
       return { path, value: issue.keys, message: `unknown setting(s) ${issue.keys.join(', ')}` };
     default:
@@ -152,12 +158,17 @@ export function parsePluginSettings<TSchema extends z.ZodType>(
   hints: Readonly<Record<string, string>> = {},
 ): z.output<TSchema> {
   const unknown = unknownKeyIssues(schema, settings, [], hints);
-  if (unknown.length > 0) throw new InvalidSettingsError({ entry, issues: unknown });
   const parsed = schema.safeParse(settings);
-  if (parsed.success) return parsed.data;
+  if (parsed.success && unknown.length === 0) return parsed.data;
+  // zod's own unrecognized-keys issues are the ones above, said better.
+  const issues = parsed.success
+    ? []
+    : parsed.error.issues
+        .filter((issue) => issue.code !== 'unrecognized_keys' || unknown.length === 0)
+        .map((issue) => describeIssue(issue, settings));
   throw new InvalidSettingsError({
     entry,
-    issues: parsed.error.issues.map((issue) => describeIssue(issue, settings)),
-    cause: parsed.error,
+    issues: [...unknown, ...issues],
+    cause: parsed.success ? undefined : parsed.error,
   });
 }
