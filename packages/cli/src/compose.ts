@@ -11,6 +11,7 @@ import {
   type EnvV1,
   type GroupJudgeV1,
   InvalidArgumentError,
+  InvalidSettingsError,
   isPlugin,
   type JudgeV1,
   type Logger,
@@ -125,6 +126,7 @@ export async function createFromConfig<K extends PluginKind>(
     return await registry.create(kind, id, settings);
   } catch (cause) {
     if (settingsField === undefined) throw cause;
+    if (InvalidSettingsError.isInstance(cause)) throw settingsConfigError(cause, settingsField);
     if (InvalidArgumentError.isInstance(cause))
       throw new ConfigError({
         message: `${settingsField}: ${cause.message}`,
@@ -142,18 +144,38 @@ export async function createFromConfig<K extends PluginKind>(
   }
 }
 
+/** The registry's settings error, its fields named where they sit in the config: `env.settings.maxTurns: ...`. */
+export function settingsConfigError(error: InvalidSettingsError, settingsField: string): ConfigError {
+  const issues = error.issues.map((issue) => ({
+    ...issue,
+    path: issue.path === '(settings)' ? settingsField : `${settingsField}.${issue.path}`,
+  }));
+  return new ConfigError({
+    message: issues.map((issue) => `${issue.path}: ${issue.message}`).join('\n'),
+    issues,
+    cause: error,
+  });
+}
+
+/**
+ * The settings the env entry gets: `env.settings` with `env.seed` (and, for the tasks env, the
+ * directory its file is named relative to: where shears runs).
+ */
+export function envSettings(config: ShearsConfig, cwd?: string): Record<string, unknown> {
+  return {
+    seed: config.env.seed,
+    ...(config.env.name === 'tasks' && cwd !== undefined ? { cwd } : {}),
+    ...config.env.settings,
+  };
+}
+
 export async function createEnv(registry: Registry, config: ShearsConfig, cwd?: string): Promise<EnvV1> {
   const env = await createFromConfig(
     registry,
     'envs',
     config.env.name,
     'env.name',
-    {
-      seed: config.env.seed,
-      // The tasks env reads a file named relative to where shears runs.
-      ...(config.env.name === 'tasks' && cwd !== undefined ? { cwd } : {}),
-      ...config.env.settings,
-    },
+    envSettings(config, cwd),
     'env.settings',
   );
   // A task file's rubrics are for the judge: without one they would be silently unused.
@@ -253,6 +275,21 @@ export async function createSandboxProvider(
   env?: EnvV1,
 ): Promise<SandboxProviderV1> {
   const id = sandboxProviderId(config, env);
+  return createFromConfig(
+    registry,
+    'sandboxes',
+    id,
+    'sandbox.provider',
+    sandboxSettings(config, id),
+    'sandbox.settings',
+  );
+}
+
+/**
+ * The settings the sandbox provider `id` gets: `sandbox.settings` with `sandbox.image`. An image
+ * set twice, or one for a sandbox that runs no image, is a ConfigError.
+ */
+export function sandboxSettings(config: ShearsConfig, id: string): Record<string, unknown> {
   if (config.sandbox.image && config.sandbox.settings.image !== undefined) {
     throw new ConfigError({
       message: `sandbox.image and sandbox.settings.image are both set ("${config.sandbox.image}" and ${JSON.stringify(config.sandbox.settings.image)}); set one`,
@@ -270,14 +307,7 @@ export async function createSandboxProvider(
       ],
     });
   }
-  return createFromConfig(
-    registry,
-    'sandboxes',
-    id,
-    'sandbox.provider',
-    { ...(config.sandbox.image ? { image: config.sandbox.image } : {}), ...config.sandbox.settings },
-    'sandbox.settings',
-  );
+  return { ...(config.sandbox.image ? { image: config.sandbox.image } : {}), ...config.sandbox.settings };
 }
 
 /** sandbox.provider, else the env's preferred backend, else local. */
@@ -446,6 +476,7 @@ async function createJudge(
     return await createFromConfig(registry, 'judges', id, `${section}.id`, settings);
   } catch (cause) {
     if (ConfigError.isInstance(cause)) throw cause;
+    if (InvalidSettingsError.isInstance(cause)) throw settingsConfigError(cause, `${section}.settings`);
     if (InvalidArgumentError.isInstance(cause) || ShearsError.isInstance(cause)) {
       // The judges plugin names a setting as `judges.<id>.<setting>`; in the config it is `<section>.settings.<setting>`.
       let message = cause.message.replace(/\bjudges\.(?:rubric|panel|group)\b/g, `${section}.settings`);

@@ -125,7 +125,10 @@ describe('env.tools and env.toolsets', () => {
       ],
       [['--env.tools', '[terminal]'], 'env.tools: env demo already offers a tool named "terminal"'],
       [['--env.tools', '[web, web_search]'], 'env.tools: tool "web_search" is added twice'],
-      [['--env.tools', '[{id: web_search, settings: {provider: altavista}}]'], 'env.tools[0].settings: '],
+      [
+        ['--env.tools', '[{id: web_search, settings: {provider: altavista}}]'],
+        'env.tools[0].settings.provider: got "altavista"; allowed: ',
+      ],
       [['--env.toolsets.enabled', '[greetings]'], 'env.toolsets.enabled[0]: unknown toolset "greetings"'],
       [
         ['--env.toolsets.enabled', '[terminal]', '--env.toolsets.distribution', 'default'],
@@ -237,9 +240,8 @@ describe('sandbox requests a local or ssh sandbox cannot honour', () => {
     ]) {
       const result = await runShears(['process', `--sandbox.settings.${setting}`, value!], { cwd: dir });
       expect(result.code).toBe(2);
-      expect(result.stderr).toContain(
-        `sandbox.settings: Invalid local sandbox settings: (root): Unrecognized key: "${setting}"`,
-      );
+      expect(result.stderr).toContain(`sandbox.settings.${setting}: unknown setting`);
+      expect(result.stderr).toContain('allowed: root, inheritEnv, env, maxOutputBytes');
     }
   });
 });

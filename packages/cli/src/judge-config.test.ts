@@ -327,10 +327,10 @@ describe('judge injection settings', () => {
       return run.stderr;
     };
     expect(await fails('{ injection: { action: nuke } }')).toContain(
-      'judge.settings.injection.action: Invalid option: expected one of "flag"|"zero"|"escalate"',
+      'judge.settings.injection.action: got "nuke"; allowed: "flag", "zero", "escalate"',
     );
     expect(await fails('{ injection: { acton: zero } }')).toMatch(
-      /judge\.settings\.injection: Unrecognized key.*acton/,
+      /judge\.settings\.injection\.acton: unknown setting \(did you mean "action"\?\); allowed: action, strictJudge, modelScreen/,
     );
   });
 });
@@ -368,13 +368,13 @@ describe('judge config errors', () => {
       /judge\.server\.provider: unknown server "nope" \(allowed: [^)]*\bopenai\b/,
     );
     expect(await fails([`judge: { id: rubric, ${judgeServer}, settings: { timeoutMs: -1 } }`])).toContain(
-      'judge.settings.timeoutMs: Too small: expected number to be >0 (got -1)',
+      'judge.settings.timeoutMs: must be > 0, got -1',
     );
     expect(
       await fails([
         `judge: { id: panel, ${judgeServer}, settings: { judges: [{ id: a }, { timeoutMs: 0 }] } }`,
       ]),
-    ).toContain('judge.settings.judges[1].timeoutMs: Too small: expected number to be >0 (got 0)');
+    ).toContain('judge.settings.judges[1].timeoutMs: must be > 0, got 0');
     expect(await fails(['judge: { id: rubric, server: { provider: openai, model: j } }'])).toContain(
       'judge.server.base_url: required for judge.server.provider "openai"',
     );

@@ -2,10 +2,11 @@
 // behind a real OpenAI-compatible HTTP server on 127.0.0.1, reached through the real client), so
 // `shears process --env demo` needs no key and no GPU, and hermes-agent's composite `debugging`
 // toolset (it spans the terminal, web and file plugins, so the composition root declares it).
-// Settings are checked strictly: a setting the demo does not read is an error, never ignored.
+// Settings are checked strictly by the registry: a setting the demo does not read is an error, never ignored.
 import { relative as relativePath, resolve as resolvePath } from 'node:path';
 import {
   definePlugin,
+  definePluginEntry,
   InvalidArgumentError,
   NoSuchEntryError,
   type ServerV1,
@@ -44,25 +45,6 @@ const scriptedServerSettingsSchema = z.strictObject({
     .optional(),
 });
 
-/** Parses plugin settings; each problem names the setting, its value and what is allowed. */
-function parseSettings<T>(
-  schema: z.ZodType<T>,
-  settings: Record<string, unknown>,
-  what: string,
-  notes: Record<string, string> = {},
-): T {
-  const parsed = schema.safeParse(settings);
-  if (parsed.success) return parsed.data;
-  const allowed = Object.keys((schema as unknown as z.ZodObject).shape).join(', ');
-  const issue = parsed.error.issues[0]!;
-  const key = issue.code === 'unrecognized_keys' ? issue.keys[0]! : issue.path.join('.');
-  const message =
-    issue.code === 'unrecognized_keys'
-      ? `${what} has no setting "${key}" (settings: ${allowed})${notes[key] ? `; ${notes[key]}` : ''}`
-      : `${what} setting "${key}": ${issue.message} (got ${JSON.stringify(settings[key as keyof typeof settings])})`;
-  throw new InvalidArgumentError({ argument: key, value: settings[key], message });
-}
-
 export default definePlugin({
   id: '@shears/cli',
   description: 'The shears command line: demo environment and scripted demo server',
@@ -74,14 +56,15 @@ export default definePlugin({
     },
   },
   envs: {
-    tasks: {
+    tasks: definePluginEntry({
       description:
         'Your own tasks from a JSON/JSONL file: prompt, set-up commands, a verifier run in the sandbox, an optional judge rubric, difficulty, tools',
-      async create(raw, context) {
-        const settings = parseSettings(tasksEnvSettingsSchema, raw, 'The tasks env', {
-          task_file: 'the file is env.settings.file',
-          tasks: 'the file is env.settings.file',
-        });
+      settings: tasksEnvSettingsSchema,
+      settingHints: {
+        task_file: 'the file is env.settings.file',
+        tasks: 'the file is env.settings.file',
+      },
+      async create(settings, context) {
         const cwd = settings.cwd ?? process.cwd();
         const file = resolvePath(cwd, settings.file);
         const tasks = readTaskFile(file, cwd);
@@ -112,14 +95,15 @@ export default definePlugin({
           ...(settings.system ? { system: settings.system } : {}),
         });
       },
-    },
-    demo: {
+    }),
+    demo: definePluginEntry({
       description: 'Eight small shell/file tasks checked by verifiers in the rollout sandbox',
-      async create(raw, context) {
-        const settings = parseSettings(demoEnvSettingsSchema, raw, 'The demo env', {
-          maxTurns: 'the turn budget is env.max_turns',
-          tasks: 'the demo has eight built-in tasks; pick some with env.settings.only',
-        });
+      settings: demoEnvSettingsSchema,
+      settingHints: {
+        maxTurns: 'the turn budget is env.max_turns',
+        tasks: 'the demo has eight built-in tasks; pick some with env.settings.only',
+      },
+      async create(settings, context) {
         const ids = DEMO_TASKS.map((task) => task.id);
         const unknown = (settings.only ?? []).filter((id) => !ids.includes(id));
         if (unknown.length > 0)
@@ -140,15 +124,14 @@ export default definePlugin({
         const list: ToolV1[] = Array.isArray(tools) ? tools : [tools];
         return createDemoEnv({ tools: list, seed: settings.seed, only: settings.only });
       },
-    },
+    }),
   },
   servers: {
-    scripted: {
+    scripted: definePluginEntry({
       description: 'The scripted demo policy behind a local OpenAI-compatible server (no key, no GPU)',
-      async create(raw, context): Promise<ServerV1> {
-        const settings = parseSettings(scriptedServerSettingsSchema, raw, 'The scripted server');
-        return startDemoServer({ ...settings, registry: context.registry });
-      },
-    },
+      settings: scriptedServerSettingsSchema,
+      create: (settings, context): Promise<ServerV1> =>
+        startDemoServer({ ...settings, registry: context.registry }),
+    }),
   },
 });

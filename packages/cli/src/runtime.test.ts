@@ -340,16 +340,13 @@ describe('plugin settings on the command line', () => {
     const cases: Array<[string[], string]> = [
       [
         ['--env.settings.maxTurns', '1'],
-        'env.settings: The demo env has no setting "maxTurns" (settings: tool, seed, only); the turn budget is env.max_turns',
+        'env.settings.maxTurns: unknown setting; allowed: tool, seed, only; the turn budget is env.max_turns',
       ],
-      [
-        ['--env.settings.only', 'count-lines'],
-        'env.settings: The demo env setting "only": Invalid input: expected array',
-      ],
+      [['--env.settings.only', 'count-lines'], 'env.settings.only: expected array, got "count-lines"'],
       [['--env.settings.only', '[count-line]'], 'env.settings: The demo env has no task "count-line"'],
       [
         ['--server.settings.temperature', '0.5'],
-        'server.settings: The scripted server has no setting "temperature"',
+        'server.settings.temperature: unknown setting; allowed: seed, model, latencyMs, timeoutMs, policy',
       ],
       [
         [
@@ -362,7 +359,7 @@ describe('plugin settings on the command line', () => {
           '--server.settings.extra_body',
           '{"seed": 1}',
         ],
-        'server.settings: server "openai" has no setting "extra_body" (did you mean "extraBody"?)',
+        'server.settings.extra_body: unknown setting (did you mean "extraBody"?)',
       ],
       [
         [
@@ -375,7 +372,7 @@ describe('plugin settings on the command line', () => {
           '--server.settings.max_tokens',
           '9',
         ],
-        'server.settings: server "vllm" has no setting "max_tokens"',
+        'server.settings.max_tokens: unknown setting',
       ],
       [['--base-url', 'http://127.0.0.1:9/v1'], 'server.base_url: set, but server.provider is "scripted"'],
       [['--server.api_key_env', 'HOME'], 'server.api_key_env: set, but server.provider is "scripted"'],

@@ -115,10 +115,14 @@ export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
 export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
 export { createJsonlSink, parseScoredGroups, readScoredGroups, safeParseScoredGroups } from './jsonl-sink.js';
+export type { SettingsIssue } from './plugin-settings.js';
+export { InvalidSettingsError, parsePluginSettings } from './plugin-settings.js';
 export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
 export { pythonJsonDecodeError } from './python-json-error.js';
 export type {
   LoadPluginOptions,
+  PluginCheckContext,
+  PluginCheckResult,
   PluginContext,
   PluginEntry,
   PluginKind,
@@ -126,9 +130,18 @@ export type {
   PluginManifest,
   Registry,
 } from './registry.js';
-export { createRegistry, definePlugin, isPlugin, PLUGIN_KINDS, resolvePluginUrl } from './registry.js';
+export {
+  createRegistry,
+  definePlugin,
+  definePluginEntry,
+  isPlugin,
+  PLUGIN_KINDS,
+  resolvePluginUrl,
+} from './registry.js';
 export type { SafeResult } from './result.js';
 export { err, ok } from './result.js';
+export type { ProbeSandboxOptions } from './sandbox-probe.js';
+export { probeSandboxProvider } from './sandbox-probe.js';
 export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
 export {
   agentResultSchema,

@@ -4,6 +4,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { z } from 'zod';
 import type { EnvV1 } from './contracts/env.js';
 import type { GroupJudgeV1, JudgeV1 } from './contracts/judge.js';
 import type { Logger } from './contracts/logger.js';
@@ -14,6 +15,7 @@ import type { ServerV1 } from './contracts/server.js';
 import type { TrajectorySinkV1 } from './contracts/sink.js';
 import type { ToolV1 } from './contracts/tool.js';
 import { InvalidArgumentError, NoSuchEntryError, ShearsError } from './errors.js';
+import { parsePluginSettings } from './plugin-settings.js';
 import type { ToolsetDefinition } from './toolsets.js';
 
 export interface PluginContext {
@@ -21,11 +23,60 @@ export interface PluginContext {
   logger: Logger;
 }
 
-/** One registered thing: a factory from settings to an instance. */
-export interface PluginEntry<TInstance> {
-  create(settings: Record<string, unknown>, context: PluginContext): TInstance | Promise<TInstance>;
+/** What an entry's `check()` reports, one line of `shears doctor` each. */
+export interface PluginCheckResult {
+  /** Short subject, e.g. `sandbox`, `docker tcp://10.0.0.2:2375`. */
+  name: string;
+  status: 'ok' | 'fail' | 'warn' | 'skip';
+  detail: string;
+  /** What to do about a `fail` or `warn`. */
+  fix?: string;
+  /** The endpoint the result is about (a Docker daemon's URL, an ssh host), when there is one. */
+  host?: string;
+}
+
+export interface PluginCheckContext extends PluginContext {
+  signal?: AbortSignal;
+  /** The process environment the run would see (DOCKER_HOST, ...). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where these settings sit in the user's config, for fixes that name fields (default `settings`). */
+  settingsField: string;
+}
+
+/**
+ * One registered thing: a factory from settings to an instance. With a `settings` schema the
+ * registry parses the user's settings once (unknown keys refused, every problem naming its field)
+ * and `create` gets the typed result; without one, settings reach `create` as given, unchecked
+ * (see docs/decisions/plugin-settings.md).
+ */
+export interface PluginEntry<TInstance, TSettings = Record<string, unknown>> {
+  settings?: z.ZodType<TSettings>;
+  create(settings: TSettings, context: PluginContext): TInstance | Promise<TInstance>;
+  /**
+   * Whether what these settings point at is there and answers (a daemon, a host, a folder), for
+   * `shears doctor`; no side effect beyond a probe, and a failure is a result, not a throw.
+   */
+  check?(
+    settings: TSettings,
+    context: PluginCheckContext,
+  ): readonly PluginCheckResult[] | Promise<readonly PluginCheckResult[]>;
+  /**
+   * For settings users try that this entry does not have, where that setting is instead
+   * (`{ maxTurns: 'the turn budget is env.max_turns' }`), added to the unknown-setting error.
+   */
+  settingHints?: Readonly<Record<string, string>>;
   aliases?: readonly string[];
   description?: string;
+}
+
+/**
+ * An entry whose `create`/`check` get the settings typed by its schema:
+ * `definePluginEntry({ settings: z.strictObject({...}), create: (settings) => ... })`.
+ */
+export function definePluginEntry<TSchema extends z.ZodType, TInstance>(
+  entry: PluginEntry<TInstance, z.output<TSchema>> & { settings: TSchema },
+): PluginEntry<TInstance, z.output<TSchema>> {
+  return entry;
 }
 
 export interface PluginKinds {
@@ -66,7 +117,7 @@ export type PluginManifest = {
   readonly version?: string;
   readonly description?: string;
   readonly toolsets?: Record<string, ToolsetDefinition>;
-} & { readonly [K in PluginKind]?: Record<string, PluginEntry<PluginKinds[K]>> };
+} & { readonly [K in PluginKind]?: Record<string, PluginEntry<PluginKinds[K], any>> };
 
 const pluginMarker = Symbol.for('shears.plugin');
 
@@ -94,7 +145,9 @@ export function isPlugin(value: unknown): value is PluginManifest {
 interface Registered<TInstance> {
   id: string;
   pluginId: string;
-  entry: PluginEntry<TInstance>;
+  entry: PluginEntry<TInstance, any>;
+  /** Warned once that its settings are unchecked (no schema). */
+  warned?: boolean;
 }
 
 export interface LoadPluginOptions {
@@ -109,12 +162,31 @@ export interface Registry {
   has(kind: PluginKind, id: string): boolean;
   list(kind: PluginKind): string[];
   plugins(): PluginManifest[];
-  resolve<K extends PluginKind>(kind: K, id: string): PluginEntry<PluginKinds[K]>;
+  resolve<K extends PluginKind>(kind: K, id: string): PluginEntry<PluginKinds[K], unknown>;
+  /**
+   * The entry's settings parsed by its schema (InvalidSettingsError naming each field when they
+   * do not fit), or as given when the entry declares no schema.
+   */
+  parseSettings(kind: PluginKind, id: string, settings?: Record<string, unknown>): unknown;
+  /**
+   * Creates an instance: settings parsed once (parseSettings), then `create`, then the instance's
+   * `specificationVersion` checked against the contracts this kernel implements.
+   */
   create<K extends PluginKind>(
     kind: K,
     id: string,
     settings?: Record<string, unknown>,
   ): Promise<PluginKinds[K]>;
+  /**
+   * The entry's own `check()` (settings parsed as for create); undefined when it has none.
+   * A settings error is thrown, as create would.
+   */
+  check(
+    kind: PluginKind,
+    id: string,
+    settings: Record<string, unknown>,
+    context: Omit<PluginCheckContext, 'registry' | 'logger'>,
+  ): Promise<readonly PluginCheckResult[] | undefined>;
   /**
    * Every toolset the registered plugins declare (`web`, `terminal`, `file`, a third-party
    * pack's own): the one table the CLI and `runGroup({ toolsets })` resolve toolset names in.
@@ -137,6 +209,11 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
   const toolsetOwners = new Map<string, string>();
 
   const canonical = (kind: PluginKind, id: string) => aliases.get(kind)!.get(id) ?? id;
+  const lookup = (kind: PluginKind, id: string): Registered<any> => {
+    const found = tables.get(kind)!.get(canonical(kind, id));
+    if (!found) throw new NoSuchEntryError({ kind: KIND_LABEL[kind], id, available: registry.list(kind) });
+    return found;
+  };
 
   const registry: Registry = {
     use(plugin) {
@@ -182,13 +259,34 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
       return [...manifests];
     },
     resolve(kind, id) {
-      const found = tables.get(kind)!.get(canonical(kind, id));
-      if (!found) throw new NoSuchEntryError({ kind: KIND_LABEL[kind], id, available: registry.list(kind) });
-      return found.entry;
+      return lookup(kind, id).entry;
+    },
+    parseSettings(kind, id, settings = {}) {
+      const found = lookup(kind, id);
+      const what = `${KIND_LABEL[kind]} "${found.id}"`;
+      if (found.entry.settings)
+        return parsePluginSettings(found.entry.settings, settings, what, found.entry.settingHints);
+      const keys = Object.keys(settings);
+      if (keys.length > 0 && !found.warned) {
+        found.warned = true;
+        logger.warn(
+          `${what} (plugin "${found.pluginId}") declares no settings schema: its settings (${keys.join(', ')}) are passed to it unchecked`,
+        );
+      }
+      return settings;
     },
     async create(kind, id, settings = {}) {
-      const entry = registry.resolve(kind, id);
-      return entry.create(settings, { registry, logger });
+      const found = lookup(kind, id);
+      const parsed = registry.parseSettings(kind, id, settings);
+      const instance = await found.entry.create(parsed, { registry, logger });
+      checkSpecification(kind, found, instance);
+      return instance;
+    },
+    async check(kind, id, settings, context) {
+      const found = lookup(kind, id);
+      if (!found.entry.check) return undefined;
+      const parsed = registry.parseSettings(kind, id, settings);
+      return found.entry.check(parsed, { ...context, registry, logger });
     },
     toolsets() {
       return { ...toolsetTable };
@@ -222,6 +320,26 @@ export function createRegistry(options: { logger?: Logger } = {}): Registry {
     },
   };
   return registry;
+}
+
+/** The versions of each contract this kernel implements. */
+const SUPPORTED_SPECIFICATIONS: readonly string[] = ['v1'];
+
+/** What `create` returned implements a contract version this kernel knows (each tool of a list). */
+function checkSpecification(kind: PluginKind, found: Registered<unknown>, instance: unknown): void {
+  const instances = kind === 'tools' && Array.isArray(instance) ? instance : [instance];
+  for (const item of instances) {
+    const version = (item as { specificationVersion?: unknown } | null | undefined)?.specificationVersion;
+    if (typeof version === 'string' && SUPPORTED_SPECIFICATIONS.includes(version)) continue;
+    throw new ShearsError(
+      `${KIND_LABEL[kind]} "${found.id}" of plugin "${found.pluginId}" created ${
+        typeof item === 'object' && item !== null
+          ? `an object with specificationVersion ${JSON.stringify(version)}`
+          : String(item)
+      }; this version of @shears/core implements ${KIND_LABEL[kind]} contract ${SUPPORTED_SPECIFICATIONS.join(', ')} (update the plugin or @shears/core)`,
+      { code: 'SHEARS_UNSUPPORTED_SPECIFICATION' },
+    );
+  }
 }
 
 /** A manifest's toolsets: well-formed, and no name another plugin already declared. */

@@ -1,7 +1,8 @@
 // The registry manifest of @shears/envs-swe: the `swe` environment, with tasks named by a
 // string — `bundled`, a task-pack folder, a SWE-bench JSONL file or an npm task-pack package.
 import { existsSync, statSync } from 'node:fs';
-import { definePlugin, InvalidArgumentError } from '@shears/core';
+import { definePlugin, definePluginEntry, InvalidArgumentError } from '@shears/core';
+import { checkDockerHost } from '@shears/tools-terminal';
 import { z } from 'zod';
 import { createSweEnv } from './swe-env.js';
 import { bundledTaskPackDir, loadSweBenchJsonl, loadTaskPack, loadTaskPackPackage } from './task-loaders.js';
@@ -41,46 +42,67 @@ export const sweGradingSettingsSchema = z
   })
   .strict();
 
-function gradingSettings(value: unknown): z.output<typeof sweGradingSettingsSchema> | undefined {
-  if (value === undefined) return undefined;
-  const parsed = sweGradingSettingsSchema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const where = ['grading', ...issue.path.map(String)].join('.');
-  const keys = issue.code === 'unrecognized_keys' ? ` (${issue.keys.join(', ')})` : '';
-  throw new InvalidArgumentError({
-    argument: where,
-    value,
-    message: `Invalid SWE env setting ${where}: ${issue.message}${keys} (valid keys: ${Object.keys(sweGradingSettingsSchema.shape).join(', ')})`,
-  });
-}
+/** `env.settings` of the SWE env. */
+const sweEnvSettingsSchema = z.strictObject({
+  /** `bundled`, a task-pack folder, a SWE-bench JSONL file or an npm task-pack package. */
+  tasks: z.string().min(1).default('bundled'),
+  /** Where an npm task-pack package is resolved from (default: the working directory). */
+  from: z.string().min(1).optional(),
+  /** Task ids to keep. */
+  only: z.array(z.string().min(1)).min(1).optional(),
+  grading: sweGradingSettingsSchema.optional(),
+  /** The Docker host that builds the task images (as the docker sandbox takes it). */
+  docker: z.string().min(1).optional(),
+  partialCredit: z.boolean().default(false),
+  maxTurns: z.int().positive().optional(),
+  /**
+   * The CLI passes `env.seed` to every env. The SWE env draws its tasks in file order and does
+   * not use it (createSweEnv's `random` shuffles, for code that wants that).
+   */
+  seed: z.int().optional(),
+});
 
 const plugin = definePlugin({
   id: '@shears/envs-swe',
   description: 'SWE environment: fix real bugs in real repositories, rewarded by their tests',
   envs: {
-    swe: {
+    swe: definePluginEntry({
       description: 'Bug-fix tasks in Docker sandboxes, graded by FAIL_TO_PASS / PASS_TO_PASS tests',
+      settings: sweEnvSettingsSchema,
       create(settings) {
-        const spec = typeof settings.tasks === 'string' ? settings.tasks : 'bundled';
-        let tasks = resolveSweTasks(spec, {
-          from: typeof settings.from === 'string' ? settings.from : undefined,
-        });
-        if (Array.isArray(settings.only)) {
-          const only = new Set(settings.only.map(String));
+        let tasks = resolveSweTasks(settings.tasks, { from: settings.from });
+        if (settings.only) {
+          const ids = new Set(tasks.map((task) => task.id));
+          const unknown = settings.only.filter((id) => !ids.has(id));
+          if (unknown.length > 0)
+            throw new InvalidArgumentError({
+              argument: 'only',
+              value: settings.only,
+              message: `only: no task ${unknown.map((id) => `"${id}"`).join(', ')} in ${settings.tasks} (tasks: ${[...ids].join(', ')})`,
+            });
+          const only = new Set(settings.only);
           tasks = tasks.filter((task) => only.has(task.id));
         }
-        const grading = gradingSettings(settings.grading);
         return createSweEnv({
           tasks,
-          ...(grading ? { grading } : {}),
-          docker: typeof settings.docker === 'string' ? settings.docker : undefined,
-          partialCredit: settings.partialCredit === true,
-          maxTurns: typeof settings.maxTurns === 'number' ? settings.maxTurns : undefined,
+          ...(settings.grading ? { grading: settings.grading } : {}),
+          docker: settings.docker,
+          partialCredit: settings.partialCredit,
+          maxTurns: settings.maxTurns,
         });
       },
-    },
+      // The daemon that builds the task images during setup.
+      check: (settings, context) =>
+        checkDockerHost(settings.docker ?? context.env.DOCKER_HOST ?? DEFAULT_DOCKER_HOST, {
+          usedBy: settings.docker
+            ? `${context.settingsField}.docker`
+            : 'env swe (builds its images; set env.settings.docker or DOCKER_HOST)',
+          field: `${context.settingsField}.docker`,
+        }),
+    }),
   },
 });
+
+const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 
 export default plugin;

@@ -268,7 +268,7 @@ describe('the harness env settings and plugin', () => {
       /unknown preset "codx" \(available: qwen-code, opencode, claude-code, codex/,
     );
     await expect(registry.create('envs', 'harness', { preset: 'codex', timeout: 5 })).rejects.toThrow(
-      /unknown setting "timeout" \(did you mean "timeoutMs"\?\)/,
+      /settings\.timeout: unknown setting \(did you mean "timeoutMs"\?\)/,
     );
     await expect(registry.create('envs', 'harness', {})).rejects.toThrow(/give "preset"/);
     expect(() => createHarnessEnv({ preset: 'codex', model: 'a "quoted" model' })).toThrow(ConfigError);

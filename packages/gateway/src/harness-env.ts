@@ -298,7 +298,10 @@ export interface HarnessEnv extends EnvV1<HarnessTask> {
   runSummary(rolloutId: string): HarnessRunSummary | undefined;
 }
 
-export function createHarnessEnv(settings: HarnessEnvSettings): HarnessEnv {
+/** `settings` as typed by hand, or as the registry parsed them from a config file (tasks still unchecked). */
+export function createHarnessEnv(
+  settings: HarnessEnvSettings | z.output<typeof harnessEnvSettingsSchema>,
+): HarnessEnv {
   const parsed = parseSettings(harnessEnvSettingsSchema, settings, 'harness env settings');
   let preset: HarnessPreset | null = null;
   if (parsed.preset !== undefined) {

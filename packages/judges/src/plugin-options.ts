@@ -1,7 +1,6 @@
-// Strict schemas of the settings the registry manifest accepts (config files, `registry.create`):
-// a typo or a wrong type is an error naming the setting, not a judge that silently runs without
-// its cache, pricing or limits.
-import { InvalidArgumentError } from '@shears/core';
+// Strict schemas of the settings the registry manifest accepts: the registry parses config settings
+// with them (`registry.create`), so a typo or a wrong type is an error naming the setting, not a
+// judge that silently runs without its cache, pricing or limits.
 import { z } from 'zod';
 import { AGGREGATION_METHODS } from './aggregate.js';
 import { INJECTION_ACTIONS } from './injection-policy.js';
@@ -60,7 +59,7 @@ const injectionSchema = z.strictObject({
     .optional(),
 });
 
-const rubricJudgeOptionsSchema = z.strictObject({
+export const rubricJudgeOptionsSchema = z.strictObject({
   id: z.string().min(1).optional(),
   server: z.unknown().optional(),
   rubric: z.unknown().optional(),
@@ -75,10 +74,11 @@ const rubricJudgeOptionsSchema = z.strictObject({
   injection: injectionSchema.optional(),
 });
 
-const panelOptionsSchema = z.strictObject({
+export const panelOptionsSchema = z.strictObject({
   id: z.string().min(1).optional(),
-  judges: z.array(z.unknown()),
-  aggregation: z.enum(AGGREGATION_METHODS as [string, ...string[]]).optional(),
+  /** The members: rubric judge settings each. */
+  judges: z.array(rubricJudgeOptionsSchema).min(1),
+  aggregation: z.enum(AGGREGATION_METHODS).optional(),
   quorum: positiveInteger.optional(),
   disagreementThreshold: z.number().nonnegative().optional(),
   /** Default cache of the members that set none (one cache shared by the panel). */
@@ -87,7 +87,7 @@ const panelOptionsSchema = z.strictObject({
   injection: injectionSchema.optional(),
 });
 
-const groupJudgeOptionsSchema = z.strictObject({
+export const groupJudgeOptionsSchema = z.strictObject({
   id: z.string().min(1).optional(),
   server: z.unknown().optional(),
   criteria: z.string().min(1).optional(),
@@ -103,48 +103,6 @@ export type InjectionOptions = z.infer<typeof injectionSchema>;
 export type RubricJudgeOptions = z.infer<typeof rubricJudgeOptionsSchema>;
 export type JudgePanelOptions = z.infer<typeof panelOptionsSchema>;
 export type GroupJudgeOptions = z.infer<typeof groupJudgeOptionsSchema>;
-
-function pathText(where: string, path: readonly PropertyKey[]): string {
-  let text = where;
-  for (const key of path) text += typeof key === 'number' ? `[${key}]` : `.${String(key)}`;
-  return text;
-}
-
-function parseOptions<TShape extends z.ZodRawShape>(
-  schema: z.ZodObject<TShape>,
-  settings: unknown,
-  where: string,
-): z.infer<z.ZodObject<TShape>> {
-  const parsed = schema.safeParse(settings ?? {});
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => {
-    // A misspelt top-level setting: name the ones that exist.
-    const valid =
-      issue.code === 'unrecognized_keys' && issue.path.length === 0
-        ? ` (valid settings: ${Object.keys(schema.shape).join(', ')})`
-        : '';
-    return `${pathText(where, issue.path)}: ${issue.message}${valid}`;
-  });
-  const first = parsed.error.issues[0];
-  throw new InvalidArgumentError({
-    argument: first ? pathText(where, first.path) : where,
-    value: settings,
-    message: `Invalid judge settings: ${problems.join('; ')}`,
-    cause: parsed.error,
-  });
-}
-
-export function parseRubricJudgeOptions(settings: unknown, where: string): RubricJudgeOptions {
-  return parseOptions(rubricJudgeOptionsSchema, settings, where);
-}
-
-export function parseJudgePanelOptions(settings: unknown, where: string): JudgePanelOptions {
-  return parseOptions(panelOptionsSchema, settings, where);
-}
-
-export function parseGroupJudgeOptions(settings: unknown, where: string): GroupJudgeOptions {
-  return parseOptions(groupJudgeOptionsSchema, settings, where);
-}
 
 /** The cache a `cache` setting asks for (undefined for none). */
 export function resolveCacheOption(value: RubricJudgeOptions['cache']): JudgeCache | undefined {

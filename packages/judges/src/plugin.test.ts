@@ -241,17 +241,21 @@ describe('judges built from settings', () => {
     server = made.server;
     const rubric = (settings: Record<string, unknown>) =>
       made.registry.create('judges', 'rubric', { server: { provider: 'scripted', model: 'm' }, ...settings });
-    await expect(rubric({ maxTokens: -5 })).rejects.toThrow(/judges\.rubric\.maxTokens: Too small/);
-    await expect(rubric({ maxTokens: 2.5 })).rejects.toThrow(/judges\.rubric\.maxTokens: .*expected int/);
+    await expect(rubric({ maxTokens: -5 })).rejects.toThrow(
+      /Invalid settings for judge "rubric": settings\.maxTokens: must be > 0, got -5/,
+    );
+    await expect(rubric({ maxTokens: 2.5 })).rejects.toThrow(/settings\.maxTokens: expected int, got 2\.5/);
     await expect(rubric({ pricing: { inputPerMillion: 1 } })).rejects.toThrow(
-      /judges\.rubric\.pricing\.outputPerMillion: .*expected number/,
+      /settings\.pricing\.outputPerMillion: expected number, got nothing/,
     );
     await expect(rubric({ format: { maxMessageChar: 10 } })).rejects.toThrow(
-      /judges\.rubric\.format: Unrecognized key.*maxMessageChar/,
+      /settings\.format\.maxMessageChar: unknown setting \(did you mean "maxMessageChars"\?\); allowed: /,
     );
-    await expect(rubric({ maxToken: 10 })).rejects.toThrow(/judges\.rubric: Unrecognized key.*maxToken/);
+    await expect(rubric({ maxToken: 10 })).rejects.toThrow(
+      /settings\.maxToken: unknown setting \(did you mean "maxTokens"\?\)/,
+    );
     await expect(rubric({ cache: 'yes' })).rejects.toThrow(
-      'judges.rubric.cache: cache must be true, false, { maxEntries: <positive integer> } or a JudgeCache instance',
+      'settings.cache: cache must be true, false, { maxEntries: <positive integer> } or a JudgeCache instance, got "yes"',
     );
     await expect(
       made.registry.create('judges', 'panel', {
@@ -260,18 +264,20 @@ describe('judges built from settings', () => {
           { server: { provider: 'scripted', model: 'b' }, pricing: 3 },
         ],
       }),
-    ).rejects.toThrow(/judges\.panel\.judges\[1\]\.pricing: /);
+    ).rejects.toThrow(
+      /Invalid settings for judge "panel": settings\.judges\[1\]\.pricing: expected object, got 3/,
+    );
     await expect(
       made.registry.create('judges', 'group', { server: { provider: 'scripted', model: 'g' }, rounds: 0 }),
-    ).rejects.toThrow(/judges\.group\.rounds: Too small/);
+    ).rejects.toThrow(/Invalid settings for judge "group": settings\.rounds: must be > 0, got 0/);
     await expect(rubric({ injection: { action: 'ignore' } })).rejects.toThrow(
-      /judges\.rubric\.injection\.action: Invalid option: expected one of "flag"\|"zero"\|"escalate"/,
+      /settings\.injection\.action: got "ignore"; allowed: "flag", "zero", "escalate"/,
     );
     await expect(rubric({ injection: { strictJudge: { server: { provider: 'nope' } } } })).rejects.toThrow(
       'No server "nope" (available: scripted)',
     );
     await expect(rubric({ injection: { modelScreen: 'yes' } })).rejects.toThrow(
-      /judges\.rubric\.injection\.modelScreen/,
+      /settings\.injection\.modelScreen: /,
     );
     expect(server.chatRequests).toHaveLength(0);
   });

@@ -1,18 +1,25 @@
 // The registry manifest of @shears/judges: judges by name, created from settings. A judge's
 // `server` setting is either a ServerV1 instance or `{ provider, ...settings }` resolved
 // through the registry (so any installed server package can back a judge).
-import { definePlugin, InvalidArgumentError, type PluginContext, type ServerV1 } from '@shears/core';
-import type { AggregationMethod } from './aggregate.js';
+import {
+  definePlugin,
+  definePluginEntry,
+  InvalidArgumentError,
+  type PluginContext,
+  type ServerV1,
+} from '@shears/core';
 import { createGroupJudge } from './group-judge.js';
 import type { InjectionSettings } from './injection-policy.js';
 import type { JudgeCache } from './judge-cache.js';
 import { createJudgePanel } from './judge-panel.js';
 import {
+  type GroupJudgeOptions,
+  groupJudgeOptionsSchema,
   type InjectionOptions,
-  parseGroupJudgeOptions,
-  parseJudgePanelOptions,
-  parseRubricJudgeOptions,
+  panelOptionsSchema,
+  type RubricJudgeOptions,
   resolveCacheOption,
+  rubricJudgeOptionsSchema,
 } from './plugin-options.js';
 import { BINARY_RUBRIC, createRubric, DEFAULT_RUBRIC, type RubricOptions } from './rubric.js';
 import { createRubricJudge } from './rubric-judge.js';
@@ -75,12 +82,11 @@ function resolveRubric(value: unknown) {
 }
 
 async function createRubricFromSettings(
-  settings: unknown,
+  options: RubricJudgeOptions,
   context: PluginContext,
   where: string,
   defaults: { cache?: JudgeCache; injection?: InjectionOptions } = {},
 ) {
-  const options = parseRubricJudgeOptions(settings, where);
   return createRubricJudge({
     id: options.id,
     server: await resolveServer(options.server, context, where),
@@ -97,64 +103,59 @@ async function createRubricFromSettings(
   });
 }
 
+async function createGroupFromSettings(options: GroupJudgeOptions, context: PluginContext) {
+  return createGroupJudge({
+    id: options.id,
+    server: await resolveServer(options.server, context, 'judges.group'),
+    criteria: options.criteria,
+    rounds: options.rounds,
+    timeoutMs: options.timeoutMs,
+    temperature: options.temperature,
+    format: options.format,
+    pricing: options.pricing,
+    injection: await resolveInjectionOptions(options.injection, context, 'judges.group'),
+  });
+}
+
 const plugin = definePlugin({
   id: '@shears/judges',
   description: 'Rubric judges, judge panels, group (listwise) judges',
   judges: {
-    rubric: {
+    rubric: definePluginEntry({
       description: 'One LLM judge scoring a rubric (default: the five seed dimensions) with a 0-1 composite',
+      settings: rubricJudgeOptionsSchema,
       create: (settings, context) => createRubricFromSettings(settings, context, 'judges.rubric'),
-    },
-    panel: {
+    }),
+    panel: definePluginEntry({
       description:
         'Several rubric judges aggregated by mean, median, trimmed_mean or majority, with a quorum',
       aliases: ['jury'],
+      settings: panelOptionsSchema,
       async create(settings, context) {
-        const members = settings.judges;
-        if (!Array.isArray(members) || members.length === 0) {
-          throw new InvalidArgumentError({
-            argument: 'judges.panel.judges',
-            value: members,
-            message: 'judges.panel.judges must be a non-empty list of rubric judge settings',
-          });
-        }
-        const options = parseJudgePanelOptions(settings, 'judges.panel');
-        const cache = resolveCacheOption(options.cache);
+        const cache = resolveCacheOption(settings.cache);
         const judges = await Promise.all(
-          members.map((member, index) =>
+          settings.judges.map((member, index) =>
             createRubricFromSettings(member, context, `judges.panel.judges[${index}]`, {
               cache,
-              injection: options.injection,
+              injection: settings.injection,
             }),
           ),
         );
         return createJudgePanel({
-          id: options.id,
+          id: settings.id,
           judges,
-          aggregation: options.aggregation as AggregationMethod | undefined,
-          quorum: options.quorum,
-          disagreementThreshold: options.disagreementThreshold,
+          aggregation: settings.aggregation,
+          quorum: settings.quorum,
+          disagreementThreshold: settings.disagreementThreshold,
         });
       },
-    },
-    group: {
+    }),
+    group: definePluginEntry({
       description: 'Listwise judge scoring a whole GRPO group in one call, order shuffled',
       aliases: ['listwise'],
-      async create(settings, context) {
-        const options = parseGroupJudgeOptions(settings, 'judges.group');
-        return createGroupJudge({
-          id: options.id,
-          server: await resolveServer(options.server, context, 'judges.group'),
-          criteria: options.criteria,
-          rounds: options.rounds,
-          timeoutMs: options.timeoutMs,
-          temperature: options.temperature,
-          format: options.format,
-          pricing: options.pricing,
-          injection: await resolveInjectionOptions(options.injection, context, 'judges.group'),
-        });
-      },
-    },
+      settings: groupJudgeOptionsSchema,
+      create: (settings, context) => createGroupFromSettings(settings, context),
+    }),
   },
 });
 

@@ -61,7 +61,9 @@ describe('@shears/servers plugin manifest', () => {
         model: 'm',
         extra_body: { seed: 1 },
       }),
-    ).rejects.toThrow('server "openai" has no setting "extra_body" (did you mean "extraBody"?)');
+    ).rejects.toThrow(
+      'Invalid settings for server "openai": settings.extra_body: unknown setting (did you mean "extraBody"?)',
+    );
     await expect(
       registry.create('servers', 'sglang', {
         baseUrl: 'http://127.0.0.1:1',
@@ -69,7 +71,7 @@ describe('@shears/servers plugin manifest', () => {
         tokenizer: QWEN3_DIR,
         timeout: 5,
       }),
-    ).rejects.toThrow(/server "sglang" has no setting "timeout" \(did you mean "timeoutMs"\?\)/);
+    ).rejects.toThrow(/server "sglang": settings\.timeout: unknown setting \(did you mean "timeoutMs"\?\)/);
   });
 
   it('says what a managed server needs when the tokenizer is missing', async () => {

@@ -71,6 +71,8 @@ export {
 } from './terminal-tool.js';
 export { plugin };
 export default plugin;
+export type { DockerHostCheckOptions } from './docker/docker-check.js';
+export { checkDockerHost } from './docker/docker-check.js';
 export type {
   DockerConnectionOptions,
   DockerHost,

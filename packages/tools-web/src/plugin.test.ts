@@ -1,9 +1,9 @@
-import { ConfigError, createRegistry, resolveToolset, type ToolV1 } from '@shears/core';
+import { createRegistry, InvalidSettingsError, resolveToolset, type ToolV1 } from '@shears/core';
 import { describe, expect, it } from 'vitest';
 import plugin from './index.js';
 import { safeParseWebExtractSettings } from './settings.js';
 
-async function createError(tool: string, settings: Record<string, unknown>): Promise<ConfigError> {
+async function createError(tool: string, settings: Record<string, unknown>): Promise<InvalidSettingsError> {
   const registry = createRegistry().use(plugin);
   const error = await Promise.resolve()
     .then(() => registry.create('tools', tool, settings))
@@ -11,8 +11,8 @@ async function createError(tool: string, settings: Record<string, unknown>): Pro
       () => undefined,
       (caught: unknown) => caught,
     );
-  expect(ConfigError.isInstance(error), `${JSON.stringify(settings)} should be refused`).toBe(true);
-  return error as ConfigError;
+  expect(InvalidSettingsError.isInstance(error), `${JSON.stringify(settings)} should be refused`).toBe(true);
+  return error as InvalidSettingsError;
 }
 
 describe('@shears/tools-web manifest', () => {
@@ -46,7 +46,7 @@ describe('@shears/tools-web manifest', () => {
   it('refuses a misspelt SSRF key instead of silently keeping the guard as it was', async () => {
     const error = await createError('web_extract', { ssrf: { enable: false } });
     expect(error.message).toBe(
-      'Invalid web_extract settings: ssrf.enable: unknown setting (value false); did you mean "enabled"? Allowed: enabled, allowlist, resolver',
+      'Invalid settings for tool "web_extract": settings.ssrf.enable: unknown setting (did you mean "enabled"?); allowed: enabled, allowlist, resolver',
     );
     expect(error.issues).toEqual([expect.objectContaining({ path: 'ssrf.enable', value: false })]);
   });
@@ -62,7 +62,7 @@ describe('@shears/tools-web manifest', () => {
     expect(error.message).toContain('maxRedirects: must be >= 0, got -1');
     expect(error.message).toContain('ssrf.allowlist: expected array, got "127.0.0.1"');
     expect(error.message).toMatch(
-      /cacheTTL: unknown setting \(value 0\); did you mean "cacheTtlMs"\? Allowed: ssrf, timeoutMs, .*cacheTtlMs/,
+      /settings\.cacheTTL: unknown setting \(did you mean "cacheTtlMs"\?\); allowed: ssrf, timeoutMs, .*cacheTtlMs/,
     );
     expect(error.issues.map((issue) => issue.path).sort()).toEqual([
       'cacheTTL',
@@ -75,7 +75,7 @@ describe('@shears/tools-web manifest', () => {
   it('refuses an unknown web_search provider and a malformed base URL when the tool is created', async () => {
     const error = await createError('web_search', { provider: 'bravee', baseUrl: 'not a url' });
     expect(error.message).toContain(
-      'provider: got "bravee"; allowed: firecrawl, tavily, exa, brave, searxng',
+      'provider: got "bravee"; allowed: "firecrawl", "tavily", "exa", "brave", "searxng"',
     );
     expect(error.message).toContain('baseUrl: expected a valid URL, got "not a url"');
     const custom = await createRegistry()

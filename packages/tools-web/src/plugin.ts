@@ -1,7 +1,7 @@
 // The @shears/tools-web plugin manifest: web_search and web_extract, and the `web` and `search`
-// toolsets. Settings arrive untyped (config files), so they are checked by strict schemas first.
-import { definePlugin } from '@shears/core';
-import { parseWebExtractSettings, parseWebSearchSettings } from './settings.js';
+// toolsets. The registry checks their settings with the tools' strict schemas.
+import { definePlugin, definePluginEntry } from '@shears/core';
+import { webExtractSettingsSchema, webSearchSettingsSchema } from './settings.js';
 import { createWebExtractTool } from './web-extract.js';
 import { createWebSearchTool } from './web-search.js';
 
@@ -9,14 +9,16 @@ export default definePlugin({
   id: '@shears/tools-web',
   description: 'web_search (SearXNG, Brave, Tavily, Exa, Firecrawl) and web_extract with an SSRF guard',
   tools: {
-    web_search: {
-      create: (settings) => createWebSearchTool(parseWebSearchSettings(settings)),
+    web_search: definePluginEntry({
+      settings: webSearchSettingsSchema,
+      create: (settings) => createWebSearchTool(settings),
       description: 'Search the web',
-    },
-    web_extract: {
-      create: (settings) => createWebExtractTool(parseWebExtractSettings(settings)),
+    }),
+    web_extract: definePluginEntry({
+      settings: webExtractSettingsSchema,
+      create: (settings) => createWebExtractTool(settings),
       description: 'Fetch pages as markdown',
-    },
+    }),
   },
   toolsets: {
     web: { description: 'Web search and extraction', tools: ['web_search', 'web_extract'] },

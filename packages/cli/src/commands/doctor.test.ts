@@ -146,7 +146,7 @@ describe('shears doctor', () => {
 
   it('checks every configured Docker host: sandbox.settings.hosts and env.settings.docker', async () => {
     const file = config('docker-hosts.yaml', [
-      'env: { name: demo, settings: { docker: "tcp://127.0.0.1:1" } }',
+      'env: { name: swe, settings: { docker: "tcp://127.0.0.1:1" } }',
       'sandbox:',
       '  provider: docker',
       '  settings: { hosts: ["unix:///nonexistent-a.sock", { url: "unix:///nonexistent-b.sock", weight: 2 }] }',
@@ -166,7 +166,9 @@ describe('shears doctor', () => {
       'sandbox: { provider: docker, settings: { hosts: "unix:///x.sock" } }',
     ]);
     const bad = await runShears(['doctor', '--config', wrongType], { cwd: dir });
-    expect(bad.stdout).toMatch(/✗ docker\s+sandbox\.settings\.hosts: /);
+    expect(bad.stdout).toMatch(
+      /✗ sandbox\s+docker: sandbox\.settings\.hosts: expected array, got "unix:\/\/\/x\.sock"/,
+    );
     expect(bad.code).toBe(1);
   });
 
@@ -286,6 +288,48 @@ describe('shears doctor', () => {
       /✗ parsers\s+server\.tool_parser: unknown tool-call parser "hermez" \(allowed: .*hermes/,
     );
     expect(run.code).toBe(1);
+  });
+
+  it("asks a plugin's sandbox provider for its own check(), telling it where its settings sit; opens a sandbox through one without", async () => {
+    // A third-party pack (a plain manifest object, as a package without @shears/core at hand
+    // would export): `probed` has a check(), `plain` has none.
+    writeFileSync(
+      join(dir, 'probe-pack.mjs'),
+      `const sandbox = {
+  specificationVersion: 'v1', id: 'plain-1', workdir: '/plain', isolated: true,
+  async exec(command) { return { exitCode: 0, output: command.replace(/^echo /, '') + '\\n', timedOut: false }; },
+  async readFile() { return ''; }, async writeFile() {}, async dispose() {},
+};
+const provider = { specificationVersion: 'v1', id: 'plain', async acquire() { return sandbox; }, async close() {} };
+export default {
+  specificationVersion: 'v1',
+  id: 'probe-pack',
+  sandboxes: {
+    probed: {
+      create: () => provider,
+      check: (settings, context) => [
+        { name: 'probe ' + settings.target, status: 'warn', detail: 'answers slowly', fix: 'raise ' + context.settingsField + '.timeout' },
+      ],
+    },
+    plain: { create: () => provider },
+  },
+};
+`,
+    );
+    const probed = config('probed.yaml', [
+      'plugins: [./probe-pack.mjs]',
+      'sandbox: { provider: probed, settings: { target: far-away } }',
+    ]);
+    const run = await runShears(['doctor', '--config', probed], { cwd: dir });
+    expect(run.stdout).toMatch(/! probe far-away\s+answers slowly\n\s+fix: raise sandbox\.settings\.timeout/);
+    expect(run.stdout).not.toMatch(/^. sandbox /m);
+    expect(run.stdout).toMatch(/– docker\s+not needed \(sandbox probed, env demo\)/);
+
+    const plain = config('plain.yaml', ['plugins: [./probe-pack.mjs]', 'sandbox: { provider: plain }']);
+    const opened = await runShears(['doctor', '--config', plain], { cwd: dir });
+    expect(opened.stdout).toMatch(
+      /✓ sandbox\s+plain: opened a sandbox \(isolated\) and ran a command in \/plain/,
+    );
   });
 
   it('rejects the removed sandbox.ssh_targets with a message saying what to use', async () => {

@@ -1,40 +1,38 @@
 // `shears doctor`: checks what the configured run will use — Node, the env, the sandbox backend
-// it resolves to (a real sandbox is opened on local/ssh hosts), the Docker daemons the sandbox or
-// the env needs and the sandbox image on them, the inference server, the tool-call parsers, the
+// it resolves to and the env, each through the provider's own `check()` (the docker sandbox pings
+// its daemons and looks for its image, the ssh sandbox reads the host's banner and logs in, the
+// local one opens a sandbox, the SWE env pings the daemon that builds its images; a provider
+// without a check gets a real sandbox opened), the inference server, the tool-call parsers, the
 // tokenizer folder serve/train need, the trainer command of `shears train` (or the reference
 // trainer's Python environment: it runs, imports, has the pinned versions), and the plugins — and
 // says what to fix.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { connect } from 'node:net';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import type { EnvV1, Registry } from '@shears/core';
-import { createHfTokenizer } from '@shears/servers';
 import {
-  dockerSandboxSettingsSchema,
-  resolveDockerConnection,
-  sshSandboxSettingsSchema,
-} from '@shears/tools-terminal';
+  type EnvV1,
+  InvalidSettingsError,
+  type PluginCheckResult,
+  probeSandboxProvider,
+  type Registry,
+} from '@shears/core';
+import { createHfTokenizer } from '@shears/servers';
 import {
   composeRegistry,
   createEnv,
   createSandboxProvider,
   createServer,
+  envSettings,
   MANAGED_SERVERS,
+  sandboxProviderId,
+  sandboxSettings,
 } from '../compose.js';
 import { type CommandContext, resolveParsers } from '../runtime.js';
-import { dockerSandboxImage, inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
+import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
 import { recordsLogprobs } from '../serve/serve-loop.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
 import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
 
-export interface Check {
-  name: string;
-  status: 'ok' | 'fail' | 'skip' | 'warn';
-  detail: string;
-  fix?: string;
-}
+export type Check = PluginCheckResult;
 
 function nodeCheck(): Check {
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
@@ -49,301 +47,128 @@ function nodeCheck(): Check {
       };
 }
 
-const DEFAULT_DOCKER_SOCKET = 'unix:///var/run/docker.sock';
-
 function firstLine(error: unknown): string {
   return ((error as Error)?.message ?? String(error)).split('\n')[0] ?? String(error);
 }
 
-/** Reads the first line a TCP server sends (an sshd greets with `SSH-2.0-...`). */
-function readBanner(host: string, port: number): Promise<{ banner: string } | { error: string }> {
-  return new Promise((done) => {
-    const socket = connect({ host, port });
-    const finish = (result: { banner: string } | { error: string }) => {
-      socket.destroy();
-      done(result);
-    };
-    socket.setTimeout(3000, () => finish({ error: 'no banner within 3 s' }));
-    socket.once('data', (data) => finish({ banner: data.toString('utf8').split('\n')[0]!.trim() }));
-    socket.once('error', (error) => finish({ error: error.message }));
-  });
-}
-
-async function sshBannerCheck(name: string, host: string, port: number, fields: string): Promise<Check> {
-  const result = await readBanner(host, port);
-  if ('error' in result)
-    return {
-      name,
-      status: 'fail',
-      detail: result.error,
-      fix: `start sshd on ${host}:${port} or fix ${fields}`,
-    };
-  return result.banner.startsWith('SSH-')
-    ? { name, status: 'ok', detail: result.banner }
-    : {
-        name,
-        status: 'fail',
-        detail: `not an ssh server (${result.banner.slice(0, 40)})`,
-        fix: `${host}:${port} answers but is not sshd; fix ${fields}`,
-      };
-}
-
-/** Opens one real sandbox with the configured provider and settings and runs a command in it. */
-async function openSandboxCheck(
+/**
+ * What a provider's own `check()` says about the settings the config gives it (the sandbox
+ * backend, the env); a settings error becomes one failed line naming the fields. Undefined when
+ * the provider has no check.
+ */
+async function providerCheck(
   context: CommandContext,
   registry: Registry,
-  env: EnvV1 | undefined,
-  id: string,
-  fix: string,
-): Promise<Check> {
-  let provider: Awaited<ReturnType<typeof createSandboxProvider>> | undefined;
+  target: {
+    kind: 'sandboxes' | 'envs';
+    id: string;
+    settings: Record<string, unknown>;
+    settingsField: string;
+  },
+): Promise<Check[] | undefined> {
+  const name = target.kind === 'sandboxes' ? 'sandbox' : 'env';
   try {
-    provider = await createSandboxProvider(registry, context.config, env);
-    const sandbox = await provider.acquire({}, { signal: context.signal });
-    try {
-      const result = await sandbox.exec('echo shears-doctor', { timeoutMs: 15_000, signal: context.signal });
-      if (result.exitCode !== 0 || !result.output.includes('shears-doctor'))
-        return {
-          name: 'sandbox',
-          status: 'fail',
-          detail: `${id}: a test command exited ${result.exitCode}: ${result.output.trim().slice(0, 120)}`,
-          fix,
-        };
-      return {
-        name: 'sandbox',
-        status: 'ok',
-        detail: `${id}: opened a sandbox (${sandbox.isolated ? 'isolated' : 'NOT isolated'}) and ran a command in ${sandbox.workdir}`,
-      };
-    } finally {
-      await sandbox.dispose();
-    }
+    const results = await registry.check(target.kind, target.id, target.settings, {
+      env: context.io.env,
+      signal: context.signal,
+      settingsField: target.settingsField,
+    });
+    return results?.map((result) => ({ ...result, detail: context.redact(result.detail) }));
   } catch (error) {
-    return { name: 'sandbox', status: 'fail', detail: context.redact(`${id}: ${firstLine(error)}`), fix };
-  } finally {
-    await provider?.close().catch(() => undefined);
+    const detail = InvalidSettingsError.isInstance(error)
+      ? error.issues.map((issue) => `${target.settingsField}.${issue.path}: ${issue.message}`).join('; ')
+      : firstLine(error);
+    return [
+      {
+        name,
+        status: 'fail',
+        detail: context.redact(`${target.id}: ${detail}`),
+        fix: `fix ${target.settingsField}`,
+      },
+    ];
   }
 }
 
+/** The sandbox backend: its own check() (local, ssh, docker do), else one real sandbox opened. */
 async function sandboxChecks(
   context: CommandContext,
   registry: Registry,
   env: EnvV1 | undefined,
   id: string,
 ): Promise<Check[]> {
-  if (id === 'docker') return []; // the Docker hosts are checked below
-  if (id !== 'ssh')
-    return [
-      await openSandboxCheck(
-        context,
-        registry,
-        env,
-        id,
-        id === 'local'
-          ? 'the local sandbox needs a writable temp directory and bash'
-          : 'check sandbox.settings',
-      ),
-    ];
-  const parsed = sshSandboxSettingsSchema.safeParse(context.config.sandbox.settings);
-  if (!parsed.success)
-    return [
-      {
-        name: 'sandbox',
-        status: 'fail',
-        detail: `ssh: ${parsed.error.issues.map((issue) => `sandbox.settings.${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
-        fix: 'the ssh sandbox needs sandbox.settings.host and username, and a key (privateKeyPath, privateKey or agent)',
-      },
-    ];
-  const { host, port = 22, username } = parsed.data;
-  const banner = await sshBannerCheck(
-    `ssh ${username}@${host}:${port}`,
-    host,
-    port,
-    'sandbox.settings.host / port',
-  );
-  if (banner.status !== 'ok') return [banner];
-  return [
-    banner,
-    await openSandboxCheck(
-      context,
-      registry,
-      env,
-      'ssh',
-      'check sandbox.settings.username, the key (privateKeyPath / privateKey / agent) and the host key (knownHostsPath / hostKeyFingerprint)',
-    ),
-  ];
-}
-
-function pingDocker(
-  settings: unknown,
-): Promise<{ ok: true; detail: string } | { ok: false; detail: string }> {
-  let options: ReturnType<typeof resolveDockerConnection>;
+  let settings: Record<string, unknown>;
   try {
-    options = resolveDockerConnection(settings as never);
+    settings = sandboxSettings(context.config, id);
   } catch (error) {
-    return Promise.resolve({ ok: false, detail: firstLine(error) });
-  }
-  if (options.protocol === 'ssh') {
-    return readBanner(options.host ?? '127.0.0.1', options.port ?? 22).then((result) =>
-      'error' in result
-        ? { ok: false, detail: `no ssh server: ${result.error}` }
-        : { ok: true, detail: `ssh host answers (${result.banner}); the daemon is reached through it` },
-    );
-  }
-  const request = options.protocol === 'https' ? httpsRequest : httpRequest;
-  return new Promise((done) => {
-    const call = request(
-      {
-        ...(options.socketPath
-          ? { socketPath: options.socketPath }
-          : { host: options.host, port: options.port }),
-        ...(options.protocol === 'https' ? { ca: options.ca, cert: options.cert, key: options.key } : {}),
-        path: '/_ping',
-        method: 'GET',
-        timeout: 3000,
-      },
-      (response) => {
-        response.resume();
-        done(
-          response.statusCode === 200
-            ? { ok: true, detail: 'daemon answers' }
-            : { ok: false, detail: `daemon answered HTTP ${response.statusCode}` },
-        );
-      },
-    );
-    call.on('timeout', () => call.destroy(new Error('timed out')));
-    call.on('error', (error) => done({ ok: false, detail: `no daemon: ${error.message}` }));
-    call.end();
-  });
-}
-
-interface DockerUse {
-  url: string;
-  settings: unknown;
-  fields: string[];
-  /** A host of the docker sandbox (rather than only the env's image builder). */
-  sandboxHost: boolean;
-}
-
-/** The Docker daemons this run talks to: the docker sandbox's hosts and the env's image builder. */
-function dockerUses(context: CommandContext, env: EnvV1 | undefined, sandboxId: string): DockerUse[] {
-  const { config } = context;
-  const vars = context.io.env;
-  const uses = new Map<string, DockerUse>();
-  const add = (url: string, settings: unknown, field: string, sandboxHost = false) => {
-    const use = uses.get(url) ?? { url, settings, fields: [], sandboxHost };
-    use.fields.push(field);
-    use.sandboxHost ||= sandboxHost;
-    uses.set(url, use);
-  };
-  if (sandboxId === 'docker') {
-    const hosts = dockerSandboxSettingsSchema.safeParse(config.sandbox.settings).data?.hosts;
-    if (hosts && hosts.length > 0) {
-      hosts.forEach((host, index) => {
-        const url =
-          typeof host === 'string' ? host : String((host as { url?: unknown } | null)?.url ?? '(no url)');
-        add(url, host, `sandbox.settings.hosts[${index}]`, true);
-      });
-    } else if (vars.DOCKER_HOST)
-      add(vars.DOCKER_HOST, vars.DOCKER_HOST, 'the docker sandbox (DOCKER_HOST)', true);
-    else add(DEFAULT_DOCKER_SOCKET, DEFAULT_DOCKER_SOCKET, 'the docker sandbox (default socket)', true);
-  }
-  // An env whose items are container images builds them with Docker during setup (the SWE env),
-  // at env.settings.docker, else DOCKER_HOST, else the local socket (as createDockerClient does).
-  const envDocker = config.env.settings.docker;
-  const preferred = (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox;
-  if (typeof envDocker === 'string') add(envDocker, envDocker, 'env.settings.docker');
-  else if (preferred === 'docker') {
-    const url = vars.DOCKER_HOST ?? DEFAULT_DOCKER_SOCKET;
-    add(url, url, `env ${config.env.name} (builds its images; set env.settings.docker or DOCKER_HOST)`);
-  }
-  return [...uses.values()];
-}
-
-async function dockerChecks(
-  context: CommandContext,
-  env: EnvV1 | undefined,
-  sandboxId: string,
-): Promise<Check[]> {
-  if (sandboxId === 'docker') {
-    const parsed = dockerSandboxSettingsSchema.safeParse(context.config.sandbox.settings);
-    if (!parsed.success)
-      return [
-        {
-          name: 'docker',
-          status: 'fail',
-          detail: parsed.error.issues
-            .map((issue) => `sandbox.settings.${issue.path.join('.')}: ${issue.message}`)
-            .join('; '),
-          fix: 'fix the docker sandbox settings (hosts, image, limits, network, ...)',
-        },
-      ];
-  }
-  const uses = dockerUses(context, env, sandboxId);
-  if (uses.length === 0)
     return [
-      {
-        name: 'docker',
-        status: 'skip',
-        detail: `not needed (sandbox ${sandboxId}, env ${context.config.env.name})`,
-      },
+      { name: 'sandbox', status: 'fail', detail: context.redact(firstLine(error)), fix: 'fix sandbox.*' },
     ];
-  const image = dockerSandboxImage(context.config);
-  const checks = await Promise.all(
-    uses.map(async (use): Promise<Check[]> => {
-      const result = await pingDocker(use.settings);
-      const name = `docker ${use.url}`;
-      const usedBy = `used by ${use.fields.join(', ')}`;
-      if (!result.ok)
-        return [
-          {
-            name,
-            status: 'fail',
-            detail: `${result.detail} (${usedBy})`,
-            fix: `start the daemon (sudo systemctl start docker, or dockerd &) or point ${use.fields[0]} at a running one`,
-          },
-        ];
-      const answered: Check = { name, status: 'ok', detail: `${result.detail} (${usedBy})` };
-      // The image sandboxes start from, on every host of the docker sandbox (envs with images of
-      // their own, like swe, build them in `shears prepare`).
-      if (!use.sandboxHost || ownImages(env)) return [answered];
-      return [answered, await imageCheck(use, image)];
-    }),
-  );
-  return checks.flat();
+  }
+  const own = await providerCheck(context, registry, {
+    kind: 'sandboxes',
+    id,
+    settings,
+    settingsField: 'sandbox.settings',
+  });
+  if (!own) {
+    const opened = await probeSandboxProvider(() => createSandboxProvider(registry, context.config, env), {
+      id,
+      fix: 'check sandbox.settings',
+      signal: context.signal,
+    });
+    return [{ ...opened, detail: context.redact(opened.detail) }];
+  }
+  // An env with images of its own (swe builds them in `shears prepare`) does not start from the
+  // sandbox's default image.
+  const checks = ownImages(env) ? own.filter((check) => !check.name.startsWith('image ')) : own;
+  return Promise.all(checks.map((check) => baseImageRecipeCheck(check)));
 }
 
 function ownImages(env: EnvV1 | undefined): boolean {
   return (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox === 'docker';
 }
 
-/** Whether the docker sandbox's image is on this host (for the default image: built from this recipe). */
-async function imageCheck(use: DockerUse, image: string): Promise<Check> {
-  const name = `image ${use.url}`;
-  let state: Awaited<ReturnType<typeof inspectImage>>;
+/**
+ * The docker sandbox's default image is built by `shears prepare` from this version's recipe: say
+ * how to build it when it is missing, and warn when the one there came from another recipe.
+ */
+async function baseImageRecipeCheck(check: Check & { host?: string }): Promise<Check> {
+  if (!check.name.startsWith('image ') || !check.host || !check.detail.startsWith(`${SANDBOX_BASE_IMAGE} `))
+    return check;
+  if (check.status === 'fail')
+    return {
+      ...check,
+      fix: 'run `shears prepare --sandbox docker` (builds it with debootstrap once, then imports it; needs root)',
+    };
   try {
-    state = await inspectImage((await openDocker(use.settings as string | { url: string })).docker, image);
-  } catch (error) {
-    return { name, status: 'fail', detail: `${image}: ${firstLine(error)}`, fix: 'check the daemon' };
+    if ((await inspectImage((await openDocker(check.host)).docker, SANDBOX_BASE_IMAGE)) !== 'outdated')
+      return check;
+  } catch {
+    return check;
   }
-  if (state === 'present')
-    return { name, status: 'ok', detail: `${image} is there (sandboxes start from it)` };
-  const fix =
-    image === SANDBOX_BASE_IMAGE
-      ? 'run `shears prepare --sandbox docker` (builds it with debootstrap once, then imports it; needs root)'
-      : `build or load ${image} on that daemon (docker build, docker load), or remove sandbox.image to use ${SANDBOX_BASE_IMAGE}`;
-  return state === 'missing'
-    ? {
-        name,
-        status: 'fail',
-        detail: `${image} is not on this daemon: every docker sandbox would fail to start`,
-        fix,
-      }
-    : {
-        name,
-        status: 'warn',
-        detail: `${image} was built from another recipe than this version of shears uses (python3, git, CA certificates on bookworm)`,
-        fix,
-      };
+  return {
+    name: check.name,
+    status: 'warn',
+    detail: `${SANDBOX_BASE_IMAGE} was built from another recipe than this version of shears uses (python3, git, CA certificates on bookworm)`,
+    fix: 'run `shears prepare --sandbox docker` (builds it with debootstrap once, then imports it; needs root)',
+  };
+}
+
+/**
+ * Lines about the same Docker daemon from several providers (the docker sandbox and an env that
+ * builds images) become one, naming every user: `... (used by A, B)`.
+ */
+function mergeDaemonChecks(checks: Check[]): Check[] {
+  const merged: Check[] = [];
+  for (const check of checks) {
+    const same = check.name.startsWith('docker ')
+      ? merged.find((other) => other.name === check.name && other.status === check.status)
+      : undefined;
+    const usedBy = /\(used by (.*)\)$/.exec(check.detail)?.[1];
+    if (same && usedBy && same.detail.endsWith(')')) same.detail = `${same.detail.slice(0, -1)}, ${usedBy})`;
+    else merged.push({ ...check });
+  }
+  return merged;
 }
 
 /** Loads server.tokenizer the way `shears serve`/`train` and the vllm/sglang servers do. */
@@ -587,11 +412,25 @@ export async function runChecks(context: CommandContext): Promise<Check[]> {
     });
   }
   try {
-    // The same resolution as a run: sandbox.provider, else the env's preferred backend, else local.
-    const preferred = (env as { preferredSandbox?: unknown } | undefined)?.preferredSandbox;
-    const sandboxId = config.sandbox.provider ?? (typeof preferred === 'string' ? preferred : 'local');
-    checks.push(...(await sandboxChecks(context, registry, env, sandboxId)));
-    checks.push(...(await dockerChecks(context, env, sandboxId)));
+    const sandboxId = sandboxProviderId(config, env);
+    const own = [
+      ...(await sandboxChecks(context, registry, env, sandboxId)),
+      ...(env
+        ? ((await providerCheck(context, registry, {
+            kind: 'envs',
+            id: config.env.name,
+            settings: envSettings(config, context.io.cwd),
+            settingsField: 'env.settings',
+          })) ?? [])
+        : []),
+    ];
+    checks.push(...mergeDaemonChecks(own));
+    if (!own.some((check) => check.name.startsWith('docker')) && sandboxId !== 'docker')
+      checks.push({
+        name: 'docker',
+        status: 'skip',
+        detail: `not needed (sandbox ${sandboxId}, env ${config.env.name})`,
+      });
     checks.push(await serverCheck(context, registry));
     checks.push(await parserCheck(registry, context));
     checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd, config.server.provider));
