@@ -10,22 +10,9 @@ export {
   resolveAdvantageEstimator,
   rlooAdvantages,
 } from './advantages.js';
-export type {
-  AgentResult,
-  AgentStopReason,
-  AgentTimings,
-  RunAgentOptions,
-  ToolCallDecision,
-  ToolCallRequest,
-} from './agent-loop.js';
-export {
-  extractReasoning,
-  runAgent,
-  toolErrorResult,
-  toolParametersSchema,
-  toolSchemas,
-  unknownToolMessage,
-} from './agent-loop.js';
+export type { AgentResult, AgentStopReason, AgentTimings, RunAgentOptions } from './agent-loop.js';
+export { runAgent } from './agent-loop.js';
+export { extractReasoning } from './assistant-turn.js';
 export { coerceToolArguments } from './coerce-tool-args.js';
 export type { ConcurrencyLimiter } from './concurrency-limiter.js';
 export { createConcurrencyLimiter } from './concurrency-limiter.js';
@@ -111,6 +98,7 @@ export {
 } from './errors.js';
 export type { GroupEvent, RunGroupOptions } from './group-runner.js';
 export { filterToolsByToolsets, runGroup } from './group-runner.js';
+export { toolErrorResult, unknownToolMessage } from './hermes-messages.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
 export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
@@ -161,6 +149,7 @@ export type { VerdictRecord } from './schemas/verdict-record.js';
 export { verdictRecord, verdictRecordSchema } from './schemas/verdict-record.js';
 export { sendJson } from './send-json.js';
 export { ignoreAborted, sleep } from './sleep.js';
+export type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 export type {
   PersistToolResultOptions,
   PersistToolResultOutcome,
@@ -179,6 +168,7 @@ export {
   persistedResultPath,
   resolveResultThreshold,
 } from './tool-result-budget.js';
+export { toolParametersSchema, toolSchemas } from './tool-schemas.js';
 export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
 export {
   BUILTIN_DISTRIBUTIONS,
