@@ -25,7 +25,7 @@ export interface ParseAssistantTurnOptions {
 }
 
 /** Reasoning of an assistant message: reasoning_content → reasoning → reasoning_details[].text. */
-export function extractReasoning(message: AssistantMessage | ChatMessage): string | null {
+function extractReasoning(message: AssistantMessage | ChatMessage): string | null {
   if (typeof message.reasoning_content === 'string' && message.reasoning_content)
     return message.reasoning_content;
   const reasoning = (message as AssistantMessage).reasoning;

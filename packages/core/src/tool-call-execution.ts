@@ -113,11 +113,7 @@ function negativeExitError(content: string): string | null {
 }
 
 /** Validates and runs one call; its failures are outcomes (only a throwing `beforeToolCall` propagates). */
-export async function executeToolCall(
-  call: ToolCall,
-  turn: number,
-  scope: ToolCallScope,
-): Promise<CallOutcome> {
+async function executeToolCall(call: ToolCall, turn: number, scope: ToolCallScope): Promise<CallOutcome> {
   const name = call.function.name;
   const tool = scope.toolByName.get(name);
   if (!tool) return toolError(unknownToolMessage(name, [...scope.toolByName.keys()]));
