@@ -29,10 +29,14 @@ export function linkSignals(
   const live = sources.filter((source): source is AbortSignal => source !== undefined);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let timedOut = false;
-  const onAbort = (event: Event) => controller.abort((event.target as AbortSignal).reason);
+  // Once aborted, it lets go of the sources and the timer at once, disposed or not.
   const dispose = () => {
     if (timer !== undefined) clearTimeout(timer);
     for (const source of live) source.removeEventListener('abort', onAbort);
+  };
+  const onAbort = (event: Event) => {
+    dispose();
+    controller.abort((event.target as AbortSignal).reason);
   };
   const already = live.find((source) => source.aborted);
   if (already) controller.abort(already.reason);
@@ -41,13 +45,13 @@ export function linkSignals(
     if (options.timeoutMs !== undefined)
       timer = setTimeout(() => {
         timedOut = true;
+        dispose();
         controller.abort(
           options.timeoutReason
             ? options.timeoutReason()
             : new DOMException('The operation was aborted due to timeout', 'TimeoutError'),
         );
       }, options.timeoutMs);
-    controller.signal.addEventListener('abort', dispose, { once: true });
   }
   return {
     signal: controller.signal,
