@@ -4,7 +4,7 @@
 // value given twice; per-command help lists its flags, config sections and examples.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { valueAtPath } from '@shears/core';
+import { valueAtPath } from '@shears/core/internal';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_SPECS, cliVersion, type ParsedArgs, parseArgs, renderCliReference } from './args.js';
 import { loadConfig } from './config/load-config.js';

@@ -7,7 +7,8 @@
 // flag commander could know: those tokens are taken out first, checked against the sections the
 // subcommand reads, and typed by the config schema when the config is loaded.
 import { readFileSync } from 'node:fs';
-import { closestName, InvalidArgumentError } from '@shears/core';
+import { InvalidArgumentError } from '@shears/core';
+import { closestName } from '@shears/core/internal';
 import { Command, InvalidArgumentError as CommanderArgumentError, CommanderError, Option } from 'commander';
 
 export type CommandName =

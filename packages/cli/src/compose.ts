@@ -6,7 +6,6 @@ import { resolve as resolvePath } from 'node:path';
 import {
   ConfigError,
   createRegistry,
-  describeValue,
   type EnvItem,
   type EnvV1,
   type GroupJudgeV1,
@@ -23,8 +22,8 @@ import {
   type SandboxSpec,
   type ServerV1,
   ShearsError,
-  valueAtPath,
 } from '@shears/core';
+import { describeValue, valueAtPath } from '@shears/core/internal';
 import { judgeReward } from '@shears/judges';
 import type { ShearsConfig } from './config/config-schema.js';
 import cliPlugin from './plugin.js';

@@ -6,7 +6,6 @@
 import {
   BUILTIN_DISTRIBUTIONS,
   ConfigError,
-  closestName,
   type EnvItem,
   type EnvV1,
   type Logger,
@@ -18,6 +17,7 @@ import {
   type ToolsetDefinition,
   type ToolV1,
 } from '@shears/core';
+import { closestName } from '@shears/core/internal';
 import { checkSandboxSpec, createFromConfig } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
 

@@ -3,6 +3,7 @@
 // `grpo` is the seed's: (score − mean) / (sample std + 1e-8), as Python's `statistics.stdev` and
 // torch's default `std()` (the TRL trainer's) compute it. See docs/decisions/advantage-estimators.md.
 import { InvalidArgumentError, NoSuchEntryError } from './errors.js';
+import type { GroupStats } from './schemas/group-record.js';
 
 /** Turns the counted scores of a group into advantages (same order and length). */
 export interface AdvantageEstimator {
@@ -40,6 +41,25 @@ function checkScores(scores: readonly number[]): void {
       });
     }
   });
+}
+
+/**
+ * The statistics a group record carries: count, mean, population std (descriptive; the `grpo`
+ * estimator divides by the sample std), min and max of the counted scores. One owner: runGroup's
+ * records and @shears/grpo's group filter both use it.
+ */
+export function groupStats(scores: readonly number[], excluded: number): GroupStats {
+  if (scores.length === 0) return { counted: 0, excluded, mean: null, std: null, min: null, max: null };
+  const average = mean(scores);
+  const std = Math.sqrt(scores.reduce((sum, score) => sum + (score - average) ** 2, 0) / scores.length);
+  return {
+    counted: scores.length,
+    excluded,
+    mean: average,
+    std,
+    min: Math.min(...scores),
+    max: Math.max(...scores),
+  };
 }
 
 /** GRPO: (score − group mean) / (group std + ε). A group with no spread gets zeros. */

@@ -15,12 +15,10 @@ import {
   type RewardResult,
   resolveAdvantageEstimator,
   runGroup,
-  runSandboxSetup,
   type SandboxProviderV1,
   type SandboxV1,
   type ScoredGroupRecord,
   type ServerV1,
-  sleep,
   type ToolCallParserV1,
   type ToolContext,
   type ToolOutput,
@@ -30,6 +28,7 @@ import {
   verdictRecord,
   type verdictRecordSchema,
 } from './index.js';
+import { runSandboxSetup, sleep } from './internal.js';
 
 describe('contract versions', () => {
   it('every contract carries specificationVersion v1', () => {

@@ -5,40 +5,33 @@
 // own reward throws is an `env_error` (a bug, not retried). An optional group judge scores the
 // finished rollouts together. The result is a ScoredGroupRecord with group-normalised
 // advantages, or a partial record without advantages when the run was stopped mid-group.
+// One attempt is rollout-attempt.ts; the group judge's pass, group-judging.ts; the record,
+// group-record.ts.
 import { randomUUID } from 'node:crypto';
 import { type AdvantageEstimator, grpoEstimator } from './advantages.js';
-import {
-  type AgentResult,
-  type RunAgentOptions,
-  runAgent,
-  type ToolCallDecision,
-  type ToolCallRequest,
-} from './agent-loop.js';
 import { type ConcurrencyLimiter, createConcurrencyLimiter } from './concurrency-limiter.js';
 import type { BudgetV1 } from './contracts/budget.js';
-import type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';
-import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
+import type { EnvItem, EnvV1, RolloutView } from './contracts/env.js';
+import type { GroupJudgeV1, JudgeSubject } from './contracts/judge.js';
 import type { Logger } from './contracts/logger.js';
 import { silentLogger } from './contracts/logger.js';
 import type { ToolCallParserV1 } from './contracts/parser.js';
-import type { SandboxProviderV1, SandboxV1 } from './contracts/sandbox.js';
+import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import type { ServerV1 } from './contracts/server.js';
-import type { ToolContext, ToolV1 } from './contracts/tool.js';
+import type { ToolV1 } from './contracts/tool.js';
+import { describeError, InvalidArgumentError, ServerError } from './errors.js';
+import { applyGroupJudge } from './group-judging.js';
+import { buildGroupRecord, type SettledRollout } from './group-record.js';
 import {
-  AbortedError,
-  describeError,
-  EnvError,
-  InvalidArgumentError,
-  JudgeError,
-  NoSuchEntryError,
-  SandboxError,
-  ServerError,
-  TimeoutError,
-} from './errors.js';
-import type { GroupStats, ScoredGroupRecord } from './schemas/group-record.js';
-import type { RolloutOutcome, Trajectory } from './schemas/trajectory.js';
-import { verdictRecord } from './schemas/verdict-record.js';
+  type AttemptResult,
+  type RolloutAttemptScope,
+  rolloutView,
+  runRolloutAttempt,
+} from './rollout-attempt.js';
+import type { ScoredGroupRecord } from './schemas/group-record.js';
+import type { RolloutOutcome } from './schemas/trajectory.js';
 import { ignoreAborted, sleep } from './sleep.js';
+import type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 import {
   mergeToolToolsets,
   sampleToolsets,
@@ -150,35 +143,6 @@ export interface RunGroupOptions<TItem extends EnvItem = EnvItem> {
   now?: () => number;
 }
 
-interface AttemptResult {
-  outcome: RolloutOutcome;
-  reason: string | null;
-  agent: AgentResult | undefined;
-  reward: RewardResult | undefined;
-  error: unknown;
-  wallTimeSeconds: number;
-  /** Milliseconds spent outside the agent loop (see Trajectory.timings). */
-  timings?: { sandboxAcquireMs: number; rewardMs: number; groupJudgeMs?: number; sandboxReleaseMs: number };
-}
-
-/** What the reward function and a custom group-judge subject see of a finished rollout. */
-function rolloutView(agent: AgentResult): RolloutView {
-  return {
-    messages: agent.messages,
-    finalResponse: agent.finalResponse,
-    finishedNaturally: agent.finishedNaturally,
-    turnsUsed: agent.turnsUsed,
-    toolErrorCount: agent.toolErrors.length,
-  };
-}
-
-function statsOf(scores: readonly number[], excluded: number): GroupStats {
-  if (scores.length === 0) return { counted: 0, excluded, mean: null, std: null, min: null, max: null };
-  const mean = scores.reduce((sum, score) => sum + score, 0) / scores.length;
-  const std = Math.sqrt(scores.reduce((sum, score) => sum + (score - mean) ** 2, 0) / scores.length);
-  return { counted: scores.length, excluded, mean, std, min: Math.min(...scores), max: Math.max(...scores) };
-}
-
 /**
  * Which of the env's tools a group is offered, given its sampled toolsets (see selectTools:
  * tools of no toolset are always offered; an unknown toolset name throws).
@@ -274,210 +238,31 @@ export async function runGroup<TItem extends EnvItem>(
     toolsets: enabledToolsets,
   });
 
-  const attempt = async (rolloutId: string): Promise<AttemptResult> => {
-    const attemptStarted = performance.now();
-    // Filled as the attempt goes; the object is shared by `finish`, so the release time set in
-    // the `finally` below still reaches the result.
-    const timings = { sandboxAcquireMs: 0, rewardMs: 0, sandboxReleaseMs: 0 };
-    const finish = (
-      outcome: RolloutOutcome,
-      reason: string | null,
-      extra: Partial<AttemptResult> = {},
-    ): AttemptResult => ({
-      outcome,
-      reason,
-      agent: undefined,
-      reward: undefined,
-      error: undefined,
-      ...extra,
-      timings,
-      wallTimeSeconds: (performance.now() - attemptStarted) / 1000,
-    });
-    if (signal?.aborted) return finish('aborted', 'aborted before start');
-    if (stopSignal?.aborted) return finish('aborted', 'not started: the run is stopping');
-    let sandbox: SandboxV1;
-    const acquireStarted = performance.now();
-    try {
-      sandbox = await options.sandboxes.acquire(sandboxSpec, stopSignal ? { signal: stopSignal } : {});
-      timings.sandboxAcquireMs = performance.now() - acquireStarted;
-    } catch (error) {
-      timings.sandboxAcquireMs = performance.now() - acquireStarted;
-      if (stopSignal?.aborted || AbortedError.isInstance(error))
-        return finish('aborted', 'aborted while acquiring a sandbox', { error });
-      return finish('infra_failure', `sandbox: ${describeError(error)}`, { error });
-    }
-    try {
-      const state = new Map<string, unknown>();
-      const agentOptions: RunAgentOptions = {
-        server,
-        messages: prompt,
-        tools: offeredTools,
-        sandbox,
-        taskId: item.id,
-        rolloutId,
-        budget,
-        state,
-        logger,
-        ...(options.parser ? { parser: options.parser } : {}),
-        ...(options.fallbackParser ? { fallbackParser: options.fallbackParser } : {}),
-        ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
-        ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
-        ...(options.extraBody ? { extraBody: options.extraBody } : {}),
-        ...(options.beforeToolCall
-          ? { beforeToolCall: (call: ToolCallRequest) => options.beforeToolCall!({ ...call, rolloutId }) }
-          : {}),
-        ...(stopSignal ? { signal: stopSignal } : {}),
-        now,
-      };
-      let agent: AgentResult;
-      try {
-        agent = env.doRollout
-          ? await env.doRollout(item, {
-              server,
-              sandbox,
-              rolloutId,
-              messages: prompt,
-              budget,
-              signal: stopSignal ?? new AbortController().signal,
-              logger,
-              now,
-            })
-          : await runAgent(agentOptions);
-      } catch (error) {
-        // runAgent reports failures in its result; a throw here is a sandbox or framework fault.
-        if (stopSignal?.aborted) return finish('aborted', 'aborted', { error });
-        return finish('infra_failure', `agent: ${describeError(error)}`, { error });
-      }
-      switch (agent.stopReason) {
-        case 'aborted':
-          return finish('aborted', 'aborted', { agent, error: agent.error });
-        case 'wall_clock':
-          return finish('timeout', `wall-clock limit of ${budget.wallClockMs} ms`, { agent });
-        case 'server_error': {
-          const error = agent.error;
-          const detail = ServerError.isInstance(error) ? error.message : describeError(error);
-          return finish('infra_failure', `server: ${detail}`, { agent, error });
-        }
-        default:
-          break;
-      }
-      if (!agent.finishedNaturally && !options.rewardUnfinished) {
-        return finish('model_failure', `no final answer (${agent.stopReason})`, {
-          agent,
-          reward: { score: 0 },
-        });
-      }
-      const rewardTools = new Map(allTools.map((tool) => [tool.name, tool]));
-      const rewardController = new AbortController();
-      const rewardSignal = signal
-        ? AbortSignal.any([signal, rewardController.signal])
-        : rewardController.signal;
-      const context: RewardContext = {
-        sandbox,
-        rolloutId,
-        signal: rewardSignal,
-        logger,
-        async callTool(name, args) {
-          const tool = rewardTools.get(name);
-          if (!tool)
-            throw new NoSuchEntryError({ kind: 'tool', id: name, available: [...rewardTools.keys()].sort() });
-          const parsed = tool.inputSchema.safeParse(args);
-          if (!parsed.success) {
-            throw new InvalidArgumentError({
-              argument: name,
-              value: args,
-              message: `Invalid arguments for tool '${name}': ${parsed.error.message}`,
-            });
-          }
-          const toolContext: ToolContext = {
-            sandbox,
-            taskId: item.id,
-            rolloutId,
-            signal: rewardSignal,
-            logger,
-            state,
-          };
-          const output = await tool.execute(parsed.data, toolContext);
-          return typeof output === 'string' ? output : output.content;
-        },
-      };
-      const view = rolloutView(agent);
-      let reward: RewardResult;
-      let rewardTimedOut = false;
-      const rewardTimer =
-        options.rewardTimeoutMs !== undefined
-          ? setTimeout(() => {
-              rewardTimedOut = true;
-              rewardController.abort(new Error(`reward exceeded ${options.rewardTimeoutMs} ms`));
-            }, options.rewardTimeoutMs)
-          : undefined;
-      const rewardStarted = performance.now();
-      try {
-        // Race the reward against its signal so a reward that ignores the signal cannot hold the group.
-        const computing = env.computeReward(item, view, context);
-        computing.catch(() => {});
-        const stopped = new Promise<'stopped'>((resolve) => {
-          if (rewardSignal.aborted) resolve('stopped');
-          rewardSignal.addEventListener('abort', () => resolve('stopped'), { once: true });
-        });
-        const settledReward = await Promise.race([computing, stopped]);
-        if (settledReward === 'stopped') throw new AbortedError({ cause: rewardSignal.reason });
-        reward = settledReward;
-      } catch (error) {
-        if (rewardTimedOut && !signal?.aborted) {
-          return finish('timeout', `reward exceeded ${options.rewardTimeoutMs} ms`, { agent, error });
-        }
-        if (signal?.aborted || AbortedError.isInstance(error))
-          return finish('aborted', 'aborted during reward', { agent, error });
-        if (JudgeError.isInstance(error))
-          return finish('judge_failure', `judge: ${error.message}`, { agent, error });
-        if (
-          SandboxError.isInstance(error) ||
-          ServerError.isInstance(error) ||
-          TimeoutError.isInstance(error)
-        ) {
-          return finish('infra_failure', `reward: ${describeError(error)}`, { agent, error });
-        }
-        // Anything else the env's reward throws is a bug in the env: retrying cannot help.
-        return finish('env_error', `env "${env.id}" reward threw ${describeError(error)}`, {
-          agent,
-          error: new EnvError({ envId: env.id, message: describeError(error), cause: error }),
-        });
-      } finally {
-        timings.rewardMs = performance.now() - rewardStarted;
-        if (rewardTimer) clearTimeout(rewardTimer);
-        rewardController.abort();
-      }
-      if (typeof reward?.score !== 'number' || !Number.isFinite(reward.score)) {
-        const message = `env "${env.id}" reward returned ${
-          reward === null || typeof reward !== 'object'
-            ? `${String(reward)} instead of { score }`
-            : typeof reward.score === 'number'
-              ? `a non-finite score (${reward.score})`
-              : `a score that is not a number (${typeof reward.score} ${JSON.stringify(reward.score) ?? String(reward.score)})`
-        }`;
-        return finish('env_error', message, {
-          agent,
-          error: new EnvError({ envId: env.id, message }),
-        });
-      }
-      return agent.finishedNaturally
-        ? finish('scored', null, { agent, reward })
-        : finish('model_failure', `no final answer (${agent.stopReason})`, { agent, reward });
-    } finally {
-      const releaseStarted = performance.now();
-      try {
-        await sandbox.dispose();
-      } catch (error) {
-        logger.warn('sandbox dispose failed', { sandboxId: sandbox.id, error: describeError(error) });
-      }
-      timings.sandboxReleaseMs = performance.now() - releaseStarted;
-    }
+  const attemptScope: RolloutAttemptScope<TItem> = {
+    env,
+    item,
+    server,
+    sandboxes: options.sandboxes,
+    sandboxSpec,
+    prompt,
+    offeredTools,
+    allTools,
+    budget,
+    parser: options.parser,
+    fallbackParser: options.fallbackParser,
+    temperature: options.temperature,
+    maxTokens: options.maxTokens,
+    extraBody: options.extraBody,
+    beforeToolCall: options.beforeToolCall,
+    rewardTimeoutMs: options.rewardTimeoutMs,
+    rewardUnfinished: options.rewardUnfinished,
+    signal,
+    stopSignal,
+    logger,
+    now,
   };
 
-  const runRollout = async (
-    index: number,
-  ): Promise<{ result: AttemptResult; attempts: number; rolloutId: string }> => {
+  const runRollout = async (index: number): Promise<SettledRollout> => {
     let attempts = 0;
     for (;;) {
       attempts++;
@@ -487,7 +272,7 @@ export async function runGroup<TItem extends EnvItem>(
         result = await limiter.run(
           () => {
             emit({ type: 'rollout_started', groupId, rolloutId, index, attempt: attempts });
-            return attempt(rolloutId);
+            return runRolloutAttempt(attemptScope, rolloutId);
           },
           stopSignal ? { signal: stopSignal } : {},
         );
@@ -556,178 +341,21 @@ export async function runGroup<TItem extends EnvItem>(
       })
     : new Map<number, number>();
 
-  const taskDescription = item.prompt;
-  const trajectories: Trajectory[] = settled.map(({ result, attempts, rolloutId }, index) => {
-    const agent = result.agent;
-    const counted = result.outcome === 'scored' || result.outcome === 'model_failure';
-    const reward = counted ? (result.reward?.score ?? 0) : null;
-    const usage = agent?.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
-    return {
-      rolloutId,
-      taskId: item.id,
-      taskDescription,
-      modelId: server.model,
-      outcome: result.outcome,
-      outcomeReason: result.reason,
-      attempts,
-      // ChatMessage and the schema's message type differ only in index signatures on content parts.
-      messages: (agent?.messages ?? prompt) as Trajectory['messages'],
-      steps: agent?.steps ?? [],
-      finalResponse: agent?.finalResponse ?? null,
-      finishedNaturally: agent?.finishedNaturally ?? false,
-      turnsUsed: agent?.turnsUsed ?? 0,
-      reward,
-      ...(counted && result.reward?.components ? { rewardComponents: result.reward.components } : {}),
-      ...(counted && result.reward?.details ? { rewardDetails: result.reward.details } : {}),
-      ...(counted && typeof result.reward?.success === 'boolean' ? { success: result.reward.success } : {}),
-      advantage: null,
-      ...(judgeScores.has(index) ? { judgeScore: judgeScores.get(index)! } : {}),
-      toolErrors: agent?.toolErrors ?? [],
-      policyRefusals: agent?.policyRefusals ?? 0,
-      usage,
-      tokenCount: usage.totalTokens,
-      wallTimeSeconds: result.wallTimeSeconds,
-      ...(result.timings ? { timings: result.timings } : {}),
-      ...(agent?.tokenRecord ? { tokens: agent.tokenRecord } : {}),
-      ...(enabledToolsets ? { toolsets: enabledToolsets } : {}),
-    };
-  });
-
-  const scores = trajectories.map((trajectory) => trajectory.reward);
-  const countedScores = scores.filter((score): score is number => score !== null);
-  const stats = statsOf(countedScores, scores.length - countedScores.length);
-  // A group cut short by a stop has no advantages: they would be relative to the survivors only.
-  const stopped = trajectories.filter((trajectory) => trajectory.outcome === 'aborted').length;
-  const partial =
-    stopped > 0
-      ? {
-          reason: `${stopped} of ${options.groupSize} rollouts were stopped before they finished (${signal?.aborted || options.drainSignal?.aborted ? 'the run was stopping' : 'aborted'})`,
-          stopped,
-        }
-      : null;
-  const computed = partial ? [] : estimator.compute(countedScores);
-  let cursor = 0;
-  const advantages = scores.map((score) => (score === null || partial ? null : (computed[cursor++] ?? 0)));
-  trajectories.forEach((trajectory, index) => {
-    trajectory.advantage = advantages[index] ?? null;
-  });
-
-  let dropped: NonNullable<ScoredGroupRecord['dropped']> | null = null;
-  if (partial) dropped = { kind: 'partial', reason: `partial group: ${partial.reason}` };
-  else if (countedScores.length === 0)
-    dropped = { kind: 'no_valid_score', reason: 'no rollout produced a valid score' };
-  else if (
-    (options.allEqualScores ?? 'drop') === 'drop' &&
-    countedScores.every((score) => score === countedScores[0])
-  ) {
-    dropped = {
-      kind: 'all_equal',
-      reason: `all ${countedScores.length} counted scores are equal (${countedScores[0]})`,
-    };
-  }
-
-  const record: ScoredGroupRecord = {
-    kind: 'shears.group',
-    version: 1,
+  const record = buildGroupRecord({
     groupId,
     envId: env.id,
-    taskId: item.id,
     item,
+    modelId: server.model,
+    prompt,
+    settled,
+    judgeScores,
+    enabledToolsets,
+    estimator,
+    allEqualScores: options.allEqualScores ?? 'drop',
+    stopping: Boolean(signal?.aborted || options.drainSignal?.aborted),
     createdAt: new Date(now()).toISOString(),
-    rollouts: trajectories,
-    scores,
-    advantages,
-    advantageMethod: estimator.name,
-    stats,
-    dropped,
-    ...(partial ? { partial } : {}),
-    ...(enabledToolsets ? { toolsets: enabledToolsets } : {}),
     wallTimeSeconds: (performance.now() - started) / 1000,
-  };
+  });
   emit({ type: 'group_finished', groupId, record });
   return record;
-}
-
-/**
- * Runs the group judge over the `scored` rollouts (in place): a scored verdict combines into the
- * reward and joins `details.verdicts`; a failed one turns the rollout into a judge failure.
- * Returns the group score per rollout index.
- */
-async function applyGroupJudge(options: {
-  judge: GroupJudgeV1;
-  weight: number;
-  results: AttemptResult[];
-  subject: (agent: AgentResult) => JudgeSubject;
-  retries: number;
-  logger: Logger;
-  signal?: AbortSignal;
-}): Promise<Map<number, number>> {
-  const { judge, weight, results, signal } = options;
-  const judged = results.flatMap((result, index) =>
-    result.outcome === 'scored' && result.agent ? [{ index, result, agent: result.agent }] : [],
-  );
-  const scores = new Map<number, number>();
-  if (judged.length === 0) return scores;
-  const subjects = judged.map(({ agent }) => options.subject(agent));
-  const failure = (kind: string, reason: string): Verdict => ({
-    status: 'failed',
-    kind,
-    reason,
-    judgeId: judge.id,
-  });
-  const started = performance.now();
-  let verdicts: Verdict[] = [];
-  for (let call = 0; call <= options.retries; call++) {
-    try {
-      const returned = await judge.judgeGroup(subjects, signal ? { signal } : {});
-      verdicts =
-        Array.isArray(returned) && returned.length === subjects.length
-          ? returned.map((verdict) =>
-              verdict.status === 'scored' &&
-              !(Number.isFinite(verdict.score) && verdict.score >= 0 && verdict.score <= 1)
-                ? failure('out_of_range', `score ${verdict.score} is outside [0, 1]`)
-                : verdict,
-            )
-          : subjects.map(() =>
-              failure(
-                'other',
-                `returned ${Array.isArray(returned) ? returned.length : 'no list of'} verdicts for ${subjects.length} rollouts`,
-              ),
-            );
-    } catch (error) {
-      // A group judge that throws breaks its contract; its rollouts still only fail as judge failures.
-      verdicts = subjects.map(() => failure('other', `judgeGroup threw: ${describeError(error)}`));
-    }
-    if (signal?.aborted || verdicts.every((verdict) => verdict.status === 'scored')) break;
-    if (call < options.retries)
-      options.logger.warn('group judge failed; judging the group again', {
-        judgeId: judge.id,
-        failed: verdicts.filter((verdict) => verdict.status === 'failed').length,
-      });
-  }
-  const seconds = (performance.now() - started) / 1000;
-  judged.forEach(({ index, result }, position) => {
-    const verdict = verdicts[position]!;
-    result.wallTimeSeconds += seconds;
-    if (result.timings) result.timings.groupJudgeMs = seconds * 1000;
-    if (verdict.status === 'failed') {
-      result.outcome = signal?.aborted ? 'aborted' : 'judge_failure';
-      result.reason = signal?.aborted
-        ? 'aborted during group judging'
-        : `group judge "${verdict.judgeId ?? judge.id}" failed (${verdict.kind}): ${verdict.reason}`;
-      return;
-    }
-    const envScore = result.reward?.score ?? 0;
-    const previous = result.reward?.details?.verdicts;
-    result.reward = {
-      score: (1 - weight) * envScore + weight * verdict.score,
-      components: { ...result.reward?.components, before_group_judge: envScore, group_judge: verdict.score },
-      details: {
-        ...result.reward?.details,
-        verdicts: [...(Array.isArray(previous) ? previous : []), verdictRecord(verdict, judge.id)],
-      },
-    };
-    scores.set(index, verdict.score);
-  });
-  return scores;
 }

@@ -1,5 +1,6 @@
 // @shears/core: the kernel. Contracts, registry, agent loop, budgets, toolsets, group runner,
-// schemas and typed errors. Named exports only; no runtime dependency but zod (peer).
+// schemas and typed errors. Named exports only; no runtime dependency but zod (peer). Helpers
+// the shears packages share but users do not need are in ./internal.ts (`@shears/core/internal`).
 
 export type { AdvantageEstimator, GrpoOptions } from './advantages.js';
 export {
@@ -10,35 +11,11 @@ export {
   resolveAdvantageEstimator,
   rlooAdvantages,
 } from './advantages.js';
-export type {
-  AgentResult,
-  AgentStopReason,
-  AgentTimings,
-  RunAgentOptions,
-  ToolCallDecision,
-  ToolCallRequest,
-} from './agent-loop.js';
-export {
-  extractReasoning,
-  runAgent,
-  toolErrorResult,
-  toolParametersSchema,
-  toolSchemas,
-  unknownToolMessage,
-} from './agent-loop.js';
-export { coerceToolArguments } from './coerce-tool-args.js';
+export type { AgentResult, AgentStopReason, AgentTimings, RunAgentOptions } from './agent-loop.js';
+export { runAgent } from './agent-loop.js';
 export type { ConcurrencyLimiter } from './concurrency-limiter.js';
 export { createConcurrencyLimiter } from './concurrency-limiter.js';
-export { closestName, describeValue, valueAtPath } from './config-hints.js';
 export type { BudgetV1 } from './contracts/budget.js';
-export {
-  createBudget,
-  DEFAULT_BUDGET,
-  DEFAULT_PREVIEW_SIZE_CHARS,
-  DEFAULT_RESULT_SIZE_CHARS,
-  DEFAULT_TURN_BUDGET_CHARS,
-  PINNED_THRESHOLDS,
-} from './contracts/budget.js';
 export type {
   AssistantMessage,
   ChatMessage,
@@ -110,15 +87,13 @@ export {
   throwIfAborted,
 } from './errors.js';
 export type { GroupEvent, RunGroupOptions } from './group-runner.js';
-export { filterToolsByToolsets, runGroup } from './group-runner.js';
+export { runGroup } from './group-runner.js';
 export type { ParseJsonOptions } from './json.js';
 export { parseJson, safeParseJson } from './json.js';
 export type { JsonlSink, JsonlSinkSettings } from './jsonl-sink.js';
 export { createJsonlSink, parseScoredGroups, readScoredGroups, safeParseScoredGroups } from './jsonl-sink.js';
 export type { SettingsIssue } from './plugin-settings.js';
 export { InvalidSettingsError, parsePluginSettings } from './plugin-settings.js';
-export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
-export { pythonJsonDecodeError } from './python-json-error.js';
 export type {
   LoadPluginOptions,
   PluginCheckContext,
@@ -142,7 +117,6 @@ export type { SafeResult } from './result.js';
 export { err, ok } from './result.js';
 export type { ProbeSandboxOptions } from './sandbox-probe.js';
 export { probeSandboxProvider } from './sandbox-probe.js';
-export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
 export {
   agentResultSchema,
   agentStopReasonSchema,
@@ -172,26 +146,7 @@ export {
 } from './schemas/trajectory.js';
 export type { VerdictRecord } from './schemas/verdict-record.js';
 export { verdictRecord, verdictRecordSchema } from './schemas/verdict-record.js';
-export { sendJson } from './send-json.js';
-export { ignoreAborted, sleep } from './sleep.js';
-export type {
-  PersistToolResultOptions,
-  PersistToolResultOutcome,
-  TurnToolMessage,
-} from './tool-result-budget.js';
-export {
-  BUDGET_ENFORCEMENT_TOOL,
-  buildPersistedMessage,
-  buildTruncatedMessage,
-  enforceTurnBudget,
-  generatePreview,
-  maybePersistToolResult,
-  PERSISTED_OUTPUT_CLOSING_TAG,
-  PERSISTED_OUTPUT_TAG,
-  PERSISTED_RESULTS_DIR,
-  persistedResultPath,
-  resolveResultThreshold,
-} from './tool-result-budget.js';
+export type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
 export {
   BUILTIN_DISTRIBUTIONS,

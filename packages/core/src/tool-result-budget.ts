@@ -9,11 +9,11 @@ import type { SandboxV1 } from './contracts/sandbox.js';
 import type { ToolV1 } from './contracts/tool.js';
 
 export const PERSISTED_OUTPUT_TAG = '<persisted-output>';
-export const PERSISTED_OUTPUT_CLOSING_TAG = '</persisted-output>';
+const PERSISTED_OUTPUT_CLOSING_TAG = '</persisted-output>';
 /** Directory under the sandbox's temp dir where persisted results go. */
 export const PERSISTED_RESULTS_DIR = 'hermes-results';
 /** Tool name used when layer 3 persists a result (hermes' `__budget_enforcement__`). */
-export const BUDGET_ENFORCEMENT_TOOL = '__budget_enforcement__';
+const BUDGET_ENFORCEMENT_TOOL = '__budget_enforcement__';
 
 type BudgetSizes = Pick<BudgetV1, 'defaultResultSize' | 'turnBudget' | 'previewSize' | 'toolOverrides'>;
 
@@ -72,7 +72,7 @@ export function buildPersistedMessage(options: {
 }
 
 /** The text used when the result could not be written into the sandbox. */
-export function buildTruncatedMessage(options: { preview: string; originalSize: number }): string {
+function buildTruncatedMessage(options: { preview: string; originalSize: number }): string {
   return `${options.preview}\n\n[Truncated: tool response was ${groupThousands(options.originalSize)} chars. Full output could not be saved to sandbox.]`;
 }
 

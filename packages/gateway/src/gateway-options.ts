@@ -1,6 +1,7 @@
 // Settings of the gateway and of one rollout's session, validated strictly: an unknown or
 // mistyped setting is refused with a message naming it, never ignored.
-import { ConfigError, closestName, type Logger, type ServerV1, type TokenizerV1 } from '@shears/core';
+import { ConfigError, type Logger, type ServerV1, type TokenizerV1 } from '@shears/core';
+import { closestName } from '@shears/core/internal';
 import { z } from 'zod';
 
 export interface GatewaySettings {

@@ -16,10 +16,10 @@ import {
   isManagedServer,
   type Logger,
   type ServerV1,
-  sendJson,
   silentLogger,
   type TokenizerV1,
 } from '@shears/core';
+import { sendJson } from '@shears/core/internal';
 import { messagesDialect, parseCountTokensRequest } from './anthropic-messages.js';
 import {
   type GatewayApi,

@@ -4,7 +4,8 @@
 // server. Only the model is scripted; HTTP, tokenizer, template and parser are the real parts.
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { pythonJsonDumps, type ServerV1 } from '@shears/core';
+import type { ServerV1 } from '@shears/core';
+import { pythonJsonDumps } from '@shears/core/internal';
 import {
   createScriptedGenerate,
   createScriptedServer,

@@ -1,4 +1,12 @@
-import { resolveAdvantageEstimator } from '@shears/core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type EnvV1, resolveAdvantageEstimator, runGroup, SandboxError } from '@shears/core';
+import {
+  createScriptedServer,
+  createScriptedServerClient,
+  createTempSandboxProvider,
+} from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import {
   computeGroupAdvantages,
@@ -72,5 +80,46 @@ describe('group advantages', () => {
       excludedRollouts: 1,
       dropped: { all_scores_equal: 1, too_few_counted: 1 },
     });
+  });
+});
+
+describe('one owner for group statistics', () => {
+  it("gives the statistics and advantages runGroup's record carries for the same rollouts", async () => {
+    // Seven 0.1s and a 0.7 (the mean of 0.1s misses by an ulp), and one rollout whose reward
+    // fails for an infrastructure reason: kept out of both computations.
+    const rewards: Array<number | 'infra'> = [0.1, 0.1, 0.1, 0.7, 0.1, 'infra', 0.1, 0.1, 0.1];
+    const server = await createScriptedServer({ policy: () => ({ content: 'done' }) });
+    const root = mkdtempSync(join(tmpdir(), 'grpo-stats-'));
+    try {
+      const env: EnvV1 = {
+        specificationVersion: 'v1',
+        id: 'fixed-scores',
+        nextItem: async () => ({ id: 't', prompt: 'p' }),
+        buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+        tools: () => [],
+        computeReward: async (_item, _rollout, context) => {
+          const reward = rewards[Number(/-r(\d+)/.exec(context.rolloutId)?.[1])];
+          if (reward === 'infra') throw new SandboxError({ message: 'sandbox went away' });
+          return { score: reward as number };
+        },
+      };
+      const record = await runGroup({
+        env,
+        item: { id: 't', prompt: 'p' },
+        server: createScriptedServerClient({ baseUrl: server.url, model: 'scripted' }),
+        sandboxes: createTempSandboxProvider({ root }),
+        groupSize: rewards.length,
+        retryBudget: 0,
+      });
+      const result = computeGroupAdvantages(
+        record.rollouts.map((rollout) => ({ score: rollout.reward, outcome: rollout.outcome })),
+      );
+      expect(record.stats.excluded).toBe(1);
+      expect(result.stats).toEqual(record.stats);
+      expect(result.advantages).toEqual(record.advantages);
+    } finally {
+      await server.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

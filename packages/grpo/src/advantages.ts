@@ -4,13 +4,11 @@
 import {
   ADVANTAGE_ESTIMATORS,
   type AdvantageEstimator,
+  type GroupStats,
   InvalidArgumentError,
   type RolloutOutcome,
 } from '@shears/core';
-
-function mean(values: readonly number[]): number {
-  return values.reduce((sum, value) => sum + value, 0) / values.length;
-}
+import { groupStats } from '@shears/core/internal';
 
 /** Discounted returns G_t = r_t + γ·G_{t+1}; `[1,1,1]`, γ = 0.9 → `[2.71, 1.9, 1]`. */
 export function discountedReturns(rewards: readonly number[], gamma: number): number[] {
@@ -82,14 +80,8 @@ export interface GroupAdvantageOptions {
 export interface GroupAdvantageResult {
   /** Per rollout; null for rollouts kept out of the statistics. */
   advantages: (number | null)[];
-  stats: {
-    counted: number;
-    excluded: number;
-    mean: number | null;
-    std: number | null;
-    min: number | null;
-    max: number | null;
-  };
+  /** The same statistics a runGroup record carries (`groupStats` in @shears/core). */
+  stats: GroupStats;
   dropped: { reason: 'all_scores_equal' | 'too_few_counted' } | null;
 }
 
@@ -113,18 +105,7 @@ export function computeGroupAdvantages(
   });
   const scores = countedIndexes.map((index) => (rollouts[index] as GroupAdvantageInput).score as number);
   const counted = scores.length;
-  const average = counted > 0 ? mean(scores) : null;
-  const stats = {
-    counted,
-    excluded: rollouts.length - counted,
-    mean: average,
-    std:
-      average === null
-        ? null
-        : Math.sqrt(scores.reduce((sum, score) => sum + (score - average) ** 2, 0) / counted),
-    min: counted > 0 ? Math.min(...scores) : null,
-    max: counted > 0 ? Math.max(...scores) : null,
-  };
+  const stats = groupStats(scores, rollouts.length - counted);
   const advantages: (number | null)[] = rollouts.map(() => null);
   if (counted < Math.max(1, options.minCounted ?? 1))
     return { advantages, stats, dropped: { reason: 'too_few_counted' } };

@@ -8,7 +8,6 @@ import { request as httpsRequest } from 'node:https';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   AbortedError,
-  sleep as abortableSleep,
   InvalidArgumentError,
   type Logger,
   type ScoredData,
@@ -17,6 +16,7 @@ import {
   silentLogger,
   throwIfAborted,
 } from '@shears/core';
+import { sleep as abortableSleep } from '@shears/core/internal';
 import { wireJson } from './api/wire-json.js';
 import type { EnvStatus } from './batching.js';
 

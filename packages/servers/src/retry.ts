@@ -1,7 +1,8 @@
 // Retries for server calls: exponential backoff with jitter that honours `Retry-After`, and the
 // one place that decides which HTTP failures a retry can fix. Clock, sleep and random are
 // injectable so tests never wait for real.
-import { AbortedError, ServerError, sleep, TimeoutError } from '@shears/core';
+import { AbortedError, ServerError, TimeoutError } from '@shears/core';
+import { sleep } from '@shears/core/internal';
 
 export interface RetrySettings {
   /** Retries after the first attempt (default 3). */

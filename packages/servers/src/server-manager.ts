@@ -7,7 +7,6 @@
 // kept client-side, so a rollout survives an endpoint going away.
 import {
   AbortedError,
-  sleep as abortableSleep,
   type ChatRequest,
   type ChatResponse,
   InvalidArgumentError,
@@ -15,6 +14,7 @@ import {
   ServerError,
   type ServerV1,
 } from '@shears/core';
+import { sleep as abortableSleep } from '@shears/core/internal';
 import type { GenerateBackend, GeneratedSequence, GenerateRequest } from './generate-backends.js';
 import {
   createManagedServer,

@@ -1,7 +1,8 @@
 // read_file: a file's lines in hermes-agent's `%6d|` format, paged with offset/limit, with
 // size caps and binary detection.
 import { posix } from 'node:path';
-import { defineTool, PERSISTED_RESULTS_DIR, type SandboxV1, type ToolV1 } from '@shears/core';
+import { defineTool, type SandboxV1, type ToolV1 } from '@shears/core';
+import { PERSISTED_RESULTS_DIR } from '@shears/core/internal';
 import { z } from 'zod';
 import { kindName, readLines } from './file-io.js';
 import { FileToolError } from './file-tool-error.js';

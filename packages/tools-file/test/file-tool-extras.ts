@@ -3,7 +3,8 @@
 // planted where write_file puts its temporary file, and core's persisted tool results
 // (`<tempDir>/hermes-results/<id>.txt`) paged with read_file through runAgent.
 import { randomUUID } from 'node:crypto';
-import { defineTool, persistedResultPath, runAgent, type SandboxV1 } from '@shears/core';
+import { defineTool, runAgent, type SandboxV1 } from '@shears/core';
+import { persistedResultPath } from '@shears/core/internal';
 import { createScriptedServer, createScriptedServerClient, fileToolRunner } from '@shears/core/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';

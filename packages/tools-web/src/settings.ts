@@ -2,7 +2,8 @@
 // (from a config file or `registry.create`): an unknown or misspelt key (`ssrf: { enable: false }`)
 // or a value of the wrong kind is refused with the field, the value and what is allowed,
 // instead of being silently ignored.
-import { ConfigError, closestName, describeValue, err, ok, type SafeResult, valueAtPath } from '@shears/core';
+import { ConfigError, err, ok, type SafeResult } from '@shears/core';
+import { closestName, describeValue, valueAtPath } from '@shears/core/internal';
 import { z } from 'zod';
 import { SEARCH_PROVIDERS, type SearchProvider } from './search-providers.js';
 import type { HostResolver } from './ssrf-guard.js';

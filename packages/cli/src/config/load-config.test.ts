@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, valueAtPath } from '@shears/core';
+import { ConfigError } from '@shears/core';
+import { valueAtPath } from '@shears/core/internal';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { type ParsedArgs, parseArgs } from '../args.js';

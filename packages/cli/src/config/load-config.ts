@@ -3,7 +3,8 @@
 // turns every issue into a line that names the field, the value and what is allowed.
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { ConfigError, closestName, describeValue, safeParseJson, valueAtPath } from '@shears/core';
+import { ConfigError, safeParseJson } from '@shears/core';
+import { closestName, describeValue, valueAtPath } from '@shears/core/internal';
 import { parseDocument, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { OverrideValue } from '../args.js';

@@ -3,15 +3,8 @@
 // call retries network errors, 5xx and 429 with backoff (honouring Retry-After), bodies are
 // gzipped, and each group carries an Idempotency-Key so a retry cannot queue it twice. Works
 // against the real Atropos server as well as @shears/grpo's.
-import {
-  AbortedError,
-  ignoreAborted,
-  type Logger,
-  type ScoredData,
-  ServerError,
-  silentLogger,
-  sleep,
-} from '@shears/core';
+import { AbortedError, type Logger, type ScoredData, ServerError, silentLogger } from '@shears/core';
+import { ignoreAborted, sleep } from '@shears/core/internal';
 import { createTrajectoryApiClient, type TrajectoryApiClientSettings } from '@shears/grpo';
 
 export interface AtroposLink {

@@ -8,13 +8,12 @@ import { resolve } from 'node:path';
 import {
   ConfigError,
   describeError,
-  ignoreAborted,
   isManagedServer,
   type ServerV1,
   ShearsError,
-  sleep,
   type TokenizerV1,
 } from '@shears/core';
+import { ignoreAborted, sleep } from '@shears/core/internal';
 import { scoredDataFromRecord } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { MANAGED_SERVERS } from '../compose.js';

@@ -22,9 +22,9 @@ export interface BudgetV1 {
   toolTimeoutMs?: number;
 }
 
-export const DEFAULT_RESULT_SIZE_CHARS = 100_000;
-export const DEFAULT_TURN_BUDGET_CHARS = 200_000;
-export const DEFAULT_PREVIEW_SIZE_CHARS = 1_500;
+const DEFAULT_RESULT_SIZE_CHARS = 100_000;
+const DEFAULT_TURN_BUDGET_CHARS = 200_000;
+const DEFAULT_PREVIEW_SIZE_CHARS = 1_500;
 /** Tools whose threshold can never be lowered (prevents persist -> read -> persist loops). */
 export const PINNED_THRESHOLDS: Readonly<Record<string, number>> = { read_file: Number.POSITIVE_INFINITY };
 

@@ -3,13 +3,13 @@
 // server (in temp-directory sandboxes unless the env needs another provider), every rollout
 // ending with a typed outcome and the record validating.
 import { describe, expect, it } from 'vitest';
-import { toolParametersSchema } from '../agent-loop.js';
 import type { EnvItem, EnvV1 } from '../contracts/env.js';
 import { silentLogger } from '../contracts/logger.js';
 import type { SandboxProviderV1 } from '../contracts/sandbox.js';
 import { runGroup } from '../group-runner.js';
 import { scoredGroupRecordSchema } from '../schemas/group-record.js';
 import { rolloutOutcomeSchema } from '../schemas/trajectory.js';
+import { toolParametersSchema } from '../tool-schemas.js';
 import { createScriptedServer, type ScriptedPolicy } from './scripted-server.js';
 import { createScriptedServerClient } from './scripted-server-client.js';
 import { createTempSandboxProvider } from './temp-sandbox-provider.js';

@@ -2,10 +2,11 @@
 // describes itself well (name, description, an object JSON schema), validates its arguments,
 // returns text in a real sandbox, and works end to end inside the agent loop.
 import { describe, expect, it } from 'vitest';
-import { runAgent, toolParametersSchema, toolSchemas } from '../agent-loop.js';
+import { runAgent } from '../agent-loop.js';
 import { silentLogger } from '../contracts/logger.js';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '../contracts/sandbox.js';
 import type { ToolContext, ToolV1 } from '../contracts/tool.js';
+import { toolParametersSchema, toolSchemas } from '../tool-schemas.js';
 import { createScriptedServer } from './scripted-server.js';
 import { createScriptedServerClient } from './scripted-server-client.js';
 import { createTempSandboxProvider } from './temp-sandbox-provider.js';

@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
-import { InvalidArgumentError, runSandboxSetup, SandboxError } from '@shears/core';
+import { InvalidArgumentError, SandboxError } from '@shears/core';
+import { runSandboxSetup } from '@shears/core/internal';
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
 import { type DockerHost, dockerHostSchema, pickHost, resolveDockerConnection } from './docker-hosts.js';

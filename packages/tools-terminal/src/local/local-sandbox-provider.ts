@@ -8,7 +8,8 @@ import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
-import { InvalidArgumentError, runSandboxSetup, SandboxError, throwIfAborted } from '@shears/core';
+import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
+import { runSandboxSetup } from '@shears/core/internal';
 import { z } from 'zod';
 import type { ShellSandbox } from '../shell-sandbox.js';
 import { createShellSandbox } from '../shell-sandbox.js';

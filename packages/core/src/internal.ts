@@ -1,0 +1,12 @@
+// @shears/core/internal: helpers the shears packages share that are not part of the kernel's
+// public API (no semver promise; a plugin outside this repository should not import them).
+// Named exports only, in the same shape as every package's index.ts.
+
+export { groupStats } from './advantages.js';
+export { closestName, describeValue, valueAtPath } from './config-hints.js';
+export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
+export { pythonJsonDecodeError } from './python-json-error.js';
+export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
+export { sendJson } from './send-json.js';
+export { ignoreAborted, sleep } from './sleep.js';
+export { PERSISTED_RESULTS_DIR, persistedResultPath } from './tool-result-budget.js';
