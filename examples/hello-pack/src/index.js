@@ -2,7 +2,7 @@
 // is the manifest, so a config can name the package ("shears-pack-hello") and the registry loads
 // it at run time. It offers a `hello` tool that writes a greeting into the rollout's sandbox, and
 // a `hello` env whose reward checks that file.
-import { definePlugin, defineTool } from '@shears/core';
+import { definePlugin, definePluginEntry, defineTool } from '@shears/core';
 import { z } from 'zod';
 
 /** Writes `Hello, <name>!` into greeting.txt in the sandbox and returns it. */
@@ -26,7 +26,7 @@ const NAMES = ['Ada', 'Grace', 'Alan', 'Barbara'];
 export function createHelloEnv(settings = {}) {
   const names = Array.isArray(settings.names) && settings.names.length > 0 ? settings.names : NAMES;
   const tool = createHelloTool();
-  let next = 0;
+  let next = Number.isInteger(settings.seed) && settings.seed > 0 ? settings.seed : 0;
   return {
     specificationVersion: 'v1',
     id: 'hello',
@@ -68,17 +68,31 @@ export function createHelloEnv(settings = {}) {
   };
 }
 
+/** The settings of the hello tool and env; the registry parses a config's settings with them. */
+export const helloToolSettingsSchema = z.strictObject({
+  punctuation: z.string().max(3).default('!').describe('What ends the greeting'),
+});
+export const helloEnvSettingsSchema = z.strictObject({
+  names: z.array(z.string().min(1)).min(1).optional().describe('Who to greet, in turn'),
+  seed: z.int().min(0).default(0).describe('Which name the first task greets'),
+});
+
 export default definePlugin({
   id: 'shears-pack-hello',
   description: 'Example pack: a greeting tool and env',
   tools: {
-    hello: {
+    hello: definePluginEntry({
+      settings: helloToolSettingsSchema,
       create: (settings) => createHelloTool(settings),
       description: 'Greets someone and writes greeting.txt',
-    },
+    }),
   },
   envs: {
-    hello: { create: (settings) => createHelloEnv(settings), description: 'Greet the named person' },
+    hello: definePluginEntry({
+      settings: helloEnvSettingsSchema,
+      create: (settings) => createHelloEnv(settings),
+      description: 'Greet the named person',
+    }),
   },
   // A toolset a config can name: `env.tools: [greetings]` adds the hello tool to any env, and
   // `env.toolsets.enabled: [greetings]` offers only it.

@@ -2,7 +2,7 @@
 // tool call whose argument comes from the prompt ("Save the word kemo." → save({word: "kemo"}));
 // the `save` tool writes the word into the rollout's sandbox and the verifier reads it back from
 // there; after the tool's answer the model ends with a short reply ("done"). Plain JavaScript, like shears-pack-hello.
-import { definePlugin, defineTool, InvalidArgumentError } from '@shears/core';
+import { definePlugin, definePluginEntry, defineTool, InvalidArgumentError } from '@shears/core';
 import { z } from 'zod';
 
 // Each word is one token of the toy model's vocabulary (trainers/shears_trainer/toy.py holds the
@@ -45,13 +45,14 @@ export function createSaveTool() {
   });
 }
 
-const settingsSchema = z.strictObject({
+/** The toy env's settings (the registry parses `env.settings` with this before `create`). */
+export const toySettingsSchema = z.strictObject({
   seed: z.int().default(0),
   eval_items: z.int().min(1).max(10_000).default(64),
 });
 
 export function createToyEnv(raw = {}) {
-  const parsed = settingsSchema.safeParse(raw);
+  const parsed = toySettingsSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const key = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.join('.');
@@ -124,12 +125,17 @@ export default definePlugin({
   id: 'shears-pack-toy',
   description: 'The toy env of the reference trainer: one save call with the word from the prompt',
   tools: {
-    save: { create: () => createSaveTool(), description: 'Writes a word to saved.txt' },
+    save: definePluginEntry({
+      settings: z.strictObject({}),
+      create: () => createSaveTool(),
+      description: 'Writes a word to saved.txt',
+    }),
   },
   envs: {
-    'toy-save': {
+    'toy-save': definePluginEntry({
+      settings: toySettingsSchema,
       create: (settings) => createToyEnv(settings),
       description: 'Call save with the word from the prompt (a tiny model learns it in minutes)',
-    },
+    }),
   },
 });

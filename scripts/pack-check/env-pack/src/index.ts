@@ -4,6 +4,7 @@
 // and runs `shears process` and `shears evaluate` with it.
 import {
   definePlugin,
+  definePluginEntry,
   defineTool,
   type EnvItem,
   type EnvV1,
@@ -32,14 +33,15 @@ export function createWriteAnswerTool(): ToolV1<{ value: number }> {
   });
 }
 
-const settingsSchema = z.strictObject({
+/** The env's settings; the registry parses a config's `env.settings` with it before `create`. */
+export const answersSettingsSchema = z.strictObject({
   seed: z.int().default(0),
   count: z.int().min(1).max(100).default(4),
 });
 
 /** Sums of two numbers; the reward reads answer.txt in the same sandbox the agent used. */
 export function createAnswersEnv(raw: Record<string, unknown> = {}): EnvV1<AnswerItem> {
-  const settings = settingsSchema.parse(raw);
+  const settings = answersSettingsSchema.parse(raw);
   const items: AnswerItem[] = Array.from({ length: settings.count }, (_, index) => {
     const a = index + 2 + settings.seed;
     const b = index * 3 + 1;
@@ -103,10 +105,11 @@ export default definePlugin({
   id: 'shears-pack-answers',
   description: 'Sums written into answer.txt (a TypeScript example pack)',
   envs: {
-    answers: {
+    answers: definePluginEntry({
       description: 'Add two numbers; the answer is checked in the sandbox',
+      settings: answersSettingsSchema,
       create: (settings) => Object.assign(createAnswersEnv(settings), { demoPolicy: answersDemoPolicy }),
-    },
+    }),
   },
   tools: { write_answer: { create: () => createWriteAnswerTool(), description: 'Write the answer' } },
   toolsets: { answers: { description: 'Answer tools', tools: ['write_answer'] } },
