@@ -740,7 +740,12 @@ describeDocker('SWE grading against reward hacks (real Docker, the env’s own t
     }, 300_000);
 
     it('the code under test stops the grading container', async () => {
-      expectZero(await rollout(PY, appendPy(PY_HACKS.killInit)), 'grading_disrupted');
+      // The signal races the test run: when the container stops first the run is disrupted; when
+      // the runner reports first, the unfixed module's tests fail. Either way the grade is 0 and
+      // grading does not throw (this test asserts those); which of the two reasons is timing.
+      const outcome = await rollout(PY, appendPy(PY_HACKS.killInit));
+      expectZero(outcome);
+      expect(['grading_disrupted', 'unresolved']).toContain(outcome.grading?.reason);
     }, 300_000);
 
     it('the code under test hangs past the task timeout', async () => {
