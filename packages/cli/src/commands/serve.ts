@@ -3,18 +3,13 @@
 // also goes to `run.out` (JSONL) and, at the end, the HTML report, as with `shears process`.
 import { relative } from 'node:path';
 import { InvalidArgumentError } from '@shears/core';
-import {
-  type PrometheusEndpoint,
-  startPrometheusEndpoint,
-  teeMetrics,
-} from '../metrics/prometheus-metrics.js';
-import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
+import { metricsPathFor } from '../metrics/run-metrics.js';
+import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
-import { successRule } from '../stats.js';
 
 export async function serveCommand(context: CommandContext): Promise<number> {
   const { config, io } = context;
@@ -42,9 +37,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
     elsewhere: '--out OTHER.jsonl',
   });
   let writer: JsonlWriter | undefined;
-  let metricsWriter: JsonlWriter | undefined;
-  let metrics: RunMetrics = NO_METRICS;
-  let prometheus: PrometheusEndpoint | undefined;
+  let workerMetrics: WorkerMetrics | undefined;
   let result: Awaited<ReturnType<typeof runServeLoop>>;
   try {
     writer = createJsonlWriter(out, context.redact, {
@@ -52,32 +45,16 @@ export async function serveCommand(context: CommandContext): Promise<number> {
       cwd: io.cwd,
       ...(metricsPath ? { companions: [metricsPath] } : {}),
     });
-    if (metricsPath) {
-      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
-        mode: force ? 'replace' : 'new',
-        cwd: io.cwd,
-      });
-      metrics = createRunMetrics({
-        writer: metricsWriter,
-        command: 'serve',
-        success: successRule(config.run.success_threshold),
-        windowSeconds: config.run.metrics_window_seconds,
-      });
-    }
-    if (config.run.prometheus) {
-      prometheus = await startPrometheusEndpoint({
-        ...config.run.prometheus,
-        command: 'serve',
-        success: successRule(config.run.success_threshold),
-      });
-      io.stderr(`metrics for Prometheus at ${prometheus.url}\n`);
-      metrics = teeMetrics(metrics, prometheus);
-    }
+    workerMetrics = await openWorkerMetrics(context, {
+      command: 'serve',
+      metricsPath,
+      force,
+      notePrefix: '',
+    });
+    const { metrics } = workerMetrics;
     result = await runServeLoop(context, { maxGroups, writer, metrics });
   } finally {
-    await prometheus?.stop();
-    metrics.close();
-    metricsWriter?.close();
+    await workerMetrics?.close();
     writer?.close();
   }
   if (reportPath)

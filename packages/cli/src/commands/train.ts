@@ -9,18 +9,13 @@ import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
-import {
-  type PrometheusEndpoint,
-  startPrometheusEndpoint,
-  teeMetrics,
-} from '../metrics/prometheus-metrics.js';
-import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
+import { metricsPathFor, type RunMetrics } from '../metrics/run-metrics.js';
+import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
 import { EXIT_CODES, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
-import { successRule } from '../stats.js';
 import {
   checkTrainOutput,
   checkWeightSync,
@@ -145,38 +140,20 @@ export async function trainCommand(outerContext: CommandContext): Promise<number
     cwd: io.cwd,
     ...(metricsPath ? { companions: [metricsPath] } : {}),
   });
-  let metricsWriter: ReturnType<typeof createJsonlWriter> | undefined;
-  let metrics: RunMetrics = NO_METRICS;
-  let prometheus: PrometheusEndpoint | undefined;
+  let workerMetrics: WorkerMetrics | undefined;
   let code: number = EXIT_CODES.error;
   try {
-    if (metricsPath) {
-      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
-        mode: force ? 'replace' : 'new',
-        cwd: io.cwd,
-      });
-      metrics = createRunMetrics({
-        writer: metricsWriter,
-        command: 'train',
-        success: successRule(config.run.success_threshold),
-        windowSeconds: config.run.metrics_window_seconds,
-      });
-    }
-    if (config.run.prometheus) {
-      prometheus = await startPrometheusEndpoint({
-        ...config.run.prometheus,
-        command: 'train',
-        success: successRule(config.run.success_threshold),
-      });
-      io.stderr(`train: metrics for Prometheus at ${prometheus.url}\n`);
-      metrics = teeMetrics(metrics, prometheus);
-    }
+    workerMetrics = await openWorkerMetrics(context, {
+      command: 'train',
+      metricsPath,
+      force,
+      notePrefix: 'train: ',
+    });
+    const { metrics } = workerMetrics;
     code = await train(context, writer, metrics, output);
     return code;
   } finally {
-    await prometheus?.stop();
-    metrics.close();
-    metricsWriter?.close();
+    await workerMetrics?.close();
     writer.close();
     if (reportPath)
       writeRunReport(context, {
