@@ -60,7 +60,7 @@ export type { BatchLease, IngestResult, TrajectoryQueueSettings } from './api/tr
 export { QueueFullError, TrajectoryQueue } from './api/trajectory-queue.js';
 export type { StoreSummary } from './api/trajectory-store.js';
 export { TrajectoryStore } from './api/trajectory-store.js';
-export { default as plugin } from './plugin.js';
+export { default, default as plugin } from './plugin.js';
 export type {
   CollapseEvent,
   CollapseMonitor,
@@ -76,6 +76,3 @@ export type { DpoExportOptions, DpoPair, SftExportOptions, SftRecord } from './s
 export { toDpoPairs, toSftRecords, writeJsonl } from './shaping/export.js';
 export type { ReplayBuffer, ReplayBufferSettings } from './shaping/replay-buffer.js';
 export { createReplayBuffer, createReplayBufferSink } from './shaping/replay-buffer.js';
-
-import plugin from './plugin.js';
-export default plugin;
