@@ -226,5 +226,3 @@ export function createMistralFormat(renderVersion: MistralRenderVersion = 'v11')
     },
   };
 }
-
-export const mistralFormat = createMistralFormat();
