@@ -3,7 +3,7 @@
 // grading, difficulty, and optional hints, gold patch and test patch (SWE-bench semantics).
 import { z } from 'zod';
 
-export const sweRepositorySchema = z
+const sweRepositorySchema = z
   .object({
     /** A local directory holding the repository at the state to fix. */
     path: z.string().min(1).optional(),

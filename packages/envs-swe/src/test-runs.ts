@@ -143,7 +143,7 @@ export function parseTapReport(output: string): Map<string, TestStatus> {
  * registers the sentinel last: it is reported only if every test before it finished and the
  * process did not exit first.
  */
-export function nodeTestEntry(
+function nodeTestEntry(
   file: string,
   sentinel: string,
   protectedFiles: Readonly<Record<string, string | null>> = {},
@@ -231,7 +231,7 @@ function stopEverythingElse(enabled) {
  * memory and prints it for people; at the end it writes the reports, what was tampered with and the
  * nonce, and exits at once.
  */
-export const NODE_RUNNER = String.raw`
+const NODE_RUNNER = String.raw`
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';

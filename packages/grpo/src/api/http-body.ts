@@ -49,7 +49,7 @@ export function readBody(request: IncomingMessage, limit: number): Promise<Buffe
 
 export const isGzip = (request: IncomingMessage) =>
   /gzip/i.test(String(request.headers['content-encoding'] ?? ''));
-export const acceptsGzip = (request: IncomingMessage) =>
+const acceptsGzip = (request: IncomingMessage) =>
   /gzip/i.test(String(request.headers['accept-encoding'] ?? ''));
 
 /** A JSON object whose float-typed keys are written as Python writes floats (`1.0`). */
@@ -61,7 +61,7 @@ export function jsonWithFloats(value: object, floatKeys: readonly string[]): str
   return `{${parts.join(',')}}`;
 }
 
-export async function encodeBody(
+async function encodeBody(
   request: IncomingMessage,
   body: string | Buffer,
   contentType: string,

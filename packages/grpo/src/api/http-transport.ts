@@ -16,7 +16,7 @@ import { validateModel } from './request-models.js';
 import { type ScoredDataScope, scoredData } from './scored-data-route.js';
 import type { EnvRegistration, TrainerRegistration, TrajectoryQueue } from './trajectory-queue.js';
 
-export interface HttpTransportSettings {
+interface HttpTransportSettings {
   /** Largest request body, compressed and decompressed, before 413. */
   maxRequestBytes: number;
   /** `Retry-After` seconds sent with 429. */

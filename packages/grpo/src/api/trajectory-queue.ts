@@ -44,7 +44,7 @@ export interface EnvRegistration {
   min_batch_allocation: number | null;
 }
 
-export type EnvRegistrationResult =
+type EnvRegistrationResult =
   | { status: 'wait for trainer to start' }
   | {
       status: 'success';
@@ -89,7 +89,7 @@ export interface BatchLease {
   release(): void;
 }
 
-export interface QueueCounters {
+interface QueueCounters {
   groupsReceived: number;
   sequencesReceived: number;
   batchesServed: number;
