@@ -248,6 +248,32 @@ await step('the SWE task pack by package name and by folder', () => {
   }
 });
 
+await step('files the packages read beside their code ship with them', () => {
+  // Each `new URL('<relative path>', import.meta.url)` in a published dist/ file (envs-swe's pytest
+  // launcher, the CLI's package.json) must resolve to a file inside the installed package.
+  let found = 0;
+  for (const name of Object.keys(packed)) {
+    const dist = join(project, 'node_modules', name, 'dist');
+    if (!existsSync(dist)) continue;
+    for (const file of readdirSync(dist, { recursive: true, encoding: 'utf8' })) {
+      if (!file.endsWith('.js')) continue;
+      const code = readFileSync(join(dist, file), 'utf8');
+      for (const match of code.matchAll(/new URL\((['"])(\.{1,2}\/[^'"]+)\1, import\.meta\.url\)/g)) {
+        const target = join(dist, file, '..', match[2] as string);
+        check(existsSync(target), `${name}: dist/${file} reads ${match[2]}, which the package does not ship`);
+        found++;
+      }
+    }
+  }
+  check(found > 0, 'no dist file reads a file beside it: the pattern above no longer matches the build');
+  const launcher = join(project, 'node_modules', '@shears', 'envs-swe', 'assets', 'pytest-launcher.py');
+  run(
+    'python3',
+    ['-I', '-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")', launcher],
+    project,
+  );
+});
+
 process.stderr.write(
   `pack-check: ${Object.keys(packed).length} packages packed (${Object.values(packed)
     .map((file) => basename(file))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference trainer's own checks (trainers/): ruff, then pytest, in the environment
+# The reference trainer's own checks (trainers/) and envs-swe's Python assets: ruff, then pytest, in the environment
 # scripts/setup-python.sh creates (.venv). Part of `pnpm test`; fails when .venv is missing
 # rather than skipping, so CI cannot pass without running them.
 set -euo pipefail
@@ -11,4 +11,6 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/ruff" check trainers
 "$venv/bin/ruff" format --check trainers
+# The Python @shears/envs-swe runs inside task images (its config: packages/envs-swe/assets/ruff.toml).
+"$venv/bin/ruff" check packages/envs-swe/assets
 "$venv/bin/python" -m pytest trainers -q -p no:cacheprovider

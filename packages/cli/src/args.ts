@@ -415,7 +415,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   },
 ];
 
-export function commandSpec(name: string): CommandSpec | undefined {
+function commandSpec(name: string): CommandSpec | undefined {
   return COMMAND_SPECS.find((spec) => spec.name === name);
 }
 

@@ -29,7 +29,7 @@ import type { ShearsConfig } from './config/config-schema.js';
 import cliPlugin from './plugin.js';
 
 /** Plugin packages shipped with shears, registered when installed. */
-export const BUILTIN_PLUGINS = [
+const BUILTIN_PLUGINS = [
   '@shears/tools-terminal',
   '@shears/tools-file',
   '@shears/tools-web',
@@ -47,7 +47,7 @@ export interface PluginStatus {
   error?: string;
 }
 
-export interface Composed {
+interface Composed {
   registry: Registry;
   plugins: PluginStatus[];
 }
@@ -144,7 +144,7 @@ export async function createFromConfig<K extends PluginKind>(
 }
 
 /** The registry's settings error, its fields named where they sit in the config: `env.settings.maxTurns: ...`. */
-export function settingsConfigError(error: InvalidSettingsError, settingsField: string): ConfigError {
+function settingsConfigError(error: InvalidSettingsError, settingsField: string): ConfigError {
   const issues = error.issues.map((issue) => ({
     ...issue,
     path: issue.path === '(settings)' ? settingsField : `${settingsField}.${issue.path}`,
@@ -320,11 +320,10 @@ export function sandboxProviderId(config: ShearsConfig, env?: EnvV1): string {
  * image, resource limits, network policy) or from `sandbox.image`. Third-party providers are
  * trusted to refuse what they cannot do.
  */
-export const SANDBOX_SPEC_UNSUPPORTED: Readonly<Record<string, readonly ('image' | 'limits' | 'network')[]>> =
-  {
-    local: ['image', 'limits', 'network'],
-    ssh: ['image', 'limits', 'network'],
-  };
+const SANDBOX_SPEC_UNSUPPORTED: Readonly<Record<string, readonly ('image' | 'limits' | 'network')[]>> = {
+  local: ['image', 'limits', 'network'],
+  ssh: ['image', 'limits', 'network'],
+};
 
 const SANDBOX_NATURE: Record<string, string> = {
   local: 'is a temp directory on this machine, with its network and no resource limits',
@@ -396,7 +395,7 @@ export function observeServer(server: ServerV1, onTokens: (count: number) => voi
   return wrapped;
 }
 
-export interface ConfiguredJudges {
+interface ConfiguredJudges {
   /** `judge`: scores every rollout in its reward step. */
   judge?: { judge: JudgeV1; weight: number };
   /** `group_judge`: scores a group's rollouts together, passed to runGroup. */

@@ -100,7 +100,7 @@ function describeTools(tools: readonly ToolV1[]): string {
 }
 
 /** The toolset names the config uses exist, and the selection leaves the model at least one tool. */
-export function checkOfferedTools(
+function checkOfferedTools(
   tools: readonly ToolV1[],
   config: ShearsConfig,
   table: Readonly<Record<string, ToolsetDefinition>>,

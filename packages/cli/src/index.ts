@@ -1,6 +1,5 @@
 // @shears/cli: the `shears` command as a library — run it in-process, load and validate
 // configs, build the trajectory viewer, and the bundled demo environment and policy.
-import plugin from './plugin.js';
 
 export type {
   CommandName,
@@ -35,7 +34,7 @@ export type { DemoTask } from './demo/demo-tasks.js';
 export { DEMO_TASKS } from './demo/demo-tasks.js';
 export type { CliIo } from './io.js';
 export { processIo } from './io.js';
-export { default as plugin } from './plugin.js';
+export { default, default as plugin } from './plugin.js';
 export type { Redactor, SecretField } from './redact.js';
 export { collectSecrets, createRedactor } from './redact.js';
 export { EXIT_CODES } from './run/run-control.js';
@@ -44,4 +43,3 @@ export { bootstrapMean, passAtK, successRule } from './stats.js';
 export type { BuildViewerOptions, ReadGroupsResult, ViewerMeta } from './viewer/build-viewer.js';
 export { buildViewerHtml, readGroupsForViewer } from './viewer/build-viewer.js';
 export { createSyntheticGroups } from './viewer/synthetic-groups.js';
-export default plugin;

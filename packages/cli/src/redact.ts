@@ -10,7 +10,7 @@
 // test`) would rewrite words of prompts and transcripts ("a careful [redacted] assistant"), so it
 // is not replaced at all and the run warns about it. Free text also loses the userinfo of every URL.
 
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 /** A secret and the config field it came from. */
 export interface SecretField {

@@ -52,7 +52,7 @@ export interface CommandContext {
   flags: Record<string, string | true>;
 }
 
-export interface Runtime {
+interface Runtime {
   registry: Registry;
   plugins: PluginStatus[];
   /** The env, with `env.tools` added, its toolsets and sandbox checked, and `judge` in its reward step when the config sets one. */
@@ -120,7 +120,7 @@ export async function resolveParsers(
   return { parser, fallbackParser };
 }
 
-export function progressMode(context: CommandContext): ProgressMode {
+function progressMode(context: CommandContext): ProgressMode {
   const wanted = context.config.run.progress;
   if (wanted === 'auto') return context.io.isTty ? 'bars' : 'lines';
   return wanted;

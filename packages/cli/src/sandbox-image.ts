@@ -22,19 +22,19 @@ import { SandboxError } from '@shears/core';
 import type Dockerode from 'dockerode';
 
 export const SANDBOX_BASE_IMAGE = 'shears-base:bookworm';
-export const SANDBOX_BASE_RECIPE = {
+const SANDBOX_BASE_RECIPE = {
   suite: 'bookworm',
   variant: 'minbase',
   include: ['python3', 'git', 'ca-certificates'],
   mirror: 'http://deb.debian.org/debian',
 } as const;
-export const IMAGE_HASH_LABEL = 'shears.image.hash';
+const IMAGE_HASH_LABEL = 'shears.image.hash';
 
 export function sandboxBaseHash(): string {
   return createHash('sha256').update(JSON.stringify(SANDBOX_BASE_RECIPE)).digest('hex').slice(0, 16);
 }
 
-export type ImageState = 'present' | 'missing' | 'outdated';
+type ImageState = 'present' | 'missing' | 'outdated';
 
 /** Whether `tag` is on the daemon; for the default image also whether it was built from this recipe. */
 export async function inspectImage(docker: Dockerode, tag: string): Promise<ImageState> {
@@ -185,7 +185,7 @@ function runTar(args: string[]): Promise<void> {
   });
 }
 
-export interface EnsureSandboxImageOptions {
+interface EnsureSandboxImageOptions {
   /** Daemons to put the image on (each docker sandbox host). */
   daemons: ReadonlyArray<{ url: string; docker: Dockerode }>;
   /** Where the root filesystem tarball is cached; default $SHEARS_IMAGE_CACHE or <tmp>/shears-image-cache. */

@@ -23,7 +23,7 @@ export function passAtK(n: number, c: number, k: number): number {
 }
 
 /** A small seeded PRNG (mulberry32), so confidence intervals are reproducible. */
-export function createRandom(seed: number): () => number {
+function createRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

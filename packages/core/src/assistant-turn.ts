@@ -7,14 +7,14 @@ import type { Logger } from './contracts/logger.js';
 import type { ToolCallParserV1 } from './contracts/parser.js';
 import { describeThrown } from './hermes-messages.js';
 
-export interface AssistantTurn {
+interface AssistantTurn {
   /** The text shown as the assistant's content (without the parsed tool-call markup). */
   content: string;
   reasoning: string | null;
   calls: ToolCall[];
 }
 
-export interface ParseAssistantTurnOptions {
+interface ParseAssistantTurnOptions {
   /** The tools offered this turn; with none, the text is never parsed for calls. */
   schemas: ToolSchema[];
   /** Parse tool calls from raw completion text whenever the server returned none. */

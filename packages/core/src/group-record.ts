@@ -15,7 +15,7 @@ export interface SettledRollout {
   rolloutId: string;
 }
 
-export interface GroupRecordInput {
+interface GroupRecordInput {
   groupId: string;
   envId: string;
   item: EnvItem;

@@ -6,7 +6,7 @@
 // ~2 KB of heap kept per call and half the agent loop's in-process speed
 // (docs/decisions/closures-and-exports.md).
 
-export interface LinkedSignal {
+interface LinkedSignal {
   readonly signal: AbortSignal;
   /** True when the time limit, not a source, aborted the signal. */
   readonly timedOut: boolean;
@@ -15,7 +15,7 @@ export interface LinkedSignal {
   dispose(): void;
 }
 
-export interface LinkSignalsOptions {
+interface LinkSignalsOptions {
   timeoutMs?: number | undefined;
   /** The abort reason when the time limit passes (default: a `TimeoutError` DOMException, as `AbortSignal.timeout` gives). */
   timeoutReason?: () => unknown;

@@ -33,7 +33,7 @@ export class InvalidSettingsError extends ShearsError {
 }
 
 /** `a.b[0].c` */
-export function formatSettingsPath(path: readonly PropertyKey[]): string {
+function formatSettingsPath(path: readonly PropertyKey[]): string {
   return path
     .map((key, index) =>
       typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`,
@@ -68,7 +68,7 @@ function unwrap(schema: unknown): SchemaDef | undefined {
 }
 
 /** The keys an object schema allows; undefined when it is not an object or takes any key. */
-export function settingsKeys(schema: unknown): string[] | undefined {
+function settingsKeys(schema: unknown): string[] | undefined {
   const def = unwrap(schema);
   if (def?.type !== 'object' || !def.shape) return undefined;
   const catchall = def.catchall?._zod.def.type;

@@ -180,7 +180,7 @@ async function executeToolCall(call: ToolCall, turn: number, scope: ToolCallScop
   }
 }
 
-export interface TurnToolResults {
+interface TurnToolResults {
   /** The tool messages, in call order (appended to the conversation by the caller). */
   toolMessages: Array<ChatMessage & { content: string; tool_call_id: string }>;
   stepCalls: TrajectoryToolCall[];

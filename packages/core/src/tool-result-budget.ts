@@ -82,7 +82,7 @@ export function persistedResultPath(sandbox: Pick<SandboxV1, 'tempDir'>, toolCal
   return `${sandbox.tempDir.replace(/\/+$/, '')}/${PERSISTED_RESULTS_DIR}/${safeId}.txt`;
 }
 
-export interface PersistToolResultOptions {
+interface PersistToolResultOptions {
   content: string;
   toolName: string;
   toolCallId: string;
@@ -95,7 +95,7 @@ export interface PersistToolResultOptions {
   signal?: AbortSignal;
 }
 
-export interface PersistToolResultOutcome {
+interface PersistToolResultOutcome {
   content: string;
   /** True when the full text was written into the sandbox. */
   persisted: boolean;
@@ -168,7 +168,7 @@ export async function maybePersistToolResult(
   };
 }
 
-export interface TurnToolMessage {
+interface TurnToolMessage {
   tool_call_id?: string;
   content: string;
   [key: string]: unknown;

@@ -16,7 +16,7 @@ export type GradingContainer = Pick<
   'exec' | 'inspect' | 'kill' | 'wait' | 'getArchive' | 'putArchive' | 'pause' | 'unpause' | 'modem'
 >;
 
-export interface ArchiveFile {
+interface ArchiveFile {
   /** Absolute path in the container. */
   path: string;
   data: string | Uint8Array;
@@ -82,7 +82,7 @@ class CappedText {
   }
 }
 
-export interface GradingExecutor extends TestExecutor {
+interface GradingExecutor extends TestExecutor {
   /** Why the container stopped during the run without the grader stopping it, if it did. */
   readonly disruption: string | undefined;
 }

@@ -1,9 +1,7 @@
 // @shears/envs-swe: the SWE environment — task schema and loaders, locally built images,
 // test-based grading of the rollout's change in a fresh container, a bundled task pack with hidden
 // tests, and a demo policy.
-import plugin from './plugin.js';
 
-export default plugin;
 export type { ChangeKind, FileChange } from './agent-change.js';
 export { diffTrees, renderChangeDiff } from './agent-change.js';
 export type { ChangePolicy, DroppedChange } from './change-policy.js';
@@ -28,7 +26,7 @@ export {
   sweBaseImageTag,
   taskImageTag,
 } from './images.js';
-export { resolveSweTasks } from './plugin.js';
+export { default, default as plugin, resolveSweTasks } from './plugin.js';
 export type { PreparedRepository } from './repo.js';
 export { filesAfterPatch, prepareRepository } from './repo.js';
 export type { SweEnv, SweEnvSettings, SweItem } from './swe-env.js';
@@ -62,4 +60,3 @@ export {
   runTests,
   sandboxTestExecutor,
 } from './test-runs.js';
-export { plugin };

@@ -22,7 +22,7 @@ export function resolveSweTasks(spec: string, options: { from?: string } = {}): 
 }
 
 /** `env.settings.grading` of a config file (see SweGraderSettings). */
-export const sweGradingSettingsSchema = z
+const sweGradingSettingsSchema = z
   .object({
     poolSize: z.number().int().min(0).optional(),
     limits: z

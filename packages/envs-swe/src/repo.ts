@@ -37,10 +37,6 @@ export interface PreparedRepository {
   dispose(): void;
 }
 
-export function sha256(data: Buffer | Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
-}
-
 async function git(cwd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   try {
     const { stdout } = await execFileAsync('git', args, {

@@ -3,7 +3,7 @@
 // grading, difficulty, and optional hints, gold patch and test patch (SWE-bench semantics).
 import { z } from 'zod';
 
-export const sweRepositorySchema = z
+const sweRepositorySchema = z
   .object({
     /** A local directory holding the repository at the state to fix. */
     path: z.string().min(1).optional(),
@@ -17,7 +17,7 @@ export const sweRepositorySchema = z
   .refine((repo) => !repo.url || Boolean(repo.commit), { message: '"commit" is required with "url"' });
 
 export const sweTestRunnerSchema = z.discriminatedUnion('runner', [
-  /** pytest with `-rA` (see `PYTEST_LAUNCHER`); ids are pytest node ids (`tests/test_x.py::test_y`). */
+  /** pytest with `-rA` (see `assets/pytest-launcher.py`); ids are pytest node ids (`tests/test_x.py::test_y`). */
   z.object({ runner: z.literal('pytest'), args: z.array(z.string()).default([]) }),
   /** node's test runner (`node --test`) per file, see `runTests`; ids are `FILE::test name` (top-level tests). */
   z.object({ runner: z.literal('node-test') }),

@@ -30,7 +30,7 @@ import {
 } from './dialect.js';
 import { splitForStream, sseEvent } from './sse.js';
 
-export type ParsedMessagesRequest = ParsedRequest;
+type ParsedMessagesRequest = ParsedRequest;
 
 const KNOWN = new Set([
   'model',
@@ -265,7 +265,7 @@ function parse(rawBody: unknown, options: { countTokens: boolean }): ParsedMessa
   };
 }
 
-export const parseMessagesRequest = (body: unknown) => parse(body, { countTokens: false });
+const parseMessagesRequest = (body: unknown) => parse(body, { countTokens: false });
 export const parseCountTokensRequest = (body: unknown) => parse(body, { countTokens: true });
 
 /** An opaque signature for a thinking block (the real API requires the field; nothing verifies ours). */

@@ -22,7 +22,7 @@ import {
 } from './dialect.js';
 import { splitForStream, sseEvent } from './sse.js';
 
-export interface ParsedChatCompletion extends ParsedRequest {
+interface ParsedChatCompletion extends ParsedRequest {
   includeUsage: boolean;
 }
 
@@ -158,7 +158,7 @@ function toToolChoice(value: unknown, ignored: string[]): ToolChoice | undefined
   );
 }
 
-export function parseChatCompletion(rawBody: unknown): ParsedChatCompletion {
+function parseChatCompletion(rawBody: unknown): ParsedChatCompletion {
   const body = requireObjectBody(rawBody);
   const ignoredFields = unknownKeys(body, KNOWN);
   const model = typeof body.model === 'string' ? body.model : null;

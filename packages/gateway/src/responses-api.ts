@@ -37,7 +37,7 @@ interface ToolTarget {
   namespace?: string;
 }
 
-export interface ParsedResponsesRequest extends ParsedRequest {
+interface ParsedResponsesRequest extends ParsedRequest {
   /** Flat tool name → the harness's tool kind, name and namespace. */
   targets: Map<string, ToolTarget>;
   /** `include` asked for `reasoning.encrypted_content` (Codex does, with `store: false`). */
@@ -70,7 +70,7 @@ const KNOWN = new Set([
 /** Our own "encrypted" reasoning: the reasoning text, so a stateless harness gives it back intact. */
 const ENCRYPTED_PREFIX = 'shears-reasoning-v1:';
 
-export function encodeReasoning(text: string): string {
+function encodeReasoning(text: string): string {
   return ENCRYPTED_PREFIX + Buffer.from(text, 'utf8').toString('base64');
 }
 
@@ -313,7 +313,7 @@ function toMessages(input: unknown): ChatMessage[] {
   return messages;
 }
 
-export function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedResponsesRequest {
+function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedResponsesRequest {
   const body = requireObjectBody(rawBody);
   const ignoredFields = unknownKeys(body, KNOWN);
   const model = typeof body.model === 'string' ? body.model : null;

@@ -90,7 +90,7 @@ function commonPrefix(a: readonly string[], b: readonly string[]): number {
   return index;
 }
 
-export interface ThreadMatch {
+interface ThreadMatch {
   /** The idle thread the request continues, if any. */
   thread: ThreadState | undefined;
   /** When no idle thread fits: the thread sharing the most opening messages beyond the system prompt. */

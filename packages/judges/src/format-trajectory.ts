@@ -260,12 +260,12 @@ export function replaceInView(
 }
 
 /** The BEGIN line of a transcript (or of one candidate's transcript). */
-export function transcriptBegin(nonce: string, label?: string): string {
+function transcriptBegin(nonce: string, label?: string): string {
   return `⟦${nonce}⟧ BEGIN UNTRUSTED TRANSCRIPT${label ? ` OF CANDIDATE ${label}` : ''}`;
 }
 
 /** The END line of a transcript (or of one candidate's transcript). */
-export function transcriptEnd(nonce: string, label?: string): string {
+function transcriptEnd(nonce: string, label?: string): string {
   return `⟦${nonce}⟧ END UNTRUSTED TRANSCRIPT${label ? ` OF CANDIDATE ${label}` : ''}`;
 }
 

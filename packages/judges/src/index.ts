@@ -1,8 +1,6 @@
 // @shears/judges: rubric judges, panels and their aggregation, group (listwise) and pairwise
 // judges, calibration, verifiable rewards, process rewards and reward composition.
-import plugin from './plugin.js';
 
-export default plugin;
 export type { AggregationMethod, Disagreement } from './aggregate.js';
 export {
   AGGREGATION_METHODS,
@@ -95,6 +93,7 @@ export type {
   PairwiseOutcome,
 } from './pairwise-judge.js';
 export { buildPairwisePrompt, createPairwiseJudge } from './pairwise-judge.js';
+export { default, default as plugin } from './plugin.js';
 export type { ProcessRewardResult, ProcessRewardSettings } from './process-rewards.js';
 export { processReward } from './process-rewards.js';
 export type { Rubric, RubricDimension, RubricOptions } from './rubric.js';
@@ -123,4 +122,3 @@ export {
   regexMatch,
   testCommandReward,
 } from './verifiable-rewards.js';
-export { plugin };

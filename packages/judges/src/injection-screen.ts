@@ -184,7 +184,7 @@ export function screenTranscriptView(view: TranscriptView, options: ScreenOption
   return screenSegments(view.segments, options);
 }
 
-export function screenSegments(
+function screenSegments(
   segments: readonly TranscriptSegment[],
   options: ScreenOptions = {},
 ): InjectionScreen {

@@ -9,9 +9,9 @@ import {
   ServerError,
 } from '@shears/core';
 
-export type JudgeChatFailureKind = 'timeout' | 'aborted' | 'server_error' | 'other';
+type JudgeChatFailureKind = 'timeout' | 'aborted' | 'server_error' | 'other';
 
-export type JudgeChatResult =
+type JudgeChatResult =
   | { ok: true; response: ChatResponse }
   | { ok: false; kind: JudgeChatFailureKind; reason: string };
 

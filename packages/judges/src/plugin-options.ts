@@ -101,7 +101,6 @@ export const groupJudgeOptionsSchema = z.strictObject({
 
 export type InjectionOptions = z.infer<typeof injectionSchema>;
 export type RubricJudgeOptions = z.infer<typeof rubricJudgeOptionsSchema>;
-export type JudgePanelOptions = z.infer<typeof panelOptionsSchema>;
 export type GroupJudgeOptions = z.infer<typeof groupJudgeOptionsSchema>;
 
 /** The cache a `cache` setting asks for (undefined for none). */

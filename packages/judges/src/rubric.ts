@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { contentHash } from './hash.js';
 
-export const rubricDimensionSchema = z.object({
+const rubricDimensionSchema = z.object({
   name: z.string().regex(/^[a-z][a-z0-9_]*$/, 'dimension names are snake_case'),
   description: z.string(),
   min: z.number().default(0),

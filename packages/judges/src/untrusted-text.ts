@@ -8,9 +8,9 @@
 import { createRequire } from 'node:module';
 
 /** The mark every line of untrusted text starts with in a judge prompt. */
-export const DATA_LINE_PREFIX = '│ ';
+const DATA_LINE_PREFIX = '│ ';
 /** The mark an empty line of untrusted text is shown as. */
-export const EMPTY_DATA_LINE = '│';
+const EMPTY_DATA_LINE = '│';
 
 // Invisible characters (Default_Ignorable_Code_Point covers zero-width spaces and joiners, bidi
 // controls, word joiners, variation selectors, soft hyphens and the tag block) and combining marks:
@@ -136,7 +136,7 @@ export function linePrefixLength(match: string): number {
  * What a judge prompt uses as structure, in folded form. Agent text that matches one of these is
  * neutralised before a judge sees it; the screen (injection-screen.ts) reads the same list.
  */
-export const STRUCTURE_PATTERNS: ReadonlyArray<{ name: string; pattern: RegExp }> = [
+const STRUCTURE_PATTERNS: ReadonlyArray<{ name: string; pattern: RegExp }> = [
   {
     // Turn markers: [assistant], [tool result call_1], [tool call x], [system], [final response], ...
     name: 'turn_marker',
@@ -271,7 +271,7 @@ function dropInvisible(text: string): string {
 }
 
 /** Cleans text for display: tag characters revealed, other invisible characters dropped, plain \n line breaks. */
-export function cleanUntrustedText(text: string): string {
+function cleanUntrustedText(text: string): string {
   return dropInvisible(revealTags(text)).replace(LINE_BREAKS, '\n');
 }
 
@@ -279,7 +279,7 @@ export function cleanUntrustedText(text: string): string {
  * The quoted form of an imitation: «what it says», without what made it look like structure.
  * « and » fold to nothing a pattern reads, so a neutral form never matches again.
  */
-export function neutralForm(name: string, span: string): string {
+function neutralForm(name: string, span: string): string {
   // Fixed short forms: an input made of many tiny imitations must not grow the prompt.
   if (name === 'nonce') return '«nonce»';
   if (name === 'boundary') return '«boundary»';

@@ -1,9 +1,8 @@
 // @shears/parsers: tool-call parsers that turn raw completion text into calls (whole text or
 // streamed) and render calls back into each model's own format.
-import plugin from './plugin.js';
 
-export { createParserFromFormat, stripEndTokens } from './core/create-parser.js';
-export type { FormatContext, Step, StepItem, ToolCallFormat } from './core/format.js';
+export { createParserFromFormat, stripEndTokens } from './engine/create-parser.js';
+export type { FormatContext, Step, StepItem, ToolCallFormat } from './engine/format.js';
 export type { MistralRenderVersion } from './formats/mistral.js';
 export type { PyValue } from './json/python-json.js';
 export {
@@ -32,5 +31,4 @@ export {
   qwen3CoderParser,
   qwenParser,
 } from './parsers.js';
-export { plugin };
-export default plugin;
+export { default, default as plugin } from './plugin.js';

@@ -1,7 +1,6 @@
 // The built-in parsers, by name: one ToolCallParserV1 per format, and lookup by name or alias.
 import { NoSuchEntryError, type ToolCallParserV1 } from '@shears/core';
-import { createParserFromFormat } from './core/create-parser.js';
-import type { ToolCallFormat } from './core/format.js';
+import { createParserFromFormat } from './engine/create-parser.js';
 import { deepseekV3Format, deepseekV31Format } from './formats/deepseek.js';
 import { glm45Format } from './formats/glm45.js';
 import { hermesFormat, qwenFormat } from './formats/hermes.js';
@@ -9,18 +8,6 @@ import { kimiK2Format } from './formats/kimi-k2.js';
 import { llama3JsonFormat } from './formats/llama3-json.js';
 import { createMistralFormat, type MistralRenderVersion } from './formats/mistral.js';
 import { qwen3CoderFormat } from './formats/qwen3-coder.js';
-
-export const FORMATS: readonly ToolCallFormat[] = [
-  hermesFormat,
-  qwenFormat,
-  qwen3CoderFormat,
-  createMistralFormat(),
-  llama3JsonFormat,
-  deepseekV3Format,
-  deepseekV31Format,
-  kimiK2Format,
-  glm45Format,
-];
 
 export const hermesParser: ToolCallParserV1 = createParserFromFormat(hermesFormat);
 export const qwenParser: ToolCallParserV1 = createParserFromFormat(qwenFormat);

@@ -48,7 +48,7 @@ export interface BackendSettings {
   now?: () => number;
 }
 
-export function serverOrigin(baseUrl: string): string {
+function serverOrigin(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 

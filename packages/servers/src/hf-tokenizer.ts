@@ -46,7 +46,7 @@ export type HfTokenizerSettings =
 export type ToolArgumentsMode = 'auto' | 'string' | 'object';
 
 /** True when the template checks the arguments' type itself and writes strings as they are. */
-export function templateTakesStringArguments(source: string): boolean {
+function templateTakesStringArguments(source: string): boolean {
   return /arguments\s+is\s+(?:not\s+)?(?:string|mapping)\b/.test(source);
 }
 

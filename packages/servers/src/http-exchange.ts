@@ -8,7 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 
-export interface HttpExchangeOptions {
+interface HttpExchangeOptions {
   url: string;
   method: 'GET' | 'POST';
   headers: Record<string, string>;

@@ -7,7 +7,7 @@ import { errorBodyDetail } from './error-body.js';
 import { type HttpExchangeResult, httpExchange } from './http-exchange.js';
 import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
 
-export interface HttpJsonOptions<TSchema extends z.ZodType> {
+interface HttpJsonOptions<TSchema extends z.ZodType> {
   /** Without it, node:http(s) with keep-alive (see http-exchange.ts). */
   fetch?: typeof globalThis.fetch;
   method?: 'GET' | 'POST';

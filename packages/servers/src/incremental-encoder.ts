@@ -28,7 +28,7 @@ function escapeRegExp(text: string): string {
  * Finds the last added token in `text`: its end offset and its id. Searches growing windows
  * from the end, so the cost is proportional to the distance from the end.
  */
-export function lastAddedToken(
+function lastAddedToken(
   text: string,
   pattern: RegExp,
   tokens: ReadonlyMap<string, number>,

@@ -2,7 +2,6 @@
 // official SDK. Phase 2: managed token-in/token-out vLLM and SGLang servers that render chat
 // templates with a real tokenizer and record exact tokens, masks and logprobs per rollout.
 // A server manager routes over several endpoints.
-import plugin from './plugin.js';
 
 export type {
   BackendSettings,
@@ -26,6 +25,7 @@ export type {
 export { createManagedServer, createSglangServer, createVllmServer } from './managed-server.js';
 export type { OpenAICompatibleServerSettings } from './openai-compatible-server.js';
 export { createOpenAICompatibleServer } from './openai-compatible-server.js';
+export { default, default as plugin } from './plugin.js';
 export type { ResolvedRetrySettings, RetryContext, RetrySettings } from './retry.js';
 export { backoffDelayMs, parseRetryAfter, withRetries } from './retry.js';
 export type {
@@ -36,5 +36,3 @@ export type {
   ServerManagerSettings,
 } from './server-manager.js';
 export { createServerManager } from './server-manager.js';
-export { plugin };
-export default plugin;

@@ -26,7 +26,7 @@ import { FileToolError } from './file-tool-error.js';
 import { inSubshell, readFields, shellQuote } from './shell.js';
 
 /** PATH inside every file-tool script: the agent's PATH is never used. */
-export const CONFINED_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const CONFINED_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export interface PinnedRoot {
   /** Real path (symlinks resolved) when the root was pinned. */
@@ -49,7 +49,7 @@ const pins = new WeakMap<SandboxV1, Promise<PinnedRoots>>();
  * locale), whatever the agent exported in the sandbox's shell session. Runs in a subshell, so the
  * backend's session survives `exit`.
  */
-export function cleanShell(script: string): string {
+function cleanShell(script: string): string {
   return inSubshell(`IFS=' 	
 '
 __shears_s=${shellQuote(script)}

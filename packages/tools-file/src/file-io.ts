@@ -26,16 +26,16 @@ import { planPath, type ResolvedPath } from './workspace.js';
  * a fresh file in the pinned sandbox temp dir and it is fetched with `sandbox.readFile`, then
  * checked against the SHA-256 the script computed from the open file.
  */
-export const INLINE_READ_BYTES = 256 * 1024;
+const INLINE_READ_BYTES = 256 * 1024;
 /** Most bytes of line content one read_file call brings back. */
-export const MAX_READ_OUTPUT_BYTES = 512 * 1024;
+const MAX_READ_OUTPUT_BYTES = 512 * 1024;
 /**
  * Text up to this size (bytes) is written from inside the script (no upload); bigger content is
  * uploaded with `sandbox.writeFile` into the pinned temp dir and checked by SHA-256.
  */
-export const INLINE_WRITE_BYTES = 16 * 1024;
+const INLINE_WRITE_BYTES = 16 * 1024;
 
-export interface FileIoOptions {
+interface FileIoOptions {
   confine: boolean;
   signal?: AbortSignal;
   /** Directories outside the workspace that may be read too (read_file only). */
@@ -73,7 +73,7 @@ size=\${10}
 `;
 
 /** The outcome of walking to a path for reading, before any content. */
-export interface ReadHead {
+interface ReadHead {
   resolved: ResolvedPath;
   /** `fifo`, `chardev`, `blockdev`, `socket` for type `other`. */
   kind?: string;
@@ -106,7 +106,7 @@ const MISSING_ON_THE_WAY = `if [ "$why" = missing ]; then printf 'STATUS:ok\\nTY
 if [ "$why" = notdir ]; then printf 'STATUS:ok\\nTYPE:missing\\nPDIR:0\\nREAL:%s/%s\\n' "\${cur%/}" "$c"; exit 0; fi
 walkfail`;
 
-export interface ReadLinesResult extends ReadHead {
+interface ReadLinesResult extends ReadHead {
   /** Size in bytes (files only). */
   size: number;
   /** Lines of the file (a final line without a newline counts), within the scanned bytes. */
@@ -300,7 +300,7 @@ async function removeTempFile(sandbox: SandboxV1, name: string, options: FileIoO
   );
 }
 
-export interface WriteResult {
+interface WriteResult {
   real: string;
   bytesWritten: number;
   dirsCreated: boolean;

@@ -34,7 +34,7 @@ const UNICODE_MAP: Record<string, string> = {
   '\u200b': '',
 };
 
-export function normalizeUnicode(text: string): string {
+function normalizeUnicode(text: string): string {
   return text.replace(
     /[\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u2013\u2014\u2212\u2026\u00a0\u2009\u200b]/g,
     (char) => UNICODE_MAP[char] ?? char,
@@ -163,7 +163,7 @@ export const MATCH_STRATEGIES = [
   'unicode_normalized',
   'block_anchor',
 ] as const;
-export type MatchStrategy = (typeof MATCH_STRATEGIES)[number];
+type MatchStrategy = (typeof MATCH_STRATEGIES)[number];
 
 /** Finds `needle` in `content`, exactly if possible, else with the fuzzy strategies in order. */
 export function findMatches(content: string, needle: string): FuzzyMatch | undefined {
@@ -235,7 +235,7 @@ function bigrams(text: string): Map<string, number> {
 }
 
 /** Dice coefficient over character bigrams: 1 for equal text, near 0 for unrelated text. */
-export function diceSimilarity(a: string, b: string): number {
+function diceSimilarity(a: string, b: string): number {
   if (a === b) return 1;
   if (a.length < 2 || b.length < 2) return 0;
   const left = bigrams(a);
@@ -244,7 +244,7 @@ export function diceSimilarity(a: string, b: string): number {
   return (2 * shared) / (a.length - 1 + (b.length - 1));
 }
 
-export interface Section {
+interface Section {
   /** 1-based first line. */
   startLine: number;
   lines: string[];

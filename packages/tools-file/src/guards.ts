@@ -22,7 +22,7 @@ export function isDevicePath(absolute: string): boolean {
   return DEVICE_PATHS.has(absolute) || absolute.startsWith('/proc/self/fd/');
 }
 
-export const BINARY_EXTENSIONS: ReadonlySet<string> = new Set([
+const BINARY_EXTENSIONS: ReadonlySet<string> = new Set([
   '.png',
   '.jpg',
   '.jpeg',

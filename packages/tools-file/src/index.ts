@@ -1,6 +1,5 @@
 // @shears/tools-file: read_file, write_file, patch and search_files over any shears sandbox,
 // with paths confined to the sandbox workspace.
-import plugin from './plugin.js';
 
 export type { PinnedRoot, PinnedRoots } from './confined.js';
 export { pinFileToolRoots } from './confined.js';
@@ -12,7 +11,7 @@ export type { PatchArgs } from './patch.js';
 export { createPatchTool, patchInputSchema, patchJsonSchema, replaceInContent } from './patch.js';
 export type { Hunk, HunkLine, PatchOperation } from './patch-operations.js';
 export { applyHunks, parsePatch, parseUnifiedDiff, parseV4aPatch } from './patch-operations.js';
-export { default as plugin } from './plugin.js';
+export { default, default as plugin } from './plugin.js';
 export type { ReadFileArgs } from './read-file.js';
 export { createReadFileTool, formatLines, readFileInputSchema, readFileJsonSchema } from './read-file.js';
 export type { SearchFilesArgs } from './search-files.js';
@@ -30,4 +29,3 @@ export {
 } from './workspace.js';
 export type { WriteFileArgs } from './write-file.js';
 export { createWriteFileTool, writeFileInputSchema, writeFileJsonSchema } from './write-file.js';
-export default plugin;

@@ -12,7 +12,7 @@ import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { normalizeToolPath } from './workspace.js';
 
-export const READ_FILE_DESCRIPTION =
+const READ_FILE_DESCRIPTION =
   'Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. ' +
   "Output format: 'LINE_NUM|CONTENT'. Suggests similar filenames if not found. Use offset and limit for large files. " +
   'Reads exceeding ~100K characters are rejected; use offset and limit to read specific sections of large files. ' +
@@ -67,7 +67,7 @@ export function formatLines(
 }
 
 /** Splits text into lines; a final newline does not start another line. */
-export function splitLines(text: string): string[] {
+function splitLines(text: string): string[] {
   if (text === '') return [];
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
@@ -102,7 +102,7 @@ export function similarNames(wanted: string, siblings: readonly string[]): strin
  * `<persisted-output>` block tells the model to page them with read_file, so read_file (and only
  * read_file) may read there although it is outside the workspace.
  */
-export function persistedResultsRoot(sandbox: Pick<SandboxV1, 'tempDir'>): string {
+function persistedResultsRoot(sandbox: Pick<SandboxV1, 'tempDir'>): string {
   return `${sandbox.tempDir.replace(/\/+$/, '')}/${PERSISTED_RESULTS_DIR}`;
 }
 

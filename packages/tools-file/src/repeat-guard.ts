@@ -10,10 +10,7 @@ interface RepeatState {
   count: number;
 }
 
-export type RepeatVerdict =
-  | { kind: 'ok' }
-  | { kind: 'warn'; count: number }
-  | { kind: 'block'; count: number };
+type RepeatVerdict = { kind: 'ok' } | { kind: 'warn'; count: number } | { kind: 'block'; count: number };
 
 /** Records this call and says whether it repeats the previous ones. */
 export function checkRepeat(context: ToolContext, signature: string): RepeatVerdict {

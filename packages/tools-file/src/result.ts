@@ -5,7 +5,7 @@ import { ShearsError } from '@shears/core';
 import { FileToolError } from './file-tool-error.js';
 
 /** Drops undefined, null and empty-string fields, like hermes' `to_dict`. */
-export function compact(record: Record<string, unknown>): Record<string, unknown> {
+function compact(record: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(record).filter(([, value]) => value !== undefined && value !== null && value !== ''),
   );

@@ -20,7 +20,7 @@ import type { ResolvedFileToolsSettings } from './settings.js';
 import { readFields, shellQuote } from './shell.js';
 import { displayPath, normalizeToolPath, planPath } from './workspace.js';
 
-export const SEARCH_FILES_DESCRIPTION =
+const SEARCH_FILES_DESCRIPTION =
   'Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal. Ripgrep-backed, faster than shell equivalents.\n\n' +
   "Content search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\n" +
   "File search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by modification time.";
@@ -95,7 +95,7 @@ const OUTPUT_MARKER = '@@SHEARS-SEARCH-OUTPUT@@';
 const ERROR_MARKER = '@@SHEARS-SEARCH-STDERR@@';
 
 /** ripgrep regex shorthands that POSIX ERE lacks, for the grep fallback. */
-export function toExtendedRegex(pattern: string): string {
+function toExtendedRegex(pattern: string): string {
   return pattern
     .replace(/\\d/g, '[0-9]')
     .replace(/\\D/g, '[^0-9]')

@@ -9,7 +9,7 @@ import { errorResult, guarded, jsonResult } from './result.js';
 import type { ResolvedFileToolsSettings } from './settings.js';
 import { normalizeToolPath } from './workspace.js';
 
-export const WRITE_FILE_DESCRIPTION =
+const WRITE_FILE_DESCRIPTION =
   'Write content to a file, completely replacing existing content. Use this instead of echo/cat heredoc in terminal. ' +
   "Creates parent directories automatically. OVERWRITES the entire file — use 'patch' for targeted edits.";
 

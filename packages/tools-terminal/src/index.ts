@@ -1,11 +1,20 @@
 // @shears/tools-terminal: sandboxes (local, docker, ssh) over a persistent shell session, and the
 // `terminal` and `process` tools. The default export is the plugin manifest.
-import plugin from './plugin.js';
 
 export type { ActionPolicy, ActionPolicySettings, PolicyDecision, PolicyToolCall } from './action-policy.js';
 export { actionPolicySettingsSchema, createActionPolicy } from './action-policy.js';
 export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
 export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
+export type { DockerHostCheckOptions } from './docker/docker-check.js';
+export { checkDockerHost } from './docker/docker-check.js';
+export type {
+  DockerConnectionOptions,
+  DockerHost,
+  DockerHostSettings,
+  PlacementCandidate,
+} from './docker/docker-hosts.js';
+export { dockerHostSchema, pickHost, resolveDockerConnection } from './docker/docker-hosts.js';
+export type { DockerSandbox } from './docker/docker-sandbox.js';
 export type {
   DockerSandboxProvider,
   DockerSandboxSettings,
@@ -14,6 +23,7 @@ export type {
 export {
   createDockerSandboxProvider,
   dockerSandboxSettingsSchema,
+  LABELS as DOCKER_LABELS,
   supportsWritableLayerLimit,
   tmpfsTargets,
 } from './docker/docker-sandbox-provider.js';
@@ -23,6 +33,7 @@ export {
   LOCAL_INHERITED_ENV,
   localSandboxSettingsSchema,
 } from './local/local-sandbox-provider.js';
+export { default, default as plugin } from './plugin.js';
 export type { ProcessInput, ProcessToolSettings } from './process-tool.js';
 export { createProcessTool, PROCESS_ACTIONS, processInputSchema, processJsonSchema } from './process-tool.js';
 export type { ParsedCommand, ShellWord } from './shell-parse.js';
@@ -69,16 +80,3 @@ export {
   terminalToolSettingsSchema,
   truncateOutput,
 } from './terminal-tool.js';
-export { plugin };
-export default plugin;
-export type { DockerHostCheckOptions } from './docker/docker-check.js';
-export { checkDockerHost } from './docker/docker-check.js';
-export type {
-  DockerConnectionOptions,
-  DockerHost,
-  DockerHostSettings,
-  PlacementCandidate,
-} from './docker/docker-hosts.js';
-export { dockerHostSchema, pickHost, resolveDockerConnection } from './docker/docker-hosts.js';
-export type { DockerSandbox } from './docker/docker-sandbox.js';
-export { LABELS as DOCKER_LABELS } from './docker/docker-sandbox-provider.js';

@@ -49,7 +49,7 @@ export interface ProgramContext {
 
 type OptionKind = 'flag' | 'value' | 'optional';
 
-export interface OptionSpec {
+interface OptionSpec {
   /** Short options that take a value (the rest of the cluster, or the next word). */
   shortValue?: string;
   /** Short options whose value is optional and attached only (`-i.bak`). */
@@ -68,13 +68,13 @@ export interface OptionSpec {
   plus?: boolean;
 }
 
-export interface ParsedOption {
+interface ParsedOption {
   /** `-c` or `--command` (the full long name when abbreviated). */
   name: string;
   value?: ShellWord;
 }
 
-export interface OptionScan {
+interface OptionScan {
   options: ParsedOption[];
   /** Indexes of the positional words seen (all of them when permuting). */
   positionals: number[];
@@ -91,7 +91,7 @@ function attached(word: ShellWord, text: string): ShellWord {
 }
 
 /** Reads options the way getopt_long does; stops at `--`. */
-export function scanOptions(words: readonly ShellWord[], start: number, spec: OptionSpec): OptionScan {
+function scanOptions(words: readonly ShellWord[], start: number, spec: OptionSpec): OptionScan {
   const options: ParsedOption[] = [];
   const positionals: number[] = [];
   const long = spec.long ?? {};
@@ -480,7 +480,7 @@ const awkSpec: OptionSpec = {
 };
 
 /** Whether an awk program can run commands: `system()`, pipes to or from commands, `@load`. */
-export function awkRunsCommands(program: string): boolean {
+function awkRunsCommands(program: string): boolean {
   let previous = '';
   for (let index = 0; index < program.length; index += 1) {
     const char = program[index]!;
@@ -586,7 +586,7 @@ const sedSpec: OptionSpec = {
  * Reads a sed script the way GNU sed does and says whether it can run a command: the `e`
  * command, or the `e` flag of `s`. Anything it cannot read counts as running one.
  */
-export function sedRunsCommands(script: string): string | undefined {
+function sedRunsCommands(script: string): string | undefined {
   let index = 0;
   const length = script.length;
   const skipSpaces = () => {
@@ -819,7 +819,7 @@ const envSpec: OptionSpec = {
 };
 
 /** Splits the argument of `env -S` as GNU env does; undefined when it expands `${VAR}`. */
-export function splitEnvString(text: string): string[] | undefined {
+function splitEnvString(text: string): string[] | undefined {
   const words: string[] = [];
   let word: string | undefined;
   for (let index = 0; index < text.length; index += 1) {

@@ -131,7 +131,7 @@ function isBlank(char: string | undefined): boolean {
 }
 
 /** An arithmetic operand that is a number written out (no variable whose value bash evaluates). */
-export function isLiteralNumber(text: string): boolean {
+function isLiteralNumber(text: string): boolean {
   return /^\s*[-+]?\s*(?:0[xX][0-9a-fA-F]+|[0-9]+#[0-9A-Za-z@_]+|[0-9]+)\s*$/.test(text);
 }
 

@@ -1,13 +1,12 @@
 // @shears/tools-web: web_search over several providers and web_extract (fetch → readable
 // markdown) behind an SSRF guard.
-import plugin from './plugin.js';
 
 export { SsrfBlockedError, WebToolError } from './errors.js';
 export type { ExtractedPage } from './html-to-markdown.js';
 export { htmlToMarkdown } from './html-to-markdown.js';
 export type { AddressCategory } from './ip-address.js';
 export { addressInCidr, classifyAddress } from './ip-address.js';
-export { default as plugin } from './plugin.js';
+export { default, default as plugin } from './plugin.js';
 export type { HostRateLimiter } from './rate-limit.js';
 export { createHostRateLimiter } from './rate-limit.js';
 export type { FetchedPage, SafeFetchOptions } from './safe-fetch.js';
@@ -47,4 +46,3 @@ export {
 } from './web-extract.js';
 export type { WebSearchArgs, WebSearchSettings } from './web-search.js';
 export { createWebSearchTool, webSearchInputSchema, webSearchJsonSchema } from './web-search.js';
-export default plugin;

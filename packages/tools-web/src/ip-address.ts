@@ -63,7 +63,7 @@ function classifyV4(address: string): AddressCategory {
 }
 
 /** The eight 16-bit groups of an IPv6 address (embedded dotted IPv4 accepted). */
-export function ipv6Groups(address: string): number[] | undefined {
+function ipv6Groups(address: string): number[] | undefined {
   let text = address.toLowerCase();
   const zone = text.indexOf('%');
   if (zone >= 0) text = text.slice(0, zone);

@@ -8,7 +8,7 @@ import { createHostRateLimiter, type HostRateLimiter } from './rate-limit.js';
 import { safeFetch } from './safe-fetch.js';
 import { createSsrfGuard, type HostResolver } from './ssrf-guard.js';
 
-export const WEB_EXTRACT_DESCRIPTION =
+const WEB_EXTRACT_DESCRIPTION =
   'Extract content from web page URLs. Returns page content in markdown format (the main text of the page, without navigation, ads or scripts). ' +
   'Works with HTML pages, plain text and JSON. Pass up to 5 URLs at once. If a URL fails or times out, try another source.';
 

@@ -4,7 +4,7 @@ import { defineTool, ShearsError, type ToolV1 } from '@shears/core';
 import { z } from 'zod';
 import { type SearchProvider, selectSearchProvider } from './search-providers.js';
 
-export const WEB_SEARCH_DESCRIPTION =
+const WEB_SEARCH_DESCRIPTION =
   'Search the web for information on any topic. Returns up to 5 relevant results with titles, URLs, and descriptions.';
 
 export const webSearchJsonSchema = {

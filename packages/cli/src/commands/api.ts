@@ -41,10 +41,7 @@ function describeAge(milliseconds: number): string {
 }
 
 /** The lines `shears api` prints about its queue file: where it is, and what an earlier run left in it. */
-export function describeQueueDatabase(
-  database: TrajectoryApiServer['database'],
-  now: number = Date.now(),
-): string {
+function describeQueueDatabase(database: TrajectoryApiServer['database'], now: number = Date.now()): string {
   if (database.path === ':memory:')
     return 'queue database: in memory (api.database ":memory:"; nothing is kept)\n';
   const { resumed } = database;

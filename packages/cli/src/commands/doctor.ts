@@ -32,7 +32,7 @@ import { recordsLogprobs } from '../serve/serve-loop.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
 import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
 
-export type Check = PluginCheckResult;
+type Check = PluginCheckResult;
 
 function nodeCheck(): Check {
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
@@ -392,7 +392,7 @@ async function serverCheck(context: CommandContext, registry: Registry): Promise
   }
 }
 
-export async function runChecks(context: CommandContext): Promise<Check[]> {
+async function runChecks(context: CommandContext): Promise<Check[]> {
   const { config } = context;
   const checks: Check[] = [nodeCheck()];
   const { registry, plugins } = await composeRegistry(config, {

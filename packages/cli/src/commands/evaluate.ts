@@ -30,7 +30,7 @@ import { buildViewerHtml } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 import { readResumedGroups } from './process.js';
 
-export interface TaskEvaluation {
+interface TaskEvaluation {
   taskId: string;
   samples: number;
   correct: number;
@@ -39,7 +39,7 @@ export interface TaskEvaluation {
   failed: number;
 }
 
-export interface EvaluationSummary {
+interface EvaluationSummary {
   kind: 'shears.evaluation';
   env: string;
   model: string;
@@ -62,7 +62,7 @@ export interface EvaluationSummary {
 const COUNTED = new Set(['scored', 'model_failure']);
 
 /** An item is finished when every one of its k rollouts got a valid score. */
-export function isComplete(record: ScoredGroupRecord, k: number): boolean {
+function isComplete(record: ScoredGroupRecord, k: number): boolean {
   return (
     !record.partial &&
     record.rollouts.length >= k &&
@@ -78,14 +78,14 @@ function incompleteWhy(record: ScoredGroupRecord): string {
   return `${failed.length} of ${record.rollouts.length} rollouts failed (${reasons.slice(0, 3).join('; ')})`;
 }
 
-export function kValues(k: number): number[] {
+function kValues(k: number): number[] {
   const values = new Set<number>([1]);
   for (let value = 2; value < k; value *= 2) values.add(value);
   values.add(k);
   return [...values].sort((a, b) => a - b);
 }
 
-export function summarizeEvaluation(
+function summarizeEvaluation(
   records: readonly ScoredGroupRecord[],
   options: {
     k: number;
@@ -140,7 +140,7 @@ export function summarizeEvaluation(
   };
 }
 
-export function formatEvaluation(summary: EvaluationSummary): string {
+function formatEvaluation(summary: EvaluationSummary): string {
   const ks = Object.keys(summary.passAtK);
   const rows = summary.tasks
     .slice()

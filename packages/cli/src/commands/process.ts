@@ -28,7 +28,7 @@ import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js'
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 
 /** A group that needs no redoing: not stopped midway. */
-export function isCompleteGroup(record: ScoredGroupRecord): boolean {
+function isCompleteGroup(record: ScoredGroupRecord): boolean {
   return !record.partial && record.rollouts.every((rollout) => rollout.outcome !== 'aborted');
 }
 

@@ -14,7 +14,7 @@ const commandRule = z
       'a command rule is a command name with optional leading arguments (e.g. "git push"); no wildcards',
   });
 
-export const actionPolicyConfigSchema = z
+const actionPolicyConfigSchema = z
   .strictObject({
     commands: z
       .strictObject({
@@ -178,7 +178,7 @@ export const sandboxConfigSchema = z
   .describe('Where rollouts run their tools');
 
 /** The model server behind a judge (snake_case, like `server`). */
-export const judgeServerConfigSchema = z
+const judgeServerConfigSchema = z
   .strictObject({
     provider: z
       .string()
@@ -211,7 +211,7 @@ const judgeWeight = z
     'Share of the verdict in the reward: (1 - weight) × env reward + weight × judge score; 1 (default) replaces the env reward, 0 records the verdict without rewarding it',
   );
 
-export const judgeConfigSchema = z
+const judgeConfigSchema = z
   .strictObject({
     id: z.string().min(1).describe('Judge id from a loaded plugin: rubric, panel (jury) from @shears/judges'),
     weight: judgeWeight,
@@ -226,7 +226,7 @@ export const judgeConfigSchema = z
     "An LLM judge scoring every finished rollout in the rollout's reward step; a failed verdict makes the rollout a judge_failure (retried, never a 0)",
   );
 
-export const groupJudgeConfigSchema = z
+const groupJudgeConfigSchema = z
   .strictObject({
     id: z
       .string()

@@ -247,7 +247,7 @@ function typeName(node: z.ZodType | undefined): string | undefined {
  * text, and so does a value holding `#` (YAML would drop it as a comment); a flow collection that
  * does not parse is an error.
  */
-export function parseOverrideYaml(override: OverrideValue, path: string): unknown {
+function parseOverrideYaml(override: OverrideValue, path: string): unknown {
   const { text } = override;
   const flag = override.flag ?? `--${path}`;
   const document = parseDocument(text, { prettyErrors: false });

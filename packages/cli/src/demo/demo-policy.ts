@@ -22,10 +22,10 @@ export interface DemoPolicyOptions {
   tasks?: readonly DemoTask[];
 }
 
-export type DemoPolicy = (request: ScriptedChatRequest) => ScriptedReply;
+type DemoPolicy = (request: ScriptedChatRequest) => ScriptedReply;
 
 /** A number in [0, 1) from a string, stable across runs (FNV-1a with a final mix). */
-export function hashUnit(text: string): number {
+function hashUnit(text: string): number {
   let hash = 0x811c9dc5;
   for (let index = 0; index < text.length; index++) {
     hash ^= text.charCodeAt(index);

@@ -4,7 +4,7 @@ import type { Registry, ServerV1 } from '@shears/core';
 import type { ScriptedChatRequest, ScriptedReply } from '@shears/core/scripted';
 import { createDemoPolicy } from './demo-policy.js';
 
-export const DEMO_MODEL = 'shears-demo-policy';
+const DEMO_MODEL = 'shears-demo-policy';
 
 export interface DemoServerOptions {
   seed?: number;

@@ -14,7 +14,7 @@ export const summaryStatsSchema = z.object({
 });
 export type SummaryStats = z.infer<typeof summaryStatsSchema>;
 
-export const toolMetricsSchema = z.object({
+const toolMetricsSchema = z.object({
   calls: z.number().int(),
   errors: z.number().int(),
   /** errors / calls; null without calls. */
@@ -40,7 +40,7 @@ export const latencySchema = z.object({
 });
 export type LatencySplit = z.infer<typeof latencySchema>;
 
-export const judgeMetricsSchema = z.object({
+const judgeMetricsSchema = z.object({
   /** Judge verdicts recorded in the rollouts (scored and failed). */
   verdicts: z.number().int(),
   /** Failed verdicts, by kind (timeout, unparseable, ...). */
@@ -53,7 +53,7 @@ export const judgeMetricsSchema = z.object({
   flagged: z.number().int(),
 });
 
-export const tokenMetricsSchema = z.object({
+const tokenMetricsSchema = z.object({
   prompt: z.number(),
   completion: z.number(),
   /** Completion tokens per second of wall time (the group's wall time, or the window's length). */
@@ -62,7 +62,7 @@ export const tokenMetricsSchema = z.object({
 });
 
 /** What the trajectory API said (serve, train): the trainer's step and the queue ahead of it. */
-export const trainerMetricsSchema = z.object({
+const trainerMetricsSchema = z.object({
   /** Trainer step when the group started (the status poll before it). */
   stepAtStart: z.number().int(),
   /** Latest trainer step known when the group finished (from any worker's poll). */
@@ -113,7 +113,7 @@ export const groupMetricsSchema = z.object({
 });
 export type GroupMetrics = z.infer<typeof groupMetricsSchema>;
 
-export const taskMetricsSchema = z.object({
+const taskMetricsSchema = z.object({
   groups: z.number().int(),
   reward: summaryStatsSchema,
   passRate: z.number().nullable(),

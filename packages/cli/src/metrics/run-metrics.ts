@@ -15,7 +15,7 @@ import type {
   WindowMetrics,
 } from './metrics-schema.js';
 
-export type MetricsCommand = GroupMetrics['command'];
+type MetricsCommand = GroupMetrics['command'];
 
 /** `runs/demo.jsonl` → `runs/demo.metrics.jsonl`. */
 export function metricsPathFor(jsonlPath: string): string {
@@ -38,13 +38,13 @@ export function summaryStats(values: readonly number[]): SummaryStats {
   return { count: values.length, mean, std: Math.sqrt(squares / values.length), min, max };
 }
 
-export interface ToolTally {
+interface ToolTally {
   calls: number;
   errors: number;
   latencyMs: number;
 }
 
-export interface JudgeTally {
+interface JudgeTally {
   verdicts: number;
   failures: Record<string, number>;
   judgeFailureRollouts: number;
@@ -54,7 +54,7 @@ export interface JudgeTally {
 }
 
 /** The raw sums of one group, kept so windows and steps aggregate exactly (not means of means). */
-export interface GroupTally {
+interface GroupTally {
   taskId: string;
   rewards: number[];
   passed: number;
@@ -321,7 +321,7 @@ export interface RunMetrics {
   close(): void;
 }
 
-export interface RunMetricsOptions {
+interface RunMetricsOptions {
   writer: Pick<JsonlWriter, 'write'>;
   command: MetricsCommand;
   success: SuccessRule;

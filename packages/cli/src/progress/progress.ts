@@ -35,7 +35,7 @@ export interface ProgressReporter {
   stop(): void;
 }
 
-export interface ProgressOptions {
+interface ProgressOptions {
   mode: ProgressMode;
   write: (text: string) => void;
   totalGroups?: number;

@@ -51,7 +51,7 @@ export interface RunControl {
   close(): void;
 }
 
-export interface RunControlOptions {
+interface RunControlOptions {
   signal: AbortSignal;
   drain: AbortSignal;
   drainTimeoutMs: number;

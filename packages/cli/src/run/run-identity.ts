@@ -11,7 +11,7 @@ import { cliVersion } from '../args.js';
 import type { ShearsConfig } from '../config/config-schema.js';
 import { isSecretField } from '../redact.js';
 
-export interface RunIdentityFile {
+interface RunIdentityFile {
   kind: 'shears.run';
   version: 1;
   command: string;
@@ -147,7 +147,7 @@ export function runIdentity(
 }
 
 /** Deterministic JSON (sorted keys) for comparing values. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   const sort = (item: unknown): unknown => {
     if (Array.isArray(item)) return item.map(sort);
     if (item && typeof item === 'object') {

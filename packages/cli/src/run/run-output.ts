@@ -11,7 +11,7 @@ import type { Redactor } from '../redact.js';
 import { buildActionPolicy } from '../runtime.js';
 
 /** A file the CLI could not read or write (its message names the file and the reason). */
-export class OutputFileError extends ShearsError {
+class OutputFileError extends ShearsError {
   readonly path: string;
   constructor(options: { path: string; message: string; cause?: unknown }) {
     super(options.message, { code: 'SHEARS_OUTPUT_FILE', cause: options.cause });

@@ -25,7 +25,7 @@ import type { JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
 import { type AtroposLink, createAtroposLink } from './atropos-link.js';
 
-export interface ServeResult {
+interface ServeResult {
   /** Groups the API acknowledged. */
   groupsSent: number;
   /** Groups finished but not sent, by the reason in words. */
@@ -38,7 +38,7 @@ export interface ServeResult {
 }
 
 /** The trajectory API could not be reached or refused the worker. */
-export class TrajectoryApiError extends ShearsError {
+class TrajectoryApiError extends ShearsError {
   readonly url: string;
   constructor(options: { url: string; message: string; cause?: unknown }) {
     super(options.message, { code: 'SHEARS_TRAJECTORY_API', cause: options.cause });
@@ -52,7 +52,7 @@ export class TrajectoryApiError extends ShearsError {
 // Loading a tokenizer.json of a large vocabulary takes seconds; workers in one process share it.
 const tokenizerCache = new Map<string, TokenizerV1>();
 
-export async function loadTokenizer(path: string, cwd: string): Promise<TokenizerV1> {
+async function loadTokenizer(path: string, cwd: string): Promise<TokenizerV1> {
   const key = resolve(cwd, path);
   const cached = tokenizerCache.get(key);
   if (cached) return cached;
@@ -118,7 +118,7 @@ export function checkTrainerNeeds(config: ShearsConfig): void {
 }
 
 /** The same check on a created server: only a managed (token-in/token-out) one records logprobs. */
-export function requireRecordedLogprobs(config: ShearsConfig, server: ServerV1): void {
+function requireRecordedLogprobs(config: ShearsConfig, server: ServerV1): void {
   if (!config.train.trainer?.needs_inference_logprobs) return;
   if (!isManagedServer(server)) throw noLogprobsError(config.server.provider);
 }
@@ -143,7 +143,7 @@ export function batchesAhead(status: { queue_size: number }, batchSize: number, 
  * worker is still running (they will be queued). Each of these is sampled before the trainer
  * takes the batches ahead of it, so each is off-policy by the time it is trained on.
  */
-export function offPolicyAhead(options: {
+function offPolicyAhead(options: {
   queueSize: number;
   formedBatches: number;
   inFlightGroups: number;

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env.SHEARS_CHROMIUM ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',

@@ -1,13 +1,13 @@
 // Runs the `shears` command in-process for end-to-end tests and captures what a user would see.
 import { runCli } from '../cli.js';
 
-export interface CliRun {
+interface CliRun {
   code: number;
   stdout: string;
   stderr: string;
 }
 
-export interface RunOptions {
+interface RunOptions {
   cwd: string;
   env?: Record<string, string | undefined>;
   signal?: AbortSignal;

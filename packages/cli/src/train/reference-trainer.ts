@@ -99,7 +99,7 @@ const FLAGS: [keyof ReferenceSettings, string][] = [
   ['batch_timeout_s', '--batch-timeout'],
 ];
 
-export interface ReferenceRun {
+interface ReferenceRun {
   /** The config `shears train` runs: train.trainer is the reference trainer's command. */
   config: ShearsConfig;
   output: string;
@@ -251,7 +251,7 @@ export async function resolveReferenceTrainer(
   };
 }
 
-export interface TrainSummary {
+interface TrainSummary {
   steps: number;
   reward_start: number;
   reward_end: number;
@@ -262,7 +262,7 @@ export interface TrainSummary {
 }
 
 /** What the trainer left in the output folder: its summary, and whether the model is there. */
-export function readTrainOutput(output: string): {
+function readTrainOutput(output: string): {
   summary?: TrainSummary;
   model: boolean;
   problem?: string;

@@ -11,7 +11,7 @@ import { referenceTrainerConfigSchema, type ShearsConfig } from '../config/confi
 import { referencePython, trainerSource } from './reference-trainer.js';
 
 /** train.reference, or its defaults when the config has none (`shears prepare --trainer` alone). */
-export function referenceSettings(config: ShearsConfig): NonNullable<ShearsConfig['train']['reference']> {
+function referenceSettings(config: ShearsConfig): NonNullable<ShearsConfig['train']['reference']> {
   return config.train.reference ?? referenceTrainerConfigSchema.parse({ model: '.' });
 }
 
@@ -55,7 +55,7 @@ except Exception as error:
 print(json.dumps(out))
 `;
 
-export interface TrainerProbe {
+interface TrainerProbe {
   python: string;
   versions: Record<string, string | null>;
   imports: true | string;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ServerError } from '@shears/core';
 
-export interface WeightSyncSettings {
+interface WeightSyncSettings {
   mode: 'restart' | 'lora';
   /** The vLLM server's origin, e.g. http://127.0.0.1:8001. */
   baseUrl: string;
@@ -49,7 +49,7 @@ export interface WeightSync {
 }
 
 /** Completed checkpoints (their checkpoint.json written), oldest first. */
-export function completedCheckpoints(folder: string): SyncedCheckpoint[] {
+function completedCheckpoints(folder: string): SyncedCheckpoint[] {
   if (!existsSync(folder)) return [];
   const found: SyncedCheckpoint[] = [];
   for (const name of readdirSync(folder)) {

@@ -5,7 +5,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '@shears/core';
 
-export type TokenDecoder = (id: number) => string;
+type TokenDecoder = (id: number) => string;
 
 export async function loadTokenDecoder(
   path: string,

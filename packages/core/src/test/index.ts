@@ -23,7 +23,34 @@ export {
 } from './parser-conformance.js';
 export type { SandboxConformanceCase, SandboxConformanceOptions } from './sandbox-conformance.js';
 export { describeSandboxConformance, SANDBOX_CONFORMANCE_CASES } from './sandbox-conformance.js';
-export * from './scripted.js';
+export type {
+  ScriptedCompletion,
+  ScriptedGenerate,
+  ScriptedGeneratedRecord,
+  ScriptedGenerateFlavor,
+  ScriptedGenerateOptions,
+  ScriptedGeneratePolicy,
+  ScriptedGenerateReply,
+  ScriptedGenerateRequest,
+} from './scripted-generate.js';
+export { createScriptedGenerate, scriptedLogprob } from './scripted-generate.js';
+export type {
+  ScriptedChatRequest,
+  ScriptedFault,
+  ScriptedMessageReply,
+  ScriptedPolicy,
+  ScriptedPolicyContext,
+  ScriptedReply,
+  ScriptedRequestRecord,
+  ScriptedRoute,
+  ScriptedServer,
+  ScriptedServerOptions,
+  ScriptedToolCall,
+} from './scripted-server.js';
+export { createScriptedServer } from './scripted-server.js';
+export type { ScriptedServerClientSettings } from './scripted-server-client.js';
+export { createScriptedServerClient } from './scripted-server-client.js';
+export { createSeededRandom } from './seeded-random.js';
 export type { ServerConformanceFixture } from './server-conformance.js';
 export { describeServerConformance } from './server-conformance.js';
 export type { SinkConformanceFixture, SinkConformanceOptions } from './sink-conformance.js';

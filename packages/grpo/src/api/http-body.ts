@@ -5,9 +5,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { safeParseJson } from '@shears/core';
-import { parallelGzip } from '../parallel-gzip.js';
-import { wireDecoderSource } from '../wire-decode.js';
 import { detail, HttpError, TEXT_PLAIN } from './http-errors.js';
+import { parallelGzip } from './parallel-gzip.js';
+import { wireDecoderSource } from './wire-decode.js';
 
 const gzip = promisify(zlib.gzip);
 const wire = wireDecoderSource(zlib);
@@ -49,7 +49,7 @@ export function readBody(request: IncomingMessage, limit: number): Promise<Buffe
 
 export const isGzip = (request: IncomingMessage) =>
   /gzip/i.test(String(request.headers['content-encoding'] ?? ''));
-export const acceptsGzip = (request: IncomingMessage) =>
+const acceptsGzip = (request: IncomingMessage) =>
   /gzip/i.test(String(request.headers['accept-encoding'] ?? ''));
 
 /** A JSON object whose float-typed keys are written as Python writes floats (`1.0`). */
@@ -61,7 +61,7 @@ export function jsonWithFloats(value: object, floatKeys: readonly string[]): str
   return `{${parts.join(',')}}`;
 }
 
-export async function encodeBody(
+async function encodeBody(
   request: IncomingMessage,
   body: string | Buffer,
   contentType: string,

@@ -6,17 +6,17 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@shears/core';
-import { EnvStatusError } from '../batching.js';
-import type { DecodePool } from '../decode-pool.js';
 import { metricsText } from './api-metrics.js';
 import { batch } from './batch-route.js';
+import { EnvStatusError } from './batching.js';
+import type { DecodePool } from './decode-pool.js';
 import { json, jsonWithFloats, parseBody, readBody, send } from './http-body.js';
 import { detail, HttpError, TEXT_PLAIN } from './http-errors.js';
 import { validateModel } from './request-models.js';
 import { type ScoredDataScope, scoredData } from './scored-data-route.js';
 import type { EnvRegistration, TrainerRegistration, TrajectoryQueue } from './trajectory-queue.js';
 
-export interface HttpTransportSettings {
+interface HttpTransportSettings {
   /** Largest request body, compressed and decompressed, before 413. */
   maxRequestBytes: number;
   /** `Retry-After` seconds sent with 429. */

@@ -3,7 +3,7 @@
 // naming each bad field.
 import { detail } from './http-errors.js';
 
-export type FieldType = 'str' | 'int' | 'float' | 'float?';
+type FieldType = 'str' | 'int' | 'float' | 'float?';
 
 export function validateModel(value: unknown, fields: Record<string, FieldType>): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

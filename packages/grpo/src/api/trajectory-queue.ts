@@ -3,14 +3,14 @@
 // and hand-out, reset and the counters behind /metrics. Every method takes validated values and
 // returns plain values; the HTTP transport (http-transport.ts) only parses, routes and writes.
 import { gunzip } from 'node:zlib';
-import { computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from '../batching.js';
+import { computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from './batching.js';
 import {
   type FormedBatch,
   joinSuffix,
   type StoredPayload,
   type TrajectoryStore,
-} from '../trajectory-store.js';
-import type { DecodedGroup } from '../wire-decode.js';
+} from './trajectory-store.js';
+import type { DecodedGroup } from './wire-decode.js';
 
 export interface TrajectoryQueueSettings {
   maxQueuedGroups: number;
@@ -44,7 +44,7 @@ export interface EnvRegistration {
   min_batch_allocation: number | null;
 }
 
-export type EnvRegistrationResult =
+type EnvRegistrationResult =
   | { status: 'wait for trainer to start' }
   | {
       status: 'success';
@@ -89,7 +89,7 @@ export interface BatchLease {
   release(): void;
 }
 
-export interface QueueCounters {
+interface QueueCounters {
   groupsReceived: number;
   sequencesReceived: number;
   batchesServed: number;

@@ -12,7 +12,7 @@ export class PyNumber {
 export type PyValue = null | boolean | string | PyNumber | RawJson | PyValue[] | Map<string, PyValue>;
 
 /** How a read ended: `incomplete` means the text ran out while the value could still be valid. */
-export type JsonReadFailure = 'incomplete' | 'invalid';
+type JsonReadFailure = 'incomplete' | 'invalid';
 
 /**
  * Python's float repr: the shortest digits that round-trip, positional notation when the
@@ -56,7 +56,7 @@ export function pyIntText(digits: string): string {
 }
 
 /** The number a JSON number lexeme means in Python: int when it has no fraction or exponent. */
-export function pyNumberFromJson(lexeme: string): PyNumber {
+function pyNumberFromJson(lexeme: string): PyNumber {
   for (let index = 0; index < lexeme.length; index += 1) {
     const code = lexeme.charCodeAt(index);
     if (code === 46 || code === 101 || code === 69) return new PyNumber(pyFloatRepr(Number(lexeme)));

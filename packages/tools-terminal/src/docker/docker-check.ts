@@ -9,7 +9,7 @@ import { readBanner } from '../ssh/ssh-check.js';
 import { type DockerHostSettings, resolveDockerConnection } from './docker-hosts.js';
 import type { dockerSandboxSettingsSchema } from './docker-sandbox-provider.js';
 
-export const DEFAULT_DOCKER_SOCKET = 'unix:///var/run/docker.sock';
+const DEFAULT_DOCKER_SOCKET = 'unix:///var/run/docker.sock';
 
 function firstLine(error: unknown): string {
   return ((error as Error)?.message ?? String(error)).split('\n')[0] ?? String(error);
@@ -18,7 +18,7 @@ function firstLine(error: unknown): string {
 type Ping = { ok: true; detail: string } | { ok: false; detail: string };
 
 /** GET /_ping on the daemon (for ssh:// hosts: whether the ssh server answers). */
-export function pingDocker(host: DockerHostSettings | string): Promise<Ping> {
+function pingDocker(host: DockerHostSettings | string): Promise<Ping> {
   let options: ReturnType<typeof resolveDockerConnection>;
   try {
     options = resolveDockerConnection(host);

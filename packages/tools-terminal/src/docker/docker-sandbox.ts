@@ -11,7 +11,7 @@ import { createShellSandbox, type ShellSandbox } from '../shell-sandbox.js';
 import { SHELL_BOOTSTRAP, type ShellTransport } from '../shell-session.js';
 import { createTar, parseTar } from './tar.js';
 
-export interface DockerSandboxInit {
+interface DockerSandboxInit {
   id: string;
   docker: Dockerode;
   container: Dockerode.Container;

@@ -4,9 +4,9 @@
 
 const BLOCK = 512;
 
-export type TarEntryType = 'file' | 'directory' | 'symlink' | 'other';
+type TarEntryType = 'file' | 'directory' | 'symlink' | 'other';
 
-export interface TarEntry {
+interface TarEntry {
   path: string;
   type: TarEntryType;
   mode: number;
@@ -15,7 +15,7 @@ export interface TarEntry {
   data: Uint8Array;
 }
 
-export interface TarFileInput {
+interface TarFileInput {
   path: string;
   data: Uint8Array;
   mode?: number;

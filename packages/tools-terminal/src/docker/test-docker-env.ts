@@ -5,7 +5,7 @@ type Describe = ((name: string, body: () => void) => void) & {
   skip: (name: string, body: () => void) => void;
 };
 
-export interface TestDocker {
+interface TestDocker {
   host: string;
   image: string;
 }

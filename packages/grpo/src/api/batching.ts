@@ -74,7 +74,7 @@ function gcd(a: number, b: number): number {
 }
 
 /** How many queued groups the exact search looks at; bounds the work per batch. */
-export const BATCH_SEARCH_WINDOW = 4096;
+const BATCH_SEARCH_WINDOW = 4096;
 
 /**
  * Atropos's packs (`grab_exact_from_heterogeneous_queue`): walking the queue in order, groups

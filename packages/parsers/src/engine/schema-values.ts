@@ -39,7 +39,7 @@ export function declaredNames(schemas: Record<string, unknown> | undefined): Set
 /** The schema's type name, lower-cased; unions pick the first non-null member. */
 const typeCache = new WeakMap<object, string | undefined>();
 
-export function schemaType(schema: unknown): string | undefined {
+function schemaType(schema: unknown): string | undefined {
   if (typeof schema !== 'object' || schema === null) return undefined;
   if (typeCache.has(schema)) return typeCache.get(schema);
   const type = computeSchemaType(schema);

@@ -8,7 +8,7 @@ import type { FormatContext, StepItem } from './format.js';
  * object is decoded once (Granite 4 / vLLM PR #54964); any other string stays a JSON string.
  * Missing or null arguments mean `{}`.
  */
-export function argumentsFromValue(value: PyValue | undefined): string {
+function argumentsFromValue(value: PyValue | undefined): string {
   if (value === undefined || value === null) return '{}';
   if (typeof value === 'string') {
     const decoded = pyJsonLoads(value);
@@ -65,7 +65,7 @@ export function callFromArgumentText(
 }
 
 /** Decodes an `arguments` string for rendering: JSON when it is JSON, else the raw text. */
-export function decodeArguments(text: string): { ok: true; value: PyValue } | { ok: false; text: string } {
+function decodeArguments(text: string): { ok: true; value: PyValue } | { ok: false; text: string } {
   const decoded = pyJsonLoads(text.trim() === '' ? '{}' : text);
   return decoded.ok ? decoded : { ok: false, text };
 }

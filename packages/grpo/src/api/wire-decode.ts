@@ -44,7 +44,7 @@ export interface DecodeRequest {
   generalOnly?: boolean;
 }
 
-export interface WireDecoder {
+interface WireDecoder {
   decode(request: DecodeRequest): DecodeResult;
   /** The 14 keys of a stored group, in wire order. */
   keys: readonly string[];

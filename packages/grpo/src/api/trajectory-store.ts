@@ -20,12 +20,12 @@ import { dirname } from 'node:path';
 import * as zlib from 'node:zlib';
 import { ConfigError } from '@shears/core';
 import type BetterSqlite3 from 'better-sqlite3';
-import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api/api-errors.js';
+import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api-errors.js';
 import { type BatchPlan, type EnvRecord, findGroupsSummingToTarget, type QueuedGroup } from './batching.js';
 import { type DecodedGroup, wireDecoderSource } from './wire-decode.js';
 
 /** What Atropos keeps on `app.state`, minus the queue (which is the groups table). */
-export interface RunState {
+interface RunState {
   /** A trainer registered since the last reset (Atropos: "the queue exists"). */
   registered: boolean;
   group: string | null;
@@ -97,7 +97,7 @@ function initialRun(): RunState {
 }
 
 /** The JSON text of a stored group with all 14 keys. */
-export function groupText(stored: StoredPayload): string {
+function groupText(stored: StoredPayload): string {
   const text = (stored.encoding === 1 ? zlib.gunzipSync(stored.payload) : stored.payload).toString('utf8');
   return joinSuffix(text, stored.suffix);
 }
