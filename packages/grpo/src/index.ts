@@ -53,8 +53,18 @@ export { toDpoPairs, toSftRecords, writeJsonl } from './export.js';
 export { default as plugin } from './plugin.js';
 export type { ReplayBuffer, ReplayBufferSettings } from './replay-buffer.js';
 export { createReplayBuffer, createReplayBufferSink } from './replay-buffer.js';
+export type { ReplayStore, ReplayStoreEntry, ReplayStoreSettings } from './replay-store.js';
+export { openReplayStore, ReplayStoreError } from './replay-store.js';
 export type { BuildScoredDataOptions, RecordToScoredDataOptions, RolloutForGroup } from './scored-group.js';
-export { buildScoredData, scoredDataFromRecord, tokenizeConversation } from './scored-group.js';
+export {
+  buildScoredData,
+  StepCreditMismatchError,
+  scoredDataFromRecord,
+  tokenizeConversation,
+  trainedSpans,
+} from './scored-group.js';
+export type { StepCredit, StepCreditSettings, StepForCredit } from './step-credit.js';
+export { stepCredit } from './step-credit.js';
 export type {
   EnvRegistration,
   EnvRegistrationResult,
