@@ -419,11 +419,7 @@ export async function createLoopController(
         return runOneGroup(capability!.runtime, capability!.context, item, groupSize);
       },
       loopOf(item) {
-        const fields: GroupLoop = {
-          ...(loop.safety ? { source: item.source } : {}),
-          ...(item.level !== undefined ? { curriculumLevel: item.level } : {}),
-        };
-        return Object.keys(fields).length > 0 ? fields : {};
+        return { source: item.source, ...(item.level !== undefined ? { curriculumLevel: item.level } : {}) };
       },
       finished(record, item) {
         if (!curriculum || item.source !== 'train' || record.partial) return;

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedServer, type ScriptedChatRequest, type ScriptedReply } from '@shears/core/test';
+import { openReplayStore } from '@shears/grpo';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type MetricsRow, metricsRowSchema } from '../metrics/metrics-schema.js';
 import { runShears } from '../test-support/run-cli.js';
@@ -158,6 +159,15 @@ describe('the improvement loop through shears train', () => {
       .split('\n')
       .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
     expect(records.filter((record) => record.loop?.replayOf !== undefined)).toHaveLength(replayed);
+    // The kept groups are on disk after the run (a restart reopens them): all scored above the threshold.
+    const store = await openReplayStore<unknown>({
+      path: join(dir, 'runs/loop.replay.sqlite'),
+      threshold: 0.7,
+    });
+    const kept = store.sample(1000);
+    store.close();
+    expect(kept.length).toBeGreaterThan(0);
+    for (const entry of kept) expect(byId.get(entry.groupId)?.row.reward.max).toBe(entry.score);
     const windows = rows.filter((row) => row.kind === 'shears.metrics.window');
     expect(windows.reduce((sum, row) => sum + (row.loop?.replayGroups ?? 0), 0)).toBe(replayed);
 
