@@ -122,10 +122,11 @@ async function resolveTrainer(
 }
 
 export async function trainCommand(outerContext: CommandContext): Promise<number> {
+  // Before the trainer is resolved: a loop setting the trainer would ignore is named first.
+  checkLoopConfig(outerContext.config);
   const { context, output } = await resolveTrainer(outerContext);
   const { config, io } = context;
   checkRunConfig(config);
-  checkLoopConfig(config);
   checkTrainerNeeds(config);
   await requireTokenizer(config, io.cwd, 'train');
   const out = resolveOut(context, config.run.out);
