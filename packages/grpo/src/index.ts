@@ -10,7 +10,11 @@ export {
   resolveAdvantageEstimator,
   rlooAdvantages,
 } from '@shears/core';
-export type { GroupAdvantageInput, GroupAdvantageOptions, GroupAdvantageResult } from './advantages.js';
+export type {
+  GroupAdvantageInput,
+  GroupAdvantageOptions,
+  GroupAdvantageResult,
+} from './advantages/advantages.js';
 export {
   COUNTED_OUTCOMES,
   computeGroupAdvantages,
@@ -18,17 +22,29 @@ export {
   discountedReturns,
   stepAdvantages,
   tokenAdvantages,
-} from './advantages.js';
+} from './advantages/advantages.js';
+export type {
+  BuildScoredDataOptions,
+  RecordToScoredDataOptions,
+  RolloutForGroup,
+} from './advantages/scored-group.js';
+export {
+  buildScoredData,
+  StepCreditMismatchError,
+  scoredDataFromRecord,
+  tokenizeConversation,
+  trainedSpans,
+} from './advantages/scored-group.js';
+export type { StepCredit, StepCreditSettings, StepForCredit } from './advantages/step-credit.js';
+export { stepCredit } from './advantages/step-credit.js';
 export {
   TrajectoryApiDatabaseError,
   TrajectoryApiListenError,
   TrajectoryApiLockedError,
 } from './api/api-errors.js';
-export type { BatchLease, IngestResult, TrajectoryQueueSettings } from './api/trajectory-queue.js';
-export { QueueFullError, TrajectoryQueue } from './api/trajectory-queue.js';
-export type { ApiSink, ApiSinkSettings } from './api-sink.js';
-export { createApiSink } from './api-sink.js';
-export type { BatchPlan, EnvRecord, EnvStatus, QueuedGroup } from './batching.js';
+export type { ApiSink, ApiSinkSettings } from './api/api-sink.js';
+export { createApiSink } from './api/api-sink.js';
+export type { BatchPlan, EnvRecord, EnvStatus, QueuedGroup } from './api/batching.js';
 export {
   computeEnvStatus,
   findGroupsSummingToTarget,
@@ -36,35 +52,7 @@ export {
   planAtroposBatchWithMinimums,
   planBatch,
   planBatchWithMinimums,
-} from './batching.js';
-export type {
-  CollapseEvent,
-  CollapseMonitor,
-  CollapseMonitorSettings,
-  Regression,
-} from './collapse-monitor.js';
-export { createCollapseMonitor } from './collapse-monitor.js';
-export type { Curriculum, CurriculumSettings } from './curriculum.js';
-export { createCurriculum } from './curriculum.js';
-export type { DataMix, MixedBatch } from './data-mix.js';
-export { createDataMix, mixOnlineOffline } from './data-mix.js';
-export type { DpoExportOptions, DpoPair, SftExportOptions, SftRecord } from './export.js';
-export { toDpoPairs, toSftRecords, writeJsonl } from './export.js';
-export { default as plugin } from './plugin.js';
-export type { ReplayBuffer, ReplayBufferSettings } from './replay-buffer.js';
-export { createReplayBuffer, createReplayBufferSink } from './replay-buffer.js';
-export type { ReplayStore, ReplayStoreEntry, ReplayStoreSettings } from './replay-store.js';
-export { openReplayStore, ReplayStoreError } from './replay-store.js';
-export type { BuildScoredDataOptions, RecordToScoredDataOptions, RolloutForGroup } from './scored-group.js';
-export {
-  buildScoredData,
-  StepCreditMismatchError,
-  scoredDataFromRecord,
-  tokenizeConversation,
-  trainedSpans,
-} from './scored-group.js';
-export type { StepCredit, StepCreditSettings, StepForCredit } from './step-credit.js';
-export { stepCredit } from './step-credit.js';
+} from './api/batching.js';
 export type {
   EnvRegistration,
   EnvRegistrationResult,
@@ -72,12 +60,32 @@ export type {
   TrainerRegistration,
   TrajectoryApiClient,
   TrajectoryApiClientSettings,
-} from './trajectory-api-client.js';
-export { createTrajectoryApiClient } from './trajectory-api-client.js';
-export type { TrajectoryApiServer, TrajectoryApiServerSettings } from './trajectory-api-server.js';
-export { createTrajectoryApiServer, startTrajectoryApiServer } from './trajectory-api-server.js';
-export type { StoreSummary } from './trajectory-store.js';
-export { TrajectoryStore } from './trajectory-store.js';
+} from './api/trajectory-api-client.js';
+export { createTrajectoryApiClient } from './api/trajectory-api-client.js';
+export type { TrajectoryApiServer, TrajectoryApiServerSettings } from './api/trajectory-api-server.js';
+export { createTrajectoryApiServer, startTrajectoryApiServer } from './api/trajectory-api-server.js';
+export type { BatchLease, IngestResult, TrajectoryQueueSettings } from './api/trajectory-queue.js';
+export { QueueFullError, TrajectoryQueue } from './api/trajectory-queue.js';
+export type { StoreSummary } from './api/trajectory-store.js';
+export { TrajectoryStore } from './api/trajectory-store.js';
+export { default as plugin } from './plugin.js';
+export type {
+  CollapseEvent,
+  CollapseMonitor,
+  CollapseMonitorSettings,
+  Regression,
+} from './shaping/collapse-monitor.js';
+export { createCollapseMonitor } from './shaping/collapse-monitor.js';
+export type { Curriculum, CurriculumSettings } from './shaping/curriculum.js';
+export { createCurriculum } from './shaping/curriculum.js';
+export type { DataMix, MixedBatch } from './shaping/data-mix.js';
+export { createDataMix, mixOnlineOffline } from './shaping/data-mix.js';
+export type { DpoExportOptions, DpoPair, SftExportOptions, SftRecord } from './shaping/export.js';
+export { toDpoPairs, toSftRecords, writeJsonl } from './shaping/export.js';
+export type { ReplayBuffer, ReplayBufferSettings } from './shaping/replay-buffer.js';
+export { createReplayBuffer, createReplayBufferSink } from './shaping/replay-buffer.js';
+export type { ReplayStore, ReplayStoreEntry, ReplayStoreSettings } from './shaping/replay-store.js';
+export { openReplayStore, ReplayStoreError } from './shaping/replay-store.js';
 
 import plugin from './plugin.js';
 export default plugin;

@@ -3,9 +3,9 @@
 // with the settings schema the registry checks config settings against.
 import { definePlugin, definePluginEntry, type TokenizerV1 } from '@shears/core';
 import { z } from 'zod';
-import { createApiSink } from './api-sink.js';
-import { createReplayBuffer, createReplayBufferSink } from './replay-buffer.js';
-import type { TrajectoryApiClient } from './trajectory-api-client.js';
+import { createApiSink } from './api/api-sink.js';
+import type { TrajectoryApiClient } from './api/trajectory-api-client.js';
+import { createReplayBuffer, createReplayBufferSink } from './shaping/replay-buffer.js';
 
 const isObject = (value: unknown) => typeof value === 'object' && value !== null;
 

@@ -4,7 +4,7 @@
 // environment: SHEARS_API_PORT, SHEARS_API_HOST, SHEARS_API_DB, SHEARS_API_SYNCHRONOUS,
 // SHEARS_API_MAX_QUEUED_GROUPS, SHEARS_API_DECODE_WORKERS, SHEARS_API_TOKEN. Prints one JSON line
 // `{"event":"listening","url":...}` on stdout once it accepts connections.
-import { startTrajectoryApiServer } from './trajectory-api-server.js';
+import { startTrajectoryApiServer } from './api/trajectory-api-server.js';
 
 const environment = process.env;
 const number = (name: string): number | undefined =>

@@ -2,8 +2,8 @@
 // streamed) and render calls back into each model's own format.
 import plugin from './plugin.js';
 
-export { createParserFromFormat, stripEndTokens } from './core/create-parser.js';
-export type { FormatContext, Step, StepItem, ToolCallFormat } from './core/format.js';
+export { createParserFromFormat, stripEndTokens } from './engine/create-parser.js';
+export type { FormatContext, Step, StepItem, ToolCallFormat } from './engine/format.js';
 export type { MistralRenderVersion } from './formats/mistral.js';
 export type { PyValue } from './json/python-json.js';
 export {

@@ -1,7 +1,7 @@
 // The built-in parsers, by name: one ToolCallParserV1 per format, and lookup by name or alias.
 import { NoSuchEntryError, type ToolCallParserV1 } from '@shears/core';
-import { createParserFromFormat } from './core/create-parser.js';
-import type { ToolCallFormat } from './core/format.js';
+import { createParserFromFormat } from './engine/create-parser.js';
+import type { ToolCallFormat } from './engine/format.js';
 import { deepseekV3Format, deepseekV31Format } from './formats/deepseek.js';
 import { glm45Format } from './formats/glm45.js';
 import { hermesFormat, qwenFormat } from './formats/hermes.js';

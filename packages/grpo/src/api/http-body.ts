@@ -5,9 +5,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { safeParseJson } from '@shears/core';
-import { parallelGzip } from '../parallel-gzip.js';
-import { wireDecoderSource } from '../wire-decode.js';
 import { detail, HttpError, TEXT_PLAIN } from './http-errors.js';
+import { parallelGzip } from './parallel-gzip.js';
+import { wireDecoderSource } from './wire-decode.js';
 
 const gzip = promisify(zlib.gzip);
 const wire = wireDecoderSource(zlib);

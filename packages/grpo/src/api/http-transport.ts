@@ -6,10 +6,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@shears/core';
-import { EnvStatusError } from '../batching.js';
-import type { DecodePool } from '../decode-pool.js';
 import { metricsText } from './api-metrics.js';
 import { batch } from './batch-route.js';
+import { EnvStatusError } from './batching.js';
+import type { DecodePool } from './decode-pool.js';
 import { json, jsonWithFloats, parseBody, readBody, send } from './http-body.js';
 import { detail, HttpError, TEXT_PLAIN } from './http-errors.js';
 import { validateModel } from './request-models.js';

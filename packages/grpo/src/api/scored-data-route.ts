@@ -2,7 +2,7 @@
 // 429 with Retry-After when the queue is full, decoding and validation in the worker pool, and
 // the answer only once the groups are committed to disk.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { DecodePool } from '../decode-pool.js';
+import type { DecodePool } from './decode-pool.js';
 import { isGzip, send } from './http-body.js';
 import { detail, HttpError } from './http-errors.js';
 import { QueueFullError, type TrajectoryQueue } from './trajectory-queue.js';

@@ -3,14 +3,14 @@
 // and hand-out, reset and the counters behind /metrics. Every method takes validated values and
 // returns plain values; the HTTP transport (http-transport.ts) only parses, routes and writes.
 import { gunzip } from 'node:zlib';
-import { computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from '../batching.js';
+import { computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from './batching.js';
 import {
   type FormedBatch,
   joinSuffix,
   type StoredPayload,
   type TrajectoryStore,
-} from '../trajectory-store.js';
-import type { DecodedGroup } from '../wire-decode.js';
+} from './trajectory-store.js';
+import type { DecodedGroup } from './wire-decode.js';
 
 export interface TrajectoryQueueSettings {
   maxQueuedGroups: number;

@@ -2,7 +2,7 @@
 // the body exactly as sent (no rewrite at ingest) and any trainer reads floats.
 import * as zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { wireDecoderSource } from '../wire-decode.js';
+import { wireDecoderSource } from './wire-decode.js';
 import { wireJson } from './wire-json.js';
 
 const decoder = wireDecoderSource(zlib);

@@ -4,7 +4,7 @@
 // body already spelled that way is stored as sent by shears' server (no rewrite at ingest) and
 // reaches Atropos trainers with the right types from any server.
 import * as zlib from 'node:zlib';
-import { wireDecoderSource } from '../wire-decode.js';
+import { wireDecoderSource } from './wire-decode.js';
 
 const { pythonFloat } = wireDecoderSource(zlib);
 

@@ -4,7 +4,7 @@
 // Each call is matched on its own (hermes-agent #989: a greedy match kept only the last one),
 // arguments may span lines, and the outer `<｜tool▁calls▁begin｜>` may be missing.
 import type { RenderInput } from '@shears/core';
-import { argumentsText, callFromArgumentText } from '../core/arguments.js';
+import { argumentsText, callFromArgumentText } from '../engine/arguments.js';
 import {
   couldBeMarker,
   type FormatContext,
@@ -14,7 +14,7 @@ import {
   nextStart,
   type Step,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import { skipWhitespace } from '../json/python-json.js';
 
 const CALLS_BEGIN = '<｜tool▁calls▁begin｜>';

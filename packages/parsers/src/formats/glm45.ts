@@ -3,7 +3,7 @@
 // A call needs its closing tag and a newline (real or a literal `\n`) after the name. A value
 // may itself hold argument markup, so its end is found by structure (findValueEnd).
 import type { RenderInput } from '@shears/core';
-import { argumentsObject } from '../core/arguments.js';
+import { argumentsObject } from '../engine/arguments.js';
 import {
   couldBeMarker,
   type FormatContext,
@@ -13,7 +13,7 @@ import {
   nextStart,
   type Step,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import {
   coerceNumeric,
   declaredNames,
@@ -21,7 +21,7 @@ import {
   isNullableSchema,
   isStringSchema,
   parameterSchemas,
-} from '../core/schema-values.js';
+} from '../engine/schema-values.js';
 import { type PyValue, pyDumps, pyJsonLoads } from '../json/python-json.js';
 
 const OPEN = '<tool_call>';

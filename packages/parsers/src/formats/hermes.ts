@@ -2,7 +2,7 @@
 // Qwen 2.5/3, QwQ). The end of a call is found by JSON structure, never by the first literal
 // end tag, so `</tool_call>` inside an argument string is harmless.
 import type { RenderInput } from '@shears/core';
-import { argumentsJson, callFromObject } from '../core/arguments.js';
+import { argumentsJson, callFromObject } from '../engine/arguments.js';
 import {
   couldBeMarker,
   fastCallObject,
@@ -13,7 +13,7 @@ import {
   type Step,
   type StepItem,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import { pyQuote, skipJsonWhitespace } from '../json/python-json.js';
 
 const OPEN = '<tool_call>';

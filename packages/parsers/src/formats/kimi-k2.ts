@@ -2,7 +2,7 @@
 // <|tool_call_argument_begin|>{json}<|tool_call_end|>...<|tool_calls_section_end|>`. The model
 // writes the call id itself (`functions.NAME:IDX`); the counter runs over the conversation.
 import type { RenderInput } from '@shears/core';
-import { argumentsText, callFromArgumentText } from '../core/arguments.js';
+import { argumentsText, callFromArgumentText } from '../engine/arguments.js';
 import {
   couldBeMarker,
   type FormatContext,
@@ -13,7 +13,7 @@ import {
   nextStart,
   type Step,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import { skipWhitespace } from '../json/python-json.js';
 
 const SECTION_BEGIN = '<|tool_calls_section_begin|>';

@@ -2,7 +2,7 @@
 // `{"name": ..., "parameters": {...}}`, optionally after `<|python_tag|>`, several separated by
 // `;`. Like vLLM, any `{` may start a call; prose around bare JSON is not content.
 import type { RenderInput } from '@shears/core';
-import { argumentsJson, callFromObject } from '../core/arguments.js';
+import { argumentsJson, callFromObject } from '../engine/arguments.js';
 import {
   type FormatContext,
   fastCallObject,
@@ -10,7 +10,7 @@ import {
   holdback,
   type Step,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import { pyQuote } from '../json/python-json.js';
 
 const PYTHON_TAG = '<|python_tag|>';

@@ -2,7 +2,7 @@
 // v11 `[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}`, v13 `[TOOL_CALLS]name[ARGS]{...}`, and
 // `[TOOL_CALLS]name{...}` as seen when control tokens were skipped during detokenisation.
 import type { RenderInput } from '@shears/core';
-import { argumentsJson, argumentsText, callFromArgumentText, callFromObject } from '../core/arguments.js';
+import { argumentsJson, argumentsText, callFromArgumentText, callFromObject } from '../engine/arguments.js';
 import {
   couldBeMarker,
   type FormatContext,
@@ -17,7 +17,7 @@ import {
   type Step,
   type StepItem,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import { pyQuote, skipJsonWhitespace, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALLS = '[TOOL_CALLS]';

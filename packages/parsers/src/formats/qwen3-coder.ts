@@ -5,7 +5,7 @@
 // missing close tags (a value ends at the next parameter or function end) and drifted
 // `</parameter…>` markers.
 import type { RenderInput } from '@shears/core';
-import { argumentsObject, jinjaString } from '../core/arguments.js';
+import { argumentsObject, jinjaString } from '../engine/arguments.js';
 import {
   couldBeMarker,
   type FormatContext,
@@ -16,14 +16,14 @@ import {
   nextStart,
   type Step,
   type ToolCallFormat,
-} from '../core/format.js';
+} from '../engine/format.js';
 import {
   declaredNames,
   heuristicValue,
   isWordIgnoringCase,
   parameterSchemas,
   typedValue,
-} from '../core/schema-values.js';
+} from '../engine/schema-values.js';
 import { type PyValue, pyDumps, skipWhitespace } from '../json/python-json.js';
 
 const TOOL_CALL = '<tool_call>';

@@ -20,7 +20,7 @@ import { dirname } from 'node:path';
 import * as zlib from 'node:zlib';
 import { ConfigError } from '@shears/core';
 import type BetterSqlite3 from 'better-sqlite3';
-import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api/api-errors.js';
+import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api-errors.js';
 import { type BatchPlan, type EnvRecord, findGroupsSummingToTarget, type QueuedGroup } from './batching.js';
 import { type DecodedGroup, wireDecoderSource } from './wire-decode.js';
 

@@ -9,7 +9,7 @@ import {
   type TrajectorySinkV1,
   throwIfAborted,
 } from '@shears/core';
-import { scoredDataFromRecord } from './scored-group.js';
+import { scoredDataFromRecord } from '../advantages/scored-group.js';
 import {
   createTrajectoryApiClient,
   type EnvRegistration,

@@ -17,8 +17,8 @@ import {
   throwIfAborted,
 } from '@shears/core';
 import { sleep as abortableSleep } from '@shears/core/internal';
-import { wireJson } from './api/wire-json.js';
 import type { EnvStatus } from './batching.js';
+import { wireJson } from './wire-json.js';
 
 export interface TrajectoryApiClientSettings {
   /** Base URL, e.g. `http://127.0.0.1:8000`. */

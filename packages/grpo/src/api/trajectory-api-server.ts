@@ -12,10 +12,10 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, type Logger, silentLogger } from '@shears/core';
-import { TrajectoryApiListenError } from './api/api-errors.js';
-import { createHttpTransport } from './api/http-transport.js';
-import { TrajectoryQueue } from './api/trajectory-queue.js';
+import { TrajectoryApiListenError } from './api-errors.js';
 import { createDecodePool } from './decode-pool.js';
+import { createHttpTransport } from './http-transport.js';
+import { TrajectoryQueue } from './trajectory-queue.js';
 import { type StoreSummary, type Synchronous, TrajectoryStore } from './trajectory-store.js';
 
 export interface TrajectoryApiServerSettings {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { rawRequest } from '../test/http.js';
+import { rawRequest } from '../../test/http.js';
 import {
   startTrajectoryApiServer,
   type TrajectoryApiServer,

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { startTrajectoryApiServer } from './trajectory-api-server.js';
 
-const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'atropos_python_client.py');
+const script = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test', 'atropos_python_client.py');
 const directory = mkdtempSync(join(tmpdir(), 'shears-api-python-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 

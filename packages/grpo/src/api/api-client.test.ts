@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeSinkConformance, sampleScoredGroup } from '@shears/core/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { charTokenizer } from '../advantages/scored-group.test.js';
+import plugin from '../plugin.js';
 import { createApiSink } from './api-sink.js';
-import plugin from './plugin.js';
-import { charTokenizer } from './scored-group.test.js';
 import { createTrajectoryApiClient } from './trajectory-api-client.js';
 import { startTrajectoryApiServer, type TrajectoryApiServer } from './trajectory-api-server.js';
 

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
-import { rawRequest } from '../test/http.js';
+import { rawRequest } from '../../test/http.js';
 
-const packageDirectory = join(dirname(fileURLToPath(import.meta.url)), '..');
+const packageDirectory = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const nodeArguments = ['--import', 'tsx', '--conditions=@shears/source'];
 const children: ChildProcess[] = [];
 const directory = mkdtempSync(join(tmpdir(), 'shears-crash-'));
