@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedServer, type ScriptedChatRequest, type ScriptedReply } from '@shears/core/test';
-import { openReplayStore } from '@shears/grpo';
+import { openReplayStore, startTrajectoryApiServer } from '@shears/grpo';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type MetricsRow, metricsRowSchema } from '../metrics/metrics-schema.js';
 import { runShears } from '../test-support/run-cli.js';
@@ -248,6 +248,76 @@ describe('the improvement loop through shears train', () => {
       });
     }
     expect(checked).toBeGreaterThan(0);
+  });
+});
+
+describe('replay through shears serve', () => {
+  it('keeps the replay file across a restart: the second run starts with every group the first kept, and replays at its share', async () => {
+    const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
+    const registered = await fetch(`${api.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        wandb_group: 'g',
+        wandb_project: 'p',
+        batch_size: 4,
+        max_token_len: 8192,
+        checkpoint_dir: 'c',
+        save_checkpoint_interval: 10,
+        starting_step: 0,
+        num_steps: 100,
+      }),
+    });
+    expect(registered.ok).toBe(true);
+    // A trainer has started once it asked for a batch (Atropos); until then workers wait.
+    expect(await (await fetch(`${api.url}/batch`)).json()).toEqual({ batch: null });
+    try {
+      writeFileSync(
+        join(dir, 'serve-replay.yaml'),
+        [
+          'env: { name: tasks, group_size: 2, settings: { file: capability.jsonl } }',
+          `server: { provider: openai, base_url: ${model.url}, model: scripted, api_key: none, tokenizer: ${JSON.stringify(tokenizerDir)} }`,
+          `api: { url: ${api.url}, poll_ms: 20, off_policy_limit: 1000 }`,
+          'run: { concurrency: 2, report: false }',
+          'loop: { replay: { share: 0.5, path: runs/kept.sqlite } }',
+        ].join('\n'),
+      );
+      // The capability task: right and wrong alternate, so every group is sent and scores 1 at best.
+      const serve = (out: string) =>
+        runShears(['serve', '--config', 'serve-replay.yaml', '--max-groups', '4', '--out', out], {
+          cwd: dir,
+        });
+      const first = await serve('runs/serve-1.jsonl');
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toContain('replay: 0 groups kept in');
+      const sentHigh = readFileSync(join(dir, 'runs/serve-1.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)))
+        .filter(
+          (record) =>
+            !record.dropped &&
+            record.loop?.replayOf === undefined &&
+            Math.max(...record.scores.map((score) => score ?? 0)) > 0.7,
+        );
+      expect(sentHigh.length).toBeGreaterThan(0);
+      // Restarted: the file still holds every group the first run kept, and they are replayed.
+      const second = await serve('runs/serve-2.jsonl');
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.stderr).toContain(
+        `replay: ${sentHigh.length} group${sentHigh.length === 1 ? '' : 's'} kept in`,
+      );
+      const replays = readFileSync(join(dir, 'runs/serve-2.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)))
+        .filter((record) => record.loop?.replayOf !== undefined);
+      expect(second.stdout).toMatch(/sent 4 groups and (\d+) replayed groups to/);
+      const fresh = Number(/sent (\d+) groups and/.exec(second.stdout)![1]);
+      expect(replays).toHaveLength(fresh); // share 0.5: one replay per fresh group
+    } finally {
+      await api.close();
+    }
   });
 });
 
