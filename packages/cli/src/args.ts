@@ -234,6 +234,9 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       'run.prometheus',
       ...API_CLIENT,
       'api.batch_size',
+      'loop',
+      'evaluate.bootstrap_samples',
+      'evaluate.confidence',
     ],
     flags: [
       CONFIG,
@@ -308,7 +311,18 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'train',
     summary: 'start the API, env workers and the trainer; supervise them',
-    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', 'run.prometheus', 'api', 'train'],
+    reads: [
+      ...ROLLOUT_CONFIG,
+      ...RUN_LOOP,
+      'run.out',
+      'run.report',
+      'run.prometheus',
+      'api',
+      'train',
+      'loop',
+      'evaluate.bootstrap_samples',
+      'evaluate.confidence',
+    ],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -431,6 +445,7 @@ const CONFIG_SECTIONS = [
   'api',
   'evaluate',
   'train',
+  'loop',
 ];
 
 export function cliVersion(): string {

@@ -17,7 +17,6 @@ import {
   type ToolCallParserV1,
   type ToolsetDefinition,
 } from '@shears/core';
-import { resolveAdvantageEstimator } from '@shears/grpo';
 import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
 import {
   composeRegistry,
@@ -34,6 +33,7 @@ import {
 import type { ShearsConfig } from './config/config-schema.js';
 import { checkToolsetsConfig, configureEnv, createExtraTools } from './env-tools.js';
 import type { CliIo } from './io.js';
+import { advantageEstimator } from './loop/loop-config.js';
 import { createProgress, type ProgressMode, type ProgressReporter } from './progress/progress.js';
 import type { Redactor } from './redact.js';
 import { createRunControl, type RunControl } from './run/run-control.js';
@@ -222,7 +222,7 @@ export async function runOneGroup(
     limiter: runtime.limiter,
     budget: config.env.max_turns === undefined ? undefined : { maxTurns: config.env.max_turns },
     retryBudget: config.run.max_retries,
-    advantages: resolveAdvantageEstimator(config.run.advantage),
+    advantages: advantageEstimator(config.run.advantage),
     allEqualScores: config.run.all_equal_scores,
     temperature: config.server.temperature,
     maxTokens: config.server.max_tokens,

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
+import { refuseLoop } from '../loop/loop-config.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { formatNumber, formatTable } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
@@ -186,6 +187,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const success = successRule(config.run.success_threshold);
 
   checkRunConfig(config);
+  refuseLoop(config, 'evaluate');
   refusePrometheus(config, 'evaluate');
   // Before anything runs: --force starts over, --resume continues the run in `out`, and
   // otherwise no existing file is touched.

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { EnvItem, ScoredGroupRecord } from '@shears/core';
+import { refuseLoop } from '../loop/loop-config.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { summarizeGroups } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
@@ -61,6 +62,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const identity = context.redact.value(runIdentity(config, 'process', io.cwd));
 
   checkRunConfig(config);
+  refuseLoop(config, 'process');
   refusePrometheus(config, 'process');
   // Before anything runs: which files exist, and whether they may be replaced or continued.
   // --force starts over; --resume continues the run in `out` when there is one.
