@@ -52,7 +52,7 @@ export interface CommandContext {
   flags: Record<string, string | true>;
 }
 
-interface Runtime {
+export interface Runtime {
   registry: Registry;
   plugins: PluginStatus[];
   /** The env, with `env.tools` added, its toolsets and sandbox checked, and `judge` in its reward step when the config sets one. */

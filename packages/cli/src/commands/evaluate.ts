@@ -79,14 +79,14 @@ function incompleteWhy(record: ScoredGroupRecord): string {
   return `${failed.length} of ${record.rollouts.length} rollouts failed (${reasons.slice(0, 3).join('; ')})`;
 }
 
-function kValues(k: number): number[] {
+export function kValues(k: number): number[] {
   const values = new Set<number>([1]);
   for (let value = 2; value < k; value *= 2) values.add(value);
   values.add(k);
   return [...values].sort((a, b) => a - b);
 }
 
-function summarizeEvaluation(
+export function summarizeEvaluation(
   records: readonly ScoredGroupRecord[],
   options: {
     k: number;
