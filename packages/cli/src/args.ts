@@ -360,9 +360,16 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         description: 'show token text instead of ids in the token view',
       },
       FORCE('an existing HTML file that shears did not build'),
+      {
+        name: 'watch',
+        description:
+          'serve the page on 127.0.0.1 instead of writing it; it updates live as the run appends groups and metrics',
+      },
+      { name: 'port', value: 'N', description: 'port of the --watch server (default 0: any free port)' },
     ],
     examples: [
       'shears view runs/demo.jsonl',
+      'shears view runs/train.jsonl --watch --port 8765',
       'shears view runs/train.jsonl --html /tmp/train.html --tokenizer ./models/Qwen3-8B',
     ],
     refused: {

@@ -1,0 +1,285 @@
+// The run dashboard and the rollout comparison in a real Chromium: charts drawn from the metrics
+// stream of a real `shears process` run on the demo env, a click on a chart opening those
+// trajectories, `shears view --watch` updating live, the loop's rows (curriculum, safety,
+// evaluation) shown when present, and a 100,000-group run loading and filtering (timings printed,
+// never asserted).
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { groupMetricsSchema } from '../metrics/metrics-schema.js';
+import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
+import { runShears } from '../test-support/run-cli.js';
+import { buildViewerHtml } from './build-viewer.js';
+import { createSyntheticGroupMetrics, createSyntheticGroups } from './synthetic-groups.js';
+
+vi.setConfig({ testTimeout: 240_000 });
+
+const hasChromium = chromiumAvailable();
+const screenshotDir = join(import.meta.dirname, '..', '..', 'test-output');
+
+async function open(browser: Browser, url: string, width = 1400): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width, height: 900 } });
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 120_000 });
+  return { page, errors };
+}
+
+describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
+  let browser: Browser;
+  let dir: string;
+  beforeAll(async () => {
+    browser = await launchChromium();
+    dir = mkdtempSync(join(tmpdir(), 'shears-dashboard-'));
+    mkdirSync(screenshotDir, { recursive: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("draws a real run's metrics, and a click on a chart opens that group's trajectories", async () => {
+    const run = await runShears(
+      ['process', '--env', 'demo', '--groups', '8', '--out', 'runs/demo.jsonl', '--seed', '5'],
+      { cwd: dir },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const rows = readFileSync(join(dir, 'runs/demo.metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((row) => row.kind === 'shears.metrics.group')
+      .map((row) => groupMetricsSchema.parse(row));
+    expect(rows).toHaveLength(8);
+
+    const { page, errors } = await open(browser, pathToFileURL(join(dir, 'runs/demo.html')).href);
+    await page.click('[data-testid=tab-dashboard]');
+    await page.waitForSelector('[data-dashboard-ready=true]');
+    expect(await page.textContent('[data-testid=dashboard-summary]')).toMatch(/^8 groups over/);
+    for (const chart of ['reward', 'pass-rate', 'outcomes', 'latency', 'tool-errors', 'judges'])
+      expect(await page.locator(`[data-testid=chart-${chart}] canvas`).count(), chart).toBe(1);
+    // The demo's terminal tool shows up as a series of the tool chart; the per-task table lists each task.
+    expect(await page.locator('[data-testid=chart-tool-errors] .u-legend').textContent()).toContain(
+      'terminal',
+    );
+    const tasks = new Set(rows.map((row) => row.taskId));
+    expect(await page.locator('[data-testid=task-row]').count()).toBe(tasks.size);
+    await page.screenshot({ path: join(screenshotDir, 'dashboard.png'), fullPage: true });
+
+    // Click the reward chart at the latest group: the trajectory view shows exactly that group.
+    const sorted = [...rows].sort((a, b) => a.elapsedSeconds - b.elapsedSeconds);
+    const last = sorted[sorted.length - 1]!;
+    const over = page.locator('[data-testid=chart-reward] .u-over');
+    const box = (await over.boundingBox())!;
+    await over.click({ position: { x: box.width - 1, y: box.height / 2 } });
+    await expect
+      .poll(() => page.locator('[data-testid=selection]').textContent())
+      .toContain(`group ${last.groupId}`);
+    expect(await page.textContent('[data-testid=count]')).toMatch(/^1 of 8 groups/);
+    expect(await page.locator('[data-testid=group-row]').getAttribute('data-group')).toBe(last.groupId);
+    expect(await page.textContent('[data-testid=group-summary]')).toContain(last.groupId);
+
+    // A task row opens that task's groups; clearing the selection shows the whole run again.
+    await page.click('[data-testid=clear-selection]');
+    expect(await page.textContent('[data-testid=count]')).toMatch(/^8 of 8 groups/);
+    await page.click('[data-testid=tab-dashboard]');
+    const task = [...tasks][0]!;
+    await page.locator(`[data-testid=task-row][data-task="${task}"]`).click();
+    const ofTask = rows.filter((row) => row.taskId === task).length;
+    expect(await page.textContent('[data-testid=count]')).toMatch(new RegExp(`^${ofTask} of 8 groups`));
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('a click on a time bin opens the groups finished in it', async () => {
+    const groups = createSyntheticGroups(120, { withTokens: false });
+    const metrics = createSyntheticGroupMetrics(groups, { secondsPerGroup: 1 });
+    const file = join(dir, 'bins.html');
+    writeFileSync(file, buildViewerHtml(groups, { metrics }));
+    const { page, errors } = await open(browser, pathToFileURL(file).href);
+    await page.click('[data-testid=tab-dashboard]');
+    await page.waitForSelector('[data-dashboard-ready=true]');
+    // 120 groups, 1 s apart, in 60 bins of ~2 s: the first bin holds the first two groups.
+    const over = page.locator('[data-testid=chart-latency] .u-over');
+    await over.click({ position: { x: 1, y: 20 } });
+    await expect.poll(() => page.textContent('[data-testid=count]')).toMatch(/^2 of 120 groups/);
+    const shown = await page
+      .locator('[data-testid=group-row]')
+      .evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-group')));
+    expect(shown.sort()).toEqual(['group-0', 'group-1']);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("shows the loop's rows when present: curriculum level, safety events, evaluation pass@k with intervals", async () => {
+    const groups = createSyntheticGroups(40, { withTokens: false });
+    const metrics: unknown[] = createSyntheticGroupMetrics(groups, { secondsPerGroup: 1 });
+    metrics.push(
+      { kind: 'shears.metrics.curriculum', version: 1, elapsedSeconds: 5, level: 1 },
+      { kind: 'shears.metrics.curriculum', version: 1, elapsedSeconds: 22, level: 2 },
+      {
+        kind: 'shears.metrics.safety',
+        version: 1,
+        elapsedSeconds: 30,
+        action: 'shift_mix',
+        reason: 'benchmark swe-lite fell to 0.61 (< 0.95 × baseline 0.70)',
+      },
+      {
+        kind: 'shears.metrics.evaluation',
+        version: 1,
+        elapsedSeconds: 20,
+        step: 10,
+        passAtK: { 'pass@1': { mean: 0.4, low: 0.3, high: 0.5 } },
+      },
+      {
+        kind: 'shears.metrics.evaluation',
+        version: 1,
+        elapsedSeconds: 40,
+        step: 20,
+        passAtK: { 'pass@1': { mean: 0.55, low: 0.45, high: 0.65 } },
+      },
+    );
+    const file = join(dir, 'loop.html');
+    writeFileSync(file, buildViewerHtml(groups, { metrics }));
+    const { page, errors } = await open(browser, pathToFileURL(file).href);
+    await page.click('[data-testid=tab-dashboard]');
+    await page.waitForSelector('[data-dashboard-ready=true]');
+    expect(await page.locator('[data-testid=chart-curriculum] canvas').count()).toBe(1);
+    expect(await page.locator('[data-testid=chart-evaluation] .u-legend').textContent()).toContain('pass@1');
+    const events = await page.locator('[data-testid=event]').allTextContents();
+    expect(events).toContain(
+      '30 s safety: shift_mix · benchmark swe-lite fell to 0.61 (< 0.95 × baseline 0.70)',
+    );
+    expect(events).toContain('22 s curriculum: level 2');
+    expect(events).toContain('40 s evaluation: pass@1 0.550 · step 20');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('without a metrics stream it says so and still shows the per-task table', async () => {
+    const groups = createSyntheticGroups(10, { withTokens: false });
+    const file = join(dir, 'plain.html');
+    writeFileSync(file, buildViewerHtml(groups));
+    const { page, errors } = await open(browser, pathToFileURL(file).href);
+    await page.click('[data-testid=tab-dashboard]');
+    expect(await page.textContent('[data-testid=no-metrics]')).toContain('metrics.jsonl');
+    expect(await page.locator('[data-testid=task-row]').count()).toBe(10);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('shears view --watch serves the page and it shows groups and metrics appended while it is open', async () => {
+    const groups = createSyntheticGroups(6, { withTokens: false });
+    const metrics = createSyntheticGroupMetrics(groups);
+    const jsonl = join(dir, 'live.jsonl');
+    const metricsPath = join(dir, 'live.metrics.jsonl');
+    const lines = (values: readonly unknown[]) =>
+      values.map((value) => `${JSON.stringify(value)}\n`).join('');
+    writeFileSync(jsonl, lines(groups.slice(0, 3)));
+    writeFileSync(metricsPath, lines(metrics.slice(0, 3)));
+    const stop = new AbortController();
+    let url = '';
+    const running = runShears(['view', 'live.jsonl', '--watch'], {
+      cwd: dir,
+      drain: stop.signal,
+      onStdout: (text) => {
+        url = /http:\/\/127\.0\.0\.1:\d+\//.exec(text)?.[0] ?? url;
+      },
+    });
+    try {
+      await expect.poll(() => url, { timeout: 30_000 }).not.toBe('');
+      const { page, errors } = await open(browser, url);
+      expect(await page.textContent('[data-testid=count]')).toMatch(/^3 of 3 groups/);
+      // The run goes on: two more groups and their rows, the last line still being written.
+      appendFileSync(jsonl, `${lines(groups.slice(3, 5))}${JSON.stringify(groups[5]).slice(0, 40)}`);
+      appendFileSync(metricsPath, lines(metrics.slice(3, 5)));
+      await expect
+        .poll(() => page.textContent('[data-testid=count]'), { timeout: 30_000 })
+        .toMatch(/^5 of 5 groups/);
+      await page.click('[data-testid=tab-dashboard]');
+      await page.waitForSelector('[data-dashboard-ready=true]');
+      expect(await page.textContent('[data-testid=dashboard-summary]')).toMatch(/^5 groups over/);
+      // The cut-off line completes: it arrives whole, once.
+      appendFileSync(jsonl, `${JSON.stringify(groups[5]).slice(40)}\n`);
+      appendFileSync(metricsPath, lines(metrics.slice(5)));
+      await expect.poll(() => page.getAttribute('body', 'data-live-groups'), { timeout: 30_000 }).toBe('6');
+      await expect.poll(() => page.textContent('[data-testid=dashboard-summary]')).toMatch(/^6 groups over/);
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      stop.abort();
+    }
+    const result = await running;
+    expect(result.code, result.stderr).toBe(0);
+  });
+
+  it('shears view --watch refuses --html, and --port without --watch', async () => {
+    writeFileSync(join(dir, 'one.jsonl'), `${JSON.stringify(createSyntheticGroups(1)[0])}\n`);
+    const both = await runShears(['view', 'one.jsonl', '--watch', '--html', 'x.html'], { cwd: dir });
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain('--html does nothing with --watch');
+    const port = await runShears(['view', 'one.jsonl', '--port', '9'], { cwd: dir });
+    expect(port.code).not.toBe(0);
+    expect(port.stderr).toContain('add --watch');
+  });
+
+  it('loads and filters a 100,000-group run without stalling (timings printed, not asserted)', async () => {
+    const count = 100_000;
+    let started = performance.now();
+    // Lean groups (2 rollouts, one tool call each, no reward details): the page holds every group
+    // in memory, and 100,000 full trajectories would not fit one page (docs/viewer.md says so).
+    const groups = createSyntheticGroups(count, { groupSize: 2, withTokens: false });
+    for (const group of groups)
+      for (const rollout of group.rollouts) {
+        rollout.messages = rollout.messages.slice(2, 4);
+        rollout.rewardDetails = undefined;
+      }
+    const metrics = createSyntheticGroupMetrics(groups);
+    const file = join(dir, 'huge.html');
+    writeFileSync(file, buildViewerHtml(groups, { metrics }));
+    const buildMs = performance.now() - started;
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    started = performance.now();
+    await page.goto(pathToFileURL(file).href, { timeout: 180_000 });
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 180_000 });
+    const loadMs = performance.now() - started;
+    expect(await page.textContent('[data-testid=count]')).toMatch(/^100000 of 100000 groups/);
+    // Only the visible rows are in the DOM.
+    expect(await page.locator('[data-testid=group-row]').count()).toBeLessThan(80);
+    started = performance.now();
+    await page.fill('[data-testid=search]', 'task-7');
+    await expect
+      .poll(() => page.textContent('[data-testid=count]'), { timeout: 60_000 })
+      .toMatch(/^2000 of 100000 groups/);
+    const filterMs = performance.now() - started;
+    // The page answers between filters: a frame is drawn after the filter (no long stall left behind).
+    await page.evaluate(() => new Promise((resolve) => (globalThis as any).requestAnimationFrame(resolve)));
+    await page.fill('[data-testid=search]', '');
+    started = performance.now();
+    await page.click('[data-testid=tab-dashboard]');
+    await page.waitForSelector('[data-dashboard-ready=true]', { timeout: 120_000 });
+    const dashboardMs = performance.now() - started;
+    expect(await page.textContent('[data-testid=dashboard-summary]')).toMatch(/^100000 groups over/);
+    // A click on the first time bin (a 60th of the run's time) filters the 100,000 groups down to it.
+    const first = metrics[0]!.elapsedSeconds;
+    const span = metrics.at(-1)!.elapsedSeconds - first;
+    const inFirstBin = metrics.filter((row) => row.elapsedSeconds < first + span / 60).length;
+    started = performance.now();
+    await page.locator('[data-testid=chart-outcomes] .u-over').click({ position: { x: 1, y: 20 } });
+    await expect
+      .poll(() => page.textContent('[data-testid=count]'), { timeout: 60_000 })
+      .toMatch(new RegExp(`^${inFirstBin} of 100000 groups`));
+    const clickMs = performance.now() - started;
+    console.log(
+      `dashboard 100,000 groups: html ${buildMs.toFixed(0)} ms to build, load ${loadMs.toFixed(0)} ms, filter ${filterMs.toFixed(0)} ms, dashboard ${dashboardMs.toFixed(0)} ms, bin click ${clickMs.toFixed(0)} ms`,
+    );
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
