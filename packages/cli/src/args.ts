@@ -347,7 +347,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   },
   {
     name: 'view',
-    summary: 'build the static HTML viewer from a JSONL file',
+    summary: 'build the HTML viewer and run dashboard from a JSONL file (--watch: serve it, updating live)',
     argument: { name: 'file', description: 'JSONL file of scored groups' },
     reads: ['server.tokenizer'],
     flags: [

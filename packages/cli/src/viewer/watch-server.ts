@@ -11,7 +11,7 @@ import { basename, relative } from 'node:path';
 import { safeParseJson } from '@shears/core';
 import { metricsPathFor } from '../metrics/run-metrics.js';
 import type { CommandContext } from '../runtime.js';
-import { buildViewerHtml, isMetricsRow } from './build-viewer.js';
+import { buildViewerHtml, isMetricsRow, slimMetricsRow } from './build-viewer.js';
 
 /** How often the page asks for new rows. */
 export const WATCH_INTERVAL_MS = 2000;
@@ -78,7 +78,8 @@ export async function watchViewer(context: CommandContext, options: WatchViewerO
   const read = (kind: 'groups' | 'metrics', offset: number) => {
     const path = kind === 'groups' ? options.input : metricsPath;
     const tail = readCompleteLines(path, offset);
-    const rows = parseLines(tail.lines, path, kind === 'groups' ? isGroup : isMetricsRow);
+    const parsed = parseLines(tail.lines, path, kind === 'groups' ? isGroup : isMetricsRow);
+    const rows = kind === 'groups' ? parsed : parsed.map(slimMetricsRow);
     return { rows: context.redact.value(rows), offset: tail.offset };
   };
   const page = () => {
