@@ -167,7 +167,8 @@
     if (!rows.length) return [];
     const start = rows[0].elapsedSeconds;
     const end = rows[rows.length - 1].elapsedSeconds;
-    const count = Math.max(1, Math.min(MAX_BINS, rows.length));
+    // About four groups a bin at least, so a short run's bins are not mostly empty.
+    const count = Math.max(1, Math.min(MAX_BINS, Math.ceil(rows.length / 4)));
     const width = (end - start) / count || 1;
     /** @type {any[]} */
     const bins = [];
@@ -307,9 +308,11 @@
             width: series.points ? 0 : series.width || 1.5,
             ...(series.dash ? { dash: series.dash } : {}),
             ...(spec.stepped ? { paths: /** @type {any} */ (uPlot.paths).stepped({ align: 1 }) } : {}),
+            // Bins without groups are gaps the line spans; points mark the bins that have data.
+            spanGaps: true,
             points: series.points
               ? { show: true, size: 3, fill: series.color, stroke: series.color }
-              : { show: false },
+              : { show: spec.x.length <= 60, size: 4, fill: series.color, stroke: series.color },
             value: (/** @type {any} */ _u, /** @type {number} */ value) => fmt(value, 3),
           })),
         ),
@@ -560,7 +563,7 @@
         x: binX,
         series: outcomeKeys.map((key, index) => ({
           label: key,
-          values: bins.map((bin) => bin.outcomes[key] || 0),
+          values: bins.map((bin) => (bin.groupIds.length ? bin.outcomes[key] || 0 : null)),
           color: /** @type {any} */ (OUTCOME_COLORS)[key] || PALETTE[index % PALETTE.length],
         })),
         events: events,
@@ -634,7 +637,11 @@
             color: '#8250df',
             points: true,
           },
-          { label: 'failed verdicts', values: bins.map((bin) => bin.judgeFailures), color: '#cf222e' },
+          {
+            label: 'failed verdicts',
+            values: bins.map((bin) => (bin.groupIds.length ? bin.judgeFailures : null)),
+            color: '#cf222e',
+          },
         ],
         events: events,
         onClick: openBin,
