@@ -115,32 +115,72 @@ describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
     await page.close();
   });
 
-  it("shows the loop's rows when present: curriculum level, safety events, evaluation pass@k with intervals", async () => {
+  it("shows the loop's rows when present: curriculum level, replay share, safety events, evaluation pass@k with intervals", async () => {
+    // Shapes of the loop's rows (metrics-schema.ts on the loop branch): `loop` on group rows,
+    // `shears.metrics.loop` events and `shears.metrics.eval` rows.
     const groups = createSyntheticGroups(40, { withTokens: false });
-    const metrics: unknown[] = createSyntheticGroupMetrics(groups, { secondsPerGroup: 1 });
+    const metrics: Record<string, unknown>[] = createSyntheticGroupMetrics(groups, {
+      secondsPerGroup: 1,
+    }).map((row, index) => ({
+      ...row,
+      loop: {
+        source: 'train',
+        curriculumLevel: index < 22 ? 'easy' : 'medium',
+        ...(index % 4 === 3 ? { replayOf: `group-${index - 3}` } : {}),
+      },
+    }));
+    const common = { version: 1, at: '2026-01-01T00:00:00.000Z', command: 'train' };
     metrics.push(
-      { kind: 'shears.metrics.curriculum', version: 1, elapsedSeconds: 5, level: 1 },
-      { kind: 'shears.metrics.curriculum', version: 1, elapsedSeconds: 22, level: 2 },
       {
-        kind: 'shears.metrics.safety',
-        version: 1,
-        elapsedSeconds: 30,
-        action: 'shift_mix',
-        reason: 'benchmark swe-lite fell to 0.61 (< 0.95 × baseline 0.70)',
+        kind: 'shears.metrics.loop',
+        ...common,
+        elapsedSeconds: 22,
+        event: 'curriculum_advanced',
+        step: 8,
+        from: 'easy',
+        to: 'medium',
+        mean: 0.82,
       },
       {
-        kind: 'shears.metrics.evaluation',
-        version: 1,
+        kind: 'shears.metrics.loop',
+        ...common,
+        elapsedSeconds: 30,
+        event: 'safety_regressed',
+        step: 12,
+        score: 0.61,
+        baseline: 0.7,
+        tolerance: 0.95,
+        weights: { train: 0.5, capability: 0.5 },
+      },
+      {
+        kind: 'shears.metrics.eval',
+        ...common,
         elapsedSeconds: 20,
         step: 10,
-        passAtK: { 'pass@1': { mean: 0.4, low: 0.3, high: 0.5 } },
+        env: 'demo',
+        k: 2,
+        tasks: 8,
+        passAtK: { 'pass@1': 0.4, 'pass@2': 0.5 },
+        meanScore: { mean: 0.45, low: 0.3, high: 0.6, confidence: 0.95 },
+        passAt1Interval: { mean: 0.4, low: 0.3, high: 0.5 },
+        complete: true,
+        missing: 0,
+        seconds: 3,
       },
       {
-        kind: 'shears.metrics.evaluation',
-        version: 1,
+        kind: 'shears.metrics.eval',
+        ...common,
         elapsedSeconds: 40,
         step: 20,
-        passAtK: { 'pass@1': { mean: 0.55, low: 0.45, high: 0.65 } },
+        env: 'demo',
+        k: 2,
+        tasks: 8,
+        passAtK: { 'pass@1': 0.55, 'pass@2': 0.7 },
+        meanScore: { mean: 0.6, low: 0.45, high: 0.75, confidence: 0.95 },
+        passAt1Interval: { mean: 0.55, low: 0.45, high: 0.65 },
+        complete: false,
+        missing: 1,
+        seconds: 3,
       },
     );
     const file = join(dir, 'loop.html');
@@ -148,14 +188,30 @@ describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
     const { page, errors } = await open(browser, pathToFileURL(file).href);
     await page.click('[data-testid=tab-dashboard]');
     await page.waitForSelector('[data-dashboard-ready=true]');
-    expect(await page.locator('[data-testid=chart-curriculum] canvas').count()).toBe(1);
-    expect(await page.locator('[data-testid=chart-evaluation] .u-legend').textContent()).toContain('pass@1');
+    // The level, named by difficulty, on the level axis; the replayed share beside it.
+    const curriculum = page.locator('[data-testid=chart-curriculum]');
+    expect(await curriculum.locator('canvas').count()).toBe(1);
+    expect(await curriculum.locator('.muted').textContent()).toBe(
+      'levels in the order reached: easy → medium; now medium',
+    );
+    expect(await page.locator('[data-testid=chart-replay] .u-legend').textContent()).toContain(
+      'replay share',
+    );
+    const legend = await page.locator('[data-testid=chart-evaluation] .u-legend').textContent();
+    for (const label of ['pass@1', 'pass@1 low', 'pass@1 high', 'pass@2', 'mean score'])
+      expect(legend).toContain(label);
     const events = await page.locator('[data-testid=event]').allTextContents();
     expect(events).toContain(
-      '30 s safety: shift_mix · benchmark swe-lite fell to 0.61 (< 0.95 × baseline 0.70)',
+      '22 s loop: curriculum_advanced · level easy → medium · rolling mean 0.820 · step 8',
     );
-    expect(events).toContain('22 s curriculum: level 2');
-    expect(events).toContain('40 s evaluation: pass@1 0.550 · step 20');
+    expect(events).toContain(
+      '30 s loop: safety_regressed · score 0.610 (baseline 0.700, tolerance 0.95) · mix train 0.50, capability 0.50 · step 12',
+    );
+    expect(events).toContain(
+      '40 s eval: pass@1 0.550 · pass@2 0.700 · mean score 0.600 · step 20 · INCOMPLETE',
+    );
+    // The safety event is marked as an alarm; the curriculum one is not.
+    expect(await page.locator('[data-testid=event].safety').count()).toBe(1);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -68,21 +68,41 @@
     return typeof value === 'number' && Number.isFinite(value);
   }
 
-  /** The curriculum level a row carries, in any of the shapes the loop writes. @param {any} row */
+  /** @param {any} value */
+  function isLevel(value) {
+    return isNumber(value) || (typeof value === 'string' && value !== '');
+  }
+  /**
+   * The curriculum level a row carries (a difficulty value: a number or a name). The loop writes
+   * it as `loop.curriculumLevel` on group rows and `to` on `curriculum_*` events of
+   * `shears.metrics.loop` rows; `curriculumLevel`, `curriculum.level` and `level` on a row whose
+   * kind names the curriculum are read too.
+   * @param {any} row
+   * @returns {number | string | null}
+   */
   function levelOf(row) {
-    if (isNumber(row.curriculumLevel)) return row.curriculumLevel;
-    if (row.curriculum && isNumber(row.curriculum.level)) return row.curriculum.level;
-    if (String(row.kind).indexOf('curriculum') >= 0 && isNumber(row.level)) return row.level;
+    if (row.loop && isLevel(row.loop.curriculumLevel)) return row.loop.curriculumLevel;
+    if (String(row.event).indexOf('curriculum') === 0 && isLevel(row.to)) return row.to;
+    if (isLevel(row.curriculumLevel)) return row.curriculumLevel;
+    if (row.curriculum && isLevel(row.curriculum.level)) return row.curriculum.level;
+    if (String(row.kind).indexOf('curriculum') >= 0 && isLevel(row.level)) return row.level;
     return null;
   }
-  /** Whether a group row is marked replayed (true), fresh (false), or says nothing (null). @param {any} row */
+  /**
+   * Whether a group row is a replayed group (true), a fresh one (false), or says nothing (null):
+   * the loop sets `loop.replayOf` on a replayed group's row.
+   * @param {any} row
+   */
   function replayedOf(row) {
+    if (row.loop && typeof row.loop === 'object') return typeof row.loop.replayOf === 'string';
     if (typeof row.replayed === 'boolean') return row.replayed;
     if (row.replay && typeof row.replay.replayed === 'boolean') return row.replay.replayed;
     return null;
   }
   /**
-   * pass@k entries of an evaluation row: `passAtK: { 'pass@1': 0.4 }` or `{ 'pass@1': { mean, low, high } }`.
+   * pass@k entries of an evaluation row (`shears.metrics.eval`): `passAtK: { 'pass@1': 0.4 }` with
+   * pass@1's interval in `passAt1Interval`, or `{ 'pass@1': { mean, low, high } }`; the mean
+   * score with its interval as `mean score`.
    * @param {any} row
    * @returns {Record<string, { mean: number, low: number | null, high: number | null }>}
    */
@@ -93,31 +113,59 @@
     if (!source || typeof source !== 'object') return out;
     Object.keys(source).forEach((key) => {
       const value = source[key];
-      if (isNumber(value)) out[key] = { mean: value, low: null, high: null };
-      else if (value && isNumber(value.mean))
+      const interval = key === 'pass@1' && row.passAt1Interval ? row.passAt1Interval : value;
+      if (isNumber(value) || (value && isNumber(value.mean)))
         out[key] = {
-          mean: value.mean,
-          low: isNumber(value.low) ? value.low : null,
-          high: isNumber(value.high) ? value.high : null,
+          mean: isNumber(value) ? value : value.mean,
+          low: interval && isNumber(interval.low) ? interval.low : null,
+          high: interval && isNumber(interval.high) ? interval.high : null,
         };
     });
+    if (row.meanScore && isNumber(row.meanScore.mean))
+      out['mean score'] = {
+        mean: row.meanScore.mean,
+        low: isNumber(row.meanScore.low) ? row.meanScore.low : null,
+        high: isNumber(row.meanScore.high) ? row.meanScore.high : null,
+      };
     return out;
   }
   /** A one-line description of an event row. @param {any} row */
   function describeEvent(row) {
     const kind = String(row.kind).replace(/^shears\.(metrics|event)\./, '');
+    /** @type {string[]} */
     const words = [];
     ['event', 'action', 'reason', 'message'].forEach((key) => {
       if (typeof row[key] === 'string') words.push(row[key]);
     });
-    const level = levelOf(row);
-    if (level !== null) words.push(`level ${level}`);
+    if (isLevel(row.from) && isLevel(row.to)) words.push('level ' + row.from + ' \u2192 ' + row.to);
+    else {
+      const level = levelOf(row);
+      if (level !== null) words.push('level ' + level);
+    }
+    if (isNumber(row.mean)) words.push('rolling mean ' + fmt(row.mean, 3));
+    if (isNumber(row.score))
+      words.push(
+        'score ' +
+          fmt(row.score, 3) +
+          (isNumber(row.baseline) ? ' (baseline ' + fmt(row.baseline, 3) : '') +
+          (isNumber(row.baseline) && isNumber(row.tolerance) ? ', tolerance ' + fmt(row.tolerance, 2) : '') +
+          (isNumber(row.baseline) ? ')' : ''),
+      );
+    if (row.weights && typeof row.weights === 'object')
+      words.push(
+        'mix ' +
+          Object.keys(row.weights)
+            .map((key) => key + ' ' + fmt(row.weights[key], 2))
+            .join(', '),
+      );
     const pass = passAtKOf(row);
     Object.keys(pass).forEach((key) => {
-      words.push(`${key} ${fmt(pass[key]?.mean, 3)}`);
+      words.push(key + ' ' + fmt(pass[key]?.mean, 3));
     });
-    if (isNumber(row.step)) words.push(`step ${row.step}`);
-    return { kind: kind, text: words.join(' \u00b7 ') };
+    if (isNumber(row.step)) words.push('step ' + row.step);
+    if (row.complete === false) words.push('INCOMPLETE');
+    const label = kind + (typeof row.event === 'string' ? ' ' + row.event : '');
+    return { kind: kind, text: words.join(' \u00b7 '), alarm: /safety|regress/.test(label) };
   }
 
   /**
@@ -129,7 +177,7 @@
     const groupRows = [];
     /** @type {any[]} */
     const events = [];
-    /** @type {Array<[number, number]>} */
+    /** @type {Array<[number, number | string]>} */
     const levels = [];
     /** @type {Array<{ at: number, passAtK: Record<string, { mean: number, low: number | null, high: number | null }> }>} */
     const evaluations = [];
@@ -150,10 +198,21 @@
     });
     groupRows.sort((a, b) => a.elapsedSeconds - b.elapsedSeconds);
     levels.sort((a, b) => a[0] - b[0]);
+    // Levels named by strings (difficulty names) are charted as their order of first appearance.
+    /** @type {string[] | null} */
+    const levelNames = levels.some((point) => typeof point[1] === 'string') ? [] : null;
+    /** @type {Array<[number, number]>} */
+    const levelPoints = levels.map((point) => {
+      if (!levelNames) return [point[0], Number(point[1])];
+      const name = String(point[1]);
+      if (levelNames.indexOf(name) < 0) levelNames.push(name);
+      return [point[0], levelNames.indexOf(name)];
+    });
     return {
       groupRows: groupRows,
       events: events,
-      levels: levels,
+      levels: levelPoints,
+      levelNames: levelNames,
       evaluations: evaluations,
       bins: binRows(groupRows),
     };
@@ -278,7 +337,7 @@
     /**
      * One chart: a titled box with a uPlot inside, events drawn as vertical lines.
      * @param {HTMLElement} grid
-     * @param {{ id: string, title: string, note?: string, x: number[], series: Array<{ label: string, values: Array<number | null>, color: string, points?: boolean, width?: number, dash?: number[] }>, yRange?: [number, number], onClick?: (index: number) => void, events: any[], stepped?: boolean }} spec
+     * @param {{ id: string, title: string, note?: string, x: number[], series: Array<{ label: string, values: Array<number | null>, color: string, points?: boolean, width?: number, dash?: number[] }>, yRange?: [number, number], onClick?: (index: number) => void, events: any[], stepped?: boolean, yNames?: string[] | null }} spec
      */
     function chart(grid, spec) {
       const box = el('section', { class: 'chart', 'data-testid': `chart-${spec.id}` }, [
@@ -294,7 +353,15 @@
         legend: { live: true },
         // No drag-zoom; and uPlot would swallow a click whose mouse moved since the last frame as a drag.
         cursor: { drag: { x: false, y: false, click: () => {} } },
-        axes: [{ values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock) }, {}],
+        axes: [
+          { values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock) },
+          spec.yNames
+            ? {
+                values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) =>
+                  ticks.map((tick) => (Number.isInteger(tick) ? (spec.yNames?.[tick] ?? '') : '')),
+              }
+            : {},
+        ],
         series: [
           {
             label: 'time',
@@ -324,7 +391,7 @@
                 const x = u.valToPos(event.at, 'x', true);
                 if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
                 ctx.save();
-                ctx.strokeStyle = event.kind.indexOf('safety') >= 0 ? '#cf222e' : '#8250df';
+                ctx.strokeStyle = event.alarm ? '#cf222e' : '#8250df';
                 ctx.setLineDash([4, 3]);
                 ctx.beginPath();
                 ctx.moveTo(x, u.bbox.top);
@@ -442,7 +509,7 @@
           events
             .slice(-200)
             .map((event) =>
-              el('li', { 'data-testid': 'event', class: event.kind.indexOf('safety') >= 0 ? 'safety' : '' }, [
+              el('li', { 'data-testid': 'event', class: event.alarm ? 'safety' : '' }, [
                 el('b', { text: `${clock(event.at)} ${event.kind}: ` }),
                 event.text,
               ]),
@@ -651,9 +718,19 @@
       if (data.levels.length || replayKnown)
         chart(grid, {
           id: 'curriculum',
-          title: `Curriculum level${replayKnown ? ' and replay share' : ''}`,
+          title: data.levels.length ? 'Curriculum level' : 'Replayed share of groups',
+          note: data.levels.length
+            ? (data.levelNames
+                ? 'levels in the order reached: ' + data.levelNames.join(' \u2192 ') + '; '
+                : '') +
+              'now ' +
+              (data.levelNames
+                ? data.levelNames[data.levels[data.levels.length - 1]?.[1] ?? 0]
+                : data.levels[data.levels.length - 1]?.[1])
+            : 'share of groups that were replayed, per time bin (no curriculum level recorded)',
           x: data.levels.length ? data.levels.map((point) => point[0]) : binX,
           stepped: data.levels.length > 0,
+          yNames: data.levelNames,
           series: data.levels.length
             ? [{ label: 'level', values: data.levels.map((point) => point[1]), color: '#1a7f37', width: 2 }]
             : [
