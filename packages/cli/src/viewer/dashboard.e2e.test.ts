@@ -273,6 +273,27 @@ describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
     expect(result.code, result.stderr).toBe(0);
   });
 
+  it('shears view names metrics lines it cannot chart and still draws the rest', async () => {
+    const groups = createSyntheticGroups(3, { withTokens: false });
+    const metrics = createSyntheticGroupMetrics(groups);
+    writeFileSync(join(dir, 'cut.jsonl'), groups.map((group) => `${JSON.stringify(group)}\n`).join(''));
+    writeFileSync(
+      join(dir, 'cut.metrics.jsonl'),
+      `${JSON.stringify(metrics[0])}\n{"kind":"shears.metrics.gr\n${JSON.stringify(metrics[1])}\n["not a row"]\n${JSON.stringify(metrics[2])}\n`,
+    );
+    const run = await runShears(['view', 'cut.jsonl'], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain(
+      'cut.metrics.jsonl: 2 line(s) are not metrics rows and are not charted (first: line 2)',
+    );
+    expect(run.stdout).toContain('3 groups, 3 metrics rows → cut.html');
+    const { page, errors } = await open(browser, pathToFileURL(join(dir, 'cut.html')).href);
+    await page.click('[data-testid=tab-dashboard]');
+    expect(await page.textContent('[data-testid=dashboard-summary]')).toMatch(/^3 groups over/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shears view --watch refuses --html, and --port without --watch', async () => {
     writeFileSync(join(dir, 'one.jsonl'), `${JSON.stringify(createSyntheticGroups(1)[0])}\n`);
     const both = await runShears(['view', 'one.jsonl', '--watch', '--html', 'x.html'], { cwd: dir });
