@@ -625,7 +625,10 @@ export function parseArgs(
     if (error.code === 'commander.help') return { kind: 'exit', code: error.exitCode === 0 ? 0 : 2 };
     const message = error.message.replace(/^error: /, '').replace(/\n/g, ' ');
     const where = named ? `shears ${named.name} --help` : 'shears --help';
-    let text = `${message}${refusedHint(named, message)}`;
+    const hint = refusedHint(named, message);
+    // A refused flag's own hint says what to use instead; commander's nearest-name guess (`--out`:
+    // "Did you mean --port?") would only mislead beside it.
+    let text = hint ? `${message.replace(/ \(Did you mean [^)]*\)/, '')}${hint}` : message;
     if (error.code === 'commander.unknownCommand')
       text = `${message}; commands: ${COMMAND_SPECS.map((spec) => spec.name).join(', ')}`;
     if (error.code === 'commander.excessArguments' && named) {

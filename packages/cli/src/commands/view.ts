@@ -119,7 +119,7 @@ export async function viewCommand(context: CommandContext): Promise<number> {
     );
   }
   io.stdout(
-    `${read.groups.length} groups${metrics.rows.length ? `, ${metrics.rows.length} metrics rows` : ''} → ${shown(target)}\n`,
+    `${read.groups.length} groups → ${shown(target)}${metrics.rows.length ? ` (dashboard: ${metrics.rows.length} metrics rows)` : ''}\n`,
   );
   return broken > 0 ? 1 : 0;
 }

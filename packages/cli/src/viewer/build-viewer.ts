@@ -9,7 +9,7 @@ import { bootstrapMean } from '../stats.js';
 import { viewerAssets } from './viewer-assets.js';
 
 /** Tokens shown per sequence in the token view (the page says how many more there are). */
-export const TOKENS_SHOWN_PER_SEQUENCE = 3000;
+const TOKENS_SHOWN_PER_SEQUENCE = 3000;
 
 export interface ViewerMeta {
   title?: string;

@@ -286,7 +286,7 @@ describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
     expect(run.stderr).toContain(
       'cut.metrics.jsonl: 2 line(s) are not metrics rows and are not charted (first: line 2)',
     );
-    expect(run.stdout).toContain('3 groups, 3 metrics rows → cut.html');
+    expect(run.stdout).toContain('3 groups → cut.html (dashboard: 3 metrics rows)');
     const { page, errors } = await open(browser, pathToFileURL(join(dir, 'cut.html')).href);
     await page.click('[data-testid=tab-dashboard]');
     expect(await page.textContent('[data-testid=dashboard-summary]')).toMatch(/^3 groups over/);

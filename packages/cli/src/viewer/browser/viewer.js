@@ -281,7 +281,8 @@
           group.dropped ? el('span', { class: 'badge dropped', text: 'dropped' }) : null,
           el('span', { class: 'mean', 'data-testid': 'row-mean', text: `mean ${fmt(meanOf(group))}` }),
         ]),
-        el('div', { class: 'chips' }, chips),
+        // Past 10 rollouts the chips are colour only (the value is in the tooltip): digits would not fit.
+        el('div', { class: group.rollouts.length > 10 ? 'chips many' : 'chips' }, chips),
       ],
     );
   }
