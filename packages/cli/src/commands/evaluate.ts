@@ -27,7 +27,7 @@ import {
 } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
 import { bootstrapMean, mean, passAtK, type SuccessRule, successRule } from '../stats.js';
-import { buildViewerHtml } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 import { readResumedGroups } from './process.js';
 
@@ -342,6 +342,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
             `k=${k}${summary.complete ? '' : ` · INCOMPLETE: ${summary.missing.length} of ${items.length} tasks without a complete result`}`,
           ),
         },
+        evaluation: { ...summary, bootstrapSamples: config.evaluate.bootstrap_samples },
+        ...(metricsPath ? { metrics: readMetricsForViewer(metricsPath).rows } : {}),
         ...(decodeToken ? { decodeToken } : {}),
       }),
       { replace, cwd: io.cwd },

@@ -25,7 +25,7 @@ import {
 } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
 import { successRule } from '../stats.js';
-import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 
 /** A group that needs no redoing: not stopped midway. */
@@ -186,6 +186,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
             `${groups.length} groups × ${config.env.group_size} · model ${runtime.server.model} · ${new Date(started).toISOString()}${incomplete}`,
           ),
         },
+        ...(metricsPath ? { metrics: readMetricsForViewer(metricsPath).rows } : {}),
         ...(decodeToken ? { decodeToken } : {}),
       }),
       { replace: true, cwd: io.cwd },
