@@ -40,7 +40,7 @@ interface TaskEvaluation {
   failed: number;
 }
 
-interface EvaluationSummary {
+export interface EvaluationSummary {
   kind: 'shears.evaluation';
   env: string;
   model: string;

@@ -245,7 +245,7 @@ const groupJudgeConfigSchema = z
 const advantageEstimatorSchema = z.enum(['grpo', 'dr-grpo', 'rloo']);
 
 /** Per-step credit (the seed's discounted per-step returns with process rewards); `serve` and `train` only. */
-export const perStepAdvantageSchema = z
+const perStepAdvantageSchema = z
   .strictObject({
     estimator: advantageEstimatorSchema
       .default('grpo')
@@ -563,7 +563,7 @@ const loopEnvSchema = z
   })
   .describe('An env (a task set) beside the training env');
 
-export const loopConfigSchema = z
+const loopConfigSchema = z
   .strictObject({
     replay: z
       .strictObject({

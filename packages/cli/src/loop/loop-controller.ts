@@ -69,7 +69,7 @@ function replayPathFor(out: string): string {
 }
 
 /** The replay file the loop uses for `out` (for the output guard: kept across runs, never guarded). */
-export function replayPath(config: ShearsConfig, cwd: string, out: string): string | undefined {
+function replayPath(config: ShearsConfig, cwd: string, out: string): string | undefined {
   const replay = config.loop?.replay;
   if (!replay) return undefined;
   return replay.path ? resolve(cwd, replay.path) : replayPathFor(out);

@@ -83,7 +83,7 @@ const common = {
 };
 
 /** The improvement loop's view of a group (serve, train with `loop`): where it came from, at which level. */
-export const groupLoopSchema = z.object({
+const groupLoopSchema = z.object({
   /** Set on a replayed group: the id of the group it replays (its rollouts ran then, not now). */
   replayOf: z.string().optional(),
   /** `train`: the training env; `capability`: loop.safety's capability data. */

@@ -177,7 +177,7 @@ function apiError(url: string, doing: string, error: unknown): TrajectoryApiErro
 }
 
 /** Per rollout, the per-step advantages of run.advantage's per-step credit (null: no advantage). */
-export function perStepAdvantagesOf(
+function perStepAdvantagesOf(
   record: ScoredGroupRecord,
   settings: PerStepAdvantage,
 ): (number[] | null)[] | undefined {

@@ -76,7 +76,7 @@ export function readGroupsForViewer(path: string): ReadGroupsResult {
   return { groups, skipped };
 }
 
-export interface ReadMetricsResult {
+interface ReadMetricsResult {
   /** JSON objects with a `kind` starting `shears.metrics.`, in file order. */
   rows: Record<string, unknown>[];
   /** Lines that were not such objects (1-based line numbers). */

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-export interface ViewerAssets {
+interface ViewerAssets {
   /** The scripts, in page order: uPlot, the dashboard, the trajectory view. */
   scripts: string[];
   styles: string[];

@@ -14,16 +14,16 @@ import type { CommandContext } from '../runtime.js';
 import { buildViewerHtml, isMetricsRow, slimMetricsRow } from './build-viewer.js';
 
 /** How often the page asks for new rows. */
-export const WATCH_INTERVAL_MS = 2000;
+const WATCH_INTERVAL_MS = 2000;
 
-export interface TailResult {
+interface TailResult {
   lines: string[];
   /** Byte offset after the last complete line read. */
   offset: number;
 }
 
 /** The complete lines of `path` after byte `offset` (none when the file is missing or shorter). */
-export function readCompleteLines(path: string, offset: number): TailResult {
+function readCompleteLines(path: string, offset: number): TailResult {
   if (!existsSync(path)) return { lines: [], offset: 0 };
   const size = statSync(path).size;
   // A file that shrank was replaced (a new run with --force): start again from its beginning.
@@ -63,7 +63,7 @@ const isGroup = (value: unknown) =>
   (value as { kind?: unknown }).kind === 'shears.group' &&
   Array.isArray((value as { rollouts?: unknown }).rollouts);
 
-export interface WatchViewerOptions {
+interface WatchViewerOptions {
   input: string;
   port: number;
   decodeToken?: (id: number) => string;
