@@ -682,6 +682,19 @@ export const shearsConfigSchema = z
     evaluate: evaluateConfigSchema.prefault({}),
     train: trainConfigSchema.prefault({}),
     loop: loopConfigSchema.optional(),
+    tasks: z
+      .strictObject({
+        task_file: z
+          .string()
+          .min(1)
+          .describe(
+            'JSON/JSONL task file, relative to where shears runs (docs/configuration.md, the tasks env)',
+          ),
+      })
+      .optional()
+      .describe(
+        "The seed's spelling of the tasks env: `tasks: { task_file: F }` is `env: { name: tasks, settings: { file: F } }`",
+      ),
   })
   .describe('shears configuration');
 

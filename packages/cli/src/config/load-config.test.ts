@@ -154,6 +154,29 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ path: write('h.toml', 'x = 1') })).toThrow(/allowed: \.yaml, \.yml, \.json/);
   });
 
+  it("reads the seed's tasks.task_file as the tasks env and refuses it beside an env that says otherwise", () => {
+    const seed = loadConfig({
+      path: write('seed-tasks.yaml', 'tasks:\n  task_file: ./my_tasks.json\n'),
+    }).config;
+    expect(seed.env.name).toBe('tasks');
+    expect(seed.env.settings).toMatchObject({ file: './my_tasks.json' });
+    const withEnv = loadConfig({
+      object: { env: { name: 'tasks', group_size: 2 }, tasks: { task_file: 't.jsonl' } },
+    }).config;
+    expect(withEnv.env).toMatchObject({ name: 'tasks', group_size: 2, settings: { file: 't.jsonl' } });
+    const otherEnv = errorOf(() =>
+      loadConfig({ object: { env: { name: 'swe' }, tasks: { task_file: 't.jsonl' } } }),
+    );
+    expect(otherEnv.message).toMatch(/tasks\.task_file: .*env\.name is "swe"; keep one of the two/);
+    const twoFiles = errorOf(() =>
+      loadConfig({ object: { env: { settings: { file: 'a.jsonl' } }, tasks: { task_file: 'b.jsonl' } } }),
+    );
+    expect(twoFiles.message).toMatch(/env\.settings\.file is set too/);
+    expect(errorOf(() => loadConfig({ object: { tasks: { file: 'x' } } })).message).toMatch(
+      /tasks: unknown field "file"; allowed: task_file/,
+    );
+  });
+
   it('generates a JSON Schema with every section for editor completion', () => {
     const schema = configJsonSchema() as {
       properties: Record<string, { properties?: Record<string, unknown> }>;

@@ -41,7 +41,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   if (raw === null || raw === undefined) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError({
-      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, judge, group_judge, run, api, evaluate, train), got ${describeValue(raw)}`,
+      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, judge, group_judge, run, api, evaluate, train, loop, tasks), got ${describeValue(raw)}`,
       issues: [{ path: '(root)', message: 'must be an object', value: raw }],
     });
   }
@@ -54,6 +54,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   const parsed = shearsConfigSchema.safeParse(interpolated);
   if (!parsed.success) throw configErrorFromZod(parsed.error, interpolated, options.path);
   const config = parsed.data;
+  applyTaskFile(config, interpolated.env);
   let apiKey = config.server.api_key;
   if (apiKey === undefined && config.server.api_key_env !== undefined) {
     apiKey = environment[config.server.api_key_env];
@@ -79,6 +80,30 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
     apiKey,
     path: options.path,
   };
+}
+
+/**
+ * `tasks.task_file` (the seed's local-training config) names the tasks env's file. It is refused
+ * beside an `env` that says otherwise, so neither spelling is silently dropped.
+ */
+function applyTaskFile(config: ShearsConfig, rawEnv: unknown): void {
+  const file = config.tasks?.task_file;
+  if (file === undefined) return;
+  const env = (rawEnv ?? {}) as { name?: unknown; settings?: { file?: unknown } };
+  const clash =
+    env.name !== undefined && env.name !== 'tasks'
+      ? { path: 'env.name', value: env.name, why: `env.name is ${JSON.stringify(env.name)}` }
+      : env.settings?.file !== undefined
+        ? { path: 'env.settings.file', value: env.settings.file, why: 'env.settings.file is set too' }
+        : undefined;
+  if (clash !== undefined) {
+    throw new ConfigError({
+      message: `tasks.task_file: it selects the tasks env with that file, but ${clash.why}; keep one of the two`,
+      issues: [{ path: 'tasks.task_file', message: `conflicts with ${clash.path}`, value: file }],
+    });
+  }
+  config.env.name = 'tasks';
+  config.env.settings = { ...config.env.settings, file };
 }
 
 /** Setting names whose string values are secrets, wherever they sit in a judge's settings. */

@@ -102,6 +102,22 @@ describe('the tasks env', () => {
     expectGraded(readGroups(join(dir, 'runs/local.jsonl')));
   });
 
+  it("reads the seed's spelling, tasks: { task_file }, as the same env", async () => {
+    attempts.clear();
+    const seedStyle = config('seed-style.yaml', []).replace('.yaml', '');
+    const text = readFileSync(join(dir, 'seed-style.yaml'), 'utf8').replace(
+      'env: { name: tasks, group_size: 2, settings: { file: tasks.jsonl } }',
+      'env: { group_size: 2 }\ntasks: { task_file: tasks.jsonl }',
+    );
+    expect(text).toContain('task_file');
+    writeFileSync(join(dir, `${seedStyle}.yaml`), text);
+    const run = await runShears(['process', '--config', `${seedStyle}.yaml`, '--out', 'runs/seed-style.jsonl'], {
+      cwd: dir,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expectGraded(readGroups(join(dir, 'runs/seed-style.jsonl')));
+  });
+
   it.skipIf(!dockerHost)('runs the same tasks in Docker containers', async () => {
     attempts.clear();
     const run = await runShears(
