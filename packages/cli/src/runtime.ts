@@ -10,6 +10,7 @@ import {
   type GroupJudgeV1,
   type Logger,
   type Registry,
+  resolveAdvantageEstimator,
   runGroup,
   type SandboxProviderV1,
   type ScoredGroupRecord,
@@ -17,7 +18,6 @@ import {
   type ToolCallParserV1,
   type ToolsetDefinition,
 } from '@shears/core';
-import { resolveAdvantageEstimator } from '@shears/grpo';
 import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
 import {
   composeRegistry,
