@@ -189,6 +189,12 @@ await step('shears process with the pack', () => {
   check(groups.length === 3, `process wrote ${groups.length} groups, expected 3`);
   check(groups.flatMap((group) => group.scores).includes(1), 'the demo policy solved no task of the pack');
   check(existsSync(join(project, 'runs', 'answers.html')), 'process wrote no HTML report');
+  // The report's browser code and uPlot are asset files read from the installed package.
+  const report = readFileSync(join(project, 'runs', 'answers.html'), 'utf8');
+  check(
+    report.includes('window.shearsDashboard = createDashboard') && report.includes('uPlot'),
+    'the HTML report lacks the dashboard or uPlot (assets missing from the package?)',
+  );
 });
 
 await step('shears evaluate with the pack', () => {

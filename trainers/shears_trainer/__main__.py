@@ -1,4 +1,5 @@
-"""`python -m shears_trainer` (or `shears-trainer`): grpo | sft | toy-model | toy-accuracy | toy-loop | bench."""
+"""`python -m shears_trainer` (or `shears-trainer`): grpo | sft | toy-model | toy-accuracy | toy-loop |
+learning-check | bench."""
 
 from __future__ import annotations
 
@@ -110,11 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     loop.add_argument("--seed", type=int, default=0)
     loop.add_argument("--threads", type=int)
 
+    check = commands.add_parser(
+        "learning-check",
+        help="the learning test in one process: toy model, warm-up, GRPO and the shuffled-sign control (JSON)",
+    )
+    check.add_argument("--folder", help="where the models go (default: a temporary folder)")
+    check.add_argument("--model-seed", type=int, default=0)
+    check.add_argument("--seed", type=int, default=0, help="the GRPO runs' sampling seed")
+    check.add_argument("--threads", type=int, default=1)
+
     bench = commands.add_parser(
         "bench", help="time the trainer step and the colocated sampler on the toy model (JSON on stdout)"
     )
     bench.add_argument("--threads", type=int, default=1)
     bench.add_argument("--repeats", type=int, default=5)
+    bench.add_argument(
+        "--learning", action="store_true", help="also run and time the CI learning test (~90 s of CPU)"
+    )
 
     args = parser.parse_args(argv)
     if args.command == "grpo":
@@ -159,10 +172,33 @@ def main(argv: list[str] | None = None) -> int:
         result.pop("model")
         result.pop("tokenizer")
         print(json.dumps(result), flush=True)
+    elif args.command == "learning-check":
+        import tempfile
+
+        from .toy_loop import learning_check
+
+        def check_in(folder: str) -> dict:
+            return learning_check(
+                folder,
+                model_seed=args.model_seed,
+                seed=args.seed,
+                threads=args.threads,
+                log=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+
+        if args.folder:
+            result = check_in(args.folder)
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                result = check_in(folder)
+        print(json.dumps(result), flush=True)
     elif args.command == "bench":
         from .bench import run_bench
 
-        print(json.dumps(run_bench(threads=args.threads, repeats=args.repeats)), flush=True)
+        print(
+            json.dumps(run_bench(threads=args.threads, repeats=args.repeats, learning=args.learning)),
+            flush=True,
+        )
     elif args.command == "toy-accuracy":
         from .toy import toy_accuracy
 

@@ -7,6 +7,9 @@
 
 Wall and CPU (process) time are both given: on a shared machine the wall time is mostly other
 people's load. Prints one JSON object.
+
+With `--learning`, also the CI learning test's own run (toy_loop.learning_check: warm-up, GRPO and
+the shuffled-sign control) with its wall and CPU time, rise, the control's, and the lead.
 """
 
 from __future__ import annotations
@@ -32,7 +35,24 @@ def _timed(function):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run_bench(threads: int = 1, repeats: int = 5) -> dict:
+def learning_figures(threads: int = 1) -> dict:
+    """The learning test's figures: what `trainers/tests/test_learns.py` asserts on, timed."""
+    from .toy_loop import learning_check
+
+    with tempfile.TemporaryDirectory() as folder:
+        result, wall, cpu = _timed(lambda: learning_check(folder, model_seed=0, seed=0, threads=threads))
+    figures = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "lead": result["lead"]}
+    figures["warm_up"] = {key: result["warm_up"][key] for key in ("clean_accuracy", "accuracy", "seconds")}
+    for name in ("grpo", "control"):
+        run = result[name]
+        figures[name] = {
+            key: run[key]
+            for key in ("start", "end", "rise", "accuracy", "seconds", "tokens_per_s", "rollouts_per_s")
+        }
+    return figures
+
+
+def run_bench(threads: int = 1, repeats: int = 5, learning: bool = False) -> dict:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as folder:
@@ -74,7 +94,7 @@ def run_bench(threads: int = 1, repeats: int = 5) -> dict:
     step_cpu = statistics.median(cpu for _, cpu in steps)
     sample_wall = statistics.median(wall for _, wall, _ in samples)
     sample_cpu = statistics.median(cpu for _, _, cpu in samples)
-    return {
+    figures = {
         "model": {"parameters": made["parameters"], "vocab_size": vocab},
         "threads": threads,
         "load_average_1m": round(os.getloadavg()[0], 2),
@@ -95,3 +115,6 @@ def run_bench(threads: int = 1, repeats: int = 5) -> dict:
             "rollouts_per_s_cpu": round(len(rows) / sample_cpu, 1),
         },
     }
+    if learning:
+        figures["learning_test"] = learning_figures(threads)
+    return figures

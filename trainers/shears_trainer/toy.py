@@ -79,6 +79,11 @@ TOY_WORDS = [
 ]
 
 
+# The demonstrator's mistake in the learning test's warm-up data: a scripted policy that, some of
+# the time, saves this fixed word instead of the prompt's (examples/toy-pack: `demo_decoy_rate`).
+DECOY_WORD = "zeko"
+
+
 def toy_word(rng: random.Random) -> str:
     return rng.choice(TOY_WORDS)
 

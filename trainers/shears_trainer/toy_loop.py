@@ -22,7 +22,7 @@ import torch
 
 from .batch import IGNORE, Sequence, advantages_from_scores, collate
 from .policy_server import _Job, generate_batch
-from .toy import SAVE_TOOL, toy_word
+from .toy import DECOY_WORD, SAVE_TOOL, toy_accuracy, toy_word
 from .train import (
     ADVANTAGE_EPSILON,
     GrpoConfig,
@@ -58,12 +58,15 @@ def toy_score(text: str, word: str) -> float:
     return 1.0 if saved == word else 0.1
 
 
-def toy_sft_records(count: int, seed: int) -> list[dict]:
-    """Conversations shaped as shears' SFT export of the toy env's scripted rollouts."""
+def toy_sft_records(count: int, seed: int, decoy_rate: float = 0.0) -> list[dict]:
+    """Conversations shaped as shears' SFT export of the toy env's scripted rollouts. With
+    `decoy_rate`, that share of the demonstrations saves DECOY_WORD instead of the prompt's word
+    (a demonstrator with a bug: what the learning test's warm-up imitates, and GRPO then unlearns)."""
     rng = random.Random(seed)
     records = []
     for index in range(count):
         word = toy_word(rng)
+        saved = DECOY_WORD if decoy_rate > 0 and rng.random() < decoy_rate else word
         call_id = f"call_{index}"
         records.append(
             {
@@ -78,12 +81,12 @@ def toy_sft_records(count: int, seed: int) -> list[dict]:
                                 "type": "function",
                                 "function": {
                                     "name": "save",
-                                    "arguments": json.dumps({"word": word}, separators=(",", ":")),
+                                    "arguments": json.dumps({"word": saved}, separators=(",", ":")),
                                 },
                             }
                         ],
                     },
-                    {"role": "tool", "tool_call_id": call_id, "content": f"saved {word}"},
+                    {"role": "tool", "tool_call_id": call_id, "content": f"saved {saved}"},
                     {"role": "assistant", "content": "done"},
                 ]
             }
@@ -204,7 +207,130 @@ def run_toy_loop(
     }
 
 
-def write_sft_data(path: str | Path, count: int, seed: int) -> Path:
+def write_sft_data(path: str | Path, count: int, seed: int, decoy_rate: float = 0.0) -> Path:
     path = Path(path)
-    path.write_text("".join(json.dumps(record) + "\n" for record in toy_sft_records(count, seed)))
+    records = toy_sft_records(count, seed, decoy_rate)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
     return path
+
+
+# The learning test's settings (trainers/tests/test_learns.py; figures per seed in
+# docs/train-a-model.md, "The learning test").
+LEARNING = {
+    "records": 384,
+    "clean_sft_steps": 200,
+    "clean_sft_lr": 3e-3,
+    "decoy_rate": 0.5,
+    "decoy_sft_steps": 100,
+    "decoy_sft_lr": 1e-3,
+    "steps": 20,
+    "prompts": 8,
+    "group_size": 8,
+    "lr": 5e-4,
+    "window": 5,
+}
+
+
+def toy_warm_up(base: str | Path, folder: str | Path, seed: int = 0, threads: int | None = None) -> dict:
+    """The learning test's start model, in two SFT stages: clean demonstrations until the model
+    copies the word, then demonstrations of which half save DECOY_WORD instead, so the policy
+    samples the right word about half the time (and greedy decoding often prefers the decoy).
+    One stage on the mixed data alone does not work: on some model seeds the decoy, the easier
+    answer, wins before the model learns to copy at all."""
+    from .train import run_sft
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = LEARNING
+    clean = write_sft_data(folder / "clean.jsonl", settings["records"], seed + 99)
+    mixed = write_sft_data(folder / "decoy.jsonl", settings["records"], seed + 98, settings["decoy_rate"])
+    started = time.perf_counter()
+    common = {"tools": [SAVE_TOOL], "batch_size": 32, "threads": threads}
+    run_sft(
+        str(base),
+        str(clean),
+        str(folder / "clean"),
+        steps=settings["clean_sft_steps"],
+        lr=settings["clean_sft_lr"],
+        seed=seed,
+        **common,
+    )
+    clean_accuracy = toy_accuracy(folder / "clean")["accuracy"]
+    run_sft(
+        str(folder / "clean"),
+        str(mixed),
+        str(folder / "start"),
+        steps=settings["decoy_sft_steps"],
+        lr=settings["decoy_sft_lr"],
+        seed=seed + 1,
+        **common,
+    )
+    return {
+        "model": str(folder / "start"),
+        "clean_accuracy": clean_accuracy,
+        "accuracy": toy_accuracy(folder / "start")["accuracy"],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def learning_check(
+    folder: str | Path, model_seed: int = 0, seed: int = 0, threads: int | None = 1, log=None
+) -> dict:
+    """The learning test end to end in one process: make the toy model, warm it up (toy_warm_up),
+    run GRPO and the control (the same run with each sequence's advantage sign shuffled) from the
+    same start, and report the rewards, the rise of the rolling mean and greedy accuracy."""
+    from .toy import make_toy_model
+    from .train import save_model
+
+    if threads:
+        torch.set_num_threads(threads)
+    folder = Path(folder)
+    started = time.perf_counter()
+    made = make_toy_model(folder / "base", seed=model_seed)
+    warm = toy_warm_up(folder / "base", folder / "warm", seed=model_seed, threads=threads)
+    settings = LEARNING
+    window = settings["window"]
+    runs = {}
+    for name, control in (("grpo", None), ("control", "shuffle-signs")):
+        run_started = time.perf_counter()
+        result = run_toy_loop(
+            warm["model"],
+            steps=settings["steps"],
+            prompts=settings["prompts"],
+            group_size=settings["group_size"],
+            lr=settings["lr"],
+            control=control,
+            seed=seed,
+            threads=threads,
+            log=log,
+        )
+        save_model(result.pop("model"), result.pop("tokenizer"), folder / name)
+        rewards = result["rewards"]
+        start, end = sum(rewards[:window]) / window, sum(rewards[-window:]) / window
+        runs[name] = {
+            "start": round(start, 4),
+            "end": round(end, 4),
+            "rise": round(end - start, 4),
+            "accuracy": toy_accuracy(folder / name)["accuracy"],
+            "rewards": [round(value, 4) for value in rewards],
+            "exact": [round(value, 4) for value in result["exact"]],
+            "seconds": round(time.perf_counter() - run_started, 1),
+            "sample_s": result["sample_s"],
+            "train_s": result["train_s"],
+            "tokens_per_s": result["tokens_per_s"],
+            "rollouts_per_s": round(
+                settings["steps"] * settings["prompts"] * settings["group_size"] / result["sample_s"], 1
+            ),
+        }
+    return {
+        "model_seed": model_seed,
+        "seed": seed,
+        "parameters": made["parameters"],
+        "vocab_size": made["vocab_size"],
+        "warm_up": warm,
+        "grpo": runs["grpo"],
+        "control": runs["control"],
+        "lead": round(runs["grpo"]["end"] - runs["control"]["end"], 4),
+        "seconds": round(time.perf_counter() - started, 1),
+        "settings": settings,
+    }

@@ -12,6 +12,9 @@ export const TOY_WORDS = (
   'lema lera liro masa mazu numi nuni rape rare roda sibo soko tedu toku vuri zeko'
 ).split(' ');
 
+/** The scripted demonstrator's mistake (`demo_decoy_rate`): it saves this word instead. */
+export const DECOY_WORD = 'zeko';
+
 /** mulberry32: a small seeded generator, so a seed gives the same tasks everywhere. */
 function random(seed) {
   let state = seed >>> 0;
@@ -49,6 +52,10 @@ export function createSaveTool() {
 export const toySettingsSchema = z.strictObject({
   seed: z.int().default(0),
   eval_items: z.int().min(1).max(10_000).default(64),
+  // The share of first turns where demoPolicy (the scripted demonstrator) saves DECOY_WORD
+  // instead of the prompt's word: the learning test's warm-up imitates such a demonstrator, and
+  // GRPO then unlearns its mistake. 0: always right.
+  demo_decoy_rate: z.number().min(0).max(1).default(0),
 });
 
 export function createToyEnv(raw = {}) {
@@ -59,12 +66,13 @@ export function createToyEnv(raw = {}) {
     throw new InvalidArgumentError({
       argument: key,
       value: raw[key],
-      message: `The toy env setting "${key}": ${issue.message} (settings: seed, eval_items)`,
+      message: `The toy env setting "${key}": ${issue.message} (settings: seed, eval_items, demo_decoy_rate)`,
     });
   }
   const settings = parsed.data;
   const tool = createSaveTool();
   const next = random(settings.seed);
+  const demoNext = random(settings.seed + 7);
   let count = 0;
   return {
     specificationVersion: 'v1',
@@ -87,14 +95,16 @@ export function createToyEnv(raw = {}) {
     sandboxSpec(item) {
       return { labels: { 'shears.env': 'toy-save', 'shears.task': item.id } };
     },
-    // For `shears process` with the scripted server: a policy that always answers correctly, so
-    // its rollouts are the SFT warm-up data (through shears' SFT export).
+    // For `shears process` with the scripted server: a policy that answers correctly (but for the
+    // share `demo_decoy_rate` of first turns, where it saves DECOY_WORD), so its rollouts are the
+    // SFT warm-up data (through shears' SFT export).
     demoPolicy() {
       return (request) => {
         const last = request.messages.at(-1);
         if (last?.role === 'tool') return { content: 'done' };
         const word = /^Save the word (\S+)\.$/.exec(String(last?.content ?? ''))?.[1] ?? '';
-        return { toolCalls: [{ name: 'save', arguments: { word } }] };
+        const decoy = settings.demo_decoy_rate > 0 && demoNext() < settings.demo_decoy_rate;
+        return { toolCalls: [{ name: 'save', arguments: { word: decoy ? DECOY_WORD : word } }] };
       };
     },
     async computeReward(item, _rollout, context) {

@@ -234,6 +234,9 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       'run.prometheus',
       ...API_CLIENT,
       'api.batch_size',
+      'loop',
+      'evaluate.bootstrap_samples',
+      'evaluate.confidence',
     ],
     flags: [
       CONFIG,
@@ -308,7 +311,18 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'train',
     summary: 'start the API, env workers and the trainer; supervise them',
-    reads: [...ROLLOUT_CONFIG, ...RUN_LOOP, 'run.out', 'run.report', 'run.prometheus', 'api', 'train'],
+    reads: [
+      ...ROLLOUT_CONFIG,
+      ...RUN_LOOP,
+      'run.out',
+      'run.report',
+      'run.prometheus',
+      'api',
+      'train',
+      'loop',
+      'evaluate.bootstrap_samples',
+      'evaluate.confidence',
+    ],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
@@ -347,7 +361,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   },
   {
     name: 'view',
-    summary: 'build the static HTML viewer from a JSONL file',
+    summary: 'build the HTML viewer and run dashboard from a JSONL file (--watch: serve it, updating live)',
     argument: { name: 'file', description: 'JSONL file of scored groups' },
     reads: ['server.tokenizer'],
     flags: [
@@ -360,9 +374,16 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         description: 'show token text instead of ids in the token view',
       },
       FORCE('an existing HTML file that shears did not build'),
+      {
+        name: 'watch',
+        description:
+          'serve the page on 127.0.0.1 instead of writing it; it updates live as the run appends groups and metrics',
+      },
+      { name: 'port', value: 'N', description: 'port of the --watch server (default 0: any free port)' },
     ],
     examples: [
       'shears view runs/demo.jsonl',
+      'shears view runs/train.jsonl --watch --port 8765',
       'shears view runs/train.jsonl --html /tmp/train.html --tokenizer ./models/Qwen3-8B',
     ],
     refused: {
@@ -431,6 +452,7 @@ const CONFIG_SECTIONS = [
   'api',
   'evaluate',
   'train',
+  'loop',
 ];
 
 export function cliVersion(): string {
@@ -618,7 +640,10 @@ export function parseArgs(
     if (error.code === 'commander.help') return { kind: 'exit', code: error.exitCode === 0 ? 0 : 2 };
     const message = error.message.replace(/^error: /, '').replace(/\n/g, ' ');
     const where = named ? `shears ${named.name} --help` : 'shears --help';
-    let text = `${message}${refusedHint(named, message)}`;
+    const hint = refusedHint(named, message);
+    // A refused flag's own hint says what to use instead; commander's nearest-name guess (`--out`:
+    // "Did you mean --port?") would only mislead beside it.
+    let text = hint ? `${message.replace(/ \(Did you mean [^)]*\)/, '')}${hint}` : message;
     if (error.code === 'commander.unknownCommand')
       text = `${message}; commands: ${COMMAND_SPECS.map((spec) => spec.name).join(', ')}`;
     if (error.code === 'commander.excessArguments' && named) {

@@ -34,6 +34,7 @@ import {
 import type { ShearsConfig } from './config/config-schema.js';
 import { checkToolsetsConfig, configureEnv, createExtraTools } from './env-tools.js';
 import type { CliIo } from './io.js';
+import { advantageEstimator } from './loop/loop-config.js';
 import { createProgress, type ProgressMode, type ProgressReporter } from './progress/progress.js';
 import type { Redactor } from './redact.js';
 import { createRunControl, type RunControl } from './run/run-control.js';
@@ -52,7 +53,7 @@ export interface CommandContext {
   flags: Record<string, string | true>;
 }
 
-interface Runtime {
+export interface Runtime {
   registry: Registry;
   plugins: PluginStatus[];
   /** The env, with `env.tools` added, its toolsets and sandbox checked, and `judge` in its reward step when the config sets one. */
@@ -222,7 +223,7 @@ export async function runOneGroup(
     limiter: runtime.limiter,
     budget: config.env.max_turns === undefined ? undefined : { maxTurns: config.env.max_turns },
     retryBudget: config.run.max_retries,
-    advantages: resolveAdvantageEstimator(config.run.advantage),
+    advantages: advantageEstimator(config.run.advantage),
     allEqualScores: config.run.all_equal_scores,
     temperature: config.server.temperature,
     maxTokens: config.server.max_tokens,

@@ -23,24 +23,21 @@ const pack = join(repoRoot, 'examples', 'toy-pack');
 const dir = mkdtempSync(join(tmpdir(), 'shears-learns-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// NOT yet calibrated on several seeds through the whole chain (see docs/train-a-model.md): the
-// settings below are the ones that raised the reward in `python -m shears_trainer toy-loop` (the
-// algorithm alone: a start near 50 % greedy accuracy, 16 groups of 8 per step, lr 1e-3, 40 steps:
-// +0.125, +0.037 and +0.079 mean reward on seeds 0–2, while the shuffled-sign control collapsed
-// to 0 on both seeds tried), not yet
-// run through `shears train`; one such run is far over a 5-minute CI budget on 2 shared cores.
-// Until it is calibrated, the test runs only with SHEARS_LEARNING_TEST=1.
-const STEPS = 40;
+// The settings are those of the one-process learning test that runs in CI
+// (trainers/tests/test_learns.py, shears_trainer.toy_loop.LEARNING): a two-stage warm-up (clean
+// demonstrations, then demonstrations of which half save a decoy word), then 20 GRPO steps of 8
+// groups of 8 at lr 5e-4. There, on three model seeds, the reward's rolling mean rose and the
+// shuffled-sign control's did not (docs/train-a-model.md, "The learning test"). Through the whole
+// chain it was run once (12 min here, so it stays out of CI behind SHEARS_LEARNING_TEST=1): GRPO
+// rose +0.18 (greedy 0.59 -> 1.0), the control +0.02, lead 0.34. The margins are the one-process
+// test's, not chosen from several whole-chain runs.
+const STEPS = 20;
 const GROUP = 8;
-const BATCH = 16 * GROUP;
-const WINDOW = 10 * BATCH; // rollouts: the first and the last 10 steps' worth
-const MIN_RISE = 0.05;
-const CONTROL_MAX_RISE = 0;
-// The robust figure in toy-loop runs: the control collapses to 0, GRPO ends at 0.2–0.46.
-const MIN_LEAD_OVER_CONTROL = 0.15;
-// SFT until greedy accuracy reaches this: below it most groups hold no right answer, above it
-// most hold no wrong one, and GRPO has little to learn from either (see the doc).
-const START_ACCURACY = 0.4;
+const BATCH = 8 * GROUP;
+const WINDOW = 5 * BATCH; // rollouts: the first and the last 5 steps' worth
+const MIN_RISE = 0.1;
+const CONTROL_MAX_RISE = 0.05;
+const MIN_LEAD_OVER_CONTROL = 0.2;
 
 async function py(args: string[], timeout = 300_000): Promise<string> {
   const { stdout } = await promisify(execFile)(python, ['-m', 'shears_trainer', ...args], {
@@ -95,13 +92,13 @@ async function grpoRun(name: string, control: boolean): Promise<{ rewards: numbe
     '--micro-batch',
     '32',
     '--lr',
-    '1e-3',
+    '5e-4',
     '--serve-port',
     String(port),
     '--threads',
     '1',
     '--checkpoint-every',
-    '20',
+    '10',
     ...(control ? ['--control', 'shuffle-signs'] : []),
   ];
   writeFileSync(
@@ -145,22 +142,31 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
       expect(made.parameters).toBeGreaterThan(300_000);
       expect(made.parameters).toBeLessThan(2_000_000);
 
-      // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export.
-      writeFileSync(
-        join(dir, 'sft.yaml'),
-        [
-          `plugins: [${JSON.stringify(pack)}]`,
-          'env: { name: toy-save, group_size: 1, seed: 99 }',
-          'server: { provider: scripted }',
-          'sandbox: { provider: local }',
-          'run: { groups: 192, concurrency: 32, out: runs/sft.jsonl, report: false, all_equal_scores: keep, progress: none }',
-        ].join('\n'),
-      );
-      const sftRun = await runShears(['process', '--config', 'sft.yaml'], { cwd: dir });
-      expect(sftRun.code, sftRun.stderr).toBe(0);
-      const records = toSftRecords(readGroups(join(dir, 'runs/sft.jsonl')), { minScore: 1, select: 'all' });
-      expect(records.length).toBe(192);
-      writeFileSync(join(dir, 'sft.jsonl'), records.map((record) => JSON.stringify(record)).join('\n'));
+      // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export:
+      // once always right, once saving the decoy word in half of the calls (`demo_decoy_rate`).
+      async function sftData(name: string, decoyRate: number, seed: number): Promise<void> {
+        writeFileSync(
+          join(dir, `${name}.yaml`),
+          [
+            `plugins: [${JSON.stringify(pack)}]`,
+            `env: { name: toy-save, group_size: 1, seed: ${seed}, settings: { demo_decoy_rate: ${decoyRate} } }`,
+            'server: { provider: scripted }',
+            'sandbox: { provider: local }',
+            `run: { groups: 192, concurrency: 32, out: runs/${name}.jsonl, report: false, all_equal_scores: keep, progress: none }`,
+          ].join('\n'),
+        );
+        const run = await runShears(['process', '--config', `${name}.yaml`], { cwd: dir });
+        expect(run.code, run.stderr).toBe(0);
+        // minScore 0.1: the decoy's calls score 0.1 (a call, the wrong word) and are kept.
+        const records = toSftRecords(readGroups(join(dir, `runs/${name}.jsonl`)), {
+          minScore: 0.1,
+          select: 'all',
+        });
+        expect(records.length).toBe(192);
+        writeFileSync(join(dir, `${name}.jsonl`), records.map((record) => JSON.stringify(record)).join('\n'));
+      }
+      await sftData('clean', 0, 99);
+      await sftData('decoy', 0.5, 98);
       writeFileSync(
         join(dir, 'tools.json'),
         JSON.stringify([
@@ -170,34 +176,35 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
           },
         ]),
       );
-      // SFT in short chunks until the policy starts near START_ACCURACY: greedy accuracy moves
-      // fast and unevenly once it rises (one run here: 14 % after 100 steps, then 19, 28, 25, 22,
-      // 52, 41 % after each further 10), so a fixed length lands in different places.
-      let model = join(dir, 'base');
-      let before = 0;
-      for (let chunk = 0; chunk < 12 && before < START_ACCURACY; chunk++) {
-        const next = join(dir, `sft-${chunk}`);
-        await py([
+      // The warm-up of the one-process test: 200 steps on the clean data (the model learns to
+      // copy), then 100 at a lower lr on the decoy data (it now often prefers the decoy).
+      const sft = (data: string, from: string, to: string, steps: string, lr: string, seed: string) =>
+        py([
           'sft',
           '--model',
-          model,
+          from,
           '--data',
-          'sft.jsonl',
+          data,
           '--tools',
           'tools.json',
           '--output',
-          next,
+          to,
           '--steps',
-          chunk === 0 ? '100' : '10',
+          steps,
           '--batch-size',
           '32',
+          '--lr',
+          lr,
           '--seed',
-          String(chunk),
+          seed,
+          '--threads',
+          '1',
         ]);
-        model = next;
-        before = lastJson(await py(['toy-accuracy', '--model', model])).accuracy!;
-      }
-      expect(before).toBeGreaterThanOrEqual(START_ACCURACY);
+      await sft('clean.jsonl', join(dir, 'base'), join(dir, 'sft-clean'), '200', '3e-3', '0');
+      await sft('decoy.jsonl', join(dir, 'sft-clean'), join(dir, 'sft-decoy'), '100', '1e-3', '1');
+      const model = join(dir, 'sft-decoy');
+      const before = lastJson(await py(['toy-accuracy', '--model', model])).accuracy!;
+      expect(before).toBeLessThanOrEqual(0.7);
       rmSync(join(dir, 'sft'), { recursive: true, force: true });
       await promisify(execFile)('cp', ['-r', model, join(dir, 'sft')]);
 
@@ -221,7 +228,7 @@ describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
       expect(summary.lead).toBeGreaterThan(MIN_LEAD_OVER_CONTROL);
       // The final folder is a model: the trainer wrote it, with its summary.
       expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
-      expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-20', 'model.safetensors'))).toBe(true);
+      expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-10', 'model.safetensors'))).toBe(true);
     });
   },
 );

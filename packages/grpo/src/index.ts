@@ -28,7 +28,15 @@ export type {
   RecordToScoredDataOptions,
   RolloutForGroup,
 } from './advantages/scored-group.js';
-export { buildScoredData, scoredDataFromRecord, tokenizeConversation } from './advantages/scored-group.js';
+export {
+  buildScoredData,
+  StepCreditMismatchError,
+  scoredDataFromRecord,
+  tokenizeConversation,
+  trainedSpans,
+} from './advantages/scored-group.js';
+export type { StepCredit, StepCreditSettings, StepForCredit } from './advantages/step-credit.js';
+export { stepCredit } from './advantages/step-credit.js';
 export {
   TrajectoryApiDatabaseError,
   TrajectoryApiListenError,
@@ -76,3 +84,5 @@ export type { DpoExportOptions, DpoPair, SftExportOptions, SftRecord } from './s
 export { toDpoPairs, toSftRecords, writeJsonl } from './shaping/export.js';
 export type { ReplayBuffer, ReplayBufferSettings } from './shaping/replay-buffer.js';
 export { createReplayBuffer, createReplayBufferSink } from './shaping/replay-buffer.js';
+export type { ReplayStore, ReplayStoreEntry, ReplayStoreSettings } from './shaping/replay-store.js';
+export { openReplayStore, ReplayStoreError } from './shaping/replay-store.js';

@@ -6,8 +6,12 @@
 //   pnpm -F @shears/parsers bench                 every parser
 //   PARSER=mistral pnpm -F @shears/parsers bench  one parser
 //   BENCH_OUTPUTS=1000 BENCH_MS=600 BENCH_COLD_RUNS=5   corpus size, warmed time budget, cold processes
+//   BENCH_REFERENCE=/path/to/hermes-agent BENCH_PYTHON=/venv/bin/python   also time hermes-agent's
+//     parsers on the same corpus in this run, alternating with ours, and print the ratios
 import { spawnSync } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -22,6 +26,61 @@ const WARM_MS = Number(process.env.BENCH_MS ?? 600);
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 5);
 /** Another build of the parsers to measure (a checkout's src/index.ts), for before/after figures. */
 const SOURCE = process.env.BENCH_PARSERS_SRC ?? '../src/index.js';
+/** A hermes-agent checkout (its `environments/tool_call_parsers`) to time beside ours; see the README. */
+const REFERENCE = process.env.BENCH_REFERENCE;
+const PYTHON = process.env.BENCH_PYTHON ?? 'python3';
+const REFERENCE_ROUNDS = Number(process.env.BENCH_REFERENCE_ROUNDS ?? 3);
+
+// Times one hermes-agent parser the way `warmedMs` times ours: warm-up passes, then passes with a
+// collection before each, CPU time (time.process_time), the median pass. Prints one JSON line.
+const REFERENCE_SCRIPT = `
+import gc, importlib, json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+fmt, path, budget = sys.argv[2], sys.argv[3], float(sys.argv[4]) / 1000
+registry = importlib.import_module('environments.tool_call_parsers')
+try:
+    importlib.import_module('environments.tool_call_parsers.' + fmt + '_parser')
+except ImportError:
+    pass
+cls = registry.PARSER_REGISTRY.get(fmt)
+if cls is None:
+    print(json.dumps({'missing': True})); sys.exit(0)
+parser = cls()
+texts = json.load(open(path))
+calls = 0
+for text in texts:
+    found = parser.parse(text)[1]
+    calls += len(found) if found else 0
+start = time.process_time()
+while time.process_time() - start < budget / 2:
+    for text in texts: parser.parse(text)
+passes = []
+start = time.process_time()
+while not passes or time.process_time() - start < budget:
+    gc.collect()
+    began = time.process_time()
+    for text in texts: parser.parse(text)
+    passes.append(time.process_time() - began)
+print(json.dumps({'calls': calls, 'ms': statistics.median(passes) * 1000, 'passes': len(passes)}))
+`;
+
+/** hermes-agent's parser for `id` over the same texts: CPU ms per pass, or undefined when it has none. */
+function referenceMs(id: string, textsPath: string): { ms: number; calls: number } | undefined {
+  const child = spawnSync(
+    PYTHON,
+    ['-c', REFERENCE_SCRIPT, REFERENCE as string, id, textsPath, String(WARM_MS * 2)],
+    {
+      encoding: 'utf8',
+    },
+  );
+  const line = child.stdout.trim().split('\n').pop() ?? '';
+  if (child.status !== 0 || !line.startsWith('{'))
+    throw new Error(
+      `the reference parser for ${id} failed (BENCH_PYTHON=${PYTHON}): ${child.stderr.slice(-2000)}`,
+    );
+  const result = JSON.parse(line) as { missing?: boolean; ms: number; calls: number };
+  return result.missing ? undefined : result;
+}
 
 async function loadParser(id: string): Promise<ToolCallParserV1> {
   const module = (await import(SOURCE)) as { getParser(name: string): ToolCallParserV1 };
@@ -96,6 +155,57 @@ function coldMs(id: string): number[] {
   return runs.sort((a, b) => a - b);
 }
 
+/**
+ * hermes-agent's parser and ours on the same texts, alternating (ours, then the reference) for
+ * `REFERENCE_ROUNDS` rounds so that machine load hits both alike; one ratio per round.
+ */
+function referenceRounds(id: string, parser: ToolCallParserV1, corpus: Corpus): void {
+  const dir = mkdtempSync(join(tmpdir(), 'shears-parser-bench-'));
+  try {
+    const textsPath = join(dir, `${id}.json`);
+    writeFileSync(textsPath, JSON.stringify(corpus.outputs.map((output) => output.text)));
+    const rounds: Array<{ shears_us: number; reference_us: number; ratio: number }> = [];
+    let referenceCalls = 0;
+    for (let index = 0; index < REFERENCE_ROUNDS; index += 1) {
+      const ours = warmedMs(() => parseAll(parser, corpus));
+      const reference = referenceMs(id, textsPath);
+      if (!reference) {
+        console.log(
+          JSON.stringify({
+            bench: 'parsers.reference',
+            parser: id,
+            ratio: null,
+            reason: 'hermes-agent has no parser by this name',
+          }),
+        );
+        return;
+      }
+      referenceCalls = reference.calls;
+      rounds.push({
+        shears_us: round((ours * 1000) / OUTPUTS, 2),
+        reference_us: round((reference.ms * 1000) / OUTPUTS, 2),
+        ratio: round(reference.ms / ours, 2),
+      });
+    }
+    const ratios = rounds.map((entry) => entry.ratio).sort((a, b) => a - b);
+    console.log(
+      JSON.stringify({
+        bench: 'parsers.reference',
+        parser: id,
+        reference: 'hermes-agent',
+        calls_written: corpus.outputs.reduce((sum, output) => sum + output.calls, 0),
+        reference_calls_read: referenceCalls,
+        rounds,
+        ratio_warm_median: median(ratios),
+        time: 'cpu',
+        loadavg: load(),
+      }),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const median = (sorted: number[]): number => sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
 const load = (): number[] => loadavg().map((value) => round(value, 2));
@@ -152,15 +262,17 @@ async function main(): Promise<void> {
         loadavg: [loadBefore, load()],
       }),
     );
+    if (REFERENCE) referenceRounds(id, parser, corpus);
   }
-  console.log(
-    JSON.stringify({
-      bench: 'parsers.reference',
-      ratio: null,
-      reason:
-        "vLLM's and hermes-agent's parsers cannot be installed here (the local package index has neither vllm nor hermes-agent) and no other implementation runs in this process, so no ratio is printed",
-    }),
-  );
+  if (!REFERENCE)
+    console.log(
+      JSON.stringify({
+        bench: 'parsers.reference',
+        ratio: null,
+        reason:
+          "no reference given: set BENCH_REFERENCE to a hermes-agent checkout (and BENCH_PYTHON to a Python with `openai`) to time its parsers beside these in this run; vLLM's parsers cannot be installed here (the local package index has no vllm). No ratio against figures measured elsewhere is printed",
+      }),
+    );
   if (mismatches > 0) process.exitCode = 1;
 }
 

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
+import { refuseLoop } from '../loop/loop-config.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { formatNumber, formatTable } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
@@ -26,7 +27,7 @@ import {
 } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
 import { bootstrapMean, mean, passAtK, type SuccessRule, successRule } from '../stats.js';
-import { buildViewerHtml } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 import { readResumedGroups } from './process.js';
 
@@ -39,7 +40,7 @@ interface TaskEvaluation {
   failed: number;
 }
 
-interface EvaluationSummary {
+export interface EvaluationSummary {
   kind: 'shears.evaluation';
   env: string;
   model: string;
@@ -78,14 +79,14 @@ function incompleteWhy(record: ScoredGroupRecord): string {
   return `${failed.length} of ${record.rollouts.length} rollouts failed (${reasons.slice(0, 3).join('; ')})`;
 }
 
-function kValues(k: number): number[] {
+export function kValues(k: number): number[] {
   const values = new Set<number>([1]);
   for (let value = 2; value < k; value *= 2) values.add(value);
   values.add(k);
   return [...values].sort((a, b) => a - b);
 }
 
-function summarizeEvaluation(
+export function summarizeEvaluation(
   records: readonly ScoredGroupRecord[],
   options: {
     k: number;
@@ -186,6 +187,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   const success = successRule(config.run.success_threshold);
 
   checkRunConfig(config);
+  refuseLoop(config, 'evaluate');
   refusePrometheus(config, 'evaluate');
   // Before anything runs: --force starts over, --resume continues the run in `out`, and
   // otherwise no existing file is touched.
@@ -340,6 +342,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
             `k=${k}${summary.complete ? '' : ` · INCOMPLETE: ${summary.missing.length} of ${items.length} tasks without a complete result`}`,
           ),
         },
+        evaluation: { ...summary, bootstrapSamples: config.evaluate.bootstrap_samples },
+        ...(metricsPath ? { metrics: readMetricsForViewer(metricsPath).rows } : {}),
         ...(decodeToken ? { decodeToken } : {}),
       }),
       { replace, cwd: io.cwd },

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { EnvItem, ScoredGroupRecord } from '@shears/core';
+import { refuseLoop } from '../loop/loop-config.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { summarizeGroups } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
@@ -24,7 +25,7 @@ import {
 } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
 import { successRule } from '../stats.js';
-import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 
 /** A group that needs no redoing: not stopped midway. */
@@ -61,6 +62,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const identity = context.redact.value(runIdentity(config, 'process', io.cwd));
 
   checkRunConfig(config);
+  refuseLoop(config, 'process');
   refusePrometheus(config, 'process');
   // Before anything runs: which files exist, and whether they may be replaced or continued.
   // --force starts over; --resume continues the run in `out` when there is one.
@@ -184,6 +186,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
             `${groups.length} groups × ${config.env.group_size} · model ${runtime.server.model} · ${new Date(started).toISOString()}${incomplete}`,
           ),
         },
+        ...(metricsPath ? { metrics: readMetricsForViewer(metricsPath).rows } : {}),
         ...(decodeToken ? { decodeToken } : {}),
       }),
       { replace: true, cwd: io.cwd },

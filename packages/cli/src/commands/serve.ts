@@ -3,6 +3,8 @@
 // also goes to `run.out` (JSONL) and, at the end, the HTML report, as with `shears process`.
 import { relative } from 'node:path';
 import { InvalidArgumentError } from '@shears/core';
+import { checkLoopConfig } from '../loop/loop-config.js';
+import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { metricsPathFor } from '../metrics/run-metrics.js';
 import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
@@ -23,6 +25,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
     });
   }
   checkRunConfig(config);
+  checkLoopConfig(config);
   // A config shared with `shears train` says what its trainer needs; serve feeds that trainer.
   checkTrainerNeeds(config);
   await requireTokenizer(config, io.cwd, 'serve');
@@ -38,6 +41,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
   });
   let writer: JsonlWriter | undefined;
   let workerMetrics: WorkerMetrics | undefined;
+  let loop: LoopController | undefined;
   let result: Awaited<ReturnType<typeof runServeLoop>>;
   try {
     writer = createJsonlWriter(out, context.redact, {
@@ -52,8 +56,14 @@ export async function serveCommand(context: CommandContext): Promise<number> {
       notePrefix: '',
     });
     const { metrics } = workerMetrics;
-    result = await runServeLoop(context, { maxGroups, writer, metrics });
+    loop = await createLoopController(context, {
+      metrics,
+      out,
+      note: (text) => io.stderr(`${context.redact(text)}\n`),
+    });
+    result = await runServeLoop(context, { maxGroups, writer, metrics, ...(loop ? { loop } : {}) });
   } finally {
+    await loop?.close();
     await workerMetrics?.close();
     writer?.close();
   }

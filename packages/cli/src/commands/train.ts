@@ -9,6 +9,8 @@ import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
+import { checkLoopConfig } from '../loop/loop-config.js';
+import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { metricsPathFor, type RunMetrics } from '../metrics/run-metrics.js';
 import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
 import { EXIT_CODES, formatFailures } from '../run/run-control.js';
@@ -120,6 +122,8 @@ async function resolveTrainer(
 }
 
 export async function trainCommand(outerContext: CommandContext): Promise<number> {
+  // Before the trainer is resolved: a loop setting the trainer would ignore is named first.
+  checkLoopConfig(outerContext.config);
   const { context, output } = await resolveTrainer(outerContext);
   const { config, io } = context;
   checkRunConfig(config);
@@ -150,7 +154,7 @@ export async function trainCommand(outerContext: CommandContext): Promise<number
       notePrefix: 'train: ',
     });
     const { metrics } = workerMetrics;
-    code = await train(context, writer, metrics, output);
+    code = await train(context, writer, metrics, output, out);
     return code;
   } finally {
     await workerMetrics?.close();
@@ -174,6 +178,7 @@ async function train(
   writer: ReturnType<typeof createJsonlWriter>,
   metrics: RunMetrics,
   output: string | undefined,
+  out: string,
 ): Promise<number> {
   const { config, io } = context;
   const trainer = config.train.trainer!;
@@ -239,6 +244,27 @@ async function train(
     },
   );
 
+  // The improvement loop (config `loop`): one for all workers, so the curriculum, the replay
+  // ratio and the data mix are the run's. Its evaluations and capability groups use the API's URL.
+  let loop: LoopController | undefined;
+  try {
+    loop = await createLoopController(
+      {
+        ...context,
+        config: { ...config, api: { ...config.api, url: apiUrl } },
+        signal: workerSignal,
+        drain: workerDrain,
+      },
+      { metrics, out, note: say('loop') },
+    );
+  } catch (error) {
+    await stopChild(child, 5000);
+    await sync?.close();
+    await api?.close();
+    context.drain.removeEventListener('abort', onOuterAbort);
+    throw error;
+  }
+
   const workers = Array.from({ length: config.train.workers }, (_, index) => {
     const name = `worker-${index}`;
     const workerIo = { ...io, stderr: (text: string) => text.split('\n').filter(Boolean).forEach(say(name)) };
@@ -257,7 +283,7 @@ async function train(
         signal: workerSignal,
         drain: workerDrain,
       },
-      { writer, metrics, worker: name },
+      { writer, metrics, worker: name, ...(loop ? { loop } : {}) },
     ).then(
       (result) => ({ name, ok: true as const, result }),
       (error: unknown) => ({ name, ok: false as const, error }),
@@ -318,6 +344,7 @@ async function train(
   if (winner.kind !== 'signal') hard.abort(new Error('train stopping'));
   await stopChild(child, 5000);
   const outcomes = await Promise.all(workers);
+  await loop?.close();
   if (sync) {
     await sync.close();
     const steps = sync.synced.map((entry) => entry.step);
@@ -328,11 +355,14 @@ async function train(
   await api?.close();
   context.drain.removeEventListener('abort', onOuterAbort);
   const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);
+  const replays = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.replaysSent : 0), 0);
   for (const outcome of outcomes)
     if (outcome.ok) {
       const failures = formatFailures(outcome.result.failures);
       if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
     }
-  io.stdout(`train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups\n`);
+  io.stdout(
+    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups${replays ? ` and ${replays} replayed groups` : ''}\n`,
+  );
   return code;
 }

@@ -1,15 +1,20 @@
-// `shears view FILE.jsonl [--html FILE.html] [--tokenizer DIR] [--force]`: build the static
-// trajectory viewer from JSONL. With a tokenizer (`--tokenizer`, i.e. `server.tokenizer`) the
+// `shears view FILE.jsonl [--html FILE.html] [--tokenizer DIR] [--force] [--watch [--port N]]`:
+// build the static trajectory viewer and run dashboard from JSONL (the dashboard reads the run's
+// metrics stream, FILE.metrics.jsonl, when it is there). With --watch nothing is written: a
+// loopback-only HTTP server serves the page, which polls it for groups and metrics rows appended
+// since, so it updates live while a run goes on. With a tokenizer (`--tokenizer`, i.e. `server.tokenizer`) the
 // token view shows token text instead of ids. An existing HTML file is replaced only when it is
 // a viewer page shears built (derived data) or with --force; lines that are not readable groups
 // are named, and make the exit code 1.
 import { readFileSync, statSync } from 'node:fs';
 import { basename, relative } from 'node:path';
 import { InvalidArgumentError, safeParseJson } from '@shears/core';
+import { metricsPathFor } from '../metrics/run-metrics.js';
 import { fileError, guardOutputs, writeOutputFile } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
-import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
+import { watchViewer } from '../viewer/watch-server.js';
 
 /** Whether `path` is a viewer page shears built (an HTML page with its embedded-data element). */
 function isViewerPage(path: string): boolean {
@@ -37,9 +42,31 @@ export async function viewCommand(context: CommandContext): Promise<number> {
   if (!file)
     throw new InvalidArgumentError({
       argument: 'FILE',
-      message: 'Usage: shears view FILE.jsonl [--html OUT.html] [--tokenizer DIR] [--force]',
+      message:
+        'Usage: shears view FILE.jsonl [--html OUT.html] [--tokenizer DIR] [--force] [--watch [--port N]]',
     });
   const input = resolveOut(context, file);
+  if (context.flags.watch === true) {
+    for (const flag of ['html', 'force'])
+      if (context.flags[flag] !== undefined)
+        throw new InvalidArgumentError({
+          argument: `--${flag}`,
+          message: `--${flag} does nothing with --watch (it serves the page and writes no file); leave one out`,
+        });
+    const tokenizer = context.config.server.tokenizer;
+    return watchViewer(context, {
+      input,
+      port: parsePort(context.flags.port),
+      ...(tokenizer
+        ? { decodeToken: await loadTokenDecoder(tokenizer, context.io.cwd, 'server.tokenizer') }
+        : {}),
+    });
+  }
+  if (context.flags.port !== undefined)
+    throw new InvalidArgumentError({
+      argument: '--port',
+      message: "--port is the --watch server's port; add --watch",
+    });
   const shown = (path: string) => relative(io.cwd, path) || path;
   let read: ReturnType<typeof readGroupsForViewer>;
   let lines: string[];
@@ -65,10 +92,17 @@ export async function viewCommand(context: CommandContext): Promise<number> {
       force: context.flags.force === true,
       elsewhere: '--html OTHER.html',
     });
+  const metricsPath = metricsPathFor(input);
+  const metrics = readMetricsForViewer(metricsPath);
+  if (metrics.skipped.length)
+    io.stderr(
+      `${shown(metricsPath)}: ${metrics.skipped.length} line(s) are not metrics rows and are not charted (first: line ${metrics.skipped[0]})\n`,
+    );
   writeOutputFile(
     target,
     buildViewerHtml(context.redact.value(read.groups), {
       meta: { title: `shears · ${basename(input)}` },
+      metrics: context.redact.value(metrics.rows),
       ...(decodeToken ? { decodeToken } : {}),
     }),
     { replace: context.flags.force === true || earlierViewer, cwd: io.cwd },
@@ -84,6 +118,20 @@ export async function viewCommand(context: CommandContext): Promise<number> {
         .join('\n')}${described.length > 20 ? `\n  … and ${described.length - 20} more` : ''}\n`,
     );
   }
-  io.stdout(`${read.groups.length} groups → ${shown(target)}\n`);
+  io.stdout(
+    `${read.groups.length} groups → ${shown(target)}${metrics.rows.length ? ` (dashboard: ${metrics.rows.length} metrics rows)` : ''}\n`,
+  );
   return broken > 0 ? 1 : 0;
+}
+
+/** `--port N`: 0 (the default) picks a free port. */
+function parsePort(value: string | true | undefined): number {
+  if (value === undefined) return 0;
+  const port = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!(port >= 0 && port <= 65535))
+    throw new InvalidArgumentError({
+      argument: '--port',
+      message: `--port takes a number from 0 to 65535 (0: any free port), not ${JSON.stringify(value)}`,
+    });
+  return port;
 }

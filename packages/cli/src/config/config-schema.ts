@@ -242,6 +242,42 @@ const groupJudgeConfigSchema = z
     "A listwise judge scoring each group's scored rollouts together in one call once they are done; a failed verdict makes its rollout a judge_failure",
   );
 
+const advantageEstimatorSchema = z.enum(['grpo', 'dr-grpo', 'rloo']);
+
+/** Per-step credit (the seed's discounted per-step returns with process rewards); `serve` and `train` only. */
+const perStepAdvantageSchema = z
+  .strictObject({
+    estimator: advantageEstimatorSchema
+      .default('grpo')
+      .describe("The group-relative advantage paid on a rollout's last step"),
+    gamma: z
+      .number()
+      .min(0)
+      .max(1)
+      .describe(
+        'Discount per step: step t of T gets the terminal advantage × γ^(T−1−t) (plus discounted process rewards)',
+      ),
+    tool_call_bonus: z
+      .number()
+      .min(0)
+      .default(0)
+      .describe('Process reward of a step per tool call that returned no error'),
+    reasoning_bonus: z
+      .number()
+      .min(0)
+      .default(0)
+      .describe('Process reward of a step whose reasoning has at least min_reasoning_chars characters'),
+    min_reasoning_chars: z.int().min(1).default(40),
+    max_bonus: z
+      .number()
+      .min(0)
+      .optional()
+      .describe("Cap on the sum of a rollout's process rewards (spent in step order); default no cap"),
+  })
+  .describe(
+    "Per-step credit, sent to the trainer as per-token advantages (Atropos' `advantages` field): one value per assistant turn, G_t = r_t + γ·G_{t+1}, r_t = the step's process reward, plus the group advantage on the last step",
+  );
+
 export const runConfigSchema = z
   .strictObject({
     groups: z.int().min(1).default(4).describe('Groups to run (`shears process`)'),
@@ -277,9 +313,11 @@ export const runConfigSchema = z
       .describe('Retries of rollouts that failed for infrastructure reasons'),
     progress: z.enum(['auto', 'bars', 'lines', 'none']).default('auto'),
     advantage: z
-      .enum(['grpo', 'dr-grpo', 'rloo'])
+      .union([advantageEstimatorSchema, perStepAdvantageSchema])
       .default('grpo')
-      .describe('Advantage estimator over the counted scores of a group'),
+      .describe(
+        'Advantage estimator over the counted scores of a group (grpo | dr-grpo | rloo), or { estimator, gamma, ... } for per-step credit (`serve`/`train`)',
+      ),
     all_equal_scores: z
       .enum(['drop', 'keep'])
       .default('drop')
@@ -517,6 +555,116 @@ export const trainConfigSchema = z
   })
   .describe('Settings of `shears train`');
 
+/** An env for held-out evaluation or capability data: an env id and its settings. */
+const loopEnvSchema = z
+  .strictObject({
+    name: z.string().min(1).describe('Env id from a loaded plugin (e.g. tasks)'),
+    settings: settingsSchema.default({}).describe("The env's settings (for tasks: { file: ... })"),
+  })
+  .describe('An env (a task set) beside the training env');
+
+const loopConfigSchema = z
+  .strictObject({
+    replay: z
+      .strictObject({
+        threshold: z
+          .number()
+          .default(0.7)
+          .describe('Keep a group whose best counted score is strictly above this'),
+        capacity: z.int().min(1).default(1000).describe('Groups kept at most; the lowest-scoring makes room'),
+        share: z
+          .number()
+          .min(0)
+          .lt(1)
+          .default(0.3)
+          .describe(
+            'Share of the groups sent to the trainer that are replays (the seed: 70 % fresh, 30 % replay)',
+          ),
+        path: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'SQLite file of the kept groups, relative to where shears runs (default: <run.out>.replay.sqlite); a restart keeps them',
+          ),
+      })
+      .optional()
+      .describe('Replay high-scoring groups beside fresh ones (`serve`, `train`)'),
+    curriculum: z
+      .strictObject({
+        levels: z
+          .array(z.union([z.number(), z.string().min(1)]))
+          .min(1)
+          .optional()
+          .describe(
+            "Difficulty values from easiest to hardest, as the env's tasks name them (default: the distinct difficulties of the env's task set, sorted)",
+          ),
+        window: z.int().min(1).default(100).describe('Scores (counted rollouts) in the rolling mean'),
+        advance_above: z
+          .number()
+          .default(0.75)
+          .describe('Advance a level when the rolling mean is strictly above this'),
+        fall_back_below: z
+          .number()
+          .optional()
+          .describe('Fall back a level when the rolling mean is strictly below this (default: never)'),
+        start_level: z.int().min(0).default(0),
+      })
+      .optional()
+      .describe(
+        "Draw tasks by difficulty level (the env's task metadata `difficulty`), advancing on the rolling mean score (`serve`, `train`)",
+      ),
+    evaluation: z
+      .strictObject({
+        every_steps: z
+          .int()
+          .min(1)
+          .describe('Evaluate after every N trainer steps (from the trajectory API)'),
+        k: z.int().min(1).max(1024).default(4).describe('Samples per task'),
+        env: loopEnvSchema
+          .optional()
+          .describe("The held-out tasks (default: the training env's evaluation set)"),
+        max_items: z.int().min(1).optional().describe('Evaluate at most this many tasks'),
+      })
+      .optional()
+      .describe(
+        'Evaluation during training: held-out tasks against the current policy, pass@k and mean score with intervals in the metrics stream (`serve`, `train`)',
+      ),
+    safety: z
+      .strictObject({
+        tolerance: z
+          .number()
+          .gt(0)
+          .max(1)
+          .default(0.95)
+          .describe('A regression is an evaluation score below tolerance × baseline'),
+        metric: z
+          .enum(['mean_score', 'pass@1'])
+          .default('mean_score')
+          .describe('The evaluation score compared'),
+        baseline: z
+          .number()
+          .optional()
+          .describe('The baseline score (default: the first evaluation of the run)'),
+        capability: loopEnvSchema.describe(
+          'The capability data (a task set) the mix shifts toward on a regression',
+        ),
+        capability_share: z
+          .number()
+          .gt(0)
+          .lt(1)
+          .default(0.5)
+          .describe('Share of the groups drawn from the capability data while regressed'),
+      })
+      .optional()
+      .describe(
+        'Collapse prevention: reads loop.evaluation; on a regression shifts the data mix toward capability data, back when scores recover',
+      ),
+  })
+  .describe(
+    'The improvement loop of `serve` and `train`: replay, curriculum, evaluation during training, safety',
+  );
+
 export const shearsConfigSchema = z
   .strictObject({
     $schema: z.string().optional(),
@@ -533,6 +681,7 @@ export const shearsConfigSchema = z
     api: apiConfigSchema.prefault({}),
     evaluate: evaluateConfigSchema.prefault({}),
     train: trainConfigSchema.prefault({}),
+    loop: loopConfigSchema.optional(),
   })
   .describe('shears configuration');
 

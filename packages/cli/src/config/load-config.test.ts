@@ -204,6 +204,8 @@ const SIBLINGS: Record<string, Record<string, string>> = {
   'judge.server': { 'judge.server.provider': 'openai', 'judge.server.model': 'j' },
   group_judge: { 'group_judge.id': 'group' },
   'group_judge.server': { 'group_judge.server.provider': 'openai', 'group_judge.server.model': 'j' },
+  'loop.evaluation': { 'loop.evaluation.every_steps': '1', 'loop.evaluation.env.name': 'tasks' },
+  'loop.safety': { 'loop.safety.capability.name': 'tasks' },
 };
 
 describe('command-line values of settings typed unknown', () => {
@@ -219,6 +221,8 @@ describe('command-line values of settings typed unknown', () => {
         'judge.server.settings',
         'group_judge.settings',
         'group_judge.server.settings',
+        'loop.evaluation.env.settings',
+        'loop.safety.capability.settings',
       ].sort(),
     );
   });

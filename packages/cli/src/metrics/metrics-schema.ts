@@ -82,6 +82,16 @@ const common = {
   command: z.enum(['process', 'serve', 'train', 'evaluate']),
 };
 
+/** The improvement loop's view of a group (serve, train with `loop`): where it came from, at which level. */
+const groupLoopSchema = z.object({
+  /** Set on a replayed group: the id of the group it replays (its rollouts ran then, not now). */
+  replayOf: z.string().optional(),
+  /** `train`: the training env; `capability`: loop.safety's capability data. */
+  source: z.enum(['train', 'capability']).optional(),
+  /** The curriculum level (a difficulty value) the group's task was drawn at. */
+  curriculumLevel: z.union([z.number(), z.string()]).optional(),
+});
+
 export const groupMetricsSchema = z.object({
   kind: z.literal('shears.metrics.group'),
   ...common,
@@ -110,6 +120,7 @@ export const groupMetricsSchema = z.object({
   judges: judgeMetricsSchema,
   wallTimeSeconds: z.number(),
   trainer: trainerMetricsSchema.optional(),
+  loop: groupLoopSchema.optional(),
 });
 export type GroupMetrics = z.infer<typeof groupMetricsSchema>;
 
@@ -144,6 +155,19 @@ const aggregateFields = {
   trainer: z
     .object({ step: z.number().int(), queueSize: z.number().int(), maxLagSteps: z.number().int().nullable() })
     .optional(),
+  /**
+   * With `loop` set: replayed groups sent in the span (not in the statistics above: their
+   * rollouts ran earlier) and their share of all groups sent, groups of capability data, and the
+   * curriculum level at the span's end.
+   */
+  loop: z
+    .object({
+      replayGroups: z.number().int(),
+      replayShare: z.number().nullable(),
+      capabilityGroups: z.number().int(),
+      curriculumLevel: z.union([z.number(), z.string()]).nullable(),
+    })
+    .optional(),
 };
 
 export const windowMetricsSchema = z.object({
@@ -169,9 +193,57 @@ export const stepMetricsSchema = z.object({
 });
 export type StepMetrics = z.infer<typeof stepMetricsSchema>;
 
+/** An evaluation during training (loop.evaluation): held-out tasks, k samples each, against the current policy. */
+export const evalMetricsSchema = z.object({
+  kind: z.literal('shears.metrics.eval'),
+  ...common,
+  /** The trainer step the evaluation was started at. */
+  step: z.number().int(),
+  env: z.string(),
+  k: z.number().int(),
+  tasks: z.number().int(),
+  /** Unbiased pass@k (k = 1, 2, 4, …, k) averaged over the tasks. */
+  passAtK: z.record(z.string(), z.number()),
+  /** Mean score over tasks, with a bootstrap interval (evaluate.bootstrap_samples, evaluate.confidence). */
+  meanScore: z.object({
+    mean: z.number().nullable(),
+    low: z.number().nullable(),
+    high: z.number().nullable(),
+    confidence: z.number(),
+  }),
+  /** pass@1 over tasks with a bootstrap interval (same samples and confidence); null without a task result. */
+  passAt1Interval: z.object({ mean: z.number(), low: z.number(), high: z.number() }).nullable(),
+  /** False when a task got no complete result (the run stopped, rollouts failed): the numbers cover part of the set. */
+  complete: z.boolean(),
+  missing: z.number().int(),
+  seconds: z.number(),
+});
+export type EvalMetrics = z.infer<typeof evalMetricsSchema>;
+
+/** An event of the improvement loop: the curriculum moved, the safety monitor shifted or restored the mix. */
+export const loopEventMetricsSchema = z.object({
+  kind: z.literal('shears.metrics.loop'),
+  ...common,
+  event: z.enum(['curriculum_advanced', 'curriculum_fell_back', 'safety_regressed', 'safety_recovered']),
+  /** Latest trainer step known when it happened. */
+  step: z.number().int().nullable(),
+  /** Curriculum: the levels (difficulty values) and the rolling mean that moved it. */
+  from: z.union([z.number(), z.string()]).optional(),
+  to: z.union([z.number(), z.string()]).optional(),
+  mean: z.number().optional(),
+  /** Safety: the evaluation score, its baseline and tolerance, and the data mix weights now in force. */
+  score: z.number().optional(),
+  baseline: z.number().optional(),
+  tolerance: z.number().optional(),
+  weights: z.record(z.string(), z.number()).optional(),
+});
+export type LoopEventMetrics = z.infer<typeof loopEventMetricsSchema>;
+
 export const metricsRowSchema = z.discriminatedUnion('kind', [
   groupMetricsSchema,
   windowMetricsSchema,
   stepMetricsSchema,
+  evalMetricsSchema,
+  loopEventMetricsSchema,
 ]);
 export type MetricsRow = z.infer<typeof metricsRowSchema>;

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { ScoredGroupRecord } from '@shears/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { SuccessRule } from '../stats.js';
-import { type RunMetrics, type TrainerStatus, tallyGroup } from './run-metrics.js';
+import { type GroupLoop, type RunMetrics, type TrainerStatus, tallyGroup } from './run-metrics.js';
 
 export interface PrometheusEndpoint extends RunMetrics {
   /** `http://host:port/metrics`. */
@@ -128,7 +128,12 @@ export async function startPrometheusEndpoint(options: {
 
   return {
     url: `http://${host}:${address.port}/metrics`,
-    group(record: ScoredGroupRecord, groupOptions: { worker?: string; trainerAtStart?: TrainerStatus } = {}) {
+    group(
+      record: ScoredGroupRecord,
+      groupOptions: { worker?: string; trainerAtStart?: TrainerStatus; loop?: GroupLoop } = {},
+    ) {
+      // A replayed group's rollouts were counted when they ran; the stream (`loop.replayGroups`) counts replays.
+      if (groupOptions.loop?.replayOf !== undefined) return;
       const worker = groupOptions.worker ?? '';
       const tally = tallyGroup(record, options.success);
       groups.inc({ worker });
@@ -159,6 +164,8 @@ export async function startPrometheusEndpoint(options: {
       trainerStep.set(step);
       queueSize.set(status.queue_size);
     },
+    // Evaluations and loop events are rows of the metrics stream only; Prometheus gets no series for them.
+    event() {},
     close() {},
     stop: () =>
       new Promise<void>((resolve) => {
@@ -176,6 +183,9 @@ export function teeMetrics(...all: readonly RunMetrics[]): RunMetrics {
     },
     trainerStatus: (status) => {
       for (const metrics of all) metrics.trainerStatus(status);
+    },
+    event: (row) => {
+      for (const metrics of all) metrics.event(row);
     },
     close: () => {
       for (const metrics of all) metrics.close();

@@ -249,3 +249,77 @@ describe('run metrics', () => {
     });
   });
 });
+
+describe('the improvement loop in the metrics stream', () => {
+  it('counts replayed groups apart from the fresh ones, and writes eval and loop event rows', () => {
+    const { rows, metrics, advance } = recorder(10);
+    metrics.group(group('a', [rollout({ reward: 1 }), rollout({ reward: 0 })]), {
+      loop: { source: 'train', curriculumLevel: 1 },
+    });
+    // A replay of a group that scored 1 and 1: not in the window's rewards, counted as a replay.
+    metrics.group(group('a', [rollout({ reward: 1 }), rollout({ reward: 1 })], { groupId: 'g-a-replay-1' }), {
+      loop: { replayOf: 'g-a', source: 'train' },
+    });
+    metrics.group(group('c', [rollout({ reward: 1 }), rollout({ reward: 0 })]), {
+      loop: { source: 'capability' },
+    });
+    metrics.event({
+      kind: 'shears.metrics.loop',
+      event: 'curriculum_advanced',
+      step: 3,
+      from: 1,
+      to: 2,
+      mean: 0.8,
+    });
+    metrics.event({
+      kind: 'shears.metrics.eval',
+      step: 4,
+      env: 'tasks',
+      k: 2,
+      tasks: 1,
+      passAtK: { 'pass@1': 0.5, 'pass@2': 1 },
+      meanScore: { mean: 0.5, low: 0.5, high: 0.5, confidence: 0.95 },
+      passAt1Interval: { mean: 0.5, low: 0.5, high: 0.5 },
+      complete: true,
+      missing: 0,
+      seconds: 1,
+    });
+    advance(10);
+    metrics.close();
+    const groupRows = rows.filter((row) => row.kind === 'shears.metrics.group');
+    expect(groupRows.map((row) => row.loop)).toEqual([
+      { source: 'train', curriculumLevel: 1 },
+      { replayOf: 'g-a', source: 'train' },
+      { source: 'capability' },
+    ]);
+    const [window] = rows.filter((row) => row.kind === 'shears.metrics.window');
+    expect(window!.groups).toBe(2);
+    expect(window!.reward).toMatchObject({ count: 4, mean: 0.5 });
+    // The curriculum event moved the level the window reports.
+    expect(window!.loop).toEqual({
+      replayGroups: 1,
+      replayShare: 1 / 3,
+      capabilityGroups: 1,
+      curriculumLevel: 2,
+    });
+    const event = rows.find((row) => row.kind === 'shears.metrics.loop');
+    expect(event).toMatchObject({
+      version: 1,
+      command: 'process',
+      event: 'curriculum_advanced',
+      from: 1,
+      to: 2,
+    });
+    expect(rows.find((row) => row.kind === 'shears.metrics.eval')).toMatchObject({
+      step: 4,
+      passAtK: { 'pass@2': 1 },
+    });
+  });
+
+  it('leaves the loop fields out of a run without the loop', () => {
+    const { rows, metrics } = recorder(10);
+    metrics.group(group('a', [rollout({ reward: 1 }), rollout({ reward: 0 })]));
+    metrics.close();
+    expect(rows.every((row) => !('loop' in row))).toBe(true);
+  });
+});

@@ -7,8 +7,10 @@ import type { RolloutOutcome, ScoredGroupRecord } from '@shears/core';
 import type { JsonlWriter } from '../run/run-output.js';
 import type { SuccessRule } from '../stats.js';
 import type {
+  EvalMetrics,
   GroupMetrics,
   LatencySplit,
+  LoopEventMetrics,
   MetricsRow,
   StepMetrics,
   SummaryStats,
@@ -192,14 +194,42 @@ function judgesRecord(judges: JudgeTally): GroupMetrics['judges'] {
   };
 }
 
+/** The loop fields of a group row (without the key when the group has none). */
+export type GroupLoop = NonNullable<GroupMetrics['loop']>;
+
 /** Sums of many groups, for a window or a trainer step. */
 class Aggregate {
   groups: GroupTally[] = [];
-  add(tally: GroupTally) {
+  /** Set once any group of the run carried loop fields: the aggregate rows then carry `loop`. */
+  loopSeen = false;
+  replayGroups = 0;
+  capabilityGroups = 0;
+  add(tally: GroupTally, loop?: GroupLoop) {
+    if (loop) this.loopSeen = true;
+    // A replayed group's rollouts ran (and were counted) when it was first sent.
+    if (loop?.replayOf !== undefined) {
+      this.replayGroups++;
+      return;
+    }
+    if (loop?.source === 'capability') this.capabilityGroups++;
     this.groups.push(tally);
   }
   reset() {
     this.groups = [];
+    this.replayGroups = 0;
+    this.capabilityGroups = 0;
+  }
+  loopFields(level: number | string | undefined) {
+    if (!this.loopSeen) return {};
+    const sent = this.groups.filter((group) => !group.dropped).length + this.replayGroups;
+    return {
+      loop: {
+        replayGroups: this.replayGroups,
+        replayShare: sent ? this.replayGroups / sent : null,
+        capabilityGroups: this.capabilityGroups,
+        curriculumLevel: level ?? null,
+      },
+    };
   }
   fields(seconds: number) {
     const rewards: number[] = [];
@@ -314,9 +344,14 @@ export interface RunMetrics {
    * Records a finished group. `trainerAtStart` is the trajectory API's status polled before the
    * group started (serve, train); `worker` names the `train` worker.
    */
-  group(record: ScoredGroupRecord, options?: { worker?: string; trainerAtStart?: TrainerStatus }): void;
+  group(
+    record: ScoredGroupRecord,
+    options?: { worker?: string; trainerAtStart?: TrainerStatus; loop?: GroupLoop },
+  ): void;
   /** Records a trajectory-API status poll; a new trainer step writes a step row. */
   trainerStatus(status: TrainerStatus): void;
+  /** Writes an evaluation or loop event row (the common fields are added). */
+  event(row: LoopRowInput): void;
   /** Writes the last window (and step, when groups finished since the last one); stops the timer. */
   close(): void;
 }
@@ -332,7 +367,11 @@ interface RunMetricsOptions {
 }
 
 /** A stream that records nothing: `run.metrics: false`. */
-export const NO_METRICS: RunMetrics = { group() {}, trainerStatus() {}, close() {} };
+export const NO_METRICS: RunMetrics = { group() {}, trainerStatus() {}, event() {}, close() {} };
+
+type Common = 'version' | 'at' | 'elapsedSeconds' | 'command';
+/** An eval or loop row without the fields every row has. */
+export type LoopRowInput = Omit<EvalMetrics, Common> | Omit<LoopEventMetrics, Common>;
 
 export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
   const now = options.now ?? Date.now;
@@ -344,6 +383,7 @@ export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
   let stepStart = started;
   let step: number | undefined;
   let queueSize = 0;
+  let level: number | string | undefined;
   let closed = false;
   const write = (row: MetricsRow) => options.writer.write(row);
   const common = (at: number) => ({
@@ -371,6 +411,7 @@ export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
       final,
       ...fields,
       ...trainer(maxLag),
+      ...window.loopFields(level),
     };
     write(row);
     window.reset();
@@ -391,6 +432,7 @@ export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
       seconds,
       ...fields,
       ...trainer(maxLag),
+      ...sinceStep.loopFields(level),
     };
     write(row);
     sinceStep.reset();
@@ -449,10 +491,18 @@ export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
         judges: judgesRecord(tally.judges),
         wallTimeSeconds: record.wallTimeSeconds,
         ...(trainerRow ? { trainer: trainerRow } : {}),
+        ...(groupOptions.loop ? { loop: groupOptions.loop } : {}),
       };
       write(row);
-      window.add(tally);
-      sinceStep.add(tally);
+      if (groupOptions.loop?.curriculumLevel !== undefined) level = groupOptions.loop.curriculumLevel;
+      window.add(tally, groupOptions.loop);
+      sinceStep.add(tally, groupOptions.loop);
+    },
+    event(input) {
+      if (closed) return;
+      const at = now();
+      if (input.kind === 'shears.metrics.loop' && input.to !== undefined) level = input.to;
+      write({ ...common(at), ...input } as MetricsRow);
     },
     trainerStatus(status) {
       if (closed) return;

@@ -2,9 +2,10 @@
 // it wrote (not from memory: such runs may hold more groups than fit in it).
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
+import { metricsPathFor } from '../metrics/run-metrics.js';
 import { fileError, writeOutputFile } from '../run/run-output.js';
 import type { CommandContext } from '../runtime.js';
-import { buildViewerHtml, readGroupsForViewer } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
 
 export function writeRunReport(
   context: CommandContext,
@@ -30,6 +31,7 @@ export function writeRunReport(
           `${groups.length} groups from ${relative(context.io.cwd, options.jsonlPath) || options.jsonlPath}${options.incomplete ? ' · INCOMPLETE: the run was stopped' : ''}`,
         ),
       },
+      metrics: readMetricsForViewer(metricsPathFor(options.jsonlPath)).rows,
     }),
     { replace: context.flags.force === true, cwd: context.io.cwd },
   );

@@ -9,15 +9,19 @@ import {
   ConfigError,
   describeError,
   isManagedServer,
+  type ScoredData,
+  type ScoredGroupRecord,
   type ServerV1,
   ShearsError,
   type TokenizerV1,
 } from '@shears/core';
 import { ignoreAborted, sleep } from '@shears/core/internal';
-import { scoredDataFromRecord } from '@shears/grpo';
+import { StepCreditMismatchError, scoredDataFromRecord, stepCredit } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
 import { MANAGED_SERVERS } from '../compose.js';
 import type { ShearsConfig } from '../config/config-schema.js';
+import { type PerStepAdvantage, perStepAdvantage } from '../loop/loop-config.js';
+import type { DrawnItem, LoopController } from '../loop/loop-controller.js';
 import type { RunMetrics, TrainerStatus } from '../metrics/run-metrics.js';
 import { droppedLabel } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../run/run-control.js';
@@ -26,8 +30,10 @@ import { type CommandContext, runOneGroup, startRuntime } from '../runtime.js';
 import { type AtroposLink, createAtroposLink } from './atropos-link.js';
 
 interface ServeResult {
-  /** Groups the API acknowledged. */
+  /** Groups the API acknowledged (fresh ones; replays are counted in `replaysSent`). */
   groupsSent: number;
+  /** Replayed groups (loop.replay) the API acknowledged. */
+  replaysSent: number;
   /** Groups finished but not sent, by the reason in words. */
   notSent: Record<string, number>;
   pauses: number;
@@ -170,6 +176,25 @@ function apiError(url: string, doing: string, error: unknown): TrajectoryApiErro
   });
 }
 
+/** Per rollout, the per-step advantages of run.advantage's per-step credit (null: no advantage). */
+function perStepAdvantagesOf(
+  record: ScoredGroupRecord,
+  settings: PerStepAdvantage,
+): (number[] | null)[] | undefined {
+  if (record.dropped || record.partial) return undefined;
+  return record.rollouts.map((rollout, index) => {
+    const advantage = record.advantages[index];
+    if (advantage === null || advantage === undefined) return null;
+    return stepCredit(rollout.steps, advantage, {
+      gamma: settings.gamma,
+      toolCallBonus: settings.tool_call_bonus,
+      reasoningBonus: settings.reasoning_bonus,
+      minReasoningChars: settings.min_reasoning_chars,
+      ...(settings.max_bonus !== undefined ? { maxBonus: settings.max_bonus } : {}),
+    }).advantages;
+  });
+}
+
 /** The longest token sequence of a wire group. */
 function longestSequence(data: { tokens: number[][] }): number {
   return data.tokens.reduce((longest, tokens) => Math.max(longest, tokens.length), 0);
@@ -184,6 +209,8 @@ export async function runServeLoop(
     /** The run metrics stream (shared by `train`'s workers); `worker` labels this loop's rows. */
     metrics?: RunMetrics;
     worker?: string;
+    /** The improvement loop (config `loop`), shared by `train`'s workers. */
+    loop?: LoopController;
   } = {},
 ): Promise<ServeResult> {
   const { config } = context;
@@ -253,6 +280,7 @@ export async function runServeLoop(
         const finishedBefore = finished;
         const status = await link.status(control.drain);
         options.metrics?.trainerStatus(status);
+        options.loop?.status(status);
         if (batchSize <= 0) batchSize = (await link.info(control.drain)).batch_size;
         // No trainer batch size known (none registered, or after a reset): api.batch_size stands in.
         if (batchSize <= 0 && !fallbackNoted) {
@@ -299,15 +327,43 @@ export async function runServeLoop(
       }
     };
     /** Runs, scores and posts one group; false when this worker ends (no more items, or stopped while posting). */
+    const perStep = perStepAdvantage(config);
+    const post = async (data: ScoredData, record: ScoredGroupRecord, what: string): Promise<boolean> => {
+      try {
+        // Finished groups are still posted while draining; only the hard stop interrupts a post.
+        await link.postScoredData(data, control.signal);
+        return true;
+      } catch (error) {
+        if (control.signal.aborted) {
+          notSent(record, 'stopped while posting');
+          return false;
+        }
+        throw apiError(link.url, `posting ${what} (${result.groupsSent} sent so far) to`, error);
+      }
+    };
     const runGroup = async (status: TrainerStatus): Promise<boolean> => {
-      const item = await runtime.env.nextItem();
-      if (!item) return false;
-      const record = await runOneGroup(runtime, context, item, config.env.group_size);
+      let drawn: DrawnItem | null;
+      if (options.loop) drawn = await options.loop.next(runtime.env);
+      else {
+        const item = await runtime.env.nextItem();
+        drawn = item ? { item, source: 'train' } : null;
+      }
+      if (!drawn) return false;
+      let record =
+        drawn.source === 'capability'
+          ? await options.loop!.runCapability(drawn.item, config.env.group_size)
+          : await runOneGroup(runtime, context, drawn.item, config.env.group_size);
+      const loopFields = options.loop?.loopOf(drawn);
+      const stepAdvantages = perStep ? perStepAdvantagesOf(record, perStep) : undefined;
+      if ((loopFields && Object.keys(loopFields).length > 0) || stepAdvantages)
+        record = { ...record, loop: { ...loopFields, ...(stepAdvantages ? { stepAdvantages } : {}) } };
+      options.loop?.finished(record, drawn);
       result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
       options.writer?.write(record);
       options.metrics?.group(record, {
         ...(options.worker ? { worker: options.worker } : {}),
         trainerAtStart: status,
+        ...(loopFields && Object.keys(loopFields).length > 0 ? { loop: loopFields } : {}),
       });
       if (record.dropped) {
         notSent(record, droppedLabel(record.dropped));
@@ -315,11 +371,20 @@ export async function runServeLoop(
       }
       // Same redaction as the JSONL and HTML: secrets never reach the trainer, neither in
       // `messages` nor in tokens (phase-1 tokens are made from the redacted transcript).
-      const data = scoredDataFromRecord(context.redact.value(record), {
-        envId,
-        tokenizer,
-        includeMessages: true,
-      });
+      const redacted = context.redact.value(record);
+      let data: ScoredData | null;
+      try {
+        data = scoredDataFromRecord(redacted, {
+          envId,
+          tokenizer,
+          includeMessages: true,
+          ...(stepAdvantages ? { stepAdvantages } : {}),
+        });
+      } catch (error) {
+        if (!(error instanceof StepCreditMismatchError)) throw error;
+        notSent(record, `per-step credit: ${error.message}`);
+        return true;
+      }
       if (!data) {
         notSent(record, 'no scored rollout');
         return true;
@@ -340,18 +405,21 @@ export async function runServeLoop(
         );
         return true;
       }
-      try {
-        // Finished groups are still posted while draining; only the hard stop interrupts a post.
-        await link.postScoredData(data, control.signal);
-      } catch (error) {
-        if (control.signal.aborted) {
-          notSent(record, 'stopped while posting');
-          return false;
-        }
-        throw apiError(link.url, `posting a group (${result.groupsSent} sent so far) to`, error);
-      }
+      if (!(await post(data, record, 'a group'))) return false;
       result.groupsSent++;
       progress.groupFinished(record, { status: '→ sent' });
+      // Replays due now (loop.replay), so that they stay `share` of all groups sent.
+      for (const replay of options.loop?.sent(redacted, data) ?? []) {
+        if (!(await post({ ...replay.data, env_id: envId }, replay.record, 'a replayed group'))) return false;
+        result.replaysSent++;
+        options.writer?.write(replay.record);
+        options.metrics?.group(replay.record, {
+          ...(options.worker ? { worker: options.worker } : {}),
+          trainerAtStart: status,
+          loop: replay.loop,
+        });
+        progress.note(`replayed group ${replay.loop.replayOf} (task ${replay.record.taskId}) → sent`);
+      }
       return true;
     };
     // Every worker ends before the summary is printed: no progress line after it.
@@ -368,7 +436,15 @@ export async function runServeLoop(
 }
 
 function emptyResult(): ServeResult {
-  return { groupsSent: 0, notSent: {}, pauses: 0, scoredRollouts: 0, stoppedBy: undefined, failures: [] };
+  return {
+    groupsSent: 0,
+    replaysSent: 0,
+    notSent: {},
+    pauses: 0,
+    scoredRollouts: 0,
+    stoppedBy: undefined,
+    failures: [],
+  };
 }
 
 /** `sent 5 groups to URL; not sent: 2 (1 all scores equal, 1 no scored rollout); 1 pause`. */
@@ -378,5 +454,5 @@ export function formatServeResult(result: ServeResult, url: string): string {
     .sort((a, b) => b[1] - a[1])
     .map(([reason, count]) => `${count} ${reason}`)
     .join(', ');
-  return `sent ${result.groupsSent} groups to ${url}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
+  return `sent ${result.groupsSent} groups${result.replaysSent ? ` and ${result.replaysSent} replayed groups` : ''} to ${url}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
 }

@@ -1,6 +1,7 @@
 // Synthetic scored groups for viewer tests and benchmarks: varied outcomes, tool calls,
 // reasoning, judge verdicts, SWE diffs and token records, deterministic from an index.
 import type { RolloutOutcome, ScoredGroupRecord, Trajectory } from '@shears/core';
+import type { GroupMetrics } from '../metrics/metrics-schema.js';
 
 const OUTCOMES: RolloutOutcome[] = [
   'scored',
@@ -163,6 +164,73 @@ export function createSyntheticGroups(
         max: valid.length ? Math.max(...valid) : null,
       },
       dropped: std === 0 ? { reason: 'all scores equal' } : null,
+      wallTimeSeconds: 3,
+    };
+  });
+}
+
+/**
+ * `shears.metrics.group` rows (the metrics stream's shape, metrics-schema.ts) for synthetic groups,
+ * one per group, `secondsPerGroup` apart: the dashboard's 100,000-group benchmark and tests.
+ */
+export function createSyntheticGroupMetrics(
+  groups: readonly ScoredGroupRecord[],
+  options: { secondsPerGroup?: number } = {},
+): GroupMetrics[] {
+  const step = options.secondsPerGroup ?? 0.5;
+  const empty = { count: 0, mean: null, std: null, min: null, max: null };
+  return groups.map((group, index) => {
+    const counted = group.rollouts.filter((rollout) => rollout.reward !== null);
+    const outcomes: GroupMetrics['outcomes'] = {};
+    for (const rollout of group.rollouts) outcomes[rollout.outcome] = (outcomes[rollout.outcome] ?? 0) + 1;
+    const toolErrors = group.rollouts.reduce((sum, rollout) => sum + rollout.toolErrors.length, 0);
+    const calls = group.rollouts.length;
+    const elapsedSeconds = (index + 1) * step;
+    return {
+      kind: 'shears.metrics.group',
+      version: 1,
+      at: new Date(Date.UTC(2026, 0, 1) + elapsedSeconds * 1000).toISOString(),
+      elapsedSeconds,
+      command: 'process',
+      groupId: group.groupId,
+      envId: group.envId,
+      taskId: group.taskId,
+      rollouts: group.rollouts.length,
+      reward: {
+        count: counted.length,
+        mean: group.stats.mean,
+        std: group.stats.std,
+        min: group.stats.min,
+        max: group.stats.max,
+      },
+      passRate: counted.length ? counted.filter((rollout) => rollout.success).length / counted.length : null,
+      outcomes,
+      zeroSignal: group.stats.std === 0 || group.stats.std === null,
+      dropped: group.dropped ? group.dropped.reason : null,
+      partial: false,
+      advantage: empty,
+      turns: empty,
+      toolCalls: calls,
+      toolErrors,
+      tools: { terminal: { calls, errors: toolErrors, errorRate: toolErrors / calls, meanLatencyMs: 40 } },
+      tokens: { prompt: 120 * calls, completion: 40 * calls, completionPerSecond: 20, costUsd: 0 },
+      latencyMs: {
+        model: 900 + (index % 7) * 50,
+        tools: 300,
+        sandboxAcquire: 120,
+        reward: 200,
+        judges: index % 3 === 0 ? 150 : 0,
+        sandboxRelease: 30,
+        missingTimings: 0,
+      },
+      judges: {
+        verdicts: index % 3 === 0 ? calls : 0,
+        failures: (index % 3 === 1 ? { unparseable: calls } : {}) as Record<string, number>,
+        judgeFailureRollouts: outcomes.judge_failure ?? 0,
+        panels: index % 3 === 0 ? calls : 0,
+        meanDisagreementStd: index % 3 === 0 ? 0.1 + (index % 5) / 20 : null,
+        flagged: 0,
+      },
       wallTimeSeconds: 3,
     };
   });

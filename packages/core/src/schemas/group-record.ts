@@ -48,5 +48,19 @@ export const scoredGroupRecordSchema = z.object({
   /** The Atropos wire group, when token records exist (phase 2) or were built. */
   scoredData: scoredDataSchema.nullish(),
   wallTimeSeconds: z.number(),
+  /**
+   * Set by the improvement loop of `shears serve`/`train`: `replayOf` on a replayed copy of an
+   * earlier group (its rollouts ran then), `source` (training env or capability data),
+   * `curriculumLevel` (the difficulty its task was drawn at), `stepAdvantages` (per rollout, the
+   * per-step advantages sent to the trainer instead of the scalar one).
+   */
+  loop: z
+    .object({
+      replayOf: z.string().optional(),
+      source: z.enum(['train', 'capability']).optional(),
+      curriculumLevel: z.union([z.number(), z.string()]).optional(),
+      stepAdvantages: z.array(z.array(z.number()).nullable()).optional(),
+    })
+    .optional(),
 });
 export type ScoredGroupRecord = z.infer<typeof scoredGroupRecordSchema>;

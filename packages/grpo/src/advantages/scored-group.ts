@@ -22,8 +22,40 @@ export interface RolloutForGroup {
   messages?: readonly ChatMessage[] | readonly Record<string, unknown>[];
   /** Per-sequence directives (e.g. `{ set_advantage_to_zero: true }`). */
   overrides?: Record<string, unknown>;
-  /** Scalar advantage, or one per assistant turn; becomes token-level `advantages`. */
+  /**
+   * Scalar advantage, or one per assistant turn; becomes token-level `advantages`. A list is
+   * counted across the rollout's sequences (a split token record continues where the previous
+   * sequence stopped) and must have exactly one value per trained span: otherwise the credit
+   * would land on the wrong turns, and buildScoredData throws a StepCreditMismatchError.
+   */
   advantage?: number | readonly number[] | null;
+}
+
+/** Counts the trained spans (runs of mask ≠ -100) of a mask row: one per assistant turn. */
+export function trainedSpans(masks: readonly number[]): number {
+  let spans = 0;
+  let previous = false;
+  for (const mask of masks) {
+    const trained = mask !== -100;
+    if (trained && !previous) spans++;
+    previous = trained;
+  }
+  return spans;
+}
+
+/** A rollout's per-step advantages do not match its trained spans (assistant turns in the tokens). */
+export class StepCreditMismatchError extends InvalidArgumentError {
+  readonly steps: number;
+  readonly spans: number;
+  constructor(options: { rollout: number; steps: number; spans: number }) {
+    super({
+      argument: `rollouts[${options.rollout}].advantage`,
+      value: options.steps,
+      message: `per-step advantages: rollout ${options.rollout} has ${options.steps} steps but ${options.spans} trained token spans (assistant turns); the credit cannot be placed on its turns`,
+    });
+    this.steps = options.steps;
+    this.spans = options.spans;
+  }
 }
 
 export interface BuildScoredDataOptions {
@@ -114,6 +146,13 @@ export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
         message: `buildScoredData: rollout ${index} has no token record (phase 2) and no transcript plus tokenizer (phase 1) to tokenise`,
       });
     }
+    const perStep = Array.isArray(rollout.advantage) ? (rollout.advantage as readonly number[]) : undefined;
+    if (perStep) {
+      const spans = sequences.reduce((sum, sequence) => sum + trainedSpans(sequence.masks), 0);
+      if (spans !== perStep.length)
+        throw new StepCreditMismatchError({ rollout: index, steps: perStep.length, spans });
+    }
+    let spanOffset = 0;
     for (const sequence of sequences) {
       if (sequence.masks.length !== sequence.tokens.length) {
         throw new InvalidArgumentError({
@@ -141,7 +180,10 @@ export function buildScoredData(options: BuildScoredDataOptions): ScoredData {
         anyOverrides = true;
       if (rollout.advantage !== undefined && rollout.advantage !== null) {
         anyAdvantage = true;
-        advantages.push(tokenAdvantages(sequence.masks, rollout.advantage));
+        if (perStep) {
+          advantages.push(tokenAdvantages(sequence.masks, perStep.slice(spanOffset)));
+          spanOffset += trainedSpans(sequence.masks);
+        } else advantages.push(tokenAdvantages(sequence.masks, rollout.advantage as number));
       } else advantages.push(sequence.masks.map(() => 0));
     }
   });
@@ -173,6 +215,11 @@ export interface RecordToScoredDataOptions {
   includeAdvantages?: boolean;
   groupOverrides?: Record<string, unknown> | null;
   generationParams?: Record<string, unknown> | null;
+  /**
+   * Per rollout (record order), one advantage per step (see stepCredit) to send instead of the
+   * rollout's scalar advantage; a null entry keeps the scalar.
+   */
+  stepAdvantages?: readonly (readonly number[] | null)[];
 }
 
 /**
@@ -184,8 +231,9 @@ export function scoredDataFromRecord(
   options: RecordToScoredDataOptions = {},
 ): ScoredData | null {
   if (record.dropped) return null;
-  if (record.scoredData && options.envId === undefined)
-    return { ...emptyGroup(), ...record.scoredData } as ScoredData;
+  // A stored wire group carries the scalar advantages it was built with: per-step ones rebuild it.
+  const stored = options.stepAdvantages ? undefined : record.scoredData;
+  if (stored && options.envId === undefined) return { ...emptyGroup(), ...stored } as ScoredData;
   const rollouts: RolloutForGroup[] = [];
   record.rollouts.forEach((trajectory, index) => {
     const score = record.scores[index];
@@ -194,15 +242,18 @@ export function scoredDataFromRecord(
       score,
       tokens: trajectory.tokens,
       messages: trajectory.messages as ChatMessage[],
-      advantage: options.includeAdvantages === false ? undefined : (record.advantages[index] ?? undefined),
+      advantage:
+        options.includeAdvantages === false
+          ? undefined
+          : (options.stepAdvantages?.[index] ?? record.advantages[index] ?? undefined),
     });
   });
   if (rollouts.length === 0) return null;
-  if (record.scoredData)
+  if (stored)
     return {
       ...emptyGroup(),
-      ...record.scoredData,
-      env_id: options.envId ?? record.scoredData.env_id ?? null,
+      ...stored,
+      env_id: options.envId ?? stored.env_id ?? null,
     } as ScoredData;
   return buildScoredData({
     rollouts,

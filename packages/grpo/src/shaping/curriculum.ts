@@ -1,5 +1,6 @@
 // Task curriculum (the seed's TaskCurriculum): difficulty levels that advance when the mean of
-// the last `window` scores (default 100) passes `threshold` (default 0.75).
+// the last `window` scores (default 100) passes `threshold` (default 0.75) and, when
+// `fallBackBelow` is set, fall back a level when it drops strictly below that.
 import { InvalidArgumentError } from '@shears/core';
 
 export interface CurriculumSettings<TLevel = string> {
@@ -9,15 +10,18 @@ export interface CurriculumSettings<TLevel = string> {
   window?: number;
   /** Advance when the window's mean is strictly above this. Default 0.75. */
   threshold?: number;
+  /** Fall back a level when the window's mean is strictly below this. Default: never. */
+  fallBackBelow?: number;
   startLevel?: number;
   onAdvance?: (event: { from: number; to: number; mean: number }) => void;
+  onFallBack?: (event: { from: number; to: number; mean: number }) => void;
 }
 
 export interface Curriculum<TLevel = string> {
   readonly level: number;
   readonly current: TLevel;
   readonly finished: boolean;
-  /** Records a score; returns true when this score made the curriculum advance. */
+  /** Records a score; returns true when this score made the curriculum move (advance or fall back). */
   record(score: number): boolean;
   /** Mean of the scores in the window, or null when the window is not full yet. */
   windowMean(): number | null;
@@ -37,6 +41,13 @@ export function createCurriculum<TLevel = string>(settings: CurriculumSettings<T
       argument: 'window',
       value: window,
       message: `curriculum window must be a positive integer, got ${window}`,
+    });
+  const fallBackBelow = settings.fallBackBelow;
+  if (fallBackBelow !== undefined && !(fallBackBelow < threshold))
+    throw new InvalidArgumentError({
+      argument: 'fallBackBelow',
+      value: fallBackBelow,
+      message: `curriculum fallBackBelow (${fallBackBelow}) must be below the advance threshold (${threshold}), or the level would move both ways on one mean`,
     });
   let level = settings.startLevel ?? 0;
   if (!Number.isInteger(level) || level < 0 || level >= settings.levels.length) {
@@ -63,7 +74,14 @@ export function createCurriculum<TLevel = string>(settings: CurriculumSettings<T
       recent.push(score);
       if (recent.length > window) recent = recent.slice(-window);
       const average = mean();
-      if (average === null || !(average > threshold) || level >= settings.levels.length - 1) return false;
+      if (average === null) return false;
+      if (fallBackBelow !== undefined && average < fallBackBelow && level > 0) {
+        const from = level--;
+        recent = [];
+        settings.onFallBack?.({ from, to: level, mean: average });
+        return true;
+      }
+      if (!(average > threshold) || level >= settings.levels.length - 1) return false;
       const from = level++;
       // A new level starts with a fresh window: old scores say nothing about the harder tasks.
       recent = [];

@@ -71,6 +71,30 @@ describe('curriculum', () => {
     expect(advances).toEqual([1]);
   });
 
+  it('falls back a level when the rolling mean drops below fallBackBelow, and never below level 0', () => {
+    const moves: string[] = [];
+    const curriculum = createCurriculum({
+      levels: ['easy', 'hard'],
+      window: 2,
+      threshold: 0.75,
+      fallBackBelow: 0.25,
+      onAdvance: (event) => moves.push(`up ${event.from}->${event.to} at ${event.mean}`),
+      onFallBack: (event) => moves.push(`down ${event.from}->${event.to} at ${event.mean}`),
+    });
+    curriculum.record(0);
+    expect(curriculum.record(0)).toBe(false); // already at level 0
+    curriculum.record(1);
+    expect(curriculum.record(1)).toBe(true);
+    expect(curriculum.current).toBe('hard');
+    curriculum.record(0.2);
+    expect(curriculum.record(0.2)).toBe(true);
+    expect(curriculum.current).toBe('easy');
+    expect(moves).toEqual(['up 0->1 at 1', 'down 1->0 at 0.2']);
+    expect(() => createCurriculum({ levels: [1], threshold: 0.5, fallBackBelow: 0.5 })).toThrow(
+      /fallBackBelow \(0.5\) must be below the advance threshold \(0.5\)/,
+    );
+  });
+
   it('takes a configurable window and threshold, and refuses a bad start level', () => {
     const curriculum = createCurriculum({ levels: [1, 2], window: 2, threshold: 0.5 });
     curriculum.record(0.6);

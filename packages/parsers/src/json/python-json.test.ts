@@ -3,7 +3,14 @@
 // shortest repr (positional for exponents in [-4, 16), else `e+XX`), `, `/`: ` separators,
 // non-ASCII kept, control characters as `\u00XX`, last duplicate key wins in first position.
 import { describe, expect, it } from 'vitest';
-import { JsonReader, pyDumps, pyFloatRepr, pyJsonLoads } from './python-json.js';
+import {
+  JsonReader,
+  pyDumps,
+  pyFloatRepr,
+  pyJsonLoads,
+  transcodedEnd,
+  transcodeJson,
+} from './python-json.js';
 import { pyLiteralEval } from './python-literal.js';
 
 const TABLE: Array<[string, string]> = [
@@ -212,5 +219,52 @@ describe('canonical fast path', () => {
     }
     const sample = '{"a": [1, 2.5, "\\u001f\\n"], "b": {}}';
     expect(canonicalJsonEnd(`${sample} tail`, 0)).toBe(sample.length);
+  });
+});
+
+// What CPython prints for json.dumps(json.loads(text), ensure_ascii=False), checked with python3.
+const TRANSCODED: Array<[string, string]> = [
+  ['{"a":1,"b":[1,2,{"c":null}]}', '{"a": 1, "b": [1, 2, {"c": null}]}'],
+  ['{\n  "a" : "x",\n\t"b":\r\n [ ]\n}', '{"a": "x", "b": []}'],
+  ['[ 1 ,2,\n3 ]', '[1, 2, 3]'],
+  ['{ }', '{}'],
+  ['{"path":"docs\\/guide\\/\\u00e9t\\u00e9.md","n":0}', '{"path": "docs/guide/été.md", "n": 0}'],
+  ['{"k": "tab\\u0009 and \\u001f and \\u000b"}', '{"k": "tab\\t and \\u001f and \\u000b"}'],
+  ['{"emoji":"\\ud83d\\ude00","raw":"😀","cjk":"核心"}', '{"emoji": "😀", "raw": "😀", "cjk": "核心"}'],
+  ['{"deep":[[[[{"x":[{"y":{}}]}]]]]}', '{"deep": [[[[{"x": [{"y": {}}]}]]]]}'],
+  [
+    '{"s":"quote \\" backslash \\\\ slash / brace }, bracket ] colon : comma ,"}',
+    '{"s": "quote \\" backslash \\\\ slash / brace }, bracket ] colon : comma ,"}',
+  ],
+  ['{"f":1.5,"g":true,"h":false,"i":123456789012}', '{"f": 1.5, "g": true, "h": false, "i": 123456789012}'],
+  ['{"a": 1,  "b": 2}', '{"a": 1, "b": 2}'],
+  ['{"a":  1, "b" :2}', '{"a": 1, "b": 2}'],
+];
+
+describe('one-pass transcoder (json.dumps of json.loads without a tree)', () => {
+  for (const [input, expected] of TRANSCODED) {
+    it(JSON.stringify(input), () => {
+      // After text that is not part of the value, as in a call: the end must be the value's end.
+      const text = `${input}[TOOL_CALLS]`;
+      expect(transcodeJson(text, 0)).toBe(expected);
+      expect(transcodedEnd).toBe(input.length);
+      const decoded = pyJsonLoads(input);
+      expect(decoded.ok && pyDumps(decoded.value)).toBe(expected);
+    });
+  }
+  it('gives up (the full reader decides) on what it cannot print exactly or may still grow', () => {
+    for (const input of [
+      '-0',
+      '[-0, 1]',
+      '{"a": 1, "a": 2}',
+      '{"\\u0061": 1}',
+      '[1.50]',
+      '{"a": "\\ud800"}',
+      '{"a": "abc',
+      '[1, 2',
+      '[1, 2,]',
+      '{"a" 1}',
+    ])
+      expect(transcodeJson(input, 0), input).toBeUndefined();
   });
 });

@@ -754,16 +754,6 @@ function tWs(index: number): number {
   }
 }
 
-/** Drops whitespace at `index` from the output; returns where the next token starts. */
-function tSkip(index: number): number {
-  const next = tWs(index);
-  if (next !== index) {
-    tFlush(index);
-    tCopyFrom = next;
-  }
-  return next;
-}
-
 /**
  * End of the plain string (no escapes, no control characters) at `index` when it closes within
  * 64 characters, else -1. Keys and short values are mostly such strings, and a loop over a few
@@ -779,6 +769,12 @@ function plainShortString(text: string, index: number): number {
   return -1;
 }
 
+/** Writes `replacement` for the text in [from, resume) (everything before `from` is copied as is). */
+function tEdit(from: number, replacement: string, resume: number): void {
+  tOut += from > tCopyFrom ? tText.slice(tCopyFrom, from) + replacement : replacement;
+  tCopyFrom = resume;
+}
+
 function tString(index: number): number {
   const text = tText;
   const plain = plainShortString(text, index);
@@ -786,91 +782,107 @@ function tString(index: number): number {
   if (text.length - index > REGEX_SCAN_LIMIT) return -1;
   CANONICAL_STRING.lastIndex = index;
   if (CANONICAL_STRING.test(text)) return CANONICAL_STRING.lastIndex;
+  return tReencodeString(index);
+}
+
+/** A string with escapes Python writes otherwise (`\/`, `\u00e9`, ...): decoded and printed again. */
+function tReencodeString(index: number): number {
+  const text = tText;
+  if (text.length - index > REGEX_SCAN_LIMIT) return -1;
   STANDARD_STRING.lastIndex = index;
   if (!STANDARD_STRING.test(text)) return -1;
   const end = STANDARD_STRING.lastIndex;
   const decoded = JSON.parse(text.slice(index, end)) as string;
   if (!isWellFormed(decoded)) return -1;
-  tFlush(index);
-  tOut += JSON.stringify(decoded);
-  tCopyFrom = end;
+  tEdit(index, JSON.stringify(decoded), end);
   return end;
 }
 
-/**
- * Writes `separator` between two tokens when the text has something else there (other spacing):
- * `at` is right after the previous token, `token` the separator character expected.
- */
-function tSeparator(at: number, token: number, separator: string): number {
-  const text = tText;
-  if (text.charCodeAt(at) === token) {
-    if (separator.length === 1) return at + 1;
-    const after = at + 1;
-    if (text.charCodeAt(after) === 32) {
-      const next = text.charCodeAt(after + 1);
-      if (next !== 32 && next !== 10 && next !== 13 && next !== 9) return after + 1;
-    }
-  }
-  const start = tWs(at);
-  if (text.charCodeAt(start) !== token) return -1;
-  tFlush(at);
-  tOut += separator;
-  tCopyFrom = tWs(start + 1);
-  return tCopyFrom;
+/** End of the canonically escaped key at `index`, or -1 (other keys go to the full reader). */
+function tKey(text: string, index: number): number {
+  const plain = plainShortString(text, index);
+  if (plain > 0) return plain;
+  if (text.length - index > REGEX_SCAN_LIMIT) return -1;
+  CANONICAL_STRING.lastIndex = index;
+  return CANONICAL_STRING.test(text) ? CANONICAL_STRING.lastIndex : -1;
 }
 
+function isJsonSpace(code: number): boolean {
+  return code === 32 || code === 10 || code === 13 || code === 9;
+}
+
+/**
+ * One value, its spacing rewritten in place: a separator written `", "` / `": "` followed by a
+ * token is kept, anything else (compact, pretty, spaced) is replaced; whitespace after an
+ * opening or before a closing bracket is dropped. One function for both containers so the hot
+ * path is one loop with no calls but the recursion.
+ */
 function tValue(index: number, depth: number): number {
   if (depth > 200) return -1;
   const text = tText;
   const code = text.charCodeAt(index);
   if (code === 34) return tString(index);
-  if (code === 123) {
-    let at = tSkip(index + 1);
-    if (text.charCodeAt(at) === 125) return at + 1;
+  if (code === 123 || code === 91) {
+    const isObject = code === 123;
+    const close = isObject ? 125 : 93;
+    let at = index + 1;
+    let next = text.charCodeAt(at);
+    if (isJsonSpace(next)) {
+      const token = tWs(at);
+      tEdit(at, '', token);
+      at = token;
+      next = text.charCodeAt(at);
+    }
+    if (next === close) return at + 1;
     const base = tKeyTop;
     for (;;) {
-      if (text.charCodeAt(at) !== 34) return -1;
-      // Keys must be canonical already: then equal keys have equal text and duplicates (which
-      // Python resolves by keeping the last value) are found by comparing ranges.
-      let keyEnd = plainShortString(text, at);
-      if (keyEnd < 0) {
-        CANONICAL_STRING.lastIndex = at;
-        if (text.length - at > REGEX_SCAN_LIMIT || !CANONICAL_STRING.test(text)) return -1;
-        keyEnd = CANONICAL_STRING.lastIndex;
+      if (isObject) {
+        // Keys must be canonical already: then equal keys have equal text and duplicates (which
+        // Python resolves by keeping the last value) are found by comparing ranges.
+        if (next !== 34) return -1;
+        const keyEnd = tKey(text, at);
+        if (keyEnd < 0) return -1;
+        for (let key = base; key < tKeyTop; key += 2)
+          if (sameRange(text, tKeys[key] as number, tKeys[key + 1] as number, at, keyEnd)) return -1;
+        if (tKeyTop - base > 64) return -1;
+        tKeys[tKeyTop] = at;
+        tKeys[tKeyTop + 1] = keyEnd;
+        tKeyTop += 2;
+        if (
+          text.charCodeAt(keyEnd) === 58 &&
+          text.charCodeAt(keyEnd + 1) === 32 &&
+          !isJsonSpace(text.charCodeAt(keyEnd + 2))
+        )
+          at = keyEnd + 2;
+        else {
+          const colon = tWs(keyEnd);
+          if (text.charCodeAt(colon) !== 58) return -1;
+          at = tWs(colon + 1);
+          tEdit(keyEnd, ': ', at);
+        }
       }
-      for (let key = base; key < tKeyTop; key += 2)
-        if (sameRange(text, tKeys[key] as number, tKeys[key + 1] as number, at, keyEnd)) return -1;
-      if (tKeyTop - base > 64) return -1;
-      tKeys[tKeyTop] = at;
-      tKeys[tKeyTop + 1] = keyEnd;
-      tKeyTop += 2;
-      const valueStart = tSeparator(keyEnd, 58, ': ');
-      if (valueStart < 0) return -1;
-      const valueEnd = tValue(valueStart, depth + 1);
-      if (valueEnd < 0) return -1;
-      const close = tWs(valueEnd);
-      if (text.charCodeAt(close) === 125) {
-        tSkip(valueEnd);
+      const end = tValue(at, depth + 1);
+      if (end < 0) return -1;
+      const after = text.charCodeAt(end);
+      if (after === close) {
         tKeyTop = base;
-        return close + 1;
+        return end + 1;
       }
-      at = tSeparator(valueEnd, 44, ', ');
-      if (at < 0) return -1;
-    }
-  }
-  if (code === 91) {
-    let at = tSkip(index + 1);
-    if (text.charCodeAt(at) === 93) return at + 1;
-    for (;;) {
-      const valueEnd = tValue(at, depth + 1);
-      if (valueEnd < 0) return -1;
-      const close = tWs(valueEnd);
-      if (text.charCodeAt(close) === 93) {
-        tSkip(valueEnd);
-        return close + 1;
+      if (after === 44 && text.charCodeAt(end + 1) === 32 && !isJsonSpace(text.charCodeAt(end + 2)))
+        at = end + 2;
+      else {
+        const token = tWs(end);
+        const separator = text.charCodeAt(token);
+        if (separator === close) {
+          tEdit(end, '', token);
+          tKeyTop = base;
+          return token + 1;
+        }
+        if (separator !== 44) return -1;
+        at = tWs(token + 1);
+        tEdit(end, ', ', at);
       }
-      at = tSeparator(valueEnd, 44, ', ');
-      if (at < 0) return -1;
+      next = text.charCodeAt(at);
     }
   }
   if (code === 116) return text.startsWith('true', index) ? index + 4 : -1;
