@@ -3,7 +3,8 @@
 // workspace, compiles a TypeScript env pack there with strict type checking and skipLibCheck:
 // false (every published .d.ts a user can reach is checked), runs the Env conformance suite on
 // it, and runs `shears process` and `shears evaluate` with it (and with the example pack
-// shears-pack-hello, installed from its tarball as its README says). Part of `pnpm test`.
+// shears-pack-hello, installed from its tarball as its README says), and runs the demo in a
+// second project with @shears/cli installed alone. Part of `pnpm test`.
 //
 // The consumer project is kept between runs ($SHEARS_PACK_CHECK_DIR, default
 // <tmp>/shears-pack-check) so npm reuses what did not change, better-sqlite3's native build
@@ -252,6 +253,42 @@ await step('the SWE task pack by package name and by folder', () => {
     const env = checks.find((entry) => entry.name === 'env');
     check(env?.status === 'ok', `--tasks ${tasks}: the SWE env was not created (${env?.detail})`);
   }
+});
+
+await step('@shears/cli alone: the demo runs, shears api names the package to install', () => {
+  // A second project with only @shears/cli (and what it depends on): the README's first command
+  // must work without the plugins the CLI does not depend on (docs/decisions/cli-dependencies.md).
+  const alone = join(work, 'cli-alone');
+  mkdirSync(alone, { recursive: true });
+  for (const name of Object.keys(packed))
+    rmSync(join(alone, 'node_modules', name), { recursive: true, force: true });
+  rmSync(join(alone, 'package-lock.json'), { force: true });
+  rmSync(join(alone, 'runs'), { recursive: true, force: true });
+  const files = Object.fromEntries(Object.entries(packed).map(([name, file]) => [name, `file:${file}`]));
+  writeFileSync(
+    join(alone, 'package.json'),
+    `${JSON.stringify({ name: 'shears-cli-alone', version: '0.0.0', private: true, dependencies: { '@shears/cli': files['@shears/cli'] }, overrides: files }, null, 2)}\n`,
+  );
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], alone);
+  for (const absent of [
+    '@shears/grpo',
+    '@shears/envs-swe',
+    '@shears/tools-web',
+    '@shears/gateway',
+    'better-sqlite3',
+  ])
+    check(!existsSync(join(alone, 'node_modules', absent)), `@shears/cli alone installed ${absent}`);
+  const cli = join(alone, 'node_modules', '.bin', 'shears');
+  run(cli, ['process', '--env', 'demo', '--groups', '2', '--out', 'runs/demo.jsonl', '--no-report'], alone);
+  check(
+    readJsonl(join(alone, 'runs', 'demo.jsonl')).length === 2,
+    '@shears/cli alone: expected 2 demo groups',
+  );
+  const api = spawnSync(cli, ['api'], { cwd: alone, encoding: 'utf8' });
+  check(
+    api.status === 1 && api.stderr.includes('run `npm install @shears/grpo` in your project'),
+    `@shears/cli alone: shears api should name @shears/grpo (exit ${api.status}): ${api.stderr}`,
+  );
 });
 
 await step('files the packages read beside their code ship with them', () => {

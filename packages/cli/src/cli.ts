@@ -7,6 +7,7 @@ import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@
 import { type CommandName, parseArgs } from './args.js';
 import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
+import { explainMissingPackage } from './plugin-packages.js';
 import { collectSecrets, createRedactor, type Redactor, weakSecretsWarning } from './redact.js';
 import type { CommandContext } from './runtime.js';
 
@@ -50,7 +51,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     // Only the running commands drain on the first Ctrl-C; every other one stops on it.
     if (io.drain && !['process', 'evaluate', 'serve', 'train'].includes(args.command))
       io.drain.addEventListener('abort', () => controller.abort(io.drain!.reason), { once: true });
-    const run = await COMMANDS[args.command]();
+    const run = await COMMANDS[args.command]().catch((error: unknown) => {
+      throw explainMissingPackage(error, args.command);
+    });
     return await run({
       config: loaded.config,
       apiKey: loaded.apiKey,

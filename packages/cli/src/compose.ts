@@ -27,19 +27,7 @@ import { describeValue, valueAtPath } from '@shears/core/internal';
 import { judgeReward } from '@shears/judges';
 import type { ShearsConfig } from './config/config-schema.js';
 import cliPlugin from './plugin.js';
-
-/** Plugin packages shipped with shears, registered when installed. */
-const BUILTIN_PLUGINS = [
-  '@shears/tools-terminal',
-  '@shears/tools-file',
-  '@shears/tools-web',
-  '@shears/servers',
-  '@shears/parsers',
-  '@shears/judges',
-  '@shears/grpo',
-  '@shears/envs-swe',
-  '@shears/gateway',
-] as const;
+import { BUILTIN_PLUGINS, importBuiltin, installCommand } from './plugin-packages.js';
 
 export interface PluginStatus {
   name: string;
@@ -52,26 +40,28 @@ interface Composed {
   plugins: PluginStatus[];
 }
 
-async function importBuiltin(name: string): Promise<unknown> {
-  // Literal specifiers per package would tie the build to each package's presence; a variable
-  // keeps a missing or half-built plugin from breaking the CLI.
-  const module = (await import(name)) as { default?: unknown; plugin?: unknown };
-  return module.default ?? module.plugin;
-}
+/** Built-in plugin packages that are not installed, per registry (named in unknown-id errors). */
+const notInstalled = new WeakMap<Registry, string[]>();
 
 export async function composeRegistry(
   config: ShearsConfig,
-  options: { cwd: string; logger: Logger },
+  options: { cwd: string; logger: Logger; builtins?: readonly string[] },
 ): Promise<Composed> {
   const registry = createRegistry({ logger: options.logger });
   registry.use(cliPlugin);
   const plugins: PluginStatus[] = [];
   // Imported in parallel; registered in a fixed order so ids resolve the same way every run.
-  const imported = await Promise.allSettled(BUILTIN_PLUGINS.map((name) => importBuiltin(name)));
+  const builtins = options.builtins ?? BUILTIN_PLUGINS;
+  const imported = await Promise.allSettled(builtins.map((name) => importBuiltin(name, options.cwd)));
+  const missing: string[] = [];
   imported.forEach((result, index) => {
-    const name = BUILTIN_PLUGINS[index]!;
+    const name = builtins[index]!;
     try {
       if (result.status === 'rejected') throw result.reason;
+      if (result.value === undefined) {
+        missing.push(name);
+        throw new Error(`not installed (${installCommand(name)})`);
+      }
       if (!isPlugin(result.value)) throw new Error('no plugin manifest as default export');
       registry.use(result.value);
       plugins.push({ name, loaded: true });
@@ -92,7 +82,15 @@ export async function composeRegistry(
       });
     }
   }
+  notInstalled.set(registry, missing);
   return { registry, plugins };
+}
+
+/** Names the built-in plugin packages that are not installed, with the command that adds one. */
+function notInstalledHint(registry: Registry): string {
+  const missing = notInstalled.get(registry) ?? [];
+  if (missing.length === 0) return '';
+  return `. Not installed here: ${missing.join(', ')}; \`${installCommand('<package>')}\` in your project adds one`;
 }
 
 /**
@@ -114,7 +112,7 @@ export async function createFromConfig<K extends PluginKind>(
     if (NoSuchEntryError.isInstance(cause)) {
       const available = registry.list(kind);
       throw new ConfigError({
-        message: `${field}: unknown ${cause.kind} "${id}" (allowed: ${available.join(', ') || 'none registered'}; add the package that provides it to "plugins")`,
+        message: `${field}: unknown ${cause.kind} "${id}" (allowed: ${available.join(', ') || 'none registered'}; add the package that provides it to "plugins")${notInstalledHint(registry)}`,
         issues: [{ path: field, message: `unknown ${cause.kind}`, value: id }],
         cause,
       });

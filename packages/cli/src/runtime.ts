@@ -10,6 +10,7 @@ import {
   type GroupJudgeV1,
   type Logger,
   type Registry,
+  resolveAdvantageEstimator,
   runGroup,
   type SandboxProviderV1,
   type ScoredGroupRecord,

@@ -450,8 +450,8 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
       ? {
           name: 'plugins',
           status: 'warn',
-          detail: `${plugins.length - missing.length} loaded; not available: ${missing.map((plugin) => plugin.name).join(', ')}`,
-          fix: 'run bash scripts/setup.sh (pnpm install && pnpm build)',
+          detail: `${plugins.length - missing.length} loaded; not available: ${missing.map((plugin) => `${plugin.name} (${plugin.error})`).join(', ')}`,
+          fix: 'install the ones this run needs in your project (npm install <package>); in a checkout, bash scripts/setup.sh',
         }
       : { name: 'plugins', status: 'ok', detail: `${plugins.length} loaded` },
   );

@@ -1,8 +1,7 @@
 // Which commands the improvement loop (`loop`) and per-step credit (`run.advantage` as an object)
 // apply to, and the checks on their settings that need no env: run before anything starts, so a
 // setting that cannot apply is refused rather than silently unused.
-import { type AdvantageEstimator, ConfigError } from '@shears/core';
-import { resolveAdvantageEstimator } from '@shears/grpo';
+import { type AdvantageEstimator, ConfigError, resolveAdvantageEstimator } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
 
 type AdvantageSetting = ShearsConfig['run']['advantage'];
