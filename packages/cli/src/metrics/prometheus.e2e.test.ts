@@ -151,8 +151,18 @@ describe('Prometheus', () => {
         const model = await query('shears_worker_latency_seconds_total{job="shears-serve", part="model"}');
         expect(Number(model?.data?.result[0]?.value[1] ?? 0)).toBeGreaterThan(0);
         // The trajectory API's own /metrics, scraped by the same server: the groups the worker sent.
-        const received = await query('shears_api_groups_received_total{job="shears-api"}');
-        expect(Number(received?.data?.result[0]?.value[1] ?? -1)).toBeGreaterThanOrEqual(0);
+        // Prometheus scrapes each target on its own schedule, so wait until it has the API too
+        // (on a loaded machine its first scrape of the API can come after the worker's series).
+        let received: QueryAnswer | undefined;
+        while (Date.now() < deadline) {
+          received = await query('shears_api_groups_received_total{job="shears-api"}');
+          if (received?.data?.result[0] !== undefined) break;
+          await wait(500);
+        }
+        expect(
+          Number(received?.data?.result[0]?.value[1] ?? -1),
+          prometheusLog.slice(-2000),
+        ).toBeGreaterThanOrEqual(0);
         const up = await query('up');
         expect(up?.data?.result.map((series) => `${series.metric.job}=${series.value[1]}`).sort()).toEqual([
           'shears-api=1',

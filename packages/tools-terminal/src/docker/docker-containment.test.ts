@@ -29,7 +29,9 @@ describeDocker(describe, 'docker sandbox containment', (docker) => {
   it('stops a fork bomb at the pids limit; the timeout still kills it and the sandbox recovers', async () => {
     const [bombed, neighbour] = await Promise.all([provider.acquire(), provider.acquire()]);
     try {
-      const bomb = bombed.exec('bomb() { bomb | bomb & }; bomb; sleep 30', { timeoutMs: 2000 });
+      // The foreground wait is a shell loop, not `sleep`: at the pids limit `sleep` itself can fail
+      // to start, and the command would end before the timeout it is here to test.
+      const bomb = bombed.exec('bomb() { bomb | bomb & }; bomb; while :; do :; done', { timeoutMs: 2000 });
       await new Promise((resolve) => setTimeout(resolve, 500));
       await expectNeighboursFine(neighbour);
       const result = await bomb;
