@@ -1,6 +1,8 @@
 // Optional peer packages (dockerode, ssh2): real module resolution (Node's require.resolve and
 // import) over packages written to a temporary project, the way a user's install would look.
+
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import Module, { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -66,6 +68,36 @@ describe('optional packages', () => {
   it('resolves from the module given, not from shears: a package only the user has is found', () => {
     expect(isPackageInstalled('present-cjs', from)).toBe(true);
     expect(isPackageInstalled('present-cjs', import.meta.url)).toBe(false);
+  });
+
+  it('ignores NODE_PATH (pnpm sets it for scripts) as import() does: require would find the package, import not', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'shears-node-path-'));
+    mkdirSync(join(elsewhere, 'only-on-node-path'));
+    writeFileSync(
+      join(elsewhere, 'only-on-node-path', 'package.json'),
+      '{"name":"only-on-node-path","main":"i.js"}',
+    );
+    writeFileSync(join(elsewhere, 'only-on-node-path', 'i.js'), 'module.exports = 1;\n');
+    writeFileSync(join(project, 'imports-node-path.mjs'), "export * from 'only-on-node-path';\n");
+    const saved = process.env.NODE_PATH;
+    const initPaths = (Module as unknown as { _initPaths(): void })._initPaths;
+    process.env.NODE_PATH = elsewhere;
+    initPaths();
+    try {
+      expect(createRequire(from).resolve('only-on-node-path')).toBe(
+        join(elsewhere, 'only-on-node-path', 'i.js'),
+      );
+      expect(isPackageInstalled('only-on-node-path', from)).toBe(false);
+      const failure = await import(pathToFileURL(join(project, 'imports-node-path.mjs')).href).catch(
+        (error: unknown) => error,
+      );
+      expect(failure).toMatchObject({ code: 'ERR_MODULE_NOT_FOUND' });
+    } finally {
+      if (saved === undefined) delete process.env.NODE_PATH;
+      else process.env.NODE_PATH = saved;
+      initPaths();
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('turns the import failure of the missing package itself into the same error', async () => {

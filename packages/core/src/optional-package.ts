@@ -3,7 +3,9 @@
 // plugin does not install them. When one is missing, the user gets a ConfigError naming the
 // package, what needs it and the install command, at provider creation (before a run starts)
 // and in `shears doctor`, instead of a module-resolution stack trace mid-run.
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError } from './errors.js';
 import type { PluginCheckResult } from './registry.js';
 
@@ -24,29 +26,33 @@ function missingPackageError(name: string, use: OptionalPackageUse, cause: unkno
   });
 }
 
-/** The package an ERR_MODULE_NOT_FOUND (import) or MODULE_NOT_FOUND (require) error names. */
+/** The package an ERR_MODULE_NOT_FOUND error names (undefined for any other error). */
 function missingModuleName(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return undefined;
-  return /Cannot find (?:package|module) '((?:@[^/']+\/)?[^/']+)/.exec((error as Error).message)?.[1];
+  if ((error as { code?: unknown } | undefined)?.code !== 'ERR_MODULE_NOT_FOUND') return undefined;
+  return /Cannot find package '((?:@[^/']+\/)?[^/']+)/.exec((error as Error).message)?.[1];
 }
 
-/** Whether `name` resolves from the module at `from` (pass `import.meta.url`). */
+/**
+ * Whether `import(name)` from the module at `from` (pass `import.meta.url`) would find the
+ * package: ESM's lookup of a bare specifier, a `node_modules/<name>` folder in the module's
+ * directory or one above it. Written out rather than `require.resolve` because require also
+ * searches NODE_PATH, which `import()` ignores and pnpm sets for scripts: require would find a
+ * package the import then cannot.
+ */
 export function isPackageInstalled(name: string, from: string | URL): boolean {
-  try {
-    createRequire(from).resolve(name);
-    return true;
-  } catch (error) {
-    // Only "not found" means absent; a package that resolves differently (exports without a
-    // require condition) is there, and its import will say what is wrong.
-    return missingModuleName(error) !== name;
+  let directory = dirname(fileURLToPath(from));
+  for (;;) {
+    if (existsSync(join(directory, 'node_modules', name, 'package.json'))) return true;
+    const parent = dirname(directory);
+    if (parent === directory) return false;
+    directory = parent;
   }
 }
 
 /** Throws a ConfigError naming `name` and `npm install <name>` when it does not resolve from `from`. */
 export function requireOptionalPackage(name: string, from: string | URL, use: OptionalPackageUse): void {
   if (!isPackageInstalled(name, from))
-    throw missingPackageError(name, use, new Error(`Cannot find module '${name}' from ${String(from)}`));
+    throw missingPackageError(name, use, new Error(`no node_modules/${name} from ${String(from)}`));
 }
 
 /**
