@@ -256,71 +256,71 @@ await step('the SWE task pack by package name and by folder', () => {
   }
 });
 
-await step(
-  '@shears/cli alone: the demo runs; shears api, the docker sandbox name the package to install',
-  () => {
-    // A second project with only @shears/cli (and what it depends on): the README's first command
-    // must work without the plugins the CLI does not depend on (docs/decisions/cli-dependencies.md).
-    const alone = join(work, 'cli-alone');
-    mkdirSync(alone, { recursive: true });
-    for (const name of Object.keys(packed))
-      rmSync(join(alone, 'node_modules', name), { recursive: true, force: true });
-    rmSync(join(alone, 'package-lock.json'), { force: true });
-    rmSync(join(alone, 'runs'), { recursive: true, force: true });
-    const files = Object.fromEntries(Object.entries(packed).map(([name, file]) => [name, `file:${file}`]));
-    writeFileSync(
-      join(alone, 'package.json'),
-      `${JSON.stringify({ name: 'shears-cli-alone', version: '0.0.0', private: true, dependencies: { '@shears/cli': files['@shears/cli'] }, overrides: files }, null, 2)}\n`,
-    );
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], alone);
-    for (const absent of [
-      '@shears/grpo',
-      '@shears/envs-swe',
-      '@shears/tools-web',
-      '@shears/gateway',
-      'better-sqlite3',
-      // Optional peers of tools-terminal and the CLI, loaded only by the docker and ssh sandboxes.
-      'dockerode',
-      'docker-modem',
-      'ssh2',
-    ])
-      check(!existsSync(join(alone, 'node_modules', absent)), `@shears/cli alone installed ${absent}`);
-    const cli = join(alone, 'node_modules', '.bin', 'shears');
-    run(cli, ['process', '--env', 'demo', '--groups', '2', '--out', 'runs/demo.jsonl', '--no-report'], alone);
-    check(
-      readJsonl(join(alone, 'runs', 'demo.jsonl')).length === 2,
-      '@shears/cli alone: expected 2 demo groups',
-    );
-    const api = spawnSync(cli, ['api'], { cwd: alone, encoding: 'utf8' });
-    check(
-      api.status === 1 && api.stderr.includes('run `npm install @shears/grpo` in your project'),
-      `@shears/cli alone: shears api should name @shears/grpo (exit ${api.status}): ${api.stderr}`,
-    );
-    // The docker sandbox without dockerode: refused before the run, naming the package and the
-    // command (not a module-resolution stack trace, not rollouts failing one by one).
-    writeFileSync(
-      join(alone, 'docker.yaml'),
-      'env: { name: demo }\nsandbox: { provider: docker }\nrun: { groups: 1, out: runs/docker.jsonl, progress: lines }\n',
-    );
-    const needs = 'needs the "dockerode" package, which is not installed: run `npm install dockerode`';
-    const docker = spawnSync(cli, ['process', '--config', 'docker.yaml'], { cwd: alone, encoding: 'utf8' });
-    check(
-      docker.status !== 0 && docker.stderr.includes(needs) && !/\n\s+at /.test(docker.stderr),
-      `@shears/cli alone: sandbox.provider: docker should fail naming dockerode (exit ${docker.status}): ${docker.stderr}`,
-    );
-    const doctor = spawnSync(cli, ['doctor', '--config', 'docker.yaml', '--json'], {
-      cwd: alone,
-      encoding: 'utf8',
-    });
-    const line = (JSON.parse(doctor.stdout) as Array<{ name: string; status: string; fix?: string }>).find(
-      (entry) => entry.name === 'package dockerode',
-    );
-    check(
-      doctor.status !== 0 && line?.status === 'fail' && line.fix === 'npm install dockerode',
-      `@shears/cli alone: shears doctor should list dockerode as not installed (exit ${doctor.status}): ${doctor.stdout}`,
-    );
-  },
-);
+await step('@shears/cli alone: the demo runs; api and docker name the package to install', () => {
+  // A second project with only @shears/cli (and what it depends on): the README's first command
+  // must work without the plugins the CLI does not depend on (docs/decisions/cli-dependencies.md).
+  const alone = join(work, 'cli-alone');
+  mkdirSync(alone, { recursive: true });
+  for (const name of Object.keys(packed))
+    rmSync(join(alone, 'node_modules', name), { recursive: true, force: true });
+  rmSync(join(alone, 'package-lock.json'), { force: true });
+  rmSync(join(alone, 'runs'), { recursive: true, force: true });
+  const files = Object.fromEntries(Object.entries(packed).map(([name, file]) => [name, `file:${file}`]));
+  writeFileSync(
+    join(alone, 'package.json'),
+    `${JSON.stringify({ name: 'shears-cli-alone', version: '0.0.0', private: true, dependencies: { '@shears/cli': files['@shears/cli'] }, overrides: files }, null, 2)}\n`,
+  );
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], alone);
+  for (const absent of [
+    '@shears/grpo',
+    '@shears/envs-swe',
+    '@shears/tools-web',
+    '@shears/gateway',
+    'better-sqlite3',
+    // Optional peers of tools-terminal and the CLI, loaded only by the docker and ssh sandboxes.
+    'dockerode',
+    'docker-modem',
+    'ssh2',
+  ])
+    check(!existsSync(join(alone, 'node_modules', absent)), `@shears/cli alone installed ${absent}`);
+  const cli = join(alone, 'node_modules', '.bin', 'shears');
+  run(cli, ['process', '--env', 'demo', '--groups', '2', '--out', 'runs/demo.jsonl', '--no-report'], alone);
+  check(
+    readJsonl(join(alone, 'runs', 'demo.jsonl')).length === 2,
+    '@shears/cli alone: expected 2 demo groups',
+  );
+  const api = spawnSync(cli, ['api'], { cwd: alone, encoding: 'utf8' });
+  check(
+    api.status === 1 && api.stderr.includes('run `npm install @shears/grpo` in your project'),
+    `@shears/cli alone: shears api should name @shears/grpo (exit ${api.status}): ${api.stderr}`,
+  );
+  // The docker sandbox without dockerode: refused before the run, naming the package and the
+  // command (not a module-resolution stack trace, not rollouts failing one by one).
+  writeFileSync(
+    join(alone, 'docker.yaml'),
+    'env: { name: demo }\nsandbox: { provider: docker }\nrun: { groups: 1, out: runs/docker.jsonl, progress: lines }\n',
+  );
+  const needs = 'needs the "dockerode" package, which is not installed: run `npm install dockerode`';
+  const docker = spawnSync(cli, ['process', '--config', 'docker.yaml'], { cwd: alone, encoding: 'utf8' });
+  check(
+    docker.status !== 0 &&
+      docker.stderr.includes(needs) &&
+      !/\n\s+at /.test(docker.stderr) &&
+      !existsSync(join(alone, 'runs', 'docker.jsonl')),
+    `@shears/cli alone: sandbox.provider: docker should fail naming dockerode before any rollout (exit ${docker.status}): ${docker.stderr}`,
+  );
+  const doctor = spawnSync(cli, ['doctor', '--config', 'docker.yaml', '--json'], {
+    cwd: alone,
+    encoding: 'utf8',
+  });
+  const line = (JSON.parse(doctor.stdout) as Array<{ name: string; status: string; fix?: string }>).find(
+    (entry) => entry.name === 'package dockerode',
+  );
+  check(
+    doctor.status !== 0 && line?.status === 'fail' && line.fix === 'npm install dockerode',
+    `@shears/cli alone: shears doctor should list dockerode as not installed (exit ${doctor.status}): ${doctor.stdout}`,
+  );
+});
 
 await step('files the packages read beside their code ship with them', () => {
   // Each `new URL('<relative path>', import.meta.url)` in a published dist/ file (envs-swe's pytest
