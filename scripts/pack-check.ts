@@ -4,7 +4,8 @@
 // false (every published .d.ts a user can reach is checked), runs the Env conformance suite on
 // it, and runs `shears process` and `shears evaluate` with it (and with the example pack
 // shears-pack-hello, installed from its tarball as its README says), and runs the demo in a
-// second project with @shears/cli installed alone. Part of `pnpm test`.
+// second project with @shears/cli installed alone (without dockerode and ssh2, whose sandboxes
+// then name the package to install). Part of `pnpm test`.
 //
 // The consumer project is kept between runs ($SHEARS_PACK_CHECK_DIR, default
 // <tmp>/shears-pack-check) so npm reuses what did not change, better-sqlite3's native build
@@ -255,7 +256,7 @@ await step('the SWE task pack by package name and by folder', () => {
   }
 });
 
-await step('@shears/cli alone: the demo runs, shears api names the package to install', () => {
+await step('@shears/cli alone: the demo runs; api and docker name the package to install', () => {
   // A second project with only @shears/cli (and what it depends on): the README's first command
   // must work without the plugins the CLI does not depend on (docs/decisions/cli-dependencies.md).
   const alone = join(work, 'cli-alone');
@@ -276,6 +277,10 @@ await step('@shears/cli alone: the demo runs, shears api names the package to in
     '@shears/tools-web',
     '@shears/gateway',
     'better-sqlite3',
+    // Optional peers of tools-terminal and the CLI, loaded only by the docker and ssh sandboxes.
+    'dockerode',
+    'docker-modem',
+    'ssh2',
   ])
     check(!existsSync(join(alone, 'node_modules', absent)), `@shears/cli alone installed ${absent}`);
   const cli = join(alone, 'node_modules', '.bin', 'shears');
@@ -288,6 +293,32 @@ await step('@shears/cli alone: the demo runs, shears api names the package to in
   check(
     api.status === 1 && api.stderr.includes('run `npm install @shears/grpo` in your project'),
     `@shears/cli alone: shears api should name @shears/grpo (exit ${api.status}): ${api.stderr}`,
+  );
+  // The docker sandbox without dockerode: refused before the run, naming the package and the
+  // command (not a module-resolution stack trace, not rollouts failing one by one).
+  writeFileSync(
+    join(alone, 'docker.yaml'),
+    'env: { name: demo }\nsandbox: { provider: docker }\nrun: { groups: 1, out: runs/docker.jsonl, progress: lines }\n',
+  );
+  const needs = 'needs the "dockerode" package, which is not installed: run `npm install dockerode`';
+  const docker = spawnSync(cli, ['process', '--config', 'docker.yaml'], { cwd: alone, encoding: 'utf8' });
+  check(
+    docker.status !== 0 &&
+      docker.stderr.includes(needs) &&
+      !/\n\s+at /.test(docker.stderr) &&
+      !existsSync(join(alone, 'runs', 'docker.jsonl')),
+    `@shears/cli alone: sandbox.provider: docker should fail naming dockerode before any rollout (exit ${docker.status}): ${docker.stderr}`,
+  );
+  const doctor = spawnSync(cli, ['doctor', '--config', 'docker.yaml', '--json'], {
+    cwd: alone,
+    encoding: 'utf8',
+  });
+  const line = (JSON.parse(doctor.stdout) as Array<{ name: string; status: string; fix?: string }>).find(
+    (entry) => entry.name === 'package dockerode',
+  );
+  check(
+    doctor.status !== 0 && line?.status === 'fail' && line.fix === 'npm install dockerode',
+    `@shears/cli alone: shears doctor should list dockerode as not installed (exit ${doctor.status}): ${doctor.stdout}`,
   );
 });
 

@@ -266,6 +266,19 @@ export async function createServer(
 /** Servers that apply the chat template themselves (token-in/token-out) and record tokens. */
 export const MANAGED_SERVERS: readonly string[] = ['vllm', 'sglang'];
 
+/** Server ids whose rollouts carry no per-token logprobs for the trainer (phase 1: chat). */
+export const CHAT_SERVERS: readonly string[] = ['scripted', 'openai', 'openrouter', 'openai-compatible'];
+
+/**
+ * Whether server.provider is one shears knows to record tokens and logprobs. Here, not in
+ * serve/serve-loop.ts, so that `shears doctor` does not import @shears/grpo (an optional package).
+ */
+export function recordsLogprobs(provider: string): boolean | undefined {
+  if (MANAGED_SERVERS.includes(provider)) return true;
+  if (CHAT_SERVERS.includes(provider)) return false;
+  return undefined;
+}
+
 export async function createSandboxProvider(
   registry: Registry,
   config: ShearsConfig,

@@ -19,6 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxError } from '@shears/core';
+import { importOptionalPackage } from '@shears/core/internal';
 import type Dockerode from 'dockerode';
 
 export const SANDBOX_BASE_IMAGE = 'shears-base:bookworm';
@@ -283,7 +284,10 @@ export async function openDocker(
   host: string | { url: string },
 ): Promise<{ url: string; docker: Dockerode }> {
   const [{ default: Docker }, { resolveDockerConnection }] = await Promise.all([
-    import('dockerode'),
+    importOptionalPackage('dockerode', () => import('dockerode'), {
+      usedBy: 'the docker sandbox',
+      field: 'sandbox.provider',
+    }),
     import('@shears/tools-terminal'),
   ]);
   const url = typeof host === 'string' ? host : host.url;

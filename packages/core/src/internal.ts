@@ -4,6 +4,13 @@
 
 export { groupStats } from './advantages.js';
 export { closestName, describeValue, valueAtPath } from './config-hints.js';
+export {
+  importOptionalPackage,
+  isPackageInstalled,
+  type OptionalPackageUse,
+  optionalPackageCheck,
+  requireOptionalPackage,
+} from './optional-package.js';
 export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';
 export { pythonJsonDecodeError } from './python-json-error.js';
 export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';

@@ -23,12 +23,12 @@ import {
   createServer,
   envSettings,
   MANAGED_SERVERS,
+  recordsLogprobs,
   sandboxProviderId,
   sandboxSettings,
 } from '../compose.js';
 import { type CommandContext, resolveParsers } from '../runtime.js';
 import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
-import { recordsLogprobs } from '../serve/serve-loop.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
 import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
 

@@ -18,7 +18,7 @@ import {
 import { ignoreAborted, sleep } from '@shears/core/internal';
 import { StepCreditMismatchError, scoredDataFromRecord, stepCredit } from '@shears/grpo';
 import { createHfTokenizer } from '@shears/servers';
-import { MANAGED_SERVERS } from '../compose.js';
+import { CHAT_SERVERS } from '../compose.js';
 import type { ShearsConfig } from '../config/config-schema.js';
 import { type PerStepAdvantage, perStepAdvantage } from '../loop/loop-config.js';
 import type { DrawnItem, LoopController } from '../loop/loop-controller.js';
@@ -97,9 +97,6 @@ export async function requireTokenizer(
   return loadTokenizer(config.server.tokenizer, cwd);
 }
 
-/** Server ids whose rollouts carry no per-token logprobs for the trainer (phase 1: chat). */
-const CHAT_SERVERS: readonly string[] = ['scripted', 'openai', 'openrouter', 'openai-compatible'];
-
 function noLogprobsError(provider: string): ConfigError {
   return new ConfigError({
     message: `train.trainer.needs_inference_logprobs: the trainer needs the logprob of every generated token under the policy that sampled it, but server.provider "${provider}" is a chat (phase-1) server: shears re-tokenises its replies and sends the trainer inference_logprobs null. Use a token-in/token-out (phase-2) server that records them: server.provider vllm or sglang with server.tokenizer (the same model served by vLLM or SGLang). shears does not request logprobs from a chat server: its per-token logprobs name token strings, not the ids the trainer trains on. If the trainer does not read inference_logprobs, set train.trainer.needs_inference_logprobs: false.`,
@@ -127,13 +124,6 @@ export function checkTrainerNeeds(config: ShearsConfig): void {
 function requireRecordedLogprobs(config: ShearsConfig, server: ServerV1): void {
   if (!config.train.trainer?.needs_inference_logprobs) return;
   if (!isManagedServer(server)) throw noLogprobsError(config.server.provider);
-}
-
-/** Whether server.provider is one shears knows to record tokens and logprobs. */
-export function recordsLogprobs(provider: string): boolean | undefined {
-  if (MANAGED_SERVERS.includes(provider)) return true;
-  if (CHAT_SERVERS.includes(provider)) return false;
-  return undefined;
 }
 
 /** How many trainer batches are waiting in the queue, from /status-env and /info. */

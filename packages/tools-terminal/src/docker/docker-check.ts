@@ -4,10 +4,11 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { PluginCheckContext, PluginCheckResult } from '@shears/core';
+import { importOptionalPackage, optionalPackageCheck } from '@shears/core/internal';
 import type Dockerode from 'dockerode';
 import { readBanner } from '../ssh/ssh-check.js';
 import { type DockerHostSettings, resolveDockerConnection } from './docker-hosts.js';
-import type { dockerSandboxSettingsSchema } from './docker-sandbox-provider.js';
+import { DOCKERODE_USE, type dockerSandboxSettingsSchema } from './docker-sandbox-provider.js';
 
 const DEFAULT_DOCKER_SOCKET = 'unix:///var/run/docker.sock';
 
@@ -101,7 +102,11 @@ async function imageCheck(
 ): Promise<PluginCheckResult> {
   const name = `image ${url}`;
   try {
-    const { default: Docker } = await import('dockerode');
+    const { default: Docker } = await importOptionalPackage(
+      'dockerode',
+      () => import('dockerode'),
+      DOCKERODE_USE,
+    );
     const docker = new Docker(resolveDockerConnection(host) as Dockerode.DockerOptions);
     await docker.getImage(image).inspect();
     return { name, status: 'ok', detail: `${image} is there (sandboxes start from it)`, host: url };
@@ -134,8 +139,12 @@ export async function checkDockerSandbox(
     : context.env.DOCKER_HOST
       ? [{ host: context.env.DOCKER_HOST, usedBy: 'the docker sandbox (DOCKER_HOST)', field }]
       : [{ host: DEFAULT_DOCKER_SOCKET, usedBy: 'the docker sandbox (default socket)', field }];
+  // Without dockerode no sandbox can start: say so first; the daemons are still pinged (over
+  // HTTP, without dockerode), the image check that needs it is left out.
+  const missing = optionalPackageCheck('dockerode', import.meta.url, DOCKERODE_USE);
+  const image = missing ? undefined : settings.image;
   const results = await Promise.all(
-    targets.map((target) => checkDockerHost(target.host, { ...target, image: settings.image })),
+    targets.map((target) => checkDockerHost(target.host, { ...target, image })),
   );
-  return results.flat();
+  return [...(missing ? [missing] : []), ...results.flat()];
 }

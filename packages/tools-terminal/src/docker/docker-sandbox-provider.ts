@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
 import { InvalidArgumentError, SandboxError } from '@shears/core';
-import { runSandboxSetup } from '@shears/core/internal';
+import { importOptionalPackage, requireOptionalPackage, runSandboxSetup } from '@shears/core/internal';
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
 import { type DockerHost, dockerHostSchema, pickHost, resolveDockerConnection } from './docker-hosts.js';
@@ -189,8 +189,13 @@ function parseSettings(settings: unknown): ResolvedSettings {
 }
 
 /** Create the docker sandbox provider. Nothing connects to Docker until the first acquire. */
+/** What needs dockerode, for the error and the doctor line when it is not installed. */
+export const DOCKERODE_USE = { usedBy: 'the docker sandbox', field: 'sandbox.provider' };
+
 export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}): DockerSandboxProvider {
   const config = parseSettings(settings);
+  // dockerode is an optional peer dependency: say so now, before a run starts, not at the first sandbox.
+  requireOptionalPackage('dockerode', import.meta.url, DOCKERODE_USE);
   const providerId = randomBytes(6).toString('hex');
   const hostId = config.hostId ?? hostname();
   let hostsPromise: Promise<HostState[]> | undefined;
@@ -210,15 +215,9 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
 
   const hosts = (): Promise<HostState[]> => {
     hostsPromise ??= (async () => {
-      let DockerCtor: typeof Dockerode;
-      try {
-        DockerCtor = (await import('dockerode')).default;
-      } catch (cause) {
-        throw new SandboxError({
-          message: 'The docker sandbox needs the "dockerode" package (pnpm add dockerode)',
-          cause,
-        });
-      }
+      const DockerCtor: typeof Dockerode = (
+        await importOptionalPackage('dockerode', () => import('dockerode'), DOCKERODE_USE)
+      ).default;
       const entries = config.hosts ?? [process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock'];
       const states = entries.map((entry) => {
         const host = dockerHostSchema.parse(typeof entry === 'string' ? { url: entry } : entry);

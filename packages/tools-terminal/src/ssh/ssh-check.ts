@@ -2,7 +2,8 @@
 // sandbox opens on it with the configured login and runs a command.
 import { connect } from 'node:net';
 import { type PluginCheckContext, type PluginCheckResult, probeSandboxProvider } from '@shears/core';
-import { createSshSandboxProvider, type sshSandboxSettingsSchema } from './ssh-sandbox-provider.js';
+import { optionalPackageCheck } from '@shears/core/internal';
+import { createSshSandboxProvider, SSH2_USE, type sshSandboxSettingsSchema } from './ssh-sandbox-provider.js';
 
 /** Reads the first line a TCP server sends (an sshd greets with `SSH-2.0-...`). */
 export function readBanner(host: string, port: number): Promise<{ banner: string } | { error: string }> {
@@ -22,6 +23,8 @@ export async function checkSshSandbox(
   settings: ReturnType<typeof sshSandboxSettingsSchema.parse>,
   context: PluginCheckContext,
 ): Promise<PluginCheckResult[]> {
+  const missing = optionalPackageCheck('ssh2', import.meta.url, SSH2_USE);
+  if (missing) return [missing];
   const { host, port = 22, username } = settings;
   const name = `ssh ${username}@${host}:${port}`;
   const fields = `${context.settingsField}.host / port`;

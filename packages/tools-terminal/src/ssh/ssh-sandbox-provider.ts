@@ -10,7 +10,7 @@ import { homedir } from 'node:os';
 import { posix } from 'node:path';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
 import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
-import { runSandboxSetup } from '@shears/core/internal';
+import { importOptionalPackage, requireOptionalPackage, runSandboxSetup } from '@shears/core/internal';
 import type { Client, ClientChannel, ConnectConfig, SFTPWrapper } from 'ssh2';
 import { z } from 'zod';
 import type { ShellSandbox } from '../shell-sandbox.js';
@@ -106,6 +106,9 @@ export interface SshSandboxProvider extends SandboxProviderV1 {
   readonly connectionsOpened: number;
 }
 
+/** What needs ssh2, for the error and the doctor line when it is not installed. */
+export const SSH2_USE = { usedBy: 'the ssh sandbox', field: 'sandbox.provider' };
+
 export function createSshSandboxProvider(
   settings: SshSandboxSettings | Record<string, unknown>,
 ): SshSandboxProvider {
@@ -118,6 +121,8 @@ export function createSshSandboxProvider(
     });
   }
   const config = parsed.data;
+  // ssh2 is an optional peer dependency: say so now, before a run starts, not at the first connect.
+  requireOptionalPackage('ssh2', import.meta.url, SSH2_USE);
   const port = config.port ?? 22;
   const root = config.root ?? '/tmp/shears-ssh';
   const live = new Set<SandboxV1>();
@@ -199,7 +204,7 @@ export function createSshSandboxProvider(
   };
 
   const connect = async (): Promise<Client> => {
-    const { Client: ClientClass } = await import('ssh2');
+    const { Client: ClientClass } = await importOptionalPackage('ssh2', () => import('ssh2'), SSH2_USE);
     const { base, verify } = await connectConfig();
     const client = new ClientClass();
     let rejection: string | undefined;
