@@ -38,7 +38,7 @@ export function viewerAssets(): ViewerAssets {
   const uplot = readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');
   const uplotCss = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8');
   cached = {
-    scripts: [uplot, asset('dashboard.js'), asset('viewer.js')].map(inlineSafe),
+    scripts: [uplot, asset('dom.js'), asset('dashboard.js'), asset('viewer.js')].map(inlineSafe),
     styles: [uplotCss, asset('viewer.css')],
   };
   return cached;

@@ -31,32 +31,7 @@
   const MAX_BINS = 60;
   const MAX_TASK_SERIES = 8;
 
-  /**
-   * @param {string} tag
-   * @param {Record<string, any> | null} [attrs]
-   * @param {Array<Node | string | null | undefined | false>} [children]
-   */
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    if (attrs)
-      for (const key in attrs) {
-        if (attrs[key] === undefined || attrs[key] === null) continue;
-        if (key === 'text') node.textContent = attrs[key];
-        else if (key === 'class') node.className = attrs[key];
-        else if (key.indexOf('on') === 0) node.addEventListener(key.slice(2), attrs[key]);
-        else node.setAttribute(key, attrs[key]);
-      }
-    (children || []).forEach((child) => {
-      if (child === null || child === undefined || child === false) return;
-      node.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
-    });
-    return node;
-  }
-  /** @param {any} value @param {number} [digits] */
-  function fmt(value, digits) {
-    if (value === null || value === undefined || Number.isNaN(value)) return '\u2013';
-    return Number(value).toFixed(digits === undefined ? 2 : digits);
-  }
+  const { el, fmt } = window.shearsDom;
   /** @param {number} seconds */
   function clock(seconds) {
     if (seconds < 120) return `${fmt(seconds, seconds < 10 ? 1 : 0)} s`;

@@ -38,34 +38,7 @@
     return /** @type {HTMLInputElement} */ (byId(id));
   }
 
-  /**
-   * @param {string} tag
-   * @param {Record<string, any> | null} [attrs]
-   * @param {Array<Node | string | null | undefined | false>} [children]
-   * @returns {HTMLElement}
-   */
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    if (attrs) {
-      for (const key in attrs) {
-        if (attrs[key] === undefined || attrs[key] === null) continue;
-        if (key === 'text') node.textContent = attrs[key];
-        else if (key === 'class') node.className = attrs[key];
-        else if (key.indexOf('on') === 0) node.addEventListener(key.slice(2), attrs[key]);
-        else node.setAttribute(key, attrs[key]);
-      }
-    }
-    (children || []).forEach((child) => {
-      if (child === null || child === undefined || child === false) return;
-      node.appendChild(typeof child === 'string' ? document.createTextNode(child) : child);
-    });
-    return node;
-  }
-  /** @param {any} value @param {number} [digits] */
-  function fmt(value, digits) {
-    if (value === null || value === undefined || Number.isNaN(value)) return '\u2013';
-    return Number(value).toFixed(digits === undefined ? 2 : digits);
-  }
+  const { el, fmt } = window.shearsDom;
   /** An advantage with its sign: +0.87, -1.20, 0.00. @param {any} value */
   function signed(value) {
     if (value === null || value === undefined || Number.isNaN(value)) return '\u2013';
