@@ -130,6 +130,16 @@ export async function createFromConfig<K extends PluginKind>(
         issues: [{ path: `${settingsField}.${cause.argument}`, message: cause.message, value: cause.value }],
         cause,
       });
+    // An error about the provider choice itself (a package the chosen provider needs is not
+    // installed) already names its field, e.g. `sandbox.provider`: label it with that, not the settings.
+    if (
+      ConfigError.isInstance(cause) &&
+      cause.issues.length > 0 &&
+      cause.issues.every((issue) => issue.path === field)
+    ) {
+      if (cause.message.startsWith(`${field}:`)) throw cause;
+      throw new ConfigError({ message: `${field}: ${cause.message}`, issues: cause.issues, cause });
+    }
     // A plugin's own settings error knows its settings, not where they sit in the config.
     if (ConfigError.isInstance(cause) && !cause.message.startsWith(`${settingsField}`))
       throw new ConfigError({

@@ -4,7 +4,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, ShearsError, silentLogger } from '@shears/core';
+import { ConfigError, createRegistry, definePlugin, ShearsError, silentLogger } from '@shears/core';
+import { requireOptionalPackage } from '@shears/core/internal';
 import { afterAll, describe, expect, it } from 'vitest';
 import { composeRegistry, createFromConfig } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
@@ -88,5 +89,39 @@ describe('built-in plugin packages the CLI does not depend on', () => {
     expect((error as Error).message).toContain(
       'Not installed here: @shears/swe-not-installed; `npm install <package>` in your project adds one',
     );
+  });
+});
+
+describe('a package the chosen provider needs', () => {
+  it('is reported against the provider field (sandbox.provider), not its settings', async () => {
+    const registry = createRegistry().use(
+      definePlugin({
+        id: 'needs-a-package',
+        sandboxes: {
+          needy: {
+            create: () => {
+              requireOptionalPackage('shears-no-such-package', import.meta.url, {
+                usedBy: 'the needy sandbox',
+                field: 'sandbox.provider',
+              });
+              throw new Error('unreachable: the package is not installed');
+            },
+          },
+        },
+      }),
+    );
+    const error = await createFromConfig(
+      registry,
+      'sandboxes',
+      'needy',
+      'sandbox.provider',
+      {},
+      'sandbox.settings',
+    ).catch((cause: unknown) => cause);
+    expect(ConfigError.isInstance(error)).toBe(true);
+    expect((error as ConfigError).message).toBe(
+      'sandbox.provider: The needy sandbox needs the "shears-no-such-package" package, which is not installed: run `npm install shears-no-such-package` in your project',
+    );
+    expect((error as ConfigError).issues.map((issue) => issue.path)).toEqual(['sandbox.provider']);
   });
 });
