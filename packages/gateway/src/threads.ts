@@ -77,9 +77,11 @@ export function messageKey(message: ChatMessage): string {
           ]),
         )}${text.trim()}`
       : `${JSON.stringify(message.role)}${text}`;
-  // One-shot: about 30 µs less per request than a Hash object per message (16-message history).
-  // A short identity is its own key (marked so that it cannot equal a base64 digest).
-  return identity.length <= 40 ? `\u0000${identity}` : hash('sha1', identity, 'base64');
+  // An identity of up to 256 characters is its own key (marked so that it cannot equal a base64
+  // digest): hashing was most of this function's cost, and most messages but tool outputs and
+  // system prompts are short. A longer one is hashed, so that a thread keeps 28 characters per
+  // long message, not a second copy of it (one-shot `hash`: cheaper than a Hash object).
+  return identity.length <= 256 ? `\u0000${identity}` : hash('sha1', identity, 'base64');
 }
 
 function isPrefix(prefix: readonly string[], keys: readonly string[]): boolean {
