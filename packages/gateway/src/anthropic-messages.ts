@@ -335,7 +335,16 @@ function respond(
 }
 
 function stream(_parsed: ParsedMessagesRequest, response: ChatResponse, meta: ResponseMeta): string {
-  const event = (type: string, data: Record<string, unknown>) => sseEvent(type, { type, ...data });
+  // `sseEvent(type, {type, ...data})` without building the merged object (same bytes: no data
+  // field is named `type`); deltas serialise only what changes.
+  const eventJson = (type: string, dataJson: string) =>
+    `event: ${type}\ndata: {"type":${JSON.stringify(type)}${dataJson === '{}' ? '}' : `,${dataJson.slice(1)}`}\n\n`;
+  const event = (type: string, data: Record<string, unknown>) => eventJson(type, JSON.stringify(data));
+  const delta = (index: number, kind: string, field: string, piece: string) =>
+    eventJson(
+      'content_block_delta',
+      `{"index":${index},"delta":{"type":${JSON.stringify(kind)},${JSON.stringify(field)}:${JSON.stringify(piece)}}}`,
+    );
   let out = event('message_start', {
     message: {
       id: meta.id,
@@ -356,7 +365,7 @@ function stream(_parsed: ParsedMessagesRequest, response: ChatResponse, meta: Re
         content_block: { type: 'thinking', thinking: '', signature: '' },
       });
       for (const piece of splitForStream(block.thinking as string, meta.chunkChars))
-        out += event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } });
+        out += delta(index, 'thinking_delta', 'thinking', piece);
       out += event('content_block_delta', {
         index,
         delta: { type: 'signature_delta', signature: block.signature },
@@ -364,7 +373,7 @@ function stream(_parsed: ParsedMessagesRequest, response: ChatResponse, meta: Re
     } else if (block.type === 'text') {
       out += event('content_block_start', { index, content_block: { type: 'text', text: '' } });
       for (const piece of splitForStream(block.text as string, meta.chunkChars))
-        out += event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
+        out += delta(index, 'text_delta', 'text', piece);
     } else {
       out += event('content_block_start', {
         index,
@@ -373,10 +382,7 @@ function stream(_parsed: ParsedMessagesRequest, response: ChatResponse, meta: Re
       const json = (block as Record<symbol, unknown>)[INPUT_JSON] as string;
       if (json.trim() !== '{}')
         for (const piece of splitForStream(json, meta.chunkChars))
-          out += event('content_block_delta', {
-            index,
-            delta: { type: 'input_json_delta', partial_json: piece },
-          });
+          out += delta(index, 'input_json_delta', 'partial_json', piece);
     }
     out += event('content_block_stop', { index });
   });

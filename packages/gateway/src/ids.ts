@@ -3,5 +3,14 @@
 import { randomUUID } from 'node:crypto';
 
 export function randomId(prefix: string): string {
-  return prefix + randomUUID().replaceAll('-', '').slice(0, 24);
+  // The first 24 hex digits of the UUID (8-4-4-4-12), sliced around the dashes.
+  const uuid = randomUUID();
+  return (
+    prefix +
+    uuid.slice(0, 8) +
+    uuid.slice(9, 13) +
+    uuid.slice(14, 18) +
+    uuid.slice(19, 23) +
+    uuid.slice(24, 28)
+  );
 }

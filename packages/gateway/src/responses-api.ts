@@ -458,11 +458,33 @@ function outputItems(parsed: ParsedResponsesRequest, message: ChatMessage): Outp
   return items;
 }
 
+interface ResponseState {
+  status: string;
+  output: OutputItem[];
+  usage: Usage | undefined | null;
+  incomplete?: boolean;
+}
+
+/** A Response object's fields before `output`. */
+function responseHead(meta: ResponseMeta, state: Omit<ResponseState, 'output'>): Record<string, unknown> {
+  return {
+    id: meta.id,
+    object: 'response',
+    created_at: meta.created,
+    status: state.status,
+    ...(state.status === 'completed' || state.status === 'incomplete' ? { completed_at: meta.created } : {}),
+    error: null,
+    incomplete_details: state.incomplete ? { reason: 'max_output_tokens' } : null,
+    model: meta.model,
+  };
+}
+
 function responseObject(
   parsed: ParsedResponsesRequest,
   meta: ResponseMeta,
-  state: { status: string; output: OutputItem[]; usage: Usage | undefined | null; incomplete?: boolean },
+  state: ResponseState,
 ): Record<string, unknown> {
+  // The fields of responseHead, written out: spreading it makes respond() several times slower.
   return {
     id: meta.id,
     object: 'response',
@@ -476,6 +498,29 @@ function responseObject(
     usage: state.usage === null ? null : usageBody(state.usage),
     ...parsed.echo,
   };
+}
+
+/** The echoed request fields as JSON members (no braces), serialised once per request. */
+const echoMembers = new WeakMap<ParsedResponsesRequest, string>();
+
+/**
+ * `JSON.stringify(responseObject(parsed, meta, state))` with the output items given as JSON
+ * text: a stream repeats the echoed request (instructions, tools) in three events and every
+ * output item twice, and serialising them once each keeps a streamed answer cheap.
+ */
+function responseJson(
+  parsed: ParsedResponsesRequest,
+  meta: ResponseMeta,
+  state: Omit<ResponseState, 'output'>,
+  outputJson: string,
+): string {
+  let echo = echoMembers.get(parsed);
+  if (echo === undefined) {
+    echo = JSON.stringify(parsed.echo).slice(1, -1);
+    echoMembers.set(parsed, echo);
+  }
+  const usage = JSON.stringify(state.usage === null ? null : usageBody(state.usage));
+  return `${JSON.stringify(responseHead(meta, state)).slice(0, -1)},"output":${outputJson},"usage":${usage}${echo ? `,${echo}` : ''}}`;
 }
 
 function firstMessage(response: ChatResponse): ChatMessage {
@@ -499,19 +544,21 @@ function respond(
   });
 }
 
+/**
+ * One event, `{type, sequence_number, ...fields}`, from the JSON text of `fields`: the same bytes
+ * as stringifying the merged object (no field is named `type` or `sequence_number`), without
+ * building it. A stream's events share large parts (the echoed request, the output items), and
+ * serialising those once is most of what a streamed answer costs the gateway.
+ */
+function eventText(type: string, meta: ResponseMeta, fieldsJson: string): string {
+  const head = `event: ${type}\ndata: {"type":${JSON.stringify(type)},"sequence_number":${meta.sequence++}`;
+  return fieldsJson === '{}' ? `${head}}\n\n` : `${head},${fieldsJson.slice(1)}\n\n`;
+}
+
 function preamble(parsed: ParsedResponsesRequest, meta: ResponseMeta): string {
-  const inProgress = responseObject(parsed, meta, { status: 'in_progress', output: [], usage: null });
+  const inProgress = `{"response":${responseJson(parsed, meta, { status: 'in_progress', usage: null }, '[]')}}`;
   return (
-    sseEvent('response.created', {
-      type: 'response.created',
-      sequence_number: meta.sequence++,
-      response: inProgress,
-    }) +
-    sseEvent('response.in_progress', {
-      type: 'response.in_progress',
-      sequence_number: meta.sequence++,
-      response: inProgress,
-    })
+    eventText('response.created', meta, inProgress) + eventText('response.in_progress', meta, inProgress)
   );
 }
 
@@ -523,11 +570,20 @@ function stream(
 ): string {
   let out = preambleSent ? '' : preamble(parsed, meta);
   const event = (type: string, fields: Record<string, unknown>) => {
-    out += sseEvent(type, { type, sequence_number: meta.sequence++, ...fields });
+    out += eventText(type, meta, JSON.stringify(fields));
   };
   const items = outputItems(parsed, firstMessage(response));
+  const itemJsons: string[] = [];
   items.forEach((item, outputIndex) => {
     const where = { item_id: item.id, output_index: outputIndex };
+    // `{...where, content_index?, delta, logprobs?}` for each delta, its constant part serialised once.
+    const deltaEvent = (type: string, contentIndex: boolean, logprobs: boolean) => {
+      const head = `{${JSON.stringify(where).slice(1, -1)}${contentIndex ? ',"content_index":0' : ''},"delta":`;
+      const tail = logprobs ? ',"logprobs":[]}' : '}';
+      return (delta: string) => {
+        out += eventText(type, meta, `${head}${JSON.stringify(delta)}${tail}`);
+      };
+    };
     if (item.type === 'reasoning') {
       const text = (item.content as Array<{ text: string }>)[0]?.text ?? '';
       event('response.output_item.added', {
@@ -539,8 +595,8 @@ function stream(
         content_index: 0,
         part: { type: 'reasoning_text', text: '' },
       });
-      for (const delta of splitForStream(text, meta.chunkChars))
-        event('response.reasoning_text.delta', { ...where, content_index: 0, delta });
+      const reasoningDelta = deltaEvent('response.reasoning_text.delta', true, false);
+      for (const delta of splitForStream(text, meta.chunkChars)) reasoningDelta(delta);
       event('response.reasoning_text.done', { ...where, content_index: 0, text });
       event('response.content_part.done', {
         ...where,
@@ -558,8 +614,8 @@ function stream(
         content_index: 0,
         part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
       });
-      for (const delta of splitForStream(part.text, meta.chunkChars))
-        event('response.output_text.delta', { ...where, content_index: 0, delta, logprobs: [] });
+      const textDelta = deltaEvent('response.output_text.delta', true, true);
+      for (const delta of splitForStream(part.text, meta.chunkChars)) textDelta(delta);
       event('response.output_text.done', { ...where, content_index: 0, text: part.text, logprobs: [] });
       event('response.content_part.done', { ...where, content_index: 0, part });
     } else if (item.type === 'function_call') {
@@ -568,8 +624,8 @@ function stream(
         output_index: outputIndex,
         item: { ...item, arguments: '', status: 'in_progress' },
       });
-      for (const delta of splitForStream(args, meta.chunkChars))
-        event('response.function_call_arguments.delta', { ...where, delta });
+      const argumentsDelta = deltaEvent('response.function_call_arguments.delta', false, false);
+      for (const delta of splitForStream(args, meta.chunkChars)) argumentsDelta(delta);
       event('response.function_call_arguments.done', { ...where, name: item.name, arguments: args });
     } else {
       const input = item.input as string;
@@ -577,20 +633,22 @@ function stream(
         output_index: outputIndex,
         item: { ...item, input: '', status: 'in_progress' },
       });
-      for (const delta of splitForStream(input, meta.chunkChars))
-        event('response.custom_tool_call_input.delta', { ...where, delta });
+      const inputDelta = deltaEvent('response.custom_tool_call_input.delta', false, false);
+      for (const delta of splitForStream(input, meta.chunkChars)) inputDelta(delta);
       event('response.custom_tool_call_input.done', { ...where, input });
     }
-    event('response.output_item.done', { output_index: outputIndex, item });
+    const itemJson = JSON.stringify(item);
+    itemJsons.push(itemJson);
+    out += eventText('response.output_item.done', meta, `{"output_index":${outputIndex},"item":${itemJson}}`);
   });
   const incomplete = isIncomplete(response);
-  const final = responseObject(parsed, meta, {
-    status: incomplete ? 'incomplete' : 'completed',
-    output: items,
-    usage: response.usage,
-    incomplete,
-  });
-  event(incomplete ? 'response.incomplete' : 'response.completed', { response: final });
+  const final = responseJson(
+    parsed,
+    meta,
+    { status: incomplete ? 'incomplete' : 'completed', usage: response.usage, incomplete },
+    `[${itemJsons.join(',')}]`,
+  );
+  out += eventText(incomplete ? 'response.incomplete' : 'response.completed', meta, `{"response":${final}}`);
   return out;
 }
 

@@ -60,6 +60,19 @@ describe('messageKey', () => {
     expect(messageKey({ role: 'tool', tool_call_id: 'a', content: 'out' })).not.toBe(
       messageKey({ role: 'tool', tool_call_id: 'a', content: 'out2' }),
     );
+    // Where the role, the tool calls and the text meet cannot be shifted to forge a match, for
+    // short keys (kept as text) and long ones (hashed) alike.
+    for (const tail of ['', ' and a long tail that makes the identity long enough to be hashed'])
+      expect(messageKey({ role: 'user', content: `"user"x${tail}` })).not.toBe(
+        messageKey({ role: 'user"', content: `"user"x${tail}`.slice(6) }),
+      );
+    expect(messageKey(assistant('[["run","{}"]]'))).not.toBe(messageKey(assistant('', '{}')));
+    expect(messageKey(assistant('ok'))).not.toBe(messageKey(assistant('ok', '{}')));
+    const long = 'a'.repeat(100);
+    expect(messageKey({ role: 'user', content: long })).toBe(messageKey({ role: 'user', content: long }));
+    expect(messageKey({ role: 'user', content: long })).not.toBe(
+      messageKey({ role: 'user', content: `${long}b` }),
+    );
   });
 
   it('canonicalises JSON arguments and keeps text that is not JSON', () => {

@@ -6,6 +6,7 @@
 // request a harness makes pays it once more behind the gateway.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 
 interface HttpExchangeOptions {
@@ -53,6 +54,26 @@ const IDLE_MS = 4_000;
 const httpAgent = new HttpAgent({ keepAlive: true, timeout: IDLE_MS, scheduling: 'lifo' });
 const httpsAgent = new HttpsAgent({ keepAlive: true, timeout: IDLE_MS, scheduling: 'lifo' });
 
+interface Target {
+  secure: boolean;
+  options: ReturnType<typeof urlToHttpOptions>;
+}
+
+// A client posts to one or two URLs over and over: parse each once (Node would parse the URL and
+// convert it to request options on every call). Bounded, in case a caller builds many URLs.
+const targets = new Map<string, Target>();
+
+function targetOf(url: string): Target {
+  let target = targets.get(url);
+  if (!target) {
+    const parsed = new URL(url);
+    target = { secure: parsed.protocol === 'https:', options: urlToHttpOptions(parsed) };
+    if (targets.size >= 256) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}
+
 async function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
   try {
     return await nodeAttempt(options);
@@ -71,10 +92,9 @@ function nodeAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> 
       reject(new Error('aborted before the request was sent'));
       return;
     }
-    const url = new URL(options.url);
-    const secure = url.protocol === 'https:';
-    const send = secure ? httpsRequest : httpRequest;
-    const agent = secure ? httpsAgent : httpAgent;
+    const target = targetOf(options.url);
+    const send = target.secure ? httpsRequest : httpRequest;
+    const agent = target.secure ? httpsAgent : httpAgent;
     const headers: Record<string, string | number> = { ...options.headers };
     if (options.body !== undefined) headers['content-length'] = Buffer.byteLength(options.body);
     let settled = false;
@@ -87,34 +107,37 @@ function nodeAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> 
     };
     const onAbort = () => fail(new Error('aborted'));
     let answered = false;
-    const request = send(url, { method: options.method, headers, agent }, (response: IncomingMessage) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', fail);
-      response.on('close', () => {
-        if (!response.complete) fail(new Error('the server closed the connection mid-response'));
-      });
-      response.on('end', () => {
-        if (settled) return;
-        let body: Buffer;
-        try {
-          body = decode(Buffer.concat(chunks), response.headers['content-encoding']);
-        } catch (error) {
-          fail(error as Error);
-          return;
-        }
-        settled = true;
-        options.signal.removeEventListener('abort', onAbort);
-        const status = response.statusCode ?? 0;
-        resolve({
-          status,
-          ok: status >= 200 && status < 300,
-          headers: response.headers,
-          text: body.toString('utf8'),
+    const request = send(
+      { ...target.options, method: options.method, headers, agent },
+      (response: IncomingMessage) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', fail);
+        response.on('close', () => {
+          if (!response.complete) fail(new Error('the server closed the connection mid-response'));
         });
-      });
-    });
+        response.on('end', () => {
+          if (settled) return;
+          let body: Buffer;
+          try {
+            body = decode(Buffer.concat(chunks), response.headers['content-encoding']);
+          } catch (error) {
+            fail(error as Error);
+            return;
+          }
+          settled = true;
+          options.signal.removeEventListener('abort', onAbort);
+          const status = response.statusCode ?? 0;
+          resolve({
+            status,
+            ok: status >= 200 && status < 300,
+            headers: response.headers,
+            text: body.toString('utf8'),
+          });
+        });
+      },
+    );
     request.on('error', (error: NodeJS.ErrnoException) => {
       const stale =
         !answered && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
