@@ -136,13 +136,13 @@ export function checkWandbConfig(config: ShearsConfig, env: Record<string, strin
       message: `WANDB_MODE=${mode}: expected online (the default) or disabled`,
       issues: [{ path: 'wandb', message: 'unknown WANDB_MODE', value: mode }],
     });
+  requireOptionalPackage('@wandb/sdk', import.meta.url, SDK_USE);
   if (!env.WANDB_API_KEY)
     throw new ConfigError({
       message:
         'wandb: the config asks for W&B logging but WANDB_API_KEY is not set: export WANDB_API_KEY=<your key> (from https://wandb.ai/authorize), or set WANDB_MODE=disabled to run without W&B',
       issues: [{ path: 'wandb', message: 'WANDB_API_KEY is not set' }],
     });
-  requireOptionalPackage('@wandb/sdk', import.meta.url, SDK_USE);
 }
 
 /**
