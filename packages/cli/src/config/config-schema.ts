@@ -665,7 +665,7 @@ const loopConfigSchema = z
     'The improvement loop of `serve` and `train`: replay, curriculum, evaluation during training, safety',
   );
 
-export const wandbConfigSchema = z
+const wandbConfigSchema = z
   .strictObject({
     project: z.string().min(1).describe('W&B project the run is logged to'),
     entity: z.string().min(1).optional().describe("W&B entity (user or team); default: the key's own entity"),

@@ -27,7 +27,7 @@ import type { RunMetrics } from './run-metrics.js';
 type WandbCommand = 'process' | 'serve' | 'train' | 'evaluate';
 
 /** The SDK version this module was written and tested against (its internals are worked around above). */
-export const WANDB_SDK_VERSION = '0.5.1';
+const WANDB_SDK_VERSION = '0.5.1';
 const SDK_USE = { usedBy: 'W&B logging (the wandb section)', field: 'wandb' };
 
 /** Where each metrics row kind goes in W&B (the section of its charts). */
@@ -105,7 +105,7 @@ export function conversationText(messages: readonly unknown[], maxChars: number)
  * the table is logged inline in a history row (the Python client uploads it as a file and logs a
  * `table-file` reference instead).
  */
-export function rolloutsTable(rows: readonly (readonly (string | number | null)[])[]) {
+function rolloutsTable(rows: readonly (readonly (string | number | null)[])[]) {
   return {
     _type: 'table',
     columns: [...ROLLOUT_COLUMNS],
@@ -219,7 +219,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 })().catch((error) => parentPort.postMessage({ type: 'init-failed', message: String(error && error.stack ? error.stack : error) }));
 `;
 
-export class WandbError extends ShearsError {
+class WandbError extends ShearsError {
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, { code: 'SHEARS_WANDB', ...options });
   }
