@@ -160,6 +160,48 @@ describe('W&B logging from shears process', () => {
     expect(wandb.completed()).toEqual({ complete: true, exitcode: 0 });
   });
 
+  it('evaluate with run.metrics off: the rows still go to W&B (no metrics file), one group row per task', async () => {
+    const wandb = await server();
+    const run = await runShears(
+      [
+        'evaluate',
+        '--config',
+        writeConfig('eval', { project: 'shears-eval', rollouts_table: { max_rows: 3 } }),
+        '--env',
+        'demo',
+        '--k',
+        '2',
+        '--max-items',
+        '3',
+        '--evaluate.out',
+        'runs/eval.jsonl',
+        '--no-report',
+        '--no-metrics',
+      ],
+      { cwd: dir, env: { WANDB_API_KEY: KEY, WANDB_BASE_URL: wandb.url } },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(existsSync(join(dir, 'runs/eval.metrics.jsonl'))).toBe(false);
+    expect(JSON.parse(String(wandb.upserts[0]!.config))).toMatchObject({ command: 'evaluate' });
+    const groups = readGroups(join(dir, 'runs/eval.jsonl'));
+    const history = wandb.history();
+    const groupRows = history.filter((row) => 'group/taskId' in row);
+    expect(groupRows.map((row) => row['group/taskId'])).toEqual(groups.map((group) => group.taskId));
+    expect(groupRows.map((row) => row['group/rollouts'])).toEqual([2, 2, 2]);
+    expect(history.filter((row) => row['window/final'] === true)).toHaveLength(1);
+    // max_rows 3 of 6 rollouts: the latest 3, marked partial.
+    const last = history.at(-1)!;
+    const table = last.rollouts as { data: unknown[][] };
+    expect(table.data.map((row) => row[0])).toEqual(
+      groups.flatMap((group) => group.rollouts.map(() => group.groupId)).slice(-3),
+    );
+    expect(last).toMatchObject({
+      'rollouts_table/rows': 3,
+      'rollouts_table/rollouts': 6,
+      'rollouts_table/partial': true,
+    });
+  });
+
   it('refuses a key in the config file, a missing WANDB_API_KEY and WANDB_MODE=offline before anything runs', async () => {
     const wandb = await server();
     const keyed = writeConfig('keyed', { project: 'p', api_key: KEY });
