@@ -256,7 +256,7 @@ await step('the SWE task pack by package name and by folder', () => {
   }
 });
 
-await step('@shears/cli alone: the demo runs; api and docker name the package to install', () => {
+await step('@shears/cli alone: the demo runs; api, docker and wandb name the package to install', () => {
   // A second project with only @shears/cli (and what it depends on): the README's first command
   // must work without the plugins the CLI does not depend on (docs/decisions/cli-dependencies.md).
   const alone = join(work, 'cli-alone');
@@ -281,6 +281,8 @@ await step('@shears/cli alone: the demo runs; api and docker name the package to
     'dockerode',
     'docker-modem',
     'ssh2',
+    // The CLI's optional peer for the wandb section.
+    '@wandb/sdk',
   ])
     check(!existsSync(join(alone, 'node_modules', absent)), `@shears/cli alone installed ${absent}`);
   const cli = join(alone, 'node_modules', '.bin', 'shears');
@@ -319,6 +321,30 @@ await step('@shears/cli alone: the demo runs; api and docker name the package to
   check(
     doctor.status !== 0 && line?.status === 'fail' && line.fix === 'npm install dockerode',
     `@shears/cli alone: shears doctor should list dockerode as not installed (exit ${doctor.status}): ${doctor.stdout}`,
+  );
+  // A wandb section without @wandb/sdk: refused before the run, naming the install command; doctor lists it.
+  writeFileSync(
+    join(alone, 'wandb.yaml'),
+    'env: { name: demo }\nrun: { groups: 1, out: runs/wandb.jsonl }\nwandb: { project: p }\n',
+  );
+  const wandbNeeds = 'needs the "@wandb/sdk" package, which is not installed: run `npm install @wandb/sdk`';
+  const wandb = spawnSync(cli, ['process', '--config', 'wandb.yaml'], { cwd: alone, encoding: 'utf8' });
+  check(
+    wandb.status === 2 &&
+      wandb.stderr.includes(wandbNeeds) &&
+      !existsSync(join(alone, 'runs', 'wandb.jsonl')),
+    `@shears/cli alone: a wandb section should fail naming @wandb/sdk before any rollout (exit ${wandb.status}): ${wandb.stderr}`,
+  );
+  const wandbDoctor = spawnSync(cli, ['doctor', '--config', 'wandb.yaml', '--json'], {
+    cwd: alone,
+    encoding: 'utf8',
+  });
+  const wandbLine = (
+    JSON.parse(wandbDoctor.stdout) as Array<{ name: string; status: string; fix?: string }>
+  ).find((entry) => entry.name === 'wandb');
+  check(
+    wandbLine?.status === 'fail' && wandbLine.fix === 'npm install @wandb/sdk',
+    `@shears/cli alone: shears doctor should list @wandb/sdk as not installed: ${wandbDoctor.stdout}`,
   );
 });
 

@@ -27,6 +27,7 @@ import {
   sandboxProviderId,
   sandboxSettings,
 } from '../compose.js';
+import { wandbCheck } from '../metrics/wandb.js';
 import { type CommandContext, resolveParsers } from '../runtime.js';
 import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
@@ -441,6 +442,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
     );
     const logprobs = trainerLogprobsCheck(config);
     if (logprobs) checks.push(logprobs);
+    if (config.wandb) checks.push(wandbCheck(config, context.io.env));
   } finally {
     await Promise.resolve(env?.close?.()).catch(() => undefined);
   }

@@ -8,7 +8,9 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
 import { refuseLoop } from '../loop/loop-config.js';
+import { teeMetrics } from '../metrics/prometheus-metrics.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
+import { checkWandbConfig, openWandb, type WandbRun } from '../metrics/wandb.js';
 import { formatNumber, formatTable } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
 import {
@@ -189,6 +191,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
   checkRunConfig(config);
   refuseLoop(config, 'evaluate');
   refusePrometheus(config, 'evaluate');
+  checkWandbConfig(config, io.env);
   // Before anything runs: --force starts over, --resume continues the run in `out`, and
   // otherwise no existing file is touched.
   const resuming = resume && !force && existsSync(out);
@@ -217,7 +220,15 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
       else kept.delete(record.taskId);
     }
 
-  const runtime = await startRuntime(context, { label: 'task' });
+  // Before the runtime: a W&B run that cannot start refuses the run before any rollout.
+  const wandb: WandbRun | undefined = await openWandb(context, 'evaluate');
+  let runtime: Awaited<ReturnType<typeof startRuntime>>;
+  try {
+    runtime = await startRuntime(context, { label: 'task' });
+  } catch (error) {
+    await wandb?.finish({ failed: true });
+    throw error;
+  }
   const records: ScoredGroupRecord[] = [];
   let items: EnvItem[] = [];
   let ran = 0;
@@ -264,18 +275,20 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
       cwd: io.cwd,
       ...(metricsPath ? { companions: [metricsPath] } : {}),
     });
-    if (metricsPath) {
+    if (metricsPath || wandb) {
       // A resumed run appends: its rows go on after the earlier run's (elapsedSeconds restarts at 0).
-      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
-        mode: force ? 'replace' : resuming ? 'append' : 'new',
-        cwd: io.cwd,
-      });
+      if (metricsPath)
+        metricsWriter = createJsonlWriter(metricsPath, context.redact, {
+          mode: force ? 'replace' : resuming ? 'append' : 'new',
+          cwd: io.cwd,
+        });
       metrics = createRunMetrics({
-        writer: metricsWriter,
+        writer: wandb ? wandb.writer(metricsWriter) : metricsWriter!,
         command: 'evaluate',
         success,
         windowSeconds: config.run.metrics_window_seconds,
       });
+      if (wandb) metrics = teeMetrics(metrics, wandb.rollouts);
     }
     if (kept.size) io.stderr(`resuming: ${records.length} of ${items.length} items already complete\n`);
     const todo = items.filter((item) => !kept.has(item.id));
@@ -302,6 +315,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
     metricsWriter?.close();
     writer?.close();
     await runtime.close();
+    // After the run's own files are closed: W&B never holds them up or loses them.
+    await wandb?.finish({ failed: runtime.control.stoppedBy !== undefined });
   }
   const stoppedBy = runtime.control.stoppedBy;
   const summary = summarizeEvaluation(records, {

@@ -5,7 +5,9 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { EnvItem, ScoredGroupRecord } from '@shears/core';
 import { refuseLoop } from '../loop/loop-config.js';
+import { teeMetrics } from '../metrics/prometheus-metrics.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
+import { checkWandbConfig, openWandb, type WandbRun } from '../metrics/wandb.js';
 import { summarizeGroups } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import {
@@ -64,6 +66,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
   checkRunConfig(config);
   refuseLoop(config, 'process');
   refusePrometheus(config, 'process');
+  checkWandbConfig(config, io.env);
   // Before anything runs: which files exist, and whether they may be replaced or continued.
   // --force starts over; --resume continues the run in `out` when there is one.
   const resuming = resume && !force && existsSync(out);
@@ -87,7 +90,15 @@ export async function processCommand(context: CommandContext): Promise<number> {
   const kept = previous.filter(isCompleteGroup);
   const redone = previous.length - kept.length;
 
-  const runtime = await startRuntime(context, { totalGroups: total });
+  // Before the runtime: a W&B run that cannot start refuses the run before any rollout.
+  const wandb: WandbRun | undefined = await openWandb(context, 'process');
+  let runtime: Awaited<ReturnType<typeof startRuntime>>;
+  try {
+    runtime = await startRuntime(context, { totalGroups: total });
+  } catch (error) {
+    await wandb?.finish({ failed: true });
+    throw error;
+  }
   const groups: ScoredGroupRecord[] = [...kept];
   let writer: ReturnType<typeof createJsonlWriter> | undefined;
   let metricsWriter: ReturnType<typeof createJsonlWriter> | undefined;
@@ -105,18 +116,20 @@ export async function processCommand(context: CommandContext): Promise<number> {
       cwd: io.cwd,
       companions: [identityPath, ...(metricsPath ? [metricsPath] : [])],
     });
-    if (metricsPath) {
+    if (metricsPath || wandb) {
       // A resumed run appends: its rows go on after the earlier run's (elapsedSeconds restarts at 0).
-      metricsWriter = createJsonlWriter(metricsPath, context.redact, {
-        mode: force ? 'replace' : resuming ? 'append' : 'new',
-        cwd: io.cwd,
-      });
+      if (metricsPath)
+        metricsWriter = createJsonlWriter(metricsPath, context.redact, {
+          mode: force ? 'replace' : resuming ? 'append' : 'new',
+          cwd: io.cwd,
+        });
       metrics = createRunMetrics({
-        writer: metricsWriter,
+        writer: wandb ? wandb.writer(metricsWriter) : metricsWriter!,
         command: 'process',
         success: successRule(config.run.success_threshold),
         windowSeconds: config.run.metrics_window_seconds,
       });
+      if (wandb) metrics = teeMetrics(metrics, wandb.rollouts);
     }
     if (resuming)
       io.stderr(
@@ -165,6 +178,8 @@ export async function processCommand(context: CommandContext): Promise<number> {
     metricsWriter?.close();
     writer?.close();
     await runtime.close();
+    // After the run's own files are closed: W&B never holds them up or loses them.
+    await wandb?.finish({ failed: runtime.control.stoppedBy !== undefined });
   }
   const snapshot = runtime.progress.snapshot();
   const stoppedBy = runtime.control.stoppedBy;

@@ -6,6 +6,7 @@ import { InvalidArgumentError } from '@shears/core';
 import { checkLoopConfig } from '../loop/loop-config.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { metricsPathFor } from '../metrics/run-metrics.js';
+import { checkWandbConfig } from '../metrics/wandb.js';
 import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
@@ -25,6 +26,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
     });
   }
   checkRunConfig(config);
+  checkWandbConfig(config, io.env);
   checkLoopConfig(config);
   // A config shared with `shears train` says what its trainer needs; serve feeds that trainer.
   checkTrainerNeeds(config);

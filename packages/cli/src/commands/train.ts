@@ -12,6 +12,7 @@ import { createCliLogger } from '../io.js';
 import { checkLoopConfig } from '../loop/loop-config.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { metricsPathFor, type RunMetrics } from '../metrics/run-metrics.js';
+import { checkWandbConfig } from '../metrics/wandb.js';
 import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
 import { EXIT_CODES, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
@@ -127,6 +128,7 @@ export async function trainCommand(outerContext: CommandContext): Promise<number
   const { context, output } = await resolveTrainer(outerContext);
   const { config, io } = context;
   checkRunConfig(config);
+  checkWandbConfig(config, io.env);
   checkTrainerNeeds(config);
   await requireTokenizer(config, io.cwd, 'train');
   const out = resolveOut(context, config.run.out);

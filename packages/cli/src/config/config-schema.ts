@@ -665,6 +665,47 @@ const loopConfigSchema = z
     'The improvement loop of `serve` and `train`: replay, curriculum, evaluation during training, safety',
   );
 
+const wandbConfigSchema = z
+  .strictObject({
+    project: z.string().min(1).describe('W&B project the run is logged to'),
+    entity: z.string().min(1).optional().describe("W&B entity (user or team); default: the key's own entity"),
+    name: z.string().min(1).optional().describe('Display name of the W&B run; default: one W&B picks'),
+    // Accepted by the schema only to be refused with its own message (the generic one would
+    // print the value): the run commands refuse it before anything runs.
+    api_key: z
+      .unknown()
+      .optional()
+      .describe('Not allowed (refused): the W&B key is read only from WANDB_API_KEY'),
+    rollouts_table: z
+      .strictObject({
+        max_rows: z
+          .int()
+          .min(0)
+          .default(1000)
+          .describe('Rollouts in the table logged at the end of the run (the latest ones; 0: no table)'),
+        max_chars: z
+          .int()
+          .min(100)
+          .default(4000)
+          .describe('Characters of conversation text per rollout before it is cut (with a marker)'),
+      })
+      .prefault({})
+      .describe('The rollouts table (group, task, score, outcome, turns, conversation)'),
+    init_timeout_seconds: z
+      .number()
+      .positive()
+      .default(60)
+      .describe('How long starting the W&B run may take before the run is refused'),
+    finish_timeout_seconds: z
+      .number()
+      .positive()
+      .default(120)
+      .describe('How long finishing the W&B run (sending what is left) may take at the end'),
+  })
+  .describe(
+    '`process`, `serve`, `train` and `evaluate`: log the run metrics stream and a rollouts table to Weights & Biases with @wandb/sdk (key from WANDB_API_KEY; see docs/configuration.md, Weights & Biases)',
+  );
+
 export const shearsConfigSchema = z
   .strictObject({
     $schema: z.string().optional(),
@@ -682,6 +723,7 @@ export const shearsConfigSchema = z
     evaluate: evaluateConfigSchema.prefault({}),
     train: trainConfigSchema.prefault({}),
     loop: loopConfigSchema.optional(),
+    wandb: wandbConfigSchema.optional(),
     tasks: z
       .strictObject({
         task_file: z

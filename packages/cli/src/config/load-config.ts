@@ -41,7 +41,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   if (raw === null || raw === undefined) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError({
-      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, judge, group_judge, run, api, evaluate, train, loop, tasks), got ${describeValue(raw)}`,
+      message: `Config ${options.path ?? ''}: the top level must be a mapping of sections (env, server, sandbox, judge, group_judge, run, api, evaluate, train, loop, tasks, wandb), got ${describeValue(raw)}`,
       issues: [{ path: '(root)', message: 'must be an object', value: raw }],
     });
   }

@@ -5,6 +5,7 @@ import type { CommandContext } from '../runtime.js';
 import { successRule } from '../stats.js';
 import { type PrometheusEndpoint, startPrometheusEndpoint, teeMetrics } from './prometheus-metrics.js';
 import { createRunMetrics, NO_METRICS, type RunMetrics } from './run-metrics.js';
+import { openWandb, type WandbRun } from './wandb.js';
 
 export interface WorkerMetrics {
   metrics: RunMetrics;
@@ -26,23 +27,29 @@ export async function openWorkerMetrics(
   let metricsWriter: JsonlWriter | undefined;
   let metrics: RunMetrics = NO_METRICS;
   let prometheus: PrometheusEndpoint | undefined;
+  let wandb: WandbRun | undefined;
   const close = async () => {
     await prometheus?.stop();
     metrics.close();
     metricsWriter?.close();
+    // After the metrics file is closed: W&B never holds it up.
+    await wandb?.finish();
   };
   try {
-    if (options.metricsPath) {
-      metricsWriter = createJsonlWriter(options.metricsPath, context.redact, {
-        mode: options.force ? 'replace' : 'new',
-        cwd: io.cwd,
-      });
+    wandb = await openWandb(context, options.command);
+    if (options.metricsPath || wandb) {
+      if (options.metricsPath)
+        metricsWriter = createJsonlWriter(options.metricsPath, context.redact, {
+          mode: options.force ? 'replace' : 'new',
+          cwd: io.cwd,
+        });
       metrics = createRunMetrics({
-        writer: metricsWriter,
+        writer: wandb ? wandb.writer(metricsWriter) : metricsWriter!,
         command: options.command,
         success,
         windowSeconds: config.run.metrics_window_seconds,
       });
+      if (wandb) metrics = teeMetrics(metrics, wandb.rollouts);
     }
     if (config.run.prometheus) {
       prometheus = await startPrometheusEndpoint({
