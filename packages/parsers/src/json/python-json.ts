@@ -577,54 +577,21 @@ function canonicalValue(text: string, start: number, depth: number): number {
   return -1;
 }
 
-/** Where the last plainShortString that gave up stopped (the characters before it are plain). */
-let plainStop = 0;
-
-/**
- * End of the plain string (no escapes, no control characters) at `index` when it closes within
- * 64 characters, else -1 with `plainStop` set to the first character not looked at or not
- * plain. Keys and short values are mostly such strings, and a loop over a few characters is
- * cheaper than starting a regex; a longer string goes on with a regex from `plainStop`.
- */
-function plainShortString(text: string, index: number): number {
-  const limit = Math.min(text.length, index + 65);
-  let at = index + 1;
-  for (; at < limit; at += 1) {
-    const code = text.charCodeAt(at);
-    if (code === 34) return at + 1;
-    if (code === 92 || code < 32) break;
-  }
-  plainStop = at;
-  return -1;
-}
-
 // A whole canonical string in one native scan: plain runs, then escapes Python writes (short
 // forms, and `\u00xx` only for control characters without one), each followed by a plain run.
 // Unrolled so the engine keeps one backtrack entry per escape, not one per character.
-// Matched from inside the string, where a plain-character loop stopped (see plainShortString):
-// the characters before are plain, so nothing is looked at twice.
-const CANONICAL_STRING_REST =
-  /[^"\\\u0000-\u001f]*(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\u0000-\u001f]*)*"/y;
+const CANONICAL_STRING =
+  /"[^"\\\u0000-\u001f]*(?:\\(?:["\\bfnrt]|u00(?:0[0-7bef]|1[0-9a-f]))[^"\\\u0000-\u001f]*)*"/y;
 // Above this many remaining characters the regex could exhaust its backtrack stack on a
 // string made mostly of escapes; the plain loop below takes over.
 const REGEX_SCAN_LIMIT = 1 << 20;
 
 function canonicalString(text: string, start: number): number {
   if (text.length - start <= REGEX_SCAN_LIMIT) {
-    plainStop = start + 1;
-    return canonicalStringRest(text);
+    CANONICAL_STRING.lastIndex = start;
+    return CANONICAL_STRING.test(text) ? CANONICAL_STRING.lastIndex : -1;
   }
   return canonicalStringLoop(text, start);
-}
-
-/**
- * The rest of a string after plainShortString gave up at `plainStop`: the characters before it
- * are plain, so the string is canonical exactly when the rest matches from there. Each
- * character is looked at once (the loop, then the regex), not twice.
- */
-function canonicalStringRest(text: string): number {
-  CANONICAL_STRING_REST.lastIndex = plainStop;
-  return CANONICAL_STRING_REST.test(text) ? CANONICAL_STRING_REST.lastIndex : -1;
 }
 
 function canonicalStringLoop(text: string, start: number): number {
@@ -762,11 +729,8 @@ function canonicalPositionalFloat(text: string, intStart: number, intEnd: number
 // Python prints them, raw control characters, lone surrogates, text that may still grow) makes
 // it give up, and the caller takes the full reader, which is exact for every input.
 
-/**
- * The rest of a string with only the escapes JSON allows (what JSON.parse accepts), matched from
- * where plainShortString stopped.
- */
-const STANDARD_STRING_REST = /(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+/** A string with only the escapes JSON allows (what JSON.parse accepts). */
+const STANDARD_STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 
 let tText = '';
 let tOut = '';
@@ -790,6 +754,22 @@ function tWs(index: number): number {
   }
 }
 
+/**
+ * End of the plain string (no escapes, no control characters) at `index` when it closes within
+ * 64 characters, else -1. For the keys, names and ids of call objects, whose text is needed.
+ * (Strings and keys inside values are matched by the regex straight away: running this loop
+ * first was slower, even for short keys; see bench/README.md.)
+ */
+function plainShortString(text: string, index: number): number {
+  const limit = Math.min(text.length, index + 65);
+  for (let at = index + 1; at < limit; at += 1) {
+    const code = text.charCodeAt(at);
+    if (code === 34) return at + 1;
+    if (code === 92 || code < 32) return -1;
+  }
+  return -1;
+}
+
 /** Writes `replacement` for the text in [from, resume) (everything before `from` is copied as is). */
 function tEdit(from: number, replacement: string, resume: number): void {
   tOut += from > tCopyFrom ? tText.slice(tCopyFrom, from) + replacement : replacement;
@@ -799,23 +779,18 @@ function tEdit(from: number, replacement: string, resume: number): void {
 function tString(index: number): number {
   const text = tText;
   if (text.length - index > REGEX_SCAN_LIMIT) return -1;
-  plainStop = index + 1;
-  const stop = plainStop;
-  const end = canonicalStringRest(text);
-  if (end > 0) return end;
-  return tReencodeString(index, stop);
+  CANONICAL_STRING.lastIndex = index;
+  if (CANONICAL_STRING.test(text)) return CANONICAL_STRING.lastIndex;
+  return tReencodeString(index);
 }
 
-/**
- * A string with escapes Python writes otherwise (`\/`, `\u00e9`, ...): decoded and printed again.
- * Characters in [index + 1, stop) are known to be plain.
- */
-function tReencodeString(index: number, stop: number): number {
+/** A string with escapes Python writes otherwise (`\/`, `\u00e9`, ...): decoded and printed again. */
+function tReencodeString(index: number): number {
   const text = tText;
   if (text.length - index > REGEX_SCAN_LIMIT) return -1;
-  STANDARD_STRING_REST.lastIndex = stop;
-  if (!STANDARD_STRING_REST.test(text)) return -1;
-  const end = STANDARD_STRING_REST.lastIndex;
+  STANDARD_STRING.lastIndex = index;
+  if (!STANDARD_STRING.test(text)) return -1;
+  const end = STANDARD_STRING.lastIndex;
   const decoded = JSON.parse(text.slice(index, end)) as string;
   if (!isWellFormed(decoded)) return -1;
   tEdit(index, JSON.stringify(decoded), end);
@@ -825,8 +800,8 @@ function tReencodeString(index: number, stop: number): number {
 /** End of the canonically escaped key at `index`, or -1 (other keys go to the full reader). */
 function tKey(text: string, index: number): number {
   if (text.length - index > REGEX_SCAN_LIMIT) return -1;
-  plainStop = index + 1;
-  return canonicalStringRest(text);
+  CANONICAL_STRING.lastIndex = index;
+  return CANONICAL_STRING.test(text) ? CANONICAL_STRING.lastIndex : -1;
 }
 
 function isJsonSpace(code: number): boolean {
@@ -971,9 +946,9 @@ export function transcodeCallObject(
       const plain = plainShortString(text, at);
       let end = plain;
       if (plain < 0) {
-        STANDARD_STRING_REST.lastIndex = plainStop;
-        if (text.length - at > REGEX_SCAN_LIMIT || !STANDARD_STRING_REST.test(text)) return undefined;
-        end = STANDARD_STRING_REST.lastIndex;
+        STANDARD_STRING.lastIndex = at;
+        if (text.length - at > REGEX_SCAN_LIMIT || !STANDARD_STRING.test(text)) return undefined;
+        end = STANDARD_STRING.lastIndex;
       }
       const value = plain > 0 ? text.slice(at + 1, end - 1) : (JSON.parse(text.slice(at, end)) as string);
       if (!isWellFormed(value)) return undefined;
