@@ -24,7 +24,8 @@ const ARGS = '[ARGS]';
 const CALL_ID = '[CALL_ID]';
 /** Markers that start a call (or its section), searched together. */
 const STARTS = [TOOL_CALLS];
-const DONE: Step = { kind: 'done' };
+/** Shared by every parse, so frozen: a caller of `next` cannot change it for the others. */
+const DONE: Step = Object.freeze({ kind: 'done' });
 
 function preV11(text: string, start: number, at: number, eof: boolean, context: FormatContext): Step {
   const reader = context.reader;
