@@ -30,9 +30,18 @@ const END_TOKENS = [
 export function stripEndTokens(text: string): string {
   let current = text;
   for (;;) {
+    // Every token ends in `>`: text whose last character is neither that nor possibly
+    // whitespace (trimEnd's, which includes non-ASCII spaces) ends in no token.
+    const last = current.charCodeAt(current.length - 1);
+    if (last !== 62 && last > 32 && last < 128) return current;
     const trimmed = current.trimEnd();
-    const token = END_TOKENS.find((candidate) => trimmed.endsWith(candidate));
-    if (!token) return current;
+    let token: string | undefined;
+    for (const candidate of END_TOKENS)
+      if (trimmed.endsWith(candidate)) {
+        token = candidate;
+        break;
+      }
+    if (token === undefined) return current;
     current = trimmed.slice(0, trimmed.length - token.length);
   }
 }

@@ -9,10 +9,9 @@ import {
   failedRegion,
   fastCallObject,
   fastItem,
-  isStep,
+  holdback,
   issueRaw,
   jsonValueEnd,
-  nextStart,
   nineCharId,
   type Step,
   type StepItem,
@@ -25,6 +24,8 @@ const ARGS = '[ARGS]';
 const CALL_ID = '[CALL_ID]';
 /** Markers that start a call (or its section), searched together. */
 const STARTS = [TOOL_CALLS];
+/** Shared by every parse, so frozen: a caller of `next` cannot change it for the others. */
+const DONE: Step = Object.freeze({ kind: 'done' });
 
 function preV11(text: string, start: number, at: number, eof: boolean, context: FormatContext): Step {
   const reader = context.reader;
@@ -161,9 +162,9 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
 }
 
 function next(text: string, pos: number, eof: boolean, context: FormatContext): Step {
-  const found = nextStart(text, STARTS, pos, eof, context);
-  if (isStep(found)) return found;
-  const start = found.index;
+  // One marker: searched directly, without nextStart's result objects (this runs per call).
+  const start = context.find(text, TOOL_CALLS, pos);
+  if (start < 0) return eof ? DONE : { kind: 'more', skip: holdback(text, STARTS, pos) };
   const at = skipWhitespace(text, start + TOOL_CALLS.length);
   if (at >= text.length) {
     if (!eof) return { kind: 'more', skip: start };
