@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { groupMetricsSchema } from '../metrics/metrics-schema.js';
+import { groupMetricsSchema, metricsRowSchema } from '../metrics/metrics-schema.js';
+import { createRunMetrics } from '../metrics/run-metrics.js';
+import { successRule } from '../stats.js';
 import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
 import { runShears } from '../test-support/run-cli.js';
 import { buildViewerHtml } from './build-viewer.js';
@@ -290,6 +292,95 @@ describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
     const { page, errors } = await open(browser, pathToFileURL(join(dir, 'cut.html')).href);
     await page.click('[data-testid=tab-dashboard]');
     expect(await page.textContent('[data-testid=dashboard-summary]')).toMatch(/^3 groups over/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("charts the real writer's window and step rows: throughput, cost, queue and lag, per trainer step; a click opens the groups a row covers", async () => {
+    // The stream a `serve` run writes (createRunMetrics, the real writer) on a scripted clock: one
+    // group a second, 5 s windows, a trainer step every 10 groups, the API queue varying.
+    const groups = createSyntheticGroups(30, { withTokens: false });
+    for (const group of groups)
+      for (const rollout of group.rollouts) rollout.usage = { ...rollout.usage!, costUsd: 0.001 };
+    const lines: string[] = [];
+    let now = 0;
+    const stream = createRunMetrics({
+      writer: { write: (row) => lines.push(JSON.stringify(row)) },
+      command: 'serve',
+      success: successRule(undefined),
+      windowSeconds: 5,
+      now: () => now,
+    });
+    groups.forEach((group, index) => {
+      now = index * 1000 + 500;
+      const step = Math.floor(index / 10);
+      stream.trainerStatus({ current_step: step, queue_size: index % 7 });
+      stream.group(group, { trainerAtStart: { current_step: Math.max(0, step - 1), queue_size: index % 7 } });
+    });
+    now += 1000;
+    stream.close();
+    const rows = lines.map((line) => metricsRowSchema.parse(JSON.parse(line)));
+    const windows = rows.filter((row) => row.kind === 'shears.metrics.window');
+    const steps = rows.filter((row) => row.kind === 'shears.metrics.step');
+    expect(windows.length).toBeGreaterThan(3);
+    expect(steps.length).toBeGreaterThan(1);
+    expect(windows.some((row) => row.trainer && row.trainer.queueSize > 0)).toBe(true);
+    writeFileSync(join(dir, 'served.jsonl'), `${groups.map((group) => JSON.stringify(group)).join('\n')}\n`);
+    writeFileSync(join(dir, 'served.metrics.jsonl'), `${lines.join('\n')}\n`);
+    const run = await runShears(['view', 'served.jsonl'], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+
+    const { page, errors } = await open(browser, pathToFileURL(join(dir, 'served.html')).href);
+    await page.click('[data-testid=tab-dashboard]');
+    await page.waitForSelector('[data-dashboard-ready=true]');
+    for (const chart of ['throughput', 'cost', 'trainer-api', 'steps'])
+      expect(await page.locator(`[data-testid=chart-${chart}] canvas`).count(), chart).toBe(1);
+    const totalCost = windows.reduce((sum, row) => sum + row.tokens.costUsd, 0);
+    expect(totalCost).toBeGreaterThan(0);
+    expect(await page.textContent('[data-testid=chart-cost]')).toContain(`total ${totalCost.toFixed(4)} USD`);
+    expect(await page.textContent('[data-testid=chart-trainer-api]')).toContain(
+      'groups queued for the trainer',
+    );
+    expect(await page.textContent('[data-testid=chart-steps]')).toContain(`now ${steps.at(-1)!.step}`);
+    await page.screenshot({ path: join(screenshotDir, 'dashboard-windows.png'), fullPage: true });
+
+    // The groups written after the previous row of the same kind: the ones the row aggregates.
+    const coveredBy = (kind: string) => {
+      const at = rows.findLastIndex((row) => row.kind === kind);
+      const before = rows.slice(0, at).findLastIndex((row) => row.kind === kind);
+      return rows
+        .slice(before + 1, at)
+        .filter((row) => row.kind === 'shears.metrics.group')
+        .map((row) => (row as { groupId: string }).groupId);
+    };
+    const rightEdge = async (chart: string) => {
+      const over = page.locator(`[data-testid=chart-${chart}] .u-over`);
+      const box = (await over.boundingBox())!;
+      await over.click({ position: { x: box.width - 1, y: box.height / 2 } });
+    };
+    // The last window: its groups, as many as the row counts.
+    const lastWindow = coveredBy('shears.metrics.window');
+    expect(lastWindow.length).toBe(windows.at(-1)!.groups);
+    await rightEdge('trainer-api');
+    await expect
+      .poll(() => page.textContent('[data-testid=count]'))
+      .toMatch(new RegExp(`^${lastWindow.length} of 30 groups`));
+    const shown = await page
+      .locator('[data-testid=group-row]')
+      .evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-group')));
+    expect(shown.sort()).toEqual([...lastWindow].sort());
+    // The last trainer step: the groups finished since the step before.
+    await page.click('[data-testid=clear-selection]');
+    await page.click('[data-testid=tab-dashboard]');
+    const lastStep = coveredBy('shears.metrics.step');
+    expect(lastStep.length).toBe(steps.at(-1)!.groups);
+    await rightEdge('steps');
+    await expect
+      .poll(() => page.locator('[data-testid=selection]').textContent())
+      .toContain(`trainer step ${steps.at(-1)!.step}`);
+    expect(await page.textContent('[data-testid=count]')).toMatch(
+      new RegExp(`^${lastStep.length} of 30 groups`),
+    );
     expect(errors).toEqual([]);
     await page.close();
   });
