@@ -208,7 +208,7 @@ export function buildViewerHtml(
   // The page reads its data in four kinds of blocks, each gzip + base64 in its own
   // <script type="application/octet-stream">, so no block is one huge string to parse at load:
   // - #shears-data: meta, vocabulary, evaluation, live settings, where each records block starts;
-  // - #shears-index: one summary per group (groupSummary), parsed at load for the list and charts;
+  // - #shears-index: one summary per group (groupSummary) a line, parsed at load for the list and charts;
   // - #shears-metrics: the metrics rows the dashboard draws;
   // - .shears-groups: the whole records as JSONL, about 1 MB each, decoded when a group is opened.
   // Serialised one group at a time and compressed block by block (a large run's JSON exceeds the
@@ -244,7 +244,8 @@ export function buildViewerHtml(
   if (options.evaluation) data.evaluation = evaluationForPage(options.evaluation);
   if (options.live) data.live = options.live;
   const payload = embed(redact(JSON.stringify(data)));
-  const indexPayload = embed(`[${index.join(',')}]`);
+  // JSONL: the page parses it a few thousand lines at a time, answering input in between.
+  const indexPayload = embed(index.join('\n'));
   const metricsPayload = options.metrics
     ? embed(`[${options.metrics.map((row) => redact(JSON.stringify(slimMetricsRow(row)))).join(',')}]`)
     : undefined;
@@ -314,7 +315,10 @@ export function readViewerPage(html: string): ViewerPageData {
   return {
     ...data,
     groups,
-    index: JSON.parse(blockOf('shears-index') ?? '[]') as Record<string, unknown>[],
+    index: (blockOf('shears-index') ?? '')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as Record<string, unknown>),
     ...(metrics === undefined ? {} : { metrics: JSON.parse(metrics) as unknown[] }),
   };
 }
