@@ -10,6 +10,7 @@ import { createScriptedServer } from '@shears/core/test';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from './test-support/run-cli.js';
+import { readViewerPage } from './viewer/build-viewer.js';
 import { createSyntheticGroups } from './viewer/synthetic-groups.js';
 
 // End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
@@ -347,10 +348,7 @@ describe('shears view, schema', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     const html = readFileSync(join(dir, 'dummy.html'), 'utf8');
-    const payload = /id="shears-data" data-encoding="gzip">([^<]+)</.exec(html)?.[1] ?? '';
-    const data = JSON.parse(gunzipSync(Buffer.from(payload, 'base64')).toString('utf8')) as {
-      groups: ScoredGroupRecord[];
-    };
+    const data = readViewerPage(html);
     expect(data.groups[0]?.rollouts[0]?.finishedNaturally).toBe(groups[0]!.rollouts[0]!.finishedNaturally);
     expect(JSON.stringify(data)).not.toContain('[redacted]');
   });

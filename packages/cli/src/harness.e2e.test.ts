@@ -7,12 +7,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedGenerate, createScriptedServer } from '@shears/core/test';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runShears } from './test-support/run-cli.js';
+import { readViewerPage } from './viewer/build-viewer.js';
 
 const require = createRequire(import.meta.url);
 const dir = mkdtempSync(join(tmpdir(), 'shears-harness-cli-'));
@@ -81,8 +81,7 @@ describe('env: harness through shears process', () => {
       }
       // The viewer's embedded data (gzip + base64) holds the program's conversation.
       const html = readFileSync(join(dir, 'runs/harness.html'), 'utf8');
-      const payload = /id="shears-data" data-encoding="gzip">([^<]+)<\/script>/.exec(html)?.[1] ?? '';
-      const data = gunzipSync(Buffer.from(payload, 'base64')).toString('utf8');
+      const data = JSON.stringify(readViewerPage(html).groups);
       expect(data).toContain('You are a light agent. Use the shell tool.');
       expect(data).toContain('greet.sh is fixed.');
       expect(data).toContain("sed -i 's/wrold/world/' greet.sh");

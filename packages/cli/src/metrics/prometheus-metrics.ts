@@ -1,14 +1,23 @@
 // `/metrics` of a `serve` or `train` worker, for Prometheus: the same groups the metrics stream
 // records, as counters (groups, rollouts by outcome, tool calls and errors per tool, tokens,
 // latency by part, judge failures) and gauges (the last group's reward mean and pass rate, the
-// trainer step and queue the trajectory API reported). prom-client does the exposition format.
-// Labels stay bounded (outcome, tool, part, worker): per-task numbers are in the JSONL stream.
+// trainer step and queue the trajectory API reported), and the improvement loop's rows: evaluations
+// during training (pass@k and mean score with their intervals, per eval env) and loop events
+// (curriculum moves, safety shifts and recoveries, the data mix in force, replayed groups).
+// prom-client does the exposition format. Labels stay bounded (outcome, tool, part, worker, eval
+// env, k, event, mix source): per-task numbers are in the JSONL stream.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ScoredGroupRecord } from '@shears/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { SuccessRule } from '../stats.js';
-import { type GroupLoop, type RunMetrics, type TrainerStatus, tallyGroup } from './run-metrics.js';
+import {
+  type GroupLoop,
+  type LoopRowInput,
+  type RunMetrics,
+  type TrainerStatus,
+  tallyGroup,
+} from './run-metrics.js';
 
 export interface PrometheusEndpoint extends RunMetrics {
   /** `http://host:port/metrics`. */
@@ -104,7 +113,159 @@ export async function startPrometheusEndpoint(options: {
     labelNames,
     registers: [registry],
   });
+  // Evaluations during training (shears.metrics.eval rows): the latest one per eval env.
+  const evalPassAtK = new Gauge({
+    name: 'shears_worker_eval_pass_at_k',
+    help: 'pass@k of the latest evaluation during training, averaged over its tasks (unbiased estimator), by eval env and k.',
+    labelNames: ['env', 'k'],
+    registers: [registry],
+  });
+  const evalPassAt1Bound = new Gauge({
+    name: 'shears_worker_eval_pass_at_1_interval',
+    help: 'Bootstrap interval of pass@1 over the tasks of the latest evaluation (bound: low, high).',
+    labelNames: ['env', 'bound'],
+    registers: [registry],
+  });
+  const evalMeanScore = new Gauge({
+    name: 'shears_worker_eval_mean_score',
+    help: 'Mean score over the tasks of the latest evaluation during training.',
+    labelNames: ['env'],
+    registers: [registry],
+  });
+  const evalMeanScoreBound = new Gauge({
+    name: 'shears_worker_eval_mean_score_interval',
+    help: 'Bootstrap interval of the mean score of the latest evaluation (bound: low, high).',
+    labelNames: ['env', 'bound'],
+    registers: [registry],
+  });
+  const evalStep = new Gauge({
+    name: 'shears_worker_eval_step',
+    help: 'Trainer step the latest evaluation was started at.',
+    labelNames: ['env'],
+    registers: [registry],
+  });
+  const evalComplete = new Gauge({
+    name: 'shears_worker_eval_complete',
+    help: '1 when every task of the latest evaluation got a complete result, 0 when its numbers cover part of the set.',
+    labelNames: ['env'],
+    registers: [registry],
+  });
+  const evaluations = new Counter({
+    name: 'shears_worker_evaluations_total',
+    help: 'Evaluations during training, by eval env and whether they were complete.',
+    labelNames: ['env', 'complete'],
+    registers: [registry],
+  });
+  // Loop events (shears.metrics.loop rows) and the replayed groups.
+  const loopEvents = new Counter({
+    name: 'shears_worker_loop_events_total',
+    help: 'Improvement-loop events: curriculum_advanced, curriculum_fell_back, safety_regressed, safety_recovered.',
+    labelNames: ['event'],
+    registers: [registry],
+  });
+  const curriculumLevel = new Gauge({
+    name: 'shears_worker_curriculum_level',
+    help: 'Curriculum level (a numeric difficulty) of the latest group or curriculum event; a named level is in shears_worker_curriculum_level_info.',
+    registers: [registry],
+  });
+  const curriculumLevelInfo = new Gauge({
+    name: 'shears_worker_curriculum_level_info',
+    help: 'The curriculum level now in force as a label (1 for the current level, 0 for earlier ones).',
+    labelNames: ['level'],
+    registers: [registry],
+  });
+  const safetyRegressed = new Gauge({
+    name: 'shears_worker_safety_regressed',
+    help: '1 while the safety monitor has shifted the data mix toward the capability data, 0 after a recovery.',
+    registers: [registry],
+  });
+  const safetyScore = new Gauge({
+    name: 'shears_worker_safety_score',
+    help: 'The score the safety monitor last acted on (its event), with its baseline and tolerance in the sibling series.',
+    registers: [registry],
+  });
+  const safetyBaseline = new Gauge({
+    name: 'shears_worker_safety_baseline',
+    help: "The safety monitor's baseline score.",
+    registers: [registry],
+  });
+  const safetyTolerance = new Gauge({
+    name: 'shears_worker_safety_tolerance',
+    help: 'The safety monitor tolerance: a score below tolerance x baseline is a regression.',
+    registers: [registry],
+  });
+  const mixWeight = new Gauge({
+    name: 'shears_worker_data_mix_weight',
+    help: 'Data mix weights in force after the latest safety event, by source (train, capability).',
+    labelNames: ['source'],
+    registers: [registry],
+  });
+  const replayedGroups = new Counter({
+    name: 'shears_worker_replayed_groups_total',
+    help: 'Replayed groups sent to the trainer (not in shears_worker_groups_total: their rollouts ran earlier). Replay share: replayed / (replayed + groups).',
+    labelNames,
+    registers: [registry],
+  });
+  const capabilityGroups = new Counter({
+    name: 'shears_worker_capability_groups_total',
+    help: "Groups of loop.safety's capability data (also counted in shears_worker_groups_total).",
+    labelNames,
+    registers: [registry],
+  });
   let step: number | undefined;
+  let shownLevel: string | undefined;
+  const passAtKShown = new Map<string, Set<string>>();
+  const setLevel = (level: number | string | undefined) => {
+    if (level === undefined) return;
+    if (typeof level === 'number') curriculumLevel.set(level);
+    const name = String(level);
+    if (name === shownLevel) return;
+    if (shownLevel !== undefined) curriculumLevelInfo.set({ level: shownLevel }, 0);
+    curriculumLevelInfo.set({ level: name }, 1);
+    shownLevel = name;
+  };
+  const event = (row: LoopRowInput) => {
+    if (row.kind === 'shears.metrics.eval') {
+      const env = row.env;
+      evaluations.inc({ env, complete: String(row.complete) });
+      evalStep.set({ env }, row.step);
+      evalComplete.set({ env }, row.complete ? 1 : 0);
+      // A k missing from this evaluation (not finite) must not keep an older evaluation's value.
+      for (const k of passAtKShown.get(env) ?? []) evalPassAtK.remove({ env, k });
+      const shown = new Set<string>();
+      for (const [key, value] of Object.entries(row.passAtK))
+        if (Number.isFinite(value)) {
+          const k = key.replace(/^pass@/, '');
+          evalPassAtK.set({ env, k }, value);
+          shown.add(k);
+        }
+      passAtKShown.set(env, shown);
+      const setOrRemove = (
+        gauge: Gauge<string>,
+        labels: Record<string, string>,
+        value: number | null | undefined,
+      ) => {
+        if (typeof value === 'number' && Number.isFinite(value)) gauge.set(labels, value);
+        else gauge.remove(labels);
+      };
+      setOrRemove(evalMeanScore, { env }, row.meanScore.mean);
+      setOrRemove(evalMeanScoreBound, { env, bound: 'low' }, row.meanScore.low);
+      setOrRemove(evalMeanScoreBound, { env, bound: 'high' }, row.meanScore.high);
+      setOrRemove(evalPassAt1Bound, { env, bound: 'low' }, row.passAt1Interval?.low);
+      setOrRemove(evalPassAt1Bound, { env, bound: 'high' }, row.passAt1Interval?.high);
+      return;
+    }
+    loopEvents.inc({ event: row.event });
+    if (row.event === 'curriculum_advanced' || row.event === 'curriculum_fell_back') {
+      setLevel(row.to);
+      return;
+    }
+    safetyRegressed.set(row.event === 'safety_regressed' ? 1 : 0);
+    if (row.score !== undefined) safetyScore.set(row.score);
+    if (row.baseline !== undefined) safetyBaseline.set(row.baseline);
+    if (row.tolerance !== undefined) safetyTolerance.set(row.tolerance);
+    for (const [source, weight] of Object.entries(row.weights ?? {})) mixWeight.set({ source }, weight);
+  };
 
   const server: Server = createServer((request, response) => {
     if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
@@ -132,9 +293,14 @@ export async function startPrometheusEndpoint(options: {
       record: ScoredGroupRecord,
       groupOptions: { worker?: string; trainerAtStart?: TrainerStatus; loop?: GroupLoop } = {},
     ) {
-      // A replayed group's rollouts were counted when they ran; the stream (`loop.replayGroups`) counts replays.
-      if (groupOptions.loop?.replayOf !== undefined) return;
       const worker = groupOptions.worker ?? '';
+      // A replayed group's rollouts were counted when they ran: only the replay is counted now.
+      if (groupOptions.loop?.replayOf !== undefined) {
+        replayedGroups.inc({ worker });
+        return;
+      }
+      if (groupOptions.loop?.source === 'capability') capabilityGroups.inc({ worker });
+      setLevel(groupOptions.loop?.curriculumLevel);
       const tally = tallyGroup(record, options.success);
       groups.inc({ worker });
       if (tally.zeroSignal) zeroSignal.inc({ worker });
@@ -164,8 +330,7 @@ export async function startPrometheusEndpoint(options: {
       trainerStep.set(step);
       queueSize.set(status.queue_size);
     },
-    // Evaluations and loop events are rows of the metrics stream only; Prometheus gets no series for them.
-    event() {},
+    event,
     close() {},
     stop: () =>
       new Promise<void>((resolve) => {

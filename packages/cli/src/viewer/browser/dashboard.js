@@ -1,8 +1,9 @@
 // @ts-check
 // The run dashboard of the shears report and `shears view`: charts of the run's metrics stream
 // (`<out>.metrics.jsonl`, rows described in docs/runs.md) drawn with uPlot. Rows are read by kind:
-// `shears.metrics.group` rows make the charts over time; window and step rows are not needed (the
-// dashboard bins group rows itself, so every chart shares one time axis); any other kind
+// `shears.metrics.group` rows make the charts over time (the dashboard bins them itself, so every
+// chart shares one time axis); window rows draw throughput, cost, the trajectory API's queue and
+// the off-policy lag, step rows the reward and pass rate per trainer step; any other kind
 // (curriculum, safety, evaluation, ... rows) is an event on the time axis, and rows that carry a
 // curriculum level, a replay mark or pass@k values also get their own chart. Clicking a point
 // hands its groups to the trajectory view (options.onOpen).
@@ -156,15 +157,36 @@
     const levels = [];
     /** @type {Array<{ at: number, passAtK: Record<string, { mean: number, low: number | null, high: number | null }> }>} */
     const evaluations = [];
+    // Window and step rows, each with the groups whose rows were written since the previous one of
+    // its kind (the stream writes a window or step row after the groups it covers).
+    /** @type {Array<{ row: any, groupIds: string[] }>} */
+    const windows = [];
+    /** @type {Array<{ row: any, groupIds: string[] }>} */
+    const steps = [];
+    /** @type {string[]} */
+    let sinceWindow = [];
+    /** @type {string[]} */
+    let sinceStep = [];
     metrics.forEach((row) => {
       if (!row || typeof row !== 'object' || !isNumber(row.elapsedSeconds)) return;
+      if (row.kind === 'shears.metrics.window') {
+        windows.push({ row: row, groupIds: sinceWindow });
+        sinceWindow = [];
+        return;
+      }
+      if (row.kind === 'shears.metrics.step') {
+        steps.push({ row: row, groupIds: sinceStep });
+        sinceStep = [];
+        return;
+      }
       if (row.kind === 'shears.metrics.group') {
+        sinceWindow.push(row.groupId);
+        sinceStep.push(row.groupId);
         groupRows.push(row);
         const groupLevel = levelOf(row);
         if (groupLevel !== null) levels.push([row.elapsedSeconds, groupLevel]);
         return;
       }
-      if (row.kind === 'shears.metrics.window' || row.kind === 'shears.metrics.step') return;
       const level = levelOf(row);
       if (level !== null) levels.push([row.elapsedSeconds, level]);
       const pass = passAtKOf(row);
@@ -189,6 +211,8 @@
       levels: levelPoints,
       levelNames: levelNames,
       evaluations: evaluations,
+      windows: windows.sort((a, b) => a.row.elapsedSeconds - b.row.elapsedSeconds),
+      steps: steps.sort((a, b) => a.row.elapsedSeconds - b.row.elapsedSeconds),
       bins: binRows(groupRows),
     };
   }
@@ -493,6 +517,119 @@
       ]);
     }
 
+    /**
+     * Charts of the window rows (throughput, cost, queue and lag) and the step rows (per trainer
+     * step); a click on a point opens the groups that row covers.
+     * @param {HTMLElement} grid @param {any} data @param {any[]} events
+     */
+    function windowCharts(grid, data, events) {
+      /** @type {Array<{ row: any, groupIds: string[] }>} */
+      const windows = data.windows;
+      /** @type {Array<{ row: any, groupIds: string[] }>} */
+      const steps = data.steps;
+      /** @param {Array<{ row: any, groupIds: string[] }>} entries @param {(entry: { row: any, groupIds: string[] }) => string} label */
+      const opener = (entries, label) => (/** @type {number} */ index) => {
+        const entry = entries[index];
+        if (entry) options.onOpen({ label: label(entry), groupIds: entry.groupIds.slice() });
+      };
+      /** @param {{ row: any, groupIds: string[] }} entry */
+      const windowLabel = (entry) =>
+        `${entry.groupIds.length} groups of the window ending at ${clock(entry.row.elapsedSeconds)}`;
+      if (windows.length) {
+        const x = windows.map((entry) => entry.row.elapsedSeconds);
+        /** @param {(row: any) => any} pick */
+        const values = (pick) =>
+          windows.map((entry) => {
+            const value = pick(entry.row);
+            return isNumber(value) ? value : null;
+          });
+        const tokensPerSecond = values((row) => row.tokens?.completionPerSecond);
+        chart(grid, {
+          id: 'throughput',
+          title: 'Throughput (per window)',
+          note: `${windows.length} windows; completion tokens/s and groups finished per minute`,
+          x: x,
+          series: [
+            { label: 'completion tokens/s', values: tokensPerSecond, color: '#0969da', width: 2 },
+            {
+              label: 'groups/min',
+              values: values((row) => (isNumber(row.groupsPerSecond) ? row.groupsPerSecond * 60 : null)),
+              color: '#1a7f37',
+            },
+          ],
+          events: events,
+          onClick: opener(windows, windowLabel),
+        });
+        let total = 0;
+        const cumulative = windows.map((entry) => {
+          if (isNumber(entry.row.tokens?.costUsd)) total += entry.row.tokens.costUsd;
+          return total;
+        });
+        chart(grid, {
+          id: 'cost',
+          title: 'Cost (USD)',
+          note: `total ${fmt(total, 4)} USD as the server reported it (0 when it reports no cost)`,
+          x: x,
+          series: [
+            { label: 'cumulative', values: cumulative, color: '#8250df', width: 2 },
+            {
+              label: 'per window',
+              values: values((row) => row.tokens?.costUsd),
+              color: '#bf8700',
+              points: true,
+            },
+          ],
+          events: events,
+          onClick: opener(windows, windowLabel),
+        });
+        const withTrainer = windows.some((entry) => entry.row.trainer);
+        chart(grid, {
+          id: 'trainer-api',
+          title: 'Trajectory API: queue depth and off-policy lag',
+          note: withTrainer
+            ? 'groups queued for the trainer, and the largest lag (trainer steps taken while a group ran) per window'
+            : 'no trajectory API in this run (serve and train report it)',
+          x: x,
+          series: [
+            {
+              label: 'queue (groups)',
+              values: values((row) => row.trainer?.queueSize),
+              color: '#cf222e',
+              width: 2,
+            },
+            { label: 'max lag (steps)', values: values((row) => row.trainer?.maxLagSteps), color: '#e16f24' },
+          ],
+          events: events,
+          onClick: opener(windows, windowLabel),
+        });
+      }
+      if (steps.length)
+        chart(grid, {
+          id: 'steps',
+          title: 'Per trainer step: reward and pass rate',
+          note: `${steps.length} trainer steps (now ${steps[steps.length - 1]?.row.step}); each point: the groups finished since the previous step`,
+          x: steps.map((entry) => entry.row.elapsedSeconds),
+          series: [
+            {
+              label: 'reward mean',
+              values: steps.map((entry) => (isNumber(entry.row.reward?.mean) ? entry.row.reward.mean : null)),
+              color: '#0969da',
+              width: 2,
+            },
+            {
+              label: 'pass rate',
+              values: steps.map((entry) => (isNumber(entry.row.passRate) ? entry.row.passRate : null)),
+              color: '#1a7f37',
+            },
+          ],
+          events: events,
+          onClick: opener(
+            steps,
+            (entry) => `${entry.groupIds.length} groups of trainer step ${entry.row.step}`,
+          ),
+        });
+    }
+
     function build() {
       plots.forEach((plot) => {
         plot.destroy();
@@ -771,6 +908,7 @@
           events: events,
         });
       }
+      windowCharts(grid, data, events);
       const list = eventList(events);
       if (list) grid.appendChild(list);
       grid.appendChild(perTaskTable());

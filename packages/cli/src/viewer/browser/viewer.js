@@ -69,17 +69,130 @@
     }
   }
 
-  async function decode() {
-    const node = byId('shears-data');
-    const raw = (node.textContent || '').trim();
-    const binary = atob(raw);
+  /**
+   * The text of one embedded block (gzip + base64 in a <script type="application/octet-stream">).
+   * Decompression runs off the main thread (DecompressionStream); only the block asked for is read.
+   * @param {string} id
+   */
+  async function blockText(id) {
+    const node = document.getElementById(id);
+    if (!node) throw new Error(`the page has no #${id} block`);
+    const binary = atob((node.textContent || '').trim());
     const bytes = new Uint8Array(binary.length);
     for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
-    if (node.getAttribute('data-encoding') === 'gzip' && typeof DecompressionStream !== 'undefined') {
-      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-      return JSON.parse(await new Response(stream).text());
+    if (node.getAttribute('data-encoding') !== 'gzip') return new TextDecoder().decode(bytes);
+    if (typeof DecompressionStream === 'undefined')
+      throw new Error('this browser lacks DecompressionStream (Chrome 80+, Firefox 113+, Safari 16.4+)');
+    // Decoded chunk by chunk (a task each): one UTF-8 decode of a 30 MB index would block for ~0.5 s.
+    const reader = new Blob([bytes])
+      .stream()
+      .pipeThrough(new DecompressionStream('gzip'))
+      .pipeThrough(new TextDecoderStream())
+      .getReader();
+    /** @type {string[]} */
+    const parts = [];
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      parts.push(chunk.value);
     }
-    return JSON.parse(new TextDecoder().decode(bytes));
+    return parts.join('');
+  }
+  const INDEX_BATCH = 4000;
+  /** Lets the page draw and answer input between the steps of loading. */
+  function yieldToPage() {
+    return new Promise((resolve) => setTimeout(resolve, 0));
+  }
+
+  async function decode() {
+    const data = JSON.parse(await blockText('shears-data'));
+    await yieldToPage();
+    // One summary a line, parsed in batches with a pause between them: at 100,000 groups one
+    // JSON.parse of the whole index would hold the main thread for about a second.
+    const lines = (await blockText('shears-index')).split('\n');
+    /** @type {any[]} */
+    const index = [];
+    for (let at = 0; at < lines.length; at += INDEX_BATCH) {
+      const batch = lines.slice(at, at + INDEX_BATCH).filter((line) => line !== '');
+      if (batch.length) for (const summary of JSON.parse(`[${batch.join(',')}]`)) index.push(summary);
+      await yieldToPage();
+    }
+    data.index = index;
+    // Rows appended live before the embedded rows are read; the dashboard reads them (loadMetrics).
+    data.metrics = [];
+    return data;
+  }
+
+  /** @type {Promise<void> | null} */
+  let metricsLoad = null;
+  // The metrics rows (one per group: tens of MB at 100,000 groups) are parsed when the dashboard is
+  // first shown, not at load: the trajectory view does not need them.
+  function loadMetrics() {
+    if (!metricsLoad)
+      metricsLoad = (
+        document.getElementById('shears-metrics')
+          ? blockText('shears-metrics').then((text) => JSON.parse(text))
+          : Promise.resolve([])
+      ).then((rows) => {
+        state.data.metrics = rows.concat(state.data.metrics || []);
+      });
+    return metricsLoad;
+  }
+
+  // Whole records: decoded block by block when a group is opened (a few blocks are kept), or kept
+  // as they arrived (`--watch`). The index's summary of a group is never shown as its record.
+  /** @type {Map<number, any>} */
+  const records = new Map();
+  /** @type {Map<number, Promise<string[]>>} */
+  const blockLines = new Map();
+  const BLOCKS_KEPT = 4;
+  let blocksRead = 0;
+  /** Records opened lately, parsed (re-rendering a group after a filter change needs no decode). @type {Map<number, any>} */
+  const recent = new Map();
+  const RECENT_KEPT = 16;
+  /** @param {number} index @returns {any} */
+  function recordIfLoaded(index) {
+    return records.get(index) || recent.get(index);
+  }
+  /** @param {number} index @returns {Promise<any>} */
+  async function loadRecord(index) {
+    const kept = records.get(index);
+    if (kept) return kept;
+    const starts = /** @type {number[]} */ (state.data.groupBlocks || []);
+    let block = -1;
+    for (let low = 0, high = starts.length - 1; low <= high; ) {
+      const middle = (low + high) >> 1;
+      if (/** @type {number} */ (starts[middle]) <= index) {
+        block = middle;
+        low = middle + 1;
+      } else high = middle - 1;
+    }
+    if (block < 0) throw new Error(`no records block holds group ${index}`);
+    let lines = blockLines.get(block);
+    if (!lines) {
+      // How many records blocks were decoded so far: none until a group is opened.
+      blocksRead++;
+      document.body.setAttribute('data-record-blocks-read', String(blocksRead));
+      lines = blockText(`shears-groups-${block}`).then((text) => text.split('\n'));
+      blockLines.set(block, lines);
+      if (blockLines.size > BLOCKS_KEPT) {
+        const oldest = blockLines.keys().next().value;
+        if (oldest !== undefined && oldest !== block) blockLines.delete(oldest);
+      }
+    }
+    const line = (await lines)[index - /** @type {number} */ (starts[block])];
+    if (!line) throw new Error(`records block ${block} lacks group ${index}`);
+    const record = JSON.parse(line);
+    if (record.groupId !== state.groups[index].groupId)
+      throw new Error(
+        `records block ${block} holds ${record.groupId} where group ${state.groups[index].groupId} was expected`,
+      );
+    recent.set(index, record);
+    if (recent.size > RECENT_KEPT) {
+      const oldest = recent.keys().next().value;
+      if (oldest !== undefined) recent.delete(oldest);
+    }
+    return record;
   }
 
   /** @param {any} group */
@@ -231,8 +344,9 @@
         const node = chip(group, rollout, rolloutIndex, 'row-chip');
         node.addEventListener('click', (event) => {
           event.stopPropagation();
+          // Shown once the group's record is open (at once when it already is).
+          focusRollout = rolloutIndex;
           select(index);
-          showRollout(rolloutIndex);
         });
         return node;
       },
@@ -730,10 +844,41 @@
     return el('div', { class: 'aligned', 'data-testid': 'aligned', style: columns }, cells);
   }
 
+  /** @type {number | null} */
+  let focusRollout = null;
   function renderDetail() {
     const pane = byId('detail');
+    const selected = state.selected;
+    const group = selected >= 0 ? recordIfLoaded(selected) : undefined;
+    if (selected >= 0 && !group) {
+      if (pane.getAttribute('data-loading') === String(selected)) return;
+      pane.setAttribute('data-loading', String(selected));
+      pane.textContent = '';
+      pane.appendChild(el('div', { class: 'empty-detail muted', text: 'opening the group\u2026' }));
+      loadRecord(selected).then(
+        (record) => {
+          if (pane.getAttribute('data-loading') !== String(selected)) return;
+          pane.removeAttribute('data-loading');
+          if (state.selected !== selected) return;
+          renderGroupDetail(pane, record);
+        },
+        (error) => {
+          if (pane.getAttribute('data-loading') !== String(selected)) return;
+          pane.removeAttribute('data-loading');
+          pane.textContent = '';
+          pane.appendChild(
+            el('div', {
+              class: 'empty-detail',
+              'data-testid': 'detail-error',
+              text: `Could not open the group: ${error}`,
+            }),
+          );
+        },
+      );
+      return;
+    }
+    pane.removeAttribute('data-loading');
     pane.textContent = '';
-    const group = state.groups[state.selected];
     if (!group) {
       pane.appendChild(
         el('div', {
@@ -744,6 +889,13 @@
       );
       return;
     }
+    renderGroupDetail(pane, group);
+  }
+
+  /** @param {HTMLElement} pane @param {any} group */
+  function renderGroupDetail(pane, group) {
+    pane.textContent = '';
+    pane.setAttribute('data-group', group.groupId);
     const counted = group.rollouts.filter(
       /** @param {any} rollout */ (rollout) => rollout.reward !== null && rollout.reward !== undefined,
     ).length;
@@ -782,6 +934,11 @@
         ),
       ),
     );
+    if (focusRollout !== null) {
+      const rollout = focusRollout;
+      focusRollout = null;
+      showRollout(rollout);
+    }
   }
 
   function renderSummary() {
@@ -874,7 +1031,7 @@
     byId('view-dashboard').classList.toggle('hidden', name !== 'dashboard');
     byId('tab-trajectories').classList.toggle('active', name === 'trajectories');
     byId('tab-dashboard').classList.toggle('active', name === 'dashboard');
-    if (name === 'dashboard' && state.dashboard) state.dashboard.resize();
+    if (name === 'dashboard') openDashboard();
     if (name === 'trajectories') renderRows(true);
   }
 
@@ -896,12 +1053,28 @@
     applyFilters();
   }
 
+  async function openDashboard() {
+    const container = byId('view-dashboard');
+    if (!state.dashboard) {
+      container.textContent = 'reading the metrics\u2026';
+      try {
+        await loadMetrics();
+      } catch (error) {
+        container.textContent = `Could not read the embedded metrics: ${error}`;
+        return;
+      }
+      if (!state.dashboard) renderDashboard();
+    }
+    if (state.dashboard && !container.classList.contains('hidden')) state.dashboard.resize();
+  }
+
   function renderDashboard() {
     const container = byId('view-dashboard');
     if (!window.shearsDashboard) {
       container.textContent = 'The dashboard script did not load.';
       return;
     }
+    container.textContent = '';
     state.dashboard = window.shearsDashboard({
       container: container,
       metrics: state.data.metrics || [],
@@ -930,6 +1103,7 @@
         if (update.groups.length || update.metrics.length) {
           update.groups.forEach(
             /** @param {any} group */ (group) => {
+              records.set(state.groups.length, group);
               state.groups.push(group);
               state.hay.push(hayOf(group));
             },
@@ -958,12 +1132,14 @@
       return;
     }
     TOKENS_SHOWN = state.data.tokensShown || TOKENS_SHOWN;
-    state.groups = state.data.groups || [];
+    state.groups = state.data.index || [];
     state.hay = state.groups.map(hayOf);
+    await yieldToPage();
     if (state.data.meta?.title) document.title = state.data.meta.title;
     byId('meta').textContent = state.data.meta?.description || '';
     renderSummary();
     renderEvaluation();
+    await yieldToPage();
     const rerun = () => {
       state.filters.min = readNumber('min-score');
       state.filters.max = readNumber('max-score');
@@ -998,8 +1174,8 @@
       renderRows(true);
     });
     applyFilters();
-    renderDashboard();
     startLive();
+    document.body.setAttribute('data-record-blocks-read', String(blocksRead));
     document.body.setAttribute('data-ready', 'true');
   }
   main();
