@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     grpo.add_argument("--seed", type=int, default=0)
     grpo.add_argument("--batch-timeout", type=float, default=600.0, help="seconds to wait for one batch")
     grpo.add_argument("--threads", type=int, help="torch CPU threads")
+    grpo.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (CUDA when this torch has it, else CPU), cpu, cuda or cuda:N",
+    )
 
     sft = commands.add_parser("sft", help="supervised warm-up on shears' SFT export (chat JSONL)")
     sft.add_argument("--model", required=True)
@@ -84,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     sft.add_argument("--lr", type=float, default=3e-3)
     sft.add_argument("--seed", type=int, default=0)
     sft.add_argument("--threads", type=int)
+    sft.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (CUDA when this torch has it, else CPU), cpu, cuda or cuda:N",
+    )
 
     toy = commands.add_parser(
         "toy-model", help="make the toy model folder (BPE vocabulary, chat template, random weights)"
@@ -126,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--threads", type=int, default=1)
     bench.add_argument("--repeats", type=int, default=5)
     bench.add_argument(
+        "--device", default="cpu", help="torch device: cpu (the default), auto, cpu, cuda or cuda:N"
+    )
+    bench.add_argument(
         "--learning", action="store_true", help="also run and time the CI learning test (~90 s of CPU)"
     )
 
@@ -152,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             lr=args.lr,
             seed=args.seed,
             threads=args.threads,
+            device=args.device,
         )
         print(json.dumps(result), flush=True)
     elif args.command == "toy-loop":
@@ -196,7 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         from .bench import run_bench
 
         print(
-            json.dumps(run_bench(threads=args.threads, repeats=args.repeats, learning=args.learning)),
+            json.dumps(
+                run_bench(
+                    threads=args.threads, repeats=args.repeats, learning=args.learning, device=args.device
+                )
+            ),
             flush=True,
         )
     elif args.command == "toy-accuracy":

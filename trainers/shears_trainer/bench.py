@@ -1,4 +1,5 @@
-"""`python -m shears_trainer bench`: the trainer's own speed on the toy model, on CPU.
+"""`python -m shears_trainer bench`: the trainer's own speed on the toy model, on the CPU (or
+`--device cuda`).
 
 - one GRPO step (forward, backward, AdamW) of 16 sequences x 256 tokens, as the issue measured it;
 - the colocated sampler: 64 rollouts of up to 32 tokens in one batch (the toy env's first turn),
@@ -26,12 +27,19 @@ from .batch import IGNORE, Sequence, collate
 from .policy_server import _Job, generate_batch
 from .toy import make_toy_model, toy_word
 from .toy_loop import _prompt
-from .train import GrpoConfig, load_model, stop_token_ids, train_step
+from .train import GrpoConfig, load_model, resolve_device, stop_token_ids, train_step
+
+
+def _sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def _timed(function):
+    _sync()
     wall, cpu = time.perf_counter(), time.process_time()
     result = function()
+    _sync()
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -52,12 +60,13 @@ def learning_figures(threads: int = 1) -> dict:
     return figures
 
 
-def run_bench(threads: int = 1, repeats: int = 5, learning: bool = False) -> dict:
+def run_bench(threads: int = 1, repeats: int = 5, learning: bool = False, device: str = "cpu") -> dict:
+    on = resolve_device(device)
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as folder:
         made = make_toy_model(os.path.join(folder, "toy"))
-        model, tokenizer = load_model(made["folder"])
+        model, tokenizer = load_model(made["folder"], device=on)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     rng = random.Random(0)
@@ -96,6 +105,8 @@ def run_bench(threads: int = 1, repeats: int = 5, learning: bool = False) -> dic
     sample_cpu = statistics.median(cpu for _, _, cpu in samples)
     figures = {
         "model": {"parameters": made["parameters"], "vocab_size": vocab},
+        "device": str(on),
+        **({"gpu": torch.cuda.get_device_name(on)} if on.type == "cuda" else {}),
         "threads": threads,
         "load_average_1m": round(os.getloadavg()[0], 2),
         "train_step": {

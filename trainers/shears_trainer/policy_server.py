@@ -319,15 +319,20 @@ def generate_batch(model, rows: list[tuple[list[int], _Job]], stop_ids: set[int]
                 chosen = torch.zeros(count, dtype=torch.long)
                 for row in active:
                     chosen[row] = _sample(logprobs[row], temperatures[row], top_ps[row], generators[row])
+            # One copy to the host per step (not one per row): on a GPU each int()/float() of a
+            # device tensor would wait for the device on its own.
+            chosen = chosen.to(device)
+            tokens = chosen.tolist()
+            picked = logprobs.gather(1, chosen.unsqueeze(-1)).squeeze(-1).tolist()
             for row in active:
-                token = int(chosen[row])
+                token = tokens[row]
                 out_ids[row].append(token)
-                out_lps[row].append(float(logprobs[row, token]))
+                out_lps[row].append(picked[row])
                 if token in stop_ids:
                     reasons[row] = "stop"
                 elif len(out_ids[row]) >= budgets[row]:
                     reasons[row] = "length"
-            step_input = chosen.unsqueeze(-1).to(device)
+            step_input = chosen.unsqueeze(-1)
             attention = torch.cat(
                 [attention, torch.ones((count, 1), dtype=torch.long, device=device)], dim=-1
             )

@@ -59,6 +59,7 @@ class GrpoConfig:
     seed: int = 0
     batch_timeout_s: float = 600.0
     threads: int | None = None
+    device: str = "auto"
 
 
 # Advantages smaller than this are float noise (equal scores normalised: 1e-9), not signal.
@@ -69,8 +70,37 @@ def log(message: str) -> None:
     print(message, flush=True)
 
 
-def load_model(path: str, lora_rank: int = 0, lora_alpha: int = 16):
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+def resolve_device(name: str = "auto") -> torch.device:
+    """`auto`: the first CUDA device when this torch has one, else the CPU. A device asked for by
+    name that this machine does not have is refused, naming what is there (never a silent CPU run)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as error:
+        raise SystemExit(
+            f"--device {name}: not a torch device ({error}); use auto, cpu, cuda or cuda:N"
+        ) from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit(
+                f"--device {name}: this torch ({torch.__version__}) sees no CUDA device; use --device cpu"
+                " or install a CUDA build of torch"
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise SystemExit(
+                f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here (cuda:0"
+                f"{f' .. cuda:{torch.cuda.device_count() - 1}' if torch.cuda.device_count() > 1 else ''})"
+            )
+    elif device.type != "cpu":
+        raise SystemExit(f"--device {name}: only cpu and cuda devices are supported")
+    return device
+
+
+def load_model(path: str, lora_rank: int = 0, lora_alpha: int = 16, device: torch.device | str = "cpu"):
+    # float32 on every device: the toy and small models train in full precision, and the
+    # importance ratio compares these logprobs with the sampler's own (same weights, same dtype).
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if lora_rank > 0:
         from peft import LoraConfig, get_peft_model
@@ -78,7 +108,7 @@ def load_model(path: str, lora_rank: int = 0, lora_alpha: int = 16):
         model = get_peft_model(
             model,
             LoraConfig(r=lora_rank, lora_alpha=lora_alpha, target_modules="all-linear", lora_dropout=0.0),
-        )
+        ).to(device)
     return model, tokenizer
 
 
@@ -88,6 +118,7 @@ def save_model(model, tokenizer, folder: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if hasattr(model, "merge_and_unload"):
         model = copy.deepcopy(model).merge_and_unload()
+    # Saved tensors are the same on every device; safetensors reads them back onto the CPU.
     model.save_pretrained(folder, safe_serialization=True)
     save_tokenizer(tokenizer, folder)
     return folder
@@ -101,21 +132,26 @@ def stop_token_ids(tokenizer) -> list[int]:
     return sorted(set(ids))
 
 
-def micro_batches(batch: TrainBatch, weights: torch.Tensor, size: int):
+def micro_batches(batch: TrainBatch, weights: torch.Tensor, size: int, device: torch.device | None = None):
+    """Rows of `size`, right padding trimmed, moved to `device` (the batch is built on the CPU)."""
+
+    def on(tensor):
+        return tensor if tensor is None or device is None else tensor.to(device, non_blocking=True)
+
     for start in range(0, batch.input_ids.shape[0], size):
         rows = slice(start, start + size)
         # Trim the right padding this micro-batch does not need.
         width = int(batch.attention_mask[rows].sum(dim=1).max())
         cols = slice(0, width)
         yield {
-            "input_ids": batch.input_ids[rows, cols],
-            "attention_mask": batch.attention_mask[rows, cols],
-            "labels": batch.labels[rows, cols],
-            "advantages": batch.advantages[rows, cols],
-            "old": None if batch.old_logprobs is None else batch.old_logprobs[rows, cols],
-            "ref": None if batch.ref_logprobs is None else batch.ref_logprobs[rows, cols],
-            "weights": weights[rows, cols],
-            "mask": batch.loss_mask[rows, cols],
+            "input_ids": on(batch.input_ids[rows, cols]),
+            "attention_mask": on(batch.attention_mask[rows, cols]),
+            "labels": on(batch.labels[rows, cols]),
+            "advantages": on(batch.advantages[rows, cols]),
+            "old": None if batch.old_logprobs is None else on(batch.old_logprobs[rows, cols]),
+            "ref": None if batch.ref_logprobs is None else on(batch.ref_logprobs[rows, cols]),
+            "weights": on(weights[rows, cols]),
+            "mask": on(batch.loss_mask[rows, cols]),
         }
 
 
@@ -125,7 +161,8 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
     totals = {"loss": 0.0, "policy": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0, "ratio": 0.0}
     trained = max(batch.trained_tokens, 1)
     optimizer.zero_grad(set_to_none=True)
-    for part in micro_batches(batch, weights, config.micro_batch):
+    device = next(model.parameters()).device
+    for part in micro_batches(batch, weights, config.micro_batch, device):
         logits = model(input_ids=part["input_ids"], attention_mask=part["attention_mask"]).logits
         logprobs, entropy = token_logprobs(logits, part["labels"])
         # Without inference logprobs the batch is treated as on-policy: ratio 1 (no clipping).
@@ -183,11 +220,13 @@ def run_grpo(config: GrpoConfig) -> dict:
     if not api_url:
         raise SystemExit("no trajectory API: pass --api-url or set SHEARS_API_URL (shears train sets it)")
 
-    model, tokenizer = load_model(config.model, config.lora_rank, config.lora_alpha)
+    device = resolve_device(config.device)
+    model, tokenizer = load_model(config.model, config.lora_rank, config.lora_alpha, device)
     model.train()
+    log(f"training on {device}")
     reference = None
     if config.beta > 0:
-        reference = AutoModelForCausalLM.from_pretrained(config.model, dtype=torch.float32).eval()
+        reference = AutoModelForCausalLM.from_pretrained(config.model, dtype=torch.float32).to(device).eval()
         for parameter in reference.parameters():
             parameter.requires_grad_(False)
     optimizer = torch.optim.AdamW(
@@ -360,12 +399,14 @@ def run_sft(
     seed: int = 0,
     metrics: str | None = None,
     threads: int | None = None,
+    device: str = "auto",
 ) -> dict:
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    model, tokenizer = load_model(model_path)
+    on = resolve_device(device)
+    model, tokenizer = load_model(model_path, device=on)
     model.train()
     records = [json.loads(line) for line in Path(data).read_text().splitlines() if line.strip()]
     examples = sft_examples(records, tokenizer, tools, max_len)
@@ -394,9 +435,9 @@ def run_sft(
                 input_ids[row, :n] = torch.tensor(ids[:-1], dtype=torch.long)
                 labels[row, :n] = torch.tensor(label[1:], dtype=torch.long)
                 attention[row, :n] = 1
-            logits = model(input_ids=input_ids, attention_mask=attention).logits
+            logits = model(input_ids=input_ids.to(on), attention_mask=attention.to(on)).logits
             loss = torch.nn.functional.cross_entropy(
-                logits.flatten(0, 1), labels.flatten(), ignore_index=-100
+                logits.flatten(0, 1), labels.to(on).flatten(), ignore_index=-100
             )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -411,5 +452,6 @@ def run_sft(
         "loss_first": losses[0],
         "loss_last": losses[-1],
         "seconds": round(time.monotonic() - started, 1),
+        "device": str(on),
         "output": output,
     }

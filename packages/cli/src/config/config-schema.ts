@@ -477,6 +477,13 @@ export const referenceTrainerConfigSchema = z
     lora_alpha: z.int().min(1).optional(),
     seed: z.int().optional(),
     threads: z.int().min(1).optional().describe('torch CPU threads'),
+    device: z
+      .string()
+      .regex(/^(auto|cpu|cuda(:\d+)?)$/, 'auto, cpu, cuda or cuda:N')
+      .optional()
+      .describe(
+        'torch device of the trainer (and its colocated policy server): auto (default: CUDA when its torch has it, else the CPU), cpu, cuda or cuda:N; a device the machine lacks is refused when the trainer starts',
+      ),
     batch_timeout_s: z.number().positive().optional().describe('Seconds the trainer waits for one batch'),
     colocated: z
       .boolean()

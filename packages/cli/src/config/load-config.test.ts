@@ -95,6 +95,17 @@ describe('loadConfig', () => {
     expect(error.message).toContain('server.base_url: expected a valid URL');
   });
 
+  it('names what a pattern field accepts, not "a valid regex"', () => {
+    const path = write(
+      'pattern.yaml',
+      'server:\n  api_key_env: 1-KEY\ntrain:\n  reference: { model: base, device: gpu }\n',
+    );
+    const error = errorOf(() => loadConfig({ path, environment: {} }));
+    expect(error.message).toContain('server.api_key_env: must match /^[A-Za-z_][A-Za-z0-9_]*$/, got "1-KEY"');
+    expect(error.message).toContain('train.reference.device: expected auto, cpu, cuda or cuda:N, got "gpu"');
+    expect(error.message).not.toContain('valid regex');
+  });
+
   it('reads secrets from the environment and reports them for redaction', () => {
     const path = write('e.yaml', 'server:\n  provider: openai\n  api_key: ${MY_KEY}\n');
     const loaded = loadConfig({ path, environment: { MY_KEY: 'sk-test-123456' } });

@@ -373,7 +373,13 @@ export function configErrorFromZod(error: z.ZodError, input: unknown, source?: s
         message = `got ${describeValue(value)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`;
         break;
       case 'invalid_format':
-        message = `expected a valid ${issue.format === 'url' ? 'URL (e.g. http://127.0.0.1:8000/v1)' : issue.format}, got ${describeValue(value)}`;
+        if (issue.format === 'regex') {
+          // The schema's own words when it gives them ('auto, cpu, cuda or cuda:N'), else the pattern:
+          // "expected a valid regex" would tell the user the value should be a regular expression.
+          const own = !issue.message.startsWith('Invalid string');
+          message = `${own ? `expected ${issue.message}` : `must match ${String(issue.pattern)}`}, got ${describeValue(value)}`;
+        } else
+          message = `expected a valid ${issue.format === 'url' ? 'URL (e.g. http://127.0.0.1:8000/v1)' : issue.format}, got ${describeValue(value)}`;
         break;
       default:
         message = `${issue.message}, got ${describeValue(value)}`;

@@ -48,7 +48,7 @@ function config(name: string, train: string): string {
   return path;
 }
 
-const reference = `train: { reference: { model: base, python: ${JSON.stringify(python)}, steps: 2, micro_batch: 8, threads: 1, checkpoint_every: 1 }, workers: 1 }`;
+const reference = `train: { reference: { model: base, python: ${JSON.stringify(python)}, steps: 2, micro_batch: 8, threads: 1, device: cpu, checkpoint_every: 1 }, workers: 1 }`;
 
 describe('shears train --output with the reference trainer', () => {
   beforeAll(async () => {
@@ -72,6 +72,7 @@ describe('shears train --output with the reference trainer', () => {
     expect(run.stdout).toMatch(/metrics in my-ft\/metrics\.jsonl; checkpoints my-ft\/checkpoints\/step-1/);
     // The trainer's policy server was started and served the rollouts.
     expect(run.stderr).toMatch(/\[trainer\] policy server listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(run.stderr).toContain('[trainer] training on cpu');
 
     const output = join(dir, 'my-ft');
     for (const file of [
@@ -163,6 +164,13 @@ describe('shears train --output with the reference trainer', () => {
     expect(novenv.code).not.toBe(0);
     expect(novenv.stderr).toMatch(/no-such-venv\/bin\/python does not exist; run `shears prepare --trainer`/);
     // Nothing was created for a refused run.
+    expect(existsSync(join(dir, 'fresh'))).toBe(false);
+
+    config('gpu', 'train: { reference: { model: base, steps: 1, device: gpu } }');
+    const gpu = await runShears(['train', '--config', 'gpu.yaml', '--output', 'fresh'], { cwd: dir });
+    expect(gpu.code).not.toBe(0);
+    expect(gpu.stderr).toContain('train.reference.device');
+    expect(gpu.stderr).toContain('auto, cpu, cuda or cuda:N');
     expect(existsSync(join(dir, 'fresh'))).toBe(false);
   });
 });

@@ -96,6 +96,7 @@ const FLAGS: [keyof ReferenceSettings, string][] = [
   ['lora_alpha', '--lora-alpha'],
   ['seed', '--seed'],
   ['threads', '--threads'],
+  ['device', '--device'],
   ['batch_timeout_s', '--batch-timeout'],
 ];
 
