@@ -27,7 +27,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 // shears_trainer.toy_loop.LEARNING): a two-stage warm-up (clean demonstrations, then
 // demonstrations of which half save a decoy word), then 20 GRPO steps of 8 groups of 8 at lr 5e-4,
 // and the control with shuffled signs. Reward is measured by the policy version that sampled each
-// rollout (below), and the margins were chosen from whole-chain runs on model seeds 0 (twice), 1
+// rollout (below), and the margins were chosen from whole-chain runs on model seeds 0 (four times), 1
 // and 2 (docs/train-a-model.md, "The learning test").
 const STEPS = 20;
 const GROUP = 8;
@@ -258,8 +258,9 @@ describe('a policy that learns through the whole chain', () => {
       grpoRun('control', true),
     ]);
     mark('arms');
-    // The warm-up leaves room to learn: it prefers the decoy often enough.
-    expect(before).toBeLessThanOrEqual(0.7);
+    // The warm-up leaves room to learn: it prefers the decoy often enough (0.25–0.69 greedy in the
+    // runs the margins come from; the order of the SFT data varies from run to run).
+    expect(before).toBeLessThanOrEqual(0.8);
 
     const rewardsOf = (arm: ArmResult, keep: (version: number) => boolean) =>
       arm.samples.filter((sample) => keep(sample.version)).map((sample) => sample.reward);
