@@ -23,23 +23,29 @@ const pack = join(repoRoot, 'examples', 'toy-pack');
 const dir = mkdtempSync(join(tmpdir(), 'shears-learns-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// The settings are those of the one-process learning test that runs in CI
-// (trainers/tests/test_learns.py, shears_trainer.toy_loop.LEARNING): a two-stage warm-up (clean
-// demonstrations, then demonstrations of which half save a decoy word), then 20 GRPO steps of 8
-// groups of 8 at lr 5e-4. There, on three model seeds, the reward's rolling mean rose and the
-// shuffled-sign control's did not (docs/train-a-model.md, "The learning test"). Through the whole
-// chain it was run once (12 min here, so it stays out of CI behind SHEARS_LEARNING_TEST=1): GRPO
-// rose +0.18 (greedy 0.59 -> 1.0), the control +0.02, lead 0.34. The margins are the one-process
-// test's, not chosen from several whole-chain runs.
+// The settings are those of the one-process learning test (trainers/tests/test_learns.py,
+// shears_trainer.toy_loop.LEARNING): a two-stage warm-up (clean demonstrations, then
+// demonstrations of which half save a decoy word), then 20 GRPO steps of 8 groups of 8 at lr 5e-4,
+// and the control with shuffled signs. Reward is measured by the policy version that sampled each
+// rollout (below), and the margins were chosen from whole-chain runs on model seeds 0 (four times), 1
+// and 2 (docs/train-a-model.md, "The learning test").
 const STEPS = 20;
 const GROUP = 8;
 const BATCH = 8 * GROUP;
-const WINDOW = 5 * BATCH; // rollouts: the first and the last 5 steps' worth
+// Reward by the policy version that sampled each rollout (version v: the weights after v optimiser
+// steps). The start: the rollouts of version 0, the warm-up itself, pooled over both arms (the same
+// model). The end: the mean over versions 15..19, the last five steps' weights, of each one's mean.
+const LATE_FROM_VERSION = STEPS - 5;
 const MIN_RISE = 0.1;
-const CONTROL_MAX_RISE = 0.05;
-const MIN_LEAD_OVER_CONTROL = 0.2;
+const CONTROL_MAX_RISE = 0.1;
+const MIN_LEAD_OVER_CONTROL = 0.15;
+// Rollouts may run this many batches ahead of the trainer (api.off_policy_limit).
+const OFF_POLICY_LIMIT = 1;
+// The toy model's weights seed (0 in CI); SHEARS_LEARNING_SEED reruns the test from another start,
+// as the margins were checked.
+const MODEL_SEED = process.env.SHEARS_LEARNING_SEED ?? '0';
 
-async function py(args: string[], timeout = 300_000): Promise<string> {
+async function py(args: string[], timeout = 900_000): Promise<string> {
   const { stdout } = await promisify(execFile)(python, ['-m', 'shears_trainer', ...args], {
     cwd: dir,
     timeout,
@@ -71,9 +77,22 @@ function readGroups(path: string): ScoredGroupRecord[] {
     .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
 }
 
+const countBy = (values: (number | null)[]) =>
+  values.reduce<Record<string, number>>((counts, value) => {
+    counts[String(value)] = (counts[String(value)] ?? 0) + 1;
+    return counts;
+  }, {});
 const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 
-async function grpoRun(name: string, control: boolean): Promise<{ rewards: number[]; stderr: string }> {
+interface ArmResult {
+  /** Every finished rollout's reward and the policy version that sampled it (its oldest turn's). */
+  samples: { version: number; reward: number }[];
+  /** Every trained record's off-policy lag (the trainer's policy version at consumption minus the record's). */
+  lags: (number | null)[];
+  stderr: string;
+}
+
+async function grpoRun(name: string, control: boolean): Promise<ArmResult> {
   const port = await freePort();
   const output = join(dir, name);
   const trainer = [
@@ -109,126 +128,198 @@ async function grpoRun(name: string, control: boolean): Promise<{ rewards: numbe
       `server: { provider: vllm, base_url: "http://127.0.0.1:${port}", model: toy, tokenizer: ${JSON.stringify(join(dir, 'sft'))}, tool_parser: hermes, temperature: 1.0, max_tokens: 32 }`,
       'sandbox: { provider: local }',
       `run: { concurrency: ${BATCH}, out: runs/${name}.jsonl, report: false }`,
-      `api: { port: 0, database: ":memory:", batch_size: ${BATCH}, off_policy_limit: 1, poll_ms: 50 }`,
+      `api: { port: 0, database: ":memory:", batch_size: ${BATCH}, off_policy_limit: ${OFF_POLICY_LIMIT}, poll_ms: 50 }`,
       `train: { trainer: { command: ${JSON.stringify(trainer)}, env: { OMP_NUM_THREADS: "1" } }, workers: 1 }`,
     ].join('\n'),
   );
   const run = await runShears(['train', '--config', `${name}.yaml`], { cwd: dir });
   if (run.code !== 0)
     throw new Error(`shears train (${name}) exited ${run.code}:\n${run.stderr.slice(-4000)}`);
-  const metrics = readFileSync(join(output, 'metrics.jsonl'), 'utf8').trim().split('\n');
+  const metrics = readFileSync(join(output, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { policy_lags: (number | null)[]; sequences: number });
   expect(metrics).toHaveLength(STEPS);
-  // The reward of every rollout, in the order groups finished: the run's JSONL holds all of them,
-  // also the groups of equal scores that were not sent to the trainer (a batch's own mean would
-  // leave out exactly the all-solved groups).
-  const rewards = readGroups(join(dir, 'runs', `${name}.jsonl`)).flatMap((group) =>
-    group.scores.filter((score): score is number => typeof score === 'number'),
+  for (const step of metrics) expect(step.policy_lags).toHaveLength(step.sequences);
+  // The reward of every rollout with the policy version that sampled it: the run's JSONL holds all
+  // of them, also the groups of equal scores that were not sent to the trainer (a batch's own mean
+  // would leave out exactly the all-solved groups). By version, not in the order rollouts
+  // finished: the more the policy solves, the more groups of equal scores are dropped and the
+  // more rollouts a batch takes, so a window of N rollouts covers fewer and fewer steps.
+  const samples = readGroups(join(dir, 'runs', `${name}.jsonl`)).flatMap((group) =>
+    group.rollouts.flatMap((rollout, index) => {
+      const reward = group.scores[index];
+      const versions = (rollout.tokens?.sequences ?? []).flatMap((sequence) => sequence.policyVersions ?? []);
+      if (typeof reward !== 'number') return [];
+      // Every turn the colocated server sampled carries its version.
+      expect(versions.length).toBeGreaterThan(0);
+      return [{ version: Math.min(...versions), reward }];
+    }),
   );
-  return { rewards, stderr: run.stderr };
+  return { samples, lags: metrics.flatMap((step) => step.policy_lags), stderr: run.stderr };
 }
 
-describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
-  'a policy that learns through the whole chain',
-  () => {
-    it('reward rises under GRPO and does not under the shuffled-sign control', {
-      timeout: 3_600_000,
-    }, async () => {
-      if (!existsSync(python))
-        throw new Error(
-          `${python} is missing: run bash scripts/setup-python.sh (CI runs it in provision-test.sh)`,
-        );
-      // The model: vocabulary, chat template, random weights.
-      const made = lastJson(await py(['toy-model', '--output', join(dir, 'base')]));
-      expect(made.parameters).toBeGreaterThan(300_000);
-      expect(made.parameters).toBeLessThan(2_000_000);
-
-      // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export:
-      // once always right, once saving the decoy word in half of the calls (`demo_decoy_rate`).
-      async function sftData(name: string, decoyRate: number, seed: number): Promise<void> {
-        writeFileSync(
-          join(dir, `${name}.yaml`),
-          [
-            `plugins: [${JSON.stringify(pack)}]`,
-            `env: { name: toy-save, group_size: 1, seed: ${seed}, settings: { demo_decoy_rate: ${decoyRate} } }`,
-            'server: { provider: scripted }',
-            'sandbox: { provider: local }',
-            `run: { groups: 192, concurrency: 32, out: runs/${name}.jsonl, report: false, all_equal_scores: keep, progress: none }`,
-          ].join('\n'),
-        );
-        const run = await runShears(['process', '--config', `${name}.yaml`], { cwd: dir });
-        expect(run.code, run.stderr).toBe(0);
-        // minScore 0.1: the decoy's calls score 0.1 (a call, the wrong word) and are kept.
-        const records = toSftRecords(readGroups(join(dir, `runs/${name}.jsonl`)), {
-          minScore: 0.1,
-          select: 'all',
-        });
-        expect(records.length).toBe(192);
-        writeFileSync(join(dir, `${name}.jsonl`), records.map((record) => JSON.stringify(record)).join('\n'));
-      }
-      await sftData('clean', 0, 99);
-      await sftData('decoy', 0.5, 98);
-      writeFileSync(
-        join(dir, 'tools.json'),
-        JSON.stringify([
-          {
-            type: 'function',
-            function: { name: 'save', parameters: { type: 'object', properties: { word: {} } } },
-          },
-        ]),
+describe('a policy that learns through the whole chain', () => {
+  it('reward rises under GRPO and does not under the shuffled-sign control', {
+    timeout: 3_600_000,
+  }, async () => {
+    // Seconds from the test's start to the end of each phase, printed with the result (not asserted).
+    const started = Date.now();
+    const seconds: Record<string, number> = {};
+    const mark = (phase: string) => {
+      seconds[phase] = Math.round((Date.now() - started) / 1000);
+    };
+    if (!existsSync(python))
+      throw new Error(
+        `${python} is missing: run bash scripts/setup-python.sh (CI runs it in provision-test.sh)`,
       );
-      // The warm-up of the one-process test: 200 steps on the clean data (the model learns to
-      // copy), then 100 at a lower lr on the decoy data (it now often prefers the decoy).
-      const sft = (data: string, from: string, to: string, steps: string, lr: string, seed: string) =>
-        py([
-          'sft',
-          '--model',
-          from,
-          '--data',
-          data,
-          '--tools',
-          'tools.json',
-          '--output',
-          to,
-          '--steps',
-          steps,
-          '--batch-size',
-          '32',
-          '--lr',
-          lr,
-          '--seed',
-          seed,
-          '--threads',
-          '1',
-        ]);
-      await sft('clean.jsonl', join(dir, 'base'), join(dir, 'sft-clean'), '200', '3e-3', '0');
-      await sft('decoy.jsonl', join(dir, 'sft-clean'), join(dir, 'sft-decoy'), '100', '1e-3', '1');
-      const model = join(dir, 'sft-decoy');
-      const before = lastJson(await py(['toy-accuracy', '--model', model])).accuracy!;
-      expect(before).toBeLessThanOrEqual(0.7);
-      rmSync(join(dir, 'sft'), { recursive: true, force: true });
-      await promisify(execFile)('cp', ['-r', model, join(dir, 'sft')]);
+    // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export:
+    // once always right, once saving the decoy word in half of the calls (`demo_decoy_rate`).
+    async function sftData(name: string, decoyRate: number, seed: number): Promise<void> {
+      writeFileSync(
+        join(dir, `${name}.yaml`),
+        [
+          `plugins: [${JSON.stringify(pack)}]`,
+          `env: { name: toy-save, group_size: 1, seed: ${seed}, settings: { demo_decoy_rate: ${decoyRate} } }`,
+          'server: { provider: scripted }',
+          'sandbox: { provider: local }',
+          `run: { groups: 192, concurrency: 32, out: runs/${name}.jsonl, report: false, all_equal_scores: keep, progress: none }`,
+        ].join('\n'),
+      );
+      const run = await runShears(['process', '--config', `${name}.yaml`], { cwd: dir });
+      expect(run.code, run.stderr).toBe(0);
+      // minScore 0.1: the decoy's calls score 0.1 (a call, the wrong word) and are kept.
+      const records = toSftRecords(readGroups(join(dir, `runs/${name}.jsonl`)), {
+        minScore: 0.1,
+        select: 'all',
+      });
+      expect(records.length).toBe(192);
+      writeFileSync(join(dir, `${name}.jsonl`), records.map((record) => JSON.stringify(record)).join('\n'));
+    }
+    // The model (vocabulary, chat template, random weights) and both data sets are independent:
+    // made at once.
+    const [made] = await Promise.all([
+      py(['toy-model', '--output', join(dir, 'base'), '--seed', MODEL_SEED]).then(lastJson),
+      sftData('clean', 0, 99),
+      sftData('decoy', 0.5, 98),
+    ]);
+    expect(made.parameters).toBeGreaterThan(300_000);
+    expect(made.parameters).toBeLessThan(2_000_000);
+    mark('model and data');
+    writeFileSync(
+      join(dir, 'tools.json'),
+      JSON.stringify([
+        {
+          type: 'function',
+          function: { name: 'save', parameters: { type: 'object', properties: { word: {} } } },
+        },
+      ]),
+    );
+    // The warm-up of the one-process test: 200 steps on the clean data (the model learns to
+    // copy), then 100 at a lower lr on the decoy data (it now often prefers the decoy).
+    const sft = (data: string, from: string, to: string, steps: string, lr: string, seed: string) =>
+      py([
+        'sft',
+        '--model',
+        from,
+        '--data',
+        data,
+        '--tools',
+        'tools.json',
+        '--output',
+        to,
+        '--steps',
+        steps,
+        '--batch-size',
+        '32',
+        '--lr',
+        lr,
+        '--seed',
+        seed,
+        '--threads',
+        '1',
+      ]);
+    await sft('clean.jsonl', join(dir, 'base'), join(dir, 'sft-clean'), '200', '3e-3', '0');
+    await sft('decoy.jsonl', join(dir, 'sft-clean'), join(dir, 'sft-decoy'), '100', '1e-3', '1');
+    mark('sft');
+    const model = join(dir, 'sft-decoy');
+    rmSync(join(dir, 'sft'), { recursive: true, force: true });
+    await promisify(execFile)('cp', ['-r', model, join(dir, 'sft')]);
 
-      const learnt = await grpoRun('grpo', false);
-      const after = lastJson(await py(['toy-accuracy', '--model', join(dir, 'grpo')])).accuracy!;
-      const control = await grpoRun('control', true);
+    // The two arms run at once, from the same warm-up: two `shears train` runs, each with its own
+    // API, env worker, trainer and policy server (one torch thread each); the warm-up's greedy
+    // accuracy is measured beside them, and the trained model's as soon as GRPO ends.
+    const [before, [learnt, after], control] = await Promise.all([
+      py(['toy-accuracy', '--model', model]).then((out) => lastJson(out).accuracy!),
+      grpoRun('grpo', false).then(
+        async (arm) =>
+          [arm, lastJson(await py(['toy-accuracy', '--model', join(dir, 'grpo')])).accuracy!] as const,
+      ),
+      grpoRun('control', true),
+    ]);
+    mark('arms');
+    // The warm-up leaves room to learn: it prefers the decoy often enough (0.25–0.69 greedy in the
+    // runs the margins come from; the order of the SFT data varies from run to run).
+    expect(before).toBeLessThanOrEqual(0.8);
 
-      const rise = (rewards: number[]) => mean(rewards.slice(-WINDOW)) - mean(rewards.slice(0, WINDOW));
-      const summary = {
-        rewards: learnt.rewards.map((value) => Number(value.toFixed(3))),
-        control: control.rewards.map((value) => Number(value.toFixed(3))),
-        rise: rise(learnt.rewards),
-        controlRise: rise(control.rewards),
-        lead: mean(learnt.rewards.slice(-WINDOW)) - mean(control.rewards.slice(-WINDOW)),
-        accuracy: { before, after },
-      };
-      console.log(`learning test: ${JSON.stringify(summary)}`);
-      expect(summary.rise).toBeGreaterThan(MIN_RISE);
-      expect(after).toBeGreaterThan(before);
-      expect(summary.controlRise).toBeLessThan(CONTROL_MAX_RISE);
-      expect(summary.lead).toBeGreaterThan(MIN_LEAD_OVER_CONTROL);
-      // The final folder is a model: the trainer wrote it, with its summary.
-      expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
-      expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-10', 'model.safetensors'))).toBe(true);
-    });
-  },
-);
+    const rewardsOf = (arm: ArmResult, keep: (version: number) => boolean) =>
+      arm.samples.filter((sample) => keep(sample.version)).map((sample) => sample.reward);
+    const start = mean([learnt, control].flatMap((arm) => rewardsOf(arm, (version) => version === 0)));
+    // Each late version's mean, then their mean: a version's rollout count grows with its groups
+    // of equal scores (dropped, so more are rolled out), which must not weigh its policy more.
+    const end = (arm: ArmResult) =>
+      mean(
+        Array.from({ length: STEPS - LATE_FROM_VERSION }, (_, offset) =>
+          rewardsOf(arm, (version) => version === LATE_FROM_VERSION + offset),
+        )
+          .filter((rewards) => rewards.length > 0)
+          .map(mean),
+      );
+    const byVersion = (arm: ArmResult) => {
+      const rows: Record<number, { n: number; mean: number }> = {};
+      for (const { version, reward } of arm.samples) {
+        const row = (rows[version] ??= { n: 0, mean: 0 });
+        row.n += 1;
+        row.mean += (reward - row.mean) / row.n;
+      }
+      return Object.fromEntries(
+        Object.entries(rows).map(([version, row]) => [version, [row.n, Number(row.mean.toFixed(3))]]),
+      );
+    };
+    const summary = {
+      start,
+      end: end(learnt),
+      controlEnd: end(control),
+      rise: end(learnt) - start,
+      controlRise: end(control) - start,
+      lead: end(learnt) - end(control),
+      modelSeed: MODEL_SEED,
+      seconds,
+      accuracy: { before, after },
+      lags: countBy(learnt.lags),
+      controlLags: countBy(control.lags),
+      // Per policy version: [rollouts, mean reward].
+      rewardsByVersion: byVersion(learnt),
+      controlRewardsByVersion: byVersion(control),
+    };
+    console.log(`learning test: ${JSON.stringify(summary)}`);
+    expect(summary.rise).toBeGreaterThan(MIN_RISE);
+    expect(after).toBeGreaterThan(before);
+    expect(summary.controlRise).toBeLessThan(CONTROL_MAX_RISE);
+    expect(summary.lead).toBeGreaterThan(MIN_LEAD_OVER_CONTROL);
+    // Off-policy lag, per trained record: every record carries the version that sampled it (the
+    // colocated policy server sends it), rollouts ran ahead of the trainer (some records were
+    // sampled by weights one or more optimiser steps older than those that trained on them), and
+    // no further than the pacing allows: a group starts only while fewer than off_policy_limit
+    // batches are queued, formed or in flight ahead of the trainer, and the trainer may be in the
+    // middle of a step (its version one behind) when it starts, so off_policy_limit + 1.
+    for (const arm of [learnt, control]) {
+      expect(arm.lags.every((lag) => typeof lag === 'number' && lag >= 0)).toBe(true);
+      expect(Math.max(...(arm.lags as number[]))).toBeGreaterThanOrEqual(1);
+      expect(Math.max(...(arm.lags as number[]))).toBeLessThanOrEqual(OFF_POLICY_LIMIT + 1);
+    }
+    // The final folder is a model: the trainer wrote it, with its summary.
+    expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
+    expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-10', 'model.safetensors'))).toBe(true);
+  });
+});

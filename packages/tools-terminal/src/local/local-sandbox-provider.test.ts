@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { SandboxV1 } from '@shears/core';
 import { describeSandboxConformance } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -35,6 +35,30 @@ describe('createLocalSandboxProvider', () => {
       state = (await import('node:fs')).readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] ?? '';
     } catch {}
     expect(['', 'Z']).toContain(state);
+  });
+
+  it('releases sandboxes together in one shared /proc scan: each kills its own processes, none of a live sandbox', async () => {
+    const state = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] ?? '';
+      } catch {
+        return '';
+      }
+    };
+    const released = await Promise.all(Array.from({ length: 12 }, () => provider.acquire()));
+    const kept = await provider.acquire();
+    sandbox = kept;
+    const background = 'setsid sleep 300 > /dev/null 2>&1 & echo $!';
+    const pids = await Promise.all(released.map(async (box) => Number((await box.exec(background)).stdout)));
+    const keptPid = Number((await kept.exec(background)).stdout);
+    // Released in two waves: the second asks while the first's scan may be running.
+    const first = Promise.all(released.slice(0, 6).map((box) => box.dispose()));
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([first, ...released.slice(6).map((box) => box.dispose())]);
+    for (const pid of pids) expect(['', 'Z']).toContain(state(pid));
+    expect(['S', 'R']).toContain(state(keptPid));
+    await kept.dispose();
+    expect(['', 'Z']).toContain(state(keptPid));
   });
 
   it('runs setup commands and fails acquire when one fails', async () => {
