@@ -172,7 +172,7 @@ function escapeHtml(text: string): string {
  * projection of the record (same field names), embedded for every group and parsed at load. The
  * whole record is embedded beside it, unparsed, and parsed when the group is opened.
  */
-export function groupSummary(group: ScoredGroupRecord): Record<string, unknown> {
+function groupSummary(group: ScoredGroupRecord): Record<string, unknown> {
   return {
     groupId: group.groupId,
     taskId: group.taskId,
@@ -286,7 +286,7 @@ ${assets.scripts.map((script) => `<script>${script}</script>`).join('\n')}
 }
 
 /** Everything a viewer page embeds, decoded (tests, and tools that read a built page back). */
-export interface ViewerPageData extends Record<string, unknown> {
+interface ViewerPageData extends Record<string, unknown> {
   /** The whole records, in page order. */
   groups: ScoredGroupRecord[];
   /** The per-group summaries the page parses at load. */
