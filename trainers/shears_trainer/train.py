@@ -136,7 +136,7 @@ def micro_batches(batch: TrainBatch, weights: torch.Tensor, size: int, device: t
     """Rows of `size`, right padding trimmed, moved to `device` (the batch is built on the CPU)."""
 
     def on(tensor):
-        return tensor if tensor is None or device is None else tensor.to(device, non_blocking=True)
+        return tensor if device is None else tensor.to(device, non_blocking=True)
 
     for start in range(0, batch.input_ids.shape[0], size):
         rows = slice(start, start + size)

@@ -9,6 +9,7 @@ export {
   isPackageInstalled,
   type OptionalPackageUse,
   optionalPackageCheck,
+  packageDirectory,
   requireOptionalPackage,
 } from './optional-package.js';
 export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-format.js';

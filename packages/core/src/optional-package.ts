@@ -33,20 +33,26 @@ function missingModuleName(error: unknown): string | undefined {
 }
 
 /**
- * Whether `import(name)` from the module at `from` (pass `import.meta.url`) would find the
- * package: ESM's lookup of a bare specifier, a `node_modules/<name>` folder in the module's
- * directory or one above it. Written out rather than `require.resolve` because require also
- * searches NODE_PATH, which `import()` ignores and pnpm sets for scripts: require would find a
+ * The folder `import(name)` from the module at `from` (pass `import.meta.url`) would load the
+ * package from, or undefined: ESM's lookup of a bare specifier, a `node_modules/<name>` folder in
+ * the module's directory or one above it. Written out rather than `require.resolve` because require
+ * also searches NODE_PATH, which `import()` ignores and pnpm sets for scripts: require would find a
  * package the import then cannot.
  */
-export function isPackageInstalled(name: string, from: string | URL): boolean {
+export function packageDirectory(name: string, from: string | URL): string | undefined {
   let directory = dirname(fileURLToPath(from));
   for (;;) {
-    if (existsSync(join(directory, 'node_modules', name, 'package.json'))) return true;
+    const candidate = join(directory, 'node_modules', name);
+    if (existsSync(join(candidate, 'package.json'))) return candidate;
     const parent = dirname(directory);
-    if (parent === directory) return false;
+    if (parent === directory) return undefined;
     directory = parent;
   }
+}
+
+/** Whether `import(name)` from the module at `from` would find the package (packageDirectory). */
+export function isPackageInstalled(name: string, from: string | URL): boolean {
+  return packageDirectory(name, from) !== undefined;
 }
 
 /** Throws a ConfigError naming `name` and `npm install <name>` when it does not resolve from `from`. */

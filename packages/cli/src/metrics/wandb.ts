@@ -15,10 +15,10 @@
 // package and from the sources under vitest; it imports the SDK by the absolute URL resolved here.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ConfigError, type PluginCheckResult, type ScoredGroupRecord, ShearsError } from '@shears/core';
-import { optionalPackageCheck, requireOptionalPackage } from '@shears/core/internal';
+import { optionalPackageCheck, packageDirectory, requireOptionalPackage } from '@shears/core/internal';
 import type { ShearsConfig } from '../config/config-schema.js';
 import type { CommandContext } from '../runtime.js';
 import type { MetricsRow } from './metrics-schema.js';
@@ -173,23 +173,15 @@ export function wandbCheck(config: ShearsConfig, env: Record<string, string | un
 
 /** The absolute URL of the SDK's ESM entry, as `import('@wandb/sdk')` from this module finds it. */
 function sdkEntry(): { url: string; version: string } {
-  let directory = join(fileURLToPath(import.meta.url), '..');
-  for (;;) {
-    const candidate = join(directory, 'node_modules', '@wandb', 'sdk');
-    try {
-      const manifest = JSON.parse(readFileSync(join(candidate, 'package.json'), 'utf8')) as {
-        version: string;
-        exports?: { '.'?: { import?: string } };
-        main?: string;
-      };
-      const entry = manifest.exports?.['.']?.import ?? manifest.main ?? 'index.js';
-      return { url: pathToFileURL(join(candidate, entry)).href, version: manifest.version };
-    } catch {
-      const parent = join(directory, '..');
-      if (parent === directory) throw new Error('@wandb/sdk: not found');
-      directory = parent;
-    }
-  }
+  const folder = packageDirectory('@wandb/sdk', import.meta.url);
+  if (folder === undefined) throw new Error('@wandb/sdk: not found');
+  const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as {
+    version: string;
+    exports?: { '.'?: { import?: string } };
+    main?: string;
+  };
+  const entry = manifest.exports?.['.']?.import ?? manifest.main ?? 'index.js';
+  return { url: pathToFileURL(join(folder, entry)).href, version: manifest.version };
 }
 
 // The worker: init, then log and finish as the main thread asks. CommonJS, run with `eval: true`.
