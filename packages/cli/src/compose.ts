@@ -505,17 +505,15 @@ async function createJudge(
         ? cause.argument.replace(/^judges\.(?:rubric|panel|group)\b/, `${section}.settings`)
         : `${section}.settings`;
       // Name the value of the setting the error is about.
+      const parts = field
+        .slice(`${section}.settings.`.length)
+        .split(/\.|\[(\d+)\]/)
+        .filter((part) => part !== undefined && part !== '');
       const value = field.startsWith(`${section}.settings.`)
-        ? valueAtPath(
-            config[section]!.settings,
-            field
-              .slice(`${section}.settings.`.length)
-              .split(/\.|\[(\d+)\]/)
-              .filter((part) => part !== undefined && part !== ''),
-          )
+        ? valueAtPath(config[section]!.settings, parts)
         : undefined;
       if (value !== undefined && !field.endsWith('.server') && !message.includes('; '))
-        message += ` (got ${describeValue(value)})`;
+        message += ` (got ${describeValue(value, parts)})`;
       throw new ConfigError({
         message: message.includes(`${section}.settings`) ? message : `${section}.settings: ${message}`,
         issues: [{ path: field, message: 'invalid judge settings', value }],

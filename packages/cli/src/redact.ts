@@ -10,6 +10,8 @@
 // test`) would rewrite words of prompts and transcripts ("a careful [redacted] assistant"), so it
 // is not replaced at all and the run warns about it. Free text also loses the userinfo of every URL.
 
+import { isSecretField } from '@shears/core/internal';
+
 const REDACTED = '[redacted]';
 
 /** A secret and the config field it came from. */
@@ -27,15 +29,8 @@ export interface Redactor {
   readonly weak: readonly SecretField[];
 }
 
-/** Field names (compared without case, `_` or `-`) whose string values are secrets. */
-const SECRET_FIELD =
-  /(apikey|token|secret|password|passwd|passphrase|authorization|auth|credential|credentials|privatekey|cookie|accesskey|signature)$/;
 /** Environment variables whose values are secrets wherever the config uses them. */
 const SECRET_VARIABLE = /(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|PRIVATE_?KEY|AUTH)$/i;
-
-export function isSecretField(name: string): boolean {
-  return SECRET_FIELD.test(name.toLowerCase().replace(/[^a-z0-9]/g, ''));
-}
 
 /**
  * Strong: long or varied enough that it cannot be a word of ordinary text, so replacing it

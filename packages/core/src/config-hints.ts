@@ -1,15 +1,51 @@
 // Small helpers for error messages about configuration and settings: a short description of the
 // value that was given, the value at a path, and the closest allowed name for a misspelt key.
 
-/** A short, readable description of a value for an error message (`"abc"`, `a list (...)`, `nothing`). */
-export function describeValue(value: unknown): string {
+/** Field names (compared without case, `_` or `-`) whose values are secrets. */
+const SECRET_FIELD =
+  /(apikey|token|secret|password|passwd|passphrase|authorization|auth|credential|credentials|privatekey|cookie|accesskey|signature)$/;
+
+/** Whether a field of this name holds a secret (`api_key`, `auth_token`, `Authorization`, …). */
+export function isSecretField(name: string): boolean {
+  return SECRET_FIELD.test(name.toLowerCase().replace(/[^a-z0-9]/g, ''));
+}
+
+/** A URL's password (`scheme://user:password@host`) replaced, wherever one occurs in the text. */
+function hideUrlPasswords(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/@:]*):[^\s/@]*@/gi, '$1:[redacted]@');
+}
+
+/**
+ * A short, readable description of a value for an error message (`"abc"`, `a list (...)`,
+ * `nothing`). Pass the value's `path` (its field names): the value of a secret-named field is
+ * described by its kind alone, the secret-named fields inside an object or list are masked, and a
+ * URL's password is hidden, so an error never prints a key the user put in the wrong place.
+ */
+export function describeValue(value: unknown, path: readonly PropertyKey[] = []): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (typeof value === 'function') return 'a function';
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (Array.isArray(value)) return `a list (${JSON.stringify(value).slice(0, 60)})`;
-  if (typeof value === 'object') return `an object (${JSON.stringify(value).slice(0, 60)})`;
+  if (path.some((key) => typeof key === 'string' && isSecretField(key))) {
+    const kind = Array.isArray(value)
+      ? 'a list'
+      : typeof value === 'object'
+        ? 'an object'
+        : typeof value === 'string'
+          ? `a string of ${value.length} characters`
+          : `a ${typeof value}`;
+    return `${kind} (not shown: a secret field)`;
+  }
+  if (typeof value === 'string') {
+    const shown = hideUrlPasswords(value);
+    return JSON.stringify(shown.length > 60 ? `${shown.slice(0, 57)}...` : shown);
+  }
+  const masked = hideUrlPasswords(
+    JSON.stringify(value, (key, entry) =>
+      key !== '' && isSecretField(key) && entry !== null && entry !== undefined ? '[redacted]' : entry,
+    ),
+  ).slice(0, 60);
+  if (Array.isArray(value)) return `a list (${masked})`;
+  if (typeof value === 'object') return `an object (${masked})`;
   return String(value);
 }
 

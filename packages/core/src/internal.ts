@@ -3,7 +3,7 @@
 // Named exports only, in the same shape as every package's index.ts.
 
 export { groupStats } from './advantages.js';
-export { closestName, describeValue, valueAtPath } from './config-hints.js';
+export { closestName, describeValue, isSecretField, valueAtPath } from './config-hints.js';
 export {
   importOptionalPackage,
   isPackageInstalled,

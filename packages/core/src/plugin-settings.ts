@@ -114,35 +114,35 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): SettingsIssue {
   const path = formatSettingsPath(issue.path) || '(settings)';
   switch (issue.code) {
     case 'invalid_type':
-      return { path, value, message: `expected ${issue.expected}, got ${describeValue(value)}` };
+      return { path, value, message: `expected ${issue.expected}, got ${describeValue(value, issue.path)}` };
     case 'too_small':
       return {
         path,
         value,
-        message: `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value)}`,
+        message: `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value, issue.path)}`,
       };
     case 'too_big':
       return {
         path,
         value,
-        message: `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value)}`,
+        message: `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value, issue.path)}`,
       };
     case 'invalid_value':
       return {
         path,
         value,
-        message: `got ${describeValue(value)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`,
+        message: `got ${describeValue(value, issue.path)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`,
       };
     case 'invalid_format':
       return {
         path,
         value,
-        message: `expected a valid ${issue.format === 'url' ? 'URL' : issue.format}, got ${describeValue(value)}`,
+        message: `expected a valid ${issue.format === 'url' ? 'URL' : issue.format}, got ${describeValue(value, issue.path)}`,
       };
     case 'unrecognized_keys':
       return { path, value: issue.keys, message: `unknown setting(s) ${issue.keys.join(', ')}` };
     default:
-      return { path, value, message: `${issue.message}, got ${describeValue(value)}` };
+      return { path, value, message: `${issue.message}, got ${describeValue(value, issue.path)}` };
   }
 }
 

@@ -106,7 +106,7 @@ function settingsError(tool: string, schema: z.ZodType, error: z.ZodError, input
         return {
           path: field(path),
           value,
-          message: `unknown setting (value ${describeValue(value)})${suggestion ? `; did you mean "${suggestion}"?` : ''} Allowed: ${allowed.join(', ')}`,
+          message: `unknown setting (value ${describeValue(value, path)})${suggestion ? `; did you mean "${suggestion}"?` : ''} Allowed: ${allowed.join(', ')}`,
         };
       });
     }
@@ -114,25 +114,25 @@ function settingsError(tool: string, schema: z.ZodType, error: z.ZodError, input
     let message: string;
     switch (issue.code) {
       case 'invalid_type':
-        message = `expected ${issue.expected}, got ${describeValue(value)}`;
+        message = `expected ${issue.expected}, got ${describeValue(value, issue.path)}`;
         break;
       case 'too_small':
-        message = `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value)}`;
+        message = `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value, issue.path)}`;
         break;
       case 'too_big':
-        message = `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}, got ${describeValue(value)}`;
+        message = `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}, got ${describeValue(value, issue.path)}`;
         break;
       case 'invalid_value':
-        message = `got ${describeValue(value)}; allowed: ${issue.values.map(String).join(', ')}`;
+        message = `got ${describeValue(value, issue.path)}; allowed: ${issue.values.map(String).join(', ')}`;
         break;
       case 'invalid_format':
-        message = `expected a valid ${issue.format === 'url' ? 'URL' : issue.format}, got ${describeValue(value)}`;
+        message = `expected a valid ${issue.format === 'url' ? 'URL' : issue.format}, got ${describeValue(value, issue.path)}`;
         break;
       case 'invalid_union':
-        message = `expected a PEM string or a list of them, got ${describeValue(value)}`;
+        message = `expected a PEM string or a list of them, got ${describeValue(value, issue.path)}`;
         break;
       default:
-        message = `${issue.message}, got ${describeValue(value)}`;
+        message = `${issue.message}, got ${describeValue(value, issue.path)}`;
     }
     return [{ path: field(issue.path), value, message }];
   });

@@ -95,6 +95,30 @@ describe('loadConfig', () => {
     expect(error.message).toContain('server.base_url: expected a valid URL');
   });
 
+  it('never prints a secret in a config error: secret fields by kind, keys inside objects masked, URL passwords hidden', () => {
+    const key = 'sk-live-0123456789abcdefABCDEF';
+    const path = write(
+      'secret-errors.yaml',
+      [
+        'server:',
+        '  api_key: 12345678901234567890',
+        `  base_url: "http://admin:${key}@bad host:8000/v1"`,
+        `judge: [{ api_key: "${key}" }]`,
+        `run: { out: { token: "${key}" } }`,
+      ].join('\n'),
+    );
+    const error = errorOf(() => loadConfig({ path, environment: {} }));
+    expect(error.message).toContain(
+      'server.api_key: expected string, got a number (not shown: a secret field)',
+    );
+    expect(error.message).toContain('server.base_url: expected a valid URL');
+    expect(error.message).toContain('http://admin:[redacted]@bad host');
+    expect(error.message).toMatch(/judge: .*a list \(\[\{"api_key":"\[redacted\]"\}\]\)/);
+    expect(error.message).toContain('run.out: expected string, got an object ({"token":"[redacted]"})');
+    expect(error.message).not.toContain('1234567890');
+    expect(error.message).not.toContain(key);
+  });
+
   it('names what a pattern field accepts, not "a valid regex"', () => {
     const path = write(
       'pattern.yaml',

@@ -361,28 +361,28 @@ export function configErrorFromZod(error: z.ZodError, input: unknown, source?: s
         return { path: issue.path.length ? field : '(root)', message, value: issue.keys };
       }
       case 'invalid_type':
-        message = `expected ${issue.expected}, got ${describeValue(value)}`;
+        message = `expected ${issue.expected}, got ${describeValue(value, issue.path)}`;
         break;
       case 'too_small':
-        message = `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value)}`;
+        message = `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)}${issue.origin === 'array' ? ' items' : issue.origin === 'string' ? ' characters' : ''}, got ${describeValue(value, issue.path)}`;
         break;
       case 'too_big':
-        message = `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}${issue.origin === 'array' ? ' items' : ''}, got ${describeValue(value)}`;
+        message = `must be ${issue.inclusive === false ? '<' : '<='} ${String(issue.maximum)}${issue.origin === 'array' ? ' items' : ''}, got ${describeValue(value, issue.path)}`;
         break;
       case 'invalid_value':
-        message = `got ${describeValue(value)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`;
+        message = `got ${describeValue(value, issue.path)}; allowed: ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}`;
         break;
       case 'invalid_format':
         if (issue.format === 'regex') {
           // The schema's own words when it gives them ('auto, cpu, cuda or cuda:N'), else the pattern:
           // "expected a valid regex" would tell the user the value should be a regular expression.
           const own = !issue.message.startsWith('Invalid string');
-          message = `${own ? `expected ${issue.message}` : `must match ${String(issue.pattern)}`}, got ${describeValue(value)}`;
+          message = `${own ? `expected ${issue.message}` : `must match ${String(issue.pattern)}`}, got ${describeValue(value, issue.path)}`;
         } else
-          message = `expected a valid ${issue.format === 'url' ? 'URL (e.g. http://127.0.0.1:8000/v1)' : issue.format}, got ${describeValue(value)}`;
+          message = `expected a valid ${issue.format === 'url' ? 'URL (e.g. http://127.0.0.1:8000/v1)' : issue.format}, got ${describeValue(value, issue.path)}`;
         break;
       default:
-        message = `${issue.message}, got ${describeValue(value)}`;
+        message = `${issue.message}, got ${describeValue(value, issue.path)}`;
     }
     return { path: field, message, value };
   });

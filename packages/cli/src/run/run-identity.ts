@@ -7,9 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type EnvItem, InvalidArgumentError, resolvePluginUrl, safeParseJson } from '@shears/core';
+import { isSecretField } from '@shears/core/internal';
 import { cliVersion } from '../args.js';
 import type { ShearsConfig } from '../config/config-schema.js';
-import { isSecretField } from '../redact.js';
 
 interface RunIdentityFile {
   kind: 'shears.run';
