@@ -106,6 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     accuracy.add_argument("--model", required=True)
     accuracy.add_argument("--words", type=int, default=64)
     accuracy.add_argument("--seed", type=int, default=12345)
+    accuracy.add_argument(
+        "--samples",
+        type=int,
+        default=0,
+        help="also the mean reward of this many sampled answers per word (at --temperature)",
+    )
+    accuracy.add_argument("--temperature", type=float, default=1.0)
 
     loop = commands.add_parser(
         "toy-loop",
@@ -149,7 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         fields = vars(args).copy()
         fields.pop("command")
         fields["batch_timeout_s"] = fields.pop("batch_timeout")
-        run_grpo(GrpoConfig(**fields))
+        from .api import ApiError
+
+        try:
+            run_grpo(GrpoConfig(**fields))
+        except ApiError as error:
+            # The API's own words (no batch in time, refused, unreachable): one line, exit 1.
+            print(f"shears-trainer grpo: {error}", file=sys.stderr, flush=True)
+            return 1
     elif args.command == "sft":
         from .train import run_sft
 
@@ -220,7 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "toy-accuracy":
         from .toy import toy_accuracy
 
-        print(json.dumps(toy_accuracy(args.model, args.words, args.seed)), flush=True)
+        print(
+            json.dumps(
+                toy_accuracy(
+                    args.model, args.words, args.seed, samples=args.samples, temperature=args.temperature
+                )
+            ),
+            flush=True,
+        )
     else:
         from .toy import make_toy_model
 

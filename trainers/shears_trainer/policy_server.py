@@ -178,6 +178,7 @@ class PolicyServer:
         self.vocab_size = model.get_input_embeddings().weight.shape[0]
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
+        self._closed = False
         self.port = self.httpd.server_address[1]
         self.url = f"http://{host}:{self.port}"
         self._threads = [
@@ -192,7 +193,11 @@ class PolicyServer:
 
     def close(self) -> None:
         """Stops serving: the batch in progress finishes, waiting requests are answered 503. The
-        generation thread is joined, so the process never exits in the middle of a torch call."""
+        generation thread is joined, so the process never exits in the middle of a torch call.
+        Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self._closing.set()
         self._threads[1].join(timeout=60)
         while True:

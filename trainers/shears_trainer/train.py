@@ -11,6 +11,7 @@ The loss is in loss.py, the tensors in batch.py, the policy server in policy_ser
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import math
@@ -244,6 +245,10 @@ def run_grpo(config: GrpoConfig) -> dict:
         server = PolicyServer(
             model, stop_token_ids(tokenizer), host=config.serve_host, port=config.serve_port
         ).start()
+        # However the run ends (an error such as no batch within --batch-timeout included), the
+        # generation thread is stopped before the interpreter exits: a daemon thread killed in the
+        # middle of a torch call aborts the process (SIGABRT) instead of exiting with the error.
+        atexit.register(server.close)
         log(f"policy server listening on {server.url} (POST /generate, policy_version 0)")
 
     # Register only once the policy server answers: env workers wait for the trainer's first

@@ -172,3 +172,66 @@ def test_bad_requests_are_refused_naming_the_field(served, body, message):
         post(server.url, body)
     assert caught.value.code == 400
     assert message in json.loads(caught.value.read())["detail"]
+
+
+def test_a_trainer_that_gets_no_batch_exits_with_the_error_while_its_server_is_busy(
+    toy_model, fresh_shears_api, tmp_path
+):
+    """No batch within --batch-timeout: exit 1 with the API's words in one line — also while the
+    colocated policy server is in the middle of generating (before, the daemon generation thread
+    was killed inside a torch call at exit and the process aborted, SIGABRT)."""
+    import subprocess
+    import sys
+    import threading
+
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shears_trainer",
+            "grpo",
+            "--model",
+            str(toy_model),
+            "--output",
+            str(tmp_path / "out"),
+            "--api-url",
+            fresh_shears_api,
+            "--steps",
+            "1",
+            "--batch-size",
+            "8",
+            "--serve-port",
+            "0",
+            "--batch-timeout",
+            "3",
+            "--threads",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = None
+    for line in process.stdout:
+        if "policy server listening on " in line:
+            url = line.split("policy server listening on ")[1].split()[0]
+            break
+    assert url, "the trainer did not start its policy server"
+    answered = []
+
+    def keep_generating():
+        body = {"prompt": {"prompt_token_ids": [5, 6, 7]}, "max_tokens": 64, "temperature": 1.0, "n": 16}
+        while process.poll() is None:
+            try:
+                post(url, body)
+                answered.append(1)
+            except (OSError, urllib.error.URLError):
+                return
+
+    client = threading.Thread(target=keep_generating, daemon=True)
+    client.start()
+    _, stderr = process.communicate(timeout=120)
+    assert answered, "the policy server answered no request while the trainer waited"
+    assert process.returncode == 1, stderr[-2000:]
+    assert "shears-trainer grpo: no batch from" in stderr and "within 3 s" in stderr
+    assert "Traceback" not in stderr
