@@ -358,13 +358,17 @@ async function train(
   context.drain.removeEventListener('abort', onOuterAbort);
   const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);
   const replays = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.replaysSent : 0), 0);
+  const buffered = outcomes.reduce(
+    (sum, outcome) => sum + (outcome.ok ? outcome.result.bufferedByApi : 0),
+    0,
+  );
   for (const outcome of outcomes)
     if (outcome.ok) {
       const failures = formatFailures(outcome.result.failures);
       if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
     }
   io.stdout(
-    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups${replays ? ` and ${replays} replayed groups` : ''}\n`,
+    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups${replays ? ` and ${replays} replayed groups` : ''}${buffered ? ` (${buffered} of them buffered by the API, not queued)` : ''}\n`,
   );
   return code;
 }

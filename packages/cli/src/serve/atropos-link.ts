@@ -31,7 +31,12 @@ export interface AtroposLink {
   /** The trainer's batch size and longest sequence; -1 before a trainer registers. */
   info(signal?: AbortSignal): Promise<{ batch_size: number; max_token_len?: number }>;
   /** Posts one group; retried with the same Idempotency-Key until the API acknowledges it. */
-  postScoredData(data: ScoredData, signal?: AbortSignal): Promise<void>;
+  /**
+   * Posts one group. `buffered`: the API acknowledged it but holds it in its env buffer (Atropos
+   * buffers a group smaller than the env's group size until buffered groups sum to that size), so
+   * it is not yet in the queue and may never reach the trainer.
+   */
+  postScoredData(data: ScoredData, signal?: AbortSignal): Promise<{ buffered: boolean }>;
 }
 
 /** Settles with `promise`, or rejects with AbortedError as soon as `signal` fires. */
@@ -133,7 +138,8 @@ export function createAtroposLink(options: {
     },
     info: (signal) => untilAborted(client.info(), signal),
     async postScoredData(data, signal) {
-      await client.submit(data, { signal });
+      const answer = await client.submit(data, { signal });
+      return { buffered: answer?.status === 'buffered' };
     },
   };
 }

@@ -41,6 +41,8 @@ interface ServeResult {
   scoredRollouts: number;
   stoppedBy: StoppedBy | undefined;
   failures: FailureCount[];
+  /** Groups the API acknowledged but buffered (smaller than the env's group size; see postScoredData). */
+  bufferedByApi: number;
 }
 
 /** The trajectory API could not be reached or refused the worker. */
@@ -321,7 +323,14 @@ export async function runServeLoop(
     const post = async (data: ScoredData, record: ScoredGroupRecord, what: string): Promise<boolean> => {
       try {
         // Finished groups are still posted while draining; only the hard stop interrupts a post.
-        await link.postScoredData(data, control.signal);
+        const { buffered } = await link.postScoredData(data, control.signal);
+        if (buffered) {
+          result.bufferedByApi++;
+          if (result.bufferedByApi === 1)
+            progress.note(
+              `the API buffered ${what} of ${data.tokens.length} sequences instead of queueing it (env.group_size ${config.env.group_size}): Atropos holds a group smaller than the env's group size until buffered groups sum to that size, so it may never reach the trainer (a rollout left out of the group, e.g. one without a score, makes it smaller); counted in the summary`,
+            );
+        }
         return true;
       } catch (error) {
         if (control.signal.aborted) {
@@ -434,6 +443,7 @@ function emptyResult(): ServeResult {
     scoredRollouts: 0,
     stoppedBy: undefined,
     failures: [],
+    bufferedByApi: 0,
   };
 }
 
@@ -444,5 +454,5 @@ export function formatServeResult(result: ServeResult, url: string): string {
     .sort((a, b) => b[1] - a[1])
     .map(([reason, count]) => `${count} ${reason}`)
     .join(', ');
-  return `sent ${result.groupsSent} groups${result.replaysSent ? ` and ${result.replaysSent} replayed groups` : ''} to ${url}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
+  return `sent ${result.groupsSent} groups${result.replaysSent ? ` and ${result.replaysSent} replayed groups` : ''} to ${url}${result.bufferedByApi ? ` (${result.bufferedByApi} of them buffered by the API, not queued)` : ''}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
 }

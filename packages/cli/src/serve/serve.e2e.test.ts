@@ -686,7 +686,7 @@ for (;;) {
  * (-1, as after /reset_data or before a trainer registers), /register-env succeeds at once, and
  * the queue holds every posted group until the test lets the "trainer" take them.
  */
-async function scriptedAtroposApi() {
+async function scriptedAtroposApi(options: { buffer?: boolean } = {}) {
   let queue = 0;
   const registrations: Array<Record<string, unknown>> = [];
   const readJson = (request: IncomingMessage, body: Buffer) =>
@@ -716,6 +716,7 @@ async function scriptedAtroposApi() {
       },
       '/status-env': (_request, response) => reply(response, { current_step: 0, queue_size: queue }),
       '/scored_data': (_request, response) => {
+        if (options.buffer) return reply(response, { status: 'buffered', buffer_size: 2 });
         queue++;
         reply(response, { status: 'received' });
       },
@@ -824,6 +825,41 @@ describe('shears serve: settings that must take effect', () => {
       expect(run.stdout).toMatch(
         /^sent 0 groups to http\S+; not sent: 1 \(1 a sequence of \d+ tokens is longer/,
       );
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('says when the API buffered a group instead of queueing it (Atropos holds undersized groups)', async () => {
+    const api = await scriptedAtroposApi({ buffer: true });
+    try {
+      const run = await runShears(
+        [
+          'serve',
+          '--url',
+          api.url,
+          '--max-groups',
+          '2',
+          '--group-size',
+          '2',
+          '--run.all_equal_scores',
+          'keep',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/buffered.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      expect(api.posts()).toBe(2);
+      // Said once, when it first happens, and counted in the summary.
+      expect(
+        run.stderr.match(/the API buffered a group of \d+ sequences instead of queueing it/g),
+      ).toHaveLength(1);
+      expect(run.stderr).toContain('env.group_size 2');
+      expect(run.stdout).toMatch(/^sent 2 groups to http\S+ \(2 of them buffered by the API, not queued\);/);
     } finally {
       await api.close();
     }

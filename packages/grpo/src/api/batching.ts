@@ -20,7 +20,13 @@ export interface EnvRecord {
   last_update: number;
   connected: boolean;
   min_batch_allocation: number | null;
+  /** The env's group size: registered, then grown by /status-env to its largest queued group (as Atropos). */
   group_size: number;
+  /**
+   * The group size the env registered, which /status-env never grows: a group smaller than this is
+   * buffered until buffered groups sum to it. (Absent in records stored before it existed.)
+   */
+  registered_group_size?: number;
 }
 
 export interface BatchPlan {

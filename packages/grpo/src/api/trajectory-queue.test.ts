@@ -116,6 +116,42 @@ describe('TrajectoryQueue (no HTTP)', () => {
     expect(queue.counters).toMatchObject({ groupsReceived: 2, batchesServed: 1, sequencesServed: 4 });
   });
 
+  it('buffers against the registered group size, never the size /status-env grew it to', async () => {
+    const queue = await makeQueue();
+    queue.register(trainer(32));
+    expect(await serve(queue)).toBeNull();
+    const env = {
+      max_token_length: 100,
+      desired_name: 'e',
+      weight: 1,
+      group_size: 8,
+      min_batch_allocation: null,
+    };
+    expect(queue.registerEnv(env)).toMatchObject({ status: 'success', env_id: 0 });
+    // One group with more sequences than the env's group size (rollouts of several sequences):
+    // queued, and /status-env grows the env's group size to 16, as Atropos does.
+    expect((await queue.ingest(decoded(group(16, { env_id: 0 })), { kind: 'single' })).text).toContain(
+      'received',
+    );
+    expect(queue.statusEnv(0)).toMatchObject({ max_group_size: 16, self_queue_size: 1 });
+    // Groups of the registered size, and of sizes between it and the grown one, still go straight
+    // to the queue (before, each waited in the buffer for others summing to exactly 16: a 9 never did).
+    for (const size of [8, 9, 8]) {
+      const answer = await queue.ingest(decoded(group(size, { env_id: 0 })), { kind: 'single' });
+      expect(answer.text, `a group of ${size}`).toContain('received');
+    }
+    expect(queue.store.summary()).toMatchObject({ buffered: 0, groups: 4 });
+    // A group smaller than registered is still buffered until buffered ones sum to 8 (Atropos).
+    expect((await queue.ingest(decoded(group(5, { env_id: 0 })), { kind: 'single' })).text).toBe(
+      '{"status":"buffered","buffer_size":5}',
+    );
+    expect((await queue.ingest(decoded(group(3, { env_id: 0 })), { kind: 'single' })).text).toBe(
+      '{"status":"buffered","buffer_size":0}',
+    );
+    const batch = (await serve(queue)) as { scores: number[] }[];
+    expect(batch.map((item) => item.scores.length)).toEqual([16, 8, 8]);
+  });
+
   it('forms every batch at once, advances the step by that count, and serves them oldest first (or lifo)', async () => {
     for (const order of ['fifo', 'lifo'] as const) {
       const queue = await makeQueue({ batchOrder: order });

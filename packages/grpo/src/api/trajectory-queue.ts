@@ -177,6 +177,7 @@ export class TrajectoryQueue {
         connected: true,
         min_batch_allocation: input.min_batch_allocation,
         group_size: input.group_size,
+        registered_group_size: input.group_size,
       });
     });
     return {

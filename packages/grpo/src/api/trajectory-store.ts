@@ -394,7 +394,13 @@ export class TrajectoryStore {
           group.envId !== null && group.envId >= 0 && group.envId < this.run.envs.length
             ? this.run.envs[group.envId]
             : undefined;
-        const buffered = env !== undefined && group.size < env.group_size;
+        // Measured against the size the env registered, not the one /status-env grew: once one
+        // larger group (an env whose rollouts can hold several sequences) had grown it, every
+        // group of the registered size would otherwise wait in the buffer for others to sum to the
+        // grown size, and groups of sizes that never sum to it would wait forever while the
+        // trainer starves (it did: 1,800 buffered groups, no batch for minutes).
+        const expected = env === undefined ? 0 : (env.registered_group_size ?? env.group_size);
+        const buffered = env !== undefined && group.size < expected;
         insert.run(
           id,
           id,
@@ -419,7 +425,7 @@ export class TrajectoryStore {
         buffer.push(stored);
         const chosen = findGroupsSummingToTarget(
           buffer.map((item) => item.size),
-          env.group_size,
+          expected,
         );
         if (chosen.length > 0) {
           for (const index of chosen) {
