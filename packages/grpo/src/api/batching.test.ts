@@ -67,8 +67,14 @@ describe('planBatch', () => {
     }
   });
 
-  it('waits for data when the size is reachable later, and splits when it never is', () => {
-    expect(planBatch(queueOf([12, 8]), 16)).toBeUndefined();
+  it('splits one group when no whole groups sum to the batch size (waiting could deadlock with a paced env)', () => {
+    expect(planBatch(queueOf([12, 8]), 16)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
+    // Groups of 8 and 9 (rollouts of two sequences), batch 64: no subset sums to 64.
+    const mixed = queueOf([9, 9, 9, 9, 9, 9, 9, 8]);
+    const plan = planBatch(mixed, 64);
+    expect(plan?.split).toBeDefined();
+    expect(plan && total(mixed, plan.take) + (plan.split?.sequences ?? 0)).toBe(64);
+    expect(planBatch(queueOf([12, 8]), 24)).toBeUndefined(); // not enough queued yet
     expect(planBatch(queueOf([8, 8]), 12)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
     expect(planBatch(queueOf([8, 8]), 12, { splitGroups: false })).toBeUndefined();
     expect(planBatch(queueOf([3, 1, 4]), 5)).toEqual({ take: [1, 2] });

@@ -74,11 +74,6 @@ export function findGroupsSummingToTarget(sizes: readonly number[], target: numb
   return chosen.sort((a, b) => a - b);
 }
 
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
-
 /** How many queued groups the exact search looks at; bounds the work per batch. */
 const BATCH_SEARCH_WINDOW = 4096;
 
@@ -136,9 +131,10 @@ export function planAtroposBatch(queue: readonly QueuedGroup[], batchSize: numbe
  * Atropos's batch where Atropos forms one (`planAtroposBatch`: same groups, same order).
  * Where it forms none, shears still does when the data allows: whole groups, FIFO greedy,
  * else the lexicographically earliest subset that sums to `batchSize` (Atropos starves group
- * sizes that do not divide the largest queued one). When no combination of the queued sizes
- * can ever reach the batch size (it is not a multiple of their gcd, e.g. groups of 8 and batch
- * size 12) and enough sequences are queued, one group is split instead of waiting forever.
+ * sizes that do not divide the largest queued one). When enough sequences are queued but no
+ * whole groups sum to the batch size (groups of 8 and 9, batch 64; or groups of 8, batch 12),
+ * one group is split rather than waiting: an env pacing itself by the queue may send nothing
+ * more, and the trainer would wait forever.
  */
 export function planBatch(
   queue: readonly QueuedGroup[],
@@ -186,9 +182,10 @@ export function planBatch(
     return { take: chosen };
   }
   if (options.splitGroups === false) return undefined;
-  let divisor = 0;
-  for (const group of queue) divisor = gcd(divisor, group.size);
-  if (divisor === 0 || batchSize % divisor === 0) return undefined; // reachable later: wait for data
+  // No whole groups sum to the batch size now. Waiting for more data could deadlock: an env
+  // paces itself by the queue (`off_policy_limit`), so with enough queued it sends nothing more
+  // (groups of 8 and 9 sequences, batch 64: nine queued groups, none summing to 64, the env
+  // paused, the trainer waiting). So one group is split.
   const whole: number[] = [];
   let filled = 0;
   for (let index = 0; index < queue.length; index++) {
