@@ -43,7 +43,7 @@ export async function httpExchange(options: HttpExchangeOptions): Promise<HttpEx
     const text = await response.text();
     return { status: response.status, ok: response.ok, headers: response.headers, text };
   }
-  return nodeExchange(options);
+  return clientExchange(options);
 }
 
 // Keep-alive connections that close after 4 s idle, before the 5 s after which uvicorn (vLLM,
@@ -129,12 +129,12 @@ function idleConnection(target: Target): Connection {
   return connection;
 }
 
-async function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+async function clientExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
   try {
-    return await nodeAttempt(options);
+    return await clientAttempt(options);
   } catch (error) {
     if (!(error instanceof StaleSocketError) || options.signal.aborted) throw error;
-    return nodeAttempt(options);
+    return clientAttempt(options);
   }
 }
 
@@ -144,7 +144,7 @@ class StaleSocketError extends Error {}
 /** The error codes of a connection the server closed or reset under a request. */
 const CLOSED_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
-async function nodeAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+async function clientAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
   if (options.signal.aborted) throw new Error('aborted before the request was sent');
   const target = targetOf(options.url);
   let headers = options.headers;
