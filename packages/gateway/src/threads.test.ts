@@ -81,6 +81,29 @@ describe('messageKey', () => {
     );
     expect(canonicalArguments('  not json ')).toBe('not json');
   });
+
+  it('gives the same answer for a text seen before (remembered), and never gives one text the answer of another', () => {
+    const texts = [
+      '{"b": 1, "a": 2}',
+      '{"a":2,"b":1}',
+      '{"a": 2, "b": 3}',
+      ' {"a": 2} x',
+      `{"big": "${'y'.repeat(5000)}"}`,
+    ];
+    const first = texts.map(canonicalArguments);
+    expect(first).toEqual([
+      '{"a":2,"b":1}',
+      '{"a":2,"b":1}',
+      '{"a":2,"b":3}',
+      '{"a": 2} x',
+      `{"big":"${'y'.repeat(5000)}"}`,
+    ]);
+    for (let round = 0; round < 3; round++) expect(texts.map(canonicalArguments)).toEqual(first);
+    // Past the cache's size it starts over, with the same answers.
+    for (let index = 0; index < 5000; index++) canonicalArguments(`{"i": ${index}}`);
+    expect(canonicalArguments('{"i": 4999}')).toBe('{"i":4999}');
+    expect(texts.map(canonicalArguments)).toEqual(first);
+  });
 });
 
 describe('matchThread', () => {

@@ -53,13 +53,27 @@ export function stableStringify(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+// Harnesses send the whole history with every request, so the same argument texts come back turn
+// after turn: their canonical spelling is remembered (a pure function of the text), which makes a
+// message key a map lookup instead of a JSON parse and re-serialisation. Bounded: cleared when full.
+const canonicalCache = new Map<string, string>();
+const CANONICAL_CACHE_ENTRIES = 4096;
+const CANONICAL_CACHE_MAX_CHARS = 4096;
+
 /** Tool-call arguments in one canonical spelling (sorted keys, no spacing); raw text when not JSON. */
 export function canonicalArguments(text: string): string {
+  let canonical = canonicalCache.get(text);
+  if (canonical !== undefined) return canonical;
   try {
-    return stableStringify(JSON.parse(text));
+    canonical = stableStringify(JSON.parse(text));
   } catch {
-    return text.trim();
+    canonical = text.trim();
   }
+  if (text.length <= CANONICAL_CACHE_MAX_CHARS) {
+    if (canonicalCache.size >= CANONICAL_CACHE_ENTRIES) canonicalCache.clear();
+    canonicalCache.set(text, canonical);
+  }
+  return canonical;
 }
 
 /** A message's identity for thread matching. */

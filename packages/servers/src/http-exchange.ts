@@ -1,13 +1,11 @@
-// One HTTP request and its whole response body, over Node's own http/https client (its global
-// agents keep connections alive) or over a `fetch` the user injected. Why not `fetch` by default:
-// on a local inference server the client's own cost is the latency, and undici's fetch spends
-// about 1 ms of CPU more per request than `http.request` (web streams, a clone of the request
-// body for redirects, header guards) — measured in packages/gateway/bench/overhead.ts, where every
-// request a harness makes pays it once more behind the gateway.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { urlToHttpOptions } from 'node:url';
+// One HTTP request and its whole response body, over undici's HTTP/1.1 client (keep-alive
+// connections per origin) or over a `fetch` the user injected. Why not `fetch` by default: on a
+// local inference server the client's own cost is the latency, and `fetch` spends about 1 ms of
+// CPU more per request than a plain HTTP/1.1 client (web streams, a clone of the request body for
+// redirects, header guards) — measured in packages/gateway/bench/overhead.ts, where every request
+// a harness makes pays it once more behind the gateway.
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { Client, type Dispatcher } from 'undici';
 
 interface HttpExchangeOptions {
   url: string;
@@ -15,7 +13,7 @@ interface HttpExchangeOptions {
   headers: Record<string, string>;
   body?: string;
   signal: AbortSignal;
-  /** Injected `fetch`; without it, node:http(s). */
+  /** Injected `fetch`; without it, undici's HTTP/1.1 client. */
   fetch?: typeof globalThis.fetch;
 }
 
@@ -28,9 +26,11 @@ export interface HttpExchangeResult {
 }
 
 /**
- * Rejects with what the transport threw: on a refused or reset connection Node's error (its
- * message names the address, `connect ECONNREFUSED 127.0.0.1:9`), fetch's `TypeError` (the
- * reason is its `cause`), and on abort an error once `signal` is aborted (the caller checks it).
+ * Rejects with what the transport threw: on a refused connection Node's error (its message names
+ * the address, `connect ECONNREFUSED 127.0.0.1:9`), on a connection closed or reset before the
+ * answer `socket hang up` (code ECONNRESET), on a body cut short `the server closed the connection
+ * mid-response`, fetch's `TypeError` (the reason is its `cause`), and on abort an error once
+ * `signal` is aborted (the caller checks it).
  */
 export async function httpExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
   if (options.fetch) {
@@ -43,108 +43,169 @@ export async function httpExchange(options: HttpExchangeOptions): Promise<HttpEx
     const text = await response.text();
     return { status: response.status, ok: response.ok, headers: response.headers, text };
   }
-  return nodeExchange(options);
+  return clientExchange(options);
 }
 
-// Keep-alive agents whose idle sockets close after 4 s, before the 5 s after which uvicorn (vLLM,
-// SGLang, transformers serve) and Node servers close theirs: reusing a socket the server is closing
-// fails the request with "socket hang up". A race remains (the server's timer may be shorter), so
-// a request that fails that way on a reused socket, before any response, is sent once more.
+// Keep-alive connections that close after 4 s idle, before the 5 s after which uvicorn (vLLM,
+// SGLang, transformers serve) and Node servers close theirs: reusing a connection the server is
+// closing fails the request ("socket hang up"). undici also honours a shorter `Keep-Alive:
+// timeout=N` that a server announces. A race remains (the server's timer may be shorter), so a
+// request that fails that way on a reused connection, before any response, is sent once more.
+//
+// Why undici and not node:http (used here before, with the behaviour kept): its HTTP/1.1 client
+// costs less CPU per request (see packages/gateway/README.md, Benchmarks), and every harness
+// request behind the agent gateway pays it once more. Why not undici's Pool: since 7.x it checks
+// an idle connection in the event loop's next check phase before reusing it, and meanwhile counts
+// it busy, so back-to-back requests alternate between two connections. Here a request takes the
+// first idle connection (one undici Client each), a new one only when all are busy, so a
+// sequential caller keeps one connection, as it did over node:http. undici's own time limits are
+// off: the caller's signal is the only deadline, as it was.
 const IDLE_MS = 4_000;
-const httpAgent = new HttpAgent({ keepAlive: true, timeout: IDLE_MS, scheduling: 'lifo' });
-const httpsAgent = new HttpsAgent({ keepAlive: true, timeout: IDLE_MS, scheduling: 'lifo' });
+/** Idle connections kept per origin beyond this many are closed when the server closes them. */
+const KEPT_CONNECTIONS = 16;
+
+interface Connection {
+  client: Client;
+  busy: boolean;
+  /** Responses on its current socket: above 0, a request on it reuses a kept-alive socket. */
+  served: number;
+}
 
 interface Target {
-  secure: boolean;
-  options: ReturnType<typeof urlToHttpOptions>;
+  connections: Connection[];
+  origin: string;
+  /** Path and query, as the request line wants them. */
+  path: string;
+  /** `Basic …` from credentials in the URL (node:http sent them too), unless the caller sets its own. */
+  basicAuth: string | undefined;
 }
 
-// A client posts to one or two URLs over and over: parse each once (Node would parse the URL and
-// convert it to request options on every call). Bounded, in case a caller builds many URLs.
+/** Connections per origin, for the life of the process (idle sockets close themselves). */
+const origins = new Map<string, Connection[]>();
+
+// A client posts to one or two URLs over and over: parse each once. Bounded, in case a caller
+// builds many URLs.
 const targets = new Map<string, Target>();
 
 function targetOf(url: string): Target {
   let target = targets.get(url);
   if (!target) {
     const parsed = new URL(url);
-    target = { secure: parsed.protocol === 'https:', options: urlToHttpOptions(parsed) };
+    let connections = origins.get(parsed.origin);
+    if (!connections) origins.set(parsed.origin, (connections = []));
+    const basicAuth =
+      parsed.username || parsed.password
+        ? `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString('base64')}`
+        : undefined;
+    target = { connections, origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, basicAuth };
     if (targets.size >= 256) targets.clear();
     targets.set(url, target);
   }
   return target;
 }
 
-async function nodeExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+function idleConnection(target: Target): Connection {
+  for (const connection of target.connections) if (!connection.busy) return connection;
+  const connection: Connection = {
+    client: new Client(target.origin, {
+      keepAliveTimeout: IDLE_MS,
+      keepAliveMaxTimeout: IDLE_MS,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      connectTimeout: 0,
+    }),
+    busy: false,
+    served: 0,
+  };
+  const list = target.connections;
+  connection.client.on('disconnect', () => {
+    connection.served = 0;
+    if (!connection.busy && list.length > KEPT_CONNECTIONS) {
+      list.splice(list.indexOf(connection), 1);
+      void connection.client.close();
+    }
+  });
+  list.push(connection);
+  return connection;
+}
+
+async function clientExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
   try {
-    return await nodeAttempt(options);
+    return await clientAttempt(options);
   } catch (error) {
     if (!(error instanceof StaleSocketError) || options.signal.aborted) throw error;
-    return nodeAttempt(options);
+    return clientAttempt(options);
   }
 }
 
-/** A reused keep-alive socket that the server had closed: the request never got an answer. */
+/** A reused keep-alive connection that the server had closed: the request never got an answer. */
 class StaleSocketError extends Error {}
 
-function nodeAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
-  return new Promise((resolve, reject) => {
-    if (options.signal.aborted) {
-      reject(new Error('aborted before the request was sent'));
-      return;
+/** The error codes of a connection the server closed or reset under a request. */
+const CLOSED_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+async function clientAttempt(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+  if (options.signal.aborted) throw new Error('aborted before the request was sent');
+  const target = targetOf(options.url);
+  let headers = options.headers;
+  if (
+    target.basicAuth !== undefined &&
+    !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')
+  )
+    headers = { ...headers, authorization: target.basicAuth };
+  const connection = idleConnection(target);
+  connection.busy = true;
+  const reused = connection.served > 0;
+  try {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await connection.client.request({
+        path: target.path,
+        method: options.method,
+        headers,
+        body: options.body,
+        signal: options.signal,
+      });
+    } catch (error) {
+      throw connectionError(error, reused);
     }
-    const target = targetOf(options.url);
-    const send = target.secure ? httpsRequest : httpRequest;
-    const agent = target.secure ? httpsAgent : httpAgent;
-    const headers: Record<string, string | number> = { ...options.headers };
-    if (options.body !== undefined) headers['content-length'] = Buffer.byteLength(options.body);
-    let settled = false;
-    const fail = (error: Error) => {
-      if (settled) return;
-      settled = true;
-      options.signal.removeEventListener('abort', onAbort);
-      request.destroy();
-      reject(error);
+    let raw: Buffer;
+    try {
+      raw = Buffer.from(await response.body.arrayBuffer());
+    } catch (error) {
+      if (options.signal.aborted) throw error;
+      throw new Error('the server closed the connection mid-response', { cause: error });
+    }
+    connection.served++;
+    const body = decode(raw, headerValue(response.headers['content-encoding']));
+    const status = response.statusCode;
+    return {
+      status,
+      ok: status >= 200 && status < 300,
+      headers: response.headers,
+      text: body.toString('utf8'),
     };
-    const onAbort = () => fail(new Error('aborted'));
-    let answered = false;
-    const request = send(
-      { ...target.options, method: options.method, headers, agent },
-      (response: IncomingMessage) => {
-        answered = true;
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('error', fail);
-        response.on('close', () => {
-          if (!response.complete) fail(new Error('the server closed the connection mid-response'));
-        });
-        response.on('end', () => {
-          if (settled) return;
-          let body: Buffer;
-          try {
-            body = decode(Buffer.concat(chunks), response.headers['content-encoding']);
-          } catch (error) {
-            fail(error as Error);
-            return;
-          }
-          settled = true;
-          options.signal.removeEventListener('abort', onAbort);
-          const status = response.statusCode ?? 0;
-          resolve({
-            status,
-            ok: status >= 200 && status < 300,
-            headers: response.headers,
-            text: body.toString('utf8'),
-          });
-        });
-      },
-    );
-    request.on('error', (error: NodeJS.ErrnoException) => {
-      const stale =
-        !answered && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
-      fail(stale ? new StaleSocketError(error.message, { cause: error }) : error);
-    });
-    options.signal.addEventListener('abort', onAbort, { once: true });
-    request.end(options.body);
+  } finally {
+    connection.busy = false;
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * What a request that got no response failed with, worded as node:http words it: a connection the
+ * server closed or reset is `socket hang up` (code ECONNRESET) — a stale one when it was reused;
+ * anything else (`connect ECONNREFUSED 127.0.0.1:9`, an abort) as it came.
+ */
+function connectionError(error: unknown, reused: boolean): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === undefined || !CLOSED_CODES.has(code)) return error;
+  const message = code === 'UND_ERR_SOCKET' ? 'socket hang up' : (error as Error).message;
+  if (reused) return new StaleSocketError(message, { cause: error });
+  return Object.assign(new Error(message, { cause: error }), {
+    code: code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : code,
   });
 }
 

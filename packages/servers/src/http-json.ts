@@ -8,7 +8,7 @@ import { type HttpExchangeResult, httpExchange } from './http-exchange.js';
 import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
 
 interface HttpJsonOptions<TSchema extends z.ZodType> {
-  /** Without it, node:http(s) with keep-alive (see http-exchange.ts). */
+  /** Without it, undici's HTTP/1.1 client with keep-alive (see http-exchange.ts). */
   fetch?: typeof globalThis.fetch;
   method?: 'GET' | 'POST';
   url: string;
@@ -49,10 +49,14 @@ export async function httpJson<TSchema extends z.ZodType>(
     } catch (cause) {
       if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
       if (timedOut) throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
+      // fetch's TypeError ("fetch failed") carries the reason as its cause; the HTTP client's own
+      // errors say it themselves (their cause is undici's error, kept for debugging).
       const reason =
-        cause instanceof Error
-          ? ((cause.cause as Error | undefined)?.message ?? cause.message)
-          : String(cause);
+        cause instanceof TypeError && cause.cause instanceof Error
+          ? cause.cause.message
+          : cause instanceof Error
+            ? cause.message
+            : String(cause);
       throw new ServerError({
         message: `${provider} server ${url} (model "${model}"): connection failed: ${reason}`,
         endpoint: url,

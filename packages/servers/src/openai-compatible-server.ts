@@ -1,8 +1,8 @@
 // Phase-1 server: OpenAI-compatible chat completions (OpenAI, OpenRouter, vLLM/SGLang chat
 // endpoints, any compatible host). The server parses tool calls; this client adds per-request
 // timeouts, its own retries (backoff + jitter + Retry-After) and clear errors for what a retry
-// cannot fix. It posts one JSON body and reads one back over node:http with keep-alive (or the
-// injected `fetch`), not through the `openai` SDK: behind the agent gateway every harness request
+// cannot fix. It posts one JSON body and reads one back over undici's HTTP/1.1 client with
+// keep-alive (or the injected `fetch`), not through the `openai` SDK: behind the agent gateway every harness request
 // paid the SDK's ~2 ms of CPU (fetch, web streams, header and logging work) on top of the model's
 // time; a non-streaming chat completion needs none of it.
 import {
@@ -35,7 +35,7 @@ export interface OpenAICompatibleServerSettings {
   headers?: Record<string, string>;
   /** Drop `reasoning_content` / `reasoning` / `reasoning_details` from outgoing history (default false). */
   stripReasoningFromHistory?: boolean;
-  /** Without it, node:http(s) through Node's global agents (keep-alive). */
+  /** Without it, undici's HTTP/1.1 client with keep-alive connections (see http-exchange.ts). */
   fetch?: typeof globalThis.fetch;
 }
 
