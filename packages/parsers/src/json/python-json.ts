@@ -625,12 +625,13 @@ function canonicalStringLoop(text: string, start: number): number {
 
 /**
  * Fast path for the usual call object `{"name": "N", "arguments": {...}}` (or `"parameters"`),
- * written canonically: returns the name, the argument text and the end, or undefined.
+ * optionally followed by `"id": "..."` (Mistral's pre-v11 calls), written canonically: returns
+ * the name, the argument text, the id and the end, or undefined.
  */
 export function canonicalCallObject(
   text: string,
   start: number,
-): { name: string; argumentsText: string; end: number } | undefined {
+): { name: string; argumentsText: string; id?: string; end: number } | undefined {
   if (!text.startsWith('{"name": "', start)) return undefined;
   const nameStart = start + 9;
   const nameEnd = canonicalString(text, nameStart);
@@ -643,8 +644,17 @@ export function canonicalCallObject(
   else return undefined;
   if (text.charCodeAt(argsStart) !== 123) return undefined;
   const argsEnd = canonicalJsonEnd(text, argsStart);
-  if (argsEnd < 0 || text.charCodeAt(argsEnd) !== 125) return undefined;
-  return { name, argumentsText: text.slice(argsStart, argsEnd), end: argsEnd + 1 };
+  if (argsEnd < 0) return undefined;
+  if (text.charCodeAt(argsEnd) === 125)
+    return { name, argumentsText: text.slice(argsStart, argsEnd), end: argsEnd + 1 };
+  // A model-written id after the arguments; read here, not by transcodeCallObject from the start.
+  if (!text.startsWith(', "id": "', argsEnd)) return undefined;
+  const idStart = argsEnd + 8;
+  const idEnd = canonicalString(text, idStart);
+  if (idEnd < 0 || text.charCodeAt(idEnd) !== 125) return undefined;
+  const id = text.slice(idStart + 1, idEnd - 1);
+  if (id.includes('\\')) return undefined;
+  return { name, argumentsText: text.slice(argsStart, argsEnd), id, end: idEnd + 1 };
 }
 
 function canonicalNumber(text: string, start: number): number {
