@@ -85,11 +85,19 @@ async function startReference(id: string, textsPath: string): Promise<ReferenceP
   child.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-2000);
   });
+  // A Python that cannot be started (a wrong BENCH_PYTHON) ends here, not as an unhandled event.
+  const ended = new Promise<void>((resolve) => {
+    child.once('error', (error) => {
+      stderr = `${error.message}\n${stderr}`;
+      resolve();
+    });
+    child.once('close', () => resolve());
+  });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const read = async (): Promise<Record<string, number | boolean>> => {
     const { value, done } = await lines.next();
     if (done || typeof value !== 'string' || !value.startsWith('{')) {
-      await new Promise((resolve) => (child.exitCode === null ? child.once('close', resolve) : resolve(0)));
+      await ended;
       throw new Error(`the reference parser for ${id} failed (BENCH_PYTHON=${PYTHON}): ${stderr}`);
     }
     return JSON.parse(value) as Record<string, number | boolean>;
@@ -174,7 +182,11 @@ async function warmChild(id: string): Promise<void> {
   if (REFERENCE) await referenceRounds(id, parser, corpus);
 }
 
-function warmRun(id: string): { warm: number; stream: number; lines: string[] } {
+/**
+ * The warmed child's figures and the lines it printed after them; `failed` when it exited
+ * non-zero (the reference broke, say) after its own figures were taken, which are still printed.
+ */
+function warmRun(id: string): { warm: number; stream: number; lines: string[]; failed: boolean } {
   const child = spawnSync(
     process.execPath,
     ['--import', 'tsx', '--conditions=@shears/source', fileURLToPath(import.meta.url), '--warm', id],
@@ -182,9 +194,14 @@ function warmRun(id: string): { warm: number; stream: number; lines: string[] } 
   );
   const lines = child.stdout.trim().split('\n');
   const first = lines[0] ?? '';
-  if (child.status !== 0 || !first.startsWith('{')) throw new Error(`warmed run of ${id} failed`);
+  if (!first.startsWith('{')) throw new Error(`warmed run of ${id} failed before its figures`);
   const figures = JSON.parse(first) as { warm_ms: number; stream_ms: number | null };
-  return { warm: figures.warm_ms, stream: figures.stream_ms ?? Number.NaN, lines: lines.slice(1) };
+  return {
+    warm: figures.warm_ms,
+    stream: figures.stream_ms ?? Number.NaN,
+    lines: lines.slice(1),
+    failed: child.status !== 0,
+  };
 }
 
 /** In a fresh process: one warm-up pass, a forced GC, then one measured pass. */
@@ -325,7 +342,7 @@ async function main(): Promise<void> {
       );
     }
     const cold = coldMs(id);
-    const { warm, stream, lines } = warmRun(id);
+    const { warm, stream, lines, failed } = warmRun(id);
     const mb = bytes / 1e6;
     console.log(
       JSON.stringify({
@@ -346,6 +363,7 @@ async function main(): Promise<void> {
       }),
     );
     for (const line of lines) console.log(line);
+    if (failed) throw new Error(`the warmed run of ${id} failed after its figures (see above)`);
   }
   if (!REFERENCE)
     console.log(
