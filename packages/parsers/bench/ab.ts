@@ -63,6 +63,9 @@ async function main(): Promise<void> {
   }
   const msA = median(timesA);
   const msB = median(timesB);
+  // Adjacent passes see the same machine (its speed moves by up to 2x for seconds at a time on a
+  // shared host; see README.md), so the ratio of each pair is steadier than the ratio of medians.
+  const pairRatios = timesA.map((a, index) => a / (timesB[index] as number));
   console.log(
     JSON.stringify({
       bench: 'parsers.ab',
@@ -73,6 +76,7 @@ async function main(): Promise<void> {
       a_ms: Number(msA.toFixed(2)),
       b_ms: Number(msB.toFixed(2)),
       b_speedup: Number((msA / msB).toFixed(3)),
+      b_speedup_paired: Number(median(pairRatios).toFixed(3)),
       time: 'cpu',
       loadavg: loadavg().map((value) => Number(value.toFixed(2))),
     }),

@@ -1,17 +1,19 @@
 // Parse throughput of every parser over a corpus written the way models write (bench/corpus.ts),
 // cold and warmed, in CPU time. Prints one JSON line per parser and a closing line; the method is
-// described in bench/README.md. No ratio against other implementations is printed: none can be
-// measured here in the same run (see the README).
+// described in bench/README.md. A ratio is printed only against a reference parser timed in this
+// same run, pass by pass beside ours (BENCH_REFERENCE); never against figures from elsewhere.
 //
 //   pnpm -F @shears/parsers bench                 every parser
 //   PARSER=mistral pnpm -F @shears/parsers bench  one parser
 //   BENCH_OUTPUTS=1000 BENCH_MS=600 BENCH_COLD_RUNS=5   corpus size, warmed time budget, cold processes
+//   BENCH_WARMUP_MS=1000                          CPU ms of passes before a warmed figure
 //   BENCH_REFERENCE=/path/to/hermes-agent BENCH_PYTHON=/venv/bin/python   also time hermes-agent's
 //     parsers on the same corpus in this run, alternating with ours, and print the ratios
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -23,6 +25,8 @@ const gc = vm.runInNewContext('gc') as () => void;
 
 const OUTPUTS = Number(process.env.BENCH_OUTPUTS ?? 1000);
 const WARM_MS = Number(process.env.BENCH_MS ?? 600);
+/** CPU ms of passes before a warmed figure is taken (V8 keeps optimising for a while). */
+const WARM_UP_MS = Number(process.env.BENCH_WARMUP_MS ?? 1000);
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 5);
 /** Another build of the parsers to measure (a checkout's src/index.ts), for before/after figures. */
 const SOURCE = process.env.BENCH_PARSERS_SRC ?? '../src/index.js';
@@ -31,12 +35,15 @@ const REFERENCE = process.env.BENCH_REFERENCE;
 const PYTHON = process.env.BENCH_PYTHON ?? 'python3';
 const REFERENCE_ROUNDS = Number(process.env.BENCH_REFERENCE_ROUNDS ?? 3);
 
-// Times one hermes-agent parser the way `warmedMs` times ours: warm-up passes, then passes with a
-// collection before each, CPU time (time.process_time), the median pass. Prints one JSON line.
+// hermes-agent's parser for one format, as a process that times passes on request, so that its
+// passes and ours can alternate one by one (see referenceRounds). `warm MS` parses for MS of CPU
+// time; `pass` parses the corpus once. Each reply carries the process's CPU time so far
+// (time.process_time: the whole process, everything between two replies counted, including the
+// collections Python runs by itself; no forced collection, as none is forced for ours).
 const REFERENCE_SCRIPT = `
-import gc, importlib, json, statistics, sys, time
+import importlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
-fmt, path, budget = sys.argv[2], sys.argv[3], float(sys.argv[4]) / 1000
+fmt, path = sys.argv[2], sys.argv[3]
 registry = importlib.import_module('environments.tool_call_parsers')
 try:
     importlib.import_module('environments.tool_call_parsers.' + fmt + '_parser')
@@ -44,42 +51,72 @@ except ImportError:
     pass
 cls = registry.PARSER_REGISTRY.get(fmt)
 if cls is None:
-    print(json.dumps({'missing': True})); sys.exit(0)
+    print(json.dumps({'missing': True}), flush=True); sys.exit(0)
 parser = cls()
 texts = json.load(open(path))
 calls = 0
 for text in texts:
     found = parser.parse(text)[1]
     calls += len(found) if found else 0
-start = time.process_time()
-while time.process_time() - start < budget / 2:
-    for text in texts: parser.parse(text)
-passes = []
-start = time.process_time()
-while not passes or time.process_time() - start < budget:
-    gc.collect()
-    began = time.process_time()
-    for text in texts: parser.parse(text)
-    passes.append(time.process_time() - began)
-print(json.dumps({'calls': calls, 'ms': statistics.median(passes) * 1000, 'passes': len(passes)}))
+print(json.dumps({'calls': calls, 'cpu_ms': time.process_time() * 1000}), flush=True)
+for line in sys.stdin:
+    command = line.split()
+    if command[0] == 'warm':
+        start = time.process_time()
+        while time.process_time() - start < float(command[1]) / 1000:
+            for text in texts: parser.parse(text)
+    else:
+        for text in texts: parser.parse(text)
+    print(json.dumps({'cpu_ms': time.process_time() * 1000}), flush=True)
 `;
 
-/** hermes-agent's parser for `id` over the same texts: CPU ms per pass, or undefined when it has none. */
-function referenceMs(id: string, textsPath: string): { ms: number; calls: number } | undefined {
-  const child = spawnSync(
-    PYTHON,
-    ['-c', REFERENCE_SCRIPT, REFERENCE as string, id, textsPath, String(WARM_MS * 2)],
-    {
-      encoding: 'utf8',
+/** A running reference parser (REFERENCE_SCRIPT): one request at a time, answered with its CPU ms. */
+interface ReferenceProcess {
+  calls: number;
+  request(command: string): Promise<number>;
+  close(): void;
+}
+
+async function startReference(id: string, textsPath: string): Promise<ReferenceProcess | undefined> {
+  const child = spawn(PYTHON, ['-c', REFERENCE_SCRIPT, REFERENCE as string, id, textsPath], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-2000);
+  });
+  // A Python that cannot be started (a wrong BENCH_PYTHON) ends here, not as an unhandled event.
+  const ended = new Promise<void>((resolve) => {
+    child.once('error', (error) => {
+      stderr = `${error.message}\n${stderr}`;
+      resolve();
+    });
+    child.once('close', () => resolve());
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const read = async (): Promise<Record<string, number | boolean>> => {
+    const { value, done } = await lines.next();
+    if (done || typeof value !== 'string' || !value.startsWith('{')) {
+      await ended;
+      throw new Error(`the reference parser for ${id} failed (BENCH_PYTHON=${PYTHON}): ${stderr}`);
+    }
+    return JSON.parse(value) as Record<string, number | boolean>;
+  };
+  const first = await read();
+  if (first.missing) {
+    child.kill();
+    return undefined;
+  }
+  return {
+    calls: first.calls as number,
+    async request(command) {
+      child.stdin.write(`${command}\n`);
+      return (await read()).cpu_ms as number;
     },
-  );
-  const line = child.stdout.trim().split('\n').pop() ?? '';
-  if (child.status !== 0 || !line.startsWith('{'))
-    throw new Error(
-      `the reference parser for ${id} failed (BENCH_PYTHON=${PYTHON}): ${child.stderr.slice(-2000)}`,
-    );
-  const result = JSON.parse(line) as { missing?: boolean; ms: number; calls: number };
-  return result.missing ? undefined : result;
+    close() {
+      child.stdin.end();
+    },
+  };
 }
 
 async function loadParser(id: string): Promise<ToolCallParserV1> {
@@ -113,10 +150,14 @@ function cpuMs(since: NodeJS.CpuUsage): number {
   return (used.user + used.system) / 1000;
 }
 
-/** Warmed: passes until V8 has optimised the code, then CPU ms per pass over `WARM_MS` of passes. */
+/**
+ * Warmed: passes for `WARM_UP_MS` of CPU time so that V8 has optimised the code, a forced GC,
+ * then CPU ms per pass over `WARM_MS` of passes (the mean: the collections the passes cause are
+ * part of their cost).
+ */
 function warmedMs(run: () => void): number {
   const warmStart = process.cpuUsage();
-  while (cpuMs(warmStart) < WARM_MS / 2) run();
+  while (cpuMs(warmStart) < WARM_UP_MS) run();
   gc();
   const started = process.cpuUsage();
   let rounds = 0;
@@ -125,6 +166,42 @@ function warmedMs(run: () => void): number {
     rounds += 1;
   }
   return cpuMs(started) / rounds;
+}
+
+/**
+ * In a fresh process per format, so that a figure does not depend on which parsers ran before
+ * it in the same process (their step functions make shared call sites polymorphic): the warmed
+ * and streamed figures, then the reference rounds when a reference is given.
+ */
+async function warmChild(id: string): Promise<void> {
+  const parser = await loadParser(id);
+  const corpus = createCorpus(id, OUTPUTS);
+  const warm = warmedMs(() => parseAll(parser, corpus));
+  const stream = process.env.SKIP_STREAM ? null : warmedMs(() => streamAll(parser, corpus));
+  console.log(JSON.stringify({ warm_ms: warm, stream_ms: stream }));
+  if (REFERENCE) await referenceRounds(id, parser, corpus);
+}
+
+/**
+ * The warmed child's figures and the lines it printed after them; `failed` when it exited
+ * non-zero (the reference broke, say) after its own figures were taken, which are still printed.
+ */
+function warmRun(id: string): { warm: number; stream: number; lines: string[]; failed: boolean } {
+  const child = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@shears/source', fileURLToPath(import.meta.url), '--warm', id],
+    { encoding: 'utf8', env: process.env, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 },
+  );
+  const lines = child.stdout.trim().split('\n');
+  const first = lines[0] ?? '';
+  if (!first.startsWith('{')) throw new Error(`warmed run of ${id} failed before its figures`);
+  const figures = JSON.parse(first) as { warm_ms: number; stream_ms: number | null };
+  return {
+    warm: figures.warm_ms,
+    stream: figures.stream_ms ?? Number.NaN,
+    lines: lines.slice(1),
+    failed: child.status !== 0,
+  };
 }
 
 /** In a fresh process: one warm-up pass, a forced GC, then one measured pass. */
@@ -156,36 +233,57 @@ function coldMs(id: string): number[] {
 }
 
 /**
- * hermes-agent's parser and ours on the same texts, alternating (ours, then the reference) for
- * `REFERENCE_ROUNDS` rounds so that machine load hits both alike; one ratio per round.
+ * hermes-agent's parser and ours on the same texts, pass by pass: one pass of ours, then one of
+ * the reference (a process of its own, kept running), and again, so that whatever the machine
+ * does meanwhile (other processes, contention for its shared caches, which moves our CPU time
+ * per pass by up to 2x from second to second) hits both alike. Each side's figure is the CPU
+ * time of its whole process over the round divided by the passes (the mean; every collection
+ * each runtime runs by itself counted, none forced). `REFERENCE_ROUNDS` rounds of `2 x WARM_MS`
+ * of the reference's CPU time each; one ratio per round.
  */
-function referenceRounds(id: string, parser: ToolCallParserV1, corpus: Corpus): void {
+async function referenceRounds(id: string, parser: ToolCallParserV1, corpus: Corpus): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'shears-parser-bench-'));
   try {
     const textsPath = join(dir, `${id}.json`);
     writeFileSync(textsPath, JSON.stringify(corpus.outputs.map((output) => output.text)));
-    const rounds: Array<{ shears_us: number; reference_us: number; ratio: number }> = [];
-    let referenceCalls = 0;
-    for (let index = 0; index < REFERENCE_ROUNDS; index += 1) {
-      const ours = warmedMs(() => parseAll(parser, corpus));
-      const reference = referenceMs(id, textsPath);
-      if (!reference) {
-        console.log(
-          JSON.stringify({
-            bench: 'parsers.reference',
-            parser: id,
-            ratio: null,
-            reason: 'hermes-agent has no parser by this name',
-          }),
-        );
-        return;
+    const reference = await startReference(id, textsPath);
+    if (!reference) {
+      console.log(
+        JSON.stringify({
+          bench: 'parsers.reference',
+          parser: id,
+          ratio: null,
+          reason: 'hermes-agent has no parser by this name',
+        }),
+      );
+      return;
+    }
+    const rounds: Array<{ passes: number; shears_us: number; reference_us: number; ratio: number }> = [];
+    try {
+      // Ours was warmed by the figures measured just before; the reference gets the same warm-up.
+      let referenceCpu = await reference.request(`warm ${WARM_UP_MS}`);
+      for (let index = 0; index < REFERENCE_ROUNDS; index += 1) {
+        const started = process.cpuUsage();
+        let referenceSpent = 0;
+        let passes = 0;
+        while (passes < 3 || referenceSpent < 2 * WARM_MS) {
+          parseAll(parser, corpus);
+          const now = await reference.request('pass');
+          referenceSpent += now - referenceCpu;
+          referenceCpu = now;
+          passes += 1;
+        }
+        const ours = cpuMs(started) / passes;
+        const theirs = referenceSpent / passes;
+        rounds.push({
+          passes,
+          shears_us: round((ours * 1000) / OUTPUTS, 2),
+          reference_us: round((theirs * 1000) / OUTPUTS, 2),
+          ratio: round(theirs / ours, 2),
+        });
       }
-      referenceCalls = reference.calls;
-      rounds.push({
-        shears_us: round((ours * 1000) / OUTPUTS, 2),
-        reference_us: round((reference.ms * 1000) / OUTPUTS, 2),
-        ratio: round(reference.ms / ours, 2),
-      });
+    } finally {
+      reference.close();
     }
     const ratios = rounds.map((entry) => entry.ratio).sort((a, b) => a - b);
     console.log(
@@ -194,10 +292,11 @@ function referenceRounds(id: string, parser: ToolCallParserV1, corpus: Corpus): 
         parser: id,
         reference: 'hermes-agent',
         calls_written: corpus.outputs.reduce((sum, output) => sum + output.calls, 0),
-        reference_calls_read: referenceCalls,
+        reference_calls_read: reference.calls,
         rounds,
         ratio_warm_median: median(ratios),
         time: 'cpu',
+        method: 'alternating pass by pass, CPU of each whole process per pass (mean)',
         loadavg: load(),
       }),
     );
@@ -213,6 +312,8 @@ const load = (): number[] => loadavg().map((value) => round(value, 2));
 async function main(): Promise<void> {
   const coldIndex = process.argv.indexOf('--cold');
   if (coldIndex >= 0) return coldChild(process.argv[coldIndex + 1] ?? '');
+  const warmIndex = process.argv.indexOf('--warm');
+  if (warmIndex >= 0) return warmChild(process.argv[warmIndex + 1] ?? '');
   const only = process.env.PARSER;
   const formats = CORPUS_FORMATS.filter((format) => !only || format === only);
   if (formats.length === 0) throw new Error(`no parser "${only}" (available: ${CORPUS_FORMATS.join(', ')})`);
@@ -241,8 +342,7 @@ async function main(): Promise<void> {
       );
     }
     const cold = coldMs(id);
-    const warm = warmedMs(() => parseAll(parser, corpus));
-    const stream = process.env.SKIP_STREAM ? Number.NaN : warmedMs(() => streamAll(parser, corpus));
+    const { warm, stream, lines, failed } = warmRun(id);
     const mb = bytes / 1e6;
     console.log(
       JSON.stringify({
@@ -262,7 +362,8 @@ async function main(): Promise<void> {
         loadavg: [loadBefore, load()],
       }),
     );
-    if (REFERENCE) referenceRounds(id, parser, corpus);
+    for (const line of lines) console.log(line);
+    if (failed) throw new Error(`the warmed run of ${id} failed after its figures (see above)`);
   }
   if (!REFERENCE)
     console.log(

@@ -118,7 +118,23 @@ const escapedString = fc
         '\u007f',
       ),
       fc.integer({ min: 0, max: 0xffff }).map((code) => `\\u${code.toString(16).padStart(4, '0')}`),
-      fc.constantFrom('\\ud83d\\ude00', '\\uD800', '\\udfff', '\u2028', 'é', '杭州', '😀'),
+      // Upper-case hex (`\u00E9`, `\u000A`): re-spelt by the transcoder, not copied.
+      fc
+        .integer({ min: 0, max: 0xffff })
+        .map((code) => `\\u${code.toString(16).padStart(4, '0').toUpperCase()}`),
+      fc.constantFrom(
+        '\\ud83d\\ude00',
+        '\\uD83D\\uDE00',
+        // Half of a pair escaped, the other half written raw.
+        '\\ud83d\ude00',
+        '\ud83d\\ude00',
+        '\\uD800',
+        '\\udfff',
+        '\u2028',
+        'é',
+        '杭州',
+        '😀',
+      ),
     ),
     { maxLength: 8 },
   )

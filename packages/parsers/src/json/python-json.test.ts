@@ -241,6 +241,30 @@ const TRANSCODED: Array<[string, string]> = [
   ['{"a":  1, "b" :2}', '{"a": 1, "b": 2}'],
 ];
 
+describe('canonical call object', () => {
+  it('reads a trailing "id" itself, and leaves any other id to the transcoder, with the same call', async () => {
+    const { canonicalCallObject, transcodeCallObject } = await import('./python-json.js');
+    const args = '{"path": "src/a.py", "limit": 3}';
+    const plain = `{"name": "read_file", "arguments": ${args}, "id": "aB3dE6gH9"}`;
+    expect(canonicalCallObject(plain, 0)).toEqual({
+      name: 'read_file',
+      argumentsText: args,
+      id: 'aB3dE6gH9',
+      end: plain.length,
+    });
+    expect(transcodeCallObject(plain, 0)).toEqual(canonicalCallObject(plain, 0));
+    // An escaped id, another key after it, or no space after the colon: not this fast path's.
+    for (const text of [
+      `{"name": "read_file", "arguments": ${args}, "id": "a\\u0042c"}`,
+      `{"name": "read_file", "arguments": ${args}, "id": "abc", "type": "function"}`,
+      `{"name": "read_file", "arguments": ${args}, "id":"abc"}`,
+    ]) {
+      expect(canonicalCallObject(text, 0), text).toBeUndefined();
+      expect(transcodeCallObject(text, 0)?.name, text).toBe('read_file');
+    }
+  });
+});
+
 describe('one-pass transcoder (json.dumps of json.loads without a tree)', () => {
   for (const [input, expected] of TRANSCODED) {
     it(JSON.stringify(input), () => {

@@ -625,12 +625,13 @@ function canonicalStringLoop(text: string, start: number): number {
 
 /**
  * Fast path for the usual call object `{"name": "N", "arguments": {...}}` (or `"parameters"`),
- * written canonically: returns the name, the argument text and the end, or undefined.
+ * optionally followed by `"id": "..."` (Mistral's pre-v11 calls), written canonically: returns
+ * the name, the argument text, the id and the end, or undefined.
  */
 export function canonicalCallObject(
   text: string,
   start: number,
-): { name: string; argumentsText: string; end: number } | undefined {
+): { name: string; argumentsText: string; id?: string; end: number } | undefined {
   if (!text.startsWith('{"name": "', start)) return undefined;
   const nameStart = start + 9;
   const nameEnd = canonicalString(text, nameStart);
@@ -643,8 +644,17 @@ export function canonicalCallObject(
   else return undefined;
   if (text.charCodeAt(argsStart) !== 123) return undefined;
   const argsEnd = canonicalJsonEnd(text, argsStart);
-  if (argsEnd < 0 || text.charCodeAt(argsEnd) !== 125) return undefined;
-  return { name, argumentsText: text.slice(argsStart, argsEnd), end: argsEnd + 1 };
+  if (argsEnd < 0) return undefined;
+  if (text.charCodeAt(argsEnd) === 125)
+    return { name, argumentsText: text.slice(argsStart, argsEnd), end: argsEnd + 1 };
+  // A model-written id after the arguments; read here, not by transcodeCallObject from the start.
+  if (!text.startsWith(', "id": "', argsEnd)) return undefined;
+  const idStart = argsEnd + 8;
+  const idEnd = canonicalString(text, idStart);
+  if (idEnd < 0 || text.charCodeAt(idEnd) !== 125) return undefined;
+  const id = text.slice(idStart + 1, idEnd - 1);
+  if (id.includes('\\')) return undefined;
+  return { name, argumentsText: text.slice(argsStart, argsEnd), id, end: idEnd + 1 };
 }
 
 function canonicalNumber(text: string, start: number): number {
@@ -784,17 +794,99 @@ function tString(index: number): number {
   return tReencodeString(index);
 }
 
-/** A string with escapes Python writes otherwise (`\/`, `\u00e9`, ...): decoded and printed again. */
+/** Value of the four hex digits at `at`, or -1. */
+function hex4(text: string, at: number): number {
+  let value = 0;
+  for (let index = at; index < at + 4; index += 1) {
+    const code = text.charCodeAt(index);
+    let digit: number;
+    if (code >= 48 && code <= 57) digit = code - 48;
+    else if (code >= 97 && code <= 102) digit = code - 87;
+    else if (code >= 65 && code <= 70) digit = code - 55;
+    else return -1;
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
+/**
+ * A string with escapes Python writes otherwise (`\/`, `\u00e9`, `\u000A`, ...): each such
+ * escape is re-spelt in place, the rest copied, in one loop over the literal. Before, the
+ * literal was matched by a second regex, decoded by JSON.parse, checked for lone surrogates and
+ * printed by JSON.stringify: five scans, ~2 µs per string. Anything about surrogates but a
+ * clean pair (escaped or raw) goes to the full reader, as before.
+ */
 function tReencodeString(index: number): number {
   const text = tText;
-  if (text.length - index > REGEX_SCAN_LIMIT) return -1;
-  STANDARD_STRING.lastIndex = index;
-  if (!STANDARD_STRING.test(text)) return -1;
-  const end = STANDARD_STRING.lastIndex;
-  const decoded = JSON.parse(text.slice(index, end)) as string;
-  if (!isWellFormed(decoded)) return -1;
-  tEdit(index, JSON.stringify(decoded), end);
-  return end;
+  const length = text.length;
+  let at = index + 1;
+  for (;;) {
+    if (at >= length) return -1;
+    const code = text.charCodeAt(at);
+    if (code === 34) return at + 1;
+    if (code !== 92) {
+      if (code < 32) return -1;
+      if (code >= 0xd800 && code <= 0xdfff) {
+        // A raw high surrogate must be followed by a low one, raw or escaped; anything else
+        // (a lone half) goes to the full reader.
+        if (code > 0xdbff) return -1;
+        const low = text.charCodeAt(at + 1);
+        if (low >= 0xdc00 && low <= 0xdfff) at += 2;
+        else {
+          const escapedLow = low === 92 && text.charCodeAt(at + 2) === 117 ? hex4(text, at + 3) : -1;
+          if (!(escapedLow >= 0xdc00 && escapedLow <= 0xdfff)) return -1;
+          tEdit(at + 1, String.fromCharCode(escapedLow), at + 7);
+          at += 7;
+        }
+      } else at += 1;
+      continue;
+    }
+    const escaped = text.charCodeAt(at + 1);
+    if (
+      escaped === 34 ||
+      escaped === 92 ||
+      escaped === 98 ||
+      escaped === 102 ||
+      escaped === 110 ||
+      escaped === 114 ||
+      escaped === 116
+    ) {
+      at += 2;
+      continue;
+    }
+    if (escaped === 47) {
+      tEdit(at, '/', at + 2);
+      at += 2;
+      continue;
+    }
+    if (escaped !== 117) return -1;
+    const value = hex4(text, at + 2);
+    if (value < 0) return -1;
+    if (value >= 0xd800 && value <= 0xdfff) {
+      // An escaped high surrogate followed by a low one (escaped or raw) becomes the
+      // character; a lone half goes to the full reader.
+      if (value > 0xdbff) return -1;
+      const next = text.charCodeAt(at + 6);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        tEdit(at, String.fromCharCode(value), at + 6);
+        at += 7;
+        continue;
+      }
+      const low = next === 92 && text.charCodeAt(at + 7) === 117 ? hex4(text, at + 8) : -1;
+      if (!(low >= 0xdc00 && low <= 0xdfff)) return -1;
+      tEdit(at, String.fromCharCode(value, low), at + 12);
+      at += 12;
+      continue;
+    }
+    let spelt: string;
+    if (value < 32) spelt = ESCAPES[value] ?? `\\u00${value < 16 ? '0' : ''}${value.toString(16)}`;
+    else if (value === 34) spelt = '\\"';
+    else if (value === 92) spelt = '\\\\';
+    else spelt = String.fromCharCode(value);
+    // `\u001f` is already how Python writes it; `\u001F` and `\u000a` are not.
+    if (!(value < 32 && spelt.length === 6 && text.startsWith(spelt, at))) tEdit(at, spelt, at + 6);
+    at += 6;
+  }
 }
 
 /** End of the canonically escaped key at `index`, or -1 (other keys go to the full reader). */
