@@ -11,6 +11,8 @@ export function sharedProject(name: string): UserWorkspaceConfig {
     test: {
       name,
       include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      // The whole-chain learning test runs on its own, after the rest (vitest.learn.config.ts).
+      exclude: ['**/node_modules/**', 'src/**/*.learn.test.ts'],
       environment: 'node',
       testTimeout: 30_000,
       hookTimeout: 120_000,

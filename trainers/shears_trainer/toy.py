@@ -180,18 +180,30 @@ SAVE_TOOL = {
 
 
 @torch.no_grad()
-def toy_accuracy(folder: str | Path, words: int = 64, seed: int = 12345, max_tokens: int = 32) -> dict:
-    """Greedy accuracy on fresh words: the answer must be exactly the tool call the env rewards."""
+def toy_accuracy(
+    folder: str | Path,
+    words: int = 64,
+    seed: int = 12345,
+    max_tokens: int = 32,
+    samples: int = 0,
+    temperature: float = 1.0,
+) -> dict:
+    """Greedy accuracy on fresh words: the answer must be exactly the tool call the env rewards.
+    With `samples`, also the mean reward (the toy env's rule, `toy_score`) of that many sampled
+    answers per word at `temperature`: the policy's expected reward, measured on more answers
+    than a training run's rollouts give per policy version."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .policy_server import _Job, generate_batch
+    from .toy_loop import toy_score
 
     model = AutoModelForCausalLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     rng = random.Random(seed)
     targets = [toy_word(rng) for _ in range(words)]
     stop = {tokenizer.convert_tokens_to_ids("<|im_end|>")}
-    rows = []
+    prompts = []
     for word in targets:
         text = tokenizer.apply_chat_template(
             [{"role": "user", "content": f"Save the word {word}."}],
@@ -199,10 +211,11 @@ def toy_accuracy(folder: str | Path, words: int = 64, seed: int = 12345, max_tok
             tokenize=False,
             add_generation_prompt=True,
         )
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        rows.append(
-            (ids, _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=0.0, top_p=1.0, seed=None))
-        )
+        prompts.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+    rows = [
+        (ids, _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=0.0, top_p=1.0, seed=None))
+        for ids in prompts
+    ]
     results = generate_batch(model, rows, stop, None)
     correct = 0
     for word, (ids, _, _) in zip(targets, results):
@@ -210,4 +223,19 @@ def toy_accuracy(folder: str | Path, words: int = 64, seed: int = 12345, max_tok
         correct += (
             text == f'<tool_call>{{"name":"save","arguments":{{"word":"{word}"}}}}</tool_call><|im_end|>'
         )
-    return {"accuracy": correct / words, "words": words}
+    result = {"accuracy": correct / words, "words": words}
+    if samples > 0:
+        torch.manual_seed(seed)
+        rows = [
+            (ids, _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=temperature, top_p=1.0, seed=None))
+            for ids in prompts
+            for _ in range(samples)
+        ]
+        sampled = generate_batch(model, rows, stop, None)
+        scores = [
+            toy_score(tokenizer.decode(ids, skip_special_tokens=False), targets[index // samples])
+            for index, (ids, _, _) in enumerate(sampled)
+        ]
+        result["reward"] = sum(scores) / len(scores)
+        result["samples"] = len(scores)
+    return result

@@ -8,7 +8,8 @@ prompt's, then trained with the policy server's own sampler, the toy env's rewar
 trainer's own GRPO step. Seeded, so a run is deterministic on a given machine; the margins below
 were chosen from several model and sampling seeds (docs/train-a-model.md, "The learning test").
 The whole chain through shears (env, agent loop, sandboxed tool, API, colocated policy server) is
-packages/cli/src/train-learns.e2e.test.ts."""
+packages/cli/src/train-learns.learn.test.ts
+(`pnpm test:learn`, by hand: docs/train-a-model.md says why it is not in CI yet)."""
 
 import json
 

@@ -26,19 +26,28 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 // The settings are those of the one-process learning test (trainers/tests/test_learns.py,
 // shears_trainer.toy_loop.LEARNING): a two-stage warm-up (clean demonstrations, then
 // demonstrations of which half save a decoy word), then 20 GRPO steps of 8 groups of 8 at lr 5e-4,
-// and the control with shuffled signs. Reward is measured by the policy version that sampled each
-// rollout (below), and the margins were chosen from whole-chain runs on model seeds 0 (four times), 1
-// and 2 (docs/train-a-model.md, "The learning test").
+// and the control with shuffled signs. The margins below come from the runs in
+// docs/train-a-model.md, "The learning test" (which also says why this test is not in CI yet).
 const STEPS = 20;
 const GROUP = 8;
 const BATCH = 8 * GROUP;
-// Reward by the policy version that sampled each rollout (version v: the weights after v optimiser
-// steps). The start: the rollouts of version 0, the warm-up itself, pooled over both arms (the same
-// model). The end: the mean over versions 15..19, the last five steps' weights, of each one's mean.
-const LATE_FROM_VERSION = STEPS - 5;
-const MIN_RISE = 0.1;
+// Two measures of the policy (docs/train-a-model.md, "The learning test", has the runs behind the
+// margins). In the chain: reward by the policy version that sampled each rollout (version v: the
+// weights after v optimiser steps); the start is version 0, the warm-up itself, pooled over both
+// arms (the same model); the end is the mean over the last five versions that sampled rollouts of
+// each one's mean (the control's last versions may be missing: a step whose advantages are all
+// zero is skipped and the version stays). Outside it, on the final models: greedy accuracy on 64
+// fresh words, and the mean reward of 8 sampled answers (temperature 1) to each of them, 512 in
+// all, about ten times the rollouts of one version.
+const LATE_VERSIONS = 5;
+/** GRPO's end in the chain above its start (seen: +0.12, +0.23, +0.28 on the CI seed). */
+const MIN_RISE = 0.05;
+/** GRPO's greedy accuracy above the warm-up's (seen: +0.25 … +0.39). */
+const MIN_GREEDY_RISE = 0.15;
+/** The control's end in the chain above the start, at most (seen: −0.25 … +0.01). */
 const CONTROL_MAX_RISE = 0.1;
-const MIN_LEAD_OVER_CONTROL = 0.15;
+/** GRPO's final model's sampled reward above the control's (seen: 0.51). */
+const MIN_LEAD_OVER_CONTROL = 0.1;
 // Rollouts may run this many batches ahead of the trainer (api.off_policy_limit).
 const OFF_POLICY_LIMIT = 1;
 // The toy model's weights seed (0 in CI); SHEARS_LEARNING_SEED reruns the test from another start,
@@ -93,6 +102,12 @@ interface ArmResult {
 }
 
 async function grpoRun(name: string, control: boolean): Promise<ArmResult> {
+  // The control sends the trainer its groups of equal scores too (zero advantages): a control
+  // whose policy drifts to reward 0 (every group equal) would otherwise form no batch and starve
+  // its trainer, which stops after --batch-timeout (it did, in a loaded CI run). The trainer skips a
+  // step whose advantages are all zero, so such a control stays where it is. While its groups
+  // vary, as at the start, it trains on the same groups GRPO would. The GRPO arm drops them, as
+  // Atropos does.
   const port = await freePort();
   const output = join(dir, name);
   const trainer = [
@@ -127,7 +142,7 @@ async function grpoRun(name: string, control: boolean): Promise<ArmResult> {
       `env: { name: toy-save, group_size: ${GROUP}, seed: 1, max_token_length: 256 }`,
       `server: { provider: vllm, base_url: "http://127.0.0.1:${port}", model: toy, tokenizer: ${JSON.stringify(join(dir, 'sft'))}, tool_parser: hermes, temperature: 1.0, max_tokens: 32 }`,
       'sandbox: { provider: local }',
-      `run: { concurrency: ${BATCH}, out: runs/${name}.jsonl, report: false }`,
+      `run: { concurrency: ${BATCH}, out: runs/${name}.jsonl, report: false, all_equal_scores: ${control ? 'keep' : 'drop'} }`,
       `api: { port: 0, database: ":memory:", batch_size: ${BATCH}, off_policy_limit: ${OFF_POLICY_LIMIT}, poll_ms: 50 }`,
       `train: { trainer: { command: ${JSON.stringify(trainer)}, env: { OMP_NUM_THREADS: "1" } }, workers: 1 }`,
     ].join('\n'),
@@ -159,174 +174,181 @@ async function grpoRun(name: string, control: boolean): Promise<ArmResult> {
   return { samples, lags: metrics.flatMap((step) => step.policy_lags), stderr: run.stderr };
 }
 
-// Behind SHEARS_LEARNING_TEST=1: in a fresh-clone CI run (vitest's other files beside it, 28 min of
-// vitest) the control arm's policy collapsed to reward 0, every group scored all-equal and was
-// dropped, no batch formed, and its trainer stopped after --batch-timeout (600 s). Until the control
-// cannot starve its own trainer, CI runs the one-process test (trainers/tests/test_learns.py).
-describe.runIf(process.env.SHEARS_LEARNING_TEST === '1')(
-  'a policy that learns through the whole chain',
-  () => {
-    it('reward rises under GRPO and does not under the shuffled-sign control', {
-      timeout: 3_600_000,
-    }, async () => {
-      // Seconds from the test's start to the end of each phase, printed with the result (not asserted).
-      const started = Date.now();
-      const seconds: Record<string, number> = {};
-      const mark = (phase: string) => {
-        seconds[phase] = Math.round((Date.now() - started) / 1000);
-      };
-      if (!existsSync(python))
-        throw new Error(
-          `${python} is missing: run bash scripts/setup-python.sh (CI runs it in provision-test.sh)`,
-        );
-      // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export:
-      // once always right, once saving the decoy word in half of the calls (`demo_decoy_rate`).
-      async function sftData(name: string, decoyRate: number, seed: number): Promise<void> {
-        writeFileSync(
-          join(dir, `${name}.yaml`),
-          [
-            `plugins: [${JSON.stringify(pack)}]`,
-            `env: { name: toy-save, group_size: 1, seed: ${seed}, settings: { demo_decoy_rate: ${decoyRate} } }`,
-            'server: { provider: scripted }',
-            'sandbox: { provider: local }',
-            `run: { groups: 192, concurrency: 32, out: runs/${name}.jsonl, report: false, all_equal_scores: keep, progress: none }`,
-          ].join('\n'),
-        );
-        const run = await runShears(['process', '--config', `${name}.yaml`], { cwd: dir });
-        expect(run.code, run.stderr).toBe(0);
-        // minScore 0.1: the decoy's calls score 0.1 (a call, the wrong word) and are kept.
-        const records = toSftRecords(readGroups(join(dir, `runs/${name}.jsonl`)), {
-          minScore: 0.1,
-          select: 'all',
-        });
-        expect(records.length).toBe(192);
-        writeFileSync(join(dir, `${name}.jsonl`), records.map((record) => JSON.stringify(record)).join('\n'));
-      }
-      // The model (vocabulary, chat template, random weights) and both data sets are independent:
-      // made at once.
-      const [made] = await Promise.all([
-        py(['toy-model', '--output', join(dir, 'base'), '--seed', MODEL_SEED]).then(lastJson),
-        sftData('clean', 0, 99),
-        sftData('decoy', 0.5, 98),
-      ]);
-      expect(made.parameters).toBeGreaterThan(300_000);
-      expect(made.parameters).toBeLessThan(2_000_000);
-      mark('model and data');
-      writeFileSync(
-        join(dir, 'tools.json'),
-        JSON.stringify([
-          {
-            type: 'function',
-            function: { name: 'save', parameters: { type: 'object', properties: { word: {} } } },
-          },
-        ]),
+describe('a policy that learns through the whole chain', () => {
+  it('reward rises under GRPO and does not under the shuffled-sign control', {
+    timeout: 3_600_000,
+  }, async () => {
+    // Seconds from the test's start to the end of each phase, printed with the result (not asserted).
+    const started = Date.now();
+    const seconds: Record<string, number> = {};
+    const mark = (phase: string) => {
+      seconds[phase] = Math.round((Date.now() - started) / 1000);
+    };
+    if (!existsSync(python))
+      throw new Error(
+        `${python} is missing: run bash scripts/setup-python.sh (CI runs it in provision-test.sh)`,
       );
-      // The warm-up of the one-process test: 200 steps on the clean data (the model learns to
-      // copy), then 100 at a lower lr on the decoy data (it now often prefers the decoy).
-      const sft = (data: string, from: string, to: string, steps: string, lr: string, seed: string) =>
-        py([
-          'sft',
-          '--model',
-          from,
-          '--data',
-          data,
-          '--tools',
-          'tools.json',
-          '--output',
-          to,
-          '--steps',
-          steps,
-          '--batch-size',
-          '32',
-          '--lr',
-          lr,
-          '--seed',
-          seed,
-          '--threads',
-          '1',
-        ]);
-      await sft('clean.jsonl', join(dir, 'base'), join(dir, 'sft-clean'), '200', '3e-3', '0');
-      await sft('decoy.jsonl', join(dir, 'sft-clean'), join(dir, 'sft-decoy'), '100', '1e-3', '1');
-      mark('sft');
-      const model = join(dir, 'sft-decoy');
-      rmSync(join(dir, 'sft'), { recursive: true, force: true });
-      await promisify(execFile)('cp', ['-r', model, join(dir, 'sft')]);
-
-      // The two arms run at once, from the same warm-up: two `shears train` runs, each with its own
-      // API, env worker, trainer and policy server (one torch thread each); the warm-up's greedy
-      // accuracy is measured beside them, and the trained model's as soon as GRPO ends.
-      const [before, [learnt, after], control] = await Promise.all([
-        py(['toy-accuracy', '--model', model]).then((out) => lastJson(out).accuracy!),
-        grpoRun('grpo', false).then(
-          async (arm) =>
-            [arm, lastJson(await py(['toy-accuracy', '--model', join(dir, 'grpo')])).accuracy!] as const,
-        ),
-        grpoRun('control', true),
+    // SFT data: rollouts of the scripted policy through shears itself, then shears' SFT export:
+    // once always right, once saving the decoy word in half of the calls (`demo_decoy_rate`).
+    async function sftData(name: string, decoyRate: number, seed: number): Promise<void> {
+      writeFileSync(
+        join(dir, `${name}.yaml`),
+        [
+          `plugins: [${JSON.stringify(pack)}]`,
+          `env: { name: toy-save, group_size: 1, seed: ${seed}, settings: { demo_decoy_rate: ${decoyRate} } }`,
+          'server: { provider: scripted }',
+          'sandbox: { provider: local }',
+          // One at a time: the demonstrator draws its decoys from one seeded stream in call order
+          // and the JSONL is written in finish order, so only then is the warm-up's data (and so
+          // its model) the same from run to run.
+          `run: { groups: 192, concurrency: 1, out: runs/${name}.jsonl, report: false, all_equal_scores: keep, progress: none }`,
+        ].join('\n'),
+      );
+      const run = await runShears(['process', '--config', `${name}.yaml`], { cwd: dir });
+      expect(run.code, run.stderr).toBe(0);
+      // minScore 0.1: the decoy's calls score 0.1 (a call, the wrong word) and are kept.
+      const records = toSftRecords(readGroups(join(dir, `runs/${name}.jsonl`)), {
+        minScore: 0.1,
+        select: 'all',
+      });
+      expect(records.length).toBe(192);
+      writeFileSync(join(dir, `${name}.jsonl`), records.map((record) => JSON.stringify(record)).join('\n'));
+    }
+    // The model (vocabulary, chat template, random weights) and both data sets are independent:
+    // made at once.
+    const [made] = await Promise.all([
+      py(['toy-model', '--output', join(dir, 'base'), '--seed', MODEL_SEED]).then(lastJson),
+      sftData('clean', 0, 99),
+      sftData('decoy', 0.5, 98),
+    ]);
+    expect(made.parameters).toBeGreaterThan(300_000);
+    expect(made.parameters).toBeLessThan(2_000_000);
+    mark('model and data');
+    writeFileSync(
+      join(dir, 'tools.json'),
+      JSON.stringify([
+        {
+          type: 'function',
+          function: { name: 'save', parameters: { type: 'object', properties: { word: {} } } },
+        },
+      ]),
+    );
+    // The warm-up of the one-process test: 200 steps on the clean data (the model learns to
+    // copy), then 100 at a lower lr on the decoy data (it now often prefers the decoy).
+    const sft = (data: string, from: string, to: string, steps: string, lr: string, seed: string) =>
+      py([
+        'sft',
+        '--model',
+        from,
+        '--data',
+        data,
+        '--tools',
+        'tools.json',
+        '--output',
+        to,
+        '--steps',
+        steps,
+        '--batch-size',
+        '32',
+        '--lr',
+        lr,
+        '--seed',
+        seed,
+        '--threads',
+        '1',
       ]);
-      mark('arms');
-      // The warm-up leaves room to learn: it prefers the decoy often enough (0.25–0.69 greedy in the
-      // runs the margins come from; the order of the SFT data varies from run to run).
-      expect(before).toBeLessThanOrEqual(0.8);
+    await sft('clean.jsonl', join(dir, 'base'), join(dir, 'sft-clean'), '200', '3e-3', '0');
+    await sft('decoy.jsonl', join(dir, 'sft-clean'), join(dir, 'sft-decoy'), '100', '1e-3', '1');
+    mark('sft');
+    const model = join(dir, 'sft-decoy');
+    rmSync(join(dir, 'sft'), { recursive: true, force: true });
+    await promisify(execFile)('cp', ['-r', model, join(dir, 'sft')]);
 
-      const rewardsOf = (arm: ArmResult, keep: (version: number) => boolean) =>
-        arm.samples.filter((sample) => keep(sample.version)).map((sample) => sample.reward);
-      const start = mean([learnt, control].flatMap((arm) => rewardsOf(arm, (version) => version === 0)));
-      // Each late version's mean, then their mean: a version's rollout count grows with its groups
-      // of equal scores (dropped, so more are rolled out), which must not weigh its policy more.
-      const end = (arm: ArmResult) =>
-        mean(
-          Array.from({ length: STEPS - LATE_FROM_VERSION }, (_, offset) =>
-            rewardsOf(arm, (version) => version === LATE_FROM_VERSION + offset),
-          )
-            .filter((rewards) => rewards.length > 0)
-            .map(mean),
-        );
-      const byVersion = (arm: ArmResult) => {
-        const rows: Record<number, { n: number; mean: number }> = {};
-        for (const { version, reward } of arm.samples) {
-          const row = (rows[version] ??= { n: 0, mean: 0 });
-          row.n += 1;
-          row.mean += (reward - row.mean) / row.n;
-        }
-        return Object.fromEntries(
-          Object.entries(rows).map(([version, row]) => [version, [row.n, Number(row.mean.toFixed(3))]]),
-        );
-      };
-      const summary = {
-        start,
-        end: end(learnt),
-        controlEnd: end(control),
-        rise: end(learnt) - start,
-        controlRise: end(control) - start,
-        lead: end(learnt) - end(control),
-        modelSeed: MODEL_SEED,
-        seconds,
-        accuracy: { before, after },
-        lags: countBy(learnt.lags),
-        controlLags: countBy(control.lags),
-        // Per policy version: [rollouts, mean reward].
-        rewardsByVersion: byVersion(learnt),
-        controlRewardsByVersion: byVersion(control),
-      };
-      console.log(`learning test: ${JSON.stringify(summary)}`);
-      expect(summary.rise).toBeGreaterThan(MIN_RISE);
-      expect(after).toBeGreaterThan(before);
-      expect(summary.controlRise).toBeLessThan(CONTROL_MAX_RISE);
-      expect(summary.lead).toBeGreaterThan(MIN_LEAD_OVER_CONTROL);
-      // Off-policy lag, per trained record: every record carries the version that sampled it (the
-      // colocated policy server sends it), rollouts ran ahead of the trainer (some records were
-      // sampled by weights one or more optimiser steps older than those that trained on them), and
-      // no further than the pacing allows: a group starts only while fewer than off_policy_limit
-      // batches are queued, formed or in flight ahead of the trainer, and the trainer may be in the
-      // middle of a step (its version one behind) when it starts, so off_policy_limit + 1.
-      for (const arm of [learnt, control]) {
-        expect(arm.lags.every((lag) => typeof lag === 'number' && lag >= 0)).toBe(true);
-        expect(Math.max(...(arm.lags as number[]))).toBeGreaterThanOrEqual(1);
-        expect(Math.max(...(arm.lags as number[]))).toBeLessThanOrEqual(OFF_POLICY_LIMIT + 1);
+    // The two arms run at once, from the same warm-up: two `shears train` runs, each with its own
+    // API, env worker, trainer and policy server (one torch thread each); the warm-up's greedy
+    // accuracy is measured beside them, and the trained model's as soon as GRPO ends.
+    const [before, [learnt, after], [control, controlAfter]] = await Promise.all([
+      py(['toy-accuracy', '--model', model, '--samples', '8']).then(lastJson),
+      grpoRun('grpo', false).then(
+        async (arm) =>
+          [
+            arm,
+            lastJson(await py(['toy-accuracy', '--model', join(dir, 'grpo'), '--samples', '8'])),
+          ] as const,
+      ),
+      grpoRun('control', true).then(
+        async (arm) =>
+          [
+            arm,
+            lastJson(await py(['toy-accuracy', '--model', join(dir, 'control'), '--samples', '8'])),
+          ] as const,
+      ),
+    ]);
+    mark('arms');
+    // The warm-up leaves room to learn: it prefers the decoy often enough (0.25–0.69 greedy in the
+    // runs the margins come from; the order of the SFT data varies from run to run).
+    expect(before.accuracy).toBeLessThanOrEqual(0.8);
+
+    const rewardsOf = (arm: ArmResult, keep: (version: number) => boolean) =>
+      arm.samples.filter((sample) => keep(sample.version)).map((sample) => sample.reward);
+    const start = mean([learnt, control].flatMap((arm) => rewardsOf(arm, (version) => version === 0)));
+    // Each late version's mean, then their mean: a version's rollout count grows with its groups
+    // of equal scores (dropped, so more are rolled out), which must not weigh its policy more.
+    const end = (arm: ArmResult) => {
+      const versions = [...new Set(arm.samples.map((sample) => sample.version))]
+        .sort((a, b) => a - b)
+        .slice(-LATE_VERSIONS);
+      return mean(versions.map((version) => mean(rewardsOf(arm, (seen) => seen === version))));
+    };
+    const byVersion = (arm: ArmResult) => {
+      const rows: Record<number, { n: number; mean: number }> = {};
+      for (const { version, reward } of arm.samples) {
+        const row = (rows[version] ??= { n: 0, mean: 0 });
+        row.n += 1;
+        row.mean += (reward - row.mean) / row.n;
       }
-      // The final folder is a model: the trainer wrote it, with its summary.
-      expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
-      expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-10', 'model.safetensors'))).toBe(true);
-    });
-  },
-);
+      return Object.fromEntries(
+        Object.entries(rows).map(([version, row]) => [version, [row.n, Number(row.mean.toFixed(3))]]),
+      );
+    };
+    const summary = {
+      start,
+      end: end(learnt),
+      controlEnd: end(control),
+      rise: end(learnt) - start,
+      controlRise: end(control) - start,
+      lead: (after.reward ?? 0) - (controlAfter.reward ?? 0),
+      modelSeed: MODEL_SEED,
+      seconds,
+      accuracy: { before: before.accuracy, after: after.accuracy, control: controlAfter.accuracy },
+      sampledReward: { before: before.reward, after: after.reward, control: controlAfter.reward },
+      lags: countBy(learnt.lags),
+      controlLags: countBy(control.lags),
+      // Per policy version: [rollouts, mean reward].
+      rewardsByVersion: byVersion(learnt),
+      controlRewardsByVersion: byVersion(control),
+    };
+    console.log(`learning test: ${JSON.stringify(summary)}`);
+    // GRPO learns: its reward in the chain rises, and so does its final model's greedy accuracy.
+    expect(summary.rise).toBeGreaterThan(MIN_RISE);
+    expect(after.accuracy! - before.accuracy!).toBeGreaterThan(MIN_GREEDY_RISE);
+    // From the reward, not from the code merely running: the control does not rise, and GRPO's
+    // final model earns more than the control's, greedy and sampled.
+    expect(summary.controlRise).toBeLessThan(CONTROL_MAX_RISE);
+    expect(after.accuracy).toBeGreaterThan(controlAfter.accuracy!);
+    expect(summary.lead).toBeGreaterThan(MIN_LEAD_OVER_CONTROL);
+    // Off-policy lag, per trained record: every record carries the version that sampled it (the
+    // colocated policy server sends it), and rollouts ran ahead of the trainer (some records were
+    // sampled by weights one or more optimiser steps older than those that trained on them). It
+    // is measured, not bounded: the pacing counts the queue in the env's group size, but a group
+    // can hold more sequences (a rollout of two), a group split to fill a batch waits for the next
+    // one, and a group smaller than the env's group size waits in the API's buffer (Atropos), so
+    // lags above off_policy_limit + 1 occur (up to 4 for GRPO, 9 for a collapsed control, seen).
+    expect(Math.max(...(learnt.lags as number[]))).toBeGreaterThanOrEqual(1);
+    for (const arm of [learnt, control])
+      expect(arm.lags.every((lag) => typeof lag === 'number' && lag >= 0)).toBe(true);
+    // The final folder is a model: the trainer wrote it, with its summary.
+    expect(existsSync(join(dir, 'grpo', 'model.safetensors'))).toBe(true);
+    expect(existsSync(join(dir, 'grpo', 'checkpoints', 'step-10', 'model.safetensors'))).toBe(true);
+  });
+});
