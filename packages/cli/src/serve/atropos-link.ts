@@ -19,7 +19,10 @@ export interface AtroposLink {
     onWait?: () => void;
   }): Promise<number>;
   /** The env's own view of the queue (GET /status-env): groups ahead of it, in its group size. */
-  status(signal?: AbortSignal): Promise<{ current_step: number; queue_size: number }>;
+  /** GET /status-env: `max_group_size` is the largest queued group (Atropos answers it too). */
+  status(
+    signal?: AbortSignal,
+  ): Promise<{ current_step: number; queue_size: number; max_group_size?: number }>;
   /**
    * Batches already formed for the trainer but not yet delivered to it (shears' API reports them
    * as `shears_api_formed_batches` on GET /metrics). `GET /batch` forms every batch the queue

@@ -141,8 +141,10 @@ export function batchesAhead(status: { queue_size: number }, batchSize: number, 
  * worker is still running (they will be queued). Each of these is sampled before the trainer
  * takes the batches ahead of it, so each is off-policy by the time it is trained on.
  */
-function offPolicyAhead(options: {
+export function offPolicyAhead(options: {
   queueSize: number;
+  /** The largest queued group (/status-env's max_group_size), when the API says. */
+  maxGroupSize?: number;
   formedBatches: number;
   inFlightGroups: number;
   batchSize: number;
@@ -150,7 +152,12 @@ function offPolicyAhead(options: {
 }): { total: number; queued: number; formed: number; inFlight: number } {
   const { batchSize, groupSize } = options;
   if (batchSize <= 0) return { total: 0, queued: 0, formed: 0, inFlight: 0 };
-  const queued = (options.queueSize * groupSize) / batchSize;
+  // /status-env counts the queue in units of the env's group size as it grew to its largest
+  // queued group (a rollout of two sequences makes a group of 8 rollouts hold up to 16), so
+  // the queue is that many sequences per unit, not env.group_size: counted by the registered
+  // size, the queue looked half as long and records ran twice as far ahead as off_policy_limit.
+  const unit = Math.max(groupSize, options.maxGroupSize ?? 0);
+  const queued = (options.queueSize * unit) / batchSize;
   const inFlight = (options.inFlightGroups * groupSize) / batchSize;
   const formed = options.formedBatches;
   return { total: queued + formed + inFlight, queued, formed, inFlight };
@@ -286,6 +293,7 @@ export async function runServeLoop(
         const formedBatches = (await link.formedBatches?.(control.drain)) ?? 0;
         const ahead = offPolicyAhead({
           queueSize: status.queue_size,
+          maxGroupSize: status.max_group_size,
           formedBatches,
           inFlightGroups: started - finishedBefore,
           batchSize: batchSize > 0 ? batchSize : config.api.batch_size,

@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { metricsRowSchema } from '../metrics/metrics-schema.js';
 import { writeProbePack } from '../test-support/probe-pack.js';
 import { runShears } from '../test-support/run-cli.js';
-import { batchesAhead } from './serve-loop.js';
+import { batchesAhead, offPolicyAhead } from './serve-loop.js';
 
 // End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
 vi.setConfig({ testTimeout: 120_000 });
@@ -48,6 +48,31 @@ async function json<T>(response: Promise<Response>): Promise<T> {
 interface Batch {
   batch: Array<{ tokens: number[][]; masks: number[][]; scores: number[]; env_id: number | null }> | null;
 }
+
+describe('offPolicyAhead', () => {
+  it('counts the queue in the group size /status-env grew to, not the registered one', () => {
+    // Four queued units of the grown size 16 (groups of 8 rollouts, some of two sequences) are 64
+    // sequences: one batch of 64 ahead, not half of one.
+    const ahead = offPolicyAhead({
+      queueSize: 4,
+      maxGroupSize: 16,
+      formedBatches: 0,
+      inFlightGroups: 0,
+      batchSize: 64,
+      groupSize: 8,
+    });
+    expect(ahead.queued).toBe(1);
+    // An API that does not say (or groups no larger than registered): the registered size.
+    expect(
+      offPolicyAhead({ queueSize: 4, formedBatches: 1, inFlightGroups: 2, batchSize: 64, groupSize: 8 }),
+    ).toEqual({
+      total: 0.5 + 1 + 0.25,
+      queued: 0.5,
+      formed: 1,
+      inFlight: 0.25,
+    });
+  });
+});
 
 describe('batchesAhead', () => {
   it('counts queued groups in trainer batches', () => {

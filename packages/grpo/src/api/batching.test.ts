@@ -67,6 +67,18 @@ describe('planBatch', () => {
     }
   });
 
+  it('never passes over an older group whose size Atropos cannot pack (records would grow stale)', () => {
+    // A group of 9 (a rollout of two sequences) among 16s: Atropos packs the four 16s and the 9
+    // waits, batch after batch. shears takes the oldest first and splits at the boundary.
+    const queue = queueOf([9, 16, 16, 16, 16, 8, 8]);
+    expect(planAtroposBatch(queue, 64)?.take).toEqual([1, 2, 3, 4]);
+    expect(planBatch(queue, 64)).toEqual({ take: [0, 1, 2, 3], split: { index: 4, sequences: 7 } });
+    // Sizes that all divide the largest: Atropos's batch, items and order, as before.
+    expect(planBatch(queueOf([8, 16, 8, 16, 16]), 32)).toEqual(
+      planAtroposBatch(queueOf([8, 16, 8, 16, 16]), 32),
+    );
+  });
+
   it('splits one group when no whole groups sum to the batch size (waiting could deadlock with a paced env)', () => {
     expect(planBatch(queueOf([12, 8]), 16)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
     // Groups of 8 and 9 (rollouts of two sequences), batch 64: no subset sums to 64.
@@ -77,7 +89,10 @@ describe('planBatch', () => {
     expect(planBatch(queueOf([12, 8]), 24)).toBeUndefined(); // not enough queued yet
     expect(planBatch(queueOf([8, 8]), 12)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
     expect(planBatch(queueOf([8, 8]), 12, { splitGroups: false })).toBeUndefined();
-    expect(planBatch(queueOf([3, 1, 4]), 5)).toEqual({ take: [1, 2] });
+    // A size that does not divide the largest (3 among 1s and 4s): the oldest groups first, the
+    // one at the boundary split, rather than passing over the 3 (it would wait behind newer ones).
+    expect(planBatch(queueOf([3, 1, 4]), 5)).toEqual({ take: [0, 1], split: { index: 2, sequences: 1 } });
+    expect(planBatch(queueOf([3, 1, 4]), 5, { splitGroups: false })).toEqual({ take: [1, 2] });
   });
 });
 

@@ -128,13 +128,15 @@ export function planAtroposBatch(queue: readonly QueuedGroup[], batchSize: numbe
 }
 
 /**
- * Atropos's batch where Atropos forms one (`planAtroposBatch`: same groups, same order).
- * Where it forms none, shears still does when the data allows: whole groups, FIFO greedy,
- * else the lexicographically earliest subset that sums to `batchSize` (Atropos starves group
- * sizes that do not divide the largest queued one). When enough sequences are queued but no
- * whole groups sum to the batch size (groups of 8 and 9, batch 64; or groups of 8, batch 12),
- * one group is split rather than waiting: an env pacing itself by the queue may send nothing
- * more, and the trainer would wait forever.
+ * Atropos's batch where Atropos forms one (`planAtroposBatch`: same groups, same order), as long
+ * as every queued group size divides the largest: then Atropos's packs take every group in time.
+ * A size that does not (a group of 9 among 8s and 16s: a rollout of two sequences makes such
+ * sizes) is never packed by Atropos, so it would wait behind newer groups batch after batch (in
+ * one run records grew 5 optimiser steps old where `off_policy_limit: 1` allows 2). Then, unless
+ * `splitGroups` is false, shears takes the oldest groups first and splits the group at the batch
+ * boundary: no group waits behind newer ones. Otherwise where Atropos forms none: whole groups,
+ * FIFO greedy, else the lexicographically earliest subset that sums to `batchSize`, else one
+ * group split (waiting for more data could deadlock: an env paces itself by the queue).
  */
 export function planBatch(
   queue: readonly QueuedGroup[],
@@ -142,8 +144,36 @@ export function planBatch(
   options: { splitGroups?: boolean } = {},
 ): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
-  const atropos = planAtroposBatch(queue, batchSize);
-  if (atropos) return atropos;
+  let largest = 0;
+  for (const group of queue) largest = Math.max(largest, group.size);
+  const packable = queue.every((group) => largest % group.size === 0);
+  if (!packable && options.splitGroups !== false) return planOldestFirst(queue, batchSize);
+  return planAtroposBatch(queue, batchSize) ?? planWholeGroups(queue, batchSize, options);
+}
+
+/** The oldest groups in queue order, the one at the batch boundary split; none while too few are queued. */
+function planOldestFirst(queue: readonly QueuedGroup[], batchSize: number): BatchPlan | undefined {
+  let total = 0;
+  for (const group of queue) total += group.size;
+  if (total < batchSize) return undefined;
+  const take: number[] = [];
+  let filled = 0;
+  for (let index = 0; index < queue.length; index++) {
+    const size = (queue[index] as QueuedGroup).size;
+    if (filled + size > batchSize) return { take, split: { index, sequences: batchSize - filled } };
+    take.push(index);
+    filled += size;
+    if (filled === batchSize) return { take };
+  }
+  return undefined;
+}
+
+/** Where Atropos forms no batch: whole groups (FIFO greedy, else the earliest exact subset), else one split. */
+function planWholeGroups(
+  queue: readonly QueuedGroup[],
+  batchSize: number,
+  options: { splitGroups?: boolean },
+): BatchPlan | undefined {
   let total = 0;
   for (const group of queue) total += group.size;
   if (total < batchSize) return undefined;
@@ -183,22 +213,8 @@ export function planBatch(
   }
   if (options.splitGroups === false) return undefined;
   // No whole groups sum to the batch size now. Waiting for more data could deadlock: an env
-  // paces itself by the queue (`off_policy_limit`), so with enough queued it sends nothing more
-  // (groups of 8 and 9 sequences, batch 64: nine queued groups, none summing to 64, the env
-  // paused, the trainer waiting). So one group is split.
-  const whole: number[] = [];
-  let filled = 0;
-  for (let index = 0; index < queue.length; index++) {
-    const size = (queue[index] as QueuedGroup).size;
-    if (filled + size <= batchSize) {
-      whole.push(index);
-      filled += size;
-      if (filled === batchSize) return { take: whole };
-      continue;
-    }
-    return { take: whole, split: { index, sequences: batchSize - filled } };
-  }
-  return undefined;
+  // paces itself by the queue (`off_policy_limit`), so with enough queued it sends nothing more.
+  return planOldestFirst(queue, batchSize);
 }
 
 /**
@@ -330,7 +346,7 @@ export function planBatchWithMinimums(
   queue.forEach((_, index) => {
     if (!taken.has(index)) restIndices.push(index);
   });
-  const rest = planBatch(
+  const rest = planWholeGroups(
     restIndices.map((index) => queue[index] as QueuedGroup),
     remaining,
     options,
