@@ -43,6 +43,8 @@ interface ServeResult {
   failures: FailureCount[];
   /** Groups the API acknowledged but buffered (smaller than the env's group size; see postScoredData). */
   bufferedByApi: number;
+  /** Groups with fewer sequences than env.group_size, sent without env_id so the API queues them. */
+  sentWithoutEnvId: number;
 }
 
 /** The trajectory API could not be reached or refused the worker. */
@@ -412,6 +414,19 @@ export async function runServeLoop(
         );
         return true;
       }
+      // A group with fewer sequences than env.group_size (a rollout without a score is left out)
+      // is still whole, but Atropos's API buffers such a group until buffered groups of this env
+      // sum to its group size: it waited there up to 7 optimiser steps, or for good. Sent without
+      // an env id, the API queues it at once (Atropos: a group without env_id goes straight to
+      // the queue); /status-env still counts it, among the groups competing for the batch.
+      if (data.tokens.length < config.env.group_size) {
+        result.sentWithoutEnvId++;
+        if (result.sentWithoutEnvId === 1)
+          progress.note(
+            `a group of ${data.tokens.length} sequences (fewer than env.group_size ${config.env.group_size}: rollouts without a score are left out) is sent without env_id, so that the API queues it instead of holding it in its env buffer; counted in the summary`,
+          );
+        data = { ...data, env_id: null };
+      }
       if (!(await post(data, record, 'a group'))) return false;
       result.groupsSent++;
       progress.groupFinished(record, { status: '→ sent' });
@@ -452,6 +467,7 @@ function emptyResult(): ServeResult {
     stoppedBy: undefined,
     failures: [],
     bufferedByApi: 0,
+    sentWithoutEnvId: 0,
   };
 }
 
@@ -462,5 +478,5 @@ export function formatServeResult(result: ServeResult, url: string): string {
     .sort((a, b) => b[1] - a[1])
     .map(([reason, count]) => `${count} ${reason}`)
     .join(', ');
-  return `sent ${result.groupsSent} groups${result.replaysSent ? ` and ${result.replaysSent} replayed groups` : ''} to ${url}${result.bufferedByApi ? ` (${result.bufferedByApi} of them buffered by the API, not queued)` : ''}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
+  return `sent ${result.groupsSent} groups${result.replaysSent ? ` and ${result.replaysSent} replayed groups` : ''} to ${url}${result.bufferedByApi ? ` (${result.bufferedByApi} of them buffered by the API, not queued)` : ''}${result.sentWithoutEnvId ? ` (${result.sentWithoutEnvId} smaller than env.group_size, sent without env_id)` : ''}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
 }

@@ -714,6 +714,7 @@ for (;;) {
 async function scriptedAtroposApi(options: { buffer?: boolean } = {}) {
   let queue = 0;
   const registrations: Array<Record<string, unknown>> = [];
+  const postedEnvIds: unknown[] = [];
   const readJson = (request: IncomingMessage, body: Buffer) =>
     JSON.parse(
       (/gzip/.test(String(request.headers['content-encoding'] ?? '')) ? gunzipSync(body) : body).toString(
@@ -740,7 +741,8 @@ async function scriptedAtroposApi(options: { buffer?: boolean } = {}) {
         });
       },
       '/status-env': (_request, response) => reply(response, { current_step: 0, queue_size: queue }),
-      '/scored_data': (_request, response) => {
+      '/scored_data': (request, response, body) => {
+        postedEnvIds.push(readJson(request, body).env_id);
         if (options.buffer) return reply(response, { status: 'buffered', buffer_size: 2 });
         queue++;
         reply(response, { status: 'received' });
@@ -750,6 +752,7 @@ async function scriptedAtroposApi(options: { buffer?: boolean } = {}) {
   return {
     url: server.origin,
     registrations,
+    postedEnvIds,
     posts: () => server.requests.filter((request) => request.path === '/scored_data').length,
     takeAll: () => {
       queue = 0;
@@ -885,6 +888,50 @@ describe('shears serve: settings that must take effect', () => {
       ).toHaveLength(1);
       expect(run.stderr).toContain('env.group_size 2');
       expect(run.stdout).toMatch(/^sent 2 groups to http\S+ \(2 of them buffered by the API, not queued\);/);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('sends a group smaller than env.group_size without env_id, so the API queues it instead of buffering it', async () => {
+    const api = await scriptedAtroposApi();
+    const pack = writeProbePack(dir);
+    try {
+      const run = await runShears(
+        [
+          'serve',
+          '--plugins',
+          JSON.stringify([pack]),
+          '--env',
+          'probe',
+          '--env.settings',
+          '{"reward":"throw-first","answer":"right"}',
+          '--url',
+          api.url,
+          '--max-groups',
+          '2',
+          '--group-size',
+          '2',
+          '--concurrency',
+          '1',
+          '--run.all_equal_scores',
+          'keep',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--out',
+          'runs/smaller.jsonl',
+          '--no-report',
+        ],
+        { cwd: dir },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      // The first group lost one rollout (its reward threw): 1 sequence, sent without env_id; the
+      // second is whole and keeps its env id.
+      expect(api.postedEnvIds).toEqual([null, 0]);
+      expect(run.stderr).toContain('a group of 1 sequences (fewer than env.group_size 2');
+      expect(run.stdout).toMatch(
+        /^sent 2 groups to http\S+ \(1 smaller than env\.group_size, sent without env_id\);/,
+      );
     } finally {
       await api.close();
     }

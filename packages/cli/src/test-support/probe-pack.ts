@@ -1,5 +1,6 @@
 // A third-party env pack in plain JavaScript for end-to-end tests of how runs end: its reward can
-// succeed, sleep (adding a line to a marker file first), throw (a bug in the env) or return NaN, and its
+// succeed, sleep (adding a line to a marker file first), throw (a bug in the env; every time, or
+// only the first time) or return NaN, and its
 // tasks can come from a file the test edits between runs. Loaded by path with --plugins.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +22,7 @@ export default {
           ? JSON.parse(readFileSync(settings.tasksFile, 'utf8'))
           : Array.from({ length: settings.tasks ?? 2 }, (_, index) => ({ id: 'q' + index, prompt: 'Question ' + index + ': say right.' }));
         let cursor = 0;
+        let rewardsComputed = 0;
         return {
           specificationVersion: 'v1',
           id: 'probe',
@@ -49,6 +51,8 @@ export default {
             if (settings.marker) appendFileSync(settings.marker, 'reward started\\n');
             if (settings.rewardMs) await new Promise((resolve) => setTimeout(resolve, settings.rewardMs));
             if (settings.reward === 'throw') return rewardFailsHere(item);
+            // Only the run's first reward fails: that rollout is left out of its group.
+            if (settings.reward === 'throw-first' && rewardsComputed++ === 0) return rewardFailsHere(item);
             if (settings.reward === 'nan') return { score: Number.NaN };
             const right = String(rollout.finalResponse ?? '').includes('right');
             return {
