@@ -358,6 +358,10 @@ async function train(
   context.drain.removeEventListener('abort', onOuterAbort);
   const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);
   const replays = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.replaysSent : 0), 0);
+  const smaller = outcomes.reduce(
+    (sum, outcome) => sum + (outcome.ok ? outcome.result.sentWithoutEnvId : 0),
+    0,
+  );
   const buffered = outcomes.reduce(
     (sum, outcome) => sum + (outcome.ok ? outcome.result.bufferedByApi : 0),
     0,
@@ -368,7 +372,7 @@ async function train(
       if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
     }
   io.stdout(
-    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups${replays ? ` and ${replays} replayed groups` : ''}${buffered ? ` (${buffered} of them buffered by the API, not queued)` : ''}\n`,
+    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups${replays ? ` and ${replays} replayed groups` : ''}${buffered ? ` (${buffered} of them buffered by the API, not queued)` : ''}${smaller ? ` (${smaller} smaller than env.group_size, sent without env_id)` : ''}\n`,
   );
   return code;
 }
