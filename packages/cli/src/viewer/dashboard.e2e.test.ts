@@ -73,17 +73,25 @@ describe.skipIf(!hasChromium)('run dashboard in Chromium', () => {
     await page.screenshot({ path: join(screenshotDir, 'dashboard.png'), fullPage: true });
 
     // Click the reward chart at the latest group: the trajectory view shows exactly that group.
+    // Groups that finished within two pixels of the latest share its place on the chart (on a
+    // loaded machine groups finish in bursts), so any of them is the one clicked.
     const sorted = [...rows].sort((a, b) => a.elapsedSeconds - b.elapsedSeconds);
     const last = sorted[sorted.length - 1]!;
     const over = page.locator('[data-testid=chart-reward] .u-over');
     const box = (await over.boundingBox())!;
+    const pixel = (last.elapsedSeconds - sorted[0]!.elapsedSeconds) / box.width;
+    const atTheEnd = sorted
+      .filter((row) => row.elapsedSeconds >= last.elapsedSeconds - 2 * pixel)
+      .map((row) => row.groupId);
     await over.click({ position: { x: box.width - 1, y: box.height / 2 } });
-    await expect
-      .poll(() => page.locator('[data-testid=selection]').textContent())
-      .toContain(`group ${last.groupId}`);
+    await expect.poll(() => page.locator('[data-testid=selection]').textContent()).toMatch(/group \S+/);
+    const chosen = /group (\S+)/.exec(
+      (await page.locator('[data-testid=selection]').textContent()) ?? '',
+    )![1]!;
+    expect(atTheEnd).toContain(chosen);
     expect(await page.textContent('[data-testid=count]')).toMatch(/^1 of 8 groups/);
-    expect(await page.locator('[data-testid=group-row]').getAttribute('data-group')).toBe(last.groupId);
-    expect(await page.textContent('[data-testid=group-summary]')).toContain(last.groupId);
+    expect(await page.locator('[data-testid=group-row]').getAttribute('data-group')).toBe(chosen);
+    expect(await page.textContent('[data-testid=group-summary]')).toContain(chosen);
 
     // A task row opens that task's groups; clearing the selection shows the whole run again.
     await page.click('[data-testid=clear-selection]');
