@@ -196,22 +196,14 @@ def toy_accuracy(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .policy_server import _Job, generate_batch
-    from .toy_loop import toy_score
+    from .toy_loop import _prompt, toy_score
 
     model = AutoModelForCausalLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     rng = random.Random(seed)
     targets = [toy_word(rng) for _ in range(words)]
     stop = {tokenizer.convert_tokens_to_ids("<|im_end|>")}
-    prompts = []
-    for word in targets:
-        text = tokenizer.apply_chat_template(
-            [{"role": "user", "content": f"Save the word {word}."}],
-            tools=[SAVE_TOOL],
-            tokenize=False,
-            add_generation_prompt=True,
-        )
-        prompts.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+    prompts = [_prompt(tokenizer, word) for word in targets]
     rows = [
         (ids, _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=0.0, top_p=1.0, seed=None))
         for ids in prompts

@@ -2,7 +2,7 @@
 // injected fetch when given), against real HTTP servers on loopback: connection reuse, compressed bodies,
 // headers, a body cut short, and the injected fetch being the one used.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { ServerError } from '@shears/core';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -186,17 +186,13 @@ describe('phase-1 client over its HTTP client (undici)', () => {
     expect((error as Error).message).toMatch(/connection failed/);
   });
 
-  it('sends a request once more when the kept-alive connection it reused was closed by the server', async () => {
-    // The server drops every connection on its second request without answering, as a server
-    // does that closes an idle connection just as the client reuses it ("socket hang up").
+  /** A backend that drops (`drop`) the second request on each connection unanswered, and a client without retries. */
+  async function dropsSecondRequestPerConnection(drop: (socket: Socket) => void) {
     const perSocket = new Map<unknown, number>();
     const backend = await serve((request, response, seen) => {
       const count = (perSocket.get(seen.socket) ?? 0) + 1;
       perSocket.set(seen.socket, count);
-      if (count === 2) {
-        request.socket.destroy();
-        return;
-      }
+      if (count === 2) return drop(request.socket);
       json(response, COMPLETION);
     });
     const client = createOpenAICompatibleServer({
@@ -204,6 +200,13 @@ describe('phase-1 client over its HTTP client (undici)', () => {
       model: 'm',
       retry: { maxRetries: 0 },
     });
+    return { backend, client };
+  }
+
+  it('sends a request once more when the kept-alive connection it reused was closed by the server', async () => {
+    // The server drops every connection on its second request without answering, as a server
+    // does that closes an idle connection just as the client reuses it ("socket hang up").
+    const { backend, client } = await dropsSecondRequestPerConnection((socket) => socket.destroy());
     for (let index = 0; index < 3; index++)
       expect((await client.chat(ask)).choices[0]?.message.content).toBe('fine');
     // 1st on connection A; 2nd reused A and was dropped, sent again on B; 3rd reused B (dropped) then C.
@@ -212,21 +215,7 @@ describe('phase-1 client over its HTTP client (undici)', () => {
   });
 
   it('sends a request once more when the reused connection is reset (RST) before the answer', async () => {
-    const perSocket = new Map<unknown, number>();
-    const backend = await serve((request, response, seen) => {
-      const count = (perSocket.get(seen.socket) ?? 0) + 1;
-      perSocket.set(seen.socket, count);
-      if (count === 2) {
-        request.socket.resetAndDestroy();
-        return;
-      }
-      json(response, COMPLETION);
-    });
-    const client = createOpenAICompatibleServer({
-      baseUrl: backend.url,
-      model: 'm',
-      retry: { maxRetries: 0 },
-    });
+    const { backend, client } = await dropsSecondRequestPerConnection((socket) => socket.resetAndDestroy());
     for (let index = 0; index < 2; index++)
       expect((await client.chat(ask)).choices[0]?.message.content).toBe('fine');
     // 1st on connection A; 2nd reused A, was reset, and was sent again on B.

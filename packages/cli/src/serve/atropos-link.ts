@@ -142,7 +142,7 @@ export function createAtroposLink(options: {
     info: (signal) => untilAborted(client.info(), signal),
     async postScoredData(data, signal) {
       const answer = await client.submit(data, { signal });
-      return { buffered: answer?.status === 'buffered' };
+      return { buffered: answer.status === 'buffered' };
     },
   };
 }
