@@ -79,6 +79,29 @@ describe('planBatch', () => {
     );
   });
 
+  it('takes the rest of a split group first, though its size divides the largest (Atropos would hold it)', () => {
+    // The rest of a group of 16 split 8 / 8 at the last batch's boundary, then two new 16s.
+    const queue: QueuedGroup[] = [
+      { id: 0, size: 8, envId: 0, rest: true },
+      { id: 1, size: 16, envId: 0 },
+      { id: 2, size: 16, envId: 0 },
+    ];
+    expect(planAtroposBatch(queue, 32)?.take).toEqual([1, 2]);
+    expect(planBatch(queue, 32)).toEqual({ take: [0, 1], split: { index: 2, sequences: 8 } });
+    // A rest of 2 waits for the batch to fill, then goes first.
+    const two: QueuedGroup[] = [
+      { id: 0, size: 2, envId: 0, rest: true },
+      { id: 1, size: 16, envId: 0 },
+    ];
+    expect(planBatch(two, 32)).toBeUndefined();
+    expect(planBatch([...two, { id: 2, size: 16, envId: 0 }], 32)).toEqual({
+      take: [0, 1],
+      split: { index: 2, sequences: 14 },
+    });
+    // Without splitting there are no rests: Atropos's batch.
+    expect(planBatch(queue, 32, { splitGroups: false })).toEqual({ take: [1, 2] });
+  });
+
   it('splits one group when no whole groups sum to the batch size (waiting could deadlock with a paced env)', () => {
     expect(planBatch(queueOf([12, 8]), 16)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
     // Groups of 8 and 9 (rollouts of two sequences), batch 64: no subset sums to 64.
@@ -144,6 +167,24 @@ describe('planBatchWithMinimums when the batch size is not a multiple of the gro
       take: [0],
       split: { index: 1, sequences: 4 },
     });
+  });
+
+  it("takes the rest of a split group first and counts it toward its env's minimum", () => {
+    const envs = [env({ min_batch_allocation: 0.5 }), env()];
+    // Env 0's rest (4) has no other 4 to pack with; env 0 must have half of 16. Atropos's batch
+    // would take env 0's 8 and env 1's first 8, and hold the rest.
+    const queue: QueuedGroup[] = [
+      { id: 0, size: 8, envId: 1 },
+      { id: 1, size: 4, envId: 0, rest: true },
+      { id: 2, size: 8, envId: 1 },
+      { id: 3, size: 8, envId: 0 },
+    ];
+    expect(planBatchWithMinimums(queue, 16, envs, { splitGroups: false })?.take).toEqual([3, 0]);
+    const plan = planBatchWithMinimums(queue, 16, envs);
+    expect(plan?.take.slice(0, 2)).toEqual([1, 3]);
+    expect(plan && total(queue, plan.take) + (plan.split?.sequences ?? 0)).toBe(16);
+    const fromEnv0 = (plan?.take ?? []).filter((index) => queue[index]?.envId === 0);
+    expect(total(queue, fromEnv0)).toBeGreaterThanOrEqual(8);
   });
 
   it("keeps Atropos's behaviour with splitGroups: false", () => {

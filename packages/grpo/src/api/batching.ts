@@ -8,6 +8,12 @@ export interface QueuedGroup {
   envId: number | null;
   /** Sequences in the group. */
   size: number;
+  /**
+   * The rest of a group split at a batch boundary (its first sequences went into a batch): while
+   * one is queued, batches take the oldest groups first, so it goes into the next batch. Atropos
+   * never splits a group, so this never changes a batch Atropos would form.
+   */
+  rest?: boolean;
 }
 
 /** An env registration record, as Atropos keeps it (field names are the wire's). */
@@ -134,9 +140,12 @@ export function planAtroposBatch(queue: readonly QueuedGroup[], batchSize: numbe
  * sizes) is never packed by Atropos, so it would wait behind newer groups batch after batch (in
  * one run records grew 5 optimiser steps old where `off_policy_limit: 1` allows 2). Then, unless
  * `splitGroups` is false, shears takes the oldest groups first and splits the group at the batch
- * boundary: no group waits behind newer ones. Otherwise where Atropos forms none: whole groups,
- * FIFO greedy, else the lexicographically earliest subset that sums to `batchSize`, else one
- * group split (waiting for more data could deadlock: an env paces itself by the queue).
+ * boundary: no group waits behind newer ones. The same while the rest of a split group is queued
+ * (`rest`): a rest of 2 or 8 among 16s divides the largest, and Atropos's packs would hold it
+ * until enough groups of its size arrive (records 4 steps old in learning-test runs). Otherwise
+ * where Atropos forms none: whole groups, FIFO greedy, else the lexicographically earliest subset
+ * that sums to `batchSize`, else one group split (waiting for more data could deadlock: an env
+ * paces itself by the queue).
  */
 export function planBatch(
   queue: readonly QueuedGroup[],
@@ -145,9 +154,13 @@ export function planBatch(
 ): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
   let largest = 0;
-  for (const group of queue) largest = Math.max(largest, group.size);
+  let rest = false;
+  for (const group of queue) {
+    largest = Math.max(largest, group.size);
+    if (group.rest) rest = true;
+  }
   const packable = queue.every((group) => largest % group.size === 0);
-  if (!packable && options.splitGroups !== false) return planOldestFirst(queue, batchSize);
+  if ((!packable || rest) && options.splitGroups !== false) return planOldestFirst(queue, batchSize);
   return planAtroposBatch(queue, batchSize) ?? planWholeGroups(queue, batchSize, options);
 }
 
@@ -302,7 +315,9 @@ export function planAtroposBatchWithMinimums(
  * honoured first in registration order from any of their groups, then the rest is filled with
  * `planBatch`'s rules (queue order first, then the exact search, then — unless `splitGroups`
  * is false — one split group when the rest can never be reached from whole groups). Unlike
- * Atropos, groups without an env id are then still batched.
+ * Atropos, groups without an env id are then still batched. While the rest of a split group is
+ * queued (`rest`; only when splitting is on), Atropos's batch is not used: the rest goes first,
+ * counted toward its env's minimum.
  */
 export function planBatchWithMinimums(
   queue: readonly QueuedGroup[],
@@ -311,7 +326,8 @@ export function planBatchWithMinimums(
   options: { splitGroups?: boolean } = {},
 ): BatchPlan | undefined {
   if (batchSize <= 0 || queue.length === 0) return undefined;
-  const atropos = planAtroposBatchWithMinimums(queue, batchSize, envs);
+  const rests = options.splitGroups !== false && queue.some((group) => group.rest);
+  const atropos = rests ? undefined : planAtroposBatchWithMinimums(queue, batchSize, envs);
   if (atropos) return atropos;
   const minimums = new Map<number, number>();
   envs.forEach((env, envId) => {
@@ -331,16 +347,23 @@ export function planBatchWithMinimums(
   const taken = new Set<number>();
   const take: number[] = [];
   let remaining = batchSize;
-  for (const [envId, sequences] of minimums) {
-    let got = 0;
+  // The rests of split groups first, oldest first: they count toward their env's minimum.
+  const got = new Map<number | null, number>();
+  const takeGroup = (group: QueuedGroup, index: number) => {
+    taken.add(index);
+    take.push(index);
+    got.set(group.envId, (got.get(group.envId) ?? 0) + group.size);
+    remaining -= group.size;
+  };
+  if (rests)
     queue.forEach((group, index) => {
-      if (group.envId !== envId || got >= sequences || group.size > remaining) return;
-      taken.add(index);
-      take.push(index);
-      got += group.size;
-      remaining -= group.size;
+      if (group.rest && group.size <= remaining) takeGroup(group, index);
     });
-  }
+  for (const [envId, sequences] of minimums)
+    queue.forEach((group, index) => {
+      if (group.envId !== envId || taken.has(index) || (got.get(envId) ?? 0) >= sequences) return;
+      if (group.size <= remaining) takeGroup(group, index);
+    });
   if (remaining === 0) return { take };
   const restIndices: number[] = [];
   queue.forEach((_, index) => {

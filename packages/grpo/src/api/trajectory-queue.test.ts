@@ -152,6 +152,34 @@ describe('TrajectoryQueue (no HTTP)', () => {
     expect(batch.map((item) => item.scores.length)).toEqual([16, 8, 8]);
   });
 
+  it('puts the rest of a split group into the next batch, also after a restart', async () => {
+    const path = join(directory, `queue-${counter++}.sqlite`);
+    let queue = await makeQueue({}, path);
+    queue.register(trainer(32));
+    const ingest = async (name: string, size: number) =>
+      queue.ingest(decoded(group(size, { group_overrides: { name } })), { kind: 'single' });
+    const names = (batch: unknown) =>
+      (batch as { group_overrides: { name: string }; scores: number[] }[]).map(
+        (item) => `${item.group_overrides.name}:${item.scores.length}`,
+      );
+    // 12 does not divide 16: oldest first, C split at the batch boundary, its rest (8) queued.
+    for (const [name, size] of [
+      ['A', 12],
+      ['B', 12],
+      ['C', 16],
+    ] as const)
+      await ingest(name, size);
+    expect(names(await serve(queue))).toEqual(['A:12', 'B:12', 'C:8']);
+    queue.store.close();
+    open.splice(open.indexOf(queue.store), 1);
+    queue = await makeQueue({}, path);
+    // Every queued size (8, 16) now divides the largest, and Atropos's packs would take D and E
+    // and hold C's rest until another group of 8 came (records 4 steps old in a learning test).
+    await ingest('D', 16);
+    await ingest('E', 16);
+    expect(names(await serve(queue))).toEqual(['C:8', 'D:16', 'E:8']);
+  });
+
   it('forms every batch at once, advances the step by that count, and serves them oldest first (or lifo)', async () => {
     for (const order of ['fifo', 'lifo'] as const) {
       const queue = await makeQueue({ batchOrder: order });

@@ -208,7 +208,9 @@ export class TrajectoryStore {
         encoding INTEGER NOT NULL,
         suffix TEXT NOT NULL,
         bytes INTEGER NOT NULL,
-        received_at INTEGER
+        received_at INTEGER,
+        -- 1 for the rest of a group split at a batch boundary (it goes into the next batch).
+        rest INTEGER
       );
       -- Payloads apart from the metadata: updating a row rewrites it whole, and batch formation
       -- updates state/batch_no of many rows at once.
@@ -224,6 +226,9 @@ export class TrajectoryStore {
     const columns = db.prepare('PRAGMA table_info(groups)').all() as { name: string }[];
     if (!columns.some((column) => column.name === 'received_at'))
       db.exec('ALTER TABLE groups ADD COLUMN received_at INTEGER');
+    // ... and before rest existed.
+    if (!columns.some((column) => column.name === 'rest'))
+      db.exec('ALTER TABLE groups ADD COLUMN rest INTEGER');
     const store = new TrajectoryStore(db);
     store.load();
     if (durable) {
@@ -256,7 +261,7 @@ export class TrajectoryStore {
     this.removeDelivered();
     const rows = this.db
       .prepare(
-        'SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes FROM groups ORDER BY state, batch_no, pos, ord, id',
+        'SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes, rest FROM groups ORDER BY state, batch_no, pos, ord, id',
       )
       .all() as {
       id: number;
@@ -265,13 +270,15 @@ export class TrajectoryStore {
       state: number;
       batchNo: number | null;
       bytes: number;
+      rest: number | null;
     }[];
     this.queue = [];
     this.buffers.clear();
     this.formed = [];
     this.storedGroups = 0;
     this.storedBytes = 0;
-    for (const { state, batchNo, ...group } of rows) {
+    for (const { state, batchNo, rest, ...fields } of rows) {
+      const group: StoredGroup = rest ? { ...fields, rest: true } : fields;
       this.storedGroups++;
       this.storedBytes += group.bytes;
       if (state === STATE_QUEUED) this.queue.push(group);
@@ -519,7 +526,7 @@ export class TrajectoryStore {
     this.preserveLatest([group.id]);
     const [headText, tailText] = wire.splitGroupText(groupText(row), sequences);
     const insert = this.db.prepare(
-      "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?, ?)",
+      "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes, received_at, rest) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?, ?, ?)",
     );
     const insertPayload = this.db.prepare('INSERT INTO payloads (id, payload) VALUES (?, ?)');
     const make = (
@@ -531,11 +538,23 @@ export class TrajectoryStore {
     ): StoredGroup => {
       const payload = Buffer.from(content);
       const id = this.run.nextId++;
-      insert.run(id, row.ord, group.envId, size, state, batch, pos, payload.byteLength, row.receivedAt);
+      const rest = state === STATE_QUEUED;
+      insert.run(
+        id,
+        row.ord,
+        group.envId,
+        size,
+        state,
+        batch,
+        pos,
+        payload.byteLength,
+        row.receivedAt,
+        rest ? 1 : null,
+      );
       insertPayload.run(id, payload);
       this.storedGroups++;
       this.storedBytes += payload.byteLength;
-      return { id, envId: group.envId, size, bytes: payload.byteLength };
+      return { id, envId: group.envId, size, bytes: payload.byteLength, ...(rest ? { rest } : {}) };
     };
     const head = make(headText, sequences, STATE_FORMED, batchNo, position);
     const tail = make(tailText, group.size - sequences, STATE_QUEUED, null, null);
