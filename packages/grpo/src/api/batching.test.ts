@@ -102,6 +102,41 @@ describe('planBatch', () => {
     expect(planBatch(queue, 32, { splitGroups: false })).toEqual({ take: [1, 2] });
   });
 
+  it('never leaves a sequence more than one batch behind newer ones (groups of 9–16 sequences, random streams)', () => {
+    // Rollouts of one or two sequences: groups of 8 rollouts carry 9–16 sequences. Groups arrive
+    // one by one and batches of 64 form as soon as they can, as for a waiting trainer. Every
+    // sequence must be trained in the first or second batch formed after its group arrived
+    // (the second when its group was split at a boundary); before rests were taken first, a rest
+    // of 8 among 16s waited 5 batches on such a stream.
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let trial = 0; trial < 200; trial++) {
+      let queue: (QueuedGroup & { arrivedAt: number })[] = [];
+      let batches = 0;
+      let nextId = 0;
+      let worst = 0;
+      for (let arrival = 0; arrival < 120; arrival++) {
+        const size = random() < 0.7 ? 16 : 9 + Math.floor(random() * 7);
+        queue.push({ id: nextId++, size, envId: 0, arrivedAt: batches });
+        for (let plan = planBatch(queue, 64); plan; plan = planBatch(queue, 64)) {
+          batches++;
+          const { take, split } = plan;
+          for (const index of [...take, ...(split ? [split.index] : [])])
+            worst = Math.max(worst, batches - (queue[index] as { arrivedAt: number }).arrivedAt);
+          queue = queue.flatMap((group, index) => {
+            if (split?.index === index)
+              return [{ ...group, id: nextId++, size: group.size - split.sequences, rest: true }];
+            return take.includes(index) ? [] : [group];
+          });
+        }
+      }
+      expect(worst, `trial ${trial}`).toBeLessThanOrEqual(2);
+    }
+  });
+
   it('splits one group when no whole groups sum to the batch size (waiting could deadlock with a paced env)', () => {
     expect(planBatch(queueOf([12, 8]), 16)).toEqual({ take: [0], split: { index: 1, sequences: 4 } });
     // Groups of 8 and 9 (rollouts of two sequences), batch 64: no subset sums to 64.
