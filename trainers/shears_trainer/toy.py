@@ -188,10 +188,11 @@ def toy_accuracy(
     samples: int = 0,
     temperature: float = 1.0,
 ) -> dict:
-    """Greedy accuracy on fresh words: the answer must be exactly the tool call the env rewards.
-    With `samples`, also the mean reward (the toy env's rule, `toy_score`) of that many sampled
-    answers per word at `temperature`: the policy's expected reward, measured on more answers
-    than a training run's rollouts give per policy version."""
+    """Greedy accuracy on fresh words: the share of greedy answers the toy env rewards in full
+    (`toy_score` 1: a `save` call with the prompt's word, read as the chain reads it). With
+    `samples`, also the mean reward (`toy_score`) of that many sampled answers per word at
+    `temperature`: the policy's expected reward, measured on more answers than a training run's
+    rollouts give per policy version."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -209,12 +210,10 @@ def toy_accuracy(
         for ids in prompts
     ]
     results = generate_batch(model, rows, stop, None)
-    correct = 0
-    for word, (ids, _, _) in zip(targets, results):
-        text = tokenizer.decode(ids, skip_special_tokens=False)
-        correct += (
-            text == f'<tool_call>{{"name":"save","arguments":{{"word":"{word}"}}}}</tool_call><|im_end|>'
-        )
+    correct = sum(
+        toy_score(tokenizer.decode(ids, skip_special_tokens=False), word) == 1.0
+        for word, (ids, _, _) in zip(targets, results)
+    )
     result = {"accuracy": correct / words, "words": words}
     if samples > 0:
         torch.manual_seed(seed)

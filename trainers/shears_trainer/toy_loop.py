@@ -5,16 +5,15 @@ This is the algorithm alone (the same `generate_batch`, `collate`, `train_step` 
 uses), so that "does GRPO learn on this model, with these settings?" is answered in seconds,
 apart from the chain (env worker, API, pacing) that the CLI's learning test runs through.
 
-The rule is the toy env's (examples/toy-pack): a `save` call with the prompt's word scores 1, a
-call with another word 0.1, no call 0. Only the first turn is sampled: the reward depends on
-nothing after the call.
+The rule is the toy env's (examples/toy-pack), as `toy_score` reads a turn the way the chain does:
+a `save` call with the prompt's word scores 1, a call with another word 0.1, no call 0. Only the
+first turn is sampled: the reward depends on nothing after the call.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from pathlib import Path
 
@@ -32,28 +31,54 @@ from .train import (
     train_step,
 )
 
-CALL = re.compile(r"^<tool_call>(.*)</tool_call>(<\|im_end\|>)?$", re.DOTALL)
+_OPEN = "<tool_call>"
+_END = "<|im_end|>"
+_DECODER = json.JSONDecoder()
+
+
+def _hermes_calls(text: str) -> list[tuple[str, object]]:
+    """The calls shears' hermes parser reads from a turn's text (packages/parsers), as (name,
+    arguments): after each `<tool_call>`, the first JSON object (whitespace before it skipped,
+    anything after it up to `</tool_call>` ignored; the last call may lack its closing tag); a
+    call whose JSON does not parse, or that has no string `name`, is dropped and the others kept;
+    `arguments` may be an object or a string holding one, and defaults to {}. Text around the
+    calls is content and plays no part in the reward."""
+    calls = []
+    for part in text.split(_OPEN)[1:]:
+        body = part.lstrip()
+        try:
+            value, _ = _DECODER.raw_decode(body)
+        except ValueError:
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+            continue
+        arguments = value.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
+        calls.append((value["name"], arguments))
+    return calls
 
 
 def toy_score(text: str, word: str) -> float:
-    """The toy env's reward for a first turn's text (as the hermes parser and the verifier see it)."""
-    match = CALL.match(text)
-    if not match:
-        return 0.0
-    try:
-        call = json.loads(match.group(1))
-    except ValueError:
-        return 0.0
-    if not isinstance(call, dict) or call.get("name") != "save":
-        return 0.0
-    arguments = call.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return 0.0
-    saved = arguments.get("word") if isinstance(arguments, dict) else None
-    if not isinstance(saved, str) or not saved:
+    """The toy env's reward for a first turn's text, as the chain computes it
+    (examples/toy-pack): the hermes parser's calls (`_hermes_calls`), each run in order by the
+    agent loop; a `save` call whose `word` is a string of 1-64 characters writes it to saved.txt
+    (other arguments ignored, as the tool's schema strips them), any other call fails and writes
+    nothing; the verifier reads back the last word written: 1 for the prompt's word, 0.1 for
+    another, 0 for none. `packages/cli/src/toy-score.test.ts` checks it against the parser and the
+    tool themselves on a corpus of model-like outputs."""
+    text = text.removesuffix(_END)
+    saved = None
+    for name, arguments in _hermes_calls(text):
+        if name != "save" or not isinstance(arguments, dict):
+            continue
+        candidate = arguments.get("word")
+        if isinstance(candidate, str) and 1 <= len(candidate) <= 64:
+            saved = candidate
+    if saved is None:
         return 0.0
     return 1.0 if saved == word else 0.1
 
