@@ -32,33 +32,66 @@ from .train import (
 )
 
 _OPEN = "<tool_call>"
+_CLOSE = "</tool_call>"
 _END = "<|im_end|>"
 _DECODER = json.JSONDecoder()
 
 
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
 def _hermes_calls(text: str) -> list[tuple[str, object]]:
     """The calls shears' hermes parser reads from a turn's text (packages/parsers), as (name,
-    arguments): after each `<tool_call>`, the first JSON object (whitespace before it skipped,
-    anything after it up to `</tool_call>` ignored; the last call may lack its closing tag); a
-    call whose JSON does not parse, or that has no string `name`, is dropped and the others kept;
-    `arguments` may be an object or a string holding one, and defaults to {}. Text around the
-    calls is content and plays no part in the reward."""
-    calls = []
-    for part in text.split(_OPEN)[1:]:
-        body = part.lstrip()
-        try:
-            value, _ = _DECODER.raw_decode(body)
-        except ValueError:
-            continue
-        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-            continue
-        arguments = value.get("arguments", {})
-        if isinstance(arguments, str):
+    arguments). After each `<tool_call>`: a JSON object (or an array of them, or objects joined by
+    commas), then only whitespace up to `</tool_call>` or the end of the text (the last call may
+    lack its closing tag). A block whose JSON does not parse, or with other text after its JSON,
+    is no call, and the scan goes on; an object without a string `name` is no call. `arguments`
+    may be an object or a string holding one, and defaults to {}. Text outside the blocks is
+    content and plays no part in the reward."""
+    calls: list[tuple[str, object]] = []
+    start = text.find(_OPEN)
+    while start >= 0:
+        pos = _skip_space(text, start + len(_OPEN))
+        values: list[object] = []
+        resume = None
+        while True:
+            if pos >= len(text) or text[pos] not in "{[":
+                resume = start + len(_OPEN)
+                break
             try:
-                arguments = json.loads(arguments)
+                value, pos = _DECODER.raw_decode(text, pos)
             except ValueError:
-                arguments = None
-        calls.append((value["name"], arguments))
+                resume = start + len(_OPEN)
+                break
+            values.extend(value if isinstance(value, list) else [value])
+            pos = _skip_space(text, pos)
+            if pos >= len(text):
+                break
+            if text.startswith(_CLOSE, pos):
+                pos += len(_CLOSE)
+                break
+            if text[pos] == ",":
+                after = _skip_space(text, pos + 1)
+                if after < len(text) and text[after] == "{":
+                    pos = after
+                    continue
+            resume = pos
+            break
+        if resume is None:
+            for value in values:
+                if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+                    continue
+                arguments = value.get("arguments", {})
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments)
+                    except ValueError:
+                        arguments = None
+                calls.append((value["name"], arguments))
+        start = text.find(_OPEN, pos if resume is None else resume)
     return calls
 
 

@@ -3,9 +3,9 @@
 // measures the whole-chain learning test's final models with it. It must give what the chain
 // gives: shears' hermes parser reading the turn, the toy pack's `save` tool running each call,
 // the verifier reading back the last word saved. Here both score the same corpus of model-like
-// outputs (calls around, after and inside text, unclosed tags, two calls, broken JSON, arguments
-// as strings, wrong types, unknown tools); a measure stricter than the reward once read a policy
-// the chain rewarded (0.89 at its last version) as earning 0.
+// outputs (calls around, after and inside text, unclosed tags, text after a call's JSON, two
+// calls, broken JSON, arguments as strings, wrong types, unknown tools); a measure stricter than
+// the reward once read a policy the chain rewarded (0.89 at its last version) as earning 0.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -90,6 +90,21 @@ function corpus(): string[] {
       out.push(`<tool_call>${first}</tool_call><tool_call>${second}</tool_call>${END}`);
       out.push(`<tool_call>${first}</tool_call>\n<tool_call>${second}${END}`);
     }
+  // One block holding several calls (a JSON array, or objects joined by commas), a block left
+  // open before the next one, text after a call's JSON.
+  const good = `{"name":"save","arguments":{"word":"${WORD}"}}`;
+  const decoy = `{"name":"save","arguments":{"word":"${DECOY_WORD}"}}`;
+  out.push(
+    `<tool_call>[${decoy}, ${good}]</tool_call>${END}`,
+    `<tool_call>[${good}, "x"]</tool_call>${END}`,
+    `<tool_call>${decoy}, ${good}</tool_call>${END}`,
+    `<tool_call>${good}, "x"</tool_call>${END}`,
+    `<tool_call>${decoy}<tool_call>${good}</tool_call>${END}`,
+    `<tool_call>${good}<tool_call>${decoy}${END}`,
+    `<tool_call>${good}name":"save","arguments":{"word":"${DECOY_WORD}"}}`,
+    `<tool_call>${good} ${decoy}</tool_call>${END}`,
+    `<tool_call>${decoy}</tool_call>text<tool_call>${good} x</tool_call>${END}`,
+  );
   out.push('done', END, '', `<tool_call>${END}`, `</tool_call>${END}`, `save(word=${WORD})${END}`);
   return out;
 }

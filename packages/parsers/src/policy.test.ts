@@ -22,6 +22,51 @@ describe('parse policy', () => {
     expect(result.issues[0]).toMatchObject({ index: 0, reason: 'invalid JSON in <tool_call>' });
   });
 
+  it('refuses a hermes/qwen block with text after its JSON, as vLLM, hermes-agent and SGLang do', () => {
+    // A policy trained on a parser that took the leading object would learn to babble on after
+    // its call (a toy policy did): a deployed vLLM finds no call there.
+    const call = '{"name": "save", "arguments": {"word": "mazu"}}';
+    for (const id of ['hermes', 'qwen'] as const) {
+      const parser = getParser(id);
+      for (const text of [
+        `<tool_call>${call} and more</tool_call>`,
+        `<tool_call>${call}name": "save", "arguments": {"word": "zeko"}}`,
+        `<tool_call>${call}, and more</tool_call>`,
+        `<tool_call>${call}<tool_call>${call}</tool_call>`.replace('</tool_call>', ''),
+      ]) {
+        const result = parser.parse(text);
+        expect(result.issues[0], `${id}: ${text}`).toMatchObject({
+          index: 0,
+          reason: 'text after the JSON in <tool_call>',
+        });
+        // The scan resumes after the JSON: only a later, well-formed block counts.
+        expect(result.toolCalls.length, text).toBe(text.split('<tool_call>').length - 2);
+      }
+      // What stays a call: whitespace before the closing tag or the end of the output, and text
+      // after the closing tag (dropped, as the references drop it).
+      for (const text of [
+        `<tool_call>\n${call}\n</tool_call>`,
+        `<tool_call>${call}\n`,
+        `<tool_call>${call}</tool_call> and more`,
+        `<tool_call>${call}, ${call}</tool_call>`,
+      ]) {
+        expect(parser.parse(text).toolCalls.length, `${id}: ${text}`).toBeGreaterThan(0);
+        expect(parser.parse(text).issues, text).toEqual([]);
+      }
+      // Streaming reads it the same, in any chunking.
+      const text = `<tool_call>${call} more</tool_call><tool_call>${call}</tool_call>`;
+      for (const size of [1, 3, 7]) {
+        const stream = parser.createStream();
+        const fed = [];
+        for (let at = 0; at < text.length; at += size) fed.push(...stream.feed(text.slice(at, at + size)));
+        const finished = stream.finish();
+        expect(fed.length, `${id}, chunks of ${size}`).toBe(1);
+        expect(finished.toolCalls.length).toBe(1);
+        expect(finished.issues[0]?.reason).toBe('text after the JSON in <tool_call>');
+      }
+    }
+  });
+
   it('keeps the whole text as content when no call survives', () => {
     const text = 'I tried <tool_call>{"name": broken}</tool_call>';
     expect(getParser('qwen').parse(text).content).toBe(text);

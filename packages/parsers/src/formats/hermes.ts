@@ -58,14 +58,14 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
       if (text.startsWith(CLOSE, cursor)) return { kind: 'region', start, end: cursor + CLOSE.length, items };
       if (text.charCodeAt(cursor) !== 44) {
         if (!eof && couldBeMarker(text, cursor, CLOSE)) return more;
-        return { kind: 'region', start, end: cursor, items };
+        return textAfterJson(text, start, cursor);
       }
       const after = skipJsonWhitespace(text, cursor + 1);
       if (after >= text.length) {
         if (!eof) return more;
         return { kind: 'region', start, end: text.length, items };
       }
-      if (text.charCodeAt(after) !== 123) return { kind: 'region', start, end: cursor, items };
+      if (text.charCodeAt(after) !== 123) return textAfterJson(text, start, cursor);
       cursor = after;
       continue;
     }
@@ -105,12 +105,29 @@ function next(text: string, pos: number, eof: boolean, context: Parameters<ToolC
         cursor = after;
         continue;
       }
-      return { kind: 'region', start, end: cursor, items };
+      return textAfterJson(text, start, cursor);
     }
     if (text.startsWith(CLOSE, cursor)) return { kind: 'region', start, end: cursor + CLOSE.length, items };
     if (!eof && couldBeMarker(text, cursor, CLOSE)) return more;
-    return { kind: 'region', start, end: cursor, items };
+    return textAfterJson(text, start, cursor);
   }
+}
+
+/**
+ * Text after a call's JSON inside its `<tool_call>` (`{…}} junk</tool_call>`, or `{…}}` and then
+ * anything but the end of the output): the block is not a call, as in vLLM, hermes-agent and
+ * SGLang, whose JSON decode of the whole block fails. Taking the leading object and dropping the
+ * rest would reward a policy for a call that a deployed server refuses (a toy policy learnt to
+ * babble on after its call in a learning-test run); the scan resumes after the JSON, so a later
+ * block still counts.
+ */
+function textAfterJson(text: string, start: number, cursor: number): Step {
+  return {
+    kind: 'region',
+    start,
+    end: cursor,
+    items: [{ issue: 'text after the JSON in <tool_call>', raw: issueRaw(text, start, cursor + 40) }],
+  };
 }
 
 function renderHermes(input: RenderInput): string {
