@@ -116,9 +116,11 @@ async function startSplit(): Promise<Split> {
   let closing = false;
   const ready = (child: ChildProcess) =>
     new Promise<Record<string, unknown>>((resolve) => child.once('message', resolve));
-  const backend = fork(new URL('./overhead-backend.ts', import.meta.url), [JSON.stringify(REPLY)]);
+  // `.ts` under tsx, `.js` when the bench is bundled (e.g. with esbuild, the three files as entry points).
+  const extension = import.meta.url.endsWith('.js') ? 'js' : 'ts';
+  const backend = fork(new URL(`./overhead-backend.${extension}`, import.meta.url), [JSON.stringify(REPLY)]);
   const backendReady = ready(backend);
-  const client = fork(new URL('./overhead-client.ts', import.meta.url));
+  const client = fork(new URL(`./overhead-client.${extension}`, import.meta.url));
   const clientReady = ready(client);
   const { url } = await backendReady;
   await clientReady;
@@ -376,7 +378,11 @@ async function overhead(): Promise<void> {
   }
   // Modes (both topologies) interleave within each round, so that machine load hits them alike.
   for (let round = 0; round < 3; round++) for (const mode of modes) await mode.run(1); // warm-up
-  for (const mode of modes) mode.samples.length = 0;
+  for (const mode of modes) {
+    mode.samples.length = 0;
+    if (mode.processCpuMicros)
+      for (const role of Object.keys(mode.processCpuMicros)) mode.processCpuMicros[role] = 0;
+  }
   for (let round = 0; round < ROUNDS; round++) {
     for (const mode of modes) {
       mode.cpuMicros += await mode.run(PER_ROUND);
