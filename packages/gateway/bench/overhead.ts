@@ -14,7 +14,7 @@
 //    rollouts/s, p95, heap per session, and what is left open after every session closed.
 // Issue 15's target: at most 1 ms p50 added per request. Run: pnpm -F @shears/gateway bench
 import { type ChildProcess, fork } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import type { ChatResponse, ServerV1 } from '@shears/core';
 import { createOpenAICompatibleServer } from '@shears/servers';
 import { createGateway } from '../src/gateway.js';
@@ -30,8 +30,15 @@ const TOPOLOGIES: Topology[] =
     : ['one_process', 'three_processes'];
 const gc = (globalThis as { gc?: () => void }).gc;
 
+// Every record carries the load it was measured under: the load averages and the CPUs they share.
 const emit = (record: Record<string, unknown>) =>
-  console.log(JSON.stringify({ ...record, loadavg: loadavg().map((value) => Number(value.toFixed(2))) }));
+  console.log(
+    JSON.stringify({
+      ...record,
+      loadavg: loadavg().map((value) => Number(value.toFixed(2))),
+      cpus: availableParallelism(),
+    }),
+  );
 
 const REPLY = {
   content: 'I will look at the failing test first, then read the module it imports and fix the off-by-one.',
@@ -70,6 +77,8 @@ interface Mode {
   /** Runs `loops` tool loops, pushing each request's time to `samples`; returns the CPU time it took (µs). */
   run: (loops: number) => Promise<number>;
   samples: number[];
+  /** The samples of each measured round, in order. */
+  rounds: number[][];
   cpuMicros: number;
   count: number;
   /** `three_processes`: CPU time (µs) per process role, summed over the batches. */
@@ -293,6 +302,7 @@ async function overhead(): Promise<void> {
         topology: 'one_process',
         spec,
         samples: [],
+        rounds: [],
         cpuMicros: 0,
         count: 0,
         run: async (loops) => {
@@ -336,6 +346,7 @@ async function overhead(): Promise<void> {
         topology: 'three_processes',
         spec,
         samples: [],
+        rounds: [],
         cpuMicros: 0,
         count: 0,
         processCpuMicros: { client: 0, gateway_process: 0, backend: 0 },
@@ -385,18 +396,33 @@ async function overhead(): Promise<void> {
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const mode of modes) {
+      const first = mode.samples.length;
       mode.cpuMicros += await mode.run(PER_ROUND);
       mode.count += PER_ROUND * TURNS;
+      mode.rounds.push(mode.samples.slice(first));
     }
   }
   const ms = (micros: number, count: number) => Number((micros / count / 1000).toFixed(3));
   for (const topology of TOPOLOGIES) {
-    const summary = new Map<string, { p50: number; p95: number; cpuMs: number }>();
+    const summary = new Map<string, { p50: number; p95: number; cpuMs: number; rounds: number[][] }>();
+    // The added p50 of each round (this mode's p50 minus the baseline's, in the same round), then
+    // their median: less moved by load that changes between rounds than the difference of the
+    // pooled p50s.
+    const byRound = (through: { rounds: number[][] }, baseline: { rounds: number[][] }) =>
+      Number(
+        percentile(
+          through.rounds.map(
+            (samples, round) => percentile(samples, 0.5) - percentile(baseline.rounds[round] ?? samples, 0.5),
+          ),
+          0.5,
+        ).toFixed(3),
+      );
     for (const mode of modes.filter((candidate) => candidate.topology === topology)) {
       const figures = {
         p50: Number(percentile(mode.samples, 0.5).toFixed(3)),
         p95: Number(percentile(mode.samples, 0.95).toFixed(3)),
         cpuMs: ms(mode.cpuMicros, mode.count),
+        rounds: mode.rounds,
       };
       summary.set(mode.spec.name, figures);
       emit({
@@ -431,6 +457,7 @@ async function overhead(): Promise<void> {
           baseline: `direct.chat.${kind}`,
           added_p50_ms: Number((through.p50 - direct.p50).toFixed(3)),
           added_p95_ms: Number((through.p95 - direct.p95).toFixed(3)),
+          added_p50_ms_median_of_rounds: byRound(through, direct),
           added_cpu_ms_per_request: Number((through.cpuMs - direct.cpuMs).toFixed(3)),
           target_added_p50_ms: 1,
         });
@@ -447,6 +474,7 @@ async function overhead(): Promise<void> {
           baseline: `direct.chat.${kind}`,
           added_p50_ms: Number((alone.p50 - direct.p50).toFixed(3)),
           added_p95_ms: Number((alone.p95 - direct.p95).toFixed(3)),
+          added_p50_ms_median_of_rounds: byRound(alone, direct),
           added_cpu_ms_per_request: Number((alone.cpuMs - direct.cpuMs).toFixed(3)),
           target_added_p50_ms: 1,
         });
