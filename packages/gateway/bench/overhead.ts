@@ -14,6 +14,8 @@
 //    rollouts/s, p95, heap per session, and what is left open after every session closed.
 // Issue 15's target: at most 1 ms p50 added per request. Run: pnpm -F @shears/gateway bench
 import { type ChildProcess, fork } from 'node:child_process';
+import diagnostics from 'node:diagnostics_channel';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import type { ChatResponse, ServerV1 } from '@shears/core';
 import { createOpenAICompatibleServer } from '@shears/servers';
@@ -28,6 +30,10 @@ const TOPOLOGIES: Topology[] =
   process.env.BENCH_TOPOLOGY === 'one_process' || process.env.BENCH_TOPOLOGY === 'three_processes'
     ? [process.env.BENCH_TOPOLOGY]
     : ['one_process', 'three_processes'];
+// BENCH_STAGES=1: in the three-process topology, time the stages of each gateway request in the
+// gateway's process (diagnostics channels of node:http and undici, and a wrapper around the
+// phase-1 server's chat), printed as `overhead_stages` records. Off by default: the observers cost time.
+const stages = process.env.BENCH_STAGES === '1' ? stageProbe() : undefined;
 const gc = (globalThis as { gc?: () => void }).gc;
 
 // Every record carries the load it was measured under: the load averages and the CPUs they share.
@@ -81,6 +87,8 @@ interface Mode {
   rounds: number[][];
   cpuMicros: number;
   count: number;
+  /** `three_processes` with BENCH_STAGES=1: the stage timestamps of each gateway request. */
+  stageRows?: StageRow[];
   /** `three_processes`: CPU time (µs) per process role, summed over the batches. */
   processCpuMicros?: Record<string, number>;
 }
@@ -96,6 +104,87 @@ interface Split {
     sessions: SessionAddress[];
   }): Promise<{ samples: number[]; cpuMicros: number }>;
   close(): Promise<void>;
+}
+
+/** Timestamps (performance.now(), ms) of one gateway request, in the gateway's process. */
+interface StageRow {
+  /** Its headers parsed (`http.server.request.start`). */
+  start: number;
+  /** Its body read to the end. */
+  body?: number;
+  /** The gateway calls the phase-1 server's `chat` (body parsed, dialect, thread matched). */
+  chat?: number;
+  /** The phase-1 client hands the backend request to undici (`undici:request:create`). */
+  send?: number;
+  /** The backend's answer received in full (`undici:request:trailers`). */
+  received?: number;
+  /** `chat` resolved: the answer parsed into a ChatResponse. */
+  chatDone?: number;
+  /** The gateway calls `response.end` with its rendered answer. */
+  end?: number;
+}
+
+type StageMark = 'chat' | 'chatDone';
+
+function stageProbe() {
+  let rows: StageRow[] | undefined;
+  let current: StageRow | undefined;
+  diagnostics.subscribe('http.server.request.start', (message) => {
+    if (!rows) return;
+    const { request, response } = message as { request: IncomingMessage; response: ServerResponse };
+    const row: StageRow = { start: performance.now() };
+    current = row;
+    rows.push(row);
+    request.once('end', () => {
+      row.body = performance.now();
+    });
+    const end = response.end;
+    response.end = function (this: ServerResponse, ...args: unknown[]) {
+      row.end ??= performance.now();
+      return (end as (...rest: unknown[]) => ServerResponse).apply(this, args);
+    } as typeof response.end;
+  });
+  diagnostics.subscribe('undici:request:create', () => {
+    if (rows && current) current.send ??= performance.now();
+  });
+  diagnostics.subscribe('undici:request:trailers', () => {
+    if (rows && current) current.received ??= performance.now();
+  });
+  return {
+    /** Records the gateway requests that start from now into `into`; `undefined` stops. */
+    watch(into: StageRow[] | undefined) {
+      rows = into;
+      current = undefined;
+    },
+    mark(name: StageMark) {
+      if (rows && current) current[name] ??= performance.now();
+    },
+  };
+}
+
+/** The median of each stage's duration (ms) over the requests that passed every stage. */
+function stageMedians(rows: StageRow[]): Record<string, number> {
+  const complete = rows.filter(
+    (row): row is Required<StageRow> =>
+      row.body !== undefined &&
+      row.chat !== undefined &&
+      row.send !== undefined &&
+      row.received !== undefined &&
+      row.chatDone !== undefined &&
+      row.end !== undefined,
+  );
+  const median = (duration: (row: Required<StageRow>) => number) =>
+    Number(percentile(complete.map(duration), 0.5).toFixed(3));
+  return {
+    requests: complete.length,
+    read_body_ms: median((row) => row.body - row.start),
+    gateway_before_backend_ms: median((row) => row.chat - row.body),
+    client_before_send_ms: median((row) => row.send - row.chat),
+    backend_exchange_ms: median((row) => row.received - row.send),
+    client_after_reply_ms: median((row) => row.chatDone - row.received),
+    gateway_after_backend_ms: median((row) => row.end - row.chatDone),
+    total_to_end_ms: median((row) => row.end - row.start),
+  };
 }
 
 /** Forks the backend and client processes of topology `three_processes` (same Node flags as this one). */
@@ -332,13 +421,26 @@ async function overhead(): Promise<void> {
   // request is the sum of the three processes' CPU time over each batch.
   const split = TOPOLOGIES.includes('three_processes') ? await startSplit() : undefined;
   if (split) {
+    const phase1 = createOpenAICompatibleServer({
+      baseUrl: split.backendUrl,
+      model: 'scripted-model',
+      apiKey: 'backend-key',
+      retry: { maxRetries: 0 },
+    });
     const splitGateway = await createGateway({
-      server: createOpenAICompatibleServer({
-        baseUrl: split.backendUrl,
-        model: 'scripted-model',
-        apiKey: 'backend-key',
-        retry: { maxRetries: 0 },
-      }),
+      server: stages
+        ? {
+            ...phase1,
+            chat: async (request) => {
+              stages.mark('chat');
+              try {
+                return await phase1.chat(request);
+              } finally {
+                stages.mark('chatDone');
+              }
+            },
+          }
+        : phase1,
     });
     closers.push(() => splitGateway.close());
     for (const spec of kept) {
@@ -350,8 +452,11 @@ async function overhead(): Promise<void> {
         cpuMicros: 0,
         count: 0,
         processCpuMicros: { client: 0, gateway_process: 0, backend: 0 },
+        ...(stages && spec.via === 'gateway' ? { stageRows: [] } : {}),
         run: async (loops) => {
           const before = { gateway: process.cpuUsage(), backend: await split.backendCpu() };
+          const stageRows: StageRow[] = [];
+          if (spec.via === 'gateway') stages?.watch(stageRows);
           const sessions =
             spec.via === 'direct'
               ? []
@@ -371,6 +476,8 @@ async function overhead(): Promise<void> {
               apiKey,
             })),
           });
+          stages?.watch(undefined);
+          mode.stageRows?.push(...stageRows);
           for (const session of sessions) await session.close();
           const gatewayUsed = process.cpuUsage(before.gateway);
           const gatewayMicros = gatewayUsed.user + gatewayUsed.system;
@@ -391,6 +498,7 @@ async function overhead(): Promise<void> {
   for (let round = 0; round < 3; round++) for (const mode of modes) await mode.run(1); // warm-up
   for (const mode of modes) {
     mode.samples.length = 0;
+    if (mode.stageRows) mode.stageRows.length = 0;
     if (mode.processCpuMicros)
       for (const role of Object.keys(mode.processCpuMicros)) mode.processCpuMicros[role] = 0;
   }
@@ -442,6 +550,8 @@ async function overhead(): Promise<void> {
             )
           : {}),
       });
+      if (mode.stageRows)
+        emit({ bench: 'overhead_stages', topology, mode: mode.spec.name, ...stageMedians(mode.stageRows) });
     }
     for (const kind of ['json', 'stream']) {
       const direct = summary.get(`direct.chat.${kind}`);
