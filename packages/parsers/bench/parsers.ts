@@ -10,7 +10,7 @@
 //   BENCH_REFERENCE=/path/to/hermes-agent BENCH_PYTHON=/venv/bin/python   also time hermes-agent's
 //     parsers on the same corpus in this run, alternating with ours, and print the ratios
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
@@ -275,6 +275,24 @@ function coldMs(id: string): number[] {
   return runs.sort((a, b) => a - b);
 }
 
+/**
+ * CPU ms so far of this process's threads other than the main one (V8's GC and compiler helpers),
+ * from Linux's per-thread counters (exact for a thread that is not running); undefined where
+ * they cannot be read.
+ */
+function helperThreadsMs(): number | undefined {
+  try {
+    let ns = 0;
+    for (const task of readdirSync('/proc/self/task')) {
+      if (Number(task) === process.pid) continue;
+      ns += Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+    }
+    return ns / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Passes of ours until `ms` of CPU time are spent (at least one), timed around the loop. */
 function ourBlock(parser: ToolCallParserV1, corpus: Corpus, ms: number): Block {
   const started = process.cpuUsage();
@@ -297,7 +315,9 @@ function ourBlock(parser: ToolCallParserV1, corpus: Corpus, ms: number): Block {
  * for the requests and replies between blocks; the figure is the mean per pass. Collections
  * run inside the passes are counted on both sides and none is forced; V8's collections that run
  * between our blocks (scavenges V8 schedules as tasks for the event loop) are added to ours
- * (`shears_gc_between_ms`). `REFERENCE_ROUNDS` rounds of `2 x WARM_MS` of the reference's CPU
+ * (`shears_gc_between_ms`, by their wall duration), and so is the CPU time of V8's helper threads
+ * during the reference's turns (`shears_helpers_between_ms`; null where Linux's per-thread
+ * counters cannot be read, and then not counted). `REFERENCE_ROUNDS` rounds of `2 x WARM_MS` of the reference's CPU
  * time each; one ratio per round. `BENCH_BLOCK_MS=0` alternates pass by pass (one pass a block).
  */
 async function referenceRounds(
@@ -325,6 +345,7 @@ async function referenceRounds(
     const ours: Block = { passes: 0, cpu_ms: 0 };
     const theirs: Block = { passes: 0, cpu_ms: 0 };
     const inside: Array<[number, number]> = [];
+    let helpers: number | undefined = 0;
     collections.length = 0;
     const roundStart = performance.now();
     while (theirs.passes < 3 || theirs.cpu_ms < 2 * WARM_MS) {
@@ -333,7 +354,13 @@ async function referenceRounds(
       inside.push([from, performance.now()]);
       ours.passes += block.passes;
       ours.cpu_ms += block.cpu_ms;
+      const helpersBefore = helperThreadsMs();
       const other = await reference.block(BLOCK_MS);
+      const helpersAfter = helperThreadsMs();
+      helpers =
+        helpers === undefined || helpersBefore === undefined || helpersAfter === undefined
+          ? undefined
+          : helpers + helpersAfter - helpersBefore;
       theirs.passes += other.passes;
       theirs.cpu_ms += other.cpu_ms;
     }
@@ -342,7 +369,7 @@ async function referenceRounds(
     const between = collections
       .filter(({ start }) => start >= roundStart && !inside.some(([from, to]) => start >= from && start < to))
       .reduce((sum, { duration }) => sum + duration, 0);
-    const oursPerPass = (ours.cpu_ms + between) / ours.passes;
+    const oursPerPass = (ours.cpu_ms + between + (helpers ?? 0)) / ours.passes;
     const theirsPerPass = theirs.cpu_ms / theirs.passes;
     rounds.push({
       shears_passes: ours.passes,
@@ -350,6 +377,7 @@ async function referenceRounds(
       shears_us: round((oursPerPass * 1000) / OUTPUTS, 2),
       reference_us: round((theirsPerPass * 1000) / OUTPUTS, 2),
       shears_gc_between_ms: round(between, 2),
+      shears_helpers_between_ms: helpers === undefined ? Number.NaN : round(helpers, 2),
       ratio: round(theirsPerPass / oursPerPass, 2),
     });
   }
@@ -368,8 +396,8 @@ async function referenceRounds(
       block_ms: BLOCK_MS,
       method:
         BLOCK_MS > 0
-          ? `alternating blocks of ${BLOCK_MS} ms of CPU per side; each side's process CPU timed around its own passes, inside its process; mean per pass`
-          : "alternating pass by pass; each side's process CPU timed around its own pass, inside its process; mean per pass",
+          ? `alternating blocks of ${BLOCK_MS} ms of CPU per side; each side's process CPU timed around its own passes, inside its process, plus V8's scavenges and helper threads between shears' turns; mean per pass`
+          : "alternating pass by pass; each side's process CPU timed around its own pass, inside its process, plus V8's scavenges and helper threads between shears' turns; mean per pass",
       loadavg: load(),
     }),
   );
