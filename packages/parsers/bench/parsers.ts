@@ -10,9 +10,10 @@
 //   BENCH_REFERENCE=/path/to/hermes-agent BENCH_PYTHON=/venv/bin/python   also time hermes-agent's
 //     parsers on the same corpus in this run, alternating with ours, and print the ratios
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
@@ -34,12 +35,15 @@ const SOURCE = process.env.BENCH_PARSERS_SRC ?? '../src/index.js';
 const REFERENCE = process.env.BENCH_REFERENCE;
 const PYTHON = process.env.BENCH_PYTHON ?? 'python3';
 const REFERENCE_ROUNDS = Number(process.env.BENCH_REFERENCE_ROUNDS ?? 3);
+/** CPU ms of passes per side before the other side takes its turn (0: one pass a turn). */
+const BLOCK_MS = Number(process.env.BENCH_BLOCK_MS ?? 100);
 
-// hermes-agent's parser for one format, as a process that times passes on request, so that its
-// passes and ours can alternate one by one (see referenceRounds). `warm MS` parses for MS of CPU
-// time; `pass` parses the corpus once. Each reply carries the process's CPU time so far
-// (time.process_time: the whole process, everything between two replies counted, including the
-// collections Python runs by itself; no forced collection, as none is forced for ours).
+// hermes-agent's parser for one format, as a process that times its own passes on request, so
+// that its blocks of passes and ours can alternate (see referenceRounds). `block MS` parses the
+// corpus until MS of CPU time have been spent inside the loop (at least once); the reply gives
+// the passes and the CPU ms spent in them, timed around the loop (time.process_time: the whole
+// process, including the collections Python runs by itself; none forced), so that reading the
+// request and writing the reply are not counted, as they are not for ours.
 const REFERENCE_SCRIPT = `
 import importlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -58,22 +62,29 @@ calls = 0
 for text in texts:
     found = parser.parse(text)[1]
     calls += len(found) if found else 0
-print(json.dumps({'calls': calls, 'cpu_ms': time.process_time() * 1000}), flush=True)
+print(json.dumps({'calls': calls}), flush=True)
 for line in sys.stdin:
-    command = line.split()
-    if command[0] == 'warm':
-        start = time.process_time()
-        while time.process_time() - start < float(command[1]) / 1000:
-            for text in texts: parser.parse(text)
-    else:
+    budget = float(line.split()[1]) / 1000
+    passes = 0
+    start = time.process_time()
+    while True:
         for text in texts: parser.parse(text)
-    print(json.dumps({'cpu_ms': time.process_time() * 1000}), flush=True)
+        passes += 1
+        spent = time.process_time() - start
+        if spent >= budget: break
+    print(json.dumps({'passes': passes, 'cpu_ms': spent * 1000}), flush=True)
 `;
 
-/** A running reference parser (REFERENCE_SCRIPT): one request at a time, answered with its CPU ms. */
+/** Passes made in one block, and the CPU ms they took. */
+interface Block {
+  passes: number;
+  cpu_ms: number;
+}
+
+/** A running reference parser (REFERENCE_SCRIPT): one block at a time. */
 interface ReferenceProcess {
   calls: number;
-  request(command: string): Promise<number>;
+  block(ms: number): Promise<Block>;
   close(): void;
 }
 
@@ -109,9 +120,10 @@ async function startReference(id: string, textsPath: string): Promise<ReferenceP
   }
   return {
     calls: first.calls as number,
-    async request(command) {
-      child.stdin.write(`${command}\n`);
-      return (await read()).cpu_ms as number;
+    async block(ms) {
+      child.stdin.write(`block ${ms}\n`);
+      const reply = await read();
+      return { passes: reply.passes as number, cpu_ms: reply.cpu_ms as number };
     },
     close() {
       child.stdin.end();
@@ -171,15 +183,48 @@ function warmedMs(run: () => void): number {
 /**
  * In a fresh process per format, so that a figure does not depend on which parsers ran before
  * it in the same process (their step functions make shared call sites polymorphic): the warmed
- * and streamed figures, then the reference rounds when a reference is given.
+ * and streamed figures, then the reference rounds when a reference is given. The reference is
+ * started first, so that this process does not sit idle for seconds between its warm-up and the
+ * rounds while the reference loads: V8 shrinks its young generation after a few idle seconds
+ * (seen under load: 16 MB to 1 MB, so ten times as many scavenges per pass), which would time
+ * ours in a state that its warm figure was not taken in.
  */
 async function warmChild(id: string): Promise<void> {
   const parser = await loadParser(id);
   const corpus = createCorpus(id, OUTPUTS);
-  const warm = warmedMs(() => parseAll(parser, corpus));
-  const stream = process.env.SKIP_STREAM ? null : warmedMs(() => streamAll(parser, corpus));
-  console.log(JSON.stringify({ warm_ms: warm, stream_ms: stream }));
-  if (REFERENCE) await referenceRounds(id, parser, corpus);
+  const dir = mkdtempSync(join(tmpdir(), 'shears-parser-bench-'));
+  try {
+    let reference: ReferenceProcess | undefined;
+    if (REFERENCE) {
+      const textsPath = join(dir, `${id}.json`);
+      writeFileSync(textsPath, JSON.stringify(corpus.outputs.map((output) => output.text)));
+      reference = await startReference(id, textsPath);
+    }
+    try {
+      const warm = warmedMs(() => parseAll(parser, corpus));
+      // The reference rounds before the streamed figure: streaming the corpus through the same
+      // parser leaves its whole-text parse slower for the rest of the process (mistral: 9.9-12.4
+      // us/output in rounds after it, 5.2-9.0 before it; see the README's fifth round), so rounds
+      // taken after it would time ours in a state that its warm figure was not taken in.
+      let referenceLine: string | undefined;
+      if (REFERENCE)
+        referenceLine = reference
+          ? await referenceRounds(id, parser, corpus, reference)
+          : JSON.stringify({
+              bench: 'parsers.reference',
+              parser: id,
+              ratio: null,
+              reason: 'hermes-agent has no parser by this name',
+            });
+      const stream = process.env.SKIP_STREAM ? null : warmedMs(() => streamAll(parser, corpus));
+      console.log(JSON.stringify({ warm_ms: warm, stream_ms: stream }));
+      if (referenceLine) console.log(referenceLine);
+    } finally {
+      reference?.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -233,76 +278,129 @@ function coldMs(id: string): number[] {
 }
 
 /**
- * hermes-agent's parser and ours on the same texts, pass by pass: one pass of ours, then one of
- * the reference (a process of its own, kept running), and again, so that whatever the machine
- * does meanwhile (other processes, contention for its shared caches, which moves our CPU time
- * per pass by up to 2x from second to second) hits both alike. Each side's figure is the CPU
- * time of its whole process over the round divided by the passes (the mean; every collection
- * each runtime runs by itself counted, none forced). `REFERENCE_ROUNDS` rounds of `2 x WARM_MS`
- * of the reference's CPU time each; one ratio per round.
+ * CPU ms so far of this process's threads other than the main one (V8's GC and compiler helpers),
+ * from Linux's per-thread counters (exact for a thread that is not running); undefined where
+ * they cannot be read.
  */
-async function referenceRounds(id: string, parser: ToolCallParserV1, corpus: Corpus): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'shears-parser-bench-'));
+function helperThreadsMs(): number | undefined {
   try {
-    const textsPath = join(dir, `${id}.json`);
-    writeFileSync(textsPath, JSON.stringify(corpus.outputs.map((output) => output.text)));
-    const reference = await startReference(id, textsPath);
-    if (!reference) {
-      console.log(
-        JSON.stringify({
-          bench: 'parsers.reference',
-          parser: id,
-          ratio: null,
-          reason: 'hermes-agent has no parser by this name',
-        }),
-      );
-      return;
+    let ns = 0;
+    for (const task of readdirSync('/proc/self/task')) {
+      if (Number(task) === process.pid) continue;
+      ns += Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ')[0]);
     }
-    const rounds: Array<{ passes: number; shears_us: number; reference_us: number; ratio: number }> = [];
-    try {
-      // Ours was warmed by the figures measured just before; the reference gets the same warm-up.
-      let referenceCpu = await reference.request(`warm ${WARM_UP_MS}`);
-      for (let index = 0; index < REFERENCE_ROUNDS; index += 1) {
-        const started = process.cpuUsage();
-        let referenceSpent = 0;
-        let passes = 0;
-        while (passes < 3 || referenceSpent < 2 * WARM_MS) {
-          parseAll(parser, corpus);
-          const now = await reference.request('pass');
-          referenceSpent += now - referenceCpu;
-          referenceCpu = now;
-          passes += 1;
-        }
-        const ours = cpuMs(started) / passes;
-        const theirs = referenceSpent / passes;
-        rounds.push({
-          passes,
-          shears_us: round((ours * 1000) / OUTPUTS, 2),
-          reference_us: round((theirs * 1000) / OUTPUTS, 2),
-          ratio: round(theirs / ours, 2),
-        });
-      }
-    } finally {
-      reference.close();
-    }
-    const ratios = rounds.map((entry) => entry.ratio).sort((a, b) => a - b);
-    console.log(
-      JSON.stringify({
-        bench: 'parsers.reference',
-        parser: id,
-        reference: 'hermes-agent',
-        calls_written: corpus.outputs.reduce((sum, output) => sum + output.calls, 0),
-        reference_calls_read: reference.calls,
-        rounds,
-        ratio_warm_median: median(ratios),
-        time: 'cpu',
-        method: 'alternating pass by pass, CPU of each whole process per pass (mean)',
-        loadavg: load(),
-      }),
-    );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+    return ns / 1e6;
+  } catch {
+    return undefined;
   }
+}
+
+/** Passes of ours until `ms` of CPU time are spent (at least one), timed around the loop. */
+function ourBlock(parser: ToolCallParserV1, corpus: Corpus, ms: number): Block {
+  const started = process.cpuUsage();
+  let passes = 0;
+  let spent = 0;
+  do {
+    parseAll(parser, corpus);
+    passes += 1;
+    spent = cpuMs(started);
+  } while (spent < ms);
+  return { passes, cpu_ms: spent };
+}
+
+/**
+ * hermes-agent's parser and ours on the same texts, in alternating blocks: `BLOCK_MS` of CPU
+ * time of passes of ours, then as much of the reference's (a process of its own, kept running),
+ * and again, so that the machine's phases (its speed moves by up to 2x over seconds, see the
+ * README) hit both alike. Each side is timed the same way: the CPU time of its whole process
+ * (all threads) around its own passes, measured inside that process, so neither side is charged
+ * for the requests and replies between blocks; the figure is the mean per pass. Collections
+ * run inside the passes are counted on both sides and none is forced; V8's collections that run
+ * between our blocks (scavenges V8 schedules as tasks for the event loop) are added to ours
+ * (`shears_gc_between_ms`, by their wall duration), and so is the CPU time of V8's helper threads
+ * during the reference's turns (`shears_helpers_between_ms`; null where Linux's per-thread
+ * counters cannot be read, and then not counted). `REFERENCE_ROUNDS` rounds of `2 x WARM_MS` of the reference's CPU
+ * time each; one ratio per round. `BENCH_BLOCK_MS=0` alternates pass by pass (one pass a block).
+ */
+async function referenceRounds(
+  id: string,
+  parser: ToolCallParserV1,
+  corpus: Corpus,
+  reference: ReferenceProcess,
+): Promise<string> {
+  // Every collection V8 reports, so that those outside our blocks can be charged to us.
+  const collections: Array<{ start: number; duration: number }> = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries())
+      collections.push({ start: entry.startTime, duration: entry.duration });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  // Ours was warmed by the figures measured just before; the reference gets the same warm-up,
+  // in alternating blocks so that ours is not left idle meanwhile.
+  let warmed = 0;
+  while (warmed < WARM_UP_MS) {
+    ourBlock(parser, corpus, BLOCK_MS);
+    warmed += (await reference.block(BLOCK_MS)).cpu_ms;
+  }
+  const rounds: Array<Record<string, number>> = [];
+  for (let index = 0; index < REFERENCE_ROUNDS; index += 1) {
+    const ours: Block = { passes: 0, cpu_ms: 0 };
+    const theirs: Block = { passes: 0, cpu_ms: 0 };
+    const inside: Array<[number, number]> = [];
+    let helpers: number | undefined = 0;
+    collections.length = 0;
+    const roundStart = performance.now();
+    while (theirs.passes < 3 || theirs.cpu_ms < 2 * WARM_MS) {
+      const from = performance.now();
+      const block = ourBlock(parser, corpus, BLOCK_MS);
+      inside.push([from, performance.now()]);
+      ours.passes += block.passes;
+      ours.cpu_ms += block.cpu_ms;
+      const helpersBefore = helperThreadsMs();
+      const other = await reference.block(BLOCK_MS);
+      const helpersAfter = helperThreadsMs();
+      helpers =
+        helpers === undefined || helpersBefore === undefined || helpersAfter === undefined
+          ? undefined
+          : helpers + helpersAfter - helpersBefore;
+      theirs.passes += other.passes;
+      theirs.cpu_ms += other.cpu_ms;
+    }
+    // Let the observer deliver the last entries of the round.
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const between = collections
+      .filter(({ start }) => start >= roundStart && !inside.some(([from, to]) => start >= from && start < to))
+      .reduce((sum, { duration }) => sum + duration, 0);
+    const oursPerPass = (ours.cpu_ms + between + (helpers ?? 0)) / ours.passes;
+    const theirsPerPass = theirs.cpu_ms / theirs.passes;
+    rounds.push({
+      shears_passes: ours.passes,
+      reference_passes: theirs.passes,
+      shears_us: round((oursPerPass * 1000) / OUTPUTS, 2),
+      reference_us: round((theirsPerPass * 1000) / OUTPUTS, 2),
+      shears_gc_between_ms: round(between, 2),
+      shears_helpers_between_ms: helpers === undefined ? Number.NaN : round(helpers, 2),
+      ratio: round(theirsPerPass / oursPerPass, 2),
+    });
+  }
+  observer.disconnect();
+  const ratios = rounds.map((entry) => entry.ratio as number).sort((a, b) => a - b);
+  return JSON.stringify({
+    bench: 'parsers.reference',
+    parser: id,
+    reference: 'hermes-agent',
+    calls_written: corpus.outputs.reduce((sum, output) => sum + output.calls, 0),
+    reference_calls_read: reference.calls,
+    rounds,
+    ratio_warm_median: median(ratios),
+    time: 'cpu',
+    block_ms: BLOCK_MS,
+    method:
+      BLOCK_MS > 0
+        ? `alternating blocks of ${BLOCK_MS} ms of CPU per side; each side's process CPU timed around its own passes, inside its process, plus V8's scavenges and helper threads between shears' turns; mean per pass`
+        : "alternating pass by pass; each side's process CPU timed around its own pass, inside its process, plus V8's scavenges and helper threads between shears' turns; mean per pass",
+    loadavg: load(),
+  });
 }
 
 const median = (sorted: number[]): number => sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
