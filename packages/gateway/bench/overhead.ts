@@ -556,11 +556,9 @@ async function overhead(): Promise<void> {
     for (const kind of ['json', 'stream']) {
       const direct = summary.get(`direct.chat.${kind}`);
       if (!direct) continue;
-      for (const api of ['chat', 'responses', 'messages']) {
-        const through = summary.get(`gateway.${api}.${kind}`);
-        if (!through) continue;
+      const added = (bench: string, api: string, through: NonNullable<typeof direct>) =>
         emit({
-          bench: 'overhead_added',
+          bench,
           topology,
           api,
           kind,
@@ -571,23 +569,14 @@ async function overhead(): Promise<void> {
           added_cpu_ms_per_request: Number((through.cpuMs - direct.cpuMs).toFixed(3)),
           target_added_p50_ms: 1,
         });
+      for (const api of ['chat', 'responses', 'messages']) {
+        const through = summary.get(`gateway.${api}.${kind}`);
+        if (through) added('overhead_added', api, through);
       }
       // The gateway's own handling: in front of an in-process server that answers at once,
       // against the scripted backend answering the same request directly (both one HTTP round trip).
       const alone = summary.get(`gateway.chat_instant_backend.${kind}`);
-      if (alone)
-        emit({
-          bench: 'overhead_gateway_alone',
-          topology,
-          api: 'chat',
-          kind,
-          baseline: `direct.chat.${kind}`,
-          added_p50_ms: Number((alone.p50 - direct.p50).toFixed(3)),
-          added_p95_ms: Number((alone.p95 - direct.p95).toFixed(3)),
-          added_p50_ms_median_of_rounds: byRound(alone, direct),
-          added_cpu_ms_per_request: Number((alone.cpuMs - direct.cpuMs).toFixed(3)),
-          target_added_p50_ms: 1,
-        });
+      if (alone) added('overhead_gateway_alone', 'chat', alone);
     }
   }
   for (const close of closers.reverse()) await close();

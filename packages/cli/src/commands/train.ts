@@ -18,7 +18,7 @@ import { EXIT_CODES, formatFailures } from '../run/run-control.js';
 import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
-import { checkTrainerNeeds, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
+import { checkTrainerNeeds, describeSent, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
 import {
   checkTrainOutput,
   checkWeightSync,
@@ -356,23 +356,16 @@ async function train(
   }
   await api?.close();
   context.drain.removeEventListener('abort', onOuterAbort);
-  const sent = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.groupsSent : 0), 0);
-  const replays = outcomes.reduce((sum, outcome) => sum + (outcome.ok ? outcome.result.replaysSent : 0), 0);
-  const smaller = outcomes.reduce(
-    (sum, outcome) => sum + (outcome.ok ? outcome.result.sentWithoutEnvId : 0),
-    0,
-  );
-  const buffered = outcomes.reduce(
-    (sum, outcome) => sum + (outcome.ok ? outcome.result.bufferedByApi : 0),
-    0,
-  );
-  for (const outcome of outcomes)
-    if (outcome.ok) {
-      const failures = formatFailures(outcome.result.failures);
-      if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
-    }
+  const counts = { groupsSent: 0, replaysSent: 0, bufferedByApi: 0, sentWithoutEnvId: 0 };
+  for (const outcome of outcomes) {
+    if (!outcome.ok) continue;
+    for (const key of Object.keys(counts) as (keyof typeof counts)[]) counts[key] += outcome.result[key];
+    const failures = formatFailures(outcome.result.failures);
+    if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
+  }
+  const sent = describeSent(counts);
   io.stdout(
-    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent} groups${replays ? ` and ${replays} replayed groups` : ''}${buffered ? ` (${buffered} of them buffered by the API, not queued)` : ''}${smaller ? ` (${smaller} smaller than env.group_size, sent without env_id)` : ''}\n`,
+    `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent.groups}${sent.notes}\n`,
   );
   return code;
 }

@@ -472,11 +472,22 @@ function emptyResult(): ServeResult {
 }
 
 /** `sent 5 groups to URL; not sent: 2 (1 all scores equal, 1 no scored rollout); 1 pause`. */
+type SentCounts = Pick<ServeResult, 'groupsSent' | 'replaysSent' | 'bufferedByApi' | 'sentWithoutEnvId'>;
+
+/** What was sent ("N groups and M replayed groups") and how the API took it: serve's and train's summaries. */
+export function describeSent(counts: SentCounts): { groups: string; notes: string } {
+  return {
+    groups: `${counts.groupsSent} groups${counts.replaysSent ? ` and ${counts.replaysSent} replayed groups` : ''}`,
+    notes: `${counts.bufferedByApi ? ` (${counts.bufferedByApi} of them buffered by the API, not queued)` : ''}${counts.sentWithoutEnvId ? ` (${counts.sentWithoutEnvId} smaller than env.group_size, sent without env_id)` : ''}`,
+  };
+}
+
 export function formatServeResult(result: ServeResult, url: string): string {
   const notSentTotal = Object.values(result.notSent).reduce((sum, count) => sum + count, 0);
   const reasons = Object.entries(result.notSent)
     .sort((a, b) => b[1] - a[1])
     .map(([reason, count]) => `${count} ${reason}`)
     .join(', ');
-  return `sent ${result.groupsSent} groups${result.replaysSent ? ` and ${result.replaysSent} replayed groups` : ''} to ${url}${result.bufferedByApi ? ` (${result.bufferedByApi} of them buffered by the API, not queued)` : ''}${result.sentWithoutEnvId ? ` (${result.sentWithoutEnvId} smaller than env.group_size, sent without env_id)` : ''}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
+  const sent = describeSent(result);
+  return `sent ${sent.groups} to ${url}${sent.notes}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
 }
