@@ -289,6 +289,56 @@ describe('phase-1 client over its HTTP client (undici)', () => {
     );
   });
 
+  it('never hands a request the late answer of one that timed out or was aborted on the same connection', async () => {
+    // Each answer names the request it answers. The slow ones answer after the client gave up on
+    // them; had the client kept their connection, the next request would read that stale answer.
+    let delayed = 0;
+    const backend = await serve((_request, response, seen) => {
+      const question = (JSON.parse(seen.body) as { messages: Array<{ content: string }> }).messages[0]
+        ?.content;
+      const answer = () =>
+        json(response, {
+          ...COMPLETION,
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: `answer to ${question}` },
+              finish_reason: 'stop',
+            },
+          ],
+        });
+      if (question?.startsWith('slow')) {
+        delayed += 1;
+        setTimeout(answer, 150);
+      } else answer();
+    });
+    const client = createOpenAICompatibleServer({
+      baseUrl: backend.url,
+      model: 'm',
+      retry: { maxRetries: 0 },
+    });
+    const asking = (content: string, extra: { timeoutMs?: number; signal?: AbortSignal } = {}) =>
+      client.chat({ messages: [{ role: 'user', content }], ...extra });
+    expect((await asking('q1')).choices[0]?.message.content).toBe('answer to q1');
+
+    const timedOut = await asking('slow q2', { timeoutMs: 30 }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect((timedOut as Error).message).toMatch(/no answer within 30 ms/);
+    expect((await asking('q3')).choices[0]?.message.content).toBe('answer to q3');
+
+    const controller = new AbortController();
+    const aborted = asking('slow q4', { signal: controller.signal });
+    setTimeout(() => controller.abort(), 30);
+    await expect(aborted).rejects.toThrow(/aborted/i);
+    expect((await asking('q5')).choices[0]?.message.content).toBe('answer to q5');
+    // Both slow answers were due while q3 and q5 were asked; give them time to arrive anyway.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await asking('q6')).choices[0]?.message.content).toBe('answer to q6');
+    expect(delayed).toBe(2);
+  });
+
   it('uses an injected fetch for every request instead of its own client', async () => {
     const backend = await serve((_request, response) => json(response, COMPLETION));
     const fetched: string[] = [];

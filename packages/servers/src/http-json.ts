@@ -4,7 +4,7 @@
 import { AbortedError, ServerError, safeParseJson } from '@shears/core';
 import type { z } from 'zod';
 import { errorBodyDetail } from './error-body.js';
-import { type HttpExchangeResult, httpExchange } from './http-exchange.js';
+import { ExchangeTimeoutError, type HttpExchangeResult, httpExchange } from './http-exchange.js';
 import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
 
 interface HttpJsonOptions<TSchema extends z.ZodType> {
@@ -26,74 +26,62 @@ export async function httpJson<TSchema extends z.ZodType>(
   options: HttpJsonOptions<TSchema>,
 ): Promise<z.output<TSchema>> {
   const { provider, model, url, timeoutMs } = options;
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
-  const onAbort = () => controller.abort();
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  if (options.signal?.aborted) controller.abort();
+  let response: HttpExchangeResult;
   try {
-    let response: HttpExchangeResult;
-    try {
-      response = await httpExchange({
-        fetch: options.fetch,
-        url,
-        method: options.method ?? 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...options.headers },
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        signal: controller.signal,
-      });
-    } catch (cause) {
-      if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
-      if (timedOut) throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
-      // fetch's TypeError ("fetch failed") carries the reason as its cause; the HTTP client's own
-      // errors say it themselves (their cause is undici's error, kept for debugging).
-      const reason =
-        cause instanceof TypeError && cause.cause instanceof Error
-          ? cause.cause.message
-          : cause instanceof Error
-            ? cause.message
-            : String(cause);
-      throw new ServerError({
-        message: `${provider} server ${url} (model "${model}"): connection failed: ${reason}`,
-        endpoint: url,
-        model,
-        retryable: true,
-        cause,
-      });
-    }
-    const text = response.text;
-    if (!response.ok) {
-      const parsed = safeParseJson(text, { source: `${provider} error body` });
-      const detail = (parsed.success ? errorBodyDetail(parsed.value) : undefined) ?? text.slice(0, 300);
-      throw httpServerError({
-        status: response.status,
-        detail,
-        endpoint: url,
-        model,
-        provider,
-        retryAfterMs: parseRetryAfter(response.headers, (options.now ?? Date.now)()),
-      });
-    }
-    const parsed = safeParseJson(text, {
-      source: `${provider} response from ${url}`,
-      schema: options.schema,
+    response = await httpExchange({
+      fetch: options.fetch,
+      url,
+      method: options.method ?? 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...options.headers },
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: options.signal,
+      timeoutMs,
     });
-    if (!parsed.success) {
-      throw new ServerError({
-        message: `${provider} server ${url} (model "${model}"): ${parsed.error.message}`,
-        endpoint: url,
-        model,
-        retryable: true,
-        cause: parsed.error,
-      });
-    }
-    return parsed.value as z.output<TSchema>;
-  } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
+  } catch (cause) {
+    if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
+    if (cause instanceof ExchangeTimeoutError)
+      throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
+    // fetch's TypeError ("fetch failed") carries the reason as its cause; the HTTP client's own
+    // errors say it themselves (their cause is undici's error, kept for debugging).
+    const reason =
+      cause instanceof TypeError && cause.cause instanceof Error
+        ? cause.cause.message
+        : cause instanceof Error
+          ? cause.message
+          : String(cause);
+    throw new ServerError({
+      message: `${provider} server ${url} (model "${model}"): connection failed: ${reason}`,
+      endpoint: url,
+      model,
+      retryable: true,
+      cause,
+    });
   }
+  const text = response.text;
+  if (!response.ok) {
+    const parsed = safeParseJson(text, { source: `${provider} error body` });
+    const detail = (parsed.success ? errorBodyDetail(parsed.value) : undefined) ?? text.slice(0, 300);
+    throw httpServerError({
+      status: response.status,
+      detail,
+      endpoint: url,
+      model,
+      provider,
+      retryAfterMs: parseRetryAfter(response.headers, (options.now ?? Date.now)()),
+    });
+  }
+  const parsed = safeParseJson(text, {
+    source: `${provider} response from ${url}`,
+    schema: options.schema,
+  });
+  if (!parsed.success) {
+    throw new ServerError({
+      message: `${provider} server ${url} (model "${model}"): ${parsed.error.message}`,
+      endpoint: url,
+      model,
+      retryable: true,
+      cause: parsed.error,
+    });
+  }
+  return parsed.value as z.output<TSchema>;
 }
