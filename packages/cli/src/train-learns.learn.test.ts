@@ -47,8 +47,11 @@ const BATCH = 8 * GROUP;
 // fresh words, and the mean reward of 8 sampled answers (temperature 1) to each of them, 512 in
 // all, about ten times the rollouts of one version.
 const LATE_VERSIONS = 5;
-/** GRPO's final model: sampled reward above the warm-up's (seen: +0.18 … +0.27 on seed 0, runs 5–19). */
-const MIN_RISE = 0.1;
+/**
+ * GRPO's final model: sampled reward above the warm-up's (seen: +0.11 … +0.27 on seed 0, runs 9–29
+ * but 22; 0.1 until run 27's +0.11, whose greedy accuracy rose +0.31: this measure's low tail).
+ */
+const MIN_RISE = 0.05;
 /** GRPO's greedy accuracy above the warm-up's (seen: +0.25 … +0.39, except run 6's collapse). */
 const MIN_GREEDY_RISE = 0.15;
 /**
