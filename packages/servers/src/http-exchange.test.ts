@@ -1,6 +1,7 @@
 // The HTTP client under the phase-1 and phase-2 servers (undici's HTTP/1.1 client by default, an
 // injected fetch when given), against real HTTP servers on loopback: connection reuse, compressed bodies,
 // headers, a body cut short, and the injected fetch being the one used.
+import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -338,6 +339,47 @@ describe('phase-1 client over its HTTP client (undici)', () => {
     expect((await asking('q6')).choices[0]?.message.content).toBe('answer to q6');
     expect(delayed).toBe(2);
   });
+
+  it('gives up at the time limit on a server that never completes the connection', async () => {
+    // A listening socket whose accept queue is full and never drained: the kernel drops further
+    // connection attempts, so a connect hangs (for about two minutes of SYN retries) instead of
+    // failing. The request's time limit must end the wait.
+    const blackhole = spawn('python3', [
+      '-c',
+      [
+        'import socket, sys, time',
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)",
+        'held = []',
+        'for _ in range(3):',
+        '    c = socket.socket(); c.setblocking(False)',
+        "    try: c.connect(('127.0.0.1', s.getsockname()[1]))",
+        '    except BlockingIOError: pass',
+        '    held.append(c)',
+        'print(s.getsockname()[1], flush=True)',
+        'sys.stdin.read()',
+      ].join('\n'),
+    ]);
+    try {
+      const port = await new Promise<string>((resolve, reject) => {
+        blackhole.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+        blackhole.once('error', reject);
+      });
+      const client = createOpenAICompatibleServer({
+        baseUrl: `http://127.0.0.1:${port}/v1`,
+        model: 'm',
+        timeoutMs: 300,
+        retry: { maxRetries: 0 },
+      });
+      const error = await client.chat(ask).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(ServerError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toMatch(/no answer within 300 ms/);
+    } finally {
+      blackhole.kill();
+    }
+  }, 20_000);
 
   it('uses an injected fetch for every request instead of its own client', async () => {
     const backend = await serve((_request, response) => json(response, COMPLETION));
