@@ -39,8 +39,33 @@ export class ExchangeTimeoutError extends Error {}
  * ExchangeTimeoutError, and once `signal` is aborted an error (the caller checks the signal).
  */
 export async function httpExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
+  if (options.signal?.aborted) throw new Error('aborted before the request was sent');
   if (options.fetch) return fetchExchange(options, options.fetch);
   return clientExchange(options);
+}
+
+/**
+ * Watches an exchange's time limit and its caller's signal: `end` gets the reason when either
+ * runs out first (an ExchangeTimeoutError, or the signal's reason as an Error).
+ */
+function watchExchange(options: HttpExchangeOptions, end: (reason: Error) => void) {
+  const { signal } = options;
+  let expired: ExchangeTimeoutError | undefined;
+  const timer = setTimeout(() => {
+    expired = new ExchangeTimeoutError(`no answer within ${options.timeoutMs} ms`);
+    end(expired);
+  }, options.timeoutMs);
+  const onAbort = () =>
+    end(signal?.reason instanceof Error ? signal.reason : new Error('aborted', { cause: signal?.reason }));
+  signal?.addEventListener('abort', onAbort, { once: true });
+  return {
+    /** The timeout, once the time limit has passed. */
+    expired: () => expired,
+    stop() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    },
+  };
 }
 
 async function fetchExchange(
@@ -48,13 +73,7 @@ async function fetchExchange(
   fetch: typeof globalThis.fetch,
 ): Promise<HttpExchangeResult> {
   const controller = new AbortController();
-  const timer = setTimeout(
-    () => controller.abort(new ExchangeTimeoutError(`no answer within ${options.timeoutMs} ms`)),
-    options.timeoutMs,
-  );
-  const onAbort = () => controller.abort(options.signal?.reason);
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  if (options.signal?.aborted) onAbort();
+  const watching = watchExchange(options, (reason) => controller.abort(reason));
   try {
     const response = await fetch(options.url, {
       method: options.method,
@@ -65,11 +84,10 @@ async function fetchExchange(
     const text = await response.text();
     return { status: response.status, ok: response.ok, headers: response.headers, text };
   } catch (error) {
-    const reason: unknown = controller.signal.reason;
-    throw reason instanceof ExchangeTimeoutError && !options.signal?.aborted ? reason : error;
+    const expired = watching.expired();
+    throw expired && !options.signal?.aborted ? expired : error;
   } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
+    watching.stop();
   }
 }
 
@@ -164,32 +182,21 @@ function idleConnection(target: Target): Connection {
  * (packages/gateway/README.md, Benchmarks).
  */
 async function clientExchange(options: HttpExchangeOptions): Promise<HttpExchangeResult> {
-  const { signal } = options;
-  if (signal?.aborted) throw new Error('aborted before the request was sent');
   let current: Attempt | undefined;
-  let expired: ExchangeTimeoutError | undefined;
-  const timer = setTimeout(() => {
-    expired = new ExchangeTimeoutError(`no answer within ${options.timeoutMs} ms`);
-    current?.abort(expired);
-  }, options.timeoutMs);
-  const onAbort = () =>
-    current?.abort(
-      signal?.reason instanceof Error ? signal.reason : new Error('aborted', { cause: signal?.reason }),
-    );
-  signal?.addEventListener('abort', onAbort, { once: true });
+  const watching = watchExchange(options, (reason) => current?.abort(reason));
   try {
     try {
       current = new Attempt(options);
       return await current.result;
     } catch (error) {
-      if (!(error instanceof StaleSocketError) || signal?.aborted) throw error;
+      if (!(error instanceof StaleSocketError) || options.signal?.aborted) throw error;
+      const expired = watching.expired();
       if (expired) throw expired;
       current = new Attempt(options);
       return await current.result;
     }
   } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
+    watching.stop();
   }
 }
 
