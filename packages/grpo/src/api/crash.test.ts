@@ -1,14 +1,20 @@
 // Crash test: a writer process posts groups while the server process is killed with SIGKILL and
 // restarted several times; a trainer pulls batches throughout. Every group acknowledged with
-// 200 must be served exactly once.
+// 200 must be served, and none twice. The one loss the design allows (batch-route.ts,
+// deliverBatch): a kill after a batch was marked delivered and before its last bytes reached the
+// kernel. The test reads the marks the killed process left in the database before restarting
+// it, and forgives a lost group only if it belonged to such a batch.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
 import { rawRequest } from '../../test/http.js';
+import { joinSuffix } from './trajectory-store.js';
 
 const packageDirectory = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const nodeArguments = ['--import', 'tsx', '--conditions=@shears/source'];
@@ -54,6 +60,25 @@ function startServer(port: number, databasePath: string): Promise<ChildProcess> 
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code} before listening: ${errors}`)));
   });
+}
+
+/** The writer's ids of the groups in batches a killed server had marked delivered. */
+function markedAtKill(databasePath: string): number[] {
+  const db = new Database(databasePath, { readonly: true, fileMustExist: true });
+  try {
+    const rows = db
+      .prepare(
+        'SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE batch_no IN (SELECT batch_no FROM delivered)',
+      )
+      .all() as { encoding: number; suffix: string; payload: Buffer }[];
+    return rows.map((row) => {
+      const text = (row.encoding === 1 ? gunzipSync(row.payload) : row.payload).toString('utf8');
+      return (JSON.parse(joinSuffix(text, row.suffix)) as { group_overrides: { id: number } }).group_overrides
+        .id;
+    });
+  } finally {
+    db.close();
+  }
 }
 
 function kill(child: ChildProcess): Promise<void> {
@@ -118,6 +143,7 @@ it('serves every acknowledged group exactly once across kill -9 restarts', { tim
   })();
 
   const ackedAtCrash: number[] = [];
+  const inFlightAtCrash = new Set<number>();
   for (let crash = 0; crash < 5; crash++) {
     // Let the writer make progress against this incarnation, then kill at a random moment.
     const before = acknowledged.size;
@@ -126,6 +152,7 @@ it('serves every acknowledged group exactly once across kill -9 restarts', { tim
     await new Promise((resolve) => setTimeout(resolve, Math.random() * 150));
     ackedAtCrash.push(acknowledged.size);
     await kill(server);
+    for (const id of markedAtKill(databasePath)) inFlightAtCrash.add(id);
     server = await startServer(port, databasePath);
   }
   await writerDone;
@@ -145,5 +172,12 @@ it('serves every acknowledged group exactly once across kill -9 restarts', { tim
   expect(acknowledged.size).toBe(total);
   const duplicates = served.filter((id, index) => served.indexOf(id) !== index);
   expect(duplicates).toEqual([]);
-  expect([...acknowledged].filter((id) => !served.includes(id))).toEqual([]);
+  const lost = [...acknowledged].filter((id) => !served.includes(id));
+  // Only groups of a batch caught between its mark and its last bytes; at most one batch (two
+  // groups of four sequences at batch_size 8) per kill.
+  expect(
+    lost.filter((id) => !inFlightAtCrash.has(id)),
+    `lost ${lost.join(', ')}; marked at a kill: ${[...inFlightAtCrash].join(', ')}`,
+  ).toEqual([]);
+  expect(lost.length).toBeLessThanOrEqual(2 * ackedAtCrash.length);
 });
