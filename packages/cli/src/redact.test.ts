@@ -56,11 +56,15 @@ describe('collectSecrets', () => {
     expect(values.some((value) => value.includes('llm.example.com'))).toBe(false);
   });
 
-  it('treats a value from a secret-named environment variable as a secret wherever the config uses it, and nothing else from the environment', () => {
+  it('treats a value from a secret-named environment variable as a secret wherever the config uses it, a strong one the config does not use too, and nothing else from the environment', () => {
     const environment = {
       GITHUB_TOKEN: 'ghp_zyxwvutsrqponm9876',
       BASE_URL: 'http://127.0.0.1:8000/v1',
-      UNUSED_SECRET: 'not-in-config-123',
+      // Read by shears itself, not through the config: W&B, a web_search provider.
+      WANDB_API_KEY: 'wandb-not-in-config-0123456789',
+      BRAVE_API_KEY: 'BSAnotinconfig42xyz',
+      SHORT_TOKEN: 'abc12',
+      SEED: 'a-long-but-not-secret-value-123',
     };
     const { config } = loadConfig({
       object: {
@@ -70,9 +74,18 @@ describe('collectSecrets', () => {
       environment,
     });
     const values = collectSecrets(config, { environment }).map((secret) => secret.value);
+    const secrets = collectSecrets(config, { environment });
     expect(values).toContain('ghp_zyxwvutsrqponm9876');
+    expect(values).toContain('wandb-not-in-config-0123456789');
+    expect(values).toContain('BSAnotinconfig42xyz');
+    expect(secrets.find((secret) => secret.value === 'BSAnotinconfig42xyz')?.path).toBe(
+      '$BRAVE_API_KEY (environment)',
+    );
     expect(values).not.toContain('http://127.0.0.1:8000/v1');
-    expect(values).not.toContain('not-in-config-123');
+    expect(values).not.toContain('a-long-but-not-secret-value-123');
+    // A weak value of a variable the config does not use is neither redacted nor warned about.
+    expect(values).not.toContain('abc12');
+    expect(createRedactor(secrets).weak).toEqual([]);
   });
 });
 

@@ -4,7 +4,9 @@
 // Which values are secrets is decided by the config field that holds them (`api_key`,
 // `auth_token`, `password`, …, the password and secret query parameters of URLs, and a value read
 // from a secret-named environment variable such as `${GITHUB_TOKEN}`), never by where a value came
-// from: `base_url: ${BASE_URL}` stays visible. Structured output is redacted value by value, so
+// from: `base_url: ${BASE_URL}` stays visible. The strong values of the process's secret-named
+// environment variables are secrets too, used by the config or not: shears and its plugins read
+// some keys from the environment directly (WANDB_API_KEY, web_search providers' keys). Structured output is redacted value by value, so
 // JSON stays valid and numbers, booleans and keys are never touched. A secret is replaced wherever
 // it occurs only when it is strong enough that it cannot be ordinary text; a weak one (`api_key:
 // test`) would rewrite words of prompts and transcripts ("a careful [redacted] assistant"), so it
@@ -60,7 +62,8 @@ function urlSecrets(text: string, path: string, out: SecretField[]): void {
 /**
  * Every secret in a loaded config: string values of secret-named fields at any depth (settings
  * included), URL passwords and secret query parameters, values of secret-named environment
- * variables the config refers to, and the resolved server API key.
+ * variables (those the config refers to, and the strong ones it does not), and the resolved
+ * server API key.
  */
 export function collectSecrets(
   config: unknown,
@@ -89,6 +92,10 @@ export function collectSecrets(
     if (!value || value.length < 4 || !SECRET_VARIABLE.test(name)) continue;
     const use = strings.find((entry) => entry.value.includes(value));
     if (use) found.push({ path: `${use.path} (\${${name}})`, value });
+    // Keys read from the environment without the config naming them (WANDB_API_KEY, a
+    // web_search provider's BRAVE_API_KEY, a plugin's own): secrets too. Only strong ones, so
+    // that a short value of a variable the run never uses neither rewrites text nor warns.
+    else if (isStrongSecret(value)) found.push({ path: `$${name} (environment)`, value });
   }
   const seen = new Set<string>();
   return found.filter((secret) => {

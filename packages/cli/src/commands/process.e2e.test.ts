@@ -451,4 +451,33 @@ describe('shears process: success and redaction', () => {
       await model.close();
     }
   });
+
+  it('redacts a key from the environment that the config never names (read by shears or a plugin itself)', async () => {
+    const dir = workdir();
+    const key = 'BSA-e2e-4f3e2d1c0b9a8877';
+    const model = await createScriptedServer({ policy: () => ({ content: `the search key is ${key}` }) });
+    try {
+      const run = await runShears(
+        [
+          ...probe('--groups', '1', '--group-size', '1', '--out', 'runs/env-key.jsonl'),
+          '--provider',
+          'openai',
+          '--model',
+          'm',
+          '--base-url',
+          model.url,
+        ],
+        { cwd: dir, env: { BRAVE_API_KEY: key } },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      const text = readFileSync(join(dir, 'runs/env-key.jsonl'), 'utf8');
+      expect(text).not.toContain(key);
+      expect(readGroups(join(dir, 'runs/env-key.jsonl'))[0]!.rollouts[0]!.finalResponse).toBe(
+        'the search key is [redacted]',
+      );
+      expect(readFileSync(join(dir, 'runs/env-key.html'), 'utf8')).not.toContain(key);
+    } finally {
+      await model.close();
+    }
+  });
 });
