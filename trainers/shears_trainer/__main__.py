@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--threads", type=int, default=1)
 
     bench = commands.add_parser(
-        "bench", help="time the trainer step and the colocated sampler on the toy model (JSON on stdout)"
+        "bench",
+        help="time the trainer step and the colocated sampler on the toy model or --shape (JSON on stdout)",
     )
     bench.add_argument("--threads", type=int, default=1)
     bench.add_argument("--repeats", type=int, default=5)
@@ -147,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench.add_argument(
         "--learning", action="store_true", help="also run and time the CI learning test (~90 s of CPU)"
+    )
+    bench.add_argument(
+        "--shape",
+        default="toy",
+        help="the model timed: toy (the default) or qwen3-0.6b (Qwen3-0.6B's architecture, random"
+        " weights, float32 as the trainer keeps them; ~10 GB for weights and AdamW before activations)",
     )
 
     args = parser.parse_args(argv)
@@ -226,7 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             json.dumps(
                 run_bench(
-                    threads=args.threads, repeats=args.repeats, learning=args.learning, device=args.device
+                    threads=args.threads,
+                    repeats=args.repeats,
+                    learning=args.learning,
+                    device=args.device,
+                    shape=args.shape,
                 )
             ),
             flush=True,
