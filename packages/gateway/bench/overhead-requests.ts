@@ -8,8 +8,8 @@ export interface ModeSpec {
   name: string;
   api: Api;
   stream: boolean;
-  /** `direct`: the scripted backend itself; `gateway`: the gateway in front of it; `instant`: the gateway in front of an in-process server that answers at once. */
-  via: 'direct' | 'gateway' | 'instant';
+  /** `direct`: the scripted backend itself; `gateway`: the gateway in front of it; `instant`: the gateway in front of an in-process server that answers at once; `proxy`: a bare pass-through proxy in front of it (bench/bare-proxy.ts). */
+  via: 'direct' | 'gateway' | 'instant' | 'proxy';
 }
 
 /** What a gateway session hands a harness: its base URLs and key. */
@@ -38,7 +38,12 @@ export async function requestLoop(
 ): Promise<void> {
   for (const body of bodies) {
     const start = performance.now();
-    if ('directBaseUrl' in target) await send(`${target.directBaseUrl}/chat/completions`, body, {});
+    if ('directBaseUrl' in target)
+      await send(
+        `${target.directBaseUrl}/${spec.api === 'chat' ? 'chat/completions' : spec.api}`,
+        body,
+        spec.api === 'messages' ? { 'anthropic-version': '2023-06-01' } : {},
+      );
     else if (spec.api === 'messages')
       await send(`${target.session.baseUrl}/v1/messages`, body, {
         'x-api-key': target.session.apiKey,

@@ -3,7 +3,9 @@
 //    calling the same backend (the scripted OpenAI-compatible server) directly, non-streaming
 //    and streaming, for each API the gateway speaks; modes are interleaved in rounds so that
 //    machine load hits them alike. Also the gateway alone, in front of an in-process server
-//    that answers at once (no backend HTTP), to separate its own cost from the phase-1 client's.
+//    that answers at once (no backend HTTP), to separate its own cost from the phase-1 client's;
+//    a bare pass-through proxy (bench/bare-proxy.ts), the floor of any second hop; and the
+//    backend answering Responses and Messages itself (bench/same-api.ts), a second baseline.
 //    Two layouts (`topology` in every record), their modes interleaved in the same rounds:
 //    `one_process`, the client (fetch), the gateway and the backend in this one process, sharing
 //    one event loop and heap; `three_processes`, as in real use, the client
@@ -21,7 +23,9 @@ import type { ChatResponse, ServerV1 } from '@shears/core';
 import { createOpenAICompatibleServer } from '@shears/servers';
 import { createGateway } from '../src/gateway.js';
 import { phase1Backend } from '../test/backends.js';
+import { startBareProxy } from './bare-proxy.js';
 import { type ModeSpec, requestLoop, type SessionAddress } from './overhead-requests.js';
+import { type BenchReply, replyAnswer, sameApiRoutes } from './same-api.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 // Tool loops (8 requests each) every mode runs before any is measured. A gateway in an RL run
@@ -53,7 +57,7 @@ const emit = (record: Record<string, unknown>) =>
     }),
   );
 
-const REPLY = {
+const REPLY: BenchReply = {
   content: 'I will look at the failing test first, then read the module it imports and fix the off-by-one.',
   reasoning: 'The test fails on the boundary; read it before editing.',
   toolCalls: [
@@ -252,37 +256,18 @@ async function startSplit(): Promise<Split> {
 }
 
 async function overhead(): Promise<void> {
-  const backend = await phase1Backend({ policy: () => REPLY, record: false });
+  const backend = await phase1Backend({
+    policy: () => REPLY,
+    record: false,
+    routes: sameApiRoutes(replyAnswer(REPLY)),
+  });
   const gateway = await createGateway({ server: backend.server });
   // The gateway in front of a server that answers at once: its own cost, no backend HTTP.
   const instant: ServerV1 = {
     specificationVersion: 'v1',
     provider: 'instant',
     model: 'instant',
-    chat: async (): Promise<ChatResponse> => ({
-      choices: [
-        {
-          index: 0,
-          message: {
-            role: 'assistant',
-            content: REPLY.content,
-            reasoning_content: REPLY.reasoning,
-            tool_calls: [
-              {
-                id: 'call_1',
-                type: 'function',
-                function: {
-                  name: 'run_shell_command',
-                  arguments: '{"command": "pytest -x tests/test_range.py"}',
-                },
-              },
-            ],
-          },
-          finishReason: 'tool_calls',
-        },
-      ],
-      usage: { promptTokens: 900, completionTokens: 60, totalTokens: 960 },
-    }),
+    chat: async (): Promise<ChatResponse> => replyAnswer(REPLY),
   };
   const instantGateway = await createGateway({ server: instant });
   const closers: Array<() => Promise<void>> = [
@@ -384,15 +369,21 @@ async function overhead(): Promise<void> {
   const specs: ModeSpec[] = [];
   for (const stream of [false, true]) {
     const kind = stream ? 'stream' : 'json';
-    specs.push({ name: `direct.chat.${kind}`, api: 'chat', stream, via: 'direct' });
+    // The backend called directly in each API: chat (the baseline of every API, as before), and
+    // Responses and Messages as a server that speaks them answers (bench/same-api.ts).
+    for (const api of ['chat', 'responses', 'messages'] as const)
+      specs.push({ name: `direct.${api}.${kind}`, api, stream, via: 'direct' });
     for (const api of ['chat', 'responses', 'messages'] as const)
       specs.push({ name: `gateway.${api}.${kind}`, api, stream, via: 'gateway' });
     specs.push({ name: `gateway.chat_instant_backend.${kind}`, api: 'chat', stream, via: 'instant' });
+    specs.push({ name: `bare_proxy.chat.${kind}`, api: 'chat', stream, via: 'proxy' });
   }
   // BENCH_MODES=name,name keeps only those modes (e.g. to look at one API).
   const only = process.env.BENCH_MODES?.split(',');
   const kept = only ? specs.filter((spec) => only.includes(spec.name)) : specs;
   const modes: Mode[] = [];
+  const proxy = await startBareProxy(backend.scripted.url);
+  closers.push(() => proxy.close());
   // Topology `one_process`: this process is the client (fetch), the gateway and the backend.
   if (TOPOLOGIES.includes('one_process'))
     for (const spec of kept) {
@@ -409,6 +400,10 @@ async function overhead(): Promise<void> {
             const list = bodies.get(`${spec.api}.${spec.stream}`) ?? [];
             if (spec.via === 'direct') {
               await requestLoop(spec, list, { directBaseUrl: backend.scripted.url }, mode.samples);
+              continue;
+            }
+            if (spec.via === 'proxy') {
+              await requestLoop(spec, list, { session: proxy.address }, mode.samples);
               continue;
             }
             // Each gateway loop runs in a fresh session (one rollout).
@@ -452,6 +447,8 @@ async function overhead(): Promise<void> {
         : phase1,
     });
     closers.push(() => splitGateway.close());
+    const splitProxy = await startBareProxy(split.backendUrl);
+    closers.push(() => splitProxy.close());
     for (const spec of kept) {
       const mode: Mode = {
         topology: 'three_processes',
@@ -467,7 +464,7 @@ async function overhead(): Promise<void> {
           const stageRows: StageRow[] = [];
           if (spec.via === 'gateway') stages?.watch(stageRows);
           const sessions =
-            spec.via === 'direct'
+            spec.via === 'direct' || spec.via === 'proxy'
               ? []
               : Array.from({ length: loops }, () =>
                   (spec.via === 'instant' ? instantGateway : splitGateway).openSession({
@@ -479,11 +476,14 @@ async function overhead(): Promise<void> {
             bodies: bodies.get(`${spec.api}.${spec.stream}`) ?? [],
             loops,
             directBaseUrl: split.backendUrl,
-            sessions: sessions.map(({ baseUrl, openaiBaseUrl, apiKey }) => ({
-              baseUrl,
-              openaiBaseUrl,
-              apiKey,
-            })),
+            sessions:
+              spec.via === 'proxy' && splitProxy
+                ? Array.from({ length: loops }, () => splitProxy.address)
+                : sessions.map(({ baseUrl, openaiBaseUrl, apiKey }) => ({
+                    baseUrl,
+                    openaiBaseUrl,
+                    apiKey,
+                  })),
           });
           stages?.watch(undefined);
           mode.stageRows?.push(...stageRows);
@@ -574,32 +574,47 @@ async function overhead(): Promise<void> {
     for (const kind of ['json', 'stream']) {
       const direct = summary.get(`direct.chat.${kind}`);
       if (!direct) continue;
-      const added = (bench: string, api: string, through: NonNullable<typeof direct>) =>
+      const added = (
+        bench: string,
+        api: string,
+        through: NonNullable<typeof direct>,
+        baselineName = `direct.chat.${kind}`,
+        baseline = direct,
+      ) =>
         emit({
           bench,
           topology,
           api,
           kind,
-          baseline: `direct.chat.${kind}`,
-          added_p50_ms: Number((through.p50 - direct.p50).toFixed(3)),
-          added_p95_ms: Number((through.p95 - direct.p95).toFixed(3)),
-          added_p50_ms_median_of_rounds: byRound(through, direct),
-          added_cpu_ms_per_request: Number((through.cpuMs - direct.cpuMs).toFixed(3)),
+          baseline: baselineName,
+          added_p50_ms: Number((through.p50 - baseline.p50).toFixed(3)),
+          added_p95_ms: Number((through.p95 - baseline.p95).toFixed(3)),
+          added_p50_ms_median_of_rounds: byRound(through, baseline),
+          added_cpu_ms_per_request: Number((through.cpuMs - baseline.cpuMs).toFixed(3)),
           // The same, over the first COLD_LOOPS tool loops after the start (not warm).
           added_cold_p50_ms:
-            through.coldP50 !== undefined && direct.coldP50 !== undefined
-              ? Number((through.coldP50 - direct.coldP50).toFixed(3))
+            through.coldP50 !== undefined && baseline.coldP50 !== undefined
+              ? Number((through.coldP50 - baseline.coldP50).toFixed(3))
               : undefined,
           target_added_p50_ms: 1,
         });
       for (const api of ['chat', 'responses', 'messages']) {
         const through = summary.get(`gateway.${api}.${kind}`);
-        if (through) added('overhead_added', api, through);
+        if (!through) continue;
+        // Against the chat baseline: what a harness speaking this API pays over a chat harness
+        // calling the backend directly (the API's own cost included).
+        added('overhead_added', api, through);
+        // Against the backend answering this same API itself: the gateway's hop alone.
+        const sameApi = api === 'chat' ? undefined : summary.get(`direct.${api}.${kind}`);
+        if (sameApi) added('overhead_added', api, through, `direct.${api}.${kind}`, sameApi);
       }
       // The gateway's own handling: in front of an in-process server that answers at once,
       // against the scripted backend answering the same request directly (both one HTTP round trip).
       const alone = summary.get(`gateway.chat_instant_backend.${kind}`);
       if (alone) added('overhead_gateway_alone', 'chat', alone);
+      // The floor for any proxy on this machine: a second HTTP hop and nothing else.
+      const bare = summary.get(`bare_proxy.chat.${kind}`);
+      if (bare) added('overhead_bare_proxy', 'chat', bare);
     }
   }
   for (const close of closers.reverse()) await close();
@@ -641,7 +656,11 @@ async function loop(baseUrl: string, key: string, turns: number, latencies: numb
 }
 
 async function memoryAndConcurrency(): Promise<void> {
-  const backend = await phase1Backend({ policy: () => REPLY, record: false });
+  const backend = await phase1Backend({
+    policy: () => REPLY,
+    record: false,
+    routes: sameApiRoutes(replyAnswer(REPLY)),
+  });
   const gateway = await createGateway({ server: backend.server });
   const count = 1000;
   const before = heapAfterGc();

@@ -14,6 +14,7 @@ import {
   type ScriptedGenerateReply,
   type ScriptedPolicy,
   type ScriptedReply,
+  type ScriptedRoute,
   type ScriptedServer,
 } from '@shears/core/test';
 import { getParser } from '@shears/parsers';
@@ -66,13 +67,20 @@ export interface Phase1Backend {
 }
 
 export async function phase1Backend(
-  options: { policy?: ScriptedPolicy; replies?: ScriptedReply[]; latencyMs?: number; record?: boolean } = {},
+  options: {
+    policy?: ScriptedPolicy;
+    replies?: ScriptedReply[];
+    latencyMs?: number;
+    record?: boolean;
+    routes?: Record<string, ScriptedRoute>;
+  } = {},
 ): Promise<Phase1Backend> {
   const scripted = await createScriptedServer({
     policy: options.policy,
     replies: options.replies,
     latencyMs: options.latencyMs,
     record: options.record,
+    routes: options.routes,
     model: 'scripted-model',
   });
   const server = createOpenAICompatibleServer({

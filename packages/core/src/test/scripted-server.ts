@@ -60,6 +60,8 @@ export type ScriptedRoute = (
   request: IncomingMessage,
   response: ServerResponse,
   body: Buffer,
+  /** The body as the server parsed it: JSON, else its text (undefined when empty). */
+  parsed?: unknown,
 ) => void | Promise<void>;
 
 export interface ScriptedServerOptions {
@@ -357,7 +359,7 @@ export async function createScriptedServer(options: ScriptedServerOptions = {}):
       if (record) requests.push({ method: request.method ?? 'GET', path, body, headers: request.headers });
       const handle = async () => {
         const route = options.routes?.[path];
-        if (route) return route(request, response, raw);
+        if (route) return route(request, response, raw, body);
         if (request.method === 'GET' && (path === '/v1/models' || path === '/models')) {
           return sendJson(response, 200, {
             object: 'list',
