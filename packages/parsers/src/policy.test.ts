@@ -67,6 +67,48 @@ describe('parse policy', () => {
     }
   });
 
+  it('gives a mistral v11+ call with text after its arguments those arguments raw, as vLLM does', () => {
+    // vLLM hands the client everything after [ARGS] up to the next call: the JSON and the rest,
+    // which is not JSON, so the call fails where it is deployed. Taking the leading object would
+    // reward a policy for babbling on after its call.
+    const parser = getParser('mistral');
+    const args = '{"word": "mazu"}';
+    for (const head of ['[TOOL_CALLS]save[ARGS]', '[TOOL_CALLS]save[CALL_ID]abcDEF123[ARGS]', '[TOOL_CALLS]save'])
+      for (const rest of [' and more', '} ', ', {"word": "zeko"}', ' [ARGS]{"word": "zeko"}']) {
+        const text = `${head}${args}${rest}[TOOL_CALLS]save[ARGS]{"word": "x"}`;
+        const result = parser.parse(text);
+        expect(result.toolCalls.map((call) => call.arguments), text).toEqual([
+          `${args}${rest}`.trim(),
+          '{"word": "x"}',
+        ]);
+        // Dropped, not repaired, when invalid arguments are not kept.
+        const strict = parser.parse(text, { keepInvalidArguments: false });
+        expect(strict.toolCalls.map((call) => call.arguments), text).toEqual(['{"word": "x"}']);
+        expect(strict.issues[0]?.reason).toBe('arguments of "save" are not valid JSON');
+        // Streaming reads it the same, in any chunking.
+        for (const size of [1, 4, 9]) {
+          const stream = parser.createStream();
+          for (let at = 0; at < text.length; at += size) stream.feed(text.slice(at, at + size));
+          expect(
+            stream.finish().toolCalls.map((call) => call.arguments),
+            `${text} in chunks of ${size}`,
+          ).toEqual([`${args}${rest}`.trim(), '{"word": "x"}']);
+        }
+      }
+    // What stays a clean call: whitespace, then the next call or the end of the output.
+    for (const text of [
+      `[TOOL_CALLS]save[ARGS]${args}`,
+      `[TOOL_CALLS]save[ARGS]${args} \n`,
+      `[TOOL_CALLS]save[ARGS]${args}\n[TOOL_CALLS]save[ARGS]${args}`,
+      `Sure.[TOOL_CALLS]save[CALL_ID]abcDEF123[ARGS]${args}</s>`,
+    ]) {
+      const result = parser.parse(text);
+      expect(result.toolCalls.length, text).toBeGreaterThan(0);
+      for (const call of result.toolCalls) expect(call.arguments, text).toBe(args);
+      expect(result.issues, text).toEqual([]);
+    }
+  });
+
   it('keeps the whole text as content when no call survives', () => {
     const text = 'I tried <tool_call>{"name": broken}</tool_call>';
     expect(getParser('qwen').parse(text).content).toBe(text);

@@ -137,7 +137,21 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
   if (name === '' || (code !== 123 && code !== 91))
     return failedRegion(text, start, 40, 'no "name{arguments}" after [TOOL_CALLS]', cursor);
   const valueEnd = jsonValueEnd(context, text, cursor);
+  // A v11+ call's arguments end the call: the next thing is another `[TOOL_CALLS]` or the end
+  // of the output. Anything else (`name[ARGS]{…} and more`) makes the arguments text what vLLM
+  // hands the client, the JSON with the rest after it, which is not JSON: taking the leading
+  // object would reward a policy for a call a deployed server breaks (as in hermes/qwen).
+  let clean = typeof valueEnd === 'number';
   if (typeof valueEnd === 'number') {
+    const after = skipWhitespace(text, valueEnd);
+    if (after >= text.length) {
+      if (!eof) return more;
+    } else if (!text.startsWith(TOOL_CALLS, after)) {
+      if (!eof && couldBeMarker(text, after, TOOL_CALLS)) return more;
+      clean = false;
+    }
+  }
+  if (clean && typeof valueEnd === 'number') {
     const raw = text.slice(cursor, valueEnd);
     return {
       kind: 'region',
@@ -148,7 +162,8 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
       ],
     };
   }
-  // Broken arguments run to the next call (or the end) and are kept raw when allowed.
+  // Broken arguments (or arguments with text after them) run to the next call (or the end) and
+  // are kept raw when allowed.
   let end = text.length;
   if (valueEnd === 'incomplete') {
     if (!eof) return more;
