@@ -73,17 +73,24 @@ describe('parse policy', () => {
     // reward a policy for babbling on after its call.
     const parser = getParser('mistral');
     const args = '{"word": "mazu"}';
-    for (const head of ['[TOOL_CALLS]save[ARGS]', '[TOOL_CALLS]save[CALL_ID]abcDEF123[ARGS]', '[TOOL_CALLS]save'])
+    for (const head of [
+      '[TOOL_CALLS]save[ARGS]',
+      '[TOOL_CALLS]save[CALL_ID]abcDEF123[ARGS]',
+      '[TOOL_CALLS]save',
+    ])
       for (const rest of [' and more', '} ', ', {"word": "zeko"}', ' [ARGS]{"word": "zeko"}']) {
         const text = `${head}${args}${rest}[TOOL_CALLS]save[ARGS]{"word": "x"}`;
         const result = parser.parse(text);
-        expect(result.toolCalls.map((call) => call.arguments), text).toEqual([
-          `${args}${rest}`.trim(),
-          '{"word": "x"}',
-        ]);
+        expect(
+          result.toolCalls.map((call) => call.arguments),
+          text,
+        ).toEqual([`${args}${rest}`.trim(), '{"word": "x"}']);
         // Dropped, not repaired, when invalid arguments are not kept.
         const strict = parser.parse(text, { keepInvalidArguments: false });
-        expect(strict.toolCalls.map((call) => call.arguments), text).toEqual(['{"word": "x"}']);
+        expect(
+          strict.toolCalls.map((call) => call.arguments),
+          text,
+        ).toEqual(['{"word": "x"}']);
         expect(strict.issues[0]?.reason).toBe('arguments of "save" are not valid JSON');
         // Streaming reads it the same, in any chunking.
         for (const size of [1, 4, 9]) {
