@@ -103,3 +103,44 @@ def test_token_logprobs_and_entropy():
     assert float(picked[0, 0]) == pytest.approx(math.log(0.5))
     assert float(picked[0, 1]) == 0.0
     assert float(entropy[0, 1]) == pytest.approx(math.log(3))
+
+
+def test_token_logprobs_match_log_softmax_with_its_gradient():
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 50, requires_grad=True)
+    labels = torch.randint(0, 50, (3, 5))
+    labels[0, 0] = -100
+    picked, _ = token_logprobs(logits, labels)
+    expected = torch.log_softmax(logits, -1).gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    expected = expected * (labels >= 0)
+    assert torch.allclose(picked, expected, atol=1e-6)
+    (grad,) = torch.autograd.grad(picked.sum(), logits)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), logits)
+    assert torch.allclose(grad, expected_grad, atol=1e-6)
+
+
+def test_token_logprobs_keep_no_vocab_sized_tensor_but_the_logits_for_backward(monkeypatch):
+    # Memory on a real vocabulary: every [B, T, vocab] tensor the graph saves stays alive until the
+    # backward pass. The logits are the model's output (saved anyway); the old log_softmax-based
+    # version also kept its log_softmax and, for the entropy metric, its exp: three times the
+    # logits' size more on a 0.6 B model's 151 936-token vocabulary.
+    import shears_trainer.loss as loss_module
+
+    monkeypatch.setattr(loss_module, "ENTROPY_ROWS", 4, raising=False)  # chunk boundaries inside the 15 rows
+    logits = torch.randn(3, 5, 50, requires_grad=True)
+    labels = torch.randint(0, 50, (3, 5))
+    saved = []
+
+    def pack(tensor):
+        saved.append(tensor)
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        _, entropy = loss_module.token_logprobs(logits, labels)
+    vocab_sized = [tensor for tensor in saved if tensor.numel() >= logits.numel()]
+    assert all(tensor.data_ptr() == logits.data_ptr() for tensor in vocab_sized), [
+        t.shape for t in vocab_sized
+    ]
+    assert not entropy.requires_grad
+    expected = -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum(-1)
+    assert torch.allclose(entropy, expected.detach(), atol=1e-6)
