@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "--shape",
         default="toy",
         help="the model timed: toy (the default) or qwen3-0.6b (Qwen3-0.6B's architecture, random"
-        " weights, float32 as the trainer keeps them; its step peaked at 32 GiB on a GPU, about 34 GiB of RAM on a CPU)",
+        " weights, float32 as the trainer keeps them; its step peaked at 25 GiB on a GPU; on a CPU, before the chunked logits, 34 GiB of RAM)",
     )
 
     args = parser.parse_args(argv)

@@ -27,7 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from .api import TrajectoryApi
 from .batch import TrainBatch, batch_from_groups
 from .lag import lag_metrics
-from .loss import grpo_loss, token_logprobs, token_weights
+from .loss import grpo_loss, model_label_logprobs, token_weights
 from .toy import save_tokenizer
 
 
@@ -164,17 +164,17 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
     optimizer.zero_grad(set_to_none=True)
     device = next(model.parameters()).device
     for part in micro_batches(batch, weights, config.micro_batch, device):
-        logits = model(input_ids=part["input_ids"], attention_mask=part["attention_mask"]).logits
-        logprobs, entropy = token_logprobs(logits, part["labels"])
+        logprobs, entropy = model_label_logprobs(
+            model, part["input_ids"], part["attention_mask"], part["labels"]
+        )
         # Without inference logprobs the batch is treated as on-policy: ratio 1 (no clipping).
         old = part["old"] if part["old"] is not None else logprobs.detach()
         ref = part["ref"]
         if ref is None and reference is not None and config.beta > 0:
             with torch.no_grad():
-                ref_logits = reference(
-                    input_ids=part["input_ids"], attention_mask=part["attention_mask"]
-                ).logits
-                ref, _ = token_logprobs(ref_logits, part["labels"])
+                ref, _ = model_label_logprobs(
+                    reference, part["input_ids"], part["attention_mask"], part["labels"]
+                )
         parts = grpo_loss(
             logprobs,
             old,

@@ -7,7 +7,7 @@ import random
 import torch
 
 from shears_trainer.batch import IGNORE, Sequence, advantages_from_scores, collate
-from shears_trainer.loss import token_logprobs
+from shears_trainer.loss import model_label_logprobs
 from shears_trainer.policy_server import _Job, generate_batch
 from shears_trainer.toy_loop import toy_score
 from shears_trainer.train import GrpoConfig, load_model, stop_token_ids, train_step
@@ -43,9 +43,9 @@ def sampled_batch(model, tokenizer, groups=2, group_size=4, seed=0):
 
 
 def sequence_logprobs(model, batch):
+    # The trainer's own path (the logits of the trained positions only, in chunks).
     with torch.no_grad():
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-        logprobs, _ = token_logprobs(logits, batch.labels)
+        logprobs, _ = model_label_logprobs(model, batch.input_ids, batch.attention_mask, batch.labels)
     return logprobs
 
 
@@ -92,3 +92,25 @@ def test_the_toy_rule_scores_as_the_env_does():
     assert toy_score("<tool_call>{not json}</tool_call>", "bamo") == 0.0
     assert toy_score('<tool_call>{"name":"load","arguments":{"word":"bamo"}}</tool_call>', "bamo") == 0.0
     assert toy_score("done", "bamo") == 0.0
+
+
+def test_the_sampler_computes_only_the_last_positions_logits(toy_model):
+    # The prompt's forward pass would otherwise compute logits for every prompt position:
+    # [rows, prompt length, vocabulary], the largest tensor of a long-prompt batch.
+    for lora_rank in (0, 4):
+        model, tokenizer = load_model(str(toy_model), lora_rank=lora_rank)
+        base = model.get_base_model() if lora_rank else model
+        shapes = []
+        hook = base.register_forward_hook(
+            lambda _module, _args, output, _shapes=shapes: _shapes.append(
+                (*output.logits.shape, output.logits.requires_grad)
+            )
+        )
+        prompt = tokenizer("<|im_start|>user\nSave the word mazu.<|im_end|>\n<|im_start|>assistant\n")[
+            "input_ids"
+        ]
+        job = _Job(prompt=prompt, n=1, max_tokens=4, temperature=1.0, top_p=1.0, seed=None)
+        generate_batch(model, [(prompt, job)] * 3, set(stop_token_ids(tokenizer)), None)
+        hook.remove()
+        # ... and builds no autograd graph (a graph through 32 steps of KV cache held 40 GB on a GPU).
+        assert shapes and all(shape[1] == 1 and not grad for *shape, grad in shapes), (lora_rank, shapes)
