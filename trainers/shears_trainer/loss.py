@@ -152,12 +152,7 @@ def splits_at_output_layer(model) -> bool:
 
 
 def _chunk_logprobs(hidden, labels, weight, bias):
-    logits = torch.nn.functional.linear(hidden, weight, bias).float()
-    picked = logits.gather(-1, labels.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-    with torch.no_grad():
-        log_softmax = torch.log_softmax(logits, dim=-1)
-        entropy = -(log_softmax.exp() * log_softmax).sum(-1)
-    return picked, entropy
+    return token_logprobs(torch.nn.functional.linear(hidden, weight, bias), labels)
 
 
 def model_label_logprobs(model, input_ids, attention_mask, labels) -> tuple[torch.Tensor, torch.Tensor]:

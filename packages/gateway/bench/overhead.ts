@@ -477,7 +477,7 @@ async function overhead(): Promise<void> {
             loops,
             directBaseUrl: split.backendUrl,
             sessions:
-              spec.via === 'proxy' && splitProxy
+              spec.via === 'proxy'
                 ? Array.from({ length: loops }, () => splitProxy.address)
                 : sessions.map(({ baseUrl, openaiBaseUrl, apiKey }) => ({
                     baseUrl,

@@ -141,26 +141,29 @@ function v11(text: string, start: number, at: number, eof: boolean, context: For
   // of the output. Anything else (`name[ARGS]{…} and more`) makes the arguments text what vLLM
   // hands the client, the JSON with the rest after it, which is not JSON: taking the leading
   // object would reward a policy for a call a deployed server breaks (as in hermes/qwen).
-  let clean = typeof valueEnd === 'number';
   if (typeof valueEnd === 'number') {
     const after = skipWhitespace(text, valueEnd);
-    if (after >= text.length) {
-      if (!eof) return more;
-    } else if (!text.startsWith(TOOL_CALLS, after)) {
-      if (!eof && couldBeMarker(text, after, TOOL_CALLS)) return more;
-      clean = false;
+    const atEnd = after >= text.length;
+    const clean = atEnd || text.startsWith(TOOL_CALLS, after);
+    if (!eof && (atEnd || (!clean && couldBeMarker(text, after, TOOL_CALLS)))) return more;
+    if (clean) {
+      const raw = text.slice(cursor, valueEnd);
+      return {
+        kind: 'region',
+        start,
+        end: valueEnd,
+        items: [
+          callFromArgumentText(
+            name,
+            raw,
+            context,
+            raw,
+            id,
+            context.state.lastValueText as string | undefined,
+          ),
+        ],
+      };
     }
-  }
-  if (clean && typeof valueEnd === 'number') {
-    const raw = text.slice(cursor, valueEnd);
-    return {
-      kind: 'region',
-      start,
-      end: valueEnd,
-      items: [
-        callFromArgumentText(name, raw, context, raw, id, context.state.lastValueText as string | undefined),
-      ],
-    };
   }
   // Broken arguments (or arguments with text after them) run to the next call (or the end) and
   // are kept raw when allowed.
