@@ -194,4 +194,55 @@ describe('exact tokens behind a phase-2 server', () => {
     expectExactRecord(agent?.tokens, backend.generate.generated, { turns: 1 });
     expect(main?.requestIndices).toHaveLength(3);
   });
+  it('Anthropic Messages: calls echoed with the tool schema’s defaults filled in (Claude Code’s Edit) stay one exact sequence; another value splits', async () => {
+    // Claude Code validates a call's input against its tool's schema and sends it back with the
+    // declared defaults filled in: the model wrote {cmd}, the history says {cmd, all: false}.
+    const run = async (echoedAll: boolean) => {
+      const { backend, session } = await setup();
+      const client = new Anthropic({ baseURL: session.baseUrl, apiKey: session.apiKey, maxRetries: 0 });
+      const tools: Anthropic.Tool[] = [
+        {
+          name: 'run',
+          input_schema: {
+            type: 'object',
+            properties: { cmd: { type: 'string' }, all: { type: 'boolean', default: false } },
+            required: ['cmd'],
+          },
+        },
+      ];
+      const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'What is in this repository?' }];
+      for (let turn = 0; turn < 3; turn++) {
+        const message = await client.messages
+          .stream({ model: 'policy', max_tokens: 500, system: 'You are a coding agent.', messages, tools })
+          .finalMessage();
+        const content = message.content.map((block) =>
+          block.type === 'tool_use'
+            ? { ...block, input: { all: echoedAll, ...(block.input as Record<string, unknown>) } }
+            : block,
+        );
+        messages.push({ role: 'assistant', content: content as Anthropic.ContentBlockParam[] });
+        const uses = message.content.filter((block) => block.type === 'tool_use');
+        if (uses.length > 0)
+          messages.push({
+            role: 'user',
+            content: uses.map((block) => ({
+              type: 'tool_result' as const,
+              tool_use_id: block.id,
+              content: TOOL_RESULTS[turn] ?? '',
+            })),
+          });
+      }
+      return { backend, record: session.record() };
+    };
+
+    const filled = await run(false);
+    expect(filled.record.threads).toHaveLength(1);
+    expectExactRecord(filled.record.threads[0]?.tokens, filled.backend.generate.generated, { turns: 3 });
+    // The model's own calls were rendered, not the echoes: two replies restored.
+    expect(filled.record.requests.map((request) => request.restoredMessages)).toEqual([0, 1, 2]);
+
+    // `all: true` is not the default: the harness changed the call, so the conversation is another.
+    const changed = await run(true);
+    expect(changed.record.threads.length).toBeGreaterThan(1);
+  });
 });

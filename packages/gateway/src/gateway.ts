@@ -43,6 +43,7 @@ import { randomId } from './ids.js';
 import { responsesDialect } from './responses-api.js';
 import { SSE_KEEP_ALIVE } from './sse.js';
 import {
+  argumentShapes,
   leadingSystemCount,
   matchThread,
   messageKey,
@@ -400,7 +401,8 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     record: GatewayRequestRecord,
   ) => {
     const messages = parsed.chat.messages;
-    const keys = messages.map(messageKey);
+    const shapes = argumentShapes(parsed.chat.tools);
+    const keys = messages.map((message) => messageKey(message, shapes));
     // Only threads that open with the same message (and API) can match or be branched from.
     const bucketKey = `${api} ${keys[0] ?? ''}`;
     let bucket = state.buckets.get(bucketKey);
@@ -440,7 +442,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     thread.lastUsed = record.index;
     thread.requestIndices.push(record.index);
     record.threadId = thread.id;
-    return { thread, keys };
+    return { thread, keys, shapes };
   };
 
   const handleModelRequest = async (
@@ -500,7 +502,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
       );
       return;
     }
-    const { thread, keys } = assignThread(state, dialect.api, parsed, record);
+    const { thread, keys, shapes } = assignThread(state, dialect.api, parsed, record);
     const meta: ResponseMeta = {
       id:
         dialect.api === 'responses'
@@ -565,7 +567,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     }
     // The thread's conversation now ends with this reply (the exact object the server returned).
     thread.messages = [...parsed.chat.messages, reply];
-    thread.keys = [...keys, messageKey(reply)];
+    thread.keys = [...keys, messageKey(reply, shapes)];
     thread.produced.add(parsed.chat.messages.length);
     thread.tools = parsed.chat.tools;
     thread.busy = false;

@@ -1,6 +1,13 @@
-import type { ChatMessage } from '@shears/core';
+import type { ChatMessage, ToolSchema } from '@shears/core';
 import { describe, expect, it } from 'vitest';
-import { canonicalArguments, matchThread, messageKey, type ThreadState, threadTags } from './threads.js';
+import {
+  argumentShapes,
+  canonicalArguments,
+  matchThread,
+  messageKey,
+  type ThreadState,
+  threadTags,
+} from './threads.js';
 
 const assistant = (content: string | null, args?: string, extra: Partial<ChatMessage> = {}): ChatMessage => ({
   role: 'assistant',
@@ -19,7 +26,7 @@ function thread(
   return {
     id,
     tags: threadTags(options.api ?? 'chat.completions', messages, undefined, null),
-    keys: messages.map(messageKey),
+    keys: messages.map((message) => messageKey(message)),
     messages,
     produced: new Set(),
     tools: undefined,
@@ -90,7 +97,7 @@ describe('messageKey', () => {
       ' {"a": 2} x',
       `{"big": "${'y'.repeat(5000)}"}`,
     ];
-    const first = texts.map(canonicalArguments);
+    const first = texts.map((text) => canonicalArguments(text));
     expect(first).toEqual([
       '{"a":2,"b":1}',
       '{"a":2,"b":1}',
@@ -98,11 +105,98 @@ describe('messageKey', () => {
       '{"a": 2} x',
       `{"big":"${'y'.repeat(5000)}"}`,
     ]);
-    for (let round = 0; round < 3; round++) expect(texts.map(canonicalArguments)).toEqual(first);
+    for (let round = 0; round < 3; round++)
+      expect(texts.map((text) => canonicalArguments(text))).toEqual(first);
     // Past the cache's size it starts over, with the same answers.
     for (let index = 0; index < 5000; index++) canonicalArguments(`{"i": ${index}}`);
     expect(canonicalArguments('{"i": 4999}')).toBe('{"i":4999}');
-    expect(texts.map(canonicalArguments)).toEqual(first);
+    expect(texts.map((text) => canonicalArguments(text))).toEqual(first);
+  });
+
+  it('keeps the identity of a call echoed as its harness validated it (defaults filled in, undeclared keys dropped), and only then', () => {
+    const tool = (name: string, parameters: Record<string, unknown>): ToolSchema => ({
+      type: 'function',
+      function: { name, parameters: { type: 'object', ...parameters } },
+    });
+    const tools = [
+      // Claude Code's Edit: zod's JSON Schema, closed, one declared default.
+      tool('Edit', {
+        properties: {
+          file_path: { type: 'string' },
+          replace_all: { type: 'boolean', default: false },
+          options: {
+            type: 'object',
+            properties: { depth: { type: 'integer', default: 1 }, mode: { type: 'string' } },
+          },
+          edits: {
+            type: 'array',
+            items: { type: 'object', properties: { line: { type: 'integer' } }, additionalProperties: false },
+          },
+        },
+        additionalProperties: false,
+      }),
+      tool('Bash', { properties: { command: { type: 'string' } } }),
+      tool('Open', { properties: { path: { type: 'string' } }, additionalProperties: true }),
+    ];
+    const shapes = argumentShapes(tools);
+    expect([...(shapes?.keys() ?? [])]).toEqual(['Edit']);
+    expect(argumentShapes([tools[1]!, tools[2]!])).toBeUndefined();
+    expect(argumentShapes(undefined)).toBeUndefined();
+
+    const call = (name: string, args: string): ChatMessage => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { name, arguments: args } }],
+    });
+    const key = (name: string, args: string, withShapes = true) =>
+      messageKey(call(name, args), withShapes ? shapes : undefined);
+    const written = key('Edit', '{"file_path": "/w/a.sh", "options": {"mode": "x"}, "edits": [{"line": 3}]}');
+    // Validated echoes: defaults filled in at any depth, in any key order and spelling.
+    expect(
+      key(
+        'Edit',
+        '{"replace_all":false,"edits":[{"line":3}],"options":{"depth":1,"mode":"x"},"file_path":"/w/a.sh"}',
+      ),
+    ).toBe(written);
+    // The model wrote keys the closed schemas do not declare; the harness stripped them.
+    expect(key('Edit', '{"file_path":"/w/a.sh","options":{"mode":"x"},"edits":[{"line":3}]}')).toBe(
+      key('Edit', '{"file_path":"/w/a.sh","extra":1,"options":{"mode":"x"},"edits":[{"line":3,"note":"n"}]}'),
+    );
+    // Another value, a changed nested value, another tool, or no shapes: another call.
+    expect(
+      key('Edit', '{"replace_all":true,"file_path":"/w/a.sh","options":{"mode":"x"},"edits":[{"line":3}]}'),
+    ).not.toBe(written);
+    expect(
+      key('Edit', '{"file_path":"/w/a.sh","options":{"mode":"x","depth":2},"edits":[{"line":3}]}'),
+    ).not.toBe(written);
+    expect(key('Edit', '{"file_path":"/w/a.sh","options":{"mode":"y"},"edits":[{"line":3}]}')).not.toBe(
+      written,
+    );
+    expect(key('Edit', '{"file_path":"/w/a.sh","options":{"mode":"x"},"edits":[{"line":4}]}')).not.toBe(
+      written,
+    );
+    // Open objects keep undeclared keys: the tool receives them.
+    expect(
+      key('Edit', '{"file_path":"/w/a.sh","options":{"mode":"x","extra":1},"edits":[{"line":3}]}'),
+    ).not.toBe(written);
+    expect(key('Bash', '{"command":"ls","replace_all":false}')).not.toBe(key('Bash', '{"command":"ls"}'));
+    expect(key('Edit', '{"replace_all":false,"file_path":"/w/a.sh"}', false)).not.toBe(
+      key('Edit', '{"file_path":"/w/a.sh"}', false),
+    );
+    // A key named like an Object member is a plain key; non-object arguments stay as they are.
+    expect(key('Edit', '{"file_path":"/w/a.sh","__proto__":{"x":1},"constructor":2}')).toBe(
+      key('Edit', '{"file_path":"/w/a.sh"}'),
+    );
+    expect(key('Edit', '"just text"')).toBe(key('Edit', '"just text"', false));
+    // The remembered spellings with and without a shape never answer for each other.
+    const edit = shapes?.get('Edit');
+    expect(canonicalArguments('{"replace_all":false,"file_path":"x"}')).toBe(
+      '{"file_path":"x","replace_all":false}',
+    );
+    expect(canonicalArguments('{"replace_all":false,"file_path":"x"}', edit)).toBe('{"file_path":"x"}');
+    expect(canonicalArguments('{"replace_all":false,"file_path":"x"}')).toBe(
+      '{"file_path":"x","replace_all":false}',
+    );
   });
 });
 
@@ -115,29 +209,41 @@ describe('matchThread', () => {
   it('joins the thread whose conversation the request extends, preferring the longest', () => {
     const short = thread('t0', [system, user]);
     const long = thread('t1', [system, user, reply]);
-    const keys = [system, user, reply, tool].map(messageKey);
+    const keys = [system, user, reply, tool].map((message) => messageKey(message));
     expect(matchThread([short, long], 'chat.completions', keys, 1).thread?.id).toBe('t1');
   });
 
   it('never joins a busy thread: the request branches from it', () => {
     const busy = thread('t0', [system, user, reply], { busy: true });
-    const match = matchThread([busy], 'chat.completions', [system, user, reply, tool].map(messageKey), 1);
+    const match = matchThread(
+      [busy],
+      'chat.completions',
+      [system, user, reply, tool].map((message) => messageKey(message)),
+      1,
+    );
     expect(match.thread).toBeUndefined();
     expect(match.branchOf?.id).toBe('t0');
   });
 
   it('starts a new thread for another system prompt or another API, and names a shared opening as a branch', () => {
     const main = thread('t0', [system, user, reply]);
-    const title = [{ role: 'system', content: 'Generate a title.' }, user].map(messageKey);
+    const title = [{ role: 'system', content: 'Generate a title.' }, user].map((message) =>
+      messageKey(message),
+    );
     expect(matchThread([main], 'chat.completions', title, 1)).toEqual({
       thread: undefined,
       branchOf: undefined,
     });
     expect(
-      matchThread([main], 'messages', [system, user, reply, tool].map(messageKey), 1).thread,
+      matchThread(
+        [main],
+        'messages',
+        [system, user, reply, tool].map((message) => messageKey(message)),
+        1,
+      ).thread,
     ).toBeUndefined();
     // Same system and user, different continuation (a retry from an earlier point).
-    const retry = [system, user, assistant('Something else')].map(messageKey);
+    const retry = [system, user, assistant('Something else')].map((message) => messageKey(message));
     expect(matchThread([main], 'chat.completions', retry, 1)).toEqual({ thread: undefined, branchOf: main });
   });
 

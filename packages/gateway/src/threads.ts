@@ -42,6 +42,107 @@ export interface ThreadState {
   managed: ServerSessionV1 | undefined;
 }
 
+// Harnesses send the whole history with every request, so the same argument texts come back turn
+// after turn: their canonical spelling is remembered (a pure function of the text and of the
+// tool's schema shape), which makes a message key a map lookup instead of a JSON parse and
+// re-serialisation. Bounded: cleared when full.
+const canonicalCache = new Map<string, string>();
+// With a tool's shape: keyed by its signature (JSON, so no raw NUL), a NUL, then the text.
+const shapedCache = new Map<string, string>();
+const CANONICAL_CACHE_ENTRIES = 4096;
+const CANONICAL_CACHE_MAX_CHARS = 4096;
+// Schemas are followed this deep (a shape below it keeps its values as they are).
+const SHAPE_DEPTH = 8;
+
+/**
+ * What validating a value against a JSON Schema can change in it, and so what a harness that
+ * validates a call's input before running it may echo differently from what the model wrote:
+ * a property's declared `default` filled in, and, where `additionalProperties` is false,
+ * undeclared properties dropped (zod's objects strip them).
+ */
+export interface ArgumentShape {
+  /** The declared default, canonical (stableStringify). */
+  default?: string;
+  /** The declared properties (own keys only: a null-prototype object). */
+  properties?: Record<string, ArgumentShape>;
+  /** `additionalProperties: false`. */
+  closed?: true;
+  /** The shape of an array's items. */
+  items?: ArgumentShape;
+}
+
+/** One tool's shape, with its signature: part of the cache key of a canonical spelling. */
+export interface ToolShape {
+  readonly signature: string;
+  readonly shape: ArgumentShape;
+}
+
+/** Per tool name, the shape of its parameters, for the tools whose validation can change a call. */
+export type ArgumentShapes = ReadonlyMap<string, ToolShape>;
+
+/** The shape of `schema`; `undefined` when validating against it changes nothing. */
+function shapeOf(schema: unknown, depth: number): ArgumentShape | undefined {
+  if (!isRecord(schema) || depth > SHAPE_DEPTH) return undefined;
+  const shape: ArgumentShape = {};
+  let changes = false;
+  if (depth > 0 && schema.default !== undefined) {
+    shape.default = stableStringify(schema.default);
+    changes = true;
+  }
+  if (isRecord(schema.properties)) {
+    const properties: Record<string, ArgumentShape> = Object.create(null);
+    for (const key of Object.keys(schema.properties)) {
+      const property = shapeOf(schema.properties[key], depth + 1);
+      properties[key] = property ?? {};
+      if (property) changes = true;
+    }
+    shape.properties = properties;
+  }
+  if (schema.additionalProperties === false) {
+    shape.closed = true;
+    changes = true;
+  }
+  const items = Array.isArray(schema.items) ? undefined : shapeOf(schema.items, depth + 1);
+  if (items) {
+    shape.items = items;
+    changes = true;
+  }
+  return changes ? shape : undefined;
+}
+
+/**
+ * The shapes of a request's tools; `undefined` when no tool's validation can change a call. A
+ * harness that validates a call's input against its tool's schema echoes it with the declared
+ * defaults filled in (Claude Code sends `Edit` back with `replace_all: false` the model never
+ * wrote) and, under `additionalProperties: false`, may drop what the schema does not declare.
+ */
+export function argumentShapes(tools: readonly ToolSchema[] | undefined): ArgumentShapes | undefined {
+  let shapes: Map<string, ToolShape> | undefined;
+  for (const tool of tools ?? []) {
+    const shape = shapeOf(tool.function.parameters, 0);
+    if (shape) (shapes ??= new Map()).set(tool.function.name, { signature: stableStringify(shape), shape });
+  }
+  return shapes;
+}
+
+/** `value` without what validation against `shape` may add or drop: the same call to the tool. */
+function withoutValidation(value: unknown, shape: ArgumentShape): unknown {
+  if (Array.isArray(value)) {
+    const items = shape.items;
+    return items ? value.map((item) => withoutValidation(item, items)) : value;
+  }
+  if (!isRecord(value) || (!shape.properties && !shape.closed)) return value;
+  const kept: Record<string, unknown> = Object.create(null);
+  for (const key of Object.keys(value)) {
+    const property = shape.properties?.[key];
+    if (!property) {
+      if (!shape.closed) kept[key] = value[key];
+    } else if (property.default === undefined || property.default !== stableStringify(value[key]))
+      kept[key] = withoutValidation(value[key], property);
+  }
+  return kept;
+}
+
 /** JSON with object keys sorted, so two spellings of the same value compare equal. */
 export function stableStringify(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
@@ -53,31 +154,35 @@ export function stableStringify(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-// Harnesses send the whole history with every request, so the same argument texts come back turn
-// after turn: their canonical spelling is remembered (a pure function of the text), which makes a
-// message key a map lookup instead of a JSON parse and re-serialisation. Bounded: cleared when full.
-const canonicalCache = new Map<string, string>();
-const CANONICAL_CACHE_ENTRIES = 4096;
-const CANONICAL_CACHE_MAX_CHARS = 4096;
-
-/** Tool-call arguments in one canonical spelling (sorted keys, no spacing); raw text when not JSON. */
-export function canonicalArguments(text: string): string {
-  let canonical = canonicalCache.get(text);
+/**
+ * Tool-call arguments in one canonical spelling (sorted keys, no spacing); with the tool's
+ * `shape`, also without what validating them may add or drop (declared defaults, undeclared
+ * properties of a closed object): a call and its validated echo mean the same to the tool. Raw
+ * text, trimmed, when not JSON.
+ */
+export function canonicalArguments(text: string, shape?: ToolShape): string {
+  const cache = shape ? shapedCache : canonicalCache;
+  const cacheKey = shape ? `${shape.signature}\u0000${text}` : text;
+  let canonical = cache.get(cacheKey);
   if (canonical !== undefined) return canonical;
   try {
-    canonical = stableStringify(JSON.parse(text));
+    const value: unknown = JSON.parse(text);
+    canonical = stableStringify(shape ? withoutValidation(value, shape.shape) : value);
   } catch {
     canonical = text.trim();
   }
   if (text.length <= CANONICAL_CACHE_MAX_CHARS) {
-    if (canonicalCache.size >= CANONICAL_CACHE_ENTRIES) canonicalCache.clear();
-    canonicalCache.set(text, canonical);
+    if (cache.size >= CANONICAL_CACHE_ENTRIES) cache.clear();
+    cache.set(cacheKey, canonical);
   }
   return canonical;
 }
 
-/** A message's identity for thread matching. */
-export function messageKey(message: ChatMessage): string {
+/**
+ * A message's identity for thread matching. `shapes`: the request's tools' shapes
+ * (argumentShapes), so that a call echoed as its harness validated it keeps its identity.
+ */
+export function messageKey(message: ChatMessage, shapes?: ArgumentShapes): string {
   const text = contentText(message);
   // The role as JSON, then (assistant) the tool calls as JSON, then the text: each JSON part ends
   // unambiguously, so the text needs no quoting. Quoting long texts was half this function's cost,
@@ -87,7 +192,7 @@ export function messageKey(message: ChatMessage): string {
       ? `"assistant"${JSON.stringify(
           (message.tool_calls ?? []).map((call) => [
             call.function.name,
-            canonicalArguments(call.function.arguments),
+            canonicalArguments(call.function.arguments, shapes?.get(call.function.name)),
           ]),
         )}${text.trim()}`
       : `${JSON.stringify(message.role)}${text}`;
