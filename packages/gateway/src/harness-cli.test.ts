@@ -2,7 +2,7 @@
 // env in a real local sandbox: the phase-2 scripted policy (real Qwen3 tokenizer and template,
 // hermes parser) calls each CLI's OWN tools in their own call formats — its shell tool twice in
 // one reply to look, its edit tool (after its read tool where the CLI demands one) to fix the
-// bundled task, its shell tool to run the result; the CLI runs them. The test checks the file on
+// task, its shell tool to run the result; the CLI runs them. The test checks the file on
 // disk, the verifier's reward, and that the GRPO row holds exactly the tokens and logprobs the
 // server sampled for the main conversation. HOME, XDG folders and config are per rollout;
 // telemetry and update checks are off by the presets.
@@ -19,8 +19,18 @@ import { createHarnessEnv, type HarnessEnv, type HarnessRunSummary } from './har
 import { HARNESS_PRESETS } from './harness-presets.js';
 
 const BIN = fileURLToPath(new URL('../node_modules/.bin', import.meta.url));
-const BROKEN = 'echo "hello, wrold"';
-const FIXED = 'echo "hello, world"';
+// Not the bundled task: one with non-ASCII text (two-byte, four-byte and three-byte UTF-8), so
+// that every API's stream, each CLI's decoding and the edit tools carry it, and the tokens stay
+// exact through it.
+const WANTED = 'héllo, world 🌍 — ok';
+const BROKEN = 'echo "héllo, wrold 🌍 — ok"';
+const FIXED = `echo "${WANTED}"`;
+const TASK = {
+  id: 'fix-greeting-utf8',
+  prompt: `greet.sh prints a typo. Fix greet.sh so that \`sh greet.sh\` prints exactly: ${WANTED}`,
+  files: { 'greet.sh': `#!/bin/sh\n${BROKEN}\n` },
+  verify: `test "$(sh greet.sh)" = "${WANTED}"`,
+};
 // The first turn's shell calls print the workspace's absolute path (the edit tools want one) and
 // list it: two calls in one reply, which each CLI runs and answers in one turn.
 const LOOK = 'echo "WORKDIR=$(pwd)"; cat greet.sh';
@@ -107,12 +117,18 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
       // The tool results of one turn come back as one user turn in Qwen3's template.
       const turn = turns[request.promptText.split('<|im_start|>user\n<tool_response>').length - 1];
       if (!turn)
-        return '<think>\nThe script prints the greeting now.\n</think>\n\ngreet.sh now prints hello, world.';
+        return '<think>\nThe script prints the greeting now.\n</think>\n\ngreet.sh now prints the greeting.';
       const text = turn.map((call) => toolCallText(call.tool, call.args(workdir))).join('\n');
       return `<think>\nNext: ${turn.map((call) => call.tool).join(', ')}.\n</think>\n\n${text}`;
     };
     const backend = await managedBackend({ policy });
-    const env = createHarnessEnv({ preset: presetId, bin: BIN, timeoutMs: 150_000, model: 'qwen3-policy' });
+    const env = createHarnessEnv({
+      preset: presetId,
+      bin: BIN,
+      timeoutMs: 150_000,
+      model: 'qwen3-policy',
+      tasks: [TASK],
+    });
     const sandboxes = createLocalSandboxProvider();
     try {
       let onDisk = '';
@@ -137,7 +153,7 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
       const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
       const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${harness?.outputTail ?? ''}`;
       expect(rollout.outcome, context).toBe('scored');
-      expect(onDisk, context).toBe('#!/bin/sh\necho "hello, world"\n');
+      expect(onDisk, context).toBe(`#!/bin/sh\n${FIXED}\n`);
       expect(rollout.reward, context).toBe(1);
       expect(harness?.exitCode, context).toBe(0);
 
@@ -161,9 +177,9 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
       expect(outputs).toHaveLength(calls.length);
       // The two calls of the first turn ran at once: a CLI may answer them in the order they ended.
       const firstTurn = outputs.slice(0, 2).map((output) => messageText(output));
-      expect(firstTurn.some((text) => text.includes('echo "hello, wrold"'))).toBe(true);
+      expect(firstTurn.some((text) => text.includes(BROKEN))).toBe(true);
       expect(firstTurn.some((text) => text.includes('greet.sh') && !text.includes('WORKDIR='))).toBe(true);
-      expect(messageText(outputs.at(-1)!)).toContain('hello, world');
+      expect(messageText(outputs.at(-1)!)).toContain(WANTED);
       expect(rollout.messages.at(-1)).toMatchObject({ role: 'assistant' });
 
       // The GRPO row: unmasked tokens and logprobs are exactly the sampled completions.

@@ -5,7 +5,6 @@
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { ServerV1 } from '@shears/core';
-import { pythonJsonDumps } from '@shears/core/internal';
 import {
   createScriptedGenerate,
   createScriptedServer,
@@ -92,7 +91,20 @@ export async function phase1Backend(
   return { server, scripted, close: () => scripted.close() };
 }
 
-/** Qwen3's tool-call text for one call, spaced as the model (and its template) writes it. */
+/**
+ * JSON as Qwen3's template writes it with `tojson` (transformers' and @huggingface/jinja's:
+ * ", " and ": " separators, non-ASCII characters as they are), so as a Qwen3 model writes it.
+ */
+function templateJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(templateJson).join(', ')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([key, entry]) => `${JSON.stringify(key)}: ${templateJson(entry)}`)
+      .join(', ')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Qwen3's tool-call text for one call, spelled as the model (and its template) writes it. */
 export function toolCallText(name: string, args: Record<string, unknown>): string {
-  return `<tool_call>\n{"name": ${pythonJsonDumps(name)}, "arguments": ${pythonJsonDumps(args)}}\n</tool_call>`;
+  return `<tool_call>\n{"name": ${templateJson(name)}, "arguments": ${templateJson(args)}}\n</tool_call>`;
 }
