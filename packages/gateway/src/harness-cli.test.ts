@@ -203,3 +203,92 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
     }
   }, 240_000);
 });
+
+describe('the claude-code preset with a sub-agent, run for real', () => {
+  it('the sub-agent (its own Agent tool) is a thread of its own, not trained, even when it makes more requests than the main conversation; the main row is exact', async () => {
+    const preset = HARNESS_PRESETS['claude-code']!;
+    const SUB_TASK = 'Show greet.sh and the files next to it.';
+    const subTurns = ['cat greet.sh', 'ls -la', 'wc -c greet.sh', 'head -1 greet.sh', 'tail -1 greet.sh'];
+    const mainTurns: ToolCall[][] = [
+      [
+        {
+          tool: 'Agent',
+          args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'claude' }),
+        },
+      ],
+      ...TURNS['claude-code']!.slice(1),
+    ];
+    let workdir = '';
+    const policy: ScriptedGeneratePolicy = (request) => {
+      if (!request.promptText.includes(`"name": "${preset.mainTool}"`)) return 'Fix greeting';
+      const taken = request.promptText.split('<|im_start|>user\n<tool_response>').length - 1;
+      // Claude Code marks its sub-agents' requests in the billing block of their system prompt.
+      workdir ||= /\n(\/tmp\/[^\s"'\\<]+\/workspace)\n/.exec(request.promptText)?.[1] ?? '';
+      if (request.promptText.includes('cc_is_subagent=true')) {
+        const command = subTurns[taken];
+        if (!command) return `<think>\nDone looking.\n</think>\n\ngreet.sh prints: ${BROKEN.slice(6, -1)}`;
+        return toolCallText('Bash', {
+          command: taken === 0 ? `pwd; ${command}` : command,
+          description: 'Look',
+        });
+      }
+      const turn = mainTurns[taken];
+      if (!turn) return '<think>\nFixed.\n</think>\n\ngreet.sh now prints the greeting.';
+      return turn.map((call) => toolCallText(call.tool, call.args(workdir))).join('\n');
+    };
+    const backend = await managedBackend({ policy });
+    const env = createHarnessEnv({
+      preset: 'claude-code',
+      bin: BIN,
+      timeoutMs: 150_000,
+      model: 'qwen3-policy',
+      tasks: [TASK],
+    });
+    const sandboxes = createLocalSandboxProvider();
+    try {
+      const record = await runGroup({
+        env,
+        item: (await env.nextItem())!,
+        server: backend.server,
+        sandboxes,
+        groupSize: 1,
+        allEqualScores: 'keep',
+        retryBudget: 0,
+      });
+      const rollout = record.rollouts[0]!;
+      const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
+      const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${JSON.stringify(harness?.threads)}\n${harness?.outputTail ?? ''}`;
+      expect(rollout.reward, context).toBe(1);
+      const withShell = harness?.threads.filter((thread) => thread.toolNames.includes('Bash')) ?? [];
+      expect(withShell.map((thread) => thread.requests).sort(), context).toEqual([
+        mainTurns.length + 1,
+        subTurns.length + 1,
+      ]);
+      const main = withShell.find((thread) => thread.trained);
+      const sub = withShell.find((thread) => !thread.trained);
+      expect(main?.requests, context).toBe(mainTurns.length + 1);
+      expect(sub?.systemPreview).toContain('cc_is_subagent=true');
+      expect(harness?.mainThread).toBe(main?.id);
+      // The trajectory is the main conversation: Agent, Read, Edit, Bash; the Agent tool's result
+      // is the sub-agent's answer.
+      const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
+      expect(made.map((call) => call.function.name)).toEqual(['Agent', 'Read', 'Edit', 'Bash']);
+      expect(messageText(rollout.messages.find((message) => message.role === 'tool')!)).toContain(
+        BROKEN.slice(6, -1),
+      );
+      const data = scoredDataFromRecord(record);
+      const tokens = data?.tokens[0] ?? [];
+      const masks = data?.masks[0] ?? [];
+      expect(rollout.tokens?.splits).toBe(0);
+      const sampled = entriesOf(tokens, backend.generate.generated);
+      expect(sampled).toHaveLength(mainTurns.length + 1);
+      expect(tokens.filter((_, index) => masks[index] !== -100)).toEqual(
+        sampled.flatMap((entry) => entry.tokenIds),
+      );
+    } finally {
+      await env.close?.();
+      await sandboxes.close();
+      await backend.close();
+    }
+  }, 240_000);
+});

@@ -26,7 +26,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type ManagedBackend, managedBackend, toolCallText } from '../test/backends.js';
 import { entriesOf } from '../test/exactness.js';
-import { createHarnessEnv, type HarnessEnv, type HarnessEnvSettings } from './harness-env.js';
+import type { GatewayRecord, GatewayThreadRecord } from './gateway-record.js';
+import { createHarnessEnv, type HarnessEnv, type HarnessEnvSettings, pickMainThread } from './harness-env.js';
 import plugin from './plugin.js';
 
 const LIGHT_HARNESS = fileURLToPath(new URL('../test/light-harness.mjs', import.meta.url));
@@ -299,5 +300,23 @@ describe('the harness env settings and plugin', () => {
     const bad = join(folder, 'bad.jsonl');
     await writeFile(bad, `${JSON.stringify(tasks[0])}\n{"id": "t1", "prompt": "no verifier"}\n`);
     expect(() => createHarnessEnv({ command: 'true', tasks: bad })).toThrow(/bad\.jsonl line 2: verify/);
+  });
+});
+
+describe('pickMainThread', () => {
+  const thread = (id: string, requestIndices: number[], toolNames: string[]) =>
+    ({ id, requestIndices, toolNames }) as unknown as GatewayThreadRecord;
+  const record = (threads: GatewayThreadRecord[]) => ({ threads }) as unknown as GatewayRecord;
+
+  it('is the first thread to offer the main tool, not a later and busier one (a sub-agent)', () => {
+    const title = thread('t0', [0], []);
+    const main = thread('t1', [1, 2, 9], ['Bash', 'Agent']);
+    const subAgent = thread('t2', [3, 4, 5, 6, 7, 8], ['Bash']);
+    expect(pickMainThread(record([title, main, subAgent]), 'Bash')?.id).toBe('t1');
+    expect(pickMainThread(record([subAgent, title, main]), 'Bash')?.id).toBe('t1');
+    // Without a main tool, or when no thread offered it: the busiest thread.
+    expect(pickMainThread(record([title, main, subAgent]), undefined)?.id).toBe('t2');
+    expect(pickMainThread(record([title, main]), 'shell')?.id).toBe('t1');
+    expect(pickMainThread(record([]), 'Bash')).toBeUndefined();
   });
 });

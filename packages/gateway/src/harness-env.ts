@@ -244,17 +244,25 @@ function shellQuote(text: string): string {
 
 const USAGE_ZERO: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
-/** The main conversation: the thread that offered the shell tool with the most requests, else the busiest thread. */
+/**
+ * The main conversation: the first thread that offered the harness's main (shell) tool — the
+ * conversation the harness began the task with. Sub-agents offer that tool too, and may make
+ * more requests than the main loop (Claude Code's `Agent`, opencode's `task`), but begin later.
+ * Without a main tool, the busiest thread.
+ */
 export function pickMainThread(
   record: GatewayRecord,
   mainTool: string | undefined,
 ): GatewayThreadRecord | undefined {
-  const byRequests = (a: GatewayThreadRecord, b: GatewayThreadRecord) =>
-    b.requestIndices.length - a.requestIndices.length;
+  const firstRequest = (thread: GatewayThreadRecord) => thread.requestIndices[0] ?? Number.POSITIVE_INFINITY;
   const withTool = mainTool
-    ? record.threads.filter((thread) => thread.toolNames.includes(mainTool)).sort(byRequests)
+    ? record.threads
+        .filter((thread) => thread.toolNames.includes(mainTool))
+        .sort((a, b) => firstRequest(a) - firstRequest(b))
     : [];
-  return withTool[0] ?? [...record.threads].sort(byRequests)[0];
+  return (
+    withTool[0] ?? [...record.threads].sort((a, b) => b.requestIndices.length - a.requestIndices.length)[0]
+  );
 }
 
 /** Turns a thread's messages into trajectory steps (one per assistant turn) for the viewer. */
