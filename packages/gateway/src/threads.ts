@@ -60,7 +60,7 @@ const SHAPE_DEPTH = 8;
  * a property's declared `default` filled in, and, where `additionalProperties` is false,
  * undeclared properties dropped (zod's objects strip them).
  */
-export interface ArgumentShape {
+interface ArgumentShape {
   /** The declared default, canonical (stableStringify). */
   default?: string;
   /** The declared properties (own keys only: a null-prototype object). */
@@ -72,13 +72,13 @@ export interface ArgumentShape {
 }
 
 /** One tool's shape, with its signature: part of the cache key of a canonical spelling. */
-export interface ToolShape {
+interface ToolShape {
   readonly signature: string;
   readonly shape: ArgumentShape;
 }
 
 /** Per tool name, the shape of its parameters, for the tools whose validation can change a call. */
-export type ArgumentShapes = ReadonlyMap<string, ToolShape>;
+type ArgumentShapes = ReadonlyMap<string, ToolShape>;
 
 /** The shape of `schema`; `undefined` when validating against it changes nothing. */
 function shapeOf(schema: unknown, depth: number): ArgumentShape | undefined {
