@@ -204,33 +204,43 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
   }, 240_000);
 });
 
-describe('the claude-code preset with a sub-agent, run for real', () => {
-  it('the sub-agent (its own Agent tool) is a thread of its own, not trained, even when it makes more requests than the main conversation; the main row is exact', async () => {
-    const preset = HARNESS_PRESETS['claude-code']!;
-    const SUB_TASK = 'Show greet.sh and the files next to it.';
-    const subTurns = ['cat greet.sh', 'ls -la', 'wc -c greet.sh', 'head -1 greet.sh', 'tail -1 greet.sh'];
-    const mainTurns: ToolCall[][] = [
-      [
-        {
-          tool: 'Agent',
-          args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'claude' }),
-        },
-      ],
-      ...TURNS['claude-code']!.slice(1),
-    ];
+/** How each CLI starts a sub-agent, and how the sub-agent's requests can be told apart. */
+const SUB_AGENTS: Record<string, { agentCall: ToolCall; isSubAgent: (promptText: string) => boolean }> = {
+  // Claude Code marks its sub-agents' requests in the billing block of their system prompt.
+  'claude-code': {
+    agentCall: {
+      tool: 'Agent',
+      args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'claude' }),
+    },
+    isSubAgent: (promptText) => promptText.includes('cc_is_subagent=true'),
+  },
+  // qwen-code's sub-agent has its own system prompt, and the task as its first user message.
+  'qwen-code': {
+    agentCall: {
+      tool: 'agent',
+      args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'general-purpose' }),
+    },
+    isSubAgent: (promptText) => promptText.includes(`<|im_start|>user\n${SUB_TASK}<|im_end|>`),
+  },
+};
+const SUB_TASK = 'Show greet.sh and the files next to it.';
+
+describe.each(Object.keys(SUB_AGENTS))('the %s preset with a sub-agent, run for real', (presetId) => {
+  it('the sub-agent (its own agent tool) is a thread of its own, not trained, even when it makes more requests than the main conversation; the main row is exact', async () => {
+    const preset = HARNESS_PRESETS[presetId]!;
+    const { agentCall, isSubAgent } = SUB_AGENTS[presetId]!;
+    const subTurns = [LOOK, 'ls -la', 'wc -c greet.sh', 'head -1 greet.sh', 'tail -1 greet.sh'];
+    const mainTurns: ToolCall[][] = [[agentCall], ...TURNS[presetId]!.slice(1)];
     let workdir = '';
     const policy: ScriptedGeneratePolicy = (request) => {
       if (!request.promptText.includes(`"name": "${preset.mainTool}"`)) return 'Fix greeting';
       const taken = request.promptText.split('<|im_start|>user\n<tool_response>').length - 1;
-      // Claude Code marks its sub-agents' requests in the billing block of their system prompt.
-      workdir ||= /\n(\/tmp\/[^\s"'\\<]+\/workspace)\n/.exec(request.promptText)?.[1] ?? '';
-      if (request.promptText.includes('cc_is_subagent=true')) {
+      // The sub-agent's first command prints the workspace's path for the main loop's edit.
+      workdir ||= /WORKDIR=(\/[^\s"'\\<]+)/.exec(request.promptText)?.[1] ?? '';
+      if (isSubAgent(request.promptText)) {
         const command = subTurns[taken];
         if (!command) return `<think>\nDone looking.\n</think>\n\ngreet.sh prints: ${BROKEN.slice(6, -1)}`;
-        return toolCallText('Bash', {
-          command: taken === 0 ? `pwd; ${command}` : command,
-          description: 'Look',
-        });
+        return toolCallText(preset.mainTool, { command, description: 'Look' });
       }
       const turn = mainTurns[taken];
       if (!turn) return '<think>\nFixed.\n</think>\n\ngreet.sh now prints the greeting.';
@@ -238,7 +248,7 @@ describe('the claude-code preset with a sub-agent, run for real', () => {
     };
     const backend = await managedBackend({ policy });
     const env = createHarnessEnv({
-      preset: 'claude-code',
+      preset: presetId,
       bin: BIN,
       timeoutMs: 150_000,
       model: 'qwen3-policy',
@@ -259,7 +269,7 @@ describe('the claude-code preset with a sub-agent, run for real', () => {
       const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
       const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${JSON.stringify(harness?.threads)}\n${harness?.outputTail ?? ''}`;
       expect(rollout.reward, context).toBe(1);
-      const withShell = harness?.threads.filter((thread) => thread.toolNames.includes('Bash')) ?? [];
+      const withShell = harness?.threads.filter((thread) => thread.toolNames.includes(preset.mainTool)) ?? [];
       expect(withShell.map((thread) => thread.requests).sort(), context).toEqual([
         mainTurns.length + 1,
         subTurns.length + 1,
@@ -267,12 +277,12 @@ describe('the claude-code preset with a sub-agent, run for real', () => {
       const main = withShell.find((thread) => thread.trained);
       const sub = withShell.find((thread) => !thread.trained);
       expect(main?.requests, context).toBe(mainTurns.length + 1);
-      expect(sub?.systemPreview).toContain('cc_is_subagent=true');
       expect(harness?.mainThread).toBe(main?.id);
-      // The trajectory is the main conversation: Agent, Read, Edit, Bash; the Agent tool's result
-      // is the sub-agent's answer.
+      expect(sub?.systemPreview).not.toBe(main?.systemPreview);
+      // The trajectory is the main conversation: the agent tool, then read, edit, shell; the agent
+      // tool's result is the sub-agent's answer.
       const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
-      expect(made.map((call) => call.function.name)).toEqual(['Agent', 'Read', 'Edit', 'Bash']);
+      expect(made.map((call) => call.function.name)).toEqual(mainTurns.flat().map((call) => call.tool));
       expect(messageText(rollout.messages.find((message) => message.role === 'tool')!)).toContain(
         BROKEN.slice(6, -1),
       );
