@@ -39,8 +39,8 @@ const RUN = 'sh greet.sh';
 
 interface ToolCall {
   tool: string;
-  /** The call's arguments, given the workspace's absolute path. */
-  args: (workdir: string) => Record<string, unknown>;
+  /** The call's arguments, given the workspace's absolute path (and a started sub-agent's id). */
+  args: (workdir: string, agentId?: string) => Record<string, unknown>;
 }
 
 /** A shell call in the form of qwen-code's, opencode's and Claude Code's shell tools. */
@@ -205,33 +205,72 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
 });
 
 /** How each CLI starts a sub-agent, and how the sub-agent's requests can be told apart. */
-const SUB_AGENTS: Record<string, { agentCall: ToolCall; isSubAgent: (promptText: string) => boolean }> = {
+const SUB_TASK = 'Show greet.sh and the files next to it.';
+
+/** How each CLI starts a sub-agent and waits for it, and how its requests can be told apart. */
+const SUB_AGENTS: Record<
+  string,
+  {
+    agentTurns: ToolCall[][];
+    isSubAgent: (promptText: string) => boolean;
+    shell: (command: string) => Record<string, unknown>;
+  }
+> = {
   // Claude Code marks its sub-agents' requests in the billing block of their system prompt.
   'claude-code': {
-    agentCall: {
-      tool: 'Agent',
-      args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'claude' }),
-    },
+    agentTurns: [
+      [
+        {
+          tool: 'Agent',
+          args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'claude' }),
+        },
+      ],
+    ],
     isSubAgent: (promptText) => promptText.includes('cc_is_subagent=true'),
+    shell: (command) => ({ command, description: 'Look' }),
   },
   // qwen-code's sub-agent has its own system prompt, and the task as its first user message.
   'qwen-code': {
-    agentCall: {
-      tool: 'agent',
-      args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'general-purpose' }),
-    },
+    agentTurns: [
+      [
+        {
+          tool: 'agent',
+          args: () => ({
+            description: 'Inspect the script',
+            prompt: SUB_TASK,
+            subagent_type: 'general-purpose',
+          }),
+        },
+      ],
+    ],
     isSubAgent: (promptText) => promptText.includes(`<|im_start|>user\n${SUB_TASK}<|im_end|>`),
+    shell: (command) => ({ command, description: 'Look' }),
+  },
+  // Codex spawns a sub-agent (a namespace tool: multi_agent_v1) and waits for it by its id; the
+  // sub-agent's input ends with the task as a user message.
+  codex: {
+    agentTurns: [
+      [{ tool: 'multi_agent_v1__spawn_agent', args: () => ({ message: SUB_TASK }) }],
+      [
+        {
+          tool: 'multi_agent_v1__wait_agent',
+          args: (_, agentId) => ({ targets: [agentId ?? ''], timeout_ms: 60_000 }),
+        },
+      ],
+    ],
+    isSubAgent: (promptText) => promptText.includes(`<|im_start|>user\n${SUB_TASK}<|im_end|>`),
+    shell: (cmd) => ({ cmd }),
   },
 };
-const SUB_TASK = 'Show greet.sh and the files next to it.';
 
 describe.each(Object.keys(SUB_AGENTS))('the %s preset with a sub-agent, run for real', (presetId) => {
   it('the sub-agent (its own agent tool) is a thread of its own, not trained, even when it makes more requests than the main conversation; the main row is exact', async () => {
     const preset = HARNESS_PRESETS[presetId]!;
-    const { agentCall, isSubAgent } = SUB_AGENTS[presetId]!;
+    const { agentTurns, isSubAgent, shell } = SUB_AGENTS[presetId]!;
     const subTurns = [LOOK, 'ls -la', 'wc -c greet.sh', 'head -1 greet.sh', 'tail -1 greet.sh'];
-    const mainTurns: ToolCall[][] = [[agentCall], ...TURNS[presetId]!.slice(1)];
+    const mainTurns: ToolCall[][] = [...agentTurns, ...TURNS[presetId]!.slice(1)];
     let workdir = '';
+    let agentId = '';
     const policy: ScriptedGeneratePolicy = (request) => {
       if (!request.promptText.includes(`"name": "${preset.mainTool}"`)) return 'Fix greeting';
       const taken = request.promptText.split('<|im_start|>user\n<tool_response>').length - 1;
@@ -240,11 +279,12 @@ describe.each(Object.keys(SUB_AGENTS))('the %s preset with a sub-agent, run for 
       if (isSubAgent(request.promptText)) {
         const command = subTurns[taken];
         if (!command) return `<think>\nDone looking.\n</think>\n\ngreet.sh prints: ${BROKEN.slice(6, -1)}`;
-        return toolCallText(preset.mainTool, { command, description: 'Look' });
+        return toolCallText(preset.mainTool, shell(command));
       }
+      agentId ||= /"agent_id": ?"([^"]+)"/.exec(request.promptText)?.[1] ?? '';
       const turn = mainTurns[taken];
       if (!turn) return '<think>\nFixed.\n</think>\n\ngreet.sh now prints the greeting.';
-      return turn.map((call) => toolCallText(call.tool, call.args(workdir))).join('\n');
+      return turn.map((call) => toolCallText(call.tool, call.args(workdir, agentId))).join('\n');
     };
     const backend = await managedBackend({ policy });
     const env = createHarnessEnv({
@@ -278,14 +318,13 @@ describe.each(Object.keys(SUB_AGENTS))('the %s preset with a sub-agent, run for 
       const sub = withShell.find((thread) => !thread.trained);
       expect(main?.requests, context).toBe(mainTurns.length + 1);
       expect(harness?.mainThread).toBe(main?.id);
-      expect(sub?.systemPreview).not.toBe(main?.systemPreview);
-      // The trajectory is the main conversation: the agent tool, then read, edit, shell; the agent
-      // tool's result is the sub-agent's answer.
+      expect(sub?.requests, context).toBe(subTurns.length + 1);
+      // The trajectory is the main conversation: the agent tool(s), then read, edit, shell; the
+      // sub-agent's answer reaches it as a tool result.
       const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
       expect(made.map((call) => call.function.name)).toEqual(mainTurns.flat().map((call) => call.tool));
-      expect(messageText(rollout.messages.find((message) => message.role === 'tool')!)).toContain(
-        BROKEN.slice(6, -1),
-      );
+      const results = rollout.messages.filter((message) => message.role === 'tool').map(messageText);
+      expect(results.some((text) => text.includes(BROKEN.slice(6, -1)))).toBe(true);
       const data = scoredDataFromRecord(record);
       const tokens = data?.tokens[0] ?? [];
       const masks = data?.masks[0] ?? [];
