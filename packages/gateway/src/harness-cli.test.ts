@@ -246,6 +246,19 @@ const SUB_AGENTS: Record<
     isSubAgent: (promptText) => promptText.includes(`<|im_start|>user\n${SUB_TASK}<|im_end|>`),
     shell: (command) => ({ command, description: 'Look' }),
   },
+  // opencode's task tool starts a sub-agent session with its own tools (no task tool).
+  opencode: {
+    agentTurns: [
+      [
+        {
+          tool: 'task',
+          args: () => ({ description: 'Inspect the script', prompt: SUB_TASK, subagent_type: 'general' }),
+        },
+      ],
+    ],
+    isSubAgent: (promptText) => promptText.includes(`<|im_start|>user\n${SUB_TASK}<|im_end|>`),
+    shell: (command) => ({ command, description: 'Look' }),
+  },
   // Codex spawns a sub-agent (a namespace tool: multi_agent_v1) and waits for it by its id; the
   // sub-agent's input ends with the task as a user message.
   codex: {
