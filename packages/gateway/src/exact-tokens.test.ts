@@ -38,6 +38,18 @@ async function setup(): Promise<{ backend: ManagedBackend; gateway: Gateway; ses
 
 const TOOL_RESULTS = ['a.ts\nb.ts', 'export const x = 1;'];
 
+/** What an Anthropic harness sends after a reply: a tool_result for each tool_use, if any. */
+function toolResults(message: Anthropic.Message, turn: number): Anthropic.MessageParam[] {
+  const uses = message.content.filter((block) => block.type === 'tool_use');
+  if (uses.length === 0) return [];
+  const content = uses.map((block) => ({
+    type: 'tool_result' as const,
+    tool_use_id: block.id,
+    content: TOOL_RESULTS[turn] ?? '',
+  }));
+  return [{ role: 'user', content }];
+}
+
 describe('exact tokens behind a phase-2 server', () => {
   it('Chat Completions (streaming): a harness that drops reasoning and re-serialises arguments still gets one exact sequence', async () => {
     const { backend, session } = await setup();
@@ -172,17 +184,10 @@ describe('exact tokens behind a phase-2 server', () => {
           tools,
         })
         .finalMessage();
-      messages.push({ role: 'assistant', content: message.content as Anthropic.ContentBlockParam[] });
-      const uses = message.content.filter((block) => block.type === 'tool_use');
-      if (uses.length > 0)
-        messages.push({
-          role: 'user',
-          content: uses.map((block) => ({
-            type: 'tool_result' as const,
-            tool_use_id: block.id,
-            content: TOOL_RESULTS[turn] ?? '',
-          })),
-        });
+      messages.push(
+        { role: 'assistant', content: message.content as Anthropic.ContentBlockParam[] },
+        ...toolResults(message, turn),
+      );
     }
     const sub = await subAgent;
     expect(sub.content.at(-1)).toEqual({ type: 'text', text: 'The bug is in src/a.ts line 3.' });
@@ -194,6 +199,7 @@ describe('exact tokens behind a phase-2 server', () => {
     expectExactRecord(agent?.tokens, backend.generate.generated, { turns: 1 });
     expect(main?.requestIndices).toHaveLength(3);
   });
+
   it('Anthropic Messages: calls echoed with the tool schema’s defaults filled in (Claude Code’s Edit) stay one exact sequence; another value splits', async () => {
     // Claude Code validates a call's input against its tool's schema and sends it back with the
     // declared defaults filled in: the model wrote {cmd}, the history says {cmd, all: false}.
@@ -220,17 +226,10 @@ describe('exact tokens behind a phase-2 server', () => {
             ? { ...block, input: { all: echoedAll, ...(block.input as Record<string, unknown>) } }
             : block,
         );
-        messages.push({ role: 'assistant', content: content as Anthropic.ContentBlockParam[] });
-        const uses = message.content.filter((block) => block.type === 'tool_use');
-        if (uses.length > 0)
-          messages.push({
-            role: 'user',
-            content: uses.map((block) => ({
-              type: 'tool_result' as const,
-              tool_use_id: block.id,
-              content: TOOL_RESULTS[turn] ?? '',
-            })),
-          });
+        messages.push(
+          { role: 'assistant', content: content as Anthropic.ContentBlockParam[] },
+          ...toolResults(message, turn),
+        );
       }
       return { backend, record: session.record() };
     };

@@ -8,12 +8,18 @@
 // telemetry and update checks are off by the presets.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { messageText, type RewardContext, runGroup, scoredGroupRecordSchema } from '@shears/core';
+import {
+  messageText,
+  type RewardContext,
+  runGroup,
+  type ScoredGroupRecord,
+  scoredGroupRecordSchema,
+} from '@shears/core';
 import type { ScriptedGeneratePolicy } from '@shears/core/test';
 import { scoredDataFromRecord } from '@shears/grpo';
 import { createLocalSandboxProvider } from '@shears/tools-terminal';
 import { describe, expect, it } from 'vitest';
-import { managedBackend, toolCallText } from '../test/backends.js';
+import { type ManagedBackend, managedBackend, toolCallText } from '../test/backends.js';
 import { entriesOf } from '../test/exactness.js';
 import { createHarnessEnv, type HarnessEnv, type HarnessRunSummary } from './harness-env.js';
 import { HARNESS_PRESETS } from './harness-presets.js';
@@ -49,45 +55,42 @@ const described = (tool: string) => (command: string) => ({
   args: () => ({ command, description: `Run ${command.split(' ')[0]}` }),
 });
 
+/** The argument names of a CLI's read and edit tools. */
+interface EditKeys {
+  path: string;
+  old: string;
+  new: string;
+}
+const SNAKE_CASE: EditKeys = { path: 'file_path', old: 'old_string', new: 'new_string' };
+
 /**
- * What each CLI is driven through, one model turn per entry, in its own tools and call formats:
- * two shell calls at once look, its edit tool fixes the file (after its read tool where the CLI
- * refuses to edit an unread file), its shell tool runs the result; then the policy answers.
+ * The turns of a CLI with separate read and edit tools: two shell calls at once look, the read
+ * tool reads (each of these CLIs refuses to edit a file it has not read), the edit tool fixes the
+ * file, the shell tool runs the result.
+ */
+function readEditRun(shellTool: string, readTool: string, editTool: string, keys: EditKeys): ToolCall[][] {
+  const shell = described(shellTool);
+  return [
+    [shell(LOOK), shell(LIST)],
+    [{ tool: readTool, args: (dir) => ({ [keys.path]: `${dir}/greet.sh` }) }],
+    [
+      {
+        tool: editTool,
+        args: (dir) => ({ [keys.path]: `${dir}/greet.sh`, [keys.old]: BROKEN, [keys.new]: FIXED }),
+      },
+    ],
+    [shell(RUN)],
+  ];
+}
+
+/**
+ * What each CLI is driven through, one model turn per entry, in its own tools and call formats;
+ * then the policy answers.
  */
 const TURNS: Record<string, ToolCall[][]> = {
-  'qwen-code': ((shell) => [
-    [shell(LOOK), shell(LIST)],
-    [{ tool: 'read_file', args: (dir) => ({ file_path: `${dir}/greet.sh` }) }],
-    [
-      {
-        tool: 'edit',
-        args: (dir) => ({ file_path: `${dir}/greet.sh`, old_string: BROKEN, new_string: FIXED }),
-      },
-    ],
-    [shell(RUN)],
-  ])(described('run_shell_command')),
-  opencode: ((shell) => [
-    [shell(LOOK), shell(LIST)],
-    [{ tool: 'read', args: (dir) => ({ filePath: `${dir}/greet.sh` }) }],
-    [
-      {
-        tool: 'edit',
-        args: (dir) => ({ filePath: `${dir}/greet.sh`, oldString: BROKEN, newString: FIXED }),
-      },
-    ],
-    [shell(RUN)],
-  ])(described('bash')),
-  'claude-code': ((shell) => [
-    [shell(LOOK), shell(LIST)],
-    [{ tool: 'Read', args: (dir) => ({ file_path: `${dir}/greet.sh` }) }],
-    [
-      {
-        tool: 'Edit',
-        args: (dir) => ({ file_path: `${dir}/greet.sh`, old_string: BROKEN, new_string: FIXED }),
-      },
-    ],
-    [shell(RUN)],
-  ])(described('Bash')),
+  'qwen-code': readEditRun('run_shell_command', 'read_file', 'edit', SNAKE_CASE),
+  opencode: readEditRun('bash', 'read', 'edit', { path: 'filePath', old: 'oldString', new: 'newString' }),
+  'claude-code': readEditRun('Bash', 'Read', 'Edit', SNAKE_CASE),
   // Codex offers no separate edit tool to a model it does not know; its edit tool is
   // `apply_patch` in its own patch format, called through its shell tool, which Codex itself
   // provides (there is no apply_patch program on this machine).
@@ -101,6 +104,70 @@ const TURNS: Record<string, ToolCall[][]> = {
     [shell(RUN)],
   ])((cmd: string): ToolCall => ({ tool: 'exec_command', args: () => ({ cmd }) })),
 };
+
+/**
+ * Runs one rollout of `presetId` on TASK behind a phase-2 server scripted by `policy`; `observe`
+ * sees the sandbox before the verifier runs. Returns the group record and what was sampled.
+ */
+async function runRollout(
+  presetId: string,
+  policy: ScriptedGeneratePolicy,
+  observe?: (context: RewardContext) => Promise<void>,
+) {
+  const backend = await managedBackend({ policy });
+  const env = createHarnessEnv({
+    preset: presetId,
+    bin: BIN,
+    timeoutMs: 150_000,
+    model: 'qwen3-policy',
+    tasks: [TASK],
+  });
+  const observed: HarnessEnv = {
+    ...env,
+    async computeReward(item, rollout, context) {
+      await observe?.(context);
+      return env.computeReward(item, rollout, context);
+    },
+  };
+  const sandboxes = createLocalSandboxProvider();
+  try {
+    const record = await runGroup({
+      env: observed,
+      item: (await env.nextItem())!,
+      server: backend.server,
+      sandboxes,
+      groupSize: 1,
+      allEqualScores: 'keep',
+      retryBudget: 0,
+    });
+    return { record, generated: backend.generate.generated };
+  } finally {
+    await env.close?.();
+    await sandboxes.close();
+    await backend.close();
+  }
+}
+
+/** The GRPO row: one sequence whose unmasked tokens and logprobs are exactly `completions` sampled completions. */
+function expectExactRow(
+  record: ScoredGroupRecord,
+  generated: ManagedBackend['generate']['generated'],
+  completions: number,
+) {
+  const data = scoredDataFromRecord(record);
+  const tokens = data?.tokens[0] ?? [];
+  const masks = data?.masks[0] ?? [];
+  const logprobs = data?.inference_logprobs?.[0] ?? [];
+  expect(record.rollouts[0]?.tokens?.splits).toBe(0);
+  const sampled = entriesOf(tokens, generated);
+  expect(sampled).toHaveLength(completions);
+  expect(tokens.filter((_, index) => masks[index] !== -100)).toEqual(
+    sampled.flatMap((entry) => entry.tokenIds),
+  );
+  expect(logprobs.filter((_, index) => masks[index] !== -100)).toEqual(
+    sampled.flatMap((entry) => entry.logprobs),
+  );
+}
 
 describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
   const preset = HARNESS_PRESETS[presetId]!;
@@ -121,86 +188,44 @@ describe.each(Object.keys(TURNS))('the %s preset, run for real', (presetId) => {
       const text = turn.map((call) => toolCallText(call.tool, call.args(workdir))).join('\n');
       return `<think>\nNext: ${turn.map((call) => call.tool).join(', ')}.\n</think>\n\n${text}`;
     };
-    const backend = await managedBackend({ policy });
-    const env = createHarnessEnv({
-      preset: presetId,
-      bin: BIN,
-      timeoutMs: 150_000,
-      model: 'qwen3-policy',
-      tasks: [TASK],
+    let onDisk = '';
+    const { record, generated } = await runRollout(presetId, policy, async (context) => {
+      onDisk = new TextDecoder().decode(await context.sandbox.readFile('greet.sh'));
     });
-    const sandboxes = createLocalSandboxProvider();
-    try {
-      let onDisk = '';
-      const observed: HarnessEnv = {
-        ...env,
-        async computeReward(item, rollout, context: RewardContext) {
-          onDisk = new TextDecoder().decode(await context.sandbox.readFile('greet.sh'));
-          return env.computeReward(item, rollout, context);
-        },
-      };
-      const record = await runGroup({
-        env: observed,
-        item: (await env.nextItem())!,
-        server: backend.server,
-        sandboxes,
-        groupSize: 1,
-        allEqualScores: 'keep',
-        retryBudget: 0,
-      });
-      expect(scoredGroupRecordSchema.parse(record)).toBeTruthy();
-      const rollout = record.rollouts[0]!;
-      const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
-      const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${harness?.outputTail ?? ''}`;
-      expect(rollout.outcome, context).toBe('scored');
-      expect(onDisk, context).toBe(`#!/bin/sh\n${FIXED}\n`);
-      expect(rollout.reward, context).toBe(1);
-      expect(harness?.exitCode, context).toBe(0);
+    expect(scoredGroupRecordSchema.parse(record)).toBeTruthy();
+    const rollout = record.rollouts[0]!;
+    const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
+    const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${harness?.outputTail ?? ''}`;
+    expect(rollout.outcome, context).toBe('scored');
+    expect(onDisk, context).toBe(`#!/bin/sh\n${FIXED}\n`);
+    expect(rollout.reward, context).toBe(1);
+    expect(harness?.exitCode, context).toBe(0);
 
-      // The trained thread is the main conversation, the one that offered the CLI's shell tool.
-      const main = harness?.threads.find((thread) => thread.trained);
-      expect(main?.toolNames).toContain(preset.mainTool);
-      expect(main?.requests).toBe(turns.length + 1);
-      expect(harness?.requests.every((request) => request.status === 'ok' || request.api === null)).toBe(
-        true,
-      );
-      // The trajectory is that thread: the CLI's own calls of its own tools, then the answer. Only
-      // the edit tool can have fixed the file (the shell commands read and run it); the last
-      // shell call's output, as the CLI reported it, is the fixed script's.
-      expect(workdir).toMatch(/^\//);
-      const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
-      expect(made.map((call) => call.function.name)).toEqual(calls.map((call) => call.tool));
-      expect(made.map((call) => JSON.parse(call.function.arguments))).toEqual(
-        calls.map((call) => call.args(workdir)),
-      );
-      const outputs = rollout.messages.filter((message) => message.role === 'tool');
-      expect(outputs).toHaveLength(calls.length);
-      // The two calls of the first turn ran at once: a CLI may answer them in the order they ended.
-      const firstTurn = outputs.slice(0, 2).map((output) => messageText(output));
-      expect(firstTurn.some((text) => text.includes(BROKEN))).toBe(true);
-      expect(firstTurn.some((text) => text.includes('greet.sh') && !text.includes('WORKDIR='))).toBe(true);
-      expect(messageText(outputs.at(-1)!)).toContain(WANTED);
-      expect(rollout.messages.at(-1)).toMatchObject({ role: 'assistant' });
+    // The trained thread is the main conversation, the one that offered the CLI's shell tool.
+    const main = harness?.threads.find((thread) => thread.trained);
+    expect(main?.toolNames).toContain(preset.mainTool);
+    expect(main?.requests).toBe(turns.length + 1);
+    expect(harness?.requests.every((request) => request.status === 'ok' || request.api === null)).toBe(true);
+    // The trajectory is that thread: the CLI's own calls of its own tools, then the answer. Only
+    // the edit tool can have fixed the file (the shell commands read and run it); the last
+    // shell call's output, as the CLI reported it, is the fixed script's.
+    expect(workdir).toMatch(/^\//);
+    const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
+    expect(made.map((call) => call.function.name)).toEqual(calls.map((call) => call.tool));
+    expect(made.map((call) => JSON.parse(call.function.arguments))).toEqual(
+      calls.map((call) => call.args(workdir)),
+    );
+    const outputs = rollout.messages.filter((message) => message.role === 'tool');
+    expect(outputs).toHaveLength(calls.length);
+    // The two calls of the first turn ran at once: a CLI may answer them in the order they ended.
+    const firstTurn = outputs.slice(0, 2).map((output) => messageText(output));
+    expect(firstTurn.some((text) => text.includes(BROKEN))).toBe(true);
+    expect(firstTurn.some((text) => text.includes('greet.sh') && !text.includes('WORKDIR='))).toBe(true);
+    expect(messageText(outputs.at(-1)!)).toContain(WANTED);
+    expect(rollout.messages.at(-1)).toMatchObject({ role: 'assistant' });
 
-      // The GRPO row: unmasked tokens and logprobs are exactly the sampled completions.
-      const data = scoredDataFromRecord(record);
-      const tokens = data?.tokens[0] ?? [];
-      const masks = data?.masks[0] ?? [];
-      const logprobs = data?.inference_logprobs?.[0] ?? [];
-      expect(rollout.tokens?.splits).toBe(0);
-      const sampled = entriesOf(tokens, backend.generate.generated);
-      expect(sampled).toHaveLength(turns.length + 1);
-      expect(tokens.filter((_, index) => masks[index] !== -100)).toEqual(
-        sampled.flatMap((entry) => entry.tokenIds),
-      );
-      expect(logprobs.filter((_, index) => masks[index] !== -100)).toEqual(
-        sampled.flatMap((entry) => entry.logprobs),
-      );
-    } finally {
-      await env.close?.();
-      await sandboxes.close();
-      await backend.close();
-    }
+    // The GRPO row: unmasked tokens and logprobs are exactly the sampled completions.
+    expectExactRow(record, generated, turns.length + 1);
   }, 240_000);
 });
 
@@ -299,58 +324,27 @@ describe.each(Object.keys(SUB_AGENTS))('the %s preset with a sub-agent, run for 
       if (!turn) return '<think>\nFixed.\n</think>\n\ngreet.sh now prints the greeting.';
       return turn.map((call) => toolCallText(call.tool, call.args(workdir, agentId))).join('\n');
     };
-    const backend = await managedBackend({ policy });
-    const env = createHarnessEnv({
-      preset: presetId,
-      bin: BIN,
-      timeoutMs: 150_000,
-      model: 'qwen3-policy',
-      tasks: [TASK],
-    });
-    const sandboxes = createLocalSandboxProvider();
-    try {
-      const record = await runGroup({
-        env,
-        item: (await env.nextItem())!,
-        server: backend.server,
-        sandboxes,
-        groupSize: 1,
-        allEqualScores: 'keep',
-        retryBudget: 0,
-      });
-      const rollout = record.rollouts[0]!;
-      const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
-      const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${JSON.stringify(harness?.threads)}\n${harness?.outputTail ?? ''}`;
-      expect(rollout.reward, context).toBe(1);
-      const withShell = harness?.threads.filter((thread) => thread.toolNames.includes(preset.mainTool)) ?? [];
-      expect(withShell.map((thread) => thread.requests).sort(), context).toEqual([
-        mainTurns.length + 1,
-        subTurns.length + 1,
-      ]);
-      const main = withShell.find((thread) => thread.trained);
-      const sub = withShell.find((thread) => !thread.trained);
-      expect(main?.requests, context).toBe(mainTurns.length + 1);
-      expect(harness?.mainThread).toBe(main?.id);
-      expect(sub?.requests, context).toBe(subTurns.length + 1);
-      // The trajectory is the main conversation: the agent tool(s), then read, edit, shell; the
-      // sub-agent's answer reaches it as a tool result.
-      const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
-      expect(made.map((call) => call.function.name)).toEqual(mainTurns.flat().map((call) => call.tool));
-      const results = rollout.messages.filter((message) => message.role === 'tool').map(messageText);
-      expect(results.some((text) => text.includes(BROKEN.slice(6, -1)))).toBe(true);
-      const data = scoredDataFromRecord(record);
-      const tokens = data?.tokens[0] ?? [];
-      const masks = data?.masks[0] ?? [];
-      expect(rollout.tokens?.splits).toBe(0);
-      const sampled = entriesOf(tokens, backend.generate.generated);
-      expect(sampled).toHaveLength(mainTurns.length + 1);
-      expect(tokens.filter((_, index) => masks[index] !== -100)).toEqual(
-        sampled.flatMap((entry) => entry.tokenIds),
-      );
-    } finally {
-      await env.close?.();
-      await sandboxes.close();
-      await backend.close();
-    }
+    const { record, generated } = await runRollout(presetId, policy);
+    const rollout = record.rollouts[0]!;
+    const harness = (rollout.rewardDetails as { harness?: HarnessRunSummary } | undefined)?.harness;
+    const context = `${rollout.outcome}: ${rollout.outcomeReason}\n${JSON.stringify(harness?.threads)}\n${harness?.outputTail ?? ''}`;
+    expect(rollout.reward, context).toBe(1);
+    const withShell = harness?.threads.filter((thread) => thread.toolNames.includes(preset.mainTool)) ?? [];
+    expect(withShell.map((thread) => thread.requests).sort(), context).toEqual([
+      mainTurns.length + 1,
+      subTurns.length + 1,
+    ]);
+    const main = withShell.find((thread) => thread.trained);
+    const sub = withShell.find((thread) => !thread.trained);
+    expect(main?.requests, context).toBe(mainTurns.length + 1);
+    expect(harness?.mainThread).toBe(main?.id);
+    expect(sub?.requests, context).toBe(subTurns.length + 1);
+    // The trajectory is the main conversation: the agent tool(s), then read, edit, shell; the
+    // sub-agent's answer reaches it as a tool result.
+    const made = rollout.messages.flatMap((message) => message.tool_calls ?? []);
+    expect(made.map((call) => call.function.name)).toEqual(mainTurns.flat().map((call) => call.tool));
+    const results = rollout.messages.filter((message) => message.role === 'tool').map(messageText);
+    expect(results.some((text) => text.includes(BROKEN.slice(6, -1)))).toBe(true);
+    expectExactRow(record, generated, mainTurns.length + 1);
   }, 240_000);
 });
