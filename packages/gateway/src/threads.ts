@@ -71,10 +71,18 @@ interface ArgumentShape {
   items?: ArgumentShape;
 }
 
-/** One tool's shape, with its signature: part of the cache key of a canonical spelling. */
-interface ToolShape {
-  readonly signature: string;
-  readonly shape: ArgumentShape;
+/**
+ * One tool's shape, with its signature: part of the cache key of a canonical spelling. The
+ * signature is serialised on first use, for the few tools a conversation's calls name: most of a
+ * request's tools are never called in its history.
+ */
+class ToolShape {
+  #signature: string | undefined;
+  constructor(readonly shape: ArgumentShape) {}
+  get signature(): string {
+    this.#signature ??= stableStringify(this.shape);
+    return this.#signature;
+  }
 }
 
 /** Per tool name, the shape of its parameters, for the tools whose validation can change a call. */
@@ -120,7 +128,7 @@ export function argumentShapes(tools: readonly ToolSchema[] | undefined): Argume
   let shapes: Map<string, ToolShape> | undefined;
   for (const tool of tools ?? []) {
     const shape = shapeOf(tool.function.parameters, 0);
-    if (shape) (shapes ??= new Map()).set(tool.function.name, { signature: stableStringify(shape), shape });
+    if (shape) (shapes ??= new Map()).set(tool.function.name, new ToolShape(shape));
   }
   return shapes;
 }
@@ -137,7 +145,7 @@ function withoutValidation(value: unknown, shape: ArgumentShape): unknown {
     const property = shape.properties?.[key];
     if (!property) {
       if (!shape.closed) kept[key] = value[key];
-    } else if (property.default === undefined || property.default !== stableStringify(value[key]))
+    } else if (property.default !== stableStringify(value[key]))
       kept[key] = withoutValidation(value[key], property);
   }
   return kept;

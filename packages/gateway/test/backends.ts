@@ -16,7 +16,7 @@ import {
   type ScriptedRoute,
   type ScriptedServer,
 } from '@shears/core/test';
-import { getParser } from '@shears/parsers';
+import { getParser, pyDumps, toPyValue } from '@shears/parsers';
 import {
   createHfTokenizer,
   createOpenAICompatibleServer,
@@ -91,18 +91,8 @@ export async function phase1Backend(
   return { server, scripted, close: () => scripted.close() };
 }
 
-/**
- * JSON as Qwen3's template writes it with `tojson` (transformers' and @huggingface/jinja's:
- * ", " and ": " separators, non-ASCII characters as they are), so as a Qwen3 model writes it.
- */
-function templateJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(templateJson).join(', ')}]`;
-  if (value !== null && typeof value === 'object')
-    return `{${Object.entries(value)
-      .map(([key, entry]) => `${JSON.stringify(key)}: ${templateJson(entry)}`)
-      .join(', ')}}`;
-  return JSON.stringify(value) ?? 'null';
-}
+/** JSON as Qwen3's template writes it with `tojson` (`json.dumps(ensure_ascii=False)`), so as a Qwen3 model writes it. */
+const templateJson = (value: unknown) => pyDumps(toPyValue(value));
 
 /** Qwen3's tool-call text for one call, spelled as the model (and its template) writes it. */
 export function toolCallText(name: string, args: Record<string, unknown>): string {
