@@ -5,6 +5,7 @@
 // the strings the model sees, hermes-messages.ts.
 import { randomUUID } from 'node:crypto';
 import { parseAssistantTurn } from './assistant-turn.js';
+import type { AgentResult, AgentStopReason } from './contracts/agent-result.js';
 import type { BudgetV1 } from './contracts/budget.js';
 import { createBudget } from './contracts/budget.js';
 import type { ChatMessage } from './contracts/chat.js';
@@ -33,18 +34,6 @@ import {
   type ToolCallScope,
 } from './tool-call-execution.js';
 import { toolSchemas } from './tool-schemas.js';
-
-/** Why the loop stopped. */
-export type AgentStopReason =
-  | 'answer'
-  | 'max_turns'
-  /** The server cut the last reply at its token limit (`finish_reason: "length"`). */
-  | 'max_tokens'
-  | 'token_budget'
-  | 'cost_budget'
-  | 'wall_clock'
-  | 'server_error'
-  | 'aborted';
 
 export interface RunAgentOptions {
   /** A server, a managed server (a session is opened per rollout) or any chat client. */
@@ -75,32 +64,6 @@ export interface RunAgentOptions {
   state?: Map<string, unknown>;
   /** Milliseconds clock for timestamps (default Date.now). */
   now?: () => number;
-}
-
-export interface AgentTimings {
-  totalMs: number;
-  chatMs: number;
-  toolMs: number;
-}
-
-export interface AgentResult {
-  /** The whole conversation: prompt, assistant turns, tool results. */
-  messages: ChatMessage[];
-  turnsUsed: number;
-  finishedNaturally: boolean;
-  /** The final answer text when the model finished naturally. */
-  finalResponse: string | null;
-  reasoningPerTurn: Array<string | null>;
-  toolErrors: ToolErrorRecord[];
-  steps: TrajectoryStep[];
-  usage: Usage;
-  timings: AgentTimings;
-  stopReason: AgentStopReason;
-  /** The error that ended the loop (a ServerError, kept so the runner can classify it). */
-  error?: unknown;
-  /** Exact tokens, when the server is managed. */
-  tokenRecord?: TokenRecord;
-  policyRefusals: number;
 }
 
 class WallClockExceeded extends Error {}

@@ -2,12 +2,11 @@
 // scored verdict combines into the rollout's reward and joins `details.verdicts`, a failed one
 // makes the rollout a judge failure (kept out of the statistics). The judge call is repeated
 // within the retry budget while any verdict failed.
-import type { AgentResult } from './agent-loop.js';
-import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
+import type { AgentResult } from './contracts/agent-result.js';
+import { type GroupJudgeV1, type JudgeSubject, type Verdict, verdictRecord } from './contracts/judge.js';
 import type { Logger } from './contracts/logger.js';
 import { describeError } from './errors.js';
 import type { AttemptResult } from './rollout-attempt.js';
-import { verdictRecord } from './schemas/verdict-record.js';
 
 /**
  * Runs the group judge over the `scored` rollouts (in place): a scored verdict combines into the

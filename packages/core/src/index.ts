@@ -11,10 +11,11 @@ export {
   resolveAdvantageEstimator,
   rlooAdvantages,
 } from './advantages.js';
-export type { AgentResult, AgentStopReason, AgentTimings, RunAgentOptions } from './agent-loop.js';
+export type { RunAgentOptions } from './agent-loop.js';
 export { runAgent } from './agent-loop.js';
 export type { ConcurrencyLimiter } from './concurrency-limiter.js';
 export { createConcurrencyLimiter } from './concurrency-limiter.js';
+export type { AgentResult, AgentStopReason, AgentTimings } from './contracts/agent-result.js';
 export type { BudgetV1 } from './contracts/budget.js';
 export type {
   AssistantMessage,
@@ -35,6 +36,7 @@ export type {
   RolloutView,
 } from './contracts/env.js';
 export type { GroupJudgeV1, JudgeSubject, JudgeV1, Verdict } from './contracts/judge.js';
+export { verdictRecord } from './contracts/judge.js';
 export type { Logger } from './contracts/logger.js';
 export { silentLogger } from './contracts/logger.js';
 export type {
@@ -145,7 +147,7 @@ export {
   usageSchema,
 } from './schemas/trajectory.js';
 export type { VerdictRecord } from './schemas/verdict-record.js';
-export { verdictRecord, verdictRecordSchema } from './schemas/verdict-record.js';
+export { verdictRecordSchema } from './schemas/verdict-record.js';
 export type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
 export {

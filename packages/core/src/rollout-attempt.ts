@@ -1,7 +1,8 @@
 // One attempt at one rollout of a group: acquire its own sandbox → agent loop (or the env's own
 // `doRollout`) → the env's reward in that same sandbox → dispose, also on error and abort. Every
 // way it can end is a typed outcome; the group runner decides what is retried and counted.
-import { type AgentResult, type RunAgentOptions, runAgent } from './agent-loop.js';
+import { type RunAgentOptions, runAgent } from './agent-loop.js';
+import type { AgentResult } from './contracts/agent-result.js';
 import type { BudgetV1 } from './contracts/budget.js';
 import type { ChatMessage } from './contracts/chat.js';
 import type { EnvItem, EnvV1, RewardContext, RewardResult, RolloutView } from './contracts/env.js';

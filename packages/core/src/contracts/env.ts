@@ -1,5 +1,5 @@
 // Env contract: where tasks come from, which tools a rollout gets, and how it is rewarded.
-import type { AgentResult } from '../agent-loop.js';
+import type { AgentResult } from './agent-result.js';
 import type { BudgetV1 } from './budget.js';
 import type { ChatMessage } from './chat.js';
 import type { Logger } from './logger.js';

@@ -1,5 +1,6 @@
 // Judge contract: a verdict on one trajectory (or a whole group). A failed verdict is a
 // failure, never a score of 0.
+import type { VerdictRecord } from '../schemas/verdict-record.js';
 import type { ChatMessage } from './chat.js';
 import type { Usage } from './server.js';
 
@@ -50,4 +51,30 @@ export interface GroupJudgeV1 {
   readonly specificationVersion: 'v1';
   readonly id: string;
   judgeGroup(subjects: JudgeSubject[], options?: { signal?: AbortSignal }): Promise<Verdict[]>;
+}
+
+/** The record of `verdict` for `rewardDetails.verdicts`; `judgeId` names it when the verdict does not. */
+export function verdictRecord(verdict: Verdict, judgeId: string): VerdictRecord {
+  const judge = verdict.judgeId ?? judgeId;
+  if (verdict.status === 'failed') {
+    return {
+      judge,
+      status: 'failed',
+      kind: verdict.kind,
+      reason: verdict.reason,
+      ...(verdict.usage ? { usage: verdict.usage } : {}),
+    };
+  }
+  const { disagreement, ...details } = verdict.details ?? {};
+  return {
+    judge,
+    status: 'scored',
+    score: verdict.score,
+    ...(verdict.rationale ? { rationale: verdict.rationale } : {}),
+    ...(verdict.dimensions ? { dimensions: verdict.dimensions } : {}),
+    ...(verdict.usage ? { usage: verdict.usage } : {}),
+    ...(verdict.cached ? { cached: true as const } : {}),
+    ...(disagreement !== undefined ? { disagreement } : {}),
+    ...(Object.keys(details).length > 0 ? { details } : {}),
+  };
 }

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type AgentResult, runAgent } from '../agent-loop.js';
+import { runAgent } from '../agent-loop.js';
+import type { AgentResult } from '../contracts/agent-result.js';
 import type { SandboxV1 } from '../contracts/sandbox.js';
 import type { ServerV1, TokenRecord } from '../contracts/server.js';
 import { defineTool } from '../contracts/tool.js';

@@ -1,9 +1,8 @@
-// zod schema for what `runAgent` returns (the `AgentResult` interface of agent-loop.ts), for
-// checking a result that crossed a process or file boundary. The interface stays the source of
-// truth for the loop; the compile-time check at the bottom fails the typecheck when the two drift.
+// zod schema for what `runAgent` returns (the `AgentResult` interface of
+// contracts/agent-result.ts), for checking a result that crossed a process or file boundary. The
+// interface stays the source of truth for the loop; contracts/agent-result.ts holds the
+// compile-time check that fails the typecheck when the two drift.
 import { z } from 'zod';
-import type { AgentResult } from '../agent-loop.js';
-import type { ChatMessage } from '../contracts/chat.js';
 import { chatMessageSchema } from './chat-message.js';
 import {
   tokenSequenceSchema,
@@ -54,22 +53,3 @@ export const agentResultSchema = z.object({
   tokenRecord: tokenRecordSchema.optional(),
   policyRefusals: z.number().int().nonnegative(),
 });
-
-// Compile-time agreement between the schema and the interface: the keys are the same and every
-// field but `messages` is assignable both ways, so a field added to, removed from or retyped in
-// either one breaks the typecheck. Parsed messages need only be usable as `ChatMessage`: the
-// interface's content parts and tool calls lack the index signature zod's loose objects carry.
-type MutuallyAssignable<TLeft, TRight> = [TLeft] extends [TRight]
-  ? [TRight] extends [TLeft]
-    ? true
-    : false
-  : false;
-type Assert<TCondition extends true> = TCondition;
-type ParsedAgentResult = z.output<typeof agentResultSchema>;
-// biome-ignore lint/correctness/noUnusedVariables: a compile-time check, never used at run time
-type SchemaAgreesWithInterface = Assert<
-  MutuallyAssignable<
-    [keyof ParsedAgentResult, Omit<ParsedAgentResult, 'messages'>, ParsedAgentResult['messages']],
-    [keyof AgentResult, Omit<AgentResult, 'messages'>, ParsedAgentResult['messages'] & ChatMessage[]]
-  >
->;

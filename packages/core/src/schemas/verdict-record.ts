@@ -1,7 +1,7 @@
 // A judge's verdict as kept in a rollout's `rewardDetails.verdicts`: the one shape the group
-// runner (group judges) and @shears/judges' judgeReward write, and the CLI viewer reads.
+// runner (group judges) and @shears/judges' judgeReward write, and the CLI viewer reads. A
+// Verdict becomes one through `verdictRecord` (contracts/judge.ts).
 import { z } from 'zod';
-import type { Verdict } from '../contracts/judge.js';
 import { usageSchema } from './trajectory.js';
 
 const scoredVerdictRecordSchema = z.object({
@@ -35,29 +35,3 @@ export const verdictRecordSchema = z.discriminatedUnion('status', [
   failedVerdictRecordSchema,
 ]);
 export type VerdictRecord = z.infer<typeof verdictRecordSchema>;
-
-/** The record of `verdict` for `rewardDetails.verdicts`; `judgeId` names it when the verdict does not. */
-export function verdictRecord(verdict: Verdict, judgeId: string): VerdictRecord {
-  const judge = verdict.judgeId ?? judgeId;
-  if (verdict.status === 'failed') {
-    return {
-      judge,
-      status: 'failed',
-      kind: verdict.kind,
-      reason: verdict.reason,
-      ...(verdict.usage ? { usage: verdict.usage } : {}),
-    };
-  }
-  const { disagreement, ...details } = verdict.details ?? {};
-  return {
-    judge,
-    status: 'scored',
-    score: verdict.score,
-    ...(verdict.rationale ? { rationale: verdict.rationale } : {}),
-    ...(verdict.dimensions ? { dimensions: verdict.dimensions } : {}),
-    ...(verdict.usage ? { usage: verdict.usage } : {}),
-    ...(verdict.cached ? { cached: true as const } : {}),
-    ...(disagreement !== undefined ? { disagreement } : {}),
-    ...(Object.keys(details).length > 0 ? { details } : {}),
-  };
-}
