@@ -4,7 +4,7 @@
 // CPU more per request than a plain HTTP/1.1 client (web streams, a clone of the request body for
 // redirects, header guards) — measured in packages/gateway/bench/overhead.ts, where every request
 // a harness makes pays it once more behind the gateway.
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { decodeBody } from '@shears/core/http';
 import { Client, type Dispatcher } from 'undici';
 
 interface HttpExchangeOptions {
@@ -274,21 +274,22 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.connection.served++;
-    let body: Buffer;
-    try {
-      const raw = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
-      body = decode(raw, headerValue(this.headers['content-encoding']));
-    } catch (error) {
-      this.settle(undefined, error);
-      return;
-    }
+    const raw = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
     const status = this.status;
-    this.settle({
-      status,
-      ok: status >= 200 && status < 300,
-      headers: this.headers,
-      text: body.toString('utf8'),
-    });
+    const answer = (body: Buffer) =>
+      this.settle({
+        status,
+        ok: status >= 200 && status < 300,
+        headers: this.headers,
+        text: body.toString('utf8'),
+      });
+    const encoding = this.headers['content-encoding'];
+    // No `accept-encoding` is sent, but a server may compress regardless; fetch would decode it too.
+    if (encoding === undefined) answer(raw);
+    else
+      decodeBody(raw, encoding, { what: 'the response' }).then(answer, (error: unknown) =>
+        this.settle(undefined, error),
+      );
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -306,10 +307,6 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 }
 
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /**
  * What a request that got no response failed with, worded as node:http words it: a connection the
  * server closed or reset is `socket hang up` (code ECONNRESET) — a stale one when it was reused;
@@ -323,23 +320,4 @@ function connectionError(error: unknown, reused: boolean): unknown {
   return Object.assign(new Error(message, { cause: error }), {
     code: code === 'UND_ERR_SOCKET' ? 'ECONNRESET' : code,
   });
-}
-
-/** No `accept-encoding` is sent, but a server may compress regardless; fetch would decode it too. */
-function decode(body: Buffer, encoding: string | undefined): Buffer {
-  switch (encoding?.trim().toLowerCase()) {
-    case undefined:
-    case '':
-    case 'identity':
-      return body;
-    case 'gzip':
-    case 'x-gzip':
-      return gunzipSync(body);
-    case 'deflate':
-      return inflateSync(body);
-    case 'br':
-      return brotliDecompressSync(body);
-    default:
-      throw new Error(`the response is encoded as "${encoding}", which this client cannot decode`);
-  }
 }

@@ -2,10 +2,11 @@
 // out, HTTP error, body that is not JSON or of the wrong shape) into a ServerError that says
 // whether a retry may help.
 import { AbortedError, ServerError, safeParseJson } from '@shears/core';
+import { BodyReadError, parseRetryAfter } from '@shears/core/http';
 import type { z } from 'zod';
 import { errorBodyDetail } from './error-body.js';
 import { ExchangeTimeoutError, type HttpExchangeResult, httpExchange } from './http-exchange.js';
-import { httpServerError, parseRetryAfter, timeoutServerError } from './retry.js';
+import { httpServerError, timeoutServerError } from './server-errors.js';
 
 interface HttpJsonOptions<TSchema extends z.ZodType> {
   /** Without it, undici's HTTP/1.1 client with keep-alive (see http-exchange.ts). */
@@ -41,6 +42,15 @@ export async function httpJson<TSchema extends z.ZodType>(
     if (options.signal?.aborted) throw new AbortedError({ cause: options.signal.reason });
     if (cause instanceof ExchangeTimeoutError)
       throw timeoutServerError({ endpoint: url, model, provider, timeoutMs, cause });
+    // A body in an encoding the client cannot undo: the server answered, no retry will change it.
+    if (BodyReadError.isInstance(cause))
+      throw new ServerError({
+        message: `${provider} server ${url} (model "${model}"): ${cause.message}`,
+        endpoint: url,
+        model,
+        retryable: cause.reason === 'incomplete',
+        cause,
+      });
     // fetch's TypeError ("fetch failed") carries the reason as its cause; the HTTP client's own
     // errors say it themselves (their cause is undici's error, kept for debugging).
     const reason =

@@ -26,8 +26,6 @@ export { createManagedServer, createSglangServer, createVllmServer } from './man
 export type { OpenAICompatibleServerSettings } from './openai-compatible-server.js';
 export { createOpenAICompatibleServer } from './openai-compatible-server.js';
 export { default, default as plugin } from './plugin.js';
-export type { ResolvedRetrySettings, RetryContext, RetrySettings } from './retry.js';
-export { backoffDelayMs, parseRetryAfter, withRetries } from './retry.js';
 export type {
   EndpointLimits,
   EndpointStatus,

@@ -19,6 +19,7 @@ import {
   type ToolCall,
   type ToolCallParserV1,
 } from '@shears/core';
+import { type RetrySettings, resolveRetrySettings, withRetries } from '@shears/core/http';
 import {
   createSglangBackend,
   createVllmBackend,
@@ -26,7 +27,6 @@ import {
   type GeneratedSequence,
   type VllmApi,
 } from './generate-backends.js';
-import { type RetrySettings, resolveRetrySettings, withRetries } from './retry.js';
 
 export interface ManagedServerSettings {
   /** Server origin, e.g. `http://127.0.0.1:8000`. */

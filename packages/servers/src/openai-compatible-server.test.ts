@@ -1,4 +1,5 @@
 import { ServerError, type ToolSchema } from '@shears/core';
+import type { RetrySettings } from '@shears/core/http';
 import {
   createScriptedServer,
   describeServerConformance,
@@ -7,7 +8,6 @@ import {
 } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAICompatibleServer } from './openai-compatible-server.js';
-import type { RetrySettings } from './retry.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

@@ -14,8 +14,8 @@ import {
   type ServerV1,
   type Usage,
 } from '@shears/core';
+import { type RetrySettings, resolveRetrySettings, withRetries } from '@shears/core/http';
 import { httpJson } from './http-json.js';
-import { type RetrySettings, resolveRetrySettings, withRetries } from './retry.js';
 
 export interface OpenAICompatibleServerSettings {
   /** API root, e.g. `https://openrouter.ai/api/v1` or `http://127.0.0.1:8000/v1`. */

@@ -14,7 +14,7 @@ import {
   ServerError,
   type ServerV1,
 } from '@shears/core';
-import { sleep as abortableSleep } from '@shears/core/internal';
+import { backoffDelayMs, type RetrySettings, resolveRetrySettings } from '@shears/core/http';
 import type { GenerateBackend, GeneratedSequence, GenerateRequest } from './generate-backends.js';
 import {
   createManagedServer,
@@ -30,7 +30,6 @@ import {
   createOpenAICompatibleServer,
   type OpenAICompatibleServerSettings,
 } from './openai-compatible-server.js';
-import { backoffDelayMs, type RetrySettings, resolveRetrySettings } from './retry.js';
 
 export interface EndpointLimits {
   /** Name in logs and errors (default: the endpoint's URL or `endpoint-N`). */
@@ -64,7 +63,8 @@ export interface ServerManagerSettings {
   maxAttempts?: number;
   /** Width of the rate-limit window (default 60 s). */
   rateWindowMs?: number;
-  retry?: Pick<RetrySettings, 'baseDelayMs' | 'maxDelayMs' | 'random' | 'sleep'>;
+  /** Backoff between full rounds; `maxRetryAfterMs` (default 60 s) is the longest a rate-limited endpoint is kept out. */
+  retry?: Pick<RetrySettings, 'baseDelayMs' | 'maxDelayMs' | 'maxRetryAfterMs' | 'random' | 'sleep'>;
   fetch?: typeof globalThis.fetch;
   now?: () => number;
 }
@@ -213,7 +213,6 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
   const rateWindowMs = settings.rateWindowMs ?? 60_000;
   const healthTimeoutMs = settings.healthTimeoutMs ?? 5_000;
   const backoff = resolveRetrySettings(settings.retry);
-  const sleep = settings.retry?.sleep ?? abortableSleep;
   let closed = false;
 
   const endpoints: Endpoint[] = settings.endpoints.map((config, index) => {
@@ -418,7 +417,7 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
         endpoint = await acquire(tokens, tried, signal);
         if (!endpoint) {
           // Every usable endpoint failed this round: back off, then try them again.
-          await sleep(backoffDelayMs(rounds++, backoff), signal);
+          await backoff.sleep(backoffDelayMs(rounds++, backoff), signal);
           tried.clear();
           endpoint = await acquire(tokens, tried, signal);
         }
@@ -442,9 +441,9 @@ export function createServerManager(settings: ServerManagerSettings): ServerMana
         if (AbortedError.isInstance(error) || signal?.aborted) throw error;
         if (ServerError.isInstance(error) && !error.retryable) throw error;
         recordFailure(endpoint);
-        // A rate-limited endpoint is not picked again before its Retry-After.
+        // A rate-limited endpoint is not picked again before its Retry-After (at most maxRetryAfterMs).
         if (ServerError.isInstance(error) && error.retryAfterMs !== undefined) {
-          endpoint.notBefore = now() + Math.min(error.retryAfterMs, 60_000);
+          endpoint.notBefore = now() + Math.min(error.retryAfterMs, backoff.maxRetryAfterMs);
         }
         lastError = error;
         continue;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { AssistantMessage } from '../contracts/chat.js';
 import type { ChatRequest, ChatResponse, ServerV1, Usage } from '../contracts/server.js';
 import { AbortedError, ServerError } from '../errors.js';
+import { isRetryableStatus, parseRetryAfter } from '../http/retry.js';
 import { safeParseJson } from '../json.js';
 
 export interface ScriptedServerClientSettings {
@@ -48,18 +49,6 @@ const responseApiSchema = z.object({
     })
     .nullish(),
 });
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-function retryAfterMs(header: string | null): number | undefined {
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
 
 export function createScriptedServerClient(settings: ScriptedServerClientSettings): ServerV1 {
   const endpoint = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
@@ -132,7 +121,7 @@ export function createScriptedServerClient(settings: ScriptedServerClientSetting
         {
           status,
           retryable: isRetryableStatus(status),
-          retryAfterMs: retryAfterMs(headers.get('retry-after')),
+          retryAfterMs: parseRetryAfter(headers),
         },
       );
     }

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { readBody } from '../http/read-body.js';
 import { sendJson } from '../send-json.js';
 
 export interface ScriptedToolCall {
@@ -338,50 +339,47 @@ export async function createScriptedServer(options: ScriptedServerOptions = {}):
     });
   };
 
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('error', () => {});
-    request.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const path = (request.url ?? '/').split('?')[0] ?? '/';
-      const text = raw.toString('utf8');
-      let body: unknown;
-      let jsonOk = true;
-      if (text.length > 0) {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = text;
-          jsonOk = false;
-        }
+  const server: Server = createServer(async (request, response) => {
+    // The body as sent (routes get the raw bytes); a request cut short gets no answer.
+    const raw = await readBody(request).catch(() => undefined);
+    if (raw === undefined) return;
+    const path = (request.url ?? '/').split('?')[0] ?? '/';
+    const text = raw.toString('utf8');
+    let body: unknown;
+    let jsonOk = true;
+    if (text.length > 0) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+        jsonOk = false;
       }
-      if (record) requests.push({ method: request.method ?? 'GET', path, body, headers: request.headers });
-      const handle = async () => {
-        const route = options.routes?.[path];
-        if (route) return route(request, response, raw, body);
-        if (request.method === 'GET' && (path === '/v1/models' || path === '/models')) {
-          return sendJson(response, 200, {
-            object: 'list',
-            data: [{ id: model, object: 'model', owned_by: 'shears' }],
+    }
+    if (record) requests.push({ method: request.method ?? 'GET', path, body, headers: request.headers });
+    const handle = async () => {
+      const route = options.routes?.[path];
+      if (route) return route(request, response, raw, body);
+      if (request.method === 'GET' && (path === '/v1/models' || path === '/models')) {
+        return sendJson(response, 200, {
+          object: 'list',
+          data: [{ id: model, object: 'model', owned_by: 'shears' }],
+        });
+      }
+      if (request.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
+        if (!jsonOk) {
+          return sendJson(response, 400, {
+            error: { message: 'scripted server: body is not valid JSON', type: 'invalid_request_error' },
           });
         }
-        if (request.method === 'POST' && (path === '/v1/chat/completions' || path === '/chat/completions')) {
-          if (!jsonOk) {
-            return sendJson(response, 400, {
-              error: { message: 'scripted server: body is not valid JSON', type: 'invalid_request_error' },
-            });
-          }
-          return handleChat(request, response, body);
-        }
-        sendJson(response, 404, {
-          error: { message: `scripted server: no route ${request.method} ${path}`, type: 'not_found' },
-        });
-      };
-      handle().catch((error: unknown) => {
-        sendJson(response, 500, {
-          error: { message: `scripted server: ${String(error)}`, type: 'server_error' },
-        });
+        return handleChat(request, response, body);
+      }
+      sendJson(response, 404, {
+        error: { message: `scripted server: no route ${request.method} ${path}`, type: 'not_found' },
+      });
+    };
+    handle().catch((error: unknown) => {
+      sendJson(response, 500, {
+        error: { message: `scripted server: ${String(error)}`, type: 'server_error' },
       });
     });
   });
