@@ -4,6 +4,7 @@
 
 export { groupStats } from './advantages.js';
 export { closestName, describeValue, isSecretField, valueAtPath } from './config-hints.js';
+export { linkSignals } from './linked-signal.js';
 export {
   importOptionalPackage,
   isPackageInstalled,

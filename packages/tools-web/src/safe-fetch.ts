@@ -1,7 +1,8 @@
 // Fetching a page under the SSRF guard with undici: each hop's host is vetted, and the
 // connection is pinned to the vetted address through `connect.lookup`; redirects are followed
-// by hand (limited, each one vetted again, each host rate-limited); the body is capped while it
-// streams.
+// by hand (limited, each one vetted again, each host rate-limited); the body is read by core's
+// one body reader (capped while it streams and once decoded).
+import { BodyReadError, readBody } from '@shears/core/http';
 import { Agent, request } from 'undici';
 import { WebToolError } from './errors.js';
 import type { HostRateLimiter } from './rate-limit.js';
@@ -90,31 +91,31 @@ export async function safeFetch(input: string, options: SafeFetchOptions): Promi
         redirects.push(current);
         continue;
       }
-      const declared = Number(response.headers['content-length'] ?? Number.NaN);
-      if (Number.isFinite(declared) && declared > options.maxBytes) {
-        await response.body.dump();
-        throw new WebToolError(`Page too large: ${declared} bytes (the limit is ${options.maxBytes})`, {
-          url: target.url.href,
+      const declared = response.headers['content-length'];
+      let body: Buffer;
+      try {
+        body = await readBody(response.body, {
+          maxBytes: options.maxBytes,
+          declaredLength: declared,
+          encoding: response.headers['content-encoding'],
+          signal,
+          what: target.url.href,
         });
-      }
-      const chunks: Buffer[] = [];
-      let total = 0;
-      for await (const chunk of response.body) {
-        total += (chunk as Buffer).length;
-        if (total > options.maxBytes) {
-          response.body.destroy();
-          throw new WebToolError(`Page too large: more than ${options.maxBytes} bytes`, {
-            url: target.url.href,
-          });
-        }
-        chunks.push(chunk as Buffer);
+      } catch (error) {
+        if (!BodyReadError.isInstance(error) || error.reason !== 'too_large') throw error;
+        throw new WebToolError(
+          Number(declared) > options.maxBytes
+            ? `Page too large: ${declared} bytes (the limit is ${options.maxBytes})`
+            : `Page too large: more than ${options.maxBytes} bytes`,
+          { url: target.url.href, cause: error },
+        );
       }
       const contentType = response.headers['content-type'];
       return {
         url: target.url.href,
         status: response.statusCode,
         contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? '',
-        body: Buffer.concat(chunks),
+        body,
         redirects,
       };
     } catch (error) {

@@ -1,7 +1,16 @@
 // web_search providers, each speaking its service's real HTTP API: SearXNG (JSON API of a
 // self-hosted instance), Brave Search, Tavily, Exa and Firecrawl. Keys and base URLs are read
 // from the environment when a search runs, never at import.
-import { ConfigError, NoSuchEntryError, safeParseJson } from '@shears/core';
+import { Readable } from 'node:stream';
+import { ConfigError, NoSuchEntryError, ServerError, safeParseJson } from '@shears/core';
+import {
+  isRetryableStatus,
+  parseRetryAfter,
+  type ResolvedRetrySettings,
+  readBody,
+  resolveRetrySettings,
+  withRetries,
+} from '@shears/core/http';
 import { z } from 'zod';
 import { WebToolError } from './errors.js';
 
@@ -17,6 +26,8 @@ export interface SearchRequestContext {
   signal?: AbortSignal;
   /** Overrides the provider's base URL. */
   baseUrl?: string;
+  /** Retries of a rate-limited or failing provider (default: core's policy with 2 retries). */
+  retry?: ResolvedRetrySettings;
 }
 
 export interface SearchProvider {
@@ -43,6 +54,16 @@ function requireEnv(
   });
 }
 
+/** The largest search response read (a page of results is a few hundred KB at most). */
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/** The retries of a search call when the tool's settings give none: 2, after the policy's backoff. */
+export const DEFAULT_SEARCH_RETRIES = 2;
+
+/**
+ * One search call: a rate limit (429) or a server-side failure is retried by core's policy
+ * (honouring Retry-After), within the tool's time limit; any other HTTP error is reported at once.
+ */
 async function callJson<TSchema extends z.ZodType>(
   provider: string,
   url: string,
@@ -50,16 +71,41 @@ async function callJson<TSchema extends z.ZodType>(
   schema: TSchema,
   context: SearchRequestContext,
 ): Promise<z.output<TSchema>> {
-  let response: Response;
-  try {
-    response = await context.fetch(url, { ...init, signal: context.signal });
-  } catch (cause) {
-    throw new WebToolError(`${provider} request failed: ${(cause as Error).message}`, { url, cause });
-  }
-  const text = await response.text();
-  if (!response.ok) {
-    throw new WebToolError(`${provider} answered HTTP ${response.status}: ${text.slice(0, 300)}`, { url });
-  }
+  const retry = context.retry ?? resolveRetrySettings({ maxRetries: DEFAULT_SEARCH_RETRIES });
+  const attempt = async () => {
+    let response: Response;
+    try {
+      response = await context.fetch(url, { ...init, signal: context.signal });
+    } catch (cause) {
+      if (context.signal?.aborted) throw cause;
+      throw new ServerError({
+        message: `${provider} request failed: ${(cause as Error).message}`,
+        endpoint: url,
+        retryable: true,
+        cause,
+      });
+    }
+    // fetch has undone any Content-Encoding; the reader caps the size and honours the signal.
+    const text = response.body
+      ? (
+          await readBody(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), {
+            maxBytes: MAX_RESPONSE_BYTES,
+            signal: context.signal,
+            what: `${provider} search response`,
+          })
+        ).toString('utf8')
+      : '';
+    if (!response.ok)
+      throw new ServerError({
+        message: `${provider} answered HTTP ${response.status}: ${text.slice(0, 300)}`,
+        endpoint: url,
+        status: response.status,
+        retryable: isRetryableStatus(response.status),
+        retryAfterMs: parseRetryAfter(response.headers, retry.now()),
+      });
+    return text;
+  };
+  const text = await withRetries(attempt, retry, { signal: context.signal });
   const parsed = safeParseJson(text, { source: `${provider} search response`, schema });
   if (!parsed.success) throw parsed.error;
   return parsed.value;

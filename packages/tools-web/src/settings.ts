@@ -46,6 +46,18 @@ export const webSearchSettingsSchema = z
     env: z.record(z.string(), z.string().optional()).optional(),
     fetch: callable<typeof globalThis.fetch>('a fetch function').optional(),
     timeoutMs: z.number().int().positive().optional(),
+    retry: z
+      .object({
+        maxRetries: z.number().int().nonnegative().optional(),
+        baseDelayMs: milliseconds.optional(),
+        maxDelayMs: milliseconds.optional(),
+        maxRetryAfterMs: milliseconds.optional(),
+        sleep: callable<(ms: number, signal?: AbortSignal) => Promise<void>>('a sleep function').optional(),
+        random: callable<() => number>('a random source').optional(),
+        now: callable<() => number>('a clock').optional(),
+      })
+      .strict()
+      .optional(),
     customProvider: z
       .custom<SearchProvider>(
         (value) =>

@@ -1,6 +1,7 @@
+import type { RetrySettings } from '@shears/core/http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../test/http-server.js';
-import { call } from '../test/tool-context.js';
+import { call, webContext } from '../test/tool-context.js';
 import { createWebSearchTool } from './web-search.js';
 
 // Each route answers with the response shape the provider documents.
@@ -233,12 +234,86 @@ describe('web_search providers against local servers speaking each API', () => {
     );
   });
 
-  it('reports provider HTTP errors', async () => {
+  it('reports provider HTTP errors, a server-side one after its retries', async () => {
+    const waits: number[] = [];
     const tool = createWebSearchTool({
       provider: 'searxng',
       env: { SEARXNG_URL: `${server.origin}/broken` },
+      retry: { sleep: async (ms) => void waits.push(ms) },
     });
+    const before = server.requests.length;
     const { json: body } = await call(tool, { query: 'x' });
-    expect(body.error).toBe('Error searching web: SearXNG answered HTTP 500: upstream exploded');
+    expect(body.error).toBe(
+      'Error searching web: SearXNG answered HTTP 500: upstream exploded (gave up after 3 attempts)',
+    );
+    expect(server.requests.length - before).toBe(3);
+    expect(waits).toHaveLength(2);
+  });
+});
+
+describe('web_search retries a rate-limited provider (core’s one retry policy)', () => {
+  let server: TestServer;
+  let answers: Array<{ status: number; headers?: Record<string, string> }> = [];
+  beforeAll(async () => {
+    server = await startServer();
+    server.route('/search', (_request, response) => {
+      const answer = answers.shift();
+      if (answer) response.writeHead(answer.status, answer.headers).end('slow down');
+      else
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(
+            JSON.stringify({ results: [{ url: 'https://tokio.rs/', title: 'Tokio', content: 'runtime' }] }),
+          );
+    });
+  });
+  afterAll(() => server.close());
+
+  const searxng = (retry: RetrySettings) =>
+    createWebSearchTool({ provider: 'searxng', env: { SEARXNG_URL: server.origin }, retry });
+
+  it('waits the Retry-After a 429 gives, as seconds or as an HTTP date', async () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    answers = [
+      { status: 429, headers: { 'retry-after': '2' } },
+      { status: 429, headers: { 'retry-after': 'Thu, 01 Jan 2026 00:00:07 GMT' } },
+    ];
+    const waits: number[] = [];
+    const { json: body } = await call(searxng({ sleep: async (ms) => void waits.push(ms), now: () => now }), {
+      query: 'x',
+    });
+    expect(body.data.web).toHaveLength(1);
+    expect(waits).toEqual([2000, 7000]);
+  });
+
+  it('does not wait for a Retry-After beyond maxRetryAfterMs, and does not retry a 4xx', async () => {
+    answers = [{ status: 429, headers: { 'retry-after': '3600' } }];
+    const waits: number[] = [];
+    const { json: body } = await call(searxng({ sleep: async (ms) => void waits.push(ms) }), { query: 'x' });
+    expect(body.error).toBe(
+      'Error searching web: SearXNG answered HTTP 429: slow down (Retry-After 3600 s exceeds maxRetryAfterMs 60000 ms; not waiting)',
+    );
+    answers = [{ status: 403 }];
+    const before = server.requests.length;
+    const refused = await call(searxng({ sleep: async (ms) => void waits.push(ms) }), { query: 'x' });
+    expect(refused.json.error).toBe('Error searching web: SearXNG answered HTTP 403: slow down');
+    expect(server.requests.length - before).toBe(1);
+    expect(waits).toEqual([]);
+    answers = [];
+  });
+
+  it('the rollout’s stop signal ends a wait at once', async () => {
+    answers = [{ status: 503 }];
+    const tool = searxng({ baseDelayMs: 3_600_000, maxDelayMs: 3_600_000 });
+    const stop = new AbortController();
+    const context = { ...webContext(), signal: stop.signal };
+    const before = server.requests.length;
+    const pending = tool.execute(tool.inputSchema.parse({ query: 'x' }), context);
+    while (server.requests.length === before) await new Promise((resolve) => setTimeout(resolve, 5));
+    stop.abort();
+    const output = await pending;
+    expect(typeof output === 'string' ? output : output.isError).toBe(true);
+    expect(server.requests.length - before).toBe(1);
+    answers = [];
   });
 });

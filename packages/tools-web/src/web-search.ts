@@ -1,8 +1,9 @@
 // web_search: one query to the configured provider, answered in hermes-agent's shape
 // `{"success": true, "data": {"web": [{title, url, description, position}]}}`.
 import { defineTool, ShearsError, type ToolV1 } from '@shears/core';
+import { type RetrySettings, resolveRetrySettings } from '@shears/core/http';
 import { z } from 'zod';
-import { type SearchProvider, selectSearchProvider } from './search-providers.js';
+import { DEFAULT_SEARCH_RETRIES, type SearchProvider, selectSearchProvider } from './search-providers.js';
 
 const WEB_SEARCH_DESCRIPTION =
   'Search the web for information on any topic. Returns up to 5 relevant results with titles, URLs, and descriptions.';
@@ -43,13 +44,19 @@ export interface WebSearchSettings {
   /** Environment to read keys from (default: process.env, read at each call). */
   env?: Record<string, string | undefined>;
   fetch?: typeof globalThis.fetch;
-  /** Request timeout in milliseconds (default 60 000, as hermes-agent). */
+  /** Request timeout in milliseconds (default 60 000, as hermes-agent), retries included. */
   timeoutMs?: number;
+  /**
+   * Retries of a rate limit (429) or a provider failure (5xx, connection): core's policy, 2
+   * retries by default, Retry-After honoured up to `maxRetryAfterMs`.
+   */
+  retry?: RetrySettings;
   /** An extra provider implementation, used when `provider` names it. */
   customProvider?: SearchProvider;
 }
 
 export function createWebSearchTool(settings: WebSearchSettings = {}): ToolV1<WebSearchArgs> {
+  const retry = resolveRetrySettings(settings.retry, { maxRetries: DEFAULT_SEARCH_RETRIES });
   return defineTool<WebSearchArgs>({
     name: 'web_search',
     description: WEB_SEARCH_DESCRIPTION,
@@ -70,6 +77,7 @@ export function createWebSearchTool(settings: WebSearchSettings = {}): ToolV1<We
           fetch: settings.fetch ?? globalThis.fetch,
           env,
           baseUrl: settings.baseUrl,
+          retry,
           signal: AbortSignal.any([context.signal, timeout]),
         });
         const web = hits.map((hit, index) => ({

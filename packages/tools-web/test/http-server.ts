@@ -2,6 +2,7 @@
 // the requests it received.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from '@shears/core/http';
 
 export interface RecordedRequest {
   method: string;
@@ -23,20 +24,18 @@ export interface TestServer {
 export async function startServer(): Promise<TestServer> {
   const routes = new Map<string, Handler>();
   const requests: RecordedRequest[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const path = request.url ?? '/';
-      requests.push({ method: request.method ?? 'GET', path, headers: request.headers, body });
-      const handler = routes.get(path.split('?')[0]!);
-      if (!handler) {
-        response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-        return;
-      }
-      handler(request, response, body);
-    });
+  const server = createServer(async (request, response) => {
+    const raw = await readBody(request).catch(() => undefined);
+    if (raw === undefined) return;
+    const body = raw.toString('utf8');
+    const path = request.url ?? '/';
+    requests.push({ method: request.method ?? 'GET', path, headers: request.headers, body });
+    const handler = routes.get(path.split('?')[0]!);
+    if (!handler) {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      return;
+    }
+    handler(request, response, body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;

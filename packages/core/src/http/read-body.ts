@@ -31,7 +31,7 @@ export interface ReadBodyOptions {
   /** The `content-encoding` header to undo (default identity). */
   encoding?: string | string[] | undefined;
   /** The `content-length` header: a larger one is refused before a byte is read. */
-  declaredLength?: string | number | undefined;
+  declaredLength?: string | string[] | number | undefined;
   /** Ends the read at once with an AbortedError. */
   signal?: AbortSignal;
   /**
@@ -99,7 +99,10 @@ export function readBody(
     if (options.rest === 'drain') stream.resume();
     else stream.destroy();
   };
-  const declared = Number(options.declaredLength ?? Number.NaN);
+  const declared = Number(
+    (Array.isArray(options.declaredLength) ? options.declaredLength[0] : options.declaredLength) ??
+      Number.NaN,
+  );
   if (Number.isFinite(declared) && declared > limit) {
     release();
     return Promise.reject(tooLarge(what, limit, declared));

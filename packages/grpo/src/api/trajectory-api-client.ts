@@ -1,13 +1,12 @@
 // Client for the Atropos trajectory API (shears' server or a real Atropos `run-api`): trainer
 // and env registration (honouring "wait for trainer to start"), status, batches, and group
-// submission gzipped with retries (exponential backoff, Retry-After, idempotency keys).
-// Uses node:http because /status-env is a GET with a JSON body, which fetch cannot send.
+// submission gzipped, with idempotency keys. Every call goes through @shears/core/http: one
+// exchange over node:http (/status-env is a GET with a JSON body, which fetch cannot send) and
+// the one retry policy (backoff with jitter, Retry-After in every form, a long one not waited
+// for); the run's stop signal ends any call and any wait at once.
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import {
-  AbortedError,
   InvalidArgumentError,
   type Logger,
   type ScoredData,
@@ -16,7 +15,15 @@ import {
   silentLogger,
   throwIfAborted,
 } from '@shears/core';
-import { sleep as abortableSleep } from '@shears/core/internal';
+import {
+  type HttpResponse,
+  httpRequest,
+  isRetryableStatus,
+  parseRetryAfter,
+  resolveRetrySettings,
+  withRetries,
+} from '@shears/core/http';
+import { linkSignals } from '@shears/core/internal';
 import type { EnvStatus } from './batching.js';
 import { wireJson } from './wire-json.js';
 
@@ -31,6 +38,10 @@ export interface TrajectoryApiClientSettings {
   initialBackoffMs?: number;
   /** Longest backoff delay. Default 10 s. */
   maxBackoffMs?: number;
+  /** A `Retry-After` longer than this is not waited for: the call fails at once, saying so. Default 60 s. */
+  maxRetryAfterMs?: number;
+  /** The run's stop signal: ends every call and every retry or polling wait at once (AbortedError). */
+  signal?: AbortSignal;
   /** Per-request timeout. Default 120 s. */
   timeoutMs?: number;
   /** Bodies of at least this many bytes are gzipped when that makes them smaller (BaseEnv: 1024). */
@@ -40,6 +51,8 @@ export interface TrajectoryApiClientSettings {
   logger?: Logger;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   random?: () => number;
+  /** The clock an HTTP-date `Retry-After` is read against. */
+  now?: () => number;
 }
 
 export interface TrainerRegistration {
@@ -77,12 +90,6 @@ export interface SubmitResult {
   groups_processed?: number;
   buffered?: number;
   last_buffer_size?: number;
-}
-
-interface Reply {
-  status: number;
-  text: string;
-  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface TrajectoryApiClient {
@@ -133,25 +140,50 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
     });
   }
   const logger = settings.logger ?? silentLogger;
-  const sleep = settings.sleep ?? abortableSleep;
-  const random = settings.random ?? Math.random;
-  const retries = settings.retries ?? 5;
+  const retry = resolveRetrySettings(
+    {
+      maxRetries: settings.retries,
+      baseDelayMs: settings.initialBackoffMs,
+      maxDelayMs: settings.maxBackoffMs,
+      maxRetryAfterMs: settings.maxRetryAfterMs,
+      sleep: settings.sleep,
+      random: settings.random,
+      now: settings.now,
+    },
+    { maxRetries: 5, baseDelayMs: 250, maxDelayMs: 10_000 },
+  );
   const timeoutMs = settings.timeoutMs ?? 120_000;
   const gzipThreshold = settings.gzipThreshold ?? 1024;
+  const root = base.href.endsWith('/') ? base.href : `${base.href}/`;
 
-  function send(
+  /**
+   * Runs `work` under one signal that aborts with the call's own or the run's stop signal
+   * (linkSignals, not AbortSignal.any: on Node 20 the latter stays reachable from the long-lived
+   * stop signal after every call).
+   */
+  async function stoppable<T>(
+    signal: AbortSignal | undefined,
+    work: (signal?: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    if (!signal || !settings.signal) return work(signal ?? settings.signal);
+    const linked = linkSignals([signal, settings.signal]);
+    try {
+      return await work(linked.signal);
+    } finally {
+      linked.dispose();
+    }
+  }
+
+  async function send(
     method: string,
     path: string,
-    body: unknown,
-    options: { signal?: AbortSignal; headers?: Record<string, string>; text?: string } = {},
-  ): Promise<Reply> {
-    throwIfAborted(options.signal);
-    const url = new URL(path.replace(/^\//, ''), base.href.endsWith('/') ? base.href : `${base.href}/`);
-    const headers: Record<string, string> = { 'accept-encoding': 'gzip', ...(options.headers ?? {}) };
+    options: { signal?: AbortSignal; headers?: Record<string, string>; text?: string },
+  ): Promise<HttpResponse> {
+    const headers: Record<string, string> = { 'accept-encoding': 'gzip', ...options.headers };
     if (settings.authToken) headers.authorization = `Bearer ${settings.authToken}`;
     let payload: Buffer | undefined;
-    if (body !== undefined || options.text !== undefined) {
-      payload = Buffer.from(options.text ?? JSON.stringify(body));
+    if (options.text !== undefined) {
+      payload = Buffer.from(options.text);
       headers['content-type'] = 'application/json';
       if (payload.length >= gzipThreshold) {
         const compressed = gzipSync(payload);
@@ -160,103 +192,72 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
           headers['content-encoding'] = 'gzip';
         }
       }
-      headers['content-length'] = String(payload.length);
     }
-    const requester = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    return new Promise<Reply>((resolve, reject) => {
-      const req = requester(url, { method, headers, signal: options.signal, timeout: timeoutMs }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          try {
-            let raw = Buffer.concat(chunks);
-            if (/gzip/i.test(String(res.headers['content-encoding'] ?? ''))) raw = gunzipSync(raw);
-            resolve({ status: res.statusCode ?? 0, text: raw.toString('utf8'), headers: res.headers });
-          } catch (error) {
-            reject(error);
-          }
-        });
-      });
-      req.on('timeout', () =>
-        req.destroy(
-          new ServerError({
-            message: `trajectory API ${method} ${path} timed out after ${timeoutMs} ms`,
-            endpoint: url.href,
-          }),
-        ),
-      );
-      req.on('error', (error) =>
-        reject(options.signal?.aborted ? new AbortedError({ cause: error }) : error),
-      );
-      req.end(payload);
+    const what = `trajectory API ${method} ${path}`;
+    const response = await httpRequest({
+      url: new URL(path.replace(/^\//, ''), root),
+      method,
+      headers,
+      body: payload,
+      timeoutMs,
+      signal: options.signal,
+      what,
+    });
+    if (response.ok) return response;
+    throw new ServerError({
+      message: `${what} answered ${response.status}: ${response.body.toString('utf8').slice(0, 500)}`,
+      endpoint: base.href,
+      status: response.status,
+      retryable: isRetryableStatus(response.status),
+      retryAfterMs: parseRetryAfter(response.headers, retry.now()),
     });
   }
 
-  function parse<T>(reply: Reply, what: string): T {
-    const parsed = safeParseJson(reply.text, { source: `trajectory API ${what} response` });
+  /** One call with the retry policy; the text of its answer. */
+  async function exchange(
+    method: string,
+    path: string,
+    options: { signal?: AbortSignal; headers?: Record<string, string>; text?: string } = {},
+  ): Promise<string> {
+    const response = await stoppable(options.signal, (signal) => {
+      throwIfAborted(signal);
+      return withRetries(() => send(method, path, { ...options, signal }), retry, {
+        signal,
+        onRetry: (error, delayMs, attempt) =>
+          logger.warn(
+            `trajectory API ${method} ${path} failed (attempt ${attempt + 1}/${retry.maxRetries + 1}), retrying in ${Math.round(delayMs)} ms: ${error.message}`,
+          ),
+      });
+    });
+    return response.body.toString('utf8');
+  }
+
+  function parse<T>(text: string, what: string): T {
+    const parsed = safeParseJson(text, { source: `trajectory API ${what} response` });
     if (!parsed.success) throw parsed.error;
     return parsed.value as T;
   }
 
-  function failure(reply: Reply, what: string): ServerError {
-    const retryAfter = Number(reply.headers['retry-after']);
-    return new ServerError({
-      message: `trajectory API ${what} answered ${reply.status}: ${reply.text.slice(0, 500)}`,
-      endpoint: base.href,
-      status: reply.status,
-      retryable: reply.status >= 500 || reply.status === 429 || reply.status === 408,
-      retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
-    });
-  }
-
-  async function withRetries(
-    what: string,
-    signal: AbortSignal | undefined,
-    attempt: () => Promise<Reply>,
-  ): Promise<Reply> {
-    for (let tries = 0; ; tries++) {
-      let error: unknown;
-      try {
-        const reply = await attempt();
-        if (reply.status >= 200 && reply.status < 300) return reply;
-        error = failure(reply, what);
-      } catch (caught) {
-        if (AbortedError.isInstance(caught)) throw caught;
-        error = caught;
-      }
-      const retryable = !ServerError.isInstance(error) || error.retryable;
-      if (!retryable || tries >= retries) throw error;
-      const backoff =
-        Math.min(settings.maxBackoffMs ?? 10_000, (settings.initialBackoffMs ?? 250) * 2 ** tries) *
-        (0.5 + random() / 2);
-      const wait =
-        ServerError.isInstance(error) && error.retryAfterMs !== undefined
-          ? Math.max(error.retryAfterMs, backoff)
-          : backoff;
-      logger.warn(
-        `trajectory API ${what} failed (attempt ${tries + 1}/${retries + 1}), retrying in ${Math.round(wait)} ms: ${(error as Error).message}`,
-      );
-      await sleep(wait, signal);
-    }
-  }
-
   const call = async <T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> => {
-    const reply = await withRetries(`${method} ${path}`, signal, () => send(method, path, body, { signal }));
-    return parse<T>(reply, `${method} ${path}`);
+    const text = await exchange(method, path, {
+      signal,
+      text: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return parse<T>(text, `${method} ${path}`);
   };
 
   return {
     url: base.href.replace(/\/$/, ''),
     async registerTrainer(registration, options = {}) {
-      const reply = await withRetries('POST /register', options.signal, () =>
-        send('POST', '/register', registration, { signal: options.signal }),
-      );
+      const text = await exchange('POST', '/register', {
+        signal: options.signal,
+        text: JSON.stringify(registration),
+      });
       // The uuid is a 128-bit integer: read its digits, JSON.parse would round it.
-      const match = /"uuid"\s*:\s*(-?\d+)/.exec(reply.text);
+      const match = /"uuid"\s*:\s*(-?\d+)/.exec(text);
       if (!match?.[1])
         throw new ServerError({
-          message: `trajectory API /register answered without a uuid: ${reply.text.slice(0, 200)}`,
+          message: `trajectory API /register answered without a uuid: ${text.slice(0, 200)}`,
           endpoint: base.href,
           retryable: false,
         });
@@ -285,7 +286,7 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
             retryable: true,
           });
         logger.debug(`trajectory API: ${result.status}; polling again`);
-        await sleep(options.pollMs ?? 1000, options.signal);
+        await stoppable(options.signal, (signal) => retry.sleep(options.pollMs ?? 1000, signal));
       }
     },
     disconnectEnv: (envId) => call('POST', '/disconnect-env', { env_id: envId }),
@@ -300,9 +301,7 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
       const headers = key ? { 'idempotency-key': key } : undefined;
       // Floats spelled as Python writes them, so the server stores the body as sent.
       const text = wireJson(groups);
-      const reply = await withRetries(`POST ${path}`, options.signal, () =>
-        send('POST', path, undefined, { signal: options.signal, headers, text }),
-      );
+      const reply = await exchange('POST', path, { signal: options.signal, headers, text });
       return parse<SubmitResult>(reply, `POST ${path}`);
     },
     async batch(options = {}) {
@@ -322,7 +321,7 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
     },
     latestExample: () => call('GET', '/latest_example'),
     async resetData() {
-      await withRetries('GET /reset_data', undefined, () => send('GET', '/reset_data', undefined));
+      await exchange('GET', '/reset_data');
     },
   };
 }
