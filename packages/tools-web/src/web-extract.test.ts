@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send, startServer, type TestServer } from '../test/http-server.js';
 import { call } from '../test/tool-context.js';
@@ -30,6 +31,17 @@ describe('web_extract', () => {
     );
     server.route('/logo.png', send('image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47])));
     server.route('/huge', send('text/plain', 'x'.repeat(300_000)));
+    // Compressed though no Accept-Encoding asked for it: a small page, and a bomb (1 MB of zeros in ~1 KB).
+    server.route('/zipped', (_request, response) =>
+      response
+        .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+        .end(gzipSync('Zipped notes')),
+    );
+    server.route('/bomb', (_request, response) =>
+      response
+        .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+        .end(gzipSync(Buffer.alloc(1 << 20))),
+    );
     server.route('/loop', (_request, response) => response.writeHead(302, { location: '/loop' }).end());
     server.route('/hop1', (_request, response) => response.writeHead(301, { location: '/hop2' }).end());
     server.route('/hop2', (_request, response) => response.writeHead(307, { location: '/article' }).end());
@@ -198,6 +210,15 @@ describe('web_extract', () => {
     expect(missing.error).toBe(`HTTP 404 fetching ${server.origin}/missing`);
     expect(hops.url).toBe(`${server.origin}/article`);
     expect(hops.content).toContain('Chemistry instead of sunlight');
+  });
+
+  it('decodes a page sent compressed unasked, and caps its size once decoded', async () => {
+    const { json } = await call(local({ maxBytes: 100_000 }), {
+      urls: [`${server.origin}/zipped`, `${server.origin}/bomb`],
+    });
+    const [zipped, bomb] = json.results;
+    expect(zipped.content).toBe('Zipped notes');
+    expect(bomb.error).toBe('Page too large: more than 100000 bytes');
   });
 
   it('truncates very long content and takes at most five URLs', async () => {
