@@ -1,8 +1,11 @@
-// What an HTTP error body says, in one line, whatever shape the server gives it: OpenAI's
-// `{"error": {"message"}}`, `{"error": "text"}`, `{"message"}`, FastAPI's `{"detail": "text"}` and
-// its validation list `{"detail": [{"loc": [...], "msg"}]}` (transformers serve, vLLM's routes,
-// most Python servers), or plain text. An error reported as "(no body)" when the server said why
-// sends the user looking in the wrong place.
+// What an HTTP error body says, in one line: the error map of the inference servers' own error
+// shapes, each a schema: OpenAI's `{"error": {"message"}}` (OpenAI, vLLM, SGLang, OpenRouter),
+// `{"error": "text"}`, `{"message"}`, FastAPI's `{"detail": "text"}` and its validation list
+// `{"detail": [{"loc": [...], "msg"}]}` (transformers serve, vLLM's routes, most Python servers),
+// or plain text. An error reported as "(no body)" when the server said why sends the user
+// looking in the wrong place.
+import { z } from 'zod';
+
 const MAX_DETAIL = 500;
 
 function clip(text: string): string {
@@ -10,32 +13,28 @@ function clip(text: string): string {
   return flat.length > MAX_DETAIL ? `${flat.slice(0, MAX_DETAIL)}…` : flat;
 }
 
-function fastApiItem(item: unknown): string | undefined {
-  if (typeof item === 'string') return item;
-  if (typeof item !== 'object' || item === null) return undefined;
-  const { loc, msg } = item as { loc?: unknown; msg?: unknown };
-  if (typeof msg !== 'string') return JSON.stringify(item);
-  return Array.isArray(loc) && loc.length > 0 ? `${loc.map(String).join('.')}: ${msg}` : msg;
-}
+const said = z.string().trim().min(1);
+const fastApiItem = z.union([
+  said,
+  z
+    .looseObject({ loc: z.array(z.union([z.string(), z.number()])).nullish(), msg: said })
+    .transform(({ loc, msg }) => (loc && loc.length > 0 ? `${loc.map(String).join('.')}: ${msg}` : msg)),
+  z.unknown().transform((item) => JSON.stringify(item)),
+]);
+
+/** Each shape with what it says; the first that matches wins. */
+const errorBodySchema = z.union([
+  said,
+  z.object({ error: said }).transform((body) => body.error),
+  z.object({ error: z.looseObject({ message: said }) }).transform((body) => body.error.message),
+  z.object({ message: said }).transform((body) => body.message),
+  z.object({ detail: said }).transform((body) => body.detail),
+  z.object({ detail: z.array(fastApiItem).min(1) }).transform((body) => body.detail.join('; ')),
+  z.object({ detail: z.looseObject({}) }).transform((body) => JSON.stringify(body.detail)),
+]);
 
 /** The message of a parsed JSON error body, or undefined when it carries none. */
 export function errorBodyDetail(body: unknown): string | undefined {
-  if (typeof body === 'string') return body.trim() ? clip(body) : undefined;
-  if (typeof body !== 'object' || body === null) return undefined;
-  const record = body as { error?: unknown; message?: unknown; detail?: unknown };
-  const nested = record.error;
-  if (typeof nested === 'string' && nested.trim()) return clip(nested);
-  if (typeof nested === 'object' && nested !== null) {
-    const message = (nested as { message?: unknown }).message;
-    if (typeof message === 'string' && message.trim()) return clip(message);
-  }
-  if (typeof record.message === 'string' && record.message.trim()) return clip(record.message);
-  const detail = record.detail;
-  if (typeof detail === 'string' && detail.trim()) return clip(detail);
-  if (Array.isArray(detail) && detail.length > 0) {
-    const items = detail.map(fastApiItem).filter((item): item is string => item !== undefined);
-    if (items.length > 0) return clip(items.join('; '));
-  }
-  if (typeof detail === 'object' && detail !== null) return clip(JSON.stringify(detail));
-  return undefined;
+  const parsed = errorBodySchema.safeParse(body);
+  return parsed.success ? clip(parsed.data) : undefined;
 }

@@ -2,7 +2,11 @@
 // `/v1/completions` with token-id prompts, and SGLang `/generate`. Each takes prompt ids and
 // returns, per completion, the generated ids with their logprobs; special tokens are kept.
 import { ServerError } from '@shears/core';
-import { z } from 'zod';
+import {
+  completionsResponseSchema,
+  sglangResponseSchema,
+  vllmGenerateResponseSchema,
+} from './generate-api.js';
 import { httpJson } from './http-json.js';
 
 export interface GenerateRequest {
@@ -51,44 +55,6 @@ export interface BackendSettings {
 function serverOrigin(baseUrl: string): string {
   return baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
-
-// External response shapes: only the fields read, tolerant of nulls.
-const vllmLogprobPosition = z.union([
-  z.record(z.string(), z.number()),
-  z.array(z.record(z.string(), z.number())),
-]);
-const vllmGenerateResponse = z.object({
-  token_ids: z.array(z.array(z.number())),
-  logprobs: z.array(z.array(vllmLogprobPosition)).nullish(),
-  finish_reasons: z.array(z.string().nullable()).nullish(),
-  // The reference trainer's colocated policy server says which weights sampled (vLLM does not).
-  policy_version: z.number().int().nonnegative().nullish(),
-});
-
-const completionsResponse = z.object({
-  choices: z.array(
-    z.object({
-      index: z.number().nullish(),
-      token_ids: z.array(z.number()).nullish(),
-      finish_reason: z.string().nullish(),
-      logprobs: z
-        .object({
-          tokens: z.array(z.string()).nullish(),
-          token_logprobs: z.array(z.number().nullable()).nullish(),
-        })
-        .nullish(),
-    }),
-  ),
-});
-
-const sglangItem = z.object({
-  output_ids: z.array(z.number()).nullish(),
-  meta_info: z.object({
-    output_token_logprobs: z.array(z.tuple([z.number().nullable(), z.number()]).rest(z.unknown())).nullish(),
-    finish_reason: z.union([z.object({ type: z.string() }).passthrough(), z.string()]).nullish(),
-  }),
-});
-const sglangResponse = z.union([sglangItem, z.array(sglangItem)]);
 
 function noCompletions(provider: string, endpoint: string, model: string): ServerError {
   return new ServerError({
@@ -145,21 +111,26 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
           ...sampling(request),
           ...request.extraBody,
         };
-        const response = await httpJson({ ...common, body, schema: vllmGenerateResponse });
+        const response = await httpJson({ ...common, body, schema: vllmGenerateResponseSchema });
         if (response.token_ids.length === 0) throw noCompletions('vllm', endpoint, settings.model);
         return response.token_ids.map((tokenIds, choice) => {
           const positions = response.logprobs?.[choice] ?? [];
           const logprobs = tokenIds.map((id, index) => {
             const raw = positions[index];
             const entry = Array.isArray(raw) ? raw[0] : raw;
-            if (!entry)
+            // With `logprobs: 0` the entry holds the sampled token's own logprob, keyed by its id;
+            // another token's (or none) would record a logprob the policy never sampled with.
+            const logprob = entry?.[String(id)];
+            if (logprob === undefined)
               throw mismatch(
                 'vllm',
                 endpoint,
                 settings.model,
-                `missing logprob for generated token ${index} of choice ${choice}`,
+                entry
+                  ? `logprobs.${choice}.${index} has no entry for the generated token ${id} (keys: ${Object.keys(entry).slice(0, 5).join(', ')})`
+                  : `missing logprob for generated token ${index} of choice ${choice}`,
               );
-            return entry[String(id)] ?? (Object.values(entry)[0] as number);
+            return logprob;
           });
           return {
             tokenIds,
@@ -180,7 +151,7 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
         ...sampling(request),
         ...request.extraBody,
       };
-      const response = await httpJson({ ...common, body, schema: completionsResponse });
+      const response = await httpJson({ ...common, body, schema: completionsResponseSchema });
       if (response.choices.length === 0) throw noCompletions('vllm', endpoint, settings.model);
       return response.choices.map((choice, index) => {
         const tokens = choice.logprobs?.tokens ?? [];
@@ -198,7 +169,7 @@ export function createVllmBackend(settings: BackendSettings & { api?: VllmApi })
               );
             return Number(match[1]);
           });
-        const logprobs = (choice.logprobs?.token_logprobs ?? []).map((value) => value ?? 0);
+        const logprobs = choice.logprobs?.token_logprobs ?? [];
         if (logprobs.length !== tokenIds.length) {
           throw mismatch(
             'vllm',
@@ -250,9 +221,9 @@ export function createSglangBackend(settings: BackendSettings): GenerateBackend 
         model: settings.model,
         headers: settings.headers,
         now: settings.now,
-        schema: sglangResponse,
+        schema: sglangResponseSchema,
       });
-      const items = Array.isArray(response) ? response : [response];
+      const items = response;
       if (items.length === 0) throw noCompletions('sglang', endpoint, settings.model);
       return items.map((item) => {
         const entries = item.meta_info.output_token_logprobs ?? [];
@@ -268,7 +239,7 @@ export function createSglangBackend(settings: BackendSettings): GenerateBackend 
         const reason = item.meta_info.finish_reason;
         return {
           tokenIds,
-          logprobs: entries.map((entry) => entry[0] ?? 0),
+          logprobs: entries.map((entry) => entry[0]),
           finishReason: typeof reason === 'string' ? reason : (reason?.type ?? null),
         };
       });

@@ -10,12 +10,12 @@ import {
   type ChatRequest,
   type ChatResponse,
   InvalidArgumentError,
-  ServerError,
   type ServerV1,
   type Usage,
 } from '@shears/core';
 import { type RetrySettings, resolveRetrySettings, withRetries } from '@shears/core/http';
 import { httpJson } from './http-json.js';
+import { type OpenAIChatResponse, openaiChatResponseSchema } from './openai-chat-api.js';
 
 export interface OpenAICompatibleServerSettings {
   /** API root, e.g. `https://openrouter.ai/api/v1` or `http://127.0.0.1:8000/v1`. */
@@ -41,25 +41,8 @@ export interface OpenAICompatibleServerSettings {
 
 const REASONING_FIELDS = ['reasoning_content', 'reasoning', 'reasoning_details'] as const;
 
-/** The fields of a chat completion this client reads (anything else on a message is kept). */
-interface RawCompletion {
-  id?: string;
-  model?: string;
-  choices?: Array<{ index?: number; message?: Record<string, unknown>; finish_reason?: string | null }>;
-  usage?: RawUsage | null;
-}
-
-interface RawUsage {
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  total_tokens?: number;
-  completion_tokens_details?: { reasoning_tokens?: number } | null;
-  /** OpenRouter reports the charge as `usage.cost` (USD). */
-  cost?: unknown;
-}
-
-function toUsage(raw: RawUsage | undefined | null): Usage | undefined {
-  if (!raw || typeof raw !== 'object') return undefined;
+function toUsage(raw: OpenAIChatResponse['usage']): Usage | undefined {
+  if (!raw) return undefined;
   const usage: Usage = {
     promptTokens: raw.prompt_tokens ?? 0,
     completionTokens: raw.completion_tokens ?? 0,
@@ -125,7 +108,8 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
     if (request.stop !== undefined) body.stop = request.stop;
     if (request.seed !== undefined) body.seed = request.seed;
     Object.assign(body, request.extraBody);
-    const completion = (await httpJson({
+    // Checked at the border: a malformed answer is a retryable ServerError naming the field.
+    const completion = await httpJson({
       fetch: settings.fetch,
       url,
       body,
@@ -135,26 +119,11 @@ export function createOpenAICompatibleServer(settings: OpenAICompatibleServerSet
       provider,
       model: settings.model,
       now: retry.now,
-    })) as RawCompletion;
-    if (typeof completion !== 'object' || completion === null || !Array.isArray(completion.choices)) {
-      throw new ServerError({
-        message: `${provider} server ${endpoint} (model "${settings.model}"): response has no "choices" array`,
-        endpoint,
-        model: settings.model,
-        retryable: true,
-      });
-    }
-    if (completion.choices.length === 0) {
-      throw new ServerError({
-        message: `${provider} server ${endpoint} (model "${settings.model}"): response has an empty "choices" array`,
-        endpoint,
-        model: settings.model,
-        retryable: true,
-      });
-    }
+      schema: openaiChatResponseSchema,
+    });
     return {
-      id: completion.id,
-      model: completion.model,
+      id: completion.id ?? undefined,
+      model: completion.model ?? undefined,
       // The raw message is kept as is, so reasoning_content / reasoning / reasoning_details survive.
       choices: completion.choices.map((choice, index) => ({
         index: choice.index ?? index,
