@@ -272,7 +272,7 @@ export class DockerSandbox implements SandboxV1 {
         }
         throw this.wrap(error, `readFile ${path}`);
       }
-      const entries = parseTar(archive);
+      const entries = await parseTar(archive, `archive of ${path} from sandbox ${this.id}`);
       const entry = entries[0];
       if (!entry)
         throw new SandboxError({
@@ -320,9 +320,9 @@ export class DockerSandbox implements SandboxV1 {
     options: { signal?: AbortSignal; mode?: number },
     path = target,
   ): Promise<void> {
-    const archive = Buffer.from(
-      createTar([{ path: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 }]),
-    );
+    const archive = await createTar([
+      { path: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 },
+    ]);
     const directory = posix.dirname(target);
     const put = async () => {
       options.signal?.throwIfAborted();
