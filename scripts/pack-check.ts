@@ -59,11 +59,18 @@ interface Manifest {
   private?: boolean;
 }
 
+// Workspace packages that are never published, by design (the test infrastructure).
+const UNPUBLISHED = new Set(['@shears/test-infra']);
+
 const packageDirs = [
   ...readdirSync(join(root, 'packages')).map((name) => join(root, 'packages', name)),
   join(root, 'examples', 'hello-pack'),
   join(root, 'examples', 'swe-pack-example'),
-].filter((dir) => existsSync(join(dir, 'package.json')));
+].filter(
+  (dir) =>
+    existsSync(join(dir, 'package.json')) &&
+    !UNPUBLISHED.has((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest).name),
+);
 
 await step('build', () => run('pnpm', ['turbo', 'run', 'build', '--output-logs=errors-only'], root));
 

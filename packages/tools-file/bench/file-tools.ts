@@ -12,8 +12,8 @@ import {
   type ToolContext,
   type ToolV1,
 } from '@shears/core';
+import { startDockerService } from '@shears/test-infra';
 import { createDockerSandboxProvider, createLocalSandboxProvider } from '@shears/tools-terminal';
-import { startDockerService } from '../../../scripts/test-infra/dockerd.js';
 import { createFileTools } from '../src/index.js';
 
 const N = Number(process.env.BENCH_N ?? 30);

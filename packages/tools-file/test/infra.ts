@@ -21,7 +21,7 @@ function need<T>(
   const reason = `no ${backend} test infrastructure (${missing.join(', ')} unset)`;
   if (inCi)
     throw new Error(
-      `CI=true but ${reason}: the ${backend} file-tool suite must not be skipped (see scripts/test-infra)`,
+      `CI=true but ${reason}: the ${backend} file-tool suite must not be skipped (see @shears/test-infra)`,
     );
   console.warn(`\n⚠️  SKIPPING the file-tool suite on ${backend}: ${reason}\n`);
   return { config: undefined, reason };

@@ -1,5 +1,5 @@
 // The file-tool suite over @shears/tools-terminal's ssh backend (the test sshd on 127.0.0.1
-// started by scripts/test-infra).
+// started by @shears/test-infra).
 import type { SandboxProviderV1 } from '@shears/core';
 import { afterAll } from 'vitest';
 import { createBackend } from './backends.js';

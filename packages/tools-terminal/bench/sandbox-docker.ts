@@ -6,9 +6,8 @@
 //   pnpm exec tsx packages/tools-terminal/bench/sandbox-docker.ts
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { ensureTestImage, startDockerd } from '@shears/test-infra';
 import Dockerode from 'dockerode';
-import { startDockerd } from '../../../scripts/test-infra/dockerd.js';
-import { ensureImage } from '../../../scripts/test-infra/images.js';
 import { resolveDockerConnection } from '../src/docker/docker-hosts.js';
 import type { DockerSandbox } from '../src/docker/docker-sandbox.js';
 import { createDockerSandboxProvider } from '../src/docker/docker-sandbox-provider.js';
@@ -53,7 +52,7 @@ async function main(): Promise<void> {
     stop = daemon.stop;
   }
   try {
-    const image = process.env.SHEARS_TEST_DOCKER_IMAGE ?? (await ensureImage('busybox', { host }));
+    const image = process.env.SHEARS_TEST_DOCKER_IMAGE ?? (await ensureTestImage({ host }));
     const settings = { hosts: [host], image, limits: { memoryMb: 256, cpus: 1, pids: 128 } };
 
     // Cold: every acquire creates and starts a container and attaches the shell.

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { SandboxProviderV1 } from '@shears/core';
-import { startSshService } from '../../../scripts/test-infra/sshd.js';
+import { startSshService } from '@shears/test-infra';
 import { createLocalSandboxProvider } from '../src/local/local-sandbox-provider.js';
 import { createSshSandboxProvider } from '../src/ssh/ssh-sandbox-provider.js';
 

@@ -5,6 +5,12 @@ export type { ActionPolicy, ActionPolicySettings, PolicyDecision, PolicyToolCall
 export { actionPolicySettingsSchema, createActionPolicy } from './action-policy.js';
 export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
 export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
+export {
+  IMAGE_HASH_LABEL,
+  SANDBOX_BASE_IMAGE,
+  SANDBOX_BASE_RECIPE,
+  sandboxBaseHash,
+} from './docker/base-image.js';
 export type { DockerHostCheckOptions } from './docker/docker-check.js';
 export { checkDockerHost } from './docker/docker-check.js';
 export type {

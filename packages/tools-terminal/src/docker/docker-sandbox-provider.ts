@@ -9,6 +9,7 @@ import { InvalidArgumentError, SandboxError } from '@shears/core';
 import { importOptionalPackage, requireOptionalPackage, runSandboxSetup } from '@shears/core/internal';
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
+import { SANDBOX_BASE_IMAGE } from './base-image.js';
 import { type DockerHost, dockerHostSchema, pickHost, resolveDockerConnection } from './docker-hosts.js';
 import { DockerSandbox } from './docker-sandbox.js';
 
@@ -38,7 +39,7 @@ export const dockerSandboxSettingsSchema = z
       .min(1)
       .optional(),
     /** Image for sandboxes whose spec names none. */
-    image: z.string().min(1).default('shears-base:bookworm'),
+    image: z.string().min(1).default(SANDBOX_BASE_IMAGE),
     workdir: z.string().startsWith('/').default('/workspace'),
     /** Scratch directory inside the container (persisted tool results go here). */
     tempDir: z.string().startsWith('/').default('/tmp/shears'),

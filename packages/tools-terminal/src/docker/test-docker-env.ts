@@ -1,4 +1,4 @@
-// Test helper: where the test run's private Docker daemon lives (set by scripts/test-infra) and
+// Test helper: where the test run's private Docker daemon lives (set by @shears/test-infra) and
 // whether docker tests must run. Under CI=true a missing daemon is a failure, never a skip.
 // Takes vitest's `describe` as an argument so the built package never imports vitest.
 type Describe = ((name: string, body: () => void) => void) & {
@@ -17,7 +17,7 @@ export function testDocker(): TestDocker | undefined {
   if (host && image) return { host, image };
   if (process.env.CI === 'true' || process.env.CI === '1') {
     throw new Error(
-      'CI=true but SHEARS_TEST_DOCKER_HOST/SHEARS_TEST_DOCKER_IMAGE are not set: the docker daemon did not start (see scripts/test-infra/dockerd.ts)',
+      'CI=true but SHEARS_TEST_DOCKER_HOST/SHEARS_TEST_DOCKER_IMAGE are not set: the docker daemon did not start (see packages/test-infra/src/dockerd.ts)',
     );
   }
   return undefined;

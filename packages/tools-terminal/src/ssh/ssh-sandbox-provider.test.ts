@@ -13,12 +13,12 @@ const env = process.env;
 const available = Boolean(env.SHEARS_TEST_SSH_HOST && env.SHEARS_TEST_SSH_PORT && env.SHEARS_TEST_SSH_KEY);
 if (!available && env.CI === 'true') {
   throw new Error(
-    'SSH tests must run under CI=true, but the sshd test service did not start (see scripts/test-infra/sshd.ts)',
+    'SSH tests must run under CI=true, but the sshd test service did not start (see packages/test-infra/src/sshd.ts)',
   );
 }
 const unavailable = available
   ? undefined
-  : 'no sshd test service (needs root and openssh-server; see scripts/test-infra/sshd.ts)';
+  : 'no sshd test service (needs root and openssh-server; see packages/test-infra/src/sshd.ts)';
 
 function settings(overrides: Partial<SshSandboxSettings> = {}): SshSandboxSettings {
   return {

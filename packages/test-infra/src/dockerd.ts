@@ -7,7 +7,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ensureImage } from './images.js';
+import { ensureTestImage } from './images.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -38,7 +38,7 @@ function isAlive(pid: number): boolean {
 }
 
 /** GET /_ping over the unix socket; true when the daemon answers OK. */
-export function pingDocker(socketPath: string, timeoutMs = 1000): Promise<boolean> {
+function pingDocker(socketPath: string, timeoutMs = 1000): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request({ socketPath, path: '/_ping', method: 'GET', timeout: timeoutMs }, (response) => {
       response.resume();
@@ -176,7 +176,7 @@ export async function startDockerService(): Promise<{
   const preset = process.env.SHEARS_TEST_DOCKER_HOST;
   try {
     if (preset) {
-      const image = await ensureImage('busybox', { host: preset });
+      const image = await ensureTestImage({ host: preset });
       return {
         env: { SHEARS_TEST_DOCKER_HOST: preset, SHEARS_TEST_DOCKER_IMAGE: image },
         teardown: async () => {},
@@ -191,7 +191,7 @@ export async function startDockerService(): Promise<{
     }
     const daemon = await startDockerd();
     try {
-      const image = await ensureImage('busybox', { host: daemon.host });
+      const image = await ensureTestImage({ host: daemon.host });
       return {
         env: { SHEARS_TEST_DOCKER_HOST: daemon.host, SHEARS_TEST_DOCKER_IMAGE: image },
         teardown: daemon.stop,
