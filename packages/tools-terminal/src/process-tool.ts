@@ -4,6 +4,7 @@
 // answer with an error saying so.
 import type { ToolContext, ToolV1 } from '@shears/core';
 import { defineTool } from '@shears/core';
+import { ignoreAborted, sleep } from '@shears/core/http';
 import { z } from 'zod';
 import type { BackgroundProcess } from './background-processes.js';
 import { inspectBackgroundProcess, killBackgroundProcess, processRegistry } from './background-processes.js';
@@ -147,7 +148,7 @@ export function createProcessTool(settings: ProcessToolSettings = {}): ToolV1<Pr
                 message: `Process still running after ${seconds}s; poll again or kill it`,
               });
             }
-            await new Promise((resolve) => setTimeout(resolve, pollInterval));
+            await sleep(pollInterval, context.signal).catch(ignoreAborted);
           }
         }
         case 'kill': {

@@ -1,3 +1,4 @@
+import { SandboxError, silentLogger } from '@shears/core';
 import { describeToolConformance } from '@shears/core/test';
 import { describe, expect, it } from 'vitest';
 import { describeTerminalTools } from '../test/terminal-tools-suite.js';
@@ -30,6 +31,39 @@ describeToolConformance({
   validArguments: [{ action: 'list' }, { action: 'poll', session_id: 'proc_000000000000' }],
   invalidArguments: [{}, { action: 'explode' }, { action: 'log', limit: 0 }],
   sandboxes: createLocalSandboxProvider(),
+});
+
+describe('terminal tool retries', () => {
+  it('the rollout’s stop signal ends the wait between retries at once', async () => {
+    const sandbox = await createLocalSandboxProvider().acquire();
+    let execs = 0;
+    // A real sandbox whose connection fails (the fault injected at exec): the tool retries it.
+    const failing = Object.assign(Object.create(sandbox), {
+      exec: async () => {
+        execs += 1;
+        throw new SandboxError({ message: 'connection reset by peer' });
+      },
+    });
+    const stop = new AbortController();
+    const terminal = createTerminalTool({ retryDelaysMs: [3_600_000] });
+    try {
+      const pending = terminal.execute(terminal.inputSchema.parse({ command: 'echo hi' }), {
+        sandbox: failing,
+        taskId: 'task',
+        rolloutId: 'rollout',
+        signal: stop.signal,
+        logger: silentLogger,
+        state: new Map(),
+      });
+      while (execs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      stop.abort();
+      const output = await pending;
+      expect(typeof output === 'string' ? output : output.content).toContain('connection reset by peer');
+      expect(execs).toBe(1);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
 });
 
 describe('terminal tool helpers', () => {

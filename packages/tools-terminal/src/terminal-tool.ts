@@ -3,6 +3,7 @@
 // hermes-agent (reference/hermes-agent.md §10.1, §10.4), because models are trained on them.
 import type { ToolContext, ToolV1 } from '@shears/core';
 import { defineTool, SandboxError } from '@shears/core';
+import { ignoreAborted, sleep } from '@shears/core/http';
 import { z } from 'zod';
 import { processRegistry, startBackgroundProcess } from './background-processes.js';
 
@@ -254,7 +255,8 @@ export function createTerminalTool(
 
       let lastError: unknown;
       for (let attempt = 0; attempt <= retryDelays.length; attempt += 1) {
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, retryDelays[attempt - 1]));
+        // The rollout's signal (the run stopping, the rollout's time limit) ends a wait at once.
+        if (attempt > 0) await sleep(retryDelays[attempt - 1] ?? 0, context.signal).catch(ignoreAborted);
         if (context.signal.aborted) break;
         try {
           const result = await context.sandbox.exec(command, {

@@ -6,6 +6,7 @@ import { posix } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
 import { InvalidArgumentError, NoSuchEntryError, SandboxError } from '@shears/core';
+import { sleep } from '@shears/core/http';
 import type Dockerode from 'dockerode';
 import { createShellSandbox, type ShellSandbox } from '../shell-sandbox.js';
 import { SHELL_BOOTSTRAP, type ShellTransport } from '../shell-session.js';
@@ -172,7 +173,7 @@ export class DockerSandbox implements SandboxV1 {
    */
   private async checkContainer(): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      if (attempt > 0) await sleep(100);
       try {
         const info = await this.container.inspect();
         if (!info.State?.Running) {
