@@ -1,6 +1,6 @@
 // A per-host rate limit for web_extract: requests to one host are spaced at least
 // `minIntervalMs` apart (the clock and the sleep are injectable for tests).
-import { sleep as abortableSleep } from '@shears/core/internal';
+import { sleep as abortableSleep } from '@shears/core/http';
 
 export interface HostRateLimiter {
   /** Waits until a request to `host` may go out. */
