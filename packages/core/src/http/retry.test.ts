@@ -77,6 +77,18 @@ describe('the retry policy', () => {
     expect(plain.calls).toBe(1);
   });
 
+  it('never waits less than the backoff, even when told Retry-After: 0', async () => {
+    const waits: number[] = [];
+    const settings = resolveRetrySettings({ sleep: async (ms) => void waits.push(ms), random: () => 0 });
+    const run = failing([
+      new ServerError({ message: '429', status: 429, retryAfterMs: 0 }),
+      new ServerError({ message: '429', status: 429, retryAfterMs: 0 }),
+      'ok',
+    ]);
+    await expect(withRetries(run.operation, settings)).resolves.toBe('done');
+    expect(waits).toEqual([250, 500]);
+  });
+
   it('does not wait for a Retry-After beyond maxRetryAfterMs: it fails at once, saying why', async () => {
     const waits: number[] = [];
     const settings = resolveRetrySettings({

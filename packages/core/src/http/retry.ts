@@ -115,7 +115,8 @@ export interface WithRetriesOptions {
 /**
  * Runs `operation` until it succeeds, fails with a non-retryable error, or retries run out.
  * Only ServerErrors with `retryable: true` are retried; aborts are never retried. The wait is
- * the backoff, or the error's `retryAfterMs` when it has one; a `retryAfterMs` beyond
+ * the backoff, or the error's `retryAfterMs` when that is longer (never sooner than the server
+ * asked, and a `Retry-After: 0` does not make a hot loop); a `retryAfterMs` beyond
  * `maxRetryAfterMs` fails at once rather than hold the caller that long.
  */
 export async function withRetries<T>(
@@ -140,7 +141,7 @@ export async function withRetries<T>(
             error,
             `Retry-After ${Math.round(error.retryAfterMs / 1000)} s exceeds maxRetryAfterMs ${settings.maxRetryAfterMs} ms; not waiting`,
           );
-        delay = error.retryAfterMs;
+        delay = Math.max(delay, error.retryAfterMs);
       }
       options.onRetry?.(error, delay, attempt);
       await settings.sleep(delay, options.signal);
