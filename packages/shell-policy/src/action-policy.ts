@@ -9,8 +9,8 @@
 // counted in the trajectory (`policyRefusals`) by the agent loop.
 import { InvalidArgumentError } from '@shears/core';
 import { z } from 'zod';
-import type { ParsedCommand } from './shell-parse.js';
 import { parseCommandLine, ShellParseError } from './shell-parse.js';
+import type { ParsedCommand } from './types.js';
 
 const ruleList = z.array(z.string().min(1));
 

@@ -6,46 +6,9 @@
 // `alias`, `trap`, `hash -p`, `declare -n`, ...). Options are read the way getopt reads them
 // (clusters, attached values, unambiguous abbreviations of long options); an option a wrapper does
 // not know makes the wrapped command unknowable, so it is reported rather than guessed.
-import type { ShellWord } from './shell-parse.js';
+
 import { isSensitiveVariable } from './shell-parse-environment.js';
-
-/** Where a command's standard input comes from. */
-export type StdinSource =
-  | { kind: 'inherited' }
-  | { kind: 'pipe' }
-  | { kind: 'file' }
-  | { kind: 'closed' }
-  /** A here-document or here-string; `literal` when nothing in it expands. */
-  | { kind: 'text'; text: string; literal: boolean };
-
-/** What a program handler may report about the command it looks at. */
-export interface ProgramContext {
-  /** The command's name (basename). */
-  name: string;
-  /** The command's words, the command itself first. */
-  words: readonly ShellWord[];
-  stdin: StdinSource;
-  source: string;
-  /** Text a wrapper (`xargs -I{}`, `find -exec`) replaces with its input wherever it occurs in the words. */
-  placeholder?: string;
-  /** A wrapper (`xargs` without `-I`) appends its input to the words. */
-  inputAppended?: boolean;
-  /** Reports a construct the parser cannot see into (a noun phrase: "sed's e command (...)"). */
-  hazard(reason: string, where?: string): void;
-  /** Resolves words that form another command (argv), e.g. what a wrapper runs. */
-  command(
-    words: readonly ShellWord[],
-    options?: { stdin?: StdinSource; placeholder?: string; inputAppended?: boolean },
-  ): void;
-  /** Parses a string a shell will run (`sh -c`, `flock -c`); a computed one is a hazard. */
-  script(word: ShellWord | string, what: string): void;
-  /** Checks an environment assignment the program makes for the command it runs. */
-  assignment(name: string, value: string, persistent: boolean): void;
-  /** Checks a variable name given to a builtin (`read`, `printf -v`). */
-  variableName(word: ShellWord): void;
-  /** Checks a value bash evaluates as arithmetic. */
-  arithmetic(text: string): void;
-}
+import type { ProgramContext, ShellWord } from './types.js';
 
 type OptionKind = 'flag' | 'value' | 'optional';
 

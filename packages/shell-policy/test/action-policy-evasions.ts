@@ -1,6 +1,6 @@
 // Command lines that run `rm` (or `curl`) without naming it where a simple parser looks: each must
 // be refused by a policy with `deny: ['rm', 'curl']` and by an allow list that omits them. Those
-// with `proof` are also run in a real bash (a local sandbox) to show that they do remove
+// with `proof` are also run in a real bash (test/run-in-bash.ts) to show that they do remove
 // ./victim: the test is about what bash runs, not about what a parser thinks.
 
 export interface Evasion {
@@ -167,6 +167,8 @@ export const EVASIONS: readonly Evasion[] = [
   {
     name: 'git -c core.pager with -p',
     line: `${GIT_REPO}git -c user.name=a -c user.email=b commit -q --allow-empty -m m && git -c core.pager='rm ../victim' -p log`,
+    // git starts a pager only when standard output is a terminal, which a sandbox command lacks.
+    proof: false,
   },
   { name: 'git -c core.fsmonitor', line: `${GIT_REPO}git -c core.fsmonitor='rm ../victim' status` },
   { name: 'GIT_EXTERNAL_DIFF', line: `${GIT_COMMITTED}GIT_EXTERNAL_DIFF='rm ../victim;:' git diff` },
@@ -184,7 +186,7 @@ export const EVASIONS: readonly Evasion[] = [
   },
   {
     name: '.git/config written through cd .git',
-    line: `${GIT_REPO}cd .git && printf '[alias]\\n\\td = !rm ../../victim\\n' >> config && cd .. && git d`,
+    line: `${GIT_REPO}cd .git && printf '[alias]\\n\\td = !rm ../victim\\n' >> config && cd .. && git d`,
   },
   {
     name: 'a hand-made bare repository config',

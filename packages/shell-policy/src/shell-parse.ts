@@ -27,43 +27,8 @@ import {
   outputPathHazard,
   variableRisk,
 } from './shell-parse-environment.js';
-import {
-  hasProgramKnowledge,
-  type ProgramContext,
-  resolveProgram,
-  type StdinSource,
-} from './shell-parse-programs.js';
-
-export interface ShellWord {
-  /** The word with quotes and escapes removed (expansions left as written). */
-  text: string;
-  /** Contains an expansion, an unquoted glob, a brace expansion or a process substitution. */
-  dynamic: boolean;
-  /** Some part of it was quoted or escaped. */
-  quoted?: boolean;
-  /** A process substitution `<(...)` / `>(...)`: the program sees a /dev/fd path. */
-  processSubstitution?: boolean;
-}
-
-export interface ParsedCommand {
-  /** Basename of the command word (`/bin/rm` → `rm`, `\rm` → `rm`). */
-  name: string;
-  /** Arguments after the command word, quotes removed. */
-  args: string[];
-  /**
-   * What this runs cannot be checked statically: the command name is computed at run time, or
-   * (with `reason`) the line contains a construct the parser cannot see into.
-   */
-  dynamic: boolean;
-  /** Why it cannot be checked (absent for an ordinary command). */
-  reason?: string;
-  /** Some argument is computed at run time (an expansion, a glob, a brace expansion). */
-  argsDynamic?: boolean;
-  /** Files its redirections name (`< /bin/rm`, `> out`). */
-  paths?: string[];
-  /** The words as written, for messages. */
-  source: string;
-}
+import { hasProgramKnowledge, resolveProgram } from './shell-parse-programs.js';
+import type { ParsedCommand, ProgramContext, ShellWord, StdinSource } from './types.js';
 
 export class ShellParseError extends ShearsError {
   constructor(message: string) {

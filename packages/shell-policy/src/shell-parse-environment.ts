@@ -3,7 +3,7 @@
 // configure git. These are lists, kept here in one place; the package README says what they cover
 // and what a command parser cannot see (a file written under another name, a value computed at run
 // time).
-import type { ShellWord } from './shell-parse.js';
+import type { ShellWord } from './types.js';
 
 /** Variables refused in any assignment: they make the programs that read them run or load code. */
 const SENSITIVE_NAMES = new Set([
