@@ -1,6 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { ORDINARY_COMMANDS, ORDINARY_PROGRAMS } from '../test/action-policy-corpus.js';
-import { EVASIONS } from '../test/action-policy-evasions.js';
+import { EVASIONS, WRAPPER_ROUTES } from '../test/action-policy-evasions.js';
 import { runInBash } from '../test/run-in-bash.js';
 import { createActionPolicy } from './action-policy.js';
 
@@ -132,6 +133,101 @@ describe('createActionPolicy', () => {
     expect(policy.refusals).toBe(2);
   });
 
+  it('checks the files file tools write as files a command writes (issue 36 §4)', () => {
+    const policy = createActionPolicy({ commands: { deny: ['rm'] } });
+    const write = (path: string, content = 'x\n') =>
+      policy.checkToolCall({ name: 'write_file', arguments: { path, content } });
+    for (const path of [
+      '.git/config',
+      'repo/.git/hooks/pre-commit',
+      '/root/.gitconfig',
+      '/home/agent/.config/git/config',
+      'bare.git/config',
+      'hooks/post-checkout',
+      '/root/.bashrc',
+      '/home/agent/.profile',
+      '.npmrc',
+      '/root/.config/pip/pip.conf',
+      '/root/.curlrc',
+      '/root/.wgetrc',
+      '/root/.ssh/config',
+      '/root/.ssh/rc',
+      '/usr/lib/python3/dist-packages/evil.pth',
+      '/root/.local/lib/python3.11/site-packages/usercustomize.py',
+      'sitecustomize.py',
+      '/usr/local/bin/ls',
+      '.cargo/config.toml',
+    ]) {
+      expect(write(path), path).toMatchObject({
+        allow: false,
+        message: expect.stringMatching(/^Refused by the action policy: the tool "write_file" writing/),
+      });
+    }
+    const patch = (text: string) =>
+      policy.checkToolCall({ name: 'patch', arguments: { mode: 'patch', patch: text } });
+    expect(
+      patch('*** Begin Patch\n*** Update File: .git/config\n@@\n+\thooksPath = h\n*** End Patch').allow,
+    ).toBe(false);
+    expect(
+      patch('*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+#!/bin/sh\n*** End Patch').allow,
+    ).toBe(false);
+    expect(
+      patch(
+        '*** Begin Patch\n*** Update File: notes.txt\n*** Move to: .git/config\n@@\n-a\n+b\n*** End Patch',
+      ).allow,
+    ).toBe(false);
+    expect(patch('*** Begin Patch\n*** Move File: notes.txt -> hooks/pre-push\n*** End Patch').allow).toBe(
+      false,
+    );
+    expect(patch('--- a/.git/config\n+++ b/.git/config\n@@ -1 +1,2 @@\n x\n+y\n').allow).toBe(false);
+    expect(
+      policy.checkToolCall({
+        name: 'patch',
+        arguments: { mode: 'replace', path: '.git/config', old_string: 'a', new_string: 'b' },
+      }).allow,
+    ).toBe(false);
+    // Ordinary files, and patches of them, are written.
+    for (const path of [
+      'src/app.py',
+      'README.md',
+      'config.yaml',
+      'configs/train.json',
+      '.gitignore',
+      '.github/workflows/ci.yml',
+      'Makefile',
+      'conftest.py',
+      'tests/test_git_config.py',
+    ]) {
+      expect(write(path), path).toEqual({ allow: true });
+    }
+    expect(patch('*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** End Patch')).toEqual({
+      allow: true,
+    });
+    expect(patch('--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a\n+b\n')).toEqual({ allow: true });
+    // What a file holds is data: a README may mention .git/config.
+    expect(write('README.md', 'Do not edit .git/config by hand.')).toEqual({ allow: true });
+  });
+
+  it('checks file writes only with command rules, lets them through with allowDynamic, and reads other tools by setting', () => {
+    const write = { name: 'write_file', arguments: { path: '.git/config', content: '' } };
+    expect(createActionPolicy({ tools: { deny: ['web_search'] } }).checkToolCall(write)).toEqual({
+      allow: true,
+    });
+    expect(
+      createActionPolicy({ commands: { deny: ['rm'], allowDynamic: true } }).checkToolCall(write),
+    ).toEqual({
+      allow: true,
+    });
+    const custom = createActionPolicy({
+      commands: { deny: ['rm'] },
+      fileWriteArguments: { save: ['filename'] },
+    });
+    expect(custom.checkToolCall({ name: 'save', arguments: { filename: '/root/.bashrc' } }).allow).toBe(
+      false,
+    );
+    expect(custom.checkToolCall(write)).toEqual({ allow: true });
+  });
+
   it('rejects bad settings naming the valid keys', () => {
     expect(() => createActionPolicy({ commands: { denny: ['rm'] } } as never)).toThrow(
       /commands\.allow, commands\.deny/,
@@ -172,6 +268,191 @@ describe('evasions (each removes ./victim in bash; see test/action-policy-evasio
     },
     30_000,
   );
+});
+
+describe("wrapper routes, from the programs' documentation (test/action-policy-evasions.ts WRAPPER_ROUTES)", () => {
+  const deny = denyPolicy();
+  const allow = allowPolicy();
+
+  it.each(WRAPPER_ROUTES.map((route) => [route.name, route.line]))(
+    'deny: [rm, curl] refuses %s',
+    (_name, line) => {
+      expect(deny.checkCommand(line)).toMatchObject({ allow: false });
+    },
+  );
+
+  it.each(WRAPPER_ROUTES.map((route) => [route.name, route.line]))(
+    'an allow list without rm and curl refuses %s',
+    (_name, line) => {
+      expect(allow.checkCommand(line)).toMatchObject({ allow: false });
+    },
+  );
+
+  const installed = (program: string) =>
+    spawnSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
+  const proven = WRAPPER_ROUTES.filter((route) => route.proof !== false);
+  for (const route of proven) {
+    it.skipIf(route.needs !== undefined && !installed(route.needs))(
+      `bash runs ${route.name}`,
+      async () => {
+        const run = await runInBash(route.line);
+        expect(run.victimGone, `exit ${run.exitCode}: ${run.output.slice(0, 300)}`).toBe(true);
+      },
+      30_000,
+    );
+  }
+});
+
+describe('every wrapper and route the README names', () => {
+  const deny = createActionPolicy({ commands: { deny: ['rm'] } });
+  // Wrappers: the command they run is found (and is rm).
+  const wrappers = [
+    'setpriv rm x',
+    'setarch x86_64 rm x',
+    'linux32 rm x',
+    'x86_64 rm x',
+    'unshare -r rm x',
+    'nsenter -t 1 -m rm x',
+    'setsid -w rm x',
+    'ionice -c3 rm x',
+    'taskset 1 rm x',
+    'chrt 1 rm x',
+    'prlimit --nofile=1 rm x',
+    'choom -n 1 rm x',
+    'uclampset -m 0 rm x',
+    'enosys rm x',
+    'pipesz rm x',
+    'nice -n5 rm x',
+    'nohup rm x',
+    'timeout 5 rm x',
+    'stdbuf -oL rm x',
+    'chroot / rm x',
+    '/usr/bin/time -v rm x',
+    'strace -f rm x',
+    'ltrace -f rm x',
+    'valgrind --tool=none rm x',
+    'doas rm x',
+    'pkexec rm x',
+    'tini rm x',
+    'dumb-init rm x',
+    'gosu u rm x',
+    'su-exec u rm x',
+    'ssh-agent rm x',
+    'dbus-run-session rm x',
+    'dbus-launch rm x',
+    'xvfb-run -a rm x',
+    'fakeroot rm x',
+    'fakechroot rm x',
+    'faketime 1 rm x',
+    'bwrap --ro-bind / / rm x',
+    'firejail --quiet rm x',
+    'proot -r / rm x',
+    'numactl -l rm x',
+    'cgexec -g cpu:/ rm x',
+    'systemd-inhibit rm x',
+    'sshpass -p p rm x',
+    'rlwrap rm x',
+    'setuidgid u rm x',
+    'envuidgid u rm x',
+    'softlimit -m 1 rm x',
+    'setlock l rm x',
+    'chpst -u u rm x',
+    'chronic rm x',
+    'ifne rm x',
+    'lckdo l rm x',
+    'zrun rm x.gz',
+    'sudo rm x',
+    'su -c "rm x"',
+    'runuser -u u -- rm x',
+    'env X=1 rm x',
+    "env -S 'rm x'",
+    'echo x | xargs rm',
+    'find . -exec rm {} +',
+    'fd -x rm',
+    "flock l -c 'rm x'",
+    "script -c 'rm x' /dev/null",
+    "watch 'rm x'",
+    "capsh -- -c 'rm x'",
+    'capsh == -- -c "rm x"',
+    'start-stop-daemon --start --exec /usr/bin/env -- rm x',
+    'busybox rm x',
+    'exec rm x',
+    'command rm x',
+    '/lib64/ld-linux-x86-64.so.2 /bin/rm x',
+    'npx rm x',
+    'uv run rm x',
+    'poetry run rm x',
+    'bundle exec rm x',
+    'rustup run stable rm x',
+    'mise exec -- rm x',
+    'nix develop -c rm x',
+    'cross-env A=1 rm x',
+  ];
+  it.each(wrappers)('finds the command %s runs', (line) => {
+    expect(deny.checkCommand(line)).toMatchObject({
+      allow: false,
+      message: expect.stringMatching(/"(?:rm|\/bin\/rm)" (?:is|names a program that is) not allowed/),
+    });
+  });
+
+  // Routes it cannot check: refused with the reason.
+  const routes = [
+    'python3 -c \'import os; os.system("ls")\'',
+    "perl -e 'print `ls`'",
+    'perl -MIPC::Open3 -e 1',
+    'node -e \'require("child_process").exec("ls")\'',
+    "ruby -e 'puts `ls`'",
+    'php -r \'shell_exec("ls");\'',
+    'lua -e \'os.execute("ls")\'',
+    'Rscript -e \'system("ls")\'',
+    "julia -e 'run(`ls`)'",
+    'bash --rcfile rc -ic true',
+    'bash --init-file rc -i -c true',
+    'sqlite3 -init rc db',
+    'ssh -F cfg host',
+    'man -C m.conf ls',
+    'man -P less ls',
+    'wget --config=w.rc http://127.0.0.1/',
+    'wget -e use_askpass=x http://127.0.0.1/',
+    'gcc -B./bin x.c',
+    'gcc -specs=x.specs x.c',
+    'gcc -fplugin=./p.so x.c',
+    'apt-get -o APT::Update::Post-Invoke::=x update',
+    'go env -w GOFLAGS=-x',
+    'xterm -e ls',
+    'run-parts d',
+    'sudo -e f',
+    'strace -E LD_PRELOAD=x ls',
+    'bwrap --setenv LD_PRELOAD x ls',
+    'cross-env NODE_OPTIONS=--require=x node a.js',
+    'echo x > .pnpmfile.cjs',
+    'echo x > bunfig.toml',
+    'echo x > .yarnrc.yml',
+    'echo x > ~/.gdbinit',
+    'echo x > ~/.Rprofile',
+    'echo x > ~/.psqlrc',
+    'echo x > ~/.sqliterc',
+    'echo x > ~/.vimrc',
+    'echo x > ~/.lessfilter',
+    'echo x > /etc/profile.d/x.sh',
+    'echo x >> ~/.ssh/authorized_keys',
+    'echo x > ~/.ssh/rc',
+    'echo x >> ~/.bash_aliases',
+    'echo x > ~/.npmrc',
+    'echo x > pip.conf',
+    'echo x > sitecustomize.py',
+    'echo x > "$d/x.pth"',
+    'echo x > ~/.curlrc',
+    'echo x > ~/.wgetrc',
+    'echo x > .cargo/config.toml',
+    'echo x > ~/.config/go/env',
+    'echo x > /etc/ld.so.preload',
+    'cp x ~/.local/bin/ls',
+  ];
+  it.each(routes)('refuses %s, saying why', (line) => {
+    const decision = deny.checkCommand(line);
+    expect(decision).toMatchObject({ allow: false, message: expect.stringContaining('cannot be checked') });
+  });
 });
 
 describe('ordinary agent commands (test/action-policy-corpus.ts)', () => {

@@ -253,18 +253,56 @@ const GIT_HOOKS = new Set([
 // `.git` as a path component or quoted inside a program's text (`open('.git/config')`),
 // a user, system or XDG git config.
 const GIT_PATH = /(?:^|[^\w.-])\.git(?:[/'"\s)]|$)|gitconfig\b|(?:^|[^\w.-])git\/config\b/;
-// Files other programs read commands from: ssh's config (ProxyCommand), the dynamic loader's
-// preload list, shell startup files (run by login and interactive shells).
-const COMMAND_FILES =
-  /(?:^|[^\w.-])\.ssh\/config\b|ssh_config\b|ld\.so\.preload\b|(?:^|\/)\.(?:bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|kshrc|mkshrc)\b|\/etc\/(?:profile|bash\.bashrc|bashrc|zsh\/)/;
 
-/** A reason to refuse a word that names git's configuration or another command file, if it does. */
+/**
+ * Files other programs read as configuration or run at start-up, by the programs that read them:
+ * each can make a later command run another program or load code, so a word naming one counts as
+ * running that program with it (a file written there is configuration the command line does not
+ * show). From each program's manual: FILES and ENVIRONMENT sections.
+ */
+const CONFIGURATION_FILES: readonly (readonly [RegExp, string])[] = [
+  [
+    /(?:^|[^\w.-])\.ssh\/(?:config|rc|environment|authorized_keys2?)\b|ssh_config\b/,
+    'ssh config: ProxyCommand, LocalCommand, a login rc',
+  ],
+  [/ld\.so\.(?:preload|conf)\b/, 'ld.so.preload: libraries loaded into every program'],
+  [
+    /(?:^|[/'"\s=:])\.(?:bashrc|bash_profile|bash_login|bash_logout|bash_aliases|profile|zshrc|zshenv|zprofile|zlogin|kshrc|mkshrc)\b|\/etc\/(?:profile|bash\.bashrc|bashrc|zsh\/|environment\b)|(?:^|[/'"\s=:])\.pam_environment\b/,
+    'shell startup files',
+  ],
+  [
+    /(?:^|[/'"\s=:])\.?npmrc\b|(?:^|[/'"\s=:])\.yarnrc(?:\.yml)?\b|\.pnpmfile\.c?js\b|(?:^|[/'"\s=:])bunfig\.toml\b/,
+    'npm, yarn, pnpm or bun configuration: script-shell, node-options, yarnPath, hooks',
+  ],
+  [
+    /(?:^|[/'"\s=:])pip\.(?:conf|ini)\b|\.pydistutils\.cfg\b|(?:sitecustomize|usercustomize)\.py\b|(?:site|dist)-packages\/[^/\s'"]*\.pth\b/,
+    'Python start-up modules, .pth files, pip configuration',
+  ],
+  [
+    /(?:^|[/'"\s=:])[._]?curlrc\b|(?:^|[/'"\s=:])\.?wgetrc\b/,
+    'curl or wget configuration: output files, use_askpass',
+  ],
+  [
+    /(?:^|[/'"\s=:])\.(?:valgrindrc|gdbinit|lldbinit|Rprofile|Renviron|irbrc|pryrc|perldb|psqlrc|sqliterc|my\.cnf|mylogin\.cnf|vimrc|gvimrc|exrc|nvimrc|lesskey|lessfilter|hgrc|emacs)\b|nvim\/init\.(?:vim|lua)\b|\.hg\/hgrc\b/,
+    'start-up files of debuggers, interpreters, database shells, editors, pagers, hg',
+  ],
+  [
+    /\.cargo\/config(?:\.toml)?\b|(?:^|[/'"\s=:])go\/env\b/,
+    'cargo or go configuration: runners, wrappers, flags',
+  ],
+];
+
+/** A reason to refuse a word that names git's configuration or another program's, if it does. */
 export function configPathHazard(text: string): string | undefined {
   if (text.includes('git') && GIT_PATH.test(text)) {
     return 'a path into .git or a git configuration file (git runs commands named there: aliases, hooks, pagers, filters)';
   }
-  if (COMMAND_FILES.test(text)) {
-    return 'a path to a file other programs run commands from (ssh config, shell startup files, ld.so.preload)';
+  // Every file below has a dot or a slash in the words that name it.
+  if (!text.includes('.') && !text.includes('/')) return undefined;
+  for (const [pattern, readers] of CONFIGURATION_FILES) {
+    if (pattern.test(text)) {
+      return `a path to a file other programs run commands from (${readers})`;
+    }
   }
   return undefined;
 }
@@ -308,7 +346,7 @@ const PATH_DIRECTORIES =
  * repository made by hand, where `.git` is not in the path), a git hook, a program in a directory
  * on PATH, or a glob that could match one of those.
  */
-export function outputPathHazard(target: ShellWord): string | undefined {
+export function outputPathHazard(target: ShellWord, options: { copied?: boolean } = {}): string | undefined {
   const text = target.text;
   if (target.processSubstitution) return undefined;
   if (target.dynamic && /[*?[]/.test(text) && !text.includes('$')) {
@@ -328,8 +366,54 @@ export function outputPathHazard(target: ShellWord): string | undefined {
   if (parts[parts.length - 2] === 'hooks' && GIT_HOOKS.has(base)) {
     return 'writing a git hook (git runs it)';
   }
+  // A .pth file is text Python reads from a site-packages folder; a model checkpoint copied to a
+  // .pth name elsewhere (`cp best.pth final.pth`) is not one.
+  const copiedElsewhere = options.copied && !target.dynamic && !/(?:site|dist)-packages/.test(text);
+  if (base.endsWith('.pth') && !copiedElsewhere) {
+    return 'writing a .pth file (Python runs its import lines when it starts, from a site-packages folder)';
+  }
   return undefined;
 }
 
-/** Programs whose arguments name files they write (checked like redirection targets). */
-export const FILE_WRITERS = new Set(['tee', 'cp', 'mv', 'install', 'ln', 'rsync', 'dd', 'truncate']);
+/**
+ * Programs whose arguments name files they write, checked like redirection targets: the files
+ * each writes (its destination: `-t DIR` or the last operand of cp, mv, install, ln and rsync;
+ * every operand of tee and truncate; `of=` of dd).
+ */
+export function writtenFiles(name: string, words: readonly ShellWord[]): ShellWord[] {
+  const operands = words.slice(1).filter((word) => !word.text.startsWith('-') || word.text === '-');
+  switch (name) {
+    case 'tee':
+    case 'truncate':
+      return operands;
+    case 'dd':
+      return words
+        .filter((word) => word.text.startsWith('of='))
+        .map((word) => ({ ...word, text: word.text.slice(3) }));
+    case 'cp':
+    case 'mv':
+    case 'install':
+    case 'ln':
+    case 'rsync': {
+      for (let index = 1; index < words.length; index += 1) {
+        const text = words[index]!.text;
+        if (text === '-t' || text === '--target-directory')
+          return words[index + 1] ? [words[index + 1]!] : [];
+        if (text.startsWith('--target-directory=')) {
+          return [{ ...words[index]!, text: text.slice('--target-directory='.length) }];
+        }
+        // `-t DIR` in a cluster (`-rt DIR`, `-tDIR`); cp's -S takes a value of its own.
+        const cluster = /^-([A-Za-z]+)/.exec(text)?.[1];
+        const at = cluster && name !== 'rsync' ? cluster.search(/[tS]/) : -1;
+        if (at >= 0 && cluster![at] === 't') {
+          const rest = text.slice(at + 2);
+          if (rest !== '') return [{ ...words[index]!, text: rest }];
+          return words[index + 1] ? [words[index + 1]!] : [];
+        }
+      }
+      return operands.length > 0 ? [operands[operands.length - 1]!] : [];
+    }
+    default:
+      return [];
+  }
+}

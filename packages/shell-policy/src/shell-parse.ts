@@ -21,11 +21,11 @@
 import { ShearsError } from '@shears/core';
 import {
   configPathHazard,
-  FILE_WRITERS,
   isSensitiveVariable,
   isSpecialBuiltin,
   outputPathHazard,
   variableRisk,
+  writtenFiles,
 } from './shell-parse-environment.js';
 import { hasProgramKnowledge, resolveProgram } from './shell-parse-programs.js';
 import type { ParsedCommand, ProgramContext, ShellWord, StdinSource } from './types.js';
@@ -1174,13 +1174,13 @@ function resolveWords(
   if (first.text.startsWith('/proc/') || first.text.startsWith('/dev/fd/')) {
     hazard('a program named through /proc or /dev/fd (it can be the shell itself)');
   }
-  const writes = FILE_WRITERS.has(name);
   for (let index = 1; index < words.length; index += 1) {
-    const word = words[index]!;
-    const text = name === 'dd' ? word.text.replace(/^of=/, '') : word.text;
-    const reason =
-      configPathHazard(text) ??
-      (writes && !text.startsWith('-') ? outputPathHazard({ ...word, text }) : undefined);
+    const reason = configPathHazard(words[index]!.text);
+    if (reason) hazard(reason);
+  }
+  const copies = name === 'cp' || name === 'mv' || name === 'install' || name === 'ln' || name === 'rsync';
+  for (const file of writtenFiles(name, words)) {
+    const reason = outputPathHazard(file, { copied: copies });
     if (reason) hazard(reason);
   }
   // Most commands (ls, cat, grep) run nothing else: no context to build.
