@@ -292,13 +292,16 @@ const CONFIGURATION_FILES: readonly (readonly [RegExp, string])[] = [
   ],
 ];
 
+const ANY_CONFIGURATION_FILE = new RegExp(CONFIGURATION_FILES.map(([pattern]) => pattern.source).join('|'));
+
 /** A reason to refuse a word that names git's configuration or another program's, if it does. */
 export function configPathHazard(text: string): string | undefined {
   if (text.includes('git') && GIT_PATH.test(text)) {
     return 'a path into .git or a git configuration file (git runs commands named there: aliases, hooks, pagers, filters)';
   }
-  // Every file below has a dot or a slash in the words that name it.
-  if (!text.includes('.') && !text.includes('/')) return undefined;
+  // Every file below has a dot or a slash in the words that name it; one pass finds whether any
+  // is named, the list then says which.
+  if ((!text.includes('.') && !text.includes('/')) || !ANY_CONFIGURATION_FILE.test(text)) return undefined;
   for (const [pattern, readers] of CONFIGURATION_FILES) {
     if (pattern.test(text)) {
       return `a path to a file other programs run commands from (${readers})`;
@@ -375,12 +378,15 @@ export function outputPathHazard(target: ShellWord, options: { copied?: boolean 
   return undefined;
 }
 
+const FILE_WRITERS = new Set(['tee', 'truncate', 'dd', 'cp', 'mv', 'install', 'ln', 'rsync']);
+
 /**
  * Programs whose arguments name files they write, checked like redirection targets: the files
  * each writes (its destination: `-t DIR` or the last operand of cp, mv, install, ln and rsync;
  * every operand of tee and truncate; `of=` of dd).
  */
 export function writtenFiles(name: string, words: readonly ShellWord[]): ShellWord[] {
+  if (!FILE_WRITERS.has(name)) return [];
   const operands = words.slice(1).filter((word) => !word.text.startsWith('-') || word.text === '-');
   switch (name) {
     case 'tee':
