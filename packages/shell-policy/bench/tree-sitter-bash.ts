@@ -25,7 +25,7 @@ import { Language, type Node, Parser } from 'web-tree-sitter';
 import { createActionPolicy } from '../src/action-policy.js';
 import { parseCommandLine, parseSimpleCommands } from '../src/shell-parse.js';
 import { ORDINARY_COMMANDS } from '../test/action-policy-corpus.js';
-import { EVASIONS } from '../test/action-policy-evasions.js';
+import { EVASIONS, WRAPPER_ROUTES } from '../test/action-policy-evasions.js';
 
 const require = createRequire(import.meta.url);
 const WASM = require.resolve('tree-sitter-bash/tree-sitter-bash.wasm');
@@ -33,7 +33,8 @@ const DIST = fileURLToPath(new URL('../dist/shell-parse.js', import.meta.url));
 const round2 = (value: number) => Math.round(value * 100) / 100;
 const load = () => loadavg().map(round2);
 
-const lines = [...ORDINARY_COMMANDS, ...EVASIONS.map((evasion) => evasion.line)];
+const evasions = [...EVASIONS, ...WRAPPER_ROUTES].map((evasion) => evasion.line);
+const lines = [...ORDINARY_COMMANDS, ...evasions];
 
 await Parser.init();
 const bash = await Language.load(WASM);
@@ -237,7 +238,7 @@ const INVALID = [
 ];
 const sets: Record<string, readonly string[]> = {
   ordinary: ORDINARY_COMMANDS,
-  evasions: EVASIONS.map((evasion) => evasion.line),
+  evasions,
   invalid: INVALID,
 };
 const differences: { line: string; ours: string[]; treeSitter: string[] }[] = [];

@@ -160,7 +160,9 @@ describe('createActionPolicy', () => {
     ]) {
       expect(write(path), path).toMatchObject({
         allow: false,
-        message: expect.stringMatching(/^Refused by the action policy: the tool "write_file" writing/),
+        message: expect.stringMatching(
+          /^Refused by the action policy: write_file would write ".+", .+ Nothing was written\.$/,
+        ),
       });
     }
     const patch = (text: string) =>
@@ -226,6 +228,24 @@ describe('createActionPolicy', () => {
       false,
     );
     expect(custom.checkToolCall(write)).toEqual({ allow: true });
+  });
+
+  it('screens literal interpreter code for names, and says it cannot read it (README)', () => {
+    const policy = createActionPolicy({ commands: { deny: ['rm'] } });
+    expect(policy.checkCommand('python3 -c \'import os; os.system("rm x")\'').allow).toBe(false);
+    // A name built at run time gets past a screen of names: the sandbox is the boundary.
+    expect(
+      policy.checkCommand("python3 -c \"import os; f = os.__dict__['sys' + 'tem']; f('rm x')\""),
+    ).toEqual({
+      allow: true,
+    });
+    // A script file, and the file a tool runs as its program, are not read.
+    expect(policy.checkCommand('python3 script.py && make test && npm test')).toEqual({ allow: true });
+    for (const path of ['Makefile', 'package.json', 'conftest.py']) {
+      expect(policy.checkToolCall({ name: 'write_file', arguments: { path, content: 'rm -rf /' } })).toEqual({
+        allow: true,
+      });
+    }
   });
 
   it('rejects bad settings naming the valid keys', () => {

@@ -285,7 +285,7 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
         const reason = configPathHazard(file) ?? outputPathHazard({ text: file, dynamic: false });
         if (reason) {
           return refuse(
-            `the tool "${call.name}" writing "${clip(file)}": ${reason} cannot be checked by this environment's command policy. Nothing was written.`,
+            `${call.name} would write "${clip(file)}", ${reason}; this environment's command policy counts that as running the program that reads it, which it cannot check. Nothing was written.`,
           );
         }
       }

@@ -345,6 +345,10 @@ export const databaseShell: Handler = (context) => {
     else if (codeOptions.some((option) => option.startsWith('--') && text.startsWith(`${option}=`))) {
       code = { text: text.slice(text.indexOf('=') + 1), dynamic: args[index]!.dynamic };
     } else if (text === '-f' || text.startsWith('--file')) file = true;
+    else if (/^--pager(?:=|$)/.test(text) && context.name !== 'psql') {
+      context.hazard(`${context.name} --pager (it runs a command)`);
+      return;
+    }
   }
   if (code) {
     if (code.dynamic || /\\!|\\[og]\s*\||\bsystem\b|\bprogram\b/i.test(code.text)) {
@@ -447,6 +451,7 @@ export const ALWAYS_HAZARD: Record<string, string> = {
   alacritty: 'a terminal emulator (it runs commands in a terminal this policy cannot see)',
   byobu: 'byobu (it runs commands in a terminal this policy cannot see)',
   incrontab: 'incrontab (it schedules commands)',
+  run0: 'run0 (it starts commands through systemd, outside this shell)',
 };
 
 /** APT options that are data; any other `-o` can set a hook command or dpkg options. */
@@ -557,5 +562,42 @@ export const compiler: Handler = (context) => {
     } else if (/^--?specs[= ]?/.test(text) || /^-f(?:pass-)?plugin[=-]/.test(text) || text === '-load') {
       context.hazard(`${context.name} ${text.split('=')[0]} (it changes what the compiler runs or loads)`);
     }
+  }
+};
+
+/** Download tools whose options name a command to run when a download ends (aria2c, yt-dlp). */
+export const downloadHooks: Handler = (context) => {
+  for (const word of context.words.slice(1)) {
+    const option =
+      context.name === 'aria2c'
+        ? /^--on-(?:download|bt-download)-\w+(?:=|$)/.exec(word.text)
+        : /^--exec(?:-before-download)?(?:=|$)/.exec(word.text);
+    if (option) {
+      context.hazard(`${context.name} ${word.text.split('=')[0]} (it runs a command)`);
+      return;
+    }
+  }
+};
+
+/** rustc: `-C linker=PROGRAM` runs that program to link. */
+export const rustc: Handler = (context) => {
+  const { words } = context;
+  for (let index = 1; index < words.length; index += 1) {
+    const text = words[index]!.text;
+    const value =
+      text === '-C' || text === '--codegen'
+        ? words[index + 1]?.text
+        : /^(?:-C|--codegen=)(.+)$/s.exec(text)?.[1];
+    if (value !== undefined && /^(?:linker|link-self-contained|linker-flavor)=/.test(value)) {
+      context.hazard(`rustc -C ${value.split('=')[0]} (it runs another program to link)`);
+      return;
+    }
+  }
+};
+
+/** Mercurial: `--config SECTION.KEY=VALUE` can set hooks and aliases, which run commands. */
+export const hg: Handler = (context) => {
+  if (context.words.some((word) => /^--config(?:=|$)/.test(word.text))) {
+    context.hazard('hg --config (hooks and aliases set there run commands)');
   }
 };

@@ -30,6 +30,54 @@ const GIT_SUBCOMMANDS = new Set(
 );
 
 /** Subcommands that run commands from their configuration or arguments in ways not parsed here. */
+/** Options that give a commit, tag or note its message, so that no editor starts. */
+const MESSAGE_OPTIONS = /^(?:-[a-zA-Z]*[mFC]|--(?:message|file|reuse-message|no-edit|fixup)(?:=|$))/;
+
+/**
+ * Whether this git command starts an editor or an interactive prompt (as git's manual says for
+ * each): what it starts, or undefined.
+ */
+function startsEditor(subcommand: string, args: readonly ShellWord[]): string | undefined {
+  const texts = args.map((word) => word.text);
+  const has = (pattern: RegExp) => texts.some((text) => pattern.test(text));
+  const forcedEdit = has(/^(?:-e|--edit)$/);
+  switch (subcommand) {
+    case 'commit':
+      return forcedEdit || !has(MESSAGE_OPTIONS) ? 'starting an editor' : undefined;
+    case 'tag':
+      return forcedEdit ||
+        (has(/^(?:-[a-zA-Z]*[asu]|--annotate|--sign|--local-user)/) &&
+          !has(/^(?:-[a-zA-Z]*[mF]|--message|--file)/))
+        ? 'starting an editor'
+        : undefined;
+    case 'notes':
+      return /^(?:add|append|edit)$/.test(texts.find((text) => !text.startsWith('-')) ?? '') &&
+        !has(/^(?:-[mFcC]|--message|--file|--reuse-message|--reedit-message)/)
+        ? 'starting an editor'
+        : undefined;
+    case 'rebase':
+      return has(/^(?:-[a-zA-Z]*i|--interactive)$/) ? 'starting an editor (--interactive)' : undefined;
+    case 'merge':
+    case 'pull':
+    case 'cherry-pick':
+    case 'revert':
+      return forcedEdit ? 'starting an editor (--edit)' : undefined;
+    case 'add':
+    case 'checkout':
+    case 'reset':
+    case 'restore':
+    case 'stash':
+    case 'clean':
+      return has(/^(?:-[a-zA-Z]*[pie]|--patch|--interactive|--edit)$/)
+        ? 'asking interactively (its e answer starts an editor)'
+        : undefined;
+    case 'am':
+      return has(/^(?:-i|--interactive)$/) ? 'asking interactively' : undefined;
+    default:
+      return undefined;
+  }
+}
+
 const GIT_RUNNING_SUBCOMMANDS = new Set([
   'filter-branch',
   'hook',
@@ -214,6 +262,13 @@ export const git: Handler = (context) => {
       }
     }
   };
+  const editing = startsEditor(subcommand, args);
+  if (editing && context.stdin.kind !== 'inherited' && context.stdin.kind !== 'closed') {
+    // The editor (vi by default) reads its commands from the input the line gives it (`:!cmd`).
+    context.hazard(
+      `git ${subcommand} ${editing} with its input from the command line (an editor reads commands from it)`,
+    );
+  }
   switch (subcommand) {
     case 'config': {
       const options = args.filter((word) => word.text.startsWith('-'));

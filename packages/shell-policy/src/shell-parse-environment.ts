@@ -91,6 +91,16 @@ const SENSITIVE_NAMES = new Set([
   'HGRCPATH',
   'COVERAGE_PROCESS_START',
   'COVERAGE_RCFILE',
+  // Start-up files and pagers of database shells, interpreters and tools (their manuals'
+  // ENVIRONMENT sections).
+  'PSQLRC',
+  'PSQL_PAGER',
+  'PSQL_EDITOR',
+  'MYSQL_HOME',
+  'IRBRC',
+  'VALGRIND_OPTS',
+  'ZDOTDIR',
+  'AWS_CONFIG_FILE',
 ]);
 
 /** Prefixes of such variables (`LD_PRELOAD`, `GIT_CONFIG_COUNT`, `BASH_FUNC_ls%%`, ...). */
@@ -290,6 +300,10 @@ const CONFIGURATION_FILES: readonly (readonly [RegExp, string])[] = [
     /\.cargo\/config(?:\.toml)?\b|(?:^|[/'"\s=:])go\/env\b/,
     'cargo or go configuration: runners, wrappers, flags',
   ],
+  [
+    /(?:^|[/'"\s=:])(?:\.pre-commit-config\.ya?ml|\.?lefthook(?:-local)?\.ya?ml|\.overcommit\.yml)\b/,
+    'git hook frameworks: the commands pre-commit, lefthook or overcommit run at each commit',
+  ],
 ];
 
 const ANY_CONFIGURATION_FILE = new RegExp(CONFIGURATION_FILES.map(([pattern]) => pattern.source).join('|'));
@@ -332,6 +346,9 @@ function globToRegExp(glob: string): RegExp {
   return new RegExp(`(?:^|/)${source}$`);
 }
 
+/** Directories git runs hooks from: its own, and the ones projects point core.hooksPath at. */
+const HOOK_DIRECTORIES = new Set(['hooks', '.husky', '.githooks', 'githooks', '.git-hooks', 'git-hooks']);
+
 const SENSITIVE_FILES = [
   '.git/config',
   '.git/hooks/pre-commit',
@@ -366,7 +383,7 @@ export function outputPathHazard(target: ShellWord, options: { copied?: boolean 
   if (base === 'config') {
     return 'writing a file named config (it can be the configuration of a git repository, which runs commands)';
   }
-  if (parts[parts.length - 2] === 'hooks' && GIT_HOOKS.has(base)) {
+  if (HOOK_DIRECTORIES.has(parts[parts.length - 2] ?? '') && GIT_HOOKS.has(base)) {
     return 'writing a git hook (git runs it)';
   }
   // A .pth file is text Python reads from a site-packages folder; a model checkpoint copied to a
@@ -401,23 +418,45 @@ export function writtenFiles(name: string, words: readonly ShellWord[]): ShellWo
     case 'install':
     case 'ln':
     case 'rsync': {
-      for (let index = 1; index < words.length; index += 1) {
-        const text = words[index]!.text;
-        if (text === '-t' || text === '--target-directory')
-          return words[index + 1] ? [words[index + 1]!] : [];
-        if (text.startsWith('--target-directory=')) {
-          return [{ ...words[index]!, text: text.slice('--target-directory='.length) }];
+      // The destination: `-t DIR` (also in a cluster, `-rt DIR`, `-tDIR`; cp's -S takes a value
+      // of its own), or the last operand. Into a directory, each source keeps its name there.
+      let directory: ShellWord | undefined;
+      let sources = operands;
+      for (let index = 1; index < words.length && !directory; index += 1) {
+        const word = words[index]!;
+        const text = word.text;
+        if (text === '-t' || text === '--target-directory') directory = words[index + 1];
+        else if (text.startsWith('--target-directory=')) {
+          directory = { ...word, text: text.slice('--target-directory='.length) };
+        } else {
+          const cluster = /^-([A-Za-z]+)/.exec(text)?.[1];
+          const at = cluster && name !== 'rsync' ? cluster.search(/[tS]/) : -1;
+          if (at >= 0 && cluster![at] === 't') {
+            const rest = text.slice(at + 2);
+            directory = rest !== '' ? { ...word, text: rest } : words[index + 1];
+          }
         }
-        // `-t DIR` in a cluster (`-rt DIR`, `-tDIR`); cp's -S takes a value of its own.
-        const cluster = /^-([A-Za-z]+)/.exec(text)?.[1];
-        const at = cluster && name !== 'rsync' ? cluster.search(/[tS]/) : -1;
-        if (at >= 0 && cluster![at] === 't') {
-          const rest = text.slice(at + 2);
-          if (rest !== '') return [{ ...words[index]!, text: rest }];
-          return words[index + 1] ? [words[index + 1]!] : [];
-        }
+        if (directory) sources = operands.filter((operand) => operand !== directory);
       }
-      return operands.length > 0 ? [operands[operands.length - 1]!] : [];
+      if (!directory) {
+        if (operands.length === 0) return [];
+        const last = operands[operands.length - 1]!;
+        sources = operands.slice(0, -1);
+        // One source and a destination without a trailing slash: a directory only if its last
+        // part has no extension (`cp x repo/hooks` may write repo/hooks/x; `cp a b.cfg` does not).
+        const lastPart = last.text.replace(/\/+$/, '').split('/').pop() ?? '';
+        if (sources.length === 1 && !last.text.endsWith('/') && lastPart.includes('.')) return [last];
+        directory = last;
+      }
+      const into = directory.text.replace(/\/+$/, '');
+      return [
+        directory,
+        ...sources.map((source) => ({
+          ...directory!,
+          dynamic: directory!.dynamic || source.dynamic,
+          text: `${into}/${source.text.replace(/\/+$/, '').split('/').pop()}`,
+        })),
+      ];
     }
     default:
       return [];

@@ -152,4 +152,20 @@ describe('parseCommandLine', () => {
     expect(reasons('cp x /usr/local/bin/ls')).toEqual([expect.stringMatching(/directory on PATH/)]);
     expect(reasons("echo 'x' >> ~/.bashrc")).toEqual([expect.stringMatching(/shell startup files/)]);
   });
+
+  it('checks the file a copying program writes, not the ones it reads', () => {
+    expect(reasons('cp config backup.cfg && mv old/config old.cfg')).toEqual([]);
+    expect(reasons('cp x bare/config')).toEqual([expect.stringMatching(/file named config/)]);
+    expect(reasons('cp -t repo/hooks pre-commit')).toEqual([expect.stringMatching(/git hook/)]);
+    expect(reasons('cp hooks-src/pre-push repo/hooks/')).toEqual([expect.stringMatching(/git hook/)]);
+    expect(reasons('cp -rt repo/.git/hooks pre-commit')).toEqual(
+      expect.arrayContaining([expect.stringMatching(/path into \.git/), expect.stringMatching(/git hook/)]),
+    );
+    expect(reasons('install -m 755 zap /usr/local/bin/ls')).toEqual([
+      expect.stringMatching(/directory on PATH/),
+    ]);
+    expect(reasons('cp best.pth final.pth')).toEqual([]);
+    expect(reasons('cp x.pth "$site/x.pth"')).toEqual([expect.stringMatching(/\.pth file/)]);
+    expect(reasons('echo "import os" > x.pth')).toEqual([expect.stringMatching(/\.pth file/)]);
+  });
 });

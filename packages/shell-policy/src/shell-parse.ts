@@ -1181,7 +1181,10 @@ function resolveWords(
   const copies = name === 'cp' || name === 'mv' || name === 'install' || name === 'ln' || name === 'rsync';
   for (const file of writtenFiles(name, words)) {
     const reason = outputPathHazard(file, { copied: copies });
-    if (reason) hazard(reason);
+    if (reason) {
+      hazard(reason);
+      break;
+    }
   }
   // Most commands (ls, cat, grep) run nothing else: no context to build.
   if (!hasProgramKnowledge(name)) return;

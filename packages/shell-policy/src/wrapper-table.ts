@@ -310,6 +310,7 @@ const WRAPPERS: Record<string, WrapperDefinition> = {
     options:
       '-u= --user= -p= --pass= -a= --address= -P= --port= -i --isolate -d --debug -q --quiet -6 --ipv6 -h --help --version',
   },
+  torify: { usage: 'torify command [arguments] (torsocks)', options: '' },
   tsocks: { usage: 'tsocks [program [arguments]]', options: '' },
   trickle: {
     usage:

@@ -348,6 +348,9 @@ export const WRAPPER_ROUTES: readonly Evasion[] = [
   { name: 'rustup run', line: 'rustup run stable rm victim', proof: false },
   { name: 'cross-env', line: 'cross-env NODE_ENV=test rm victim', proof: false },
   { name: 'nix-shell --run', line: "nix-shell -p hello --run 'rm victim'", proof: false },
+  { name: 'torify', line: 'torify rm victim', proof: false },
+  { name: 'devbox run', line: 'devbox run rm victim', proof: false },
+  { name: 'run0 (systemd)', line: 'run0 rm victim', proof: false },
   // Options that run another program.
   { name: 'strace -o |command', line: "strace -o '|rm victim' true", needs: 'strace' },
   { name: 'strace --output=!command', line: "strace --output='!rm victim' true", needs: 'strace' },
@@ -393,6 +396,16 @@ export const WRAPPER_ROUTES: readonly Evasion[] = [
     line: `${GIT_REPO}echo hi > f && git add f && git grep --open-files='rm ../victim' hi`,
   },
   {
+    name: 'git commit starting vi on a pipe',
+    line: `${GIT_REPO}printf ':!rm ../victim\\n:q!\\n' | TERM=xterm git -c user.name=a -c user.email=b commit --allow-empty`,
+    needs: 'vi',
+  },
+  {
+    name: 'git add -p answering e from a here-string',
+    line: `${GIT_REPO}echo a > f && git add f && echo b > f && git add -p <<< e`,
+    proof: false,
+  },
+  {
     name: 'sqlite3 -cmd before the database',
     line: "sqlite3 -cmd '.shell rm victim' :memory: 'select 1'",
     needs: 'sqlite3',
@@ -411,6 +424,16 @@ export const WRAPPER_ROUTES: readonly Evasion[] = [
   { name: 'netcat -e', line: 'nc -l -p 9 -e /bin/sh', proof: false },
   { name: 'socat EXEC:', line: "socat - EXEC:'rm victim'", proof: false },
   { name: 'go env -w GOFLAGS', line: 'go env -w GOFLAGS=-toolexec=./zap', proof: false },
+  {
+    name: 'aria2c --on-download-complete',
+    line: 'aria2c --on-download-complete=./zap http://127.0.0.1:9/x',
+    proof: false,
+  },
+  { name: 'yt-dlp --exec', line: "yt-dlp --exec 'rm victim' http://127.0.0.1:9/x", proof: false },
+  { name: 'rustc -C linker', line: 'rustc -C linker=./zap main.rs', proof: false },
+  { name: 'hg --config with a hook', line: "hg --config hooks.pre-status='rm victim' status", proof: false },
+  { name: 'mysql --pager', line: "mysql --pager='rm victim' -e 'select 1'", proof: false },
+  { name: 'PSQLRC for psql', line: 'PSQLRC=./rc psql -c "select 1"', proof: false },
   // Interpreter code that runs programs, like awk's system().
   { name: 'python3 -c with os.system', line: 'python3 -c \'import os; os.system("rm victim")\'' },
   {
@@ -461,6 +484,22 @@ export const WRAPPER_ROUTES: readonly Evasion[] = [
   { name: 'an .ssh/rc', line: "mkdir -p ~/.ssh && echo 'rm ~/victim' > ~/.ssh/rc", proof: false },
   { name: 'a .bash_aliases', line: 'echo \'alias ls="rm victim"\' >> ~/.bash_aliases', proof: false },
   { name: 'a .sqliterc', line: "echo '.shell rm victim' > ~/.sqliterc", proof: false },
+  { name: 'a husky hook', line: "mkdir -p .husky && echo 'rm victim' > .husky/pre-commit", proof: false },
+  {
+    name: 'a .githooks hook',
+    line: "mkdir -p .githooks && echo 'rm victim' > .githooks/pre-push",
+    proof: false,
+  },
+  {
+    name: 'a .pre-commit-config.yaml',
+    line: "printf 'repos: [{repo: local, hooks: [{id: x, name: x, entry: rm victim, language: system}]}]\\n' > .pre-commit-config.yaml",
+    proof: false,
+  },
+  {
+    name: 'a lefthook.yml',
+    line: "echo 'pre-commit: {commands: {x: {run: rm victim}}}' > lefthook.yml",
+    proof: false,
+  },
   {
     name: 'a .cargo/config.toml',
     line: "mkdir -p .cargo && echo '[build]' > .cargo/config.toml",
