@@ -156,7 +156,11 @@ describe('createActionPolicy', () => {
       '/root/.local/lib/python3.11/site-packages/usercustomize.py',
       'sitecustomize.py',
       '/usr/local/bin/ls',
+      '/root/.local/bin/pytest',
+      'node_modules/.bin/jest',
+      '.venv/bin/pytest',
       '.cargo/config.toml',
+      '.husky/pre-commit',
     ]) {
       expect(write(path), path).toMatchObject({
         allow: false,

@@ -163,6 +163,7 @@ const PATCH_HEADERS = [
   /^\s*\*\*\*\s*Move\s+File:\s*(.+?)\s*->\s*(.+?)\s*$/,
   /^(?:---|\+\+\+)\s+(.+?)(?:\t.*)?$/,
   /^diff --git\s+(\S+)\s+(\S+)/,
+  /^(?:rename|copy) (?:from|to) (.+)$/,
 ];
 
 /**

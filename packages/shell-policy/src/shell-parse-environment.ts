@@ -357,9 +357,13 @@ const SENSITIVE_FILES = [
   'config',
 ];
 
-/** Directories on the default PATH: a program written there shadows the one a later command names. */
+/**
+ * Directories on the default PATH, and the ones package runners put first on it
+ * (`node_modules/.bin` for npx and npm scripts, a virtualenv's `bin` for `uv run`): a program
+ * written there shadows the one a later command names.
+ */
 const PATH_DIRECTORIES =
-  /^(?:\/usr\/local\/s?bin|\/usr\/s?bin|\/s?bin|~\/\.local\/bin|~\/bin|\$HOME\/\.local\/bin|\$HOME\/bin)\//;
+  /^(?:\/usr\/local\/s?bin|\/usr\/s?bin|\/s?bin|(?:~|\$HOME|\$\{HOME\}|\/root|\/home\/[^/]+)\/(?:\.local\/)?bin)\/|(?:^|\/)(?:node_modules\/\.bin|\.?venv\/bin)\//;
 
 /**
  * A reason to refuse a file a command writes: a file named `config` (the configuration of a git
