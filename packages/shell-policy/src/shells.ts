@@ -142,12 +142,14 @@ interface InterpreterSpec {
    * name at run time gets past it, and the README says so).
    */
   runs?: RegExp;
-  /** Options whose values (module names) are screened with `runs` too (`perl -MIPC::Open3`). */
+  /** Options whose values name modules to load (`perl -MIPC::Open3`, `ruby -ropen3`). */
   modules?: string[];
+  /** Modules among those that run programs. */
+  moduleRuns?: RegExp;
 }
 
 const PYTHON_RUNS =
-  /subprocess|\bos\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)\b|(?<!platform)\.\s*(?:system|popen)\s*\(|(?<![\w.])(?:system|popen|exec[lv]\w*|spawn[lv]\w*|posix_spawnp?|fork|forkpty)\s*\(|\bpty\s*\.\s*spawn|\bctypes\b|\bcffi\b|__import__|\bimportlib\b|\brunpy\b|\bmultiprocessing\b|\bcode\s*\.\s*interact|(?<![\w.])(?:exec|eval|compile|getattr|breakpoint)\s*\(/;
+  /subprocess|\bos\s*\.\s*(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)\b|(?<!platform)\.\s*(?:system|popen)\s*\(|(?<![\w.])(?:system|popen|exec[lv]\w*|spawn[lv]\w*|posix_spawnp?|fork|forkpty)\s*\(|\bpty\s*\.\s*spawn|\bctypes\b|\bcffi\b|__import__|\bimportlib\s*\.\s*(?:import_module|util|machinery)|\brunpy\b|\bcode\s*\.\s*interact|(?<![\w.])(?:exec|eval|compile|breakpoint)\s*\(|\bgetattr\s*\(\s*(?:os|subprocess|pty|posix|builtins|__builtins__)\b/;
 const R_RUNS = /\b(?:system|system2|shell|pipe|eval|parse|dyn\.load)\s*\(|\bprocessx\b|\bsys::|\bcallr\b/;
 const JAVASCRIPT_RUNS =
   /child_process|\b(?:execSync|execFileSync|spawnSync|execFile|spawn|fork)\s*\(|(?<![\w.])exec\s*\(|process\s*\.\s*(?:binding|dlopen|_linkedBinding)|\beval\s*\(|\bFunction\s*\(|\bvm\s*\.|\bimport\s*\(|\brequire\s*\(\s*[^'"`\s]|\bDeno\s*\.\s*(?:run|Command)\b|\bBun\s*\.\s*(?:spawn|spawnSync|\$)/;
@@ -167,14 +169,16 @@ const INTERPRETERS: Record<string, InterpreterSpec> = {
   perl: {
     options: { shortValue: 'eEI', shortOptional: 'ilx0dDCMmFV' },
     code: ['-e', '-E'],
-    runs: /\b(?:system|exec|readpipe|fork|syscall|eval)\b|`|\bqx\s*[^\w\s]|\bopen\s*\(?[^;]*\||\bIPC::|\bShell\b/,
+    runs: /(?<![\w/"'$@%&>:-])(?:system|exec|readpipe|fork|syscall|eval)\b(?=\s*[({"'$@`\w])|`|\bqx\s*[^\w\s]|\bopen\s*\(?[^;]*\||\bIPC::/,
     modules: ['-M', '-m'],
+    moduleRuns: /^-?(?:IPC::|Shell\b|Expect\b|Proc::|System::|Sys::)/,
   },
   ruby: {
     options: { shortValue: 'erICEF', shortOptional: 'xW0lK', lenientLong: true },
     code: ['-e'],
-    runs: /\b(?:system|exec|spawn|fork|syscall|eval|instance_eval|class_eval|module_eval|send|public_send|__send__)\b|`|%x|\bIO\s*\.\s*popen|\bOpen3\b|\bPTY\b|\bProcess\s*\.\s*spawn|\bKernel\b|\bopen\s*\(?\s*["']\|/,
+    runs: /(?<![\w/"'.:-])(?:system|exec|spawn|fork|syscall|eval|instance_eval|class_eval|module_eval|send|public_send|__send__)\b(?=\s*[({"'$@`\w])|`|%x|\bIO\s*\.\s*popen|\bOpen3\b|\bPTY\b|\bProcess\s*\.\s*spawn|\bKernel\s*\.|\bopen\s*\(?\s*["']\|/,
     modules: ['-r'],
+    moduleRuns: /^(?:open3|pty|shell)$/,
   },
   node: {
     options: {
@@ -204,7 +208,7 @@ const INTERPRETERS: Record<string, InterpreterSpec> = {
     code: ['-r', '-B', '-R', '-E'],
     file: ['-f', '-F'],
     interactive: ['-a'],
-    runs: /\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|call_user_func\w*|mail|putenv|dl)\b|`/,
+    runs: /(?<![\w/"'$>-])(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|create_function|call_user_func\w*|mail|putenv|dl)\s*\(|`/,
   },
   lua: {
     options: { shortValue: 'el' },
@@ -223,7 +227,7 @@ const INTERPRETERS: Record<string, InterpreterSpec> = {
     options: { shortValue: 'eEL', lenientLong: true },
     code: ['-e', '-E'],
     file: ['-L'],
-    runs: /\b(?:run|pipeline|eval|include|ccall|spawn|open)\s*\(|`|\bMeta\s*\.\s*parse|@eval/,
+    runs: /\b(?:run|pipeline|eval|ccall|spawn)\s*\(|`|\bMeta\s*\.\s*parse|@eval/,
   },
   osascript: { options: { shortValue: 'el' }, code: ['-e'], runs: /do\s+shell\s+script/i },
   tclsh: { options: { lenientLong: true }, code: [] },
@@ -295,7 +299,7 @@ export function interpreter(spec: InterpreterSpec): Handler {
       }
     }
     for (const value of valuesOf(scan, ...(spec.modules ?? []))) {
-      if (spec.runs?.test(value.text)) {
+      if (spec.moduleRuns?.test(value.text)) {
         context.hazard(`${context.name} loading a module that runs programs (${value.text})`);
       }
     }

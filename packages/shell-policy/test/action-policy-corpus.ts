@@ -280,6 +280,13 @@ export const ORDINARY_COMMANDS: readonly string[] = [
   'python -m pip install --user requests',
   'pip config list',
   'npm config get registry',
+  'python3 -c "import importlib.metadata as m; print(m.version(\'pip\'))"',
+  'python3 -c "import multiprocessing; print(multiprocessing.cpu_count())"',
+  'python3 -c "import json; print(getattr(json, \'__version__\', None))"',
+  'python3 -c \'import re; print(re.compile("a+").pattern)\'',
+  "perl -ne 'print if /system|exec|eval/' src/main.c",
+  'perl -e \'print "exec\\n"\'',
+  'ruby -e \'puts "system"\'',
 ];
 
 /**
