@@ -601,3 +601,20 @@ export const hg: Handler = (context) => {
     context.hazard('hg --config (hooks and aliases set there run commands)');
   }
 };
+
+/**
+ * less: a lesskey file (`-k`, `--lesskey-file`, `--lesskey-src`, `--lesskey-content`) can set
+ * LESSOPEN, an input preprocessor less runs even when its output is not a terminal.
+ */
+export const less: Handler = (context) => {
+  for (const word of context.words.slice(1)) {
+    if (word.text === '--') return;
+    const long = longOptionNamed(word.text, ['lesskey-file', 'lesskey-src', 'lesskey-content']);
+    if (long !== undefined || /^-[A-Za-z#]*k/.test(word.text)) {
+      context.hazard(
+        `less ${long ? `--${long}` : '-k'} (a lesskey file can set LESSOPEN, which runs a command)`,
+      );
+      return;
+    }
+  }
+};

@@ -293,7 +293,7 @@ const CONFIGURATION_FILES: readonly (readonly [RegExp, string])[] = [
     'curl or wget configuration: output files, use_askpass',
   ],
   [
-    /(?:^|[/'"\s=:])\.(?:valgrindrc|gdbinit|lldbinit|Rprofile|Renviron|irbrc|pryrc|perldb|psqlrc|sqliterc|my\.cnf|mylogin\.cnf|vimrc|gvimrc|exrc|nvimrc|lesskey|lessfilter|hgrc|emacs)\b|nvim\/init\.(?:vim|lua)\b|\.hg\/hgrc\b/,
+    /(?:^|[/'"\s=:])\.(?:valgrindrc|gdbinit|lldbinit|Rprofile|Renviron|irbrc|pryrc|perldb|psqlrc|sqliterc|my\.cnf|mylogin\.cnf|vimrc|gvimrc|exrc|nvimrc|lesskey|lessfilter|hgrc|emacs)\b|nvim\/init\.(?:vim|lua)\b|\.hg\/hgrc\b|\.config\/lesskey\b|syslesskey\b/,
     'start-up files of debuggers, interpreters, database shells, editors, pagers, hg',
   ],
   [

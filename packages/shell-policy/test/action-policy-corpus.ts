@@ -390,4 +390,5 @@ export const ORDINARY_PROGRAMS: readonly string[] = [
   'dpkg',
   'man',
   'sqlite3',
+  'less',
 ];

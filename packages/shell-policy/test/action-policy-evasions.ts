@@ -456,6 +456,11 @@ export const WRAPPER_ROUTES: readonly Evasion[] = [
   { name: 'bash --rcfile with -ic', line: "printf 'rm victim\\n' > rc; bash --rcfile rc -ic true" },
   { name: 'bash --init-file with -i -c', line: "printf 'rm victim\\n' > rc; bash --init-file rc -i -c true" },
   {
+    name: 'less --lesskey-src setting LESSOPEN',
+    line: "echo x > f; printf '#env\\nLESSOPEN=|rm victim %%s\\n' > k; less --lesskey-src=k f | cat",
+    needs: 'less',
+  },
+  {
     name: 'sqlite3 -init',
     line: "printf '.shell rm victim\\n' > rc; sqlite3 -init rc :memory: 'select 1'",
     needs: 'sqlite3',
