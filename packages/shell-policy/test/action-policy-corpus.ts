@@ -287,6 +287,7 @@ export const ORDINARY_COMMANDS: readonly string[] = [
   "perl -ne 'print if /system|exec|eval/' src/main.c",
   'perl -e \'print "exec\\n"\'',
   'ruby -e \'puts "system"\'',
+  'less -R build.log | tail -5',
 ];
 
 /**
