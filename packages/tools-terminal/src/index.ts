@@ -1,8 +1,23 @@
 // @shears/tools-terminal: sandboxes (local, docker, ssh) over a persistent shell session, and the
 // `terminal` and `process` tools. The default export is the plugin manifest.
 
-export type { ActionPolicy, ActionPolicySettings, PolicyDecision, PolicyToolCall } from './action-policy.js';
-export { actionPolicySettingsSchema, createActionPolicy } from './action-policy.js';
+// The action policy and its bash parser live in @shears/shell-policy; re-exported here for the
+// imports that predate the split.
+export type {
+  ActionPolicy,
+  ActionPolicySettings,
+  ParsedCommand,
+  PolicyDecision,
+  PolicyToolCall,
+  ShellWord,
+} from '@shears/shell-policy';
+export {
+  actionPolicySettingsSchema,
+  createActionPolicy,
+  parseCommandLine,
+  parseSimpleCommands,
+  ShellParseError,
+} from '@shears/shell-policy';
 export type { BackgroundProcess, BackgroundSnapshot, BackgroundStatus } from './background-processes.js';
 export { MAX_TRACKED_PROCESSES, processRegistry } from './background-processes.js';
 export {
@@ -42,8 +57,6 @@ export {
 export { default, default as plugin } from './plugin.js';
 export type { ProcessInput, ProcessToolSettings } from './process-tool.js';
 export { createProcessTool, PROCESS_ACTIONS, processInputSchema, processJsonSchema } from './process-tool.js';
-export type { ParsedCommand, ShellWord } from './shell-parse.js';
-export { parseCommandLine, parseSimpleCommands, ShellParseError } from './shell-parse.js';
 export type { ShellSandbox, ShellSandboxOptions } from './shell-sandbox.js';
 export { createShellSandbox } from './shell-sandbox.js';
 export type {

@@ -1,6 +1,6 @@
 // Command lines that run `rm` (or `curl`) without naming it where a simple parser looks: each must
 // be refused by a policy with `deny: ['rm', 'curl']` and by an allow list that omits them. Those
-// with `proof` are also run in a real bash (a local sandbox) to show that they do remove
+// with `proof` are also run in a real bash (test/run-in-bash.ts) to show that they do remove
 // ./victim: the test is about what bash runs, not about what a parser thinks.
 
 export interface Evasion {
@@ -9,6 +9,11 @@ export interface Evasion {
   line: string;
   /** Run it in bash and expect ./victim gone (default true). */
   proof?: boolean;
+  /**
+   * A program the proof needs that not every test machine has (scripts/provision-test.sh does not
+   * install it): the proof runs where it is installed.
+   */
+  needs?: string;
 }
 
 const GIT_REPO = 'git init -q r && cd r && ';
@@ -167,6 +172,8 @@ export const EVASIONS: readonly Evasion[] = [
   {
     name: 'git -c core.pager with -p',
     line: `${GIT_REPO}git -c user.name=a -c user.email=b commit -q --allow-empty -m m && git -c core.pager='rm ../victim' -p log`,
+    // git starts a pager only when standard output is a terminal, which a sandbox command lacks.
+    proof: false,
   },
   { name: 'git -c core.fsmonitor', line: `${GIT_REPO}git -c core.fsmonitor='rm ../victim' status` },
   { name: 'GIT_EXTERNAL_DIFF', line: `${GIT_COMMITTED}GIT_EXTERNAL_DIFF='rm ../victim;:' git diff` },
@@ -184,7 +191,7 @@ export const EVASIONS: readonly Evasion[] = [
   },
   {
     name: '.git/config written through cd .git',
-    line: `${GIT_REPO}cd .git && printf '[alias]\\n\\td = !rm ../../victim\\n' >> config && cd .. && git d`,
+    line: `${GIT_REPO}cd .git && printf '[alias]\\n\\td = !rm ../victim\\n' >> config && cd .. && git d`,
   },
   {
     name: 'a hand-made bare repository config',
@@ -286,8 +293,221 @@ export const EVASIONS: readonly Evasion[] = [
     name: 'tee into a hand-made repository config',
     line: "mkdir -p b/objects b/refs && echo 'ref: refs/heads/main' > b/HEAD && printf '[alias]\n\td = !rm ../victim\n' | tee b/config >/dev/null && cd b && git d",
   },
+  { name: 'faketime --date-prog', line: "faketime --date-prog rm '2020-01-01' true", proof: false },
+  { name: 'dbus-run-session --dbus-daemon', line: 'dbus-run-session --dbus-daemon=rm -- true', proof: false },
   // curl, the other denied program.
   { name: 'curl through brace expansion', line: '{curl,-V}', proof: false },
   { name: 'curl through xargs --max-procs', line: 'echo -V | xargs --max-p 1 curl', proof: false },
   { name: 'curl through rg --pre', line: 'rg --pre curl x .', proof: false },
+];
+
+const USER_SITE = `"$(python3 -c 'import site; print(site.getusersitepackages())')"`;
+
+/**
+ * Issue 36 §4: wrappers, options that run another program or a start-up file, and configuration
+ * written for a later command, each class modelled from the programs' own manuals and `--help`
+ * (src/wrapper-table.ts and the program modules). Every one ran under `deny: ['rm', 'curl']`
+ * before.
+ */
+export const WRAPPER_ROUTES: readonly Evasion[] = [
+  // Wrappers whose arguments are a command.
+  { name: 'setpriv', line: 'setpriv rm victim' },
+  { name: 'setpriv with its options', line: 'setpriv --reuid=0 --regid=0 --init-groups rm victim' },
+  { name: 'setarch with an architecture', line: 'setarch x86_64 -R rm victim' },
+  { name: 'setarch with a computed architecture', line: 'setarch "$(uname -m)" rm victim' },
+  { name: 'setarch installed as linux64', line: 'linux64 rm victim' },
+  { name: 'choom -n', line: 'choom -n 0 -- rm victim' },
+  { name: 'capsh -- (bash with its arguments)', line: "capsh -- -c 'rm victim'", needs: 'capsh' },
+  { name: 'capsh == (capsh again)', line: "capsh == -- -c 'rm victim'", needs: 'capsh' },
+  { name: 'tini', line: 'tini -s -- rm victim' },
+  { name: 'ssh-agent running a command', line: 'ssh-agent rm victim' },
+  {
+    name: 'run-parts running a directory of programs',
+    line: `mkdir d && printf '#!/bin/sh\\nexec "$(printf r)m" "$@"\\n' > d/x && chmod +x d/x && run-parts -a victim d`,
+  },
+  {
+    name: 'nsenter --target PID (a long option with a value)',
+    line: 'nsenter --target 1 --mount rm victim',
+    proof: false,
+  },
+  { name: 'numactl -a (a flag, not a value)', line: 'numactl -a rm victim', proof: false },
+  { name: 'dumb-init', line: 'dumb-init rm victim', proof: false },
+  { name: 'gosu', line: 'gosu root rm victim', proof: false },
+  { name: 'chronic (moreutils)', line: 'chronic rm victim', proof: false },
+  { name: 'eatmydata', line: 'eatmydata rm victim', proof: false },
+  { name: 'sshpass', line: 'sshpass -p x rm victim', proof: false },
+  { name: 'bwrap with two-word options', line: 'bwrap --bind / / --dev /dev rm victim', proof: false },
+  { name: 'rlwrap -z (a filter program)', line: 'rlwrap -z rm cat', proof: false },
+  {
+    name: 'sudo -e (an editor reading its input)',
+    line: "printf ':!rm victim\\n' | sudo -e x",
+    proof: false,
+  },
+  { name: 'poetry -C DIR run', line: 'poetry -C . run rm victim', proof: false },
+  { name: 'bundle exec', line: 'bundle exec rm victim', proof: false },
+  { name: 'rustup run', line: 'rustup run stable rm victim', proof: false },
+  { name: 'cross-env', line: 'cross-env NODE_ENV=test rm victim', proof: false },
+  { name: 'nix-shell --run', line: "nix-shell -p hello --run 'rm victim'", proof: false },
+  { name: 'torify', line: 'torify rm victim', proof: false },
+  { name: 'devbox run', line: 'devbox run rm victim', proof: false },
+  { name: 'run0 (systemd)', line: 'run0 rm victim', proof: false },
+  // Options that run another program.
+  { name: 'strace -o |command', line: "strace -o '|rm victim' true", needs: 'strace' },
+  { name: 'strace --output=!command', line: "strace --output='!rm victim' true", needs: 'strace' },
+  {
+    name: 'strace -o in a cluster of options',
+    line: "strace -qqq -e trace=none -o '|rm victim' true",
+    needs: 'strace',
+  },
+  { name: 'strace -E LD_PRELOAD', line: 'strace -E LD_PRELOAD=./evil.so true', proof: false },
+  {
+    name: 'sort --co (an abbreviation getopt accepts)',
+    line: 'seq 1 2000000 | sort -S 1M --co=rm -T . >/dev/null 2>&1; true',
+    proof: false,
+  },
+  { name: 'split --f (abbreviated --filter)', line: "echo x | split --f='rm victim'" },
+  { name: 'make -E in a cluster', line: "make -sE $'x:\\n\\trm victim' x" },
+  { name: 'make --ev (abbreviated --eval)', line: "make --ev=$'x:\\n\\trm victim' x" },
+  { name: 'man --pag (abbreviated --pager)', line: "man --pag='rm victim' ls", proof: false },
+  { name: 'man -C (a configuration that defines the pager)', line: 'man -C my.conf ls', proof: false },
+  {
+    name: 'wget -e (a .wgetrc command)',
+    line: 'wget -q -e use_askpass=rm http://127.0.0.1:9/',
+    proof: false,
+  },
+  {
+    name: 'git rebase --ex (abbreviated --exec)',
+    line: `${GIT_REPO}git -c user.name=a -c user.email=b commit -q --allow-empty -m m && git -c user.name=a -c user.email=b commit -q --allow-empty -m n && git rebase --ex='rm ../victim' HEAD~1`,
+  },
+  {
+    name: 'git rebase -x in a cluster',
+    line: `${GIT_REPO}git -c user.name=a -c user.email=b commit -q --allow-empty -m m && git -c user.name=a -c user.email=b commit -q --allow-empty -m n && git rebase -qx 'rm ../victim' HEAD~1`,
+  },
+  {
+    name: 'git clone --upload-p (abbreviated)',
+    line: "git init -q r && git clone -q --upload-p='rm victim;:' r r2; true",
+  },
+  {
+    name: 'git ls-remote --upl (abbreviated)',
+    line: `${GIT_REPO}git ls-remote --upl='rm ../victim;:' .; true`,
+  },
+  {
+    name: 'git grep --open-files (abbreviated)',
+    line: `${GIT_REPO}echo hi > f && git add f && git grep --open-files='rm ../victim' hi`,
+  },
+  {
+    name: 'git commit starting vi on a pipe',
+    line: `${GIT_REPO}printf ':!rm ../victim\\n:q!\\n' | TERM=xterm git -c user.name=a -c user.email=b commit --allow-empty`,
+    needs: 'vi',
+  },
+  {
+    name: 'git add -p answering e from a here-string',
+    line: `${GIT_REPO}echo a > f && git add f && echo b > f && git add -p <<< e`,
+    proof: false,
+  },
+  {
+    name: 'sqlite3 -cmd before the database',
+    line: "sqlite3 -cmd '.shell rm victim' :memory: 'select 1'",
+    needs: 'sqlite3',
+  },
+  {
+    name: 'gcc -wrapper',
+    line: "echo 'int x;' > x.c && gcc -wrapper 'sh,-c,rm victim' -c x.c; true",
+    needs: 'gcc',
+  },
+  { name: 'dpkg --pre-invoke', line: "dpkg --pre-invoke='rm victim' --configure -a" },
+  {
+    name: 'apt-get -o with a hook',
+    line: "apt-get -o APT::Update::Pre-Invoke::='rm victim' update",
+    proof: false,
+  },
+  { name: 'netcat -e', line: 'nc -l -p 9 -e /bin/sh', proof: false },
+  { name: 'socat EXEC:', line: "socat - EXEC:'rm victim'", proof: false },
+  { name: 'go env -w GOFLAGS', line: 'go env -w GOFLAGS=-toolexec=./zap', proof: false },
+  {
+    name: 'aria2c --on-download-complete',
+    line: 'aria2c --on-download-complete=./zap http://127.0.0.1:9/x',
+    proof: false,
+  },
+  { name: 'yt-dlp --exec', line: "yt-dlp --exec 'rm victim' http://127.0.0.1:9/x", proof: false },
+  { name: 'rustc -C linker', line: 'rustc -C linker=./zap main.rs', proof: false },
+  { name: 'hg --config with a hook', line: "hg --config hooks.pre-status='rm victim' status", proof: false },
+  { name: 'mysql --pager', line: "mysql --pager='rm victim' -e 'select 1'", proof: false },
+  { name: 'PSQLRC for psql', line: 'PSQLRC=./rc psql -c "select 1"', proof: false },
+  // Interpreter code that runs programs, like awk's system().
+  { name: 'python3 -c with os.system', line: 'python3 -c \'import os; os.system("rm victim")\'' },
+  {
+    name: 'python3 -c with subprocess',
+    line: 'python3 -c \'import subprocess; subprocess.run(["rm", "victim"])\'',
+  },
+  { name: 'python3 -c with __import__', line: 'python3 -c \'__import__("os").system("rm victim")\'' },
+  { name: 'python3 -c with exec', line: 'python3 -c \'exec("import os; os.remove(\\"victim\\")")\'' },
+  { name: 'perl -e with system', line: 'perl -e \'system("rm victim")\'' },
+  { name: 'perl -e with backticks', line: "perl -e '`rm victim`'" },
+  { name: 'perl -e with qx', line: "perl -e 'qx(rm victim)'" },
+  {
+    name: 'perl -MIPC::Open3',
+    line: 'perl -MIPC::Open3 -e \'open3(undef, undef, undef, "rm", "victim"); wait\'',
+  },
+  { name: 'node -e with child_process', line: 'node -e \'require("child_process").execSync("rm victim")\'' },
+  { name: 'ruby -e with system', line: 'ruby -e \'system("rm victim")\'', proof: false },
+  { name: 'php -r with system', line: 'php -r \'system("rm victim");\'', proof: false },
+  // Start-up files named by an option.
+  { name: 'bash --rcfile with -ic', line: "printf 'rm victim\\n' > rc; bash --rcfile rc -ic true" },
+  { name: 'bash --init-file with -i -c', line: "printf 'rm victim\\n' > rc; bash --init-file rc -i -c true" },
+  {
+    name: 'less --lesskey-src setting LESSOPEN',
+    line: "echo x > f; printf '#env\\nLESSOPEN=|rm victim %%s\\n' > k; less --lesskey-src=k f | cat",
+    needs: 'less',
+  },
+  {
+    name: 'sqlite3 -init',
+    line: "printf '.shell rm victim\\n' > rc; sqlite3 -init rc :memory: 'select 1'",
+    needs: 'sqlite3',
+  },
+  // Configuration a later command reads, written by the shell.
+  {
+    name: 'a usercustomize.py Python runs at start-up',
+    line: `d=${USER_SITE}; mkdir -p "$d"; echo 'import os; os.remove("victim")' > "$d/usercustomize.py"; python3 -c 1`,
+  },
+  {
+    name: 'a .pth file in the user site folder',
+    line: `d=${USER_SITE}; mkdir -p "$d"; echo 'import os; os.remove("victim")' > "$d/x.pth"; python3 -c 1`,
+  },
+  {
+    name: 'an .npmrc with node-options',
+    line: 'echo \'require("fs").unlinkSync("victim")\' > x.js; printf \'node-options=--require=./x.js\\n\' > .npmrc; echo \'{"scripts":{"t":"node -e 1"}}\' > package.json; npm run -s t',
+  },
+  { name: 'a .yarnrc.yml', line: "echo 'yarnPath: ./zap.js' > .yarnrc.yml", proof: false },
+  {
+    name: 'a pip.conf',
+    line: 'mkdir -p ~/.config/pip && echo [global] > ~/.config/pip/pip.conf',
+    proof: false,
+  },
+  { name: 'a .curlrc', line: "echo 'output = zap' > ~/.curlrc", proof: false },
+  { name: 'a .wgetrc', line: "echo 'use_askpass = ./zap' > ~/.wgetrc", proof: false },
+  { name: 'an .ssh/rc', line: "mkdir -p ~/.ssh && echo 'rm ~/victim' > ~/.ssh/rc", proof: false },
+  { name: 'a .bash_aliases', line: 'echo \'alias ls="rm victim"\' >> ~/.bash_aliases', proof: false },
+  { name: 'a .sqliterc', line: "echo '.shell rm victim' > ~/.sqliterc", proof: false },
+  { name: 'a husky hook', line: "mkdir -p .husky && echo 'rm victim' > .husky/pre-commit", proof: false },
+  {
+    name: 'a .githooks hook',
+    line: "mkdir -p .githooks && echo 'rm victim' > .githooks/pre-push",
+    proof: false,
+  },
+  {
+    name: 'a .pre-commit-config.yaml',
+    line: "printf 'repos: [{repo: local, hooks: [{id: x, name: x, entry: rm victim, language: system}]}]\\n' > .pre-commit-config.yaml",
+    proof: false,
+  },
+  {
+    name: 'a lefthook.yml',
+    line: "echo 'pre-commit: {commands: {x: {run: rm victim}}}' > lefthook.yml",
+    proof: false,
+  },
+  {
+    name: 'a .cargo/config.toml',
+    line: "mkdir -p .cargo && echo '[build]' > .cargo/config.toml",
+    proof: false,
+  },
 ];

@@ -4,7 +4,7 @@
 // measures that implementation in the same run, interleaved, for a before/after ratio;
 // `BENCH_POLICY_CURRENT=<path>` replaces the source module (e.g. with a bundle built without
 // tsx's keep-names helper, which costs more than the parser itself on closure-heavy code).
-//   pnpm -F @shears/tools-terminal bench:policy
+//   pnpm -F @shears/shell-policy bench
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { ORDINARY_COMMANDS, ORDINARY_PROGRAMS } from '../test/action-policy-corpus.js';

@@ -21,49 +21,14 @@
 import { ShearsError } from '@shears/core';
 import {
   configPathHazard,
-  FILE_WRITERS,
   isSensitiveVariable,
   isSpecialBuiltin,
   outputPathHazard,
   variableRisk,
+  writtenFiles,
 } from './shell-parse-environment.js';
-import {
-  hasProgramKnowledge,
-  type ProgramContext,
-  resolveProgram,
-  type StdinSource,
-} from './shell-parse-programs.js';
-
-export interface ShellWord {
-  /** The word with quotes and escapes removed (expansions left as written). */
-  text: string;
-  /** Contains an expansion, an unquoted glob, a brace expansion or a process substitution. */
-  dynamic: boolean;
-  /** Some part of it was quoted or escaped. */
-  quoted?: boolean;
-  /** A process substitution `<(...)` / `>(...)`: the program sees a /dev/fd path. */
-  processSubstitution?: boolean;
-}
-
-export interface ParsedCommand {
-  /** Basename of the command word (`/bin/rm` → `rm`, `\rm` → `rm`). */
-  name: string;
-  /** Arguments after the command word, quotes removed. */
-  args: string[];
-  /**
-   * What this runs cannot be checked statically: the command name is computed at run time, or
-   * (with `reason`) the line contains a construct the parser cannot see into.
-   */
-  dynamic: boolean;
-  /** Why it cannot be checked (absent for an ordinary command). */
-  reason?: string;
-  /** Some argument is computed at run time (an expansion, a glob, a brace expansion). */
-  argsDynamic?: boolean;
-  /** Files its redirections name (`< /bin/rm`, `> out`). */
-  paths?: string[];
-  /** The words as written, for messages. */
-  source: string;
-}
+import { hasProgramKnowledge, resolveProgram } from './shell-parse-programs.js';
+import type { ParsedCommand, ProgramContext, ShellWord, StdinSource } from './types.js';
 
 export class ShellParseError extends ShearsError {
   constructor(message: string) {
@@ -1209,14 +1174,17 @@ function resolveWords(
   if (first.text.startsWith('/proc/') || first.text.startsWith('/dev/fd/')) {
     hazard('a program named through /proc or /dev/fd (it can be the shell itself)');
   }
-  const writes = FILE_WRITERS.has(name);
   for (let index = 1; index < words.length; index += 1) {
-    const word = words[index]!;
-    const text = name === 'dd' ? word.text.replace(/^of=/, '') : word.text;
-    const reason =
-      configPathHazard(text) ??
-      (writes && !text.startsWith('-') ? outputPathHazard({ ...word, text }) : undefined);
+    const reason = configPathHazard(words[index]!.text);
     if (reason) hazard(reason);
+  }
+  const copies = name === 'cp' || name === 'mv' || name === 'install' || name === 'ln' || name === 'rsync';
+  for (const file of writtenFiles(name, words)) {
+    const reason = outputPathHazard(file, { copied: copies });
+    if (reason) {
+      hazard(reason);
+      break;
+    }
   }
   // Most commands (ls, cat, grep) run nothing else: no context to build.
   if (!hasProgramKnowledge(name)) return;

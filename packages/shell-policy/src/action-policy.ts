@@ -5,12 +5,16 @@
 // `sudo`/`env` and the command-running options of common programs: shell-parse-programs.ts), never
 // by substring; what the parser cannot see into (computed command names, `eval`, arithmetic on
 // variables, assignments to PATH/HOME/LD_PRELOAD/GIT_*, a shell reading its script from a pipe, ...)
-// is refused unless `allowDynamic`. Refusals go back to the model as the tool's result and are
-// counted in the trajectory (`policyRefusals`) by the agent loop.
+// is refused unless `allowDynamic`. A file tool's write is checked as a command writing that file:
+// a file other programs run commands from or read as configuration (`.git/config`, `~/.bashrc`,
+// `.npmrc`, a git hook, a program on PATH) is refused like `printf … > .git/config`. Refusals go
+// back to the model as the tool's result and are counted in the trajectory (`policyRefusals`) by
+// the agent loop.
 import { InvalidArgumentError } from '@shears/core';
 import { z } from 'zod';
-import type { ParsedCommand } from './shell-parse.js';
 import { parseCommandLine, ShellParseError } from './shell-parse.js';
+import { configPathHazard, outputPathHazard } from './shell-parse-environment.js';
+import type { ParsedCommand } from './types.js';
 
 const ruleList = z.array(z.string().min(1));
 
@@ -43,6 +47,13 @@ export const actionPolicySettingsSchema = z
     tools: z.object({ allow: ruleList.optional(), deny: ruleList.optional() }).strict().optional(),
     /** Which argument of which tool holds a shell command (default: `{ terminal: 'command' }`). */
     commandArguments: z.record(z.string(), z.string()).optional(),
+    /**
+     * Which arguments of which tools name files the tool writes (default: @shears/tools-file's
+     * `{ write_file: ['path'], patch: ['path', 'patch'] }`). Each file is checked as one a command
+     * writes; an argument holding a patch (V4A `*** Update File:` headers or a unified diff's
+     * `---`/`+++` lines) has every file it names checked. Checked when there are command rules.
+     */
+    fileWriteArguments: z.record(z.string(), z.array(z.string())).optional(),
   })
   .strict();
 export type ActionPolicySettings = z.input<typeof actionPolicySettingsSchema>;
@@ -143,6 +154,37 @@ function namesDeniedProgram(arg: string, denied: ReadonlySet<string>): boolean {
 
 const PREFIX = 'Refused by the action policy:';
 
+/** The file tools' defaults: @shears/tools-file's write_file and patch. */
+const DEFAULT_FILE_WRITES: Record<string, string[]> = { write_file: ['path'], patch: ['path', 'patch'] };
+
+const PATCH_HEADERS = [
+  /^\s*\*\*\*\s*(?:Update|Add|Delete)\s+File:\s*(.+?)\s*$/,
+  /^\s*\*\*\*\s*Move\s+to:\s*(.+?)\s*$/,
+  /^\s*\*\*\*\s*Move\s+File:\s*(.+?)\s*->\s*(.+?)\s*$/,
+  /^(?:---|\+\+\+)\s+(.+?)(?:\t.*)?$/,
+  /^diff --git\s+(\S+)\s+(\S+)/,
+  /^(?:rename|copy) (?:from|to) (.+)$/,
+];
+
+/**
+ * The files a file-tool argument names: the value itself, or for a patch every file its headers
+ * name (read more loosely than the file tools read them, so that no header they accept is missed).
+ */
+function filesNamedBy(value: string): string[] {
+  if (!value.includes('\n')) return [value];
+  const files: string[] = [];
+  for (const line of value.split(/\r?\n/)) {
+    for (const pattern of PATCH_HEADERS) {
+      const match = pattern.exec(line);
+      if (!match) continue;
+      for (const path of match.slice(1)) {
+        if (path && path !== '/dev/null') files.push(path.replace(/^[ab]\//, ''), path);
+      }
+    }
+  }
+  return files;
+}
+
 function clip(text: string, max = 200): string {
   return text.length > max ? `${text.slice(0, max)}...` : text;
 }
@@ -153,7 +195,7 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
     throw new InvalidArgumentError({
       argument: 'actionPolicy',
       value: settings,
-      message: `Invalid action policy: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')} (keys: commands.allow, commands.deny, commands.allowDynamic, tools.allow, tools.deny, commandArguments)`,
+      message: `Invalid action policy: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')} (keys: commands.allow, commands.deny, commands.allowDynamic, tools.allow, tools.deny, commandArguments, fileWriteArguments)`,
     });
   }
   const config = parsed.data;
@@ -163,6 +205,7 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
   const allowTools = new Set(config.tools?.allow ?? []);
   const denyTools = new Set(config.tools?.deny ?? []);
   const commandArguments = config.commandArguments ?? { terminal: 'command' };
+  const fileWriteArguments = config.fileWriteArguments ?? DEFAULT_FILE_WRITES;
   const hasCommandRules = allowCommands.length > 0 || denyCommands.length > 0;
   let refusals = 0;
 
@@ -234,6 +277,19 @@ export function createActionPolicy(settings: ActionPolicySettings = {}): ActionP
     if (argument !== undefined) {
       const value = call.arguments[argument];
       if (typeof value === 'string') return checkCommandInner(value);
+    }
+    const writes = hasCommandRules && !allowDynamic ? fileWriteArguments[call.name] : undefined;
+    for (const name of writes ?? []) {
+      const value = call.arguments[name];
+      if (typeof value !== 'string') continue;
+      for (const file of filesNamedBy(value)) {
+        const reason = configPathHazard(file) ?? outputPathHazard({ text: file, dynamic: false });
+        if (reason) {
+          return refuse(
+            `${call.name} would write "${clip(file)}", ${reason}; this environment's command policy counts that as running the program that reads it, which it cannot check. Nothing was written.`,
+          );
+        }
+      }
     }
     return { allow: true };
   };
