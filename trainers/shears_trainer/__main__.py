@@ -150,6 +150,20 @@ def main(argv: list[str] | None = None) -> int:
         "--learning", action="store_true", help="also run and time the CI learning test (~90 s of CPU)"
     )
     bench.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="interleaved rounds of the GRPO step against a bare torch step (0: skip the comparison)",
+    )
+    bench.add_argument(
+        "--compare-shapes",
+        default="toy,qwen3-vocab",
+        help="models of the comparison (comma-separated): toy (its 435 tokens), qwen3-vocab (Qwen3's 151 669)",
+    )
+    bench.add_argument(
+        "--compare-rows", default="4,16", help="batch rows of the comparison (comma-separated)"
+    )
+    bench.add_argument(
         "--shape",
         default="toy",
         help="the model timed: toy (the default) or qwen3-0.6b (Qwen3-0.6B's architecture, random"
@@ -228,11 +242,32 @@ def main(argv: list[str] | None = None) -> int:
                 result = check_in(folder)
         print(json.dumps(result), flush=True)
     elif args.command == "bench":
-        from .bench import run_bench
+        from .bench import check_shape, compare_with_bare, run_bench
 
+        shapes = [name for name in args.compare_shapes.split(",") if name]
+        for shape in [args.shape, *shapes]:  # refused before anything is built or timed
+            check_shape(shape)
+        try:
+            rows = [int(count) for count in args.compare_rows.split(",") if count]
+        except ValueError:
+            raise SystemExit(
+                f"--compare-rows {args.compare_rows}: expected whole numbers, e.g. 4,16"
+            ) from None
+        if any(count < 1 for count in rows):
+            raise SystemExit(f"--compare-rows {args.compare_rows}: every count must be 1 or more")
+        if args.rounds > 0:
+            compare_with_bare(
+                shapes=shapes,
+                rows=rows,
+                rounds=args.rounds,
+                device=args.device,
+                threads=args.threads,
+                emit=lambda line: print(json.dumps(line), flush=True),
+            )
         print(
             json.dumps(
-                run_bench(
+                {"bench": "step-and-sampler"}
+                | run_bench(
                     threads=args.threads,
                     repeats=args.repeats,
                     learning=args.learning,

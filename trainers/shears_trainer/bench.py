@@ -27,6 +27,7 @@ import resource
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -68,6 +69,20 @@ SHAPES: dict[str, dict | None] = {
         "max_position_embeddings": 40960,
         "rms_norm_eps": 1e-6,
         "rope_theta": 1000000,
+    },
+    # Qwen3's tokenizer (151 669 tokens) on a decoder of make_tiny_qwen3.py's size
+    # (packages/servers/test): the output layer and its vocabulary-wide passes are nearly all of
+    # the step, the case where the loss's own work over the logits shows most.
+    "qwen3-vocab": {
+        "hidden_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 8,
+        "intermediate_size": 32,
+        "vocab_size": 151669,
+        "tie_word_embeddings": False,
+        "max_position_embeddings": 4096,
     },
 }
 
@@ -226,3 +241,167 @@ def run_bench(
     if learning:
         figures["learning_test"] = learning_figures(threads)
     return figures
+
+
+# --- the GRPO step against a bare torch step -----------------------------------------------------
+
+# The comparison's models: the toy's own vocabulary, and Qwen3's.
+COMPARE_SHAPES = ("toy", "qwen3-vocab")
+COMPARE_ROWS = (4, 16)
+
+
+def bare_torch_step(model, optimizer, batch) -> float:
+    """What a user would write for a policy-gradient step without this trainer: the model's full
+    logits, a per-token cross-entropy weighted by the advantages (REINFORCE), backward, AdamW."""
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    nll = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1).float(), batch.labels.flatten(), reduction="none"
+    )
+    loss = (nll * batch.advantages.flatten()).sum() / batch.loss_mask.sum().clamp(min=1.0)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def comparison_batch(rows: int, vocab: int, pad_id: int, length: int = 257, prompt: int = 64, seed: int = 0):
+    """`rows` sequences of `length` random tokens, the first `prompt` untrained, advantages +1/-1 by
+    row, inference logprobs those of a uniform policy (what random weights give)."""
+    rng = random.Random(seed)
+    uniform = -float(torch.log(torch.tensor(float(vocab))))
+    sequences = []
+    for row in range(rows):
+        tokens = [rng.randrange(5, vocab) for _ in range(length)]
+        sequences.append(
+            Sequence(
+                tokens=tokens,
+                masks=[IGNORE] * prompt + tokens[prompt:],
+                advantages=[0.0] * prompt + [1.0 if row % 2 else -1.0] * (length - prompt),
+                inference_logprobs=[0.0] * prompt + [uniform] * (length - prompt),
+                ref_logprobs=None,
+                score=float(row % 2),
+                group=0,
+            )
+        )
+    return collate(sequences, pad_id=pad_id)
+
+
+def _on(batch, device: torch.device):
+    for name in ("input_ids", "labels", "loss_mask", "attention_mask", "advantages", "old_logprobs"):
+        value = getattr(batch, name)
+        if value is not None:
+            setattr(batch, name, value.to(device))
+    return batch
+
+
+def _time_interleaved(runs: dict, rounds: int) -> list[dict]:
+    """Each round times every run, the order turning by one each round (AB, BA, ...), so that a
+    change of load hits them alike. A timing covers enough calls to last ~0.5 s."""
+    for run in runs.values():  # warm-up: allocator, AdamW's state, the split check
+        run()
+    first = next(iter(runs.values()))
+    repeat = max(1, round(0.5 / max(_timed(first)[1], 1e-3)))
+
+    def many(run):
+        for _ in range(repeat):
+            run()
+
+    names = list(runs)
+    timings = []
+    for index in range(rounds):
+        order = names[index % len(names) :] + names[: index % len(names)]
+        timed = {"order": order, "steps_timed": repeat}
+        for name in order:
+            _, wall, cpu = _timed(lambda run=runs[name]: many(run))
+            timed[name] = (wall / repeat, cpu / repeat)
+        timed["load_average_1m"] = round(os.getloadavg()[0], 2)
+        timings.append(timed)
+    return timings
+
+
+def compare_with_bare(
+    shapes=COMPARE_SHAPES,
+    rows=COMPARE_ROWS,
+    rounds: int = 5,
+    device: str = "cpu",
+    threads: int = 1,
+    emit=print,
+) -> list[dict]:
+    """The trainer's GRPO step (`train_step`, one micro-batch) against `bare_torch_step` on two
+    copies of the same weights and the same batch, interleaved (`_time_interleaved`). Emits one
+    JSON-ready dict per round and one summary per (shape, rows); returns the summaries."""
+    on = resolve_device(device)
+    torch.set_num_threads(threads)
+    summaries = []
+    for shape in shapes:
+        check_shape(shape)
+        with tempfile.TemporaryDirectory() as folder:
+            if SHAPES[shape] is None:
+                made = make_toy_model(os.path.join(folder, "toy"))
+            else:
+                made = make_shape_model(os.path.join(folder, shape), SHAPES[shape])
+            grpo_model, tokenizer = load_model(made["folder"], device=on)
+            bare_model, _ = load_model(made["folder"], device=on)
+        grpo_model.train()
+        bare_model.train()
+        vocab = grpo_model.config.vocab_size
+        for count in rows:
+            batch = _on(comparison_batch(count, vocab, tokenizer.pad_token_id), on)
+            config = GrpoConfig(model="", output="", micro_batch=count)
+            grpo_optimizer = torch.optim.AdamW(grpo_model.parameters(), lr=1e-5)
+            bare_optimizer = torch.optim.AdamW(bare_model.parameters(), lr=1e-5)
+            plans = []
+            timings = _time_interleaved(
+                {
+                    "grpo": partial(
+                        train_step, grpo_model, grpo_optimizer, batch, config, on_plan=plans.append
+                    ),
+                    "bare": partial(bare_torch_step, bare_model, bare_optimizer, batch),
+                },
+                rounds,
+            )
+            common = {
+                "shape": shape,
+                "vocab_size": vocab,
+                "rows": count,
+                "tokens": int(batch.attention_mask.sum()),
+                "trained_tokens": batch.trained_tokens,
+                "output_layer": None if not plans else "kept" if plans[-1].keep else "recomputed",
+                "device": str(on),
+                "threads": threads,
+            }
+            lines = []
+            for index, timed in enumerate(timings):
+                (grpo_wall, grpo_cpu), (bare_wall, bare_cpu) = timed["grpo"], timed["bare"]
+                line = {
+                    "bench": "step-vs-bare",
+                    **common,
+                    "round": index + 1,
+                    "order": "".join(name[0].upper() for name in timed["order"]),
+                    "steps_timed": timed["steps_timed"],
+                    "grpo_wall_s": round(grpo_wall, 4),
+                    "bare_wall_s": round(bare_wall, 4),
+                    "grpo_cpu_s": round(grpo_cpu, 4),
+                    "bare_cpu_s": round(bare_cpu, 4),
+                    "ratio_wall": round(grpo_wall / bare_wall, 4),
+                    "ratio_cpu": round(grpo_cpu / bare_cpu, 4),
+                    "load_average_1m": timed["load_average_1m"],
+                }
+                emit(line)
+                lines.append(line)
+            summary = {
+                "bench": "step-vs-bare-summary",
+                **common,
+                "rounds": rounds,
+                "torch": torch.__version__,
+            }
+            for key in ("ratio_wall", "ratio_cpu", "grpo_wall_s", "bare_wall_s", "grpo_cpu_s", "bare_cpu_s"):
+                values = [line[key] for line in lines]
+                if values:
+                    summary[f"{key}_median"] = round(statistics.median(values), 4)
+                    summary[f"{key}_range"] = [min(values), max(values)]
+            loads = [line["load_average_1m"] for line in lines]
+            summary["load_average_1m_range"] = [min(loads), max(loads)] if loads else None
+            emit(summary)
+            summaries.append(summary)
+    return summaries

@@ -156,8 +156,10 @@ def micro_batches(batch: TrainBatch, weights: torch.Tensor, size: int, device: t
         }
 
 
-def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, reference=None) -> dict:
-    """One optimiser step over the batch (micro-batches accumulate into one gradient)."""
+def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, reference=None, on_plan=None) -> dict:
+    """One optimiser step over the batch (micro-batches accumulate into one gradient). `on_plan`
+    receives each micro-batch's output-layer plan (loss.plan_output_layer: softmax kept for the
+    backward pass or recomputed there)."""
     weights = token_weights(batch.loss_mask, config.loss, config.max_tokens)
     totals = {"loss": 0.0, "policy": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0, "ratio": 0.0}
     trained = max(batch.trained_tokens, 1)
@@ -165,7 +167,7 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
     device = next(model.parameters()).device
     for part in micro_batches(batch, weights, config.micro_batch, device):
         logprobs, entropy = model_label_logprobs(
-            model, part["input_ids"], part["attention_mask"], part["labels"]
+            model, part["input_ids"], part["attention_mask"], part["labels"], on_plan=on_plan
         )
         # Without inference logprobs the batch is treated as on-policy: ratio 1 (no clipping).
         old = part["old"] if part["old"] is not None else logprobs.detach()
@@ -173,7 +175,7 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
         if ref is None and reference is not None and config.beta > 0:
             with torch.no_grad():
                 ref, _ = model_label_logprobs(
-                    reference, part["input_ids"], part["attention_mask"], part["labels"]
+                    reference, part["input_ids"], part["attention_mask"], part["labels"], entropy=False
                 )
         parts = grpo_loss(
             logprobs,
@@ -197,6 +199,20 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
     optimizer.step()
     totals["grad_norm"] = float(grad_norm)
     return totals
+
+
+def plan_reporter(log):
+    """An `on_plan` for train_step that says the output layer's plan in the log at the first step
+    and whenever it changes (a longer batch, less memory), not once per micro-batch."""
+    said = None
+
+    def report(plan) -> None:
+        nonlocal said
+        if plan.keep != said:
+            said = plan.keep
+            log(plan.describe())
+
+    return report
 
 
 def shuffle_advantage_signs(batch: TrainBatch, generator: random.Random) -> None:
@@ -267,6 +283,7 @@ def run_grpo(config: GrpoConfig) -> dict:
 
     rewards: list[float] = []
     checkpoints: list[str] = []
+    report_plan = plan_reporter(log)
     started = time.monotonic()
     with metrics_path.open("a") as metrics:
         for step in range(1, config.steps + 1):
@@ -295,7 +312,7 @@ def run_grpo(config: GrpoConfig) -> dict:
                     )
                     version = server.version if server is not None else step - 1
                 else:
-                    totals = train_step(model, optimizer, batch, config, reference)
+                    totals = train_step(model, optimizer, batch, config, reference, on_plan=report_plan)
                     version = server.bump_version() if server is not None else step
             finally:
                 if lock is not None:
