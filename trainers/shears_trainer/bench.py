@@ -1,15 +1,22 @@
-"""`python -m shears_trainer bench`: the trainer's own speed on the toy model, on the CPU (or
-`--device cuda`).
+"""`python -m shears_trainer bench`: the trainer's own speed, on the CPU (or `--device cuda`), as
+JSON lines (each with the load average: on a shared machine the wall time is mostly other
+people's load, so the CPU time is given beside it).
 
-- one GRPO step (forward, backward, AdamW) of 16 sequences x 256 tokens, as the issue measured it;
+First, the GRPO step beside a bare torch step (`compare_with_bare`, `--rounds`, 0 skips it): the
+same weights, batch and sequence length, at the toy's vocabulary and at Qwen3's (151 669 tokens,
+`qwen3-vocab`: a decoder of make_tiny_qwen3.py's size, random weights), 4 and 16 rows of 257
+tokens, the first 64 untrained. The bare step is what a user would write without this trainer:
+the model's full logits, an advantage-weighted cross-entropy, backward, AdamW. Interleaved rounds
+(AB, BA, ...), one line per round and a summary per shape and rows with the median and range of
+the ratio GRPO / bare.
+
+Then one line for the step and the sampler of `--shape` (the toy by default):
+- one GRPO step (forward, backward, AdamW) of 16 sequences x 256 tokens, as issue 22 measured it;
 - the colocated sampler: 64 rollouts of up to 32 tokens in one batch (the toy env's first turn),
   in rollouts/s — the upper bound of the full loop's rate, which also runs the agent loop, the
   tool in a sandbox, the API and the trainer's own steps on the same cores.
 
-Wall and CPU (process) time are both given: on a shared machine the wall time is mostly other
-people's load. Prints one JSON object.
-
-With `--shape qwen3-0.6b`, the same two figures on a model of Qwen3-0.6B's published architecture
+With `--shape qwen3-0.6b`, those two figures on a model of Qwen3-0.6B's published architecture
 (596 M parameters) with random weights, built from a transformers config here (nothing is
 downloaded) and saved with the toy's tokenizer, then loaded by the trainer's own `load_model`, so
 the code timed is the trainer's (float32, as it trains). The token ids are random: a speed figure,
@@ -34,10 +41,10 @@ import torch
 import transformers
 
 from .batch import IGNORE, Sequence, collate
-from .policy_server import _Job, generate_batch
-from .toy import make_toy_model, save_tokenizer, toy_word, train_tokenizer
-from .toy_loop import _prompt
-from .train import GrpoConfig, load_model, resolve_device, stop_token_ids, train_step
+from .policy_server import Sampling, generate_batch
+from .toy import make_toy_model, toy_word, train_tokenizer
+from .toy_loop import learning_check, toy_prompt
+from .train import GrpoConfig, load_model, resolve_device, save_tokenizer, stop_token_ids, train_step
 
 
 def _sync() -> None:
@@ -119,8 +126,6 @@ def _gib(count: int) -> float:
 
 def learning_figures(threads: int = 1) -> dict:
     """The learning test's figures: what `trainers/tests/test_learns.py` asserts on, timed."""
-    from .toy_loop import learning_check
-
     with tempfile.TemporaryDirectory() as folder:
         result, wall, cpu = _timed(lambda: learning_check(folder, model_seed=0, seed=0, threads=threads))
     figures = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "lead": result["lead"]}
@@ -180,10 +185,8 @@ def run_bench(
         torch.cuda.reset_peak_memory_stats(on)
 
     stop = set(stop_token_ids(tokenizer))
-    rows = []
-    for _ in range(64):
-        ids = _prompt(tokenizer, toy_word(rng))
-        rows.append((ids, _Job(prompt=ids, n=1, max_tokens=32, temperature=1.0, top_p=1.0, seed=None)))
+    sampling = Sampling(max_tokens=32)
+    rows = [(toy_prompt(tokenizer, toy_word(rng)), sampling) for _ in range(64)]
     generate_batch(model, rows[:8], stop, None)  # warm-up
     samples = [_timed(lambda: generate_batch(model, rows, stop, None)) for _ in range(max(1, repeats // 2))]
     generated = statistics.mean(sum(len(ids) for ids, _, _ in result) for result, _, _ in samples)

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 
-VARIANTS = ("grpo", "token", "dr_grpo")
+LossVariant = Literal["grpo", "token", "dr_grpo"]
+VARIANTS: tuple[str, ...] = get_args(LossVariant)
 
 
 def token_weights(loss_mask: torch.Tensor, variant: str, max_tokens: int | None = None) -> torch.Tensor:
