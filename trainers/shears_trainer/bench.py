@@ -120,6 +120,13 @@ def make_shape_model(folder: str | Path, dims: dict, seed: int = 0) -> dict:
     return {"folder": str(folder)}
 
 
+def shape_folder(shape: str, folder: str) -> str:
+    """The model folder of `shape`, made under `folder`: the toy, or a SHAPES architecture."""
+    if SHAPES[shape] is None:
+        return make_toy_model(os.path.join(folder, "toy"))["folder"]
+    return make_shape_model(os.path.join(folder, shape), SHAPES[shape])["folder"]
+
+
 def _gib(count: int) -> float:
     return round(count / 2**30, 2)
 
@@ -149,11 +156,7 @@ def run_bench(
     if on.type == "cuda":
         torch.cuda.reset_peak_memory_stats(on)
     with tempfile.TemporaryDirectory() as folder:
-        if SHAPES[shape] is None:
-            made = make_toy_model(os.path.join(folder, "toy"))
-        else:
-            made = make_shape_model(os.path.join(folder, shape), SHAPES[shape])
-        model, tokenizer = load_model(made["folder"], device=on)
+        model, tokenizer = load_model(shape_folder(shape, folder), device=on)
     weights_bytes = torch.cuda.memory_allocated(on) if on.type == "cuda" else None
     parameters = sum(parameter.numel() for parameter in model.parameters())
     dtypes = sorted({str(parameter.dtype).removeprefix("torch.") for parameter in model.parameters()})
@@ -339,12 +342,9 @@ def compare_with_bare(
     for shape in shapes:
         check_shape(shape)
         with tempfile.TemporaryDirectory() as folder:
-            if SHAPES[shape] is None:
-                made = make_toy_model(os.path.join(folder, "toy"))
-            else:
-                made = make_shape_model(os.path.join(folder, shape), SHAPES[shape])
-            grpo_model, tokenizer = load_model(made["folder"], device=on)
-            bare_model, _ = load_model(made["folder"], device=on)
+            made = shape_folder(shape, folder)
+            grpo_model, tokenizer = load_model(made, device=on)
+            bare_model, _ = load_model(made, device=on)
         grpo_model.train()
         bare_model.train()
         vocab = grpo_model.config.vocab_size

@@ -198,21 +198,12 @@ def test_recomputed_nothing_vocabulary_sized_is_kept_for_the_backward_pass(monke
 
 
 def post_group(api_url: str, tokens: list[list[int]], prompt: int) -> None:
-    group = {
+    unused = "advantages inference_logprobs ref_logprobs messages generation_params overrides group_overrides"
+    group = dict.fromkeys((*unused.split(), "images", "env_id", "distill_token_ids", "distill_logprobs"))
+    group |= {
         "tokens": tokens,
         "masks": [[-100] * prompt + row[prompt:] for row in tokens],
         "scores": [1.0, 0.0],
-        "advantages": None,
-        "inference_logprobs": None,
-        "ref_logprobs": None,
-        "messages": None,
-        "generation_params": None,
-        "overrides": None,
-        "group_overrides": None,
-        "images": None,
-        "env_id": None,
-        "distill_token_ids": None,
-        "distill_logprobs": None,
     }
     request = urllib.request.Request(
         api_url + "/scored_data",
