@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
-VARIANTS = ("grpo", "token", "dr_grpo")
+LossVariant = Literal["grpo", "token", "dr_grpo"]
+VARIANTS: tuple[str, ...] = get_args(LossVariant)
 
 
 def token_weights(loss_mask: torch.Tensor, variant: str, max_tokens: int | None = None) -> torch.Tensor:
@@ -92,31 +93,206 @@ ENTROPY_ROWS = 1024
 
 
 def token_logprobs(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probability of each label [B, T] (0 where the label is -100) and the entropy per position.
+    """Log-probability of each label [B, T] (0 where the label is -100) and the entropy per position,
+    from a model's full logits (the path of a model that changes its logits after the output layer).
 
     The log-probability is the label's logit minus the logsumexp of its row: log_softmax's value,
     without a [B, T, vocab] log_softmax kept alive for the backward pass (logsumexp's backward
-    recomputes the softmax). The entropy is a metric: computed without gradient, in chunks of rows,
-    so no [B, T, vocab] tensor of it outlives the call (with gradient, its exp and product stayed
-    alive through the backward pass: two more tensors the size of the logits).
+    recomputes the softmax). The entropy is a metric, computed without gradient from that same
+    logsumexp in chunks of rows: H = lse - sum(p * logits), one exp per logit.
     """
     logits = logits.float()
     safe = labels.clamp(min=0)
-    picked = logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    lse = torch.logsumexp(logits, dim=-1)
+    picked = logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1) - lse
     with torch.no_grad():
         rows = logits.detach().reshape(-1, logits.shape[-1])
+        norms = lse.detach().reshape(-1, 1)
         entropy = torch.empty(rows.shape[0], dtype=rows.dtype, device=rows.device)
         for start in range(0, rows.shape[0], ENTROPY_ROWS):
-            chunk = torch.log_softmax(rows[start : start + ENTROPY_ROWS], dim=-1)
-            entropy[start : start + ENTROPY_ROWS] = -(chunk.exp() * chunk).sum(-1)
+            chunk = rows[start : start + ENTROPY_ROWS]
+            probs = (chunk - norms[start : start + ENTROPY_ROWS]).exp_()
+            entropy[start : start + ENTROPY_ROWS] = norms[start : start + ENTROPY_ROWS, 0] - _row_dot(
+                probs, chunk
+            )
     return picked * (labels >= 0), entropy.view(logits.shape[:-1])
+
+
+def _row_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """sum(a * b, -1) per row, without an [rows, vocab] product in memory."""
+    return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).view(-1)
+
+
+def _label_softmax(logits: torch.Tensor, labels: torch.Tensor, entropy: bool):
+    """One pass over a chunk's logits [n, vocab] (overwritten): the labels' log-probabilities [n],
+    the entropy per row [n] (or None), the softmax [n, vocab] and the logsumexp [n]."""
+    top = logits.amax(dim=-1, keepdim=True)
+    shifted = logits.sub_(top)
+    exp = shifted.exp()
+    total = exp.sum(dim=-1, keepdim=True)
+    log_total = total.log()
+    picked = shifted.gather(-1, labels.unsqueeze(-1)).sub_(log_total).squeeze(-1)
+    # H = -sum(p log p) = log Z - sum(exp(z) z) / Z, with z the shifted logits and Z their exp's sum.
+    spread = (log_total.squeeze(-1) - _row_dot(exp, shifted) / total.squeeze(-1)) if entropy else None
+    return picked, spread, exp.div_(total), (top + log_total).squeeze(-1)
+
+
+class OutputLayerLogprobs(torch.autograd.Function):
+    """A chunk of trained positions through the output layer: the label's log-probability (with its
+    gradient) and the entropy (a metric: no gradient), from ONE softmax of the chunk's logits.
+
+    d logp(label) / d logits = onehot(label) - softmax, so the backward pass needs the softmax
+    only. `keep`: the softmax [n, vocab] is kept from the forward pass for the backward (one
+    vocabulary-sized tensor per chunk until then); otherwise only the logsumexp [n] is kept and the
+    backward recomputes the logits (one matmul) and the softmax from it (one exp): activation
+    checkpointing, without the entropy or a second logsumexp. (Torch's autograd through
+    logsumexp keeps the logits and recomputes their softmax in the backward pass; `checkpoint`
+    around it, as this trainer used, recomputed the whole forward, entropy included.)
+
+    The backward pass turns the softmax into the gradient in place (a fresh tensor the size of a
+    chunk costs ten times the multiply on a CPU: new pages), so a second backward through the same
+    graph (`retain_graph`) raises torch's in-place error instead of reusing it.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, labels, keep: bool, entropy: bool):
+        compute = torch.promote_types(hidden.dtype, torch.float32)
+        logits = torch.nn.functional.linear(hidden, weight, bias).to(compute)
+        picked, spread, probs, lse = _label_softmax(logits, labels, entropy)
+        ctx.keep = keep
+        if keep:
+            ctx.save_for_backward(hidden, weight, labels, probs)
+        else:
+            ctx.save_for_backward(hidden, weight, bias, labels, lse)
+        if spread is None:
+            spread = torch.zeros_like(picked)
+        ctx.mark_non_differentiable(spread)
+        return picked, spread
+
+    @staticmethod
+    def backward(ctx, grad_picked, _grad_entropy):
+        if ctx.keep:
+            hidden, weight, labels, probs = ctx.saved_tensors
+            bias_needed = ctx.needs_input_grad[2]
+        else:
+            hidden, weight, bias, labels, lse = ctx.saved_tensors
+            bias_needed = bias is not None and ctx.needs_input_grad[2]
+            logits = torch.nn.functional.linear(hidden, weight, bias).to(lse.dtype)
+            probs = logits.sub_(lse.unsqueeze(-1)).exp_()
+        grad = grad_picked.to(probs.dtype)
+        # d logp / d logits = onehot(label) - softmax, times the incoming gradient, in place.
+        grad_logits = probs.mul_(grad.neg().unsqueeze(-1))
+        grad_logits.scatter_add_(-1, labels.unsqueeze(-1), grad.unsqueeze(-1))
+        grad_logits = grad_logits.to(weight.dtype)
+        grad_hidden = grad_logits @ weight if ctx.needs_input_grad[0] else None
+        grad_weight = grad_logits.t() @ hidden if ctx.needs_input_grad[1] else None
+        grad_bias = grad_logits.sum(0) if bias_needed else None
+        return grad_hidden, grad_weight, grad_bias, None, None, None
+
+
+def output_layer_logprobs(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    labels: torch.Tensor,
+    keep: bool = True,
+    entropy: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """For rows `hidden` [n, d] and their labels [n] (all trained): log softmax(hidden W^T + b)[label]
+    [n] with its gradient, and the entropy of each row [n] (no gradient; 0 with `entropy=False`).
+    See OutputLayerLogprobs for `keep`."""
+    return OutputLayerLogprobs.apply(hidden, weight, bias, labels, keep, entropy)
 
 
 # Trained positions per chunk when the output layer runs apart from the decoder: the logits that
 # exist at once are this many rows of the vocabulary (Qwen3: 1 024 x 151 936 floats, 0.6 GB),
 # whatever the batch's length.
 LOGIT_CHUNK = 1024
+# The softmax of every trained position is kept for the backward pass when it (and one chunk's
+# transient logits) fits in this share of the memory available after the decoder's forward pass;
+# otherwise each chunk is recomputed in the backward pass.
+KEEP_SHARE = 0.5
 _split_checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes a new tensor can still take on `device`: on CUDA the driver's free memory plus what
+    torch's allocator holds unused; on the CPU Linux's MemAvailable, or the cgroup's limit less its
+    use when that is lower (a container). None where it cannot be read."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    if device.type != "cpu":
+        return None
+    found = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    found = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit, open("/sys/fs/cgroup/memory.current") as used:
+            cap = limit.read().strip()
+            if cap != "max":
+                left = int(cap) - int(used.read().strip())
+                found = left if found is None else min(found, left)
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+@dataclass(frozen=True)
+class OutputLayerPlan:
+    """How one forward pass runs the output layer: keep each trained position's softmax for the
+    backward pass, or recompute it there (checkpointing), decided from the shape and the memory."""
+
+    rows: int
+    """Trained positions."""
+    vocab: int
+    keep_bytes: int
+    """The softmax of every trained position (float32): what keeping costs until the backward pass."""
+    available_bytes: int | None
+    keep: bool
+
+    def describe(self) -> str:
+        shape = f"{self.rows} trained positions x {self.vocab} tokens"
+        room = (
+            "memory available unknown"
+            if self.available_bytes is None
+            else f"{_size(self.available_bytes)} available"
+        )
+        if self.keep:
+            return f"output layer: softmax of {shape} kept for the backward pass ({_size(self.keep_bytes)}; {room})"
+        return (
+            f"output layer: recomputed in the backward pass, {LOGIT_CHUNK} positions at a time (keeping the softmax of "
+            f"{shape} would take {_size(self.keep_bytes)}, over {KEEP_SHARE:.0%} of the {room})"
+        )
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if count >= scale:
+            return f"{count / scale:.2f} {unit}"
+    return f"{count / 2**10:.2f} KiB"
+
+
+def plan_output_layer(
+    rows: int, vocab: int, device: torch.device, available: int | None = None
+) -> OutputLayerPlan:
+    """Keep when the softmax of `rows` positions plus one chunk's transient logits fit in
+    KEEP_SHARE of the memory available (read now unless given); recompute otherwise, and when the
+    memory cannot be read."""
+    keep_bytes = rows * vocab * 4
+    if available is None:
+        available = available_memory(device)
+    transient = 2 * min(rows, LOGIT_CHUNK) * vocab * 4
+    keep = available is not None and keep_bytes + transient <= KEEP_SHARE * available
+    return OutputLayerPlan(
+        rows=rows, vocab=vocab, keep_bytes=keep_bytes, available_bytes=available, keep=keep
+    )
 
 
 def splits_at_output_layer(model) -> bool:
@@ -151,17 +327,18 @@ def splits_at_output_layer(model) -> bool:
     return ok
 
 
-def _chunk_logprobs(hidden, labels, weight, bias):
-    return token_logprobs(torch.nn.functional.linear(hidden, weight, bias), labels)
-
-
-def model_label_logprobs(model, input_ids, attention_mask, labels) -> tuple[torch.Tensor, torch.Tensor]:
+def model_label_logprobs(
+    model, input_ids, attention_mask, labels, on_plan=None, entropy: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """`token_logprobs(model(...).logits, labels)` without the [B, T, vocab] logits when the model
     splits at its output layer: the decoder's hidden states of the trained positions (label not
-    -100) go through the output layer LOGIT_CHUNK rows at a time, each chunk's logits recomputed in
-    the backward pass instead of kept (activation checkpointing), so memory for logits no longer
-    grows with the batch's length. Untrained positions get 0, as token_logprobs gives them 0 (and
-    their entropy is never counted: the loss mask is the labels' mask)."""
+    -100) go through the output layer LOGIT_CHUNK rows at a time (`output_layer_logprobs`: one
+    softmax per chunk gives the logprob, its gradient and the entropy). Whether the softmax is kept
+    for the backward pass or recomputed there is `plan_output_layer`'s decision, taken after the
+    decoder's forward pass from the trained positions, the vocabulary and the memory left;
+    `on_plan` receives it. Untrained positions get 0, as token_logprobs gives them 0 (and their
+    entropy is never counted: the loss mask is the labels' mask). `entropy=False` skips the metric
+    (0 everywhere), as for the reference model."""
     if not splits_at_output_layer(model):
         return token_logprobs(model(input_ids=input_ids, attention_mask=attention_mask).logits, labels)
     head = model.get_output_embeddings()
@@ -170,24 +347,28 @@ def model_label_logprobs(model, input_ids, attention_mask, labels) -> tuple[torc
     rows = (flat_labels >= 0).nonzero().squeeze(-1)
     trained = hidden.reshape(-1, hidden.shape[-1]).index_select(0, rows)
     chosen = flat_labels.index_select(0, rows)
+    keep = True
+    if torch.is_grad_enabled():
+        plan = plan_output_layer(int(rows.shape[0]), head.weight.shape[0], hidden.device)
+        keep = plan.keep
+        if on_plan is not None:
+            on_plan(plan)
     pieces, entropies = [], []
     for start in range(0, rows.shape[0], LOGIT_CHUNK):
-        args = (
+        picked, spread = output_layer_logprobs(
             trained[start : start + LOGIT_CHUNK],
-            chosen[start : start + LOGIT_CHUNK],
             head.weight,
             head.bias,
+            chosen[start : start + LOGIT_CHUNK],
+            keep,
+            entropy,
         )
-        if torch.is_grad_enabled():
-            picked, entropy = checkpoint(_chunk_logprobs, *args, use_reentrant=False)
-        else:
-            picked, entropy = _chunk_logprobs(*args)
         pieces.append(picked)
-        entropies.append(entropy)
+        entropies.append(spread)
     total = flat_labels.shape[0]
     picked_all = torch.zeros(total, dtype=torch.float32, device=hidden.device)
     entropy_all = torch.zeros(total, dtype=torch.float32, device=hidden.device)
     if pieces:
-        picked_all = picked_all.index_put((rows,), torch.cat(pieces))
-        entropy_all[rows] = torch.cat(entropies)
+        picked_all = picked_all.index_put((rows,), torch.cat(pieces).float())
+        entropy_all[rows] = torch.cat(entropies).float()
     return picked_all.view(labels.shape), entropy_all.view(labels.shape)

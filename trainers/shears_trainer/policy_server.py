@@ -45,14 +45,23 @@ class RequestError(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How one row is sampled by `generate_batch`: vLLM's fields of the same names."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
 @dataclass
 class _Job:
+    """A request waiting for the generation thread, and its answer."""
+
     prompt: list[int]
     n: int
-    max_tokens: int
-    temperature: float
-    top_p: float
-    seed: int | None
+    sampling: Sampling
     done: threading.Event = field(default_factory=threading.Event)
     result: dict | None = None
     error: str | None = None
@@ -103,10 +112,12 @@ def parse_request(body: object, vocab_size: int, default_max_tokens: int) -> _Jo
     return _Job(
         prompt=tokens,
         n=number("n", 1, 1, 256, integer=True),
-        max_tokens=number("max_tokens", default_max_tokens, 1, 1 << 20, integer=True),
-        temperature=number("temperature", 1.0, 0.0, 100.0),
-        top_p=number("top_p", 1.0, 1e-6, 1.0),
-        seed=seed,
+        sampling=Sampling(
+            max_tokens=number("max_tokens", default_max_tokens, 1, 1 << 20, integer=True),
+            temperature=number("temperature", 1.0, 0.0, 100.0),
+            top_p=number("top_p", 1.0, 1e-6, 1.0),
+            seed=seed,
+        ),
     )
 
 
@@ -237,7 +248,7 @@ class PolicyServer:
                     version = self.version
                     results = generate_batch(
                         self.model,
-                        [(job.prompt, job) for job in jobs for _ in range(job.n)],
+                        [(job.prompt, job.sampling) for job in jobs for _ in range(job.n)],
                         self.stop_token_ids,
                         self.max_context,
                     )
@@ -268,7 +279,9 @@ def _last_logits_only(model) -> dict:
 
 
 @torch.no_grad()
-def generate_batch(model, rows: list[tuple[list[int], _Job]], stop_ids: set[int], max_context: int | None):
+def generate_batch(
+    model, rows: list[tuple[list[int], Sampling]], stop_ids: set[int], max_context: int | None = None
+):
     """Samples every row together (left-padded, KV cache). Returns (ids, logprobs, finish_reason) per row."""
     was_training = model.training
     model.eval()
@@ -281,19 +294,19 @@ def generate_batch(model, rows: list[tuple[list[int], _Job]], stop_ids: set[int]
         for row, (prompt, _) in enumerate(rows):
             input_ids[row, longest - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
             attention[row, longest - len(prompt) :] = 1
-        budgets = [job.max_tokens for _, job in rows]
+        budgets = [sampling.max_tokens for _, sampling in rows]
         if max_context is not None:
             budgets = [max(0, min(b, max_context - len(p))) for b, (p, _) in zip(budgets, rows)]
         generators = []
-        for _, job in rows:
-            if job.seed is None:
+        for _, sampling in rows:
+            if sampling.seed is None:
                 generators.append(None)
             else:
                 generator = torch.Generator(device=device)
-                generator.manual_seed(job.seed)
+                generator.manual_seed(sampling.seed)
                 generators.append(generator)
-        temperatures = torch.tensor([job.temperature for _, job in rows], dtype=torch.float32)
-        top_ps = torch.tensor([job.top_p for _, job in rows], dtype=torch.float32)
+        temperatures = torch.tensor([sampling.temperature for _, sampling in rows], dtype=torch.float32)
+        top_ps = torch.tensor([sampling.top_p for _, sampling in rows], dtype=torch.float32)
         simple = (
             all(generator is None for generator in generators)
             and bool((top_ps == 1.0).all())

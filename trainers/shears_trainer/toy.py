@@ -8,13 +8,14 @@ loader all read it like any other model."""
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from .train import save_tokenizer
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
 
@@ -123,18 +124,6 @@ def train_tokenizer(vocab_size: int = 440, seed: int = 0) -> PreTrainedTokenizer
     return fast
 
 
-def save_tokenizer(tokenizer: PreTrainedTokenizerFast, folder: Path) -> None:
-    """save_pretrained, plus the chat template inside tokenizer_config.json: transformers 5 writes
-    it to chat_template.jinja only, which older loaders (shears' own before it learnt that file)
-    do not read."""
-    tokenizer.save_pretrained(folder)
-    config_path = folder / "tokenizer_config.json"
-    config = json.loads(config_path.read_text())
-    if tokenizer.chat_template and config.get("chat_template") != tokenizer.chat_template:
-        config["chat_template"] = tokenizer.chat_template
-        config_path.write_text(json.dumps(config, indent=2) + "\n")
-
-
 def make_toy_model(
     folder: str | Path,
     vocab_size: int = 440,
@@ -177,56 +166,3 @@ SAVE_TOOL = {
         "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
     },
 }
-
-
-@torch.no_grad()
-def toy_accuracy(
-    folder: str | Path,
-    words: int = 64,
-    seed: int = 12345,
-    max_tokens: int = 32,
-    samples: int = 0,
-    temperature: float = 1.0,
-) -> dict:
-    """Greedy accuracy on fresh words: the share of greedy answers the toy env rewards in full
-    (`toy_score` 1: a `save` call with the prompt's word, read as the chain reads it). With
-    `samples`, also the mean reward (`toy_score`) of that many sampled answers per word at
-    `temperature`: the policy's expected reward, measured on more answers than a training run's
-    rollouts give per policy version."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .policy_server import _Job, generate_batch
-    from .toy_loop import _prompt, toy_score
-
-    model = AutoModelForCausalLM.from_pretrained(folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    rng = random.Random(seed)
-    targets = [toy_word(rng) for _ in range(words)]
-    stop = {tokenizer.convert_tokens_to_ids("<|im_end|>")}
-    prompts = [_prompt(tokenizer, word) for word in targets]
-    rows = [
-        (ids, _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=0.0, top_p=1.0, seed=None))
-        for ids in prompts
-    ]
-    results = generate_batch(model, rows, stop, None)
-    correct = sum(
-        toy_score(tokenizer.decode(ids, skip_special_tokens=False), word) == 1.0
-        for word, (ids, _, _) in zip(targets, results)
-    )
-    result = {"accuracy": correct / words, "words": words}
-    if samples > 0:
-        torch.manual_seed(seed)
-        rows = [
-            (ids, _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=temperature, top_p=1.0, seed=None))
-            for ids in prompts
-            for _ in range(samples)
-        ]
-        sampled = generate_batch(model, rows, stop, None)
-        scores = [
-            toy_score(tokenizer.decode(ids, skip_special_tokens=False), targets[index // samples])
-            for index, (ids, _, _) in enumerate(sampled)
-        ]
-        result["reward"] = sum(scores) / len(scores)
-        result["samples"] = len(scores)
-    return result

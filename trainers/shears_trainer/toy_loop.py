@@ -5,9 +5,11 @@ This is the algorithm alone (the same `generate_batch`, `collate`, `train_step` 
 uses), so that "does GRPO learn on this model, with these settings?" is answered in seconds,
 apart from the chain (env worker, API, pacing) that the CLI's learning test runs through.
 
-The rule is the toy env's (examples/toy-pack), as `toy_score` reads a turn the way the chain does:
-a `save` call with the prompt's word scores 1, a call with another word 0.1, no call 0. Only the
-first turn is sampled: the reward depends on nothing after the call.
+The rule is the toy env's (examples/toy-pack), as `toy_score` reads a turn the way the chain does
+(its calls read by hermes.hermes_calls, as shears' hermes parser reads them): a `save` call with
+the prompt's word scores 1, a call with another word 0.1, no call 0. Only the first turn is
+sampled: the reward depends on nothing after the call. `toy_accuracy` measures a model with the
+same rule; `learning_check` is the CI learning test.
 """
 
 from __future__ import annotations
@@ -18,94 +20,35 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .batch import IGNORE, Sequence, advantages_from_scores, collate
-from .policy_server import _Job, generate_batch
-from .toy import DECOY_WORD, SAVE_TOOL, toy_accuracy, toy_word
+from .hermes import hermes_calls
+from .policy_server import Sampling, generate_batch
+from .toy import DECOY_WORD, SAVE_TOOL, make_toy_model, toy_word
 from .train import (
     ADVANTAGE_EPSILON,
     GrpoConfig,
     load_model,
+    run_sft,
+    save_model,
     shuffle_advantage_signs,
     stop_token_ids,
     train_step,
 )
 
-_OPEN = "<tool_call>"
-_CLOSE = "</tool_call>"
-_END = "<|im_end|>"
-_DECODER = json.JSONDecoder()
-
-
-def _skip_space(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\n\r":
-        pos += 1
-    return pos
-
-
-def _hermes_calls(text: str) -> list[tuple[str, object]]:
-    """The calls shears' hermes parser reads from a turn's text (packages/parsers), as (name,
-    arguments). After each `<tool_call>`: a JSON object (or an array of them, or objects joined by
-    commas), then only whitespace up to `</tool_call>` or the end of the text (the last call may
-    lack its closing tag). A block whose JSON does not parse, or with other text after its JSON,
-    is no call, and the scan goes on; an object without a string `name` is no call. `arguments`
-    may be an object or a string holding one, and defaults to {}. Text outside the blocks is
-    content and plays no part in the reward."""
-    calls: list[tuple[str, object]] = []
-    start = text.find(_OPEN)
-    while start >= 0:
-        pos = _skip_space(text, start + len(_OPEN))
-        values: list[object] = []
-        resume = None
-        while True:
-            if pos >= len(text) or text[pos] not in "{[":
-                resume = start + len(_OPEN)
-                break
-            try:
-                value, pos = _DECODER.raw_decode(text, pos)
-            except ValueError:
-                resume = start + len(_OPEN)
-                break
-            values.extend(value if isinstance(value, list) else [value])
-            pos = _skip_space(text, pos)
-            if pos >= len(text):
-                break
-            if text.startswith(_CLOSE, pos):
-                pos += len(_CLOSE)
-                break
-            if text[pos] == ",":
-                after = _skip_space(text, pos + 1)
-                if after < len(text) and text[after] == "{":
-                    pos = after
-                    continue
-            resume = pos
-            break
-        if resume is None:
-            for value in values:
-                if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-                    continue
-                arguments = value.get("arguments", {})
-                if isinstance(arguments, str):
-                    try:
-                        arguments = json.loads(arguments)
-                    except ValueError:
-                        arguments = None
-                calls.append((value["name"], arguments))
-        start = text.find(_OPEN, pos if resume is None else resume)
-    return calls
-
 
 def toy_score(text: str, word: str) -> float:
     """The toy env's reward for a first turn's text, as the chain computes it
-    (examples/toy-pack): the hermes parser's calls (`_hermes_calls`), each run in order by the
+    (examples/toy-pack): the hermes parser's calls (`hermes_calls`), each run in order by the
     agent loop; a `save` call whose `word` is a string of 1-64 characters writes it to saved.txt
     (other arguments ignored, as the tool's schema strips them), any other call fails and writes
     nothing; the verifier reads back the last word written: 1 for the prompt's word, 0.1 for
     another, 0 for none. `packages/cli/src/toy-score.test.ts` checks it against the parser and the
     tool themselves on a corpus of model-like outputs."""
-    text = text.removesuffix(_END)
+    text = text.removesuffix("<|im_end|>")
     saved = None
-    for name, arguments in _hermes_calls(text):
+    for name, arguments in hermes_calls(text):
         if name != "save" or not isinstance(arguments, dict):
             continue
         candidate = arguments.get("word")
@@ -114,6 +57,48 @@ def toy_score(text: str, word: str) -> float:
     if saved is None:
         return 0.0
     return 1.0 if saved == word else 0.1
+
+
+@torch.no_grad()
+def toy_accuracy(
+    folder: str | Path,
+    words: int = 64,
+    seed: int = 12345,
+    max_tokens: int = 32,
+    samples: int = 0,
+    temperature: float = 1.0,
+) -> dict:
+    """Greedy accuracy on fresh words: the share of greedy answers the toy env rewards in full
+    (`toy_score` 1: a `save` call with the prompt's word, read as the chain reads it). With
+    `samples`, also the mean reward (`toy_score`) of that many sampled answers per word at
+    `temperature`: the policy's expected reward, measured on more answers than a training run's
+    rollouts give per policy version."""
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    rng = random.Random(seed)
+    targets = [toy_word(rng) for _ in range(words)]
+    stop = {tokenizer.convert_tokens_to_ids("<|im_end|>")}
+    prompts = [toy_prompt(tokenizer, word) for word in targets]
+    greedy = Sampling(max_tokens=max_tokens, temperature=0.0)
+    rows = [(ids, greedy) for ids in prompts]
+    results = generate_batch(model, rows, stop, None)
+    correct = sum(
+        toy_score(tokenizer.decode(ids, skip_special_tokens=False), word) == 1.0
+        for word, (ids, _, _) in zip(targets, results)
+    )
+    result = {"accuracy": correct / words, "words": words}
+    if samples > 0:
+        torch.manual_seed(seed)
+        sampled_at = Sampling(max_tokens=max_tokens, temperature=temperature)
+        rows = [(ids, sampled_at) for ids in prompts for _ in range(samples)]
+        sampled = generate_batch(model, rows, stop, None)
+        scores = [
+            toy_score(tokenizer.decode(ids, skip_special_tokens=False), targets[index // samples])
+            for index, (ids, _, _) in enumerate(sampled)
+        ]
+        result["reward"] = sum(scores) / len(scores)
+        result["samples"] = len(scores)
+    return result
 
 
 def toy_sft_records(count: int, seed: int, decoy_rate: float = 0.0) -> list[dict]:
@@ -152,7 +137,8 @@ def toy_sft_records(count: int, seed: int, decoy_rate: float = 0.0) -> list[dict
     return records
 
 
-def _prompt(tokenizer, word: str) -> list[int]:
+def toy_prompt(tokenizer, word: str) -> list[int]:
+    """The toy env's first prompt for `word`, as token ids (the chat template, the save tool)."""
     text = tokenizer.apply_chat_template(
         [{"role": "user", "content": f"Save the word {word}."}],
         tools=[SAVE_TOOL],
@@ -167,7 +153,7 @@ def run_toy_loop(
     steps: int = 40,
     prompts: int = 8,
     group_size: int = 8,
-    lr: float = 1e-3,
+    lr: float = 3e-4,
     temperature: float = 1.0,
     max_tokens: int = 32,
     control: str | None = None,
@@ -193,9 +179,12 @@ def run_toy_loop(
         loss=loss,
         micro_batch=prompts * group_size,
     )
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=config.betas, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=(config.adam_beta1, config.adam_beta2), weight_decay=0.0
+    )
     stop = set(stop_token_ids(tokenizer))
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    sampling = Sampling(max_tokens=max_tokens, temperature=temperature)
     rewards: list[float] = []
     exact: list[float] = []
     sample_s = train_s = 0.0
@@ -205,9 +194,8 @@ def run_toy_loop(
         words = [toy_word(rng) for _ in range(prompts)]
         rows = []
         for word in words:
-            ids = _prompt(tokenizer, word)
-            job = _Job(prompt=ids, n=1, max_tokens=max_tokens, temperature=temperature, top_p=1.0, seed=None)
-            rows.extend((ids, job) for _ in range(group_size))
+            ids = toy_prompt(tokenizer, word)
+            rows.extend((ids, sampling) for _ in range(group_size))
         started = time.perf_counter()
         results = generate_batch(model, rows, stop, None)
         sample_s += time.perf_counter() - started
@@ -295,8 +283,6 @@ def toy_warm_up(base: str | Path, folder: str | Path, seed: int = 0, threads: in
     samples the right word about half the time (and greedy decoding often prefers the decoy).
     One stage on the mixed data alone does not work: on some model seeds the decoy, the easier
     answer, wins before the model learns to copy at all."""
-    from .train import run_sft
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     settings = LEARNING
@@ -337,9 +323,6 @@ def learning_check(
     """The learning test end to end in one process: make the toy model, warm it up (toy_warm_up),
     run GRPO and the control (the same run with each sequence's advantage sign shuffled) from the
     same start, and report the rewards, the rise of the rolling mean and greedy accuracy."""
-    from .toy import make_toy_model
-    from .train import save_model
-
     if threads:
         torch.set_num_threads(threads)
     folder = Path(folder)

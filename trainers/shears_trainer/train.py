@@ -18,49 +18,80 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
 from .api import TrajectoryApi
 from .batch import TrainBatch, batch_from_groups
 from .lag import lag_metrics
-from .loss import grpo_loss, model_label_logprobs, token_weights
-from .toy import save_tokenizer
+from .loss import LossVariant, grpo_loss, model_label_logprobs, token_weights
 
 
 @dataclass
 class GrpoConfig:
-    model: str
-    output: str
-    api_url: str | None = None
-    steps: int = 50
-    batch_size: int = 64
-    micro_batch: int = 16
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.99)
-    max_grad_norm: float = 1.0
-    clip_low: float = 0.2
-    clip_high: float = 0.2
-    beta: float = 0.0
-    loss: str = "grpo"
-    max_tokens: int | None = None
-    advantages: str = "served"
-    control: str | None = None
-    checkpoint_every: int = 0
-    lora_rank: int = 0
-    lora_alpha: int = 16
-    serve_port: int | None = None
-    serve_host: str = "127.0.0.1"
-    max_token_len: int = 2048
-    metrics: str | None = None
-    seed: int = 0
-    batch_timeout_s: float = 600.0
-    threads: int | None = None
-    device: str = "auto"
+    """The `grpo` command's settings. Each field is its flag (`batch_size`: `--batch-size`), built
+    from this class by transformers' HfArgumentParser, so a default is written here only."""
+
+    model: str = field(metadata={"help": "Hugging Face model folder to start from"})
+    output: str = field(metadata={"help": "folder for the final model, metrics and checkpoints"})
+    api_url: str | None = field(
+        default=None, metadata={"help": "trajectory API; unset: $SHEARS_API_URL, then $ATROPOS_SERVER_URL"}
+    )
+    steps: int = field(default=50, metadata={"help": "optimiser steps (registered with the API)"})
+    batch_size: int = field(default=64, metadata={"help": "sequences per step (registered with the API)"})
+    micro_batch: int = field(
+        default=16, metadata={"help": "sequences per forward pass (gradient accumulation)"}
+    )
+    lr: float = field(default=1e-3, metadata={"help": "AdamW's learning rate"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay"})
+    adam_beta1: float = field(default=0.9, metadata={"help": "AdamW's first beta"})
+    adam_beta2: float = field(default=0.99, metadata={"help": "AdamW's second beta"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping"})
+    clip_low: float = field(default=0.2, metadata={"help": "PPO clip below the ratio 1"})
+    clip_high: float = field(default=0.2, metadata={"help": "PPO clip above the ratio 1"})
+    beta: float = field(
+        default=0.0, metadata={"help": "KL weight to the reference (ref_logprobs, else the start model)"}
+    )
+    loss: LossVariant = field(default="grpo", metadata={"help": "aggregation: grpo, token (DAPO), dr_grpo"})
+    max_tokens: int | None = field(
+        default=None, metadata={"help": "dr_grpo's constant normaliser; unset: the batch width"}
+    )
+    advantages: Literal["served", "scores"] = field(
+        default="served",
+        metadata={
+            "help": "served: the per-token advantages in each group (shears computes them); scores: normalise scores here"
+        },
+    )
+    control: Literal["shuffle-signs"] | None = field(
+        default=None,
+        metadata={
+            "help": "a control experiment: give each sequence's advantage a random sign (nothing should be learnt)"
+        },
+    )
+    checkpoint_every: int = field(default=0, metadata={"help": "save a checkpoint every N steps (0: never)"})
+    lora_rank: int = field(
+        default=0, metadata={"help": "train a LoRA adapter of this rank (peft); merged on save"}
+    )
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA's alpha"})
+    serve_port: int | None = field(
+        default=None, metadata={"help": "serve the policy colocated on this port (POST /generate)"}
+    )
+    serve_host: str = field(default="127.0.0.1", metadata={"help": "the policy server's address"})
+    max_token_len: int = field(default=2048, metadata={"help": "longest sequence (registered with the API)"})
+    metrics: str | None = field(default=None, metadata={"help": "metrics JSONL; unset: OUTPUT/metrics.jsonl"})
+    seed: int = field(default=0, metadata={"help": "torch's seed and the control's"})
+    batch_timeout_s: float = field(
+        default=600.0, metadata={"help": "seconds to wait for one batch", "aliases": ["--batch-timeout"]}
+    )
+    threads: int | None = field(default=None, metadata={"help": "torch CPU threads"})
+    device: str = field(
+        default="auto",
+        metadata={"help": "torch device: auto (CUDA when this torch has it, else CPU), cpu, cuda or cuda:N"},
+    )
 
 
 # Advantages smaller than this are float noise (equal scores normalised: 1e-9), not signal.
@@ -113,6 +144,18 @@ def load_model(path: str, lora_rank: int = 0, lora_alpha: int = 16, device: torc
     return model, tokenizer
 
 
+def save_tokenizer(tokenizer: PreTrainedTokenizerFast, folder: Path) -> None:
+    """save_pretrained, plus the chat template inside tokenizer_config.json: transformers 5 writes
+    it to chat_template.jinja only, which older loaders (shears' own before it learnt that file)
+    do not read."""
+    tokenizer.save_pretrained(folder)
+    config_path = folder / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    if tokenizer.chat_template and config.get("chat_template") != tokenizer.chat_template:
+        config["chat_template"] = tokenizer.chat_template
+        config_path.write_text(json.dumps(config, indent=2) + "\n")
+
+
 def save_model(model, tokenizer, folder: str | Path) -> Path:
     """A folder `AutoModelForCausalLM.from_pretrained` loads: LoRA is merged into a copy first."""
     folder = Path(folder)
@@ -156,8 +199,10 @@ def micro_batches(batch: TrainBatch, weights: torch.Tensor, size: int, device: t
         }
 
 
-def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, reference=None) -> dict:
-    """One optimiser step over the batch (micro-batches accumulate into one gradient)."""
+def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, reference=None, on_plan=None) -> dict:
+    """One optimiser step over the batch (micro-batches accumulate into one gradient). `on_plan`
+    receives each micro-batch's output-layer plan (loss.plan_output_layer: softmax kept for the
+    backward pass or recomputed there)."""
     weights = token_weights(batch.loss_mask, config.loss, config.max_tokens)
     totals = {"loss": 0.0, "policy": 0.0, "kl": 0.0, "clip_fraction": 0.0, "entropy": 0.0, "ratio": 0.0}
     trained = max(batch.trained_tokens, 1)
@@ -165,7 +210,7 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
     device = next(model.parameters()).device
     for part in micro_batches(batch, weights, config.micro_batch, device):
         logprobs, entropy = model_label_logprobs(
-            model, part["input_ids"], part["attention_mask"], part["labels"]
+            model, part["input_ids"], part["attention_mask"], part["labels"], on_plan=on_plan
         )
         # Without inference logprobs the batch is treated as on-policy: ratio 1 (no clipping).
         old = part["old"] if part["old"] is not None else logprobs.detach()
@@ -173,7 +218,7 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
         if ref is None and reference is not None and config.beta > 0:
             with torch.no_grad():
                 ref, _ = model_label_logprobs(
-                    reference, part["input_ids"], part["attention_mask"], part["labels"]
+                    reference, part["input_ids"], part["attention_mask"], part["labels"], entropy=False
                 )
         parts = grpo_loss(
             logprobs,
@@ -197,6 +242,20 @@ def train_step(model, optimizer, batch: TrainBatch, config: GrpoConfig, referenc
     optimizer.step()
     totals["grad_norm"] = float(grad_norm)
     return totals
+
+
+def plan_reporter(log):
+    """An `on_plan` for train_step that says the output layer's plan in the log at the first step
+    and whenever it changes (a longer batch, less memory), not once per micro-batch."""
+    said = None
+
+    def report(plan) -> None:
+        nonlocal said
+        if plan.keep != said:
+            said = plan.keep
+            log(plan.describe())
+
+    return report
 
 
 def shuffle_advantage_signs(batch: TrainBatch, generator: random.Random) -> None:
@@ -233,7 +292,7 @@ def run_grpo(config: GrpoConfig) -> dict:
     optimizer = torch.optim.AdamW(
         [parameter for parameter in model.parameters() if parameter.requires_grad],
         lr=config.lr,
-        betas=config.betas,
+        betas=(config.adam_beta1, config.adam_beta2),
         weight_decay=config.weight_decay,
     )
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -267,6 +326,7 @@ def run_grpo(config: GrpoConfig) -> dict:
 
     rewards: list[float] = []
     checkpoints: list[str] = []
+    report_plan = plan_reporter(log)
     started = time.monotonic()
     with metrics_path.open("a") as metrics:
         for step in range(1, config.steps + 1):
@@ -295,7 +355,7 @@ def run_grpo(config: GrpoConfig) -> dict:
                     )
                     version = server.version if server is not None else step - 1
                 else:
-                    totals = train_step(model, optimizer, batch, config, reference)
+                    totals = train_step(model, optimizer, batch, config, reference, on_plan=report_plan)
                     version = server.bump_version() if server is not None else step
             finally:
                 if lock is not None:

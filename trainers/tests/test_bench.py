@@ -75,3 +75,58 @@ def test_an_unknown_shape_is_refused_naming_the_choices(capsys):
     ):
         main(["bench", "--shape", "qwen3-70b"])
     assert capsys.readouterr().out == ""
+
+
+def test_the_comparison_times_the_trainers_step_beside_a_bare_torch_step_interleaved(monkeypatch):
+    monkeypatch.setitem(bench.SHAPES, "qwen3-tiny", TINY)
+    lines = []
+    summaries = bench.compare_with_bare(shapes=["qwen3-tiny"], rows=[2], rounds=3, emit=lines.append)
+    rounds, summary = lines[:-1], lines[-1]
+    assert [line["bench"] for line in rounds] == ["step-vs-bare"] * 3
+    assert [line["order"] for line in rounds] == ["GB", "BG", "GB"]  # interleaved
+    for line in rounds:
+        assert line["shape"] == "qwen3-tiny" and line["vocab_size"] == 1000 and line["rows"] == 2
+        assert line["tokens"] == 2 * 256 and line["trained_tokens"] == 2 * 193
+        assert line["output_layer"] == "kept"
+        assert line["ratio_cpu"] == pytest.approx(line["grpo_cpu_s"] / line["bare_cpu_s"], rel=1e-2)
+        assert {"load_average_1m", "steps_timed", "grpo_wall_s", "bare_wall_s", "ratio_wall"} <= line.keys()
+    assert summary["bench"] == "step-vs-bare-summary" and summaries == [summary]
+    assert summary["ratio_cpu_range"] == [
+        min(line["ratio_cpu"] for line in rounds),
+        max(line["ratio_cpu"] for line in rounds),
+    ]
+    assert "ratio_wall_median" in summary and "load_average_1m_range" in summary
+
+
+def test_the_bare_step_is_a_policy_gradient_step(tmp_path):
+    """The baseline does the work a user's own step would: the advantage-weighted cross-entropy of
+    the trained tokens, a backward pass and an AdamW step that moves the weights."""
+    import torch
+
+    from shears_trainer.train import load_model
+
+    made = bench.make_shape_model(tmp_path / "tiny", TINY)
+    model, tokenizer = load_model(made["folder"])
+    batch = bench.comparison_batch(2, 1000, tokenizer.pad_token_id)
+    before = [parameter.detach().clone() for parameter in model.parameters()]
+    with torch.no_grad():
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        picked = torch.log_softmax(logits, -1).gather(-1, batch.labels.clamp(min=0)[..., None])[..., 0]
+        expected = -(picked * batch.advantages).sum() / batch.loss_mask.sum()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    assert bench.bare_torch_step(model, optimizer, batch) == pytest.approx(float(expected), rel=1e-5)
+    assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--compare-shapes", "toy,qwen3-70b"], r"--shape qwen3-70b: not a known shape"),
+        (["--compare-rows", "4,x"], r"--compare-rows 4,x: expected whole numbers"),
+        (["--compare-rows", "0"], r"--compare-rows 0: every count must be 1 or more"),
+    ],
+)
+def test_bad_comparison_settings_are_refused_before_anything_runs(capsys, argv, message):
+    with pytest.raises(SystemExit, match=message):
+        main(["bench", *argv])
+    assert capsys.readouterr().out == ""

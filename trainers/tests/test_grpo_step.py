@@ -8,7 +8,7 @@ import torch
 
 from shears_trainer.batch import IGNORE, Sequence, advantages_from_scores, collate
 from shears_trainer.loss import model_label_logprobs
-from shears_trainer.policy_server import _Job, generate_batch
+from shears_trainer.policy_server import Sampling, generate_batch
 from shears_trainer.toy_loop import toy_score
 from shears_trainer.train import GrpoConfig, load_model, stop_token_ids, train_step
 
@@ -23,8 +23,10 @@ def sampled_batch(model, tokenizer, groups=2, group_size=4, seed=0):
         prompt = tokenizer(f"<|im_start|>user\nSave the word {group}.<|im_end|>\n<|im_start|>assistant\n")[
             "input_ids"
         ]
-        job = _Job(prompt=prompt, n=1, max_tokens=12, temperature=1.0, top_p=1.0, seed=None)
-        results = generate_batch(model, [(prompt, job)] * group_size, set(stop_token_ids(tokenizer)), None)
+        sampling = Sampling(max_tokens=12, temperature=1.0)
+        results = generate_batch(
+            model, [(prompt, sampling)] * group_size, set(stop_token_ids(tokenizer)), None
+        )
         scores = [rng.choice([0.0, 0.1, 1.0]) for _ in results]
         scores[0], scores[1] = 1.0, 0.0  # never all equal
         for (ids, logprobs, _), advantage, score in zip(results, advantages_from_scores(scores), scores):
@@ -109,8 +111,7 @@ def test_the_sampler_computes_only_the_last_positions_logits(toy_model):
         prompt = tokenizer("<|im_start|>user\nSave the word mazu.<|im_end|>\n<|im_start|>assistant\n")[
             "input_ids"
         ]
-        job = _Job(prompt=prompt, n=1, max_tokens=4, temperature=1.0, top_p=1.0, seed=None)
-        generate_batch(model, [(prompt, job)] * 3, set(stop_token_ids(tokenizer)), None)
+        generate_batch(model, [(prompt, Sampling(max_tokens=4))] * 3, set(stop_token_ids(tokenizer)), None)
         hook.remove()
         # ... and builds no autograd graph (a graph through 32 steps of KV cache held 40 GB on a GPU).
         assert shapes and all(shape[1] == 1 and not grad for *shape, grad in shapes), (lora_rank, shapes)

@@ -1,5 +1,5 @@
 // What does it cost a pass of ours to follow something else? (A probe of the bench's method, see
-// "Fifth round" in bench/README.md; not part of the bench run.) Repeatedly: a gap of one kind,
+// "How the method was chosen" in bench/README.md; not part of the bench run.) Repeatedly: a gap of one kind,
 // then K passes of ours back to back, each timed in CPU; the gap kinds take turns so that the
 // machine's phases (its speed moves by up to 2x over seconds) hit every kind alike. Prints, per
 // gap kind, the median CPU ms of the pass at each position after the gap, the median over
