@@ -6,7 +6,7 @@
 # (scripts/test-infra/global-setup.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(docker.io openssh-server chromium debootstrap busybox-static ripgrep git python3 python3-jinja2 python3-pytest ca-certificates iproute2 prometheus)
+packages=(docker.io openssh-server chromium debootstrap busybox-static ripgrep git python3 python3-jinja2 python3-pytest ca-certificates iproute2 prometheus strace libcap2-bin sqlite3 gcc less vim-tiny)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
