@@ -68,31 +68,6 @@ export async function createExtraTools(registry: Registry, config: ShearsConfig)
   return tools;
 }
 
-/**
- * `env.toolsets` checks that need no env: a distribution name that exists, and not both
- * `distribution` and `enabled` (the distribution would silently win).
- */
-export function checkToolsetsConfig(config: ShearsConfig): void {
-  const toolsets = config.env.toolsets;
-  if (!toolsets) return;
-  if (toolsets.distribution && !Object.hasOwn(BUILTIN_DISTRIBUTIONS, toolsets.distribution)) {
-    const known = Object.keys(BUILTIN_DISTRIBUTIONS);
-    const suggestion = closestName(toolsets.distribution, known);
-    throw new ConfigError({
-      message: `env.toolsets.distribution: unknown toolset distribution "${toolsets.distribution}"${suggestion ? ` (did you mean "${suggestion}"?)` : ''} (allowed: ${known.join(', ')})`,
-      issues: [{ path: 'env.toolsets.distribution', message: 'unknown name', value: toolsets.distribution }],
-    });
-  }
-  if (toolsets.distribution && toolsets.enabled) {
-    throw new ConfigError({
-      message: `env.toolsets.enabled: a distribution (env.toolsets.distribution: ${toolsets.distribution}) picks the toolsets of each group, so enabled would be ignored; set one of them`,
-      issues: [
-        { path: 'env.toolsets.enabled', message: 'ignored with a distribution', value: toolsets.enabled },
-      ],
-    });
-  }
-}
-
 function describeTools(tools: readonly ToolV1[]): string {
   return tools.length === 0
     ? 'no tools'

@@ -11,7 +11,7 @@ export type {
 } from './args.js';
 export { COMMAND_SPECS, parseArgs, renderCliReference } from './args.js';
 export { runCli } from './cli.js';
-export { configJsonSchema } from './commands/schema.js';
+export { configJsonSchema } from './config/config-json-schema.js';
 export type { ShearsConfig, ShearsConfigInput } from './config/config-schema.js';
 export {
   apiConfigSchema,

@@ -18,7 +18,7 @@ import {
   type ToolCallParserV1,
   type ToolsetDefinition,
 } from '@shears/core';
-import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
+import type { ActionPolicy } from '@shears/tools-terminal';
 import {
   composeRegistry,
   createEnv,
@@ -32,9 +32,10 @@ import {
   withJudge,
 } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
-import { checkToolsetsConfig, configureEnv, createExtraTools } from './env-tools.js';
+import { configureEnv, createExtraTools } from './env-tools.js';
 import type { CliIo } from './io.js';
-import { advantageEstimator } from './loop/loop-config.js';
+import { buildActionPolicy, checkToolsetsConfig } from './plan/env-plan.js';
+import { advantageEstimator } from './plan/loop-plan.js';
 import { createProgress, type ProgressMode, type ProgressReporter } from './progress/progress.js';
 import type { Redactor } from './redact.js';
 import { createRunControl, type RunControl } from './run/run-control.js';
@@ -75,33 +76,6 @@ export interface Runtime {
   /** `server.fallback_parser`: parses text containing `<tool_call>` when the server returns none. */
   fallbackParser: ToolCallParserV1 | undefined;
   close(): Promise<void>;
-}
-
-/** `env.action_policy` (snake_case config) → the terminal package's action policy. */
-export function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefined {
-  const policy = config.env.action_policy;
-  if (!policy) return undefined;
-  try {
-    return createActionPolicy({
-      ...(policy.commands
-        ? {
-            commands: {
-              allow: policy.commands.allow,
-              deny: policy.commands.deny,
-              allowDynamic: policy.commands.allow_dynamic,
-            },
-          }
-        : {}),
-      ...(policy.tools ? { tools: policy.tools } : {}),
-      ...(policy.command_arguments ? { commandArguments: policy.command_arguments } : {}),
-    });
-  } catch (cause) {
-    throw new ConfigError({
-      message: `env.action_policy: ${(cause as Error).message}`,
-      issues: [{ path: 'env.action_policy', message: 'invalid action policy', value: policy }],
-      cause,
-    });
-  }
 }
 
 /** `server.tool_parser` and `server.fallback_parser`, resolved by name in the parsers registry. */

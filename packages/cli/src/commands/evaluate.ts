@@ -7,10 +7,12 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
-import { refuseLoop } from '../loop/loop-config.js';
+import { type EvaluationSummary, isComplete, summarizeEvaluation } from '../evaluation-summary.js';
 import { teeMetrics } from '../metrics/prometheus-metrics.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { checkWandbConfig, openWandb, type WandbRun } from '../metrics/wandb.js';
+import { checkRunConfig } from '../plan/env-plan.js';
+import { refuseLoop } from '../plan/loop-plan.js';
 import { formatNumber, formatTable } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
 import {
@@ -18,130 +20,14 @@ import {
   checkSameTask,
   identityFile,
   identityPathFor,
+  readResumedGroups,
   runIdentity,
 } from '../run/run-identity.js';
-import {
-  checkRunConfig,
-  createJsonlWriter,
-  guardOutputs,
-  refusePrometheus,
-  writeOutputFile,
-} from '../run/run-output.js';
+import { createJsonlWriter, guardOutputs, refusePrometheus, writeOutputFile } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
-import { bootstrapMean, mean, passAtK, type SuccessRule, successRule } from '../stats.js';
+import { successRule } from '../stats.js';
 import { buildViewerHtml, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
-import { readResumedGroups } from './process.js';
-
-interface TaskEvaluation {
-  taskId: string;
-  samples: number;
-  correct: number;
-  meanScore: number;
-  passAtK: Record<string, number>;
-  failed: number;
-}
-
-export interface EvaluationSummary {
-  kind: 'shears.evaluation';
-  env: string;
-  model: string;
-  k: number;
-  tasks: TaskEvaluation[];
-  passAtK: Record<string, number>;
-  meanScore: { mean: number; low: number; high: number; confidence: number };
-  resumed: number;
-  ran: number;
-  /** What counts as solved (pass@k, correct). */
-  success: string;
-  /** False when any task has no complete result: the numbers above cover only part of the set. */
-  complete: boolean;
-  /** Tasks without a complete result, and why. */
-  missing: Array<{ taskId: string; why: string }>;
-  /** Why the run ended early, when it did. */
-  stopped: string | null;
-}
-
-const COUNTED = new Set(['scored', 'model_failure']);
-
-/** An item is finished when every one of its k rollouts got a valid score. */
-function isComplete(record: ScoredGroupRecord, k: number): boolean {
-  return (
-    !record.partial &&
-    record.rollouts.length >= k &&
-    record.rollouts.every((rollout) => COUNTED.has(rollout.outcome))
-  );
-}
-
-/** Why an item's record is not complete, in words. */
-function incompleteWhy(record: ScoredGroupRecord): string {
-  if (record.partial) return `partial: ${record.partial.reason}`;
-  const failed = record.rollouts.filter((rollout) => !COUNTED.has(rollout.outcome));
-  const reasons = [...new Set(failed.map((rollout) => `${rollout.outcome}: ${rollout.outcomeReason ?? ''}`))];
-  return `${failed.length} of ${record.rollouts.length} rollouts failed (${reasons.slice(0, 3).join('; ')})`;
-}
-
-export function kValues(k: number): number[] {
-  const values = new Set<number>([1]);
-  for (let value = 2; value < k; value *= 2) values.add(value);
-  values.add(k);
-  return [...values].sort((a, b) => a - b);
-}
-
-export function summarizeEvaluation(
-  records: readonly ScoredGroupRecord[],
-  options: {
-    k: number;
-    samples: number;
-    confidence: number;
-    env: string;
-    model: string;
-    success?: SuccessRule;
-  },
-): EvaluationSummary {
-  const success = options.success ?? successRule(undefined);
-  const ks = kValues(options.k);
-  const tasks: TaskEvaluation[] = records.map((record) => {
-    const counted = record.rollouts.filter((rollout) => COUNTED.has(rollout.outcome));
-    const correct = counted.filter((rollout) => success.test(rollout)).length;
-    const pass: Record<string, number> = {};
-    for (const k of ks) pass[`pass@${k}`] = passAtK(counted.length, correct, k);
-    return {
-      taskId: record.taskId,
-      samples: counted.length,
-      correct,
-      meanScore: mean(counted.map((rollout) => rollout.reward ?? 0)),
-      passAtK: pass,
-      failed: record.rollouts.length - counted.length,
-    };
-  });
-  const passAtKOverall: Record<string, number> = {};
-  for (const k of ks)
-    passAtKOverall[`pass@${k}`] = mean(
-      tasks.map((task) => task.passAtK[`pass@${k}`]!).filter((value) => !Number.isNaN(value)),
-    );
-  const interval = bootstrapMean(
-    tasks.map((task) => task.meanScore).filter((value) => !Number.isNaN(value)),
-    { samples: options.samples, confidence: options.confidence },
-  );
-  return {
-    kind: 'shears.evaluation',
-    env: options.env,
-    model: options.model,
-    k: options.k,
-    tasks,
-    passAtK: passAtKOverall,
-    meanScore: { ...interval, confidence: options.confidence },
-    resumed: 0,
-    ran: 0,
-    success: success.description,
-    complete: records.every((record) => isComplete(record, options.k)),
-    missing: records
-      .filter((record) => !isComplete(record, options.k))
-      .map((record) => ({ taskId: record.taskId, why: incompleteWhy(record) })),
-    stopped: null,
-  };
-}
 
 function formatEvaluation(summary: EvaluationSummary): string {
   const ks = Object.keys(summary.passAtK);
@@ -215,7 +101,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
     });
   const kept = new Map<string, ScoredGroupRecord>();
   if (resuming)
-    for (const record of readResumedGroups(context, out)) {
+    for (const record of readResumedGroups(out, { cwd: io.cwd, logger: context.logger })) {
       if (isComplete(record, k)) kept.set(record.taskId, record);
       else kept.delete(record.taskId);
     }

@@ -4,10 +4,11 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { EnvItem, ScoredGroupRecord } from '@shears/core';
-import { refuseLoop } from '../loop/loop-config.js';
 import { teeMetrics } from '../metrics/prometheus-metrics.js';
 import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { checkWandbConfig, openWandb, type WandbRun } from '../metrics/wandb.js';
+import { checkRunConfig } from '../plan/env-plan.js';
+import { refuseLoop } from '../plan/loop-plan.js';
 import { summarizeGroups } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
 import {
@@ -15,39 +16,18 @@ import {
   checkSameTask,
   identityFile,
   identityPathFor,
+  readResumedGroups,
   runIdentity,
 } from '../run/run-identity.js';
-import {
-  checkRunConfig,
-  createJsonlWriter,
-  fileError,
-  guardOutputs,
-  refusePrometheus,
-  writeOutputFile,
-} from '../run/run-output.js';
+import { createJsonlWriter, guardOutputs, refusePrometheus, writeOutputFile } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
 import { successRule } from '../stats.js';
-import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
+import { buildViewerHtml, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 
 /** A group that needs no redoing: not stopped midway. */
 function isCompleteGroup(record: ScoredGroupRecord): boolean {
   return !record.partial && record.rollouts.every((rollout) => rollout.outcome !== 'aborted');
-}
-
-/** Reads the groups of a run being resumed; lines that are not groups are named, never silently lost. */
-export function readResumedGroups(context: CommandContext, path: string): ScoredGroupRecord[] {
-  let read: ReturnType<typeof readGroupsForViewer>;
-  try {
-    read = readGroupsForViewer(path);
-  } catch (error) {
-    throw fileError(path, 'read', error, context.io.cwd);
-  }
-  if (read.skipped.length)
-    context.logger.warn(
-      `${relative(context.io.cwd, path) || path}: ${read.skipped.length} line(s) are not scored groups and are left out of the resumed file (lines ${read.skipped.slice(0, 10).join(', ')}${read.skipped.length > 10 ? ', …' : ''})`,
-    );
-  return read.groups;
 }
 
 export async function processCommand(context: CommandContext): Promise<number> {
@@ -82,7 +62,7 @@ export async function processCommand(context: CommandContext): Promise<number> {
       // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
       resumable: !resume,
     });
-  const previous = resuming ? readResumedGroups(context, out) : [];
+  const previous = resuming ? readResumedGroups(out, { cwd: io.cwd, logger: context.logger }) : [];
   // Complete groups of the earlier run, by task id, consumed as the env yields the same tasks again.
   const pool = new Map<string, ScoredGroupRecord[]>();
   for (const record of previous.filter(isCompleteGroup))

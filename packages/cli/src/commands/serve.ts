@@ -3,13 +3,14 @@
 // also goes to `run.out` (JSONL) and, at the end, the HTML report, as with `shears process`.
 import { relative } from 'node:path';
 import { InvalidArgumentError } from '@shears/core';
-import { checkLoopConfig } from '../loop/loop-config.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { metricsPathFor } from '../metrics/run-metrics.js';
 import { checkWandbConfig } from '../metrics/wandb.js';
 import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
+import { checkRunConfig } from '../plan/env-plan.js';
+import { checkLoopConfig } from '../plan/loop-plan.js';
 import { endingNote, exitCodeFor, formatFailures } from '../run/run-control.js';
-import { checkRunConfig, createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
+import { createJsonlWriter, guardOutputs, type JsonlWriter } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, formatServeResult, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';

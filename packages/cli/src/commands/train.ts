@@ -9,13 +9,15 @@ import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
-import { checkLoopConfig } from '../loop/loop-config.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { metricsPathFor, type RunMetrics } from '../metrics/run-metrics.js';
 import { checkWandbConfig } from '../metrics/wandb.js';
 import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
+import { trajectoryApiServerSettings } from '../plan/api-plan.js';
+import { checkRunConfig } from '../plan/env-plan.js';
+import { checkLoopConfig } from '../plan/loop-plan.js';
 import { EXIT_CODES, formatFailures } from '../run/run-control.js';
-import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
+import { createJsonlWriter, guardOutputs } from '../run/run-output.js';
 import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
 import { writeRunReport } from '../serve/run-report.js';
 import { checkTrainerNeeds, describeSent, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
@@ -27,7 +29,6 @@ import {
   resolveReferenceTrainer,
 } from '../train/reference-trainer.js';
 import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
-import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
   if (!stream) return;

@@ -21,8 +21,8 @@ import {
   openReplayStore,
   type ReplayStore,
 } from '@shears/grpo';
-import { kValues, summarizeEvaluation } from '../commands/evaluate.js';
 import type { ShearsConfig } from '../config/config-schema.js';
+import { kValues, summarizeEvaluation } from '../evaluation-summary.js';
 import type { GroupLoop, RunMetrics, TrainerStatus } from '../metrics/run-metrics.js';
 import { type CommandContext, type Runtime, runOneGroup, startRuntime } from '../runtime.js';
 import { bootstrapMean, mean, successRule } from '../stats.js';

@@ -6,9 +6,7 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSyn
 import { dirname, relative } from 'node:path';
 import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
-import { checkToolsetsConfig } from '../env-tools.js';
 import type { Redactor } from '../redact.js';
-import { buildActionPolicy } from '../runtime.js';
 
 /** A file the CLI could not read or write (its message names the file and the reason). */
 class OutputFileError extends ShearsError {
@@ -225,10 +223,4 @@ export function refusePrometheus(config: ShearsConfig, command: string): void {
       message: `run.prometheus: only \`shears serve\` and \`shears train\` expose /metrics; \`shears ${command}\` writes the metrics stream (<out>.metrics.jsonl) instead. Remove run.prometheus for this command`,
       issues: [{ path: 'run.prometheus', message: `not read by ${command}`, value: config.run.prometheus }],
     });
-}
-
-/** The config checks that need no env or server, run before the output guard: a bad config is named first. */
-export function checkRunConfig(config: ShearsConfig): void {
-  buildActionPolicy(config);
-  checkToolsetsConfig(config);
 }

@@ -20,9 +20,9 @@ import { StepCreditMismatchError, scoredDataFromRecord, stepCredit } from '@shea
 import { createHfTokenizer } from '@shears/servers';
 import { CHAT_SERVERS } from '../compose.js';
 import type { ShearsConfig } from '../config/config-schema.js';
-import { type PerStepAdvantage, perStepAdvantage } from '../loop/loop-config.js';
 import type { DrawnItem, LoopController } from '../loop/loop-controller.js';
 import type { RunMetrics, TrainerStatus } from '../metrics/run-metrics.js';
+import { type PerStepAdvantage, perStepAdvantage } from '../plan/loop-plan.js';
 import { droppedLabel } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../run/run-control.js';
 import type { JsonlWriter } from '../run/run-output.js';
