@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { ConfigError, createRegistry, definePlugin, ShearsError, silentLogger } from '@shears/core';
 import { requireOptionalPackage } from '@shears/core/internal';
 import { afterAll, describe, expect, it } from 'vitest';
-import { composeRegistry, createFromConfig } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
 import { explainMissingPackage, importBuiltin, missingPackage } from './plugin-packages.js';
+import { composeRegistry, createFromConfig } from './runtime/compose.js';
 
 const project = mkdtempSync(join(tmpdir(), 'shears-plugin-packages-'));
 afterAll(() => rmSync(project, { recursive: true, force: true }));

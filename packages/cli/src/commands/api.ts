@@ -3,7 +3,7 @@
 // repository root — so its absolute path is printed at start, with what an earlier run left.
 import { startTrajectoryApiServer, type TrajectoryApiServer } from '@shears/grpo';
 import { trajectoryApiServerSettings } from '../plan/api-plan.js';
-import type { CommandContext } from '../runtime.js';
+import type { CommandContext } from '../session.js';
 
 /** "3 h 5 min" from milliseconds. */
 function describeAge(milliseconds: number): string {

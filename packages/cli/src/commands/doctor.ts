@@ -16,20 +16,26 @@ import {
   type Registry,
 } from '@shears/core';
 import { createHfTokenizer } from '@shears/servers';
+import { wandbCheck } from '../metrics/wandb.js';
+import { envEntry, envSettings } from '../plan/env-plan.js';
+import {
+  MANAGED_SERVERS,
+  parserIds,
+  recordsLogprobs,
+  resolveSandbox,
+  resolveServer,
+  sandboxSettings,
+} from '../plan/server-plan.js';
 import {
   composeRegistry,
   createEnv,
   createSandboxProvider,
   createServer,
-  envSettings,
-  MANAGED_SERVERS,
-  recordsLogprobs,
   sandboxProviderId,
-  sandboxSettings,
-} from '../compose.js';
-import { wandbCheck } from '../metrics/wandb.js';
-import { type CommandContext, resolveParsers } from '../runtime.js';
+} from '../runtime/compose.js';
+import { resolveParsers } from '../runtime/runtime.js';
 import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
+import type { CommandContext } from '../session.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
 import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
 
@@ -99,7 +105,7 @@ async function sandboxChecks(
 ): Promise<Check[]> {
   let settings: Record<string, unknown>;
   try {
-    settings = sandboxSettings(context.config, id);
+    settings = sandboxSettings(resolveSandbox(context.config), id);
   } catch (error) {
     return [
       { name: 'sandbox', status: 'fail', detail: context.redact(firstLine(error)), fix: 'fix sandbox.*' },
@@ -112,11 +118,14 @@ async function sandboxChecks(
     settingsField: 'sandbox.settings',
   });
   if (!own) {
-    const opened = await probeSandboxProvider(() => createSandboxProvider(registry, context.config, env), {
-      id,
-      fix: 'check sandbox.settings',
-      signal: context.signal,
-    });
+    const opened = await probeSandboxProvider(
+      () => createSandboxProvider(registry, resolveSandbox(context.config), env),
+      {
+        id,
+        fix: 'check sandbox.settings',
+        signal: context.signal,
+      },
+    );
     return [{ ...opened, detail: context.redact(opened.detail) }];
   }
   // An env with images of its own (swe builds them in `shears prepare`) does not start from the
@@ -341,7 +350,7 @@ function trainerLogprobsCheck(config: CommandContext['config']): Check | undefin
 async function parserCheck(registry: Registry, context: CommandContext): Promise<Check> {
   const { tool_parser: parser, fallback_parser: fallback } = context.config.server;
   try {
-    await resolveParsers(registry, context.config);
+    await resolveParsers(registry, parserIds(context.config));
   } catch (error) {
     return {
       name: 'parsers',
@@ -364,7 +373,10 @@ async function parserCheck(registry: Registry, context: CommandContext): Promise
 async function serverCheck(context: CommandContext, registry: Registry): Promise<Check> {
   const { config } = context;
   try {
-    const server = await createServer(registry, config, context.apiKey, context.io.cwd);
+    const server = await createServer(
+      registry,
+      resolveServer(config, { apiKey: context.apiKey, cwd: context.io.cwd }),
+    );
     try {
       const started = Date.now();
       const response = await server.chat({
@@ -402,7 +414,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
   });
   let env: EnvV1 | undefined;
   try {
-    env = await createEnv(registry, config, context.io.cwd);
+    env = await createEnv(registry, envEntry(config, context.io.cwd));
     checks.push({ name: 'env', status: 'ok', detail: `${config.env.name} created` });
   } catch (error) {
     checks.push({
@@ -413,7 +425,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
     });
   }
   try {
-    const sandboxId = sandboxProviderId(config, env);
+    const sandboxId = sandboxProviderId(config.sandbox, env);
     const own = [
       ...(await sandboxChecks(context, registry, env, sandboxId)),
       ...(env

@@ -4,7 +4,6 @@
 // last, `final` one at the end), a step row whenever the trajectory API reports a new trainer step.
 // The work per group is a pass over its rollouts' steps: small beside running the group.
 import type { RolloutOutcome, ScoredGroupRecord } from '@shears/core';
-import type { JsonlWriter } from '../run/run-output.js';
 import type { SuccessRule } from '../stats.js';
 import type {
   EvalMetrics,
@@ -357,7 +356,8 @@ export interface RunMetrics {
 }
 
 interface RunMetricsOptions {
-  writer: Pick<JsonlWriter, 'write'>;
+  /** Where each row goes (the metrics JSONL, W&B). */
+  writer: { write(row: unknown): void };
   command: MetricsCommand;
   success: SuccessRule;
   /** Seconds per window row (default 10). */

@@ -17,12 +17,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ConfigError, type PluginCheckResult, type ScoredGroupRecord, ShearsError } from '@shears/core';
+import {
+  ConfigError,
+  type PluginCheckResult,
+  type ScoredGroupRecord,
+  ShearsError,
+  type TrajectorySinkV1,
+} from '@shears/core';
 import { optionalPackageCheck, packageDirectory, requireOptionalPackage } from '@shears/core/internal';
 import type { ShearsConfig } from '../config/config-schema.js';
-import type { CommandContext } from '../runtime.js';
+import type { RunSession } from '../session.js';
 import type { MetricsRow } from './metrics-schema.js';
-import type { RunMetrics } from './run-metrics.js';
 
 type WandbCommand = 'process' | 'serve' | 'train' | 'evaluate';
 
@@ -222,9 +227,13 @@ export interface WandbRun {
   readonly url: string;
   /** Wraps a metrics writer (or none, when `run.metrics` is off): each row also goes to W&B. */
   writer(inner?: { write(row: unknown): void }): { write(row: unknown): void };
-  /** Collects the rollouts table from finished groups (tee it beside the metrics stream). */
-  readonly rollouts: RunMetrics;
-  /** Logs the rollouts table, finishes the W&B run and stops the worker; never throws. */
+  /**
+   * The rollouts table as a trajectory sink: every group the run writes adds its rollouts; closing
+   * it logs the table and finishes the W&B run (failed when the run ended early) and stops the
+   * worker. Never throws.
+   */
+  readonly sink: TrajectorySinkV1;
+  /** Finishes the W&B run without writing the table (a run refused before it started); never throws. */
   finish(options?: { failed?: boolean }): Promise<void>;
 }
 
@@ -234,11 +243,14 @@ export interface WandbRun {
  * before anything runs (WandbError): the user asked for it, and no rollout has been spent yet.
  * Later failures are reported on stderr and the run goes on: its own files never depend on W&B.
  */
-export async function openWandb(
-  context: CommandContext,
-  command: WandbCommand,
-): Promise<WandbRun | undefined> {
-  const { config, io } = context;
+export async function openWandb(options: {
+  session: RunSession;
+  /** The run's config: its `wandb` section, and the rest as the W&B run's config (redacted). */
+  config: ShearsConfig;
+  command: WandbCommand;
+}): Promise<WandbRun | undefined> {
+  const { config, command, session: context } = options;
+  const { io } = context;
   const settings = config.wandb;
   if (!settings) return undefined;
   checkWandbConfig(config, io.env);
@@ -355,28 +367,75 @@ export async function openWandb(
   const table: Array<Array<string | number | null>> = [];
   let rolloutsSeen = 0;
   const { max_rows: maxRows, max_chars: maxChars } = settings.rollouts_table;
-  const rollouts: RunMetrics = {
-    group(record: ScoredGroupRecord) {
-      if (maxRows === 0) return;
-      for (const rollout of record.rollouts) {
-        rolloutsSeen++;
-        // The latest rows are kept: in a long run, the end of training is what one reads.
-        if (table.length === maxRows) table.shift();
-        table.push([
-          record.groupId,
-          record.taskId,
-          rollout.reward,
-          rollout.outcome,
-          rollout.turnsUsed,
-          scrub(conversationText(rollout.messages, maxChars)),
-        ]);
-      }
-    },
-    trainerStatus() {},
-    event() {},
-    close() {},
+  const addRollouts = (record: ScoredGroupRecord) => {
+    if (maxRows === 0) return;
+    for (const rollout of record.rollouts) {
+      rolloutsSeen++;
+      // The latest rows are kept: in a long run, the end of training is what one reads.
+      if (table.length === maxRows) table.shift();
+      table.push([
+        record.groupId,
+        record.taskId,
+        rollout.reward,
+        rollout.outcome,
+        rollout.turnsUsed,
+        scrub(conversationText(rollout.messages, maxChars)),
+      ]);
+    }
   };
   let finishing: Promise<void> | undefined;
+
+  const finish = (options: { failed?: boolean } = {}): Promise<void> => {
+    finishing ??= (async () => {
+      if (failed || exited) {
+        if (!exited) await worker.terminate();
+        exited = true;
+        if (failed)
+          say(`${logged} row(s) were handed to W&B before it failed; see the metrics stream for all of them`);
+        return;
+      }
+      const last: Array<Record<string, unknown>> = [];
+      if (maxRows > 0)
+        last.push({
+          rollouts: rolloutsTable(table),
+          'rollouts_table/rows': table.length,
+          'rollouts_table/rollouts': rolloutsSeen,
+          'rollouts_table/partial': table.length < rolloutsSeen,
+          groups,
+        });
+      worker.postMessage({ type: 'finish', last, code: options.failed ? 1 : 0 });
+      const result = await waitFor(['finished', 'finish-failed'], settings.finish_timeout_seconds);
+      exited = true;
+      await worker.terminate();
+      if (result.type === 'finished' && sdkErrors > 0)
+        say(
+          `finished ${url}, but the W&B SDK reported ${sdkErrors} error line(s) above: what reached W&B may be incomplete (${logged} metrics row(s) were handed to it); the metrics stream has every row`,
+        );
+      else if (result.type === 'finished')
+        say(
+          `finished ${url}: ${logged} metrics row(s)${maxRows > 0 ? `, rollouts table of ${table.length} of ${rolloutsSeen} rollout(s)` : ''}`,
+        );
+      else
+        say(
+          `the W&B run did not finish (${result.type === 'timeout' ? `no answer within wandb.finish_timeout_seconds (${settings.finish_timeout_seconds} s)` : (result.message ?? 'the SDK stopped')}); what reached W&B may be incomplete, the metrics stream has every row`,
+        );
+    })();
+    return finishing;
+  };
+
+  let sinkClosed = false;
+  const sink: TrajectorySinkV1 = {
+    specificationVersion: 'v1',
+    id: 'wandb',
+    async write(record) {
+      if (sinkClosed) throw new WandbError('wandb: the rollouts table is closed');
+      addRollouts(record);
+    },
+    async close(options = {}) {
+      sinkClosed = true;
+      await finish({ failed: options.incomplete === true });
+    },
+  };
 
   return {
     url,
@@ -399,45 +458,7 @@ export async function openWandb(
         },
       };
     },
-    rollouts,
-    finish(options = {}) {
-      finishing ??= (async () => {
-        if (failed || exited) {
-          if (!exited) await worker.terminate();
-          exited = true;
-          if (failed)
-            say(
-              `${logged} row(s) were handed to W&B before it failed; see the metrics stream for all of them`,
-            );
-          return;
-        }
-        const last: Array<Record<string, unknown>> = [];
-        if (maxRows > 0)
-          last.push({
-            rollouts: rolloutsTable(table),
-            'rollouts_table/rows': table.length,
-            'rollouts_table/rollouts': rolloutsSeen,
-            'rollouts_table/partial': table.length < rolloutsSeen,
-            groups,
-          });
-        worker.postMessage({ type: 'finish', last, code: options.failed ? 1 : 0 });
-        const result = await waitFor(['finished', 'finish-failed'], settings.finish_timeout_seconds);
-        exited = true;
-        await worker.terminate();
-        if (result.type === 'finished' && sdkErrors > 0)
-          say(
-            `finished ${url}, but the W&B SDK reported ${sdkErrors} error line(s) above: what reached W&B may be incomplete (${logged} metrics row(s) were handed to it); the metrics stream has every row`,
-          );
-        else if (result.type === 'finished')
-          say(
-            `finished ${url}: ${logged} metrics row(s)${maxRows > 0 ? `, rollouts table of ${table.length} of ${rolloutsSeen} rollout(s)` : ''}`,
-          );
-        else
-          say(
-            `the W&B run did not finish (${result.type === 'timeout' ? `no answer within wandb.finish_timeout_seconds (${settings.finish_timeout_seconds} s)` : (result.message ?? 'the SDK stopped')}); what reached W&B may be incomplete, the metrics stream has every row`,
-          );
-      })();
-      return finishing;
-    },
+    sink,
+    finish,
   };
 }

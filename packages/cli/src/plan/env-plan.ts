@@ -1,13 +1,85 @@
-// The env section's settings that need no env to check: the action policy (`env.action_policy`,
-// built here so a bad rule is refused before anything runs) and the toolset selection
-// (`env.toolsets`). Checked before the output guard, so a bad config is named first.
+// The `env` section as the run uses it: the env entry and its settings, the turn budget, the
+// action policy (`env.action_policy`, built here so a bad rule is refused before anything runs),
+// the tools added from plugins (`env.tools`) and the toolset selection (`env.toolsets`). What needs
+// no env is checked here, before the output guard, so a bad config is named first; what needs the
+// env's own tools is checked when a group starts (runtime/env-tools.ts).
 import { BUILTIN_DISTRIBUTIONS, ConfigError } from '@shears/core';
 import { closestName } from '@shears/core/internal';
 import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
 import type { ShearsConfig } from '../config/config-schema.js';
 
+/** One `env.tools` entry: a tool id or a toolset name from the loaded plugins, with its settings. */
+export interface ToolRequest {
+  id: string;
+  settings: Record<string, unknown>;
+  /** Where it sits in the config (`env.tools[0]`), for errors. */
+  field: string;
+}
+
+/** `env.toolsets`: which of the env's tools a group is offered. */
+export interface ToolsetSelection {
+  enabled?: string[];
+  disabled?: string[];
+  distribution?: string;
+}
+
+export interface EnvPlan {
+  /** The env entry's id (env.name). */
+  name: string;
+  /** The settings the entry gets: env.settings with env.seed (and, for the tasks env, where shears runs). */
+  settings: Record<string, unknown>;
+  seed: number;
+  groupSize: number;
+  /** Longest token sequence of one rollout (serve/train register it with the trajectory API). */
+  maxTokenLength: number;
+  /** env.max_turns: the turn budget of each rollout (undefined: the env's own). */
+  maxTurns: number | undefined;
+  /** `env.action_policy`, checked before every tool call. */
+  actionPolicy: ActionPolicy | undefined;
+  /** `env.tools`: tools and toolsets from loaded plugins added to the env's own. */
+  tools: readonly ToolRequest[];
+  toolsets: ToolsetSelection | undefined;
+  /** A judge scores the rollouts (a task file's rubrics need one). */
+  judged: boolean;
+}
+
+/**
+ * The settings the env entry gets: `env.settings` with `env.seed` (and, for the tasks env, the
+ * directory its file is named relative to: where shears runs).
+ */
+export function envSettings(config: ShearsConfig, cwd?: string): Record<string, unknown> {
+  return {
+    seed: config.env.seed,
+    ...(config.env.name === 'tasks' && cwd !== undefined ? { cwd } : {}),
+    ...config.env.settings,
+  };
+}
+
+/** The env entry alone (what `shears prepare` and `shears doctor` create, without the run around it). */
+export function envEntry(config: ShearsConfig, cwd: string): Pick<EnvPlan, 'name' | 'settings' | 'judged'> {
+  return { name: config.env.name, settings: envSettings(config, cwd), judged: config.judge !== undefined };
+}
+
+export function resolveEnv(config: ShearsConfig, cwd: string): EnvPlan {
+  const env = config.env;
+  checkToolsetsConfig(config);
+  return {
+    ...envEntry(config, cwd),
+    seed: env.seed,
+    groupSize: env.group_size,
+    maxTokenLength: env.max_token_length,
+    maxTurns: env.max_turns,
+    actionPolicy: buildActionPolicy(config),
+    tools: (env.tools ?? []).map((entry, index) => ({
+      ...(typeof entry === 'string' ? { id: entry, settings: {} } : entry),
+      field: `env.tools[${index}]`,
+    })),
+    toolsets: env.toolsets,
+  };
+}
+
 /** `env.action_policy` (snake_case config) → the terminal package's action policy. */
-export function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefined {
+function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefined {
   const policy = config.env.action_policy;
   if (!policy) return undefined;
   try {
@@ -37,7 +109,7 @@ export function buildActionPolicy(config: ShearsConfig): ActionPolicy | undefine
  * `env.toolsets` checks that need no env: a distribution name that exists, and not both
  * `distribution` and `enabled` (the distribution would silently win).
  */
-export function checkToolsetsConfig(config: ShearsConfig): void {
+function checkToolsetsConfig(config: ShearsConfig): void {
   const toolsets = config.env.toolsets;
   if (!toolsets) return;
   if (toolsets.distribution && !Object.hasOwn(BUILTIN_DISTRIBUTIONS, toolsets.distribution)) {
@@ -56,10 +128,4 @@ export function checkToolsetsConfig(config: ShearsConfig): void {
       ],
     });
   }
-}
-
-/** The config checks that need no env or server, run before the output guard: a bad config is named first. */
-export function checkRunConfig(config: ShearsConfig): void {
-  buildActionPolicy(config);
-  checkToolsetsConfig(config);
 }

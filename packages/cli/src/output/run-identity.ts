@@ -17,8 +17,9 @@ import {
 import { isSecretField } from '@shears/core/internal';
 import { cliVersion } from '../args.js';
 import type { ShearsConfig } from '../config/config-schema.js';
+import { identityPathFor } from '../plan/output-plan.js';
 import { readGroupsForViewer } from '../viewer/build-viewer.js';
-import { fileError } from './run-output.js';
+import { fileError } from './output-files.js';
 
 interface RunIdentityFile {
   kind: 'shears.run';
@@ -27,11 +28,6 @@ interface RunIdentityFile {
   createdAt: string;
   /** Dotted config paths (and `tasks`) → values; compared one by one on resume. */
   identity: Record<string, unknown>;
-}
-
-/** `runs/x.jsonl` → `runs/x.run.json`. */
-export function identityPathFor(jsonlPath: string): string {
-  return `${jsonlPath.replace(/\.jsonl?$/i, '')}.run.json`;
 }
 
 /** A copy without secret-named fields and without URL userinfo. */

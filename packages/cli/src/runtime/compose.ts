@@ -1,8 +1,7 @@
 // The composition root: one registry with the CLI's plugin, the built-in plugin packages that
-// are installed, and the plugins the config names; then the env, server and sandbox provider
-// the config asks for, with errors that name the config field.
+// are installed, and the plugins the config names; then the env, server, sandbox provider and
+// judges the run plan names, created through it, with errors that name the config field.
 
-import { resolve as resolvePath } from 'node:path';
 import {
   ConfigError,
   createRegistry,
@@ -25,9 +24,20 @@ import {
 } from '@shears/core';
 import { describeValue, valueAtPath } from '@shears/core/internal';
 import { judgeReward } from '@shears/judges';
-import type { ShearsConfig } from './config/config-schema.js';
-import cliPlugin from './plugin.js';
-import { BUILTIN_PLUGINS, importBuiltin, installCommand } from './plugin-packages.js';
+import type { ShearsConfig } from '../config/config-schema.js';
+import type { EnvPlan } from '../plan/env-plan.js';
+import {
+  SANDBOX_NATURE,
+  SANDBOX_SPEC_UNSUPPORTED,
+  type SandboxPlan,
+  type ServerPlan,
+  sandboxSettings,
+} from '../plan/server-plan.js';
+import cliPlugin from '../plugin.js';
+import { BUILTIN_PLUGINS, importBuiltin, installCommand } from '../plugin-packages.js';
+
+/** `judge` and `group_judge`, as the config gives them. */
+type JudgesConfig = Pick<ShearsConfig, 'judge' | 'group_judge'>;
 
 export interface PluginStatus {
   name: string;
@@ -44,7 +54,7 @@ interface Composed {
 const notInstalled = new WeakMap<Registry, string[]>();
 
 export async function composeRegistry(
-  config: ShearsConfig,
+  config: { readonly plugins: readonly string[] },
   options: { cwd: string; logger: Logger; builtins?: readonly string[] },
 ): Promise<Composed> {
   const registry = createRegistry({ logger: options.logger });
@@ -164,30 +174,14 @@ function settingsConfigError(error: InvalidSettingsError, settingsField: string)
   });
 }
 
-/**
- * The settings the env entry gets: `env.settings` with `env.seed` (and, for the tasks env, the
- * directory its file is named relative to: where shears runs).
- */
-export function envSettings(config: ShearsConfig, cwd?: string): Record<string, unknown> {
-  return {
-    seed: config.env.seed,
-    ...(config.env.name === 'tasks' && cwd !== undefined ? { cwd } : {}),
-    ...config.env.settings,
-  };
-}
-
-export async function createEnv(registry: Registry, config: ShearsConfig, cwd?: string): Promise<EnvV1> {
-  const env = await createFromConfig(
-    registry,
-    'envs',
-    config.env.name,
-    'env.name',
-    envSettings(config, cwd),
-    'env.settings',
-  );
+export async function createEnv(
+  registry: Registry,
+  plan: Pick<EnvPlan, 'name' | 'settings' | 'judged'>,
+): Promise<EnvV1> {
+  const env = await createFromConfig(registry, 'envs', plan.name, 'env.name', plan.settings, 'env.settings');
   // A task file's rubrics are for the judge: without one they would be silently unused.
   const rubricTasks = (env as { rubricTasks?: () => string[] }).rubricTasks?.() ?? [];
-  if (rubricTasks.length > 0 && !config.judge)
+  if (rubricTasks.length > 0 && !plan.judged)
     throw new ConfigError({
       message: `judge: required, because the task file gives rubrics for the judge (${rubricTasks.slice(0, 5).join('; ')}${rubricTasks.length > 5 ? '; …' : ''}); configure a judge (judge: { server: ..., weight: ... }) or remove the rubrics`,
       issues: [{ path: 'judge', message: 'required for tasks with a rubric', value: undefined }],
@@ -203,153 +197,41 @@ interface EnvExtras {
   preferredSandbox?: string;
 }
 
-export async function createServer(
-  registry: Registry,
-  config: ShearsConfig,
-  apiKey: string | undefined,
-  cwd = process.cwd(),
-  env?: EnvV1,
-): Promise<ServerV1> {
-  const server = config.server;
-  if (server.provider === 'scripted') {
-    // The scripted demo policy talks to no endpoint: an endpoint or key set for it means
-    // the user forgot server.provider, and would otherwise get the demo policy silently.
-    for (const field of ['base_url', 'api_key', 'api_key_env'] as const) {
-      if (server[field] === undefined) continue;
-      throw new ConfigError({
-        message: `server.${field}: set, but server.provider is "scripted" (the bundled demo policy, which uses no endpoint); set server.provider (openai, vllm, sglang, ...) or remove server.${field}`,
-        issues: [
-          { path: `server.${field}`, message: 'not used by the scripted server', value: server[field] },
-        ],
-      });
-    }
+/**
+ * The server the plan names. The scripted server plays the env's own demo policy when the env has
+ * one (the SWE env does), unless server.settings gives another.
+ */
+export async function createServer(registry: Registry, plan: ServerPlan, env?: EnvV1): Promise<ServerV1> {
+  let settings = plan.settings;
+  if (plan.provider === 'scripted' && settings.policy === undefined) {
     const extras = env as (EnvV1 & EnvExtras) | undefined;
     const policy = typeof extras?.demoPolicy === 'function' ? await extras.demoPolicy() : undefined;
-    return createFromConfig(
-      registry,
-      'servers',
-      'scripted',
-      'server.provider',
-      {
-        seed: config.env.seed,
-        ...(server.model ? { model: server.model } : {}),
-        ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
-        ...(policy ? { policy } : {}),
-        ...server.settings,
-      },
-      'server.settings',
-    );
+    if (policy) settings = { ...settings, policy };
   }
-  if (!server.base_url) {
-    throw new ConfigError({
-      message: `server.base_url: required for server.provider "${server.provider}" (e.g. http://127.0.0.1:8000/v1)`,
-      issues: [{ path: 'server.base_url', message: 'required', value: undefined }],
-    });
-  }
-  if (!server.model) {
-    throw new ConfigError({
-      message: `server.model: required for server.provider "${server.provider}"`,
-      issues: [{ path: 'server.model', message: 'required', value: undefined }],
-    });
-  }
-  // Token-in/token-out servers apply the chat template and parse tool calls from the text
-  // themselves: they get server.tokenizer and server.tool_parser.
-  const managed = MANAGED_SERVERS.includes(server.provider);
-  return createFromConfig(
-    registry,
-    'servers',
-    server.provider,
-    'server.provider',
-    {
-      baseUrl: server.base_url,
-      model: server.model,
-      ...(apiKey ? { apiKey } : {}),
-      ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
-      ...(managed && server.tokenizer ? { tokenizer: resolvePath(cwd, server.tokenizer) } : {}),
-      ...(managed && server.tool_parser ? { parser: server.tool_parser } : {}),
-      ...server.settings,
-    },
-    'server.settings',
-  );
-}
-
-/** Servers that apply the chat template themselves (token-in/token-out) and record tokens. */
-export const MANAGED_SERVERS: readonly string[] = ['vllm', 'sglang'];
-
-/** Server ids whose rollouts carry no per-token logprobs for the trainer (phase 1: chat). */
-export const CHAT_SERVERS: readonly string[] = ['scripted', 'openai', 'openrouter', 'openai-compatible'];
-
-/**
- * Whether server.provider is one shears knows to record tokens and logprobs. Here, not in
- * serve/serve-loop.ts, so that `shears doctor` does not import @shears/grpo (an optional package).
- */
-export function recordsLogprobs(provider: string): boolean | undefined {
-  if (MANAGED_SERVERS.includes(provider)) return true;
-  if (CHAT_SERVERS.includes(provider)) return false;
-  return undefined;
+  return createFromConfig(registry, 'servers', plan.provider, 'server.provider', settings, 'server.settings');
 }
 
 export async function createSandboxProvider(
   registry: Registry,
-  config: ShearsConfig,
+  plan: SandboxPlan,
   env?: EnvV1,
 ): Promise<SandboxProviderV1> {
-  const id = sandboxProviderId(config, env);
+  const id = sandboxProviderId(plan, env);
   return createFromConfig(
     registry,
     'sandboxes',
     id,
     'sandbox.provider',
-    sandboxSettings(config, id),
+    sandboxSettings(plan, id),
     'sandbox.settings',
   );
 }
 
-/**
- * The settings the sandbox provider `id` gets: `sandbox.settings` with `sandbox.image`. An image
- * set twice, or one for a sandbox that runs no image, is a ConfigError.
- */
-export function sandboxSettings(config: ShearsConfig, id: string): Record<string, unknown> {
-  if (config.sandbox.image && config.sandbox.settings.image !== undefined) {
-    throw new ConfigError({
-      message: `sandbox.image and sandbox.settings.image are both set ("${config.sandbox.image}" and ${JSON.stringify(config.sandbox.settings.image)}); set one`,
-      issues: [
-        { path: 'sandbox.settings.image', message: 'set twice', value: config.sandbox.settings.image },
-      ],
-    });
-  }
-  const unsupported = SANDBOX_SPEC_UNSUPPORTED[id];
-  if (config.sandbox.image && unsupported?.includes('image')) {
-    throw new ConfigError({
-      message: `sandbox.image: the ${id} sandbox runs no container image (it ${SANDBOX_NATURE[id]}); use sandbox.provider: docker for an image, or remove sandbox.image`,
-      issues: [
-        { path: 'sandbox.image', message: `not supported by the ${id} sandbox`, value: config.sandbox.image },
-      ],
-    });
-  }
-  return { ...(config.sandbox.image ? { image: config.sandbox.image } : {}), ...config.sandbox.settings };
-}
-
 /** sandbox.provider, else the env's preferred backend, else local. */
-export function sandboxProviderId(config: ShearsConfig, env?: EnvV1): string {
+export function sandboxProviderId(plan: { provider?: string | undefined }, env?: EnvV1): string {
   const preferred = (env as (EnvV1 & EnvExtras) | undefined)?.preferredSandbox;
-  return config.sandbox.provider ?? (typeof preferred === 'string' ? preferred : 'local');
+  return plan.provider ?? (typeof preferred === 'string' ? preferred : 'local');
 }
-
-/**
- * What the built-in sandboxes without containers cannot honour from a SandboxSpec (an env's
- * image, resource limits, network policy) or from `sandbox.image`. Third-party providers are
- * trusted to refuse what they cannot do.
- */
-const SANDBOX_SPEC_UNSUPPORTED: Readonly<Record<string, readonly ('image' | 'limits' | 'network')[]>> = {
-  local: ['image', 'limits', 'network'],
-  ssh: ['image', 'limits', 'network'],
-};
-
-const SANDBOX_NATURE: Record<string, string> = {
-  local: 'is a temp directory on this machine, with its network and no resource limits',
-  ssh: 'is a directory on the ssh host, with its network and no resource limits',
-};
 
 /**
  * Checks the sandbox an env asks for (`env.sandboxSpec(item)`) against what the provider can
@@ -430,7 +312,7 @@ type JudgeSection = 'judge' | 'group_judge';
 /** Settings of the judge factory, with `<section>.server` built and given as the judge's server. */
 async function judgeSettings(
   registry: Registry,
-  config: ShearsConfig,
+  config: JudgesConfig,
   section: JudgeSection,
   servers: ServerV1[],
 ): Promise<Record<string, unknown>> {
@@ -485,7 +367,7 @@ async function judgeSettings(
 
 async function createJudge(
   registry: Registry,
-  config: ShearsConfig,
+  config: JudgesConfig,
   section: JudgeSection,
   servers: ServerV1[],
 ): Promise<JudgeV1 | GroupJudgeV1> {
@@ -529,7 +411,7 @@ async function createJudge(
  * rubric, panel/jury and group/listwise). A per-rollout judge under `group_judge`, or a group
  * judge under `judge`, is a config error naming the field.
  */
-export async function createJudges(registry: Registry, config: ShearsConfig): Promise<ConfiguredJudges> {
+export async function createJudges(registry: Registry, config: JudgesConfig): Promise<ConfiguredJudges> {
   const servers: ServerV1[] = [];
   const configured: ConfiguredJudges = { servers };
   try {

@@ -18,16 +18,17 @@ import {
   type ToolV1,
 } from '@shears/core';
 import { closestName } from '@shears/core/internal';
+import type { EnvPlan, ToolRequest } from '../plan/env-plan.js';
 import { checkSandboxSpec, createFromConfig } from './compose.js';
-import type { ShearsConfig } from './config/config-schema.js';
 
 /** `env.tools`: each entry a tool id or a toolset name from the loaded plugins, created with its settings. */
-export async function createExtraTools(registry: Registry, config: ShearsConfig): Promise<ToolV1[]> {
+export async function createExtraTools(
+  registry: Registry,
+  requests: readonly ToolRequest[],
+): Promise<ToolV1[]> {
   const table = registry.toolsets();
   const tools: ToolV1[] = [];
-  for (const [index, entry] of (config.env.tools ?? []).entries()) {
-    const { id, settings } = typeof entry === 'string' ? { id: entry, settings: {} } : entry;
-    const field = `env.tools[${index}]`;
+  for (const { id, settings, field } of requests) {
     let names: string[];
     if (registry.has('tools', id)) names = [id];
     else if (Object.hasOwn(table, id)) {
@@ -77,12 +78,12 @@ function describeTools(tools: readonly ToolV1[]): string {
 /** The toolset names the config uses exist, and the selection leaves the model at least one tool. */
 function checkOfferedTools(
   tools: readonly ToolV1[],
-  config: ShearsConfig,
+  plan: Pick<EnvPlan, 'name' | 'toolsets'>,
   table: Readonly<Record<string, ToolsetDefinition>>,
 ): void {
-  const toolsets = config.env.toolsets;
+  const toolsets = plan.toolsets;
   if (!toolsets) return;
-  const envName = config.env.name;
+  const envName = plan.name;
   const merged = mergeToolToolsets(tools, table);
   const known = Object.keys(merged).sort();
   const checkName = (name: string, path: string, context = '') => {
@@ -145,31 +146,31 @@ function checkOfferedTools(
 export function configureEnv<TItem extends EnvItem>(
   env: EnvV1<TItem>,
   options: {
-    config: ShearsConfig;
+    plan: Pick<EnvPlan, 'name' | 'toolsets'>;
     extraTools: readonly ToolV1[];
     toolsets: Readonly<Record<string, ToolsetDefinition>>;
     sandboxProvider: string;
     logger: Logger;
   },
 ): EnvV1<TItem> {
-  const { config, extraTools } = options;
+  const { plan, extraTools } = options;
   const warned = new Set<string>();
   const tools = (item: TItem): ToolV1[] => {
     const own = env.tools(item);
     const clash = extraTools.find((tool) => own.some((mine) => mine.name === tool.name));
     if (clash)
       throw new ConfigError({
-        message: `env.tools: env ${config.env.name} already offers a tool named "${clash.name}"; remove it from env.tools`,
+        message: `env.tools: env ${plan.name} already offers a tool named "${clash.name}"; remove it from env.tools`,
         issues: [{ path: 'env.tools', message: 'tool already offered by the env', value: clash.name }],
       });
     const all = [...own, ...extraTools];
-    checkOfferedTools(all, config, options.toolsets);
+    checkOfferedTools(all, plan, options.toolsets);
     return all;
   };
   const sandboxSpec = (item: TItem) => {
     const spec = env.sandboxSpec?.(item);
     checkSandboxSpec(options.sandboxProvider, spec, {
-      envName: config.env.name,
+      envName: plan.name,
       warn: (message) => options.logger.warn(message),
       warned,
     });
