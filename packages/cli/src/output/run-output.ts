@@ -8,7 +8,15 @@
 // `close` closes the metrics, then every sink, W&B last (it never holds the run's files up).
 import { existsSync, rmSync } from 'node:fs';
 import { relative } from 'node:path';
-import { InvalidArgumentError, type JsonlSink, type ScoredGroupRecord } from '@shears/core';
+import {
+  ConfigError,
+  describeError,
+  InvalidArgumentError,
+  type JsonlSink,
+  type ScoredGroupRecord,
+  ShearsError,
+  type TrajectorySinkV1,
+} from '@shears/core';
 import {
   type PrometheusEndpoint,
   startPrometheusEndpoint,
@@ -17,6 +25,7 @@ import {
 import { createRunMetrics, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
 import { openWandb, type WandbRun } from '../metrics/wandb.js';
 import type { RunPlan } from '../plan/run-plan.js';
+import { createFromConfig } from '../runtime/compose.js';
 import type { RunRegistry } from '../runtime/runtime.js';
 import {
   appearedError,
@@ -85,6 +94,25 @@ export async function openRunOutput(plan: RunPlan, registry: RunRegistry): Promi
   try {
     jsonl = (await registry.registry.create('sinks', 'jsonl', { path: output.out, mode })) as JsonlSink;
     sinks.push({ sink: jsonl, label: relative(io.cwd, output.out) || output.out, error: jsonlError(plan) });
+    for (const request of plan.sinks) {
+      const label = `${request.field} (${request.id})`;
+      const sink: TrajectorySinkV1 = await createFromConfig(
+        registry.registry,
+        'sinks',
+        request.id,
+        request.field,
+        { ...request.settings, ...(request.id === 'jsonl' ? { cwd: io.cwd } : {}) },
+        `${request.field}.settings`,
+      ).catch((error: unknown) => {
+        // A config error names its field already; any other refusal is told as the sink's.
+        if (ConfigError.isInstance(error)) throw error;
+        throw new ShearsError(`${label}: ${describeError(error).replace(/^Error: /, '')}`, {
+          code: 'SHEARS_SINK',
+          cause: error,
+        });
+      });
+      sinks.push({ sink, label });
+    }
     if (wandb) sinks.push({ sink: wandb.sink, label: 'wandb' });
   } catch (error) {
     await wandb?.finish({ failed: true });

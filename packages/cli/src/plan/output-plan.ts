@@ -1,6 +1,7 @@
 // Where a run's records and files go: the JSONL every group is written to and the files beside it
 // (the run record, the report, the evaluation summary, the metrics stream), whether existing ones
-// may be replaced (--force) or continued (--resume); and the metrics the run exposes (the stream, Prometheus, W&B). Settings a command
+// may be replaced (--force) or continued (--resume); the trajectory sinks the config names
+// (`sinks`); and the metrics the run exposes (the stream, Prometheus, W&B). Settings a command
 // would ignore are refused here, before anything starts.
 import { resolve } from 'node:path';
 import { ConfigError } from '@shears/core';
@@ -27,6 +28,14 @@ export interface OutputPlan {
   resume: boolean;
   /** How to write elsewhere instead, for messages (`--out OTHER.jsonl`). */
   elsewhere: string;
+}
+
+/** One `sinks` entry: a trajectory sink from a loaded plugin, with its settings. */
+export interface SinkRequest {
+  id: string;
+  settings: Record<string, unknown>;
+  /** Where it sits in the config (`sinks[0]`), for errors. */
+  field: string;
 }
 
 export interface MetricsPlan {
@@ -65,6 +74,14 @@ export function resolveOutput(
     resume: resumable && options.flags.resume === true,
     elsewhere: command === 'evaluate' ? '--evaluate.out OTHER.jsonl' : '--out OTHER.jsonl',
   };
+}
+
+/** `sinks`: each entry a sink id from the loaded plugins, or { id, settings }. */
+export function resolveSinks(config: ShearsConfig): SinkRequest[] {
+  return config.sinks.map((entry, index) => ({
+    ...(typeof entry === 'string' ? { id: entry, settings: {} } : entry),
+    field: `sinks[${index}]`,
+  }));
 }
 
 export function resolveMetrics(

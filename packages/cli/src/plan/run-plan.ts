@@ -18,6 +18,8 @@ import {
   type RunCommand,
   resolveMetrics,
   resolveOutput,
+  resolveSinks,
+  type SinkRequest,
 } from './output-plan.js';
 import { resolveSandbox, resolveServer, type SandboxPlan, type ServerPlan } from './server-plan.js';
 
@@ -75,6 +77,8 @@ export interface RunPlan {
   readonly control: ControlPlan;
   readonly evaluation: EvaluationPlan;
   readonly output: OutputPlan;
+  /** `sinks`: trajectory sinks from plugins that receive every group the run writes. */
+  readonly sinks: readonly SinkRequest[];
   readonly metrics: MetricsPlan;
   /** `loop` (`serve`, `train`). */
   readonly loop: LoopPlan | undefined;
@@ -195,6 +199,7 @@ function resolvePlan(config: ShearsConfig, options: ResolveOptions): RunPlan {
       confidence: config.evaluate.confidence,
     },
     output,
+    sinks: resolveSinks(config),
     metrics,
     loop,
     feed,
