@@ -71,8 +71,10 @@ export function summarizeEvaluation(
     success?: SuccessRule;
   },
 ): EvaluationSummary {
-  const success = options.success ?? successRule(undefined);
   const ks = kValues(options.k);
+  const incomplete = records.filter((record) => !isComplete(record, options.k));
+  const missing = incomplete.map((record) => ({ taskId: record.taskId, why: incompleteWhy(record) }));
+  const success = options.success ?? successRule(undefined);
   const tasks: TaskEvaluation[] = records.map((record) => {
     const counted = record.rollouts.filter((rollout) => COUNTED.has(rollout.outcome));
     const correct = counted.filter((rollout) => success.test(rollout)).length;
@@ -107,10 +109,8 @@ export function summarizeEvaluation(
     resumed: 0,
     ran: 0,
     success: success.description,
-    complete: records.every((record) => isComplete(record, options.k)),
-    missing: records
-      .filter((record) => !isComplete(record, options.k))
-      .map((record) => ({ taskId: record.taskId, why: incompleteWhy(record) })),
+    complete: incomplete.length === 0,
+    missing,
     stopped: null,
   };
 }

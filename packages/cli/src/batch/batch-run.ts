@@ -7,7 +7,8 @@ import { openRunOutput, type RunOutput } from '../output/run-output.js';
 import type { RunPlan } from '../plan/run-plan.js';
 import type { ProgressSnapshot } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../runtime/run-control.js';
-import { composeRunRegistry, type Runtime, startRuntime } from '../runtime/runtime.js';
+import { openRun, type RunParts } from '../runtime/run-parts.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 /** What a command runs, decided once the run's parts are up (the env gives the items). */
 interface BatchItems {
@@ -46,20 +47,20 @@ export async function runBatch(
   },
 ): Promise<BatchResult> {
   const { session } = plan;
-  const registry = await composeRunRegistry(plan);
-  const output = await openRunOutput(plan, registry);
-  let runtime: Runtime;
+  const output = await openRunOutput(plan);
+  let parts: RunParts;
   try {
-    runtime = await startRuntime(plan, { registry, ...options.progress });
+    parts = await openRun(plan, { mode: output.mode, runtime: options.progress });
   } catch (error) {
     await output.close({ incomplete: true });
     throw error;
   }
+  const runtime = parts.runtime!;
   const records: ScoredGroupRecord[] = [];
   let ran = 0;
   try {
     const batch = await options.items(runtime, output);
-    await output.start({ kept: batch.kept });
+    await output.start({ sinks: parts.sinks, kept: batch.kept });
     for (const record of batch.counted ?? batch.kept) records.push(session.redact.value(record));
     if (batch.note) session.io.stderr(`${batch.note}\n`);
     const worker = async () => {
@@ -77,7 +78,7 @@ export async function runBatch(
     const failed = settled.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
   } finally {
-    await runtime.close();
+    await parts.close();
     await output.close({ incomplete: runtime.control.stoppedBy !== undefined });
   }
   return {

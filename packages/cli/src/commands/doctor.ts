@@ -8,13 +8,7 @@
 // says what to fix.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import {
-  type EnvV1,
-  InvalidSettingsError,
-  type PluginCheckResult,
-  probeSandboxProvider,
-  type Registry,
-} from '@shears/core';
+import { type EnvV1, InvalidSettingsError, type PluginCheckResult, probeSandboxProvider } from '@shears/core';
 import { createHfTokenizer } from '@shears/servers';
 import { wandbCheck } from '../metrics/wandb.js';
 import { envEntry, envSettings } from '../plan/env-plan.js';
@@ -24,16 +18,17 @@ import {
   recordsLogprobs,
   resolveSandbox,
   resolveServer,
-  sandboxSettings,
 } from '../plan/server-plan.js';
+import { importBuiltins } from '../plugin-packages.js';
 import {
-  composeRegistry,
   createEnv,
   createSandboxProvider,
   createServer,
+  resolveParsers,
   sandboxProviderId,
+  sandboxSettings,
 } from '../runtime/compose.js';
-import { resolveParsers } from '../runtime/runtime.js';
+import { composeRegistry, type RunRegistry } from '../runtime/registry.js';
 import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
 import type { CommandContext } from '../session.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
@@ -65,7 +60,7 @@ function firstLine(error: unknown): string {
  */
 async function providerCheck(
   context: CommandContext,
-  registry: Registry,
+  registry: RunRegistry,
   target: {
     kind: 'sandboxes' | 'envs';
     id: string;
@@ -75,7 +70,7 @@ async function providerCheck(
 ): Promise<Check[] | undefined> {
   const name = target.kind === 'sandboxes' ? 'sandbox' : 'env';
   try {
-    const results = await registry.check(target.kind, target.id, target.settings, {
+    const results = await registry.registry.check(target.kind, target.id, target.settings, {
       env: context.io.env,
       signal: context.signal,
       settingsField: target.settingsField,
@@ -99,7 +94,7 @@ async function providerCheck(
 /** The sandbox backend: its own check() (local, ssh, docker do), else one real sandbox opened. */
 async function sandboxChecks(
   context: CommandContext,
-  registry: Registry,
+  registry: RunRegistry,
   env: EnvV1 | undefined,
   id: string,
 ): Promise<Check[]> {
@@ -347,7 +342,7 @@ function trainerLogprobsCheck(config: CommandContext['config']): Check | undefin
   };
 }
 
-async function parserCheck(registry: Registry, context: CommandContext): Promise<Check> {
+async function parserCheck(registry: RunRegistry, context: CommandContext): Promise<Check> {
   const { tool_parser: parser, fallback_parser: fallback } = context.config.server;
   try {
     await resolveParsers(registry, parserIds(context.config));
@@ -370,7 +365,7 @@ async function parserCheck(registry: Registry, context: CommandContext): Promise
   };
 }
 
-async function serverCheck(context: CommandContext, registry: Registry): Promise<Check> {
+async function serverCheck(context: CommandContext, registry: RunRegistry): Promise<Check> {
   const { config } = context;
   try {
     const server = await createServer(
@@ -408,10 +403,12 @@ async function serverCheck(context: CommandContext, registry: Registry): Promise
 async function runChecks(context: CommandContext): Promise<Check[]> {
   const { config } = context;
   const checks: Check[] = [nodeCheck()];
-  const { registry, plugins } = await composeRegistry(config, {
+  const registry = await composeRegistry(config, {
     cwd: context.io.cwd,
     logger: context.logger,
+    imported: await importBuiltins(context.io.cwd),
   });
+  const { plugins } = registry;
   let env: EnvV1 | undefined;
   try {
     env = await createEnv(registry, envEntry(config, context.io.cwd));

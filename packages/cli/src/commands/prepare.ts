@@ -5,7 +5,9 @@
 // repository (cached by content hash). A later `process`, `serve` or `evaluate` finds all ready.
 import { ConfigError, SandboxError } from '@shears/core';
 import { envEntry } from '../plan/env-plan.js';
-import { composeRegistry, createEnv, sandboxProviderId } from '../runtime/compose.js';
+import { importBuiltins } from '../plugin-packages.js';
+import { createEnv, sandboxProviderId } from '../runtime/compose.js';
+import { composeRegistry } from '../runtime/registry.js';
 import {
   dockerSandboxHosts,
   dockerSandboxImage,
@@ -70,7 +72,11 @@ export async function prepareCommand(context: CommandContext): Promise<number> {
   if (context.flags.trainer === true) return prepareTrainer(context);
   const { config, io } = context;
   const started = Date.now();
-  const { registry } = await composeRegistry(config, { cwd: io.cwd, logger: context.logger });
+  const registry = await composeRegistry(config, {
+    cwd: io.cwd,
+    logger: context.logger,
+    imported: await importBuiltins(io.cwd),
+  });
   const env = await createEnv(registry, envEntry(config, io.cwd));
   try {
     const ownImages = (env as { preferredSandbox?: unknown }).preferredSandbox === 'docker';

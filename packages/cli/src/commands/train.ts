@@ -11,8 +11,8 @@ import { createLoopController, type LoopController } from '../loop/loop-controll
 import { writeReportFromJsonl } from '../output/run-report.js';
 import { buildRunPlan, type RunPlan, workerPlan } from '../plan/run-plan.js';
 import { EXIT_CODES, formatFailures } from '../runtime/run-control.js';
-import { type Feed, openFeed } from '../serve/feed.js';
-import { describeSent, runServeLoop } from '../serve/serve-loop.js';
+import { describeSent } from '../serve/serve-result.js';
+import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
 import { formatTrainSummary } from '../train/reference-trainer.js';
 import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
@@ -72,6 +72,7 @@ export async function trainCommand(context: CommandContext): Promise<number> {
     code = await train(plan, feed);
     return code;
   } finally {
+    await feed.close();
     await feed.output.close({ incomplete: code === EXIT_CODES.interrupted });
     await writeReportFromJsonl(plan, {
       title: `shears train · ${plan.env.name}`,
@@ -148,7 +149,7 @@ async function train(plan: RunPlan, feed: Feed): Promise<number> {
   try {
     loop = await createLoopController(
       { ...plan, session: { ...session, signal: workerSignal, drain: workerDrain } },
-      { registry: feed.registry, metrics: feed.output.metrics, note: say('loop') },
+      { sides: feed.sides, metrics: feed.output.metrics, note: say('loop') },
     );
   } catch (error) {
     await stopChild(child, 5000);
@@ -173,13 +174,7 @@ async function train(plan: RunPlan, feed: Feed): Promise<number> {
         drain: workerDrain,
       },
     });
-    return runServeLoop(worker, {
-      registry: feed.registry,
-      output: feed.output,
-      tokenizer: feed.tokenizer,
-      worker: name,
-      ...(loop ? { loop } : {}),
-    }).then(
+    return runServeWorker(worker, { feed, worker: name, ...(loop ? { loop } : {}) }).then(
       (result) => ({ name, ok: true as const, result }),
       (error: unknown) => ({ name, ok: false as const, error }),
     );

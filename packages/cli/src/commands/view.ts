@@ -9,9 +9,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { InvalidArgumentError, safeParseJson } from '@shears/core';
-import { metricsPathFor } from '../metrics/run-metrics.js';
 import { fileError, guardOutputs, writeOutputFile } from '../output/output-files.js';
-import { reportPathFor } from '../plan/output-plan.js';
+import { metricsPathFor, reportPathFor } from '../plan/output-plan.js';
 import type { CommandContext } from '../session.js';
 import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';

@@ -22,8 +22,8 @@ import {
 } from '@shears/grpo';
 import { kValues, summarizeEvaluation } from '../evaluation-summary.js';
 import type { GroupLoop, RunMetrics, TrainerStatus } from '../metrics/run-metrics.js';
-import { type RunPlan, sidePlan } from '../plan/run-plan.js';
-import { type RunRegistry, type Runtime, startRuntime } from '../runtime/runtime.js';
+import type { RunPlan } from '../plan/run-plan.js';
+import type { Runtime } from '../runtime/runtime.js';
 import { bootstrapMean, mean } from '../stats.js';
 
 export interface DrawnItem {
@@ -59,7 +59,7 @@ export interface LoopController {
   sent(record: ScoredGroupRecord, data: ScoredData): Replay[];
   /** A trajectory-API status poll: starts an evaluation when a multiple of every_steps was passed. */
   status(status: TrainerStatus): void;
-  /** Waits for a running evaluation (stopped with the run), closes the loop's runtimes and the replay file. */
+  /** Waits for a running evaluation (stopped with the run), closes the replay file. */
   close(): Promise<void>;
 }
 
@@ -80,7 +80,12 @@ function countedScores(record: ScoredGroupRecord): number[] {
 
 export async function createLoopController(
   plan: RunPlan,
-  options: { registry: RunRegistry; metrics: RunMetrics; note: (text: string) => void },
+  options: {
+    /** The side runs' runtimes (run-parts.ts starts them with the run's; the run closes them). */
+    sides: { evaluation: Runtime | undefined; capability: Runtime | undefined };
+    metrics: RunMetrics;
+    note: (text: string) => void;
+  },
 ): Promise<LoopController | undefined> {
   const { loop } = plan;
   if (!loop) return undefined;
@@ -115,27 +120,15 @@ export async function createLoopController(
     let monitor: CollapseMonitor | undefined;
     const drawn = { train: 0, capability: 0 };
     if (loop.safety) {
-      const runtime = await startRuntime(sidePlan(plan, loop.safety.capability, '[capability] '), {
-        registry: options.registry,
-        label: 'group',
-      });
-      closers.push(() => runtime.close());
-      capability = runtime;
+      capability = options.sides.capability!;
       mix = createDataMix({ train: 1, capability: 0 });
     }
 
     // Evaluation: its runtime and the items it runs every time.
     let evaluation: { runtime: Runtime; env: string; items: EnvItem[] } | undefined;
     if (loop.evaluation) {
-      const target = loop.evaluation.env ?? {
-        name: plan.config.env.name,
-        settings: plan.config.env.settings,
-      };
-      const runtime = await startRuntime(sidePlan(plan, target, '[eval] '), {
-        registry: options.registry,
-        label: 'task',
-      });
-      closers.push(() => runtime.close());
+      const target = loop.evaluationRun!.env;
+      const runtime = options.sides.evaluation!;
       let items: EnvItem[] = [];
       if (runtime.env.evalItems) items = await runtime.env.evalItems();
       else if (loop.evaluation.max_items)

@@ -18,11 +18,6 @@ import type {
 
 type MetricsCommand = GroupMetrics['command'];
 
-/** `runs/demo.jsonl` → `runs/demo.metrics.jsonl`. */
-export function metricsPathFor(jsonlPath: string): string {
-  return `${jsonlPath.replace(/\.jsonl?$/i, '')}.metrics.jsonl`;
-}
-
 export function summaryStats(values: readonly number[]): SummaryStats {
   if (values.length === 0) return { count: 0, mean: null, std: null, min: null, max: null };
   let sum = 0;
@@ -527,6 +522,24 @@ export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
       flushWindow(at, true);
       closed = true;
       clearInterval(timer);
+    },
+  };
+}
+
+/** Both streams at once: the JSONL stream and the Prometheus endpoint see every group and status. */
+export function teeMetrics(...all: readonly RunMetrics[]): RunMetrics {
+  return {
+    group: (record, options) => {
+      for (const metrics of all) metrics.group(record, options);
+    },
+    trainerStatus: (status) => {
+      for (const metrics of all) metrics.trainerStatus(status);
+    },
+    event: (row) => {
+      for (const metrics of all) metrics.event(row);
+    },
+    close: () => {
+      for (const metrics of all) metrics.close();
     },
   };
 }

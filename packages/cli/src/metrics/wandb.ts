@@ -18,22 +18,18 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
-  ConfigError,
   type PluginCheckResult,
   type ScoredGroupRecord,
   ShearsError,
   type TrajectorySinkV1,
 } from '@shears/core';
-import { optionalPackageCheck, packageDirectory, requireOptionalPackage } from '@shears/core/internal';
+import { optionalPackageCheck, packageDirectory } from '@shears/core/internal';
 import type { ShearsConfig } from '../config/config-schema.js';
+import { checkWandbConfig, WANDB_SDK_USE, WANDB_SDK_VERSION } from '../plan/wandb-plan.js';
 import type { RunSession } from '../session.js';
 import type { MetricsRow } from './metrics-schema.js';
 
 type WandbCommand = 'process' | 'serve' | 'train' | 'evaluate';
-
-/** The SDK version this module was written and tested against (its internals are worked around above). */
-const WANDB_SDK_VERSION = '0.5.1';
-const SDK_USE = { usedBy: 'W&B logging (the wandb section)', field: 'wandb' };
 
 /** Where each metrics row kind goes in W&B (the section of its charts). */
 const SECTIONS: Record<MetricsRow['kind'], string> = {
@@ -120,42 +116,12 @@ function rolloutsTable(rows: readonly (readonly (string | number | null)[])[]) {
   };
 }
 
-/** What a `wandb` section asks of the environment: refused with a ConfigError before anything runs. */
-export function checkWandbConfig(config: ShearsConfig, env: Record<string, string | undefined>): void {
-  if (!config.wandb) return;
-  if (config.wandb.api_key !== undefined)
-    throw new ConfigError({
-      message:
-        'wandb.api_key: the W&B key is read only from the WANDB_API_KEY environment variable, never from the config file (config files end up in run records and repositories); remove it and export WANDB_API_KEY',
-      issues: [{ path: 'wandb.api_key', message: 'not allowed: use WANDB_API_KEY' }],
-    });
-  const mode = env.WANDB_MODE;
-  if (mode === 'disabled') return;
-  if (mode === 'offline' || mode === 'dryrun')
-    throw new ConfigError({
-      message: `WANDB_MODE=${mode}: @wandb/sdk ${WANDB_SDK_VERSION} has no offline mode (it still signs in to the W&B server at init and then drops the history): unset WANDB_MODE to log to W&B, or set WANDB_MODE=disabled to run without it (the metrics stream is still written)`,
-      issues: [{ path: 'wandb', message: `WANDB_MODE=${mode} is not supported`, value: mode }],
-    });
-  if (mode !== undefined && mode !== '' && mode !== 'online' && mode !== 'run')
-    throw new ConfigError({
-      message: `WANDB_MODE=${mode}: expected online (the default) or disabled`,
-      issues: [{ path: 'wandb', message: 'unknown WANDB_MODE', value: mode }],
-    });
-  requireOptionalPackage('@wandb/sdk', import.meta.url, SDK_USE);
-  if (!env.WANDB_API_KEY)
-    throw new ConfigError({
-      message:
-        'wandb: the config asks for W&B logging but WANDB_API_KEY is not set: export WANDB_API_KEY=<your key> (from https://wandb.ai/authorize), or set WANDB_MODE=disabled to run without W&B',
-      issues: [{ path: 'wandb', message: 'WANDB_API_KEY is not set' }],
-    });
-}
-
 /**
  * `shears doctor`'s line for a `wandb` section: the package, then what the environment lacks.
  * It does not contact W&B (the first `wandb.init` of a run does, and refuses the run if it fails).
  */
 export function wandbCheck(config: ShearsConfig, env: Record<string, string | undefined>): PluginCheckResult {
-  const missing = optionalPackageCheck('@wandb/sdk', import.meta.url, SDK_USE);
+  const missing = optionalPackageCheck('@wandb/sdk', import.meta.url, WANDB_SDK_USE);
   if (missing) return { ...missing, name: 'wandb' };
   try {
     checkWandbConfig(config, env);

@@ -8,25 +8,12 @@
 // `close` closes the metrics, then every sink, W&B last (it never holds the run's files up).
 import { existsSync, rmSync } from 'node:fs';
 import { relative } from 'node:path';
-import {
-  ConfigError,
-  describeError,
-  InvalidArgumentError,
-  type JsonlSink,
-  type ScoredGroupRecord,
-  ShearsError,
-  type TrajectorySinkV1,
-} from '@shears/core';
-import {
-  type PrometheusEndpoint,
-  startPrometheusEndpoint,
-  teeMetrics,
-} from '../metrics/prometheus-metrics.js';
-import { createRunMetrics, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
+import { InvalidArgumentError, type JsonlSink, type ScoredGroupRecord } from '@shears/core';
+import { type PrometheusEndpoint, startPrometheusEndpoint } from '../metrics/prometheus-metrics.js';
+import { createRunMetrics, NO_METRICS, type RunMetrics, teeMetrics } from '../metrics/run-metrics.js';
 import { openWandb, type WandbRun } from '../metrics/wandb.js';
 import type { RunPlan } from '../plan/run-plan.js';
-import { createFromConfig } from '../runtime/compose.js';
-import type { RunRegistry } from '../runtime/runtime.js';
+import type { CreatedSinks } from '../runtime/registry.js';
 import {
   appearedError,
   createJsonlWriter,
@@ -36,17 +23,22 @@ import {
   writeOutputFile,
 } from './output-files.js';
 import { checkResumable, identityFile, readResumedGroups, runIdentity } from './run-identity.js';
-import { createRunSinks, type RunSink } from './run-sinks.js';
+import { createRunSinks } from './run-sinks.js';
 
 export interface RunOutput {
   /** This run continues the run in the plan's `out` (--resume, and a run there to continue). */
   readonly resuming: boolean;
   /** The groups of the run being resumed, as its JSONL has them (none on a new run). */
   readonly previous: readonly ScoredGroupRecord[];
+  /** How the run's JSONL is opened: new, replace (--force), append (the run being resumed). */
+  readonly mode: 'new' | 'replace' | 'append';
   /** The run metrics stream (records nothing until `start`, and when every kind of it is off). */
   readonly metrics: RunMetrics;
-  /** Writes the run record and opens every sink (a resumed run's `kept` groups first) and the metrics stream. */
-  start(options?: { kept?: readonly ScoredGroupRecord[] }): Promise<void>;
+  /**
+   * Writes the run record, opens the run's sinks (a resumed run's `kept` groups handed over) with
+   * W&B's rollouts table after them, and the metrics stream.
+   */
+  start(options: { sinks: CreatedSinks; kept?: readonly ScoredGroupRecord[] }): Promise<void>;
   /** Writes a finished group to every sink; resolves with it redacted, as the sinks got it. */
   write(record: ScoredGroupRecord): Promise<ScoredGroupRecord>;
   /** Closes the metrics, then the sinks (W&B last); `incomplete`: the run ended early. */
@@ -54,10 +46,11 @@ export interface RunOutput {
 }
 
 /**
- * Checks the outputs (refusing to overwrite, or checking that a resumed run is the same run),
- * starts W&B and creates the sinks. Nothing is written until `start`.
+ * Checks the outputs (refusing to overwrite, or checking that a resumed run is the same run) and
+ * starts W&B (a W&B run that cannot start refuses the run before any rollout). Nothing is written
+ * until `start`.
  */
-export async function openRunOutput(plan: RunPlan, registry: RunRegistry): Promise<RunOutput> {
+export async function openRunOutput(plan: RunPlan): Promise<RunOutput> {
   const { output, session, command } = plan;
   const { io } = session;
   const resumable = output.identity !== undefined;
@@ -73,7 +66,8 @@ export async function openRunOutput(plan: RunPlan, registry: RunRegistry): Promi
       : undefined;
   if (resuming && identity && (command === 'process' || command === 'evaluate'))
     checkResumable({ jsonlPath: output.out, command, identity, cwd: io.cwd, elsewhere: output.elsewhere });
-  else
+  const previous = resuming ? readResumedGroups(output.out, { cwd: io.cwd, logger: session.logger }) : [];
+  if (!resuming)
     guardOutputs({
       paths: [output.out, output.identity, output.summary, output.report, output.metrics].filter(
         (path): path is string => path !== undefined,
@@ -84,58 +78,45 @@ export async function openRunOutput(plan: RunPlan, registry: RunRegistry): Promi
       // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
       ...(resumable ? { resumable: !output.resume } : {}),
     });
-  const previous = resuming ? readResumedGroups(output.out, { cwd: io.cwd, logger: session.logger }) : [];
   const mode = output.force ? 'replace' : resuming ? 'append' : 'new';
-
-  // Before the run's parts: a W&B run that cannot start refuses the run before any rollout.
   const wandb: WandbRun | undefined = await openWandb({ session, config: plan.config, command });
-  let jsonl: JsonlSink;
-  const sinks: RunSink[] = [];
-  try {
-    jsonl = (await registry.registry.create('sinks', 'jsonl', { path: output.out, mode })) as JsonlSink;
-    sinks.push({ sink: jsonl, label: relative(io.cwd, output.out) || output.out, error: jsonlError(plan) });
-    for (const request of plan.sinks) {
-      const label = `${request.field} (${request.id})`;
-      const sink: TrajectorySinkV1 = await createFromConfig(
-        registry.registry,
-        'sinks',
-        request.id,
-        request.field,
-        { ...request.settings, ...(request.id === 'jsonl' ? { cwd: io.cwd } : {}) },
-        `${request.field}.settings`,
-      ).catch((error: unknown) => {
-        // A config error names its field already; any other refusal is told as the sink's.
-        if (ConfigError.isInstance(error)) throw error;
-        throw new ShearsError(`${label}: ${describeError(error).replace(/^Error: /, '')}`, {
-          code: 'SHEARS_SINK',
-          cause: error,
-        });
-      });
-      sinks.push({ sink, label });
-    }
-    if (wandb) sinks.push({ sink: wandb.sink, label: 'wandb' });
-  } catch (error) {
-    await wandb?.finish({ failed: true });
-    throw error;
-  }
-  const runSinks = createRunSinks(sinks, session.redact);
 
   let metrics: RunMetrics = NO_METRICS;
   let metricsWriter: JsonlWriter | undefined;
   let prometheus: PrometheusEndpoint | undefined;
+  let sinks: ReturnType<typeof createRunSinks> | undefined;
+  let jsonl: JsonlSink | undefined;
   return {
     resuming,
     previous,
+    mode,
     get metrics() {
       return metrics;
     },
-    async start(options = {}) {
+    async start(options) {
+      jsonl = options.sinks.jsonl;
+      sinks = createRunSinks(
+        [
+          { sink: jsonl, label: relative(io.cwd, output.out) || output.out, error: jsonlError(plan) },
+          ...options.sinks.configured,
+          ...(wandb ? [{ sink: wandb.sink, label: 'wandb' }] : []),
+        ],
+        session.redact,
+      );
       if (output.identity && identity)
         writeOutputFile(output.identity, `${JSON.stringify(identityFile(command, identity), null, 2)}\n`, {
           replace: true,
           cwd: io.cwd,
         });
-      await runSinks.open({ ...(resuming ? { kept: options.kept ?? [] } : {}), signal: session.signal });
+      await sinks.open({ ...(resuming ? { kept: options.kept ?? [] } : {}), signal: session.signal });
+      if (plan.metrics.prometheus && (command === 'serve' || command === 'train')) {
+        prometheus = await startPrometheusEndpoint({
+          ...plan.metrics.prometheus,
+          command,
+          success: plan.control.success,
+        });
+        io.stderr(`${command === 'train' ? 'train: ' : ''}metrics for Prometheus at ${prometheus.url}\n`);
+      }
       if (output.metrics || wandb) {
         // A resumed run appends: its rows go on after the earlier run's (elapsedSeconds restarts at 0).
         if (output.metrics)
@@ -147,27 +128,23 @@ export async function openRunOutput(plan: RunPlan, registry: RunRegistry): Promi
           windowSeconds: plan.metrics.windowSeconds,
         });
       }
-      if (plan.metrics.prometheus && (command === 'serve' || command === 'train')) {
-        prometheus = await startPrometheusEndpoint({
-          ...plan.metrics.prometheus,
-          command,
-          success: plan.control.success,
-        });
-        io.stderr(`${command === 'train' ? 'train: ' : ''}metrics for Prometheus at ${prometheus.url}\n`);
-        metrics = teeMetrics(metrics, prometheus);
-      }
+      if (prometheus) metrics = teeMetrics(metrics, prometheus);
     },
-    write: (record) => runSinks.write(record),
+    write(record) {
+      if (!sinks) throw new Error('RunOutput.write before start');
+      return sinks.write(record);
+    },
     async close(options) {
       try {
         await prometheus?.stop();
         metrics.close();
         metricsWriter?.close();
       } finally {
-        await runSinks.close(options);
+        if (sinks) await sinks.close(options);
+        else await wandb?.finish({ failed: true });
         // A run that wrote no group leaves nothing that would block the next one: the JSONL sink
         // removed the file it created, and the run record and metrics stream go with it.
-        if (mode === 'new' && jsonl.written === 0 && !existsSync(output.out))
+        if (mode === 'new' && jsonl && jsonl.written === 0 && !existsSync(output.out))
           for (const companion of [output.identity, output.metrics])
             if (companion && existsSync(companion)) rmSync(companion, { force: true });
       }

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { ScoredGroupRecord } from '@shears/core';
 import type { EvaluationSummary } from '../evaluation-summary.js';
-import { metricsPathFor } from '../metrics/run-metrics.js';
+import { metricsPathFor } from '../plan/output-plan.js';
 import type { RunPlan } from '../plan/run-plan.js';
 import {
   buildViewerHtml,

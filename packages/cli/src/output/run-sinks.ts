@@ -6,7 +6,7 @@ import type { ScoredGroupRecord, TrajectorySinkV1 } from '@shears/core';
 import type { Redactor } from '../redact.js';
 
 /** A sink of the run, with how its errors are told (the run's JSONL names its file, a plugin's sink its field). */
-export interface RunSink {
+interface RunSink {
   sink: TrajectorySinkV1;
   /** `sinks[0] (my-sink)`: prefixed to the sink's own errors. */
   label: string;

@@ -60,7 +60,7 @@ export function envEntry(config: ShearsConfig, cwd: string): Pick<EnvPlan, 'name
   return { name: config.env.name, settings: envSettings(config, cwd), judged: config.judge !== undefined };
 }
 
-export function resolveEnv(config: ShearsConfig, cwd: string): EnvPlan {
+function resolveEnv(config: ShearsConfig, cwd: string): EnvPlan {
   const env = config.env;
   checkToolsetsConfig(config);
   return {
@@ -128,4 +128,34 @@ function checkToolsetsConfig(config: ShearsConfig): void {
       ],
     });
   }
+}
+
+/** An env beside the training env (the loop's held-out tasks, its capability data): an id and its settings. */
+interface SideEnv {
+  name: string;
+  settings: Record<string, unknown>;
+}
+
+/**
+ * The run's env, and the envs of the runs beside it: the same `env` section (seed, turn budget,
+ * action policy) with another env, without the training env's added tools and toolset selection.
+ */
+export function resolveEnvs<TSides extends Record<string, SideEnv | undefined>>(
+  config: ShearsConfig,
+  options: { cwd: string; sides: TSides },
+): { env: EnvPlan; sides: { [K in keyof TSides]: EnvPlan | undefined } } {
+  const side = (env: SideEnv | undefined) =>
+    env &&
+    resolveEnv(
+      {
+        ...config,
+        env: { ...config.env, name: env.name, settings: env.settings, toolsets: undefined, tools: undefined },
+      },
+      options.cwd,
+    );
+  const sides = Object.fromEntries(Object.entries(options.sides).map(([key, env]) => [key, side(env)]));
+  return {
+    env: resolveEnv(config, options.cwd),
+    sides: sides as { [K in keyof TSides]: EnvPlan | undefined },
+  };
 }

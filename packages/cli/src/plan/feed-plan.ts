@@ -1,21 +1,10 @@
 // What `shears serve` and `shears train` need beyond a run: the trajectory API the workers feed
 // (the `api` client settings and the pause rule), the tokenizer every rollout is sent as token
-// ids with, and the trainer's needs; for `train`, the trainer itself (train.trainer, or the
-// reference trainer that train.reference and --output make into a command line), its workers,
-// the in-process API server and the weight sync.
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+// ids with, and the trainer's needs (plan/train-plan.ts resolves the trainer itself).
+import { resolve } from 'node:path';
 import { ConfigError } from '@shears/core';
-import type { TrajectoryApiServerSettings } from '@shears/grpo';
 import type { ShearsConfig } from '../config/config-schema.js';
-import {
-  checkTrainOutput,
-  checkWeightSync,
-  referencePython,
-  resolveReferenceTrainer,
-} from '../train/reference-trainer.js';
-import { trajectoryApiServerSettings } from './api-plan.js';
-import { type PerStepAdvantage, perStepAdvantage } from './loop-plan.js';
+import type { PerStepAdvantage } from './loop-plan.js';
 import { CHAT_SERVERS } from './server-plan.js';
 
 export interface FeedPlan {
@@ -36,28 +25,6 @@ export interface FeedPlan {
   perStep: PerStepAdvantage | undefined;
   /** `serve --max-groups`: stop after this many groups. */
   maxGroups: number | undefined;
-}
-
-export interface TrainPlan {
-  /** The trainer process: train.trainer.command, or the reference trainer's command line. */
-  trainer: { command: readonly string[]; cwd: string; env: Record<string, string> };
-  /** The reference trainer's output folder (--output), absolute. */
-  output: string | undefined;
-  workers: number;
-  /** Settings of the trajectory API `train` starts in-process (train.start_api), else undefined. */
-  apiServer: Omit<TrajectoryApiServerSettings, 'logger'> | undefined;
-  /** train.weight_sync with the reference trainer: the vLLM server synced from its checkpoints. */
-  weightSync:
-    | {
-        mode: 'restart' | 'lora';
-        baseUrl: string;
-        command: string[] | undefined;
-        loraName: string;
-        initialModel: string;
-        checkpoints: string;
-        healthTimeoutMs: number;
-      }
-    | undefined;
 }
 
 /** A trainer that needs inference logprobs, with a server that records none. */
@@ -101,86 +68,7 @@ export function resolveFeed(
     },
     tokenizer: resolve(options.cwd, config.server.tokenizer),
     needsLogprobs,
-    perStep: perStepAdvantage(config),
+    perStep: typeof config.run.advantage === 'string' ? undefined : config.run.advantage,
     maxGroups: options.maxGroups,
-  };
-}
-
-/**
- * train.reference (the bundled trainer, with --output) or train.trainer (any command): exactly one.
- * With the reference trainer the config gets its command line and, colocated, its policy server.
- */
-export async function resolveTrainConfig(
-  config: ShearsConfig,
-  cwd: string,
-): Promise<{ config: ShearsConfig; output?: string }> {
-  const { trainer, reference, output } = config.train;
-  if (reference && trainer)
-    throw new ConfigError({
-      message:
-        'train.reference and train.trainer are both set: train.reference starts the reference trainer (python -m shears_trainer), train.trainer.command starts your own; keep one',
-      issues: [{ path: 'train', message: 'reference and trainer are exclusive', value: undefined }],
-    });
-  checkWeightSync(config);
-  if (!reference) {
-    if (!trainer)
-      throw new ConfigError({
-        message:
-          'train.trainer.command: required for `shears train` (your own trainer, e.g. train: { trainer: { command: ["python", "trainer.py"] } }), or train.reference for the reference trainer (e.g. train: { reference: { model: ./my-model } } with --output ./my-ft)',
-        issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
-      });
-    if (output !== undefined)
-      throw new ConfigError({
-        message: `--output ${output} (train.output) is for the reference trainer (train.reference); train.trainer.command decides itself where it writes: pass the folder in its command, or remove --output`,
-        issues: [{ path: 'train.output', message: 'needs train.reference', value: output }],
-      });
-    return { config };
-  }
-  const folder = checkTrainOutput(output, cwd);
-  const model = resolve(cwd, reference.model);
-  if (!existsSync(join(model, 'config.json')))
-    throw new ConfigError({
-      message: `train.reference.model: ${model} holds no config.json; name a Hugging Face model folder (config.json, safetensors, tokenizer)`,
-      issues: [{ path: 'train.reference.model', message: 'not a model folder', value: reference.model }],
-    });
-  const python = referencePython(reference, cwd);
-  if (python.includes('/') && !existsSync(python))
-    throw new ConfigError({
-      message: `train.reference: the trainer's Python ${python} does not exist; run \`shears prepare --trainer\` (creates ${reference.python ? 'a venv at train.reference.venv' : reference.venv}) or point train.reference.python at an interpreter with shears_trainer installed`,
-      issues: [{ path: 'train.reference.venv', message: 'not prepared', value: reference.venv }],
-    });
-  const run = await resolveReferenceTrainer(config, { cwd, output: folder });
-  return { config: run.config, output: folder };
-}
-
-/** The `train` section of a config that resolveTrainConfig made whole. */
-export function resolveTrain(
-  config: ShearsConfig,
-  options: { cwd: string; output: string | undefined },
-): TrainPlan {
-  const { train } = config;
-  const trainer = train.trainer!;
-  const sync = train.weight_sync;
-  return {
-    trainer: {
-      command: trainer.command,
-      cwd: trainer.cwd ? resolve(options.cwd, trainer.cwd) : options.cwd,
-      env: trainer.env,
-    },
-    output: options.output,
-    workers: train.workers,
-    apiServer: train.start_api ? trajectoryApiServerSettings(config.api, options.cwd) : undefined,
-    weightSync:
-      sync && options.output
-        ? {
-            mode: sync.mode,
-            baseUrl: config.server.base_url!,
-            command: sync.command,
-            loraName: sync.lora_name,
-            initialModel: resolve(options.cwd, train.reference!.model),
-            checkpoints: join(options.output, 'checkpoints'),
-            healthTimeoutMs: sync.health_timeout_s * 1000,
-          }
-        : undefined,
   };
 }

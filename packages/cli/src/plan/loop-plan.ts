@@ -9,7 +9,7 @@ type AdvantageSetting = ShearsConfig['run']['advantage'];
 export type PerStepAdvantage = Exclude<AdvantageSetting, string>;
 
 /** Per-step credit settings, when run.advantage asks for them. */
-export function perStepAdvantage(config: ShearsConfig): PerStepAdvantage | undefined {
+function perStepAdvantage(config: ShearsConfig): PerStepAdvantage | undefined {
   return typeof config.run.advantage === 'string' ? undefined : config.run.advantage;
 }
 
@@ -88,7 +88,7 @@ export interface LoopPlan extends NonNullable<ShearsConfig['loop']> {
 
 export function resolveLoop(
   config: ShearsConfig,
-  options: { command: 'process' | 'evaluate' | 'serve' | 'train'; cwd: string; out: string },
+  options: { command: 'process' | 'evaluate' | 'serve' | 'train'; cwd: string },
 ): LoopPlan | undefined {
   if (options.command === 'process' || options.command === 'evaluate') {
     refuseLoop(config, options.command);
@@ -102,7 +102,7 @@ export function resolveLoop(
     replayPath: loop.replay
       ? loop.replay.path
         ? resolve(options.cwd, loop.replay.path)
-        : `${options.out.replace(/\.jsonl?$/i, '')}.replay.sqlite`
+        : `${resolve(options.cwd, config.run.out).replace(/\.jsonl?$/i, '')}.replay.sqlite`
       : undefined,
   };
 }

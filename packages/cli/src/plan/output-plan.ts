@@ -6,8 +6,7 @@
 import { resolve } from 'node:path';
 import { ConfigError } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
-import { metricsPathFor } from '../metrics/run-metrics.js';
-import { checkWandbConfig } from '../metrics/wandb.js';
+import { checkWandbConfig } from './wandb-plan.js';
 
 export type RunCommand = 'process' | 'evaluate' | 'serve' | 'train';
 
@@ -47,6 +46,11 @@ export interface MetricsPlan {
   wandb: NonNullable<ShearsConfig['wandb']> | undefined;
 }
 
+/** `runs/demo.jsonl` → `runs/demo.metrics.jsonl`. */
+export function metricsPathFor(jsonlPath: string): string {
+  return `${jsonlPath.replace(/\.jsonl?$/i, '')}.metrics.jsonl`;
+}
+
 /** `runs/demo.jsonl` → `runs/demo.html`. */
 export function reportPathFor(jsonlPath: string): string {
   return `${jsonlPath.replace(/\.jsonl?$/i, '')}.html`;
@@ -57,7 +61,7 @@ export function identityPathFor(jsonlPath: string): string {
   return `${jsonlPath.replace(/\.jsonl?$/i, '')}.run.json`;
 }
 
-export function resolveOutput(
+function resolveOutputPlan(
   config: ShearsConfig,
   options: { command: RunCommand; cwd: string; flags: { force?: boolean; resume?: boolean } },
 ): OutputPlan {
@@ -77,14 +81,14 @@ export function resolveOutput(
 }
 
 /** `sinks`: each entry a sink id from the loaded plugins, or { id, settings }. */
-export function resolveSinks(config: ShearsConfig): SinkRequest[] {
+function resolveSinks(config: ShearsConfig): SinkRequest[] {
   return config.sinks.map((entry, index) => ({
     ...(typeof entry === 'string' ? { id: entry, settings: {} } : entry),
     field: `sinks[${index}]`,
   }));
 }
 
-export function resolveMetrics(
+function resolveMetrics(
   config: ShearsConfig,
   options: { command: RunCommand; env: Record<string, string | undefined> },
 ): MetricsPlan {
@@ -100,5 +104,22 @@ export function resolveMetrics(
     windowSeconds: config.run.metrics_window_seconds,
     prometheus: config.run.prometheus,
     wandb: config.wandb,
+  };
+}
+
+/** Where the run's records and files go, and its metrics. */
+export function resolveOutput(
+  config: ShearsConfig,
+  options: {
+    command: RunCommand;
+    cwd: string;
+    flags: { force?: boolean; resume?: boolean };
+    env: Record<string, string | undefined>;
+  },
+): { output: OutputPlan; sinks: SinkRequest[]; metrics: MetricsPlan } {
+  return {
+    output: resolveOutputPlan(config, options),
+    sinks: resolveSinks(config),
+    metrics: resolveMetrics(config, options),
   };
 }

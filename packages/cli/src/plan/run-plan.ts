@@ -9,19 +9,18 @@ import type { ShearsConfig } from '../config/config-schema.js';
 import type { ProgressMode } from '../progress/progress.js';
 import type { CommandContext, RunSession } from '../session.js';
 import { type SuccessRule, successRule } from '../stats.js';
-import { type EnvPlan, resolveEnv } from './env-plan.js';
-import { type FeedPlan, resolveFeed, resolveTrain, resolveTrainConfig, type TrainPlan } from './feed-plan.js';
+import { type EnvPlan, resolveEnvs } from './env-plan.js';
+import { type FeedPlan, resolveFeed } from './feed-plan.js';
 import { type LoopPlan, resolveLoop } from './loop-plan.js';
 import {
   type MetricsPlan,
   type OutputPlan,
   type RunCommand,
-  resolveMetrics,
   resolveOutput,
-  resolveSinks,
   type SinkRequest,
 } from './output-plan.js';
 import { resolveSandbox, resolveServer, type SandboxPlan, type ServerPlan } from './server-plan.js';
+import { resolveTrainPlan, type TrainPlan } from './train-plan.js';
 
 /** runGroup's settings that come from the config (the item and the group size come per call). */
 export interface GroupPlan {
@@ -55,6 +54,14 @@ export interface EvaluationPlan {
   confidence: number;
 }
 
+/** The `loop` section with the plans of the runs beside the training run. */
+export interface RunLoopPlan extends LoopPlan {
+  /** loop.evaluation's held-out tasks, as a run of their own. */
+  evaluationRun: RunPlan | undefined;
+  /** loop.safety's capability data, as a run of their own. */
+  capabilityRun: RunPlan | undefined;
+}
+
 export interface RunPlan {
   readonly command: RunCommand;
   /**
@@ -81,7 +88,7 @@ export interface RunPlan {
   readonly sinks: readonly SinkRequest[];
   readonly metrics: MetricsPlan;
   /** `loop` (`serve`, `train`). */
-  readonly loop: LoopPlan | undefined;
+  readonly loop: RunLoopPlan | undefined;
   /** `serve`, `train`: the trajectory API the workers feed. */
   readonly feed: FeedPlan | undefined;
   /** `train`: the trainer, its workers and the API it starts. */
@@ -112,77 +119,57 @@ function maxGroupsFlag(raw: string | true | undefined): number | undefined {
 }
 
 /**
- * Resolves every section of `config` for `command`, in the order a user reads the errors: the
- * command line, the trainer (`train`), the env and its tools, the loop, the metrics, the trainer's
- * needs, the server and sandbox, the sinks, the output files.
+ * Resolves every section of `config` for `command`, each by its resolver, once: the loop (before
+ * `train` resolves its trainer, so a loop setting the trainer would ignore is named first), the
+ * feed and trainer (`serve`, `train`), the envs (the run's and the loop's side runs'), the outputs,
+ * sinks and metrics, the server and sandbox; then the plan, and the plans of the side runs.
  */
 export async function buildRunPlan(
   context: CommandContext,
   command: RunCommand,
   flags: RunFlags = {},
 ): Promise<RunPlan> {
-  const { io } = context;
   const maxGroups = maxGroupsFlag(flags.maxGroups);
-  let config = context.config;
-  let trainOutput: string | undefined;
-  if (command === 'train') {
-    // Before the trainer is resolved: a loop setting the trainer would ignore is named first.
-    resolveLoop(config, { command, cwd: io.cwd, out: config.run.out });
-    ({ config, output: trainOutput } = await resolveTrainConfig(config, io.cwd));
-  }
-  return resolvePlan(config, {
-    command,
-    session: context,
-    apiKey: context.apiKey,
-    flags,
-    maxGroups,
-    trainOutput,
-  });
-}
-
-interface ResolveOptions {
-  command: RunCommand;
-  session: RunSession;
-  apiKey: string | undefined;
-  flags: RunFlags;
-  maxGroups: number | undefined;
-  trainOutput: string | undefined;
-}
-
-function resolvePlan(config: ShearsConfig, options: ResolveOptions): RunPlan {
-  const { command, session } = options;
-  const { io } = session;
+  const { io, logger, redact, signal, drain } = context;
   const cwd = io.cwd;
-  const env = resolveEnv(config, cwd);
-  const output = resolveOutput(config, { command, cwd, flags: options.flags });
-  const loop = resolveLoop(config, { command, cwd, out: output.out });
-  const metrics = resolveMetrics(config, { command, env: io.env });
+  const loop = resolveLoop(context.config, { command, cwd });
+  const { config, train } =
+    command === 'train'
+      ? await resolveTrainPlan(context.config, cwd)
+      : { config: context.config, train: undefined };
   const feed =
-    command === 'serve' || command === 'train'
-      ? resolveFeed(config, { command, cwd, maxGroups: options.maxGroups })
-      : undefined;
+    command === 'serve' || command === 'train' ? resolveFeed(config, { command, cwd, maxGroups }) : undefined;
+  const { env, sides } = resolveEnvs(config, {
+    cwd,
+    sides: {
+      evaluation:
+        loop?.evaluation && (loop.evaluation.env ?? { name: config.env.name, settings: config.env.settings }),
+      capability: loop?.safety?.capability,
+    },
+  });
+  const { output, sinks, metrics } = resolveOutput(config, { command, cwd, flags, env: io.env });
+  const server = resolveServer(config, { apiKey: context.apiKey, cwd });
+  const sandbox = resolveSandbox(config);
+  const success = successRule(config.run.success_threshold);
+  const advantages = resolveAdvantageEstimator(
+    typeof config.run.advantage === 'string' ? config.run.advantage : config.run.advantage.estimator,
+  );
   const progress = config.run.progress;
-  return {
+  const plan: RunPlan = {
     command,
     config,
-    session: {
-      io: session.io,
-      logger: session.logger,
-      redact: session.redact,
-      signal: session.signal,
-      drain: session.drain,
-    },
+    session: { io, logger, redact, signal, drain },
     cwd,
     plugins: config.plugins,
     env,
-    server: resolveServer(config, { apiKey: options.apiKey, cwd }),
-    sandbox: resolveSandbox(config),
+    server,
+    sandbox,
     judges: { judge: config.judge, group_judge: config.group_judge },
     group: {
       size: config.env.group_size,
       count: config.run.groups,
       retries: config.run.max_retries,
-      advantages: advantageEstimator(config.run.advantage),
+      advantages,
       allEqualScores: config.run.all_equal_scores,
     },
     control: {
@@ -190,7 +177,7 @@ function resolvePlan(config: ShearsConfig, options: ResolveOptions): RunPlan {
       progress: progress === 'auto' ? (io.isTty ? 'bars' : 'lines') : progress,
       drainTimeoutMs: config.run.drain_timeout_ms,
       maxRepeatedFailures: config.run.max_repeated_failures ?? Math.max(10, config.run.concurrency),
-      success: successRule(config.run.success_threshold),
+      success,
     },
     evaluation: {
       k: config.evaluate.k,
@@ -199,49 +186,37 @@ function resolvePlan(config: ShearsConfig, options: ResolveOptions): RunPlan {
       confidence: config.evaluate.confidence,
     },
     output,
-    sinks: resolveSinks(config),
+    sinks,
     metrics,
-    loop,
+    loop: undefined,
     feed,
-    train: command === 'train' ? resolveTrain(config, { cwd, output: options.trainOutput }) : undefined,
+    train,
   };
-}
-
-/** The estimator named by run.advantage (a name, or the `estimator` of per-step credit). */
-function advantageEstimator(setting: ShearsConfig['run']['advantage']): AdvantageEstimator {
-  return resolveAdvantageEstimator(typeof setting === 'string' ? setting : setting.estimator);
-}
-
-/**
- * A plan for a run beside this one that uses another env (the loop's held-out evaluation and
- * capability data): the same server, judges and run settings, the env replaced (without the
- * training env's added tools and toolset selection), no progress bars, log lines prefixed.
- */
-export function sidePlan(
-  plan: RunPlan,
-  env: { name: string; settings: Record<string, unknown> },
-  prefix: string,
-): RunPlan {
-  const { io } = plan.session;
-  const stderr = (text: string) => {
-    for (const line of text.split('\n').filter(Boolean)) io.stderr(`${prefix}${line}\n`);
-  };
-  const config: ShearsConfig = {
-    ...plan.config,
-    env: {
-      ...plan.config.env,
-      name: env.name,
-      settings: env.settings,
-      toolsets: undefined,
-      tools: undefined,
-    },
-  };
+  if (!loop) return plan;
+  // A run beside this one (the held-out evaluation, the capability data): another env, the same
+  // server, judges and run settings, no progress bars, its log lines prefixed.
+  const beside = (sideEnv: EnvPlan | undefined, prefix: string): RunPlan | undefined =>
+    sideEnv && {
+      ...plan,
+      session: {
+        ...plan.session,
+        io: {
+          ...io,
+          stderr: (text: string) => {
+            for (const line of text.split('\n').filter(Boolean)) io.stderr(`${prefix}${line}\n`);
+          },
+        },
+      },
+      env: sideEnv,
+      control: { ...plan.control, progress: 'none' },
+    };
   return {
     ...plan,
-    config,
-    session: { ...plan.session, io: { ...io, stderr } },
-    env: resolveEnv(config, plan.cwd),
-    control: { ...plan.control, progress: 'none' },
+    loop: {
+      ...loop,
+      evaluationRun: beside(sides.evaluation, '[eval] '),
+      capabilityRun: beside(sides.capability, '[capability] '),
+    },
   };
 }
 
@@ -261,7 +236,7 @@ export function workerPlan(
     ...plan,
     config,
     session: options.session,
-    env: resolveEnv(config, plan.cwd),
+    env: resolveEnvs(config, { cwd: plan.cwd, sides: {} }).env,
     // The scripted server's policy is seeded with env.seed too (any other server's key is in its settings).
     server: resolveServer(config, {
       apiKey: plan.server.settings.apiKey as string | undefined,

@@ -126,36 +126,3 @@ export function resolveSandbox(config: ShearsConfig): SandboxPlan {
   }
   return { provider, image, settings };
 }
-
-/**
- * What the built-in sandboxes without containers cannot honour from a SandboxSpec (an env's
- * image, resource limits, network policy) or from `sandbox.image`. Third-party providers are
- * trusted to refuse what they cannot do.
- */
-export const SANDBOX_SPEC_UNSUPPORTED: Readonly<Record<string, readonly ('image' | 'limits' | 'network')[]>> =
-  {
-    local: ['image', 'limits', 'network'],
-    ssh: ['image', 'limits', 'network'],
-  };
-
-export const SANDBOX_NATURE: Readonly<Record<string, string>> = {
-  local: 'is a temp directory on this machine, with its network and no resource limits',
-  ssh: 'is a directory on the ssh host, with its network and no resource limits',
-};
-
-/**
- * The settings the sandbox provider `id` gets: `sandbox.settings` with `sandbox.image`. An image
- * for a sandbox that runs no image is a ConfigError.
- */
-export function sandboxSettings(sandbox: SandboxPlan, id: string): Record<string, unknown> {
-  const unsupported = SANDBOX_SPEC_UNSUPPORTED[id];
-  if (sandbox.image && unsupported?.includes('image')) {
-    throw new ConfigError({
-      message: `sandbox.image: the ${id} sandbox runs no container image (it ${SANDBOX_NATURE[id]}); use sandbox.provider: docker for an image, or remove sandbox.image`,
-      issues: [
-        { path: 'sandbox.image', message: `not supported by the ${id} sandbox`, value: sandbox.image },
-      ],
-    });
-  }
-  return { ...(sandbox.image ? { image: sandbox.image } : {}), ...sandbox.settings };
-}

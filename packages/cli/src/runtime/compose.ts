@@ -1,184 +1,80 @@
-// The composition root: one registry with the CLI's plugin, the built-in plugin packages that
-// are installed, and the plugins the config names; then the env, server, sandbox provider and
-// judges the run plan names, created through it, with errors that name the config field.
-
+// The parts of one runtime, created from the plan through the registry's `create` (errors name
+// the config field): the tools `env.tools` adds, the env, the sandbox provider (the env's
+// preferred backend unless sandbox.provider says), the server (the env's demo policy for the
+// scripted server), the parsers; in the order that refuses a bad config before anything costly
+// (an env's set-up, a sandbox image) is done.
 import {
   ConfigError,
-  createRegistry,
-  type EnvItem,
   type EnvV1,
-  type GroupJudgeV1,
-  InvalidArgumentError,
-  InvalidSettingsError,
-  isPlugin,
-  type JudgeV1,
-  type Logger,
   NoSuchEntryError,
-  type PluginKind,
   type Registry,
-  type RewardResult,
+  resolveToolset,
   type SandboxProviderV1,
-  type SandboxSpec,
   type ServerV1,
-  ShearsError,
+  type ToolCallParserV1,
+  type ToolV1,
 } from '@shears/core';
-import { describeValue, valueAtPath } from '@shears/core/internal';
-import { judgeReward } from '@shears/judges';
-import type { ShearsConfig } from '../config/config-schema.js';
-import type { EnvPlan } from '../plan/env-plan.js';
-import {
-  SANDBOX_NATURE,
-  SANDBOX_SPEC_UNSUPPORTED,
-  type SandboxPlan,
-  type ServerPlan,
-  sandboxSettings,
-} from '../plan/server-plan.js';
-import cliPlugin from '../plugin.js';
-import { BUILTIN_PLUGINS, importBuiltin, installCommand } from '../plugin-packages.js';
+import { closestName } from '@shears/core/internal';
+import type { EnvPlan, ToolRequest } from '../plan/env-plan.js';
+import type { RunPlan } from '../plan/run-plan.js';
+import type { SandboxPlan, ServerPlan } from '../plan/server-plan.js';
+import { SANDBOX_NATURE, SANDBOX_SPEC_UNSUPPORTED } from './env-tools.js';
+import type { RunRegistry } from './registry.js';
 
-/** `judge` and `group_judge`, as the config gives them. */
-type JudgesConfig = Pick<ShearsConfig, 'judge' | 'group_judge'>;
+/** What parts are created through: the registry (its tools and toolsets) and its `create`. */
+type PartRegistry = Pick<RunRegistry, 'registry' | 'create'>;
 
-export interface PluginStatus {
-  name: string;
-  loaded: boolean;
-  error?: string;
-}
-
-interface Composed {
-  registry: Registry;
-  plugins: PluginStatus[];
-}
-
-/** Built-in plugin packages that are not installed, per registry (named in unknown-id errors). */
-const notInstalled = new WeakMap<Registry, string[]>();
-
-export async function composeRegistry(
-  config: { readonly plugins: readonly string[] },
-  options: { cwd: string; logger: Logger; builtins?: readonly string[] },
-): Promise<Composed> {
-  const registry = createRegistry({ logger: options.logger });
-  registry.use(cliPlugin);
-  const plugins: PluginStatus[] = [];
-  // Imported in parallel; registered in a fixed order so ids resolve the same way every run.
-  const builtins = options.builtins ?? BUILTIN_PLUGINS;
-  const imported = await Promise.allSettled(builtins.map((name) => importBuiltin(name, options.cwd)));
-  const missing: string[] = [];
-  imported.forEach((result, index) => {
-    const name = builtins[index]!;
-    try {
-      if (result.status === 'rejected') throw result.reason;
-      if (result.value === undefined) {
-        missing.push(name);
-        throw new Error(`not installed (${installCommand(name)})`);
+/** `env.tools`: each entry a tool id or a toolset name from the loaded plugins, created with its settings. */
+async function createExtraTools(run: PartRegistry, requests: readonly ToolRequest[]): Promise<ToolV1[]> {
+  const { registry } = run;
+  const table = registry.toolsets();
+  const tools: ToolV1[] = [];
+  for (const { id, settings, field } of requests) {
+    let names: string[];
+    if (registry.has('tools', id)) names = [id];
+    else if (Object.hasOwn(table, id)) {
+      try {
+        names = resolveToolset(id, table);
+      } catch (cause) {
+        if (!NoSuchEntryError.isInstance(cause)) throw cause;
+        throw new ConfigError({ message: `${field}: toolset "${id}": ${cause.message}`, cause });
       }
-      if (!isPlugin(result.value)) throw new Error('no plugin manifest as default export');
-      registry.use(result.value);
-      plugins.push({ name, loaded: true });
-    } catch (error) {
-      plugins.push({ name, loaded: false, error: (error as Error).message.split('\n')[0] });
-      options.logger.debug(`built-in plugin ${name} not available: ${(error as Error).message}`);
-    }
-  });
-  for (const [index, specifier] of config.plugins.entries()) {
-    try {
-      await registry.load(specifier, { from: options.cwd });
-      plugins.push({ name: specifier, loaded: true });
-    } catch (cause) {
+      const missing = names.filter((name) => !registry.has('tools', name));
+      if (missing.length > 0)
+        throw new ConfigError({
+          message: `${field}: toolset "${id}" (from ${registry.toolsetOwner(id) ?? 'a plugin'}) names ${missing.map((name) => `"${name}"`).join(', ')}, which no loaded plugin registers as a tool; add the package that provides it to "plugins"`,
+          issues: [{ path: field, message: 'toolset names unregistered tools', value: id }],
+        });
+    } else {
+      const known = [...registry.list('tools'), ...Object.keys(table)];
+      const suggestion = closestName(id, known);
       throw new ConfigError({
-        message: `plugins[${index}]: could not load "${specifier}": ${(cause as Error).message}`,
-        issues: [{ path: `plugins[${index}]`, message: 'plugin could not be loaded', value: specifier }],
-        cause,
+        message: `${field}: no tool or toolset "${id}" in the loaded plugins${suggestion ? ` (did you mean "${suggestion}"?)` : ''} (tools: ${registry.list('tools').join(', ') || 'none'}; toolsets: ${Object.keys(table).sort().join(', ') || 'none'}); add the package that provides it to "plugins"`,
+        issues: [{ path: field, message: 'unknown tool or toolset', value: id }],
       });
+    }
+    for (const name of names) {
+      const created = await run.create('tools', name, field, settings, `${field}.settings`);
+      tools.push(...(Array.isArray(created) ? created : [created]));
     }
   }
-  notInstalled.set(registry, missing);
-  return { registry, plugins };
-}
-
-/** Names the built-in plugin packages that are not installed, with the command that adds one. */
-function notInstalledHint(registry: Registry): string {
-  const missing = notInstalled.get(registry) ?? [];
-  if (missing.length === 0) return '';
-  return `. Not installed here: ${missing.join(', ')}; \`${installCommand('<package>')}\` in your project adds one`;
-}
-
-/**
- * registry.create, but an unknown id becomes a ConfigError naming the field, and a settings error
- * from the plugin (an InvalidArgumentError) becomes one naming `settingsField` (e.g.
- * `env.settings: The demo env has no setting "maxTurns" ...`).
- */
-export async function createFromConfig<K extends PluginKind>(
-  registry: Registry,
-  kind: K,
-  id: string,
-  field: string,
-  settings: Record<string, unknown>,
-  settingsField?: string,
-) {
-  try {
-    registry.resolve(kind, id);
-  } catch (cause) {
-    if (NoSuchEntryError.isInstance(cause)) {
-      const available = registry.list(kind);
+  const seen = new Set<string>();
+  for (const tool of tools) {
+    if (seen.has(tool.name))
       throw new ConfigError({
-        message: `${field}: unknown ${cause.kind} "${id}" (allowed: ${available.join(', ') || 'none registered'}; add the package that provides it to "plugins")${notInstalledHint(registry)}`,
-        issues: [{ path: field, message: `unknown ${cause.kind}`, value: id }],
-        cause,
+        message: `env.tools: tool "${tool.name}" is added twice (once by name, once through a toolset?); list it once`,
+        issues: [{ path: 'env.tools', message: 'duplicate tool', value: tool.name }],
       });
-    }
-    throw cause;
+    seen.add(tool.name);
   }
-  try {
-    return await registry.create(kind, id, settings);
-  } catch (cause) {
-    if (settingsField === undefined) throw cause;
-    if (InvalidSettingsError.isInstance(cause)) throw settingsConfigError(cause, settingsField);
-    if (InvalidArgumentError.isInstance(cause))
-      throw new ConfigError({
-        message: `${settingsField}: ${cause.message}`,
-        issues: [{ path: `${settingsField}.${cause.argument}`, message: cause.message, value: cause.value }],
-        cause,
-      });
-    // An error about the provider choice itself (a package the chosen provider needs is not
-    // installed) already names its field, e.g. `sandbox.provider`: label it with that, not the settings.
-    if (
-      ConfigError.isInstance(cause) &&
-      cause.issues.length > 0 &&
-      cause.issues.every((issue) => issue.path === field)
-    ) {
-      if (cause.message.startsWith(`${field}:`)) throw cause;
-      throw new ConfigError({ message: `${field}: ${cause.message}`, issues: cause.issues, cause });
-    }
-    // A plugin's own settings error knows its settings, not where they sit in the config.
-    if (ConfigError.isInstance(cause) && !cause.message.startsWith(`${settingsField}`))
-      throw new ConfigError({
-        message: `${settingsField}: ${cause.message}`,
-        issues: cause.issues.map((issue) => ({ ...issue, path: `${settingsField}.${issue.path}` })),
-        cause,
-      });
-    throw cause;
-  }
-}
-
-/** The registry's settings error, its fields named where they sit in the config: `env.settings.maxTurns: ...`. */
-function settingsConfigError(error: InvalidSettingsError, settingsField: string): ConfigError {
-  const issues = error.issues.map((issue) => ({
-    ...issue,
-    path: issue.path === '(settings)' ? settingsField : `${settingsField}.${issue.path}`,
-  }));
-  return new ConfigError({
-    message: issues.map((issue) => `${issue.path}: ${issue.message}`).join('\n'),
-    issues,
-    cause: error,
-  });
+  return tools;
 }
 
 export async function createEnv(
-  registry: Registry,
+  run: Pick<RunRegistry, 'create'>,
   plan: Pick<EnvPlan, 'name' | 'settings' | 'judged'>,
 ): Promise<EnvV1> {
-  const env = await createFromConfig(registry, 'envs', plan.name, 'env.name', plan.settings, 'env.settings');
+  const env = await run.create('envs', plan.name, 'env.name', plan.settings, 'env.settings');
   // A task file's rubrics are for the judge: without one they would be silently unused.
   const rubricTasks = (env as { rubricTasks?: () => string[] }).rubricTasks?.() ?? [];
   if (rubricTasks.length > 0 && !plan.judged)
@@ -201,30 +97,44 @@ interface EnvExtras {
  * The server the plan names. The scripted server plays the env's own demo policy when the env has
  * one (the SWE env does), unless server.settings gives another.
  */
-export async function createServer(registry: Registry, plan: ServerPlan, env?: EnvV1): Promise<ServerV1> {
+export async function createServer(
+  run: Pick<RunRegistry, 'create'>,
+  plan: ServerPlan,
+  env?: EnvV1,
+): Promise<ServerV1> {
   let settings = plan.settings;
   if (plan.provider === 'scripted' && settings.policy === undefined) {
     const extras = env as (EnvV1 & EnvExtras) | undefined;
     const policy = typeof extras?.demoPolicy === 'function' ? await extras.demoPolicy() : undefined;
     if (policy) settings = { ...settings, policy };
   }
-  return createFromConfig(registry, 'servers', plan.provider, 'server.provider', settings, 'server.settings');
+  return run.create('servers', plan.provider, 'server.provider', settings, 'server.settings');
 }
 
 export async function createSandboxProvider(
-  registry: Registry,
+  run: Pick<RunRegistry, 'create'>,
   plan: SandboxPlan,
   env?: EnvV1,
 ): Promise<SandboxProviderV1> {
   const id = sandboxProviderId(plan, env);
-  return createFromConfig(
-    registry,
-    'sandboxes',
-    id,
-    'sandbox.provider',
-    sandboxSettings(plan, id),
-    'sandbox.settings',
-  );
+  return run.create('sandboxes', id, 'sandbox.provider', sandboxSettings(plan, id), 'sandbox.settings');
+}
+
+/**
+ * The settings the sandbox provider `id` gets: `sandbox.settings` with `sandbox.image`. An image
+ * for a sandbox that runs no image is a ConfigError.
+ */
+export function sandboxSettings(sandbox: SandboxPlan, id: string): Record<string, unknown> {
+  const unsupported = SANDBOX_SPEC_UNSUPPORTED[id];
+  if (sandbox.image && unsupported?.includes('image')) {
+    throw new ConfigError({
+      message: `sandbox.image: the ${id} sandbox runs no container image (it ${SANDBOX_NATURE[id]}); use sandbox.provider: docker for an image, or remove sandbox.image`,
+      issues: [
+        { path: 'sandbox.image', message: `not supported by the ${id} sandbox`, value: sandbox.image },
+      ],
+    });
+  }
+  return { ...(sandbox.image ? { image: sandbox.image } : {}), ...sandbox.settings };
 }
 
 /** sandbox.provider, else the env's preferred backend, else local. */
@@ -233,43 +143,8 @@ export function sandboxProviderId(plan: { provider?: string | undefined }, env?:
   return plan.provider ?? (typeof preferred === 'string' ? preferred : 'local');
 }
 
-/**
- * Checks the sandbox an env asks for (`env.sandboxSpec(item)`) against what the provider can
- * give, before any sandbox starts: an image, or `network: none`, that a local/ssh sandbox cannot
- * honour is a ConfigError (the task would run in the wrong place, or with network it must not
- * have); resource limits it cannot enforce are a warning, once.
- */
-export function checkSandboxSpec(
-  providerId: string,
-  spec: SandboxSpec | undefined,
-  context: { envName: string; warn: (message: string) => void; warned: Set<string> },
-): void {
-  const unsupported = SANDBOX_SPEC_UNSUPPORTED[providerId];
-  if (!spec || !unsupported) return;
-  const where = `the ${providerId} sandbox ${SANDBOX_NATURE[providerId]}`;
-  if (spec.image && unsupported.includes('image')) {
-    throw new ConfigError({
-      message: `sandbox.provider: env ${context.envName} runs its tasks in the container image "${spec.image}", but ${where}; use sandbox.provider: docker`,
-      issues: [{ path: 'sandbox.provider', message: "cannot run the env's image", value: providerId }],
-    });
-  }
-  if (spec.network === 'none' && unsupported.includes('network')) {
-    throw new ConfigError({
-      message: `sandbox.provider: env ${context.envName} asks for a sandbox without network, but ${where}; use sandbox.provider: docker`,
-      issues: [{ path: 'sandbox.provider', message: 'cannot cut the network', value: providerId }],
-    });
-  }
-  const limits = Object.entries(spec.limits ?? {}).filter(([, value]) => value !== undefined);
-  if (limits.length > 0 && unsupported.includes('limits') && !context.warned.has('limits')) {
-    context.warned.add('limits');
-    context.warn(
-      `env ${context.envName} asks for resource limits (${limits.map(([key, value]) => `${key} ${value}`).join(', ')}) that the ${providerId} sandbox does not enforce; use sandbox.provider: docker to enforce them`,
-    );
-  }
-}
-
 /** Counts tokens as chat calls return, for tokens/s. */
-export function observeServer(server: ServerV1, onTokens: (count: number) => void): ServerV1 {
+function observeServer(server: ServerV1, onTokens: (count: number) => void): ServerV1 {
   const wrapped: ServerV1 = {
     specificationVersion: 'v1',
     provider: server.provider,
@@ -298,207 +173,69 @@ export function observeServer(server: ServerV1, onTokens: (count: number) => voi
   return wrapped;
 }
 
-interface ConfiguredJudges {
-  /** `judge`: scores every rollout in its reward step. */
-  judge?: { judge: JudgeV1; weight: number };
-  /** `group_judge`: scores a group's rollouts together, passed to runGroup. */
-  groupJudge?: { judge: GroupJudgeV1; weight: number };
-  /** The judges' model servers, closed with the run. */
-  servers: ServerV1[];
+/** `server.tool_parser` and `server.fallback_parser`, resolved by name in the parsers registry. */
+export async function resolveParsers(
+  run: Pick<RunRegistry, 'create'>,
+  server: Pick<ServerPlan, 'parser' | 'fallbackParser'>,
+): Promise<{ parser?: ToolCallParserV1; fallbackParser?: ToolCallParserV1 }> {
+  const parser = server.parser
+    ? await run.create('parsers', server.parser, 'server.tool_parser', {})
+    : undefined;
+  const fallbackParser = server.fallbackParser
+    ? await run.create('parsers', server.fallbackParser, 'server.fallback_parser', {})
+    : undefined;
+  return { parser, fallbackParser };
 }
 
-type JudgeSection = 'judge' | 'group_judge';
-
-/** Settings of the judge factory, with `<section>.server` built and given as the judge's server. */
-async function judgeSettings(
-  registry: Registry,
-  config: JudgesConfig,
-  section: JudgeSection,
-  servers: ServerV1[],
-): Promise<Record<string, unknown>> {
-  const { server, settings } = config[section]!;
-  if (!server) return settings;
-  if (settings.server !== undefined) {
-    throw new ConfigError({
-      message: `${section}.settings.server: the judge's server is already given by ${section}.server; set one of them`,
-      issues: [{ path: `${section}.settings.server`, message: 'set twice', value: settings.server }],
-    });
-  }
-  if (!server.base_url && server.provider !== 'scripted' && registry.has('servers', server.provider)) {
-    throw new ConfigError({
-      message: `${section}.server.base_url: required for ${section}.server.provider "${server.provider}" (e.g. https://api.openai.com/v1)`,
-      issues: [{ path: `${section}.server.base_url`, message: 'required', value: undefined }],
-    });
-  }
-  const instance = await createFromConfig(
-    registry,
-    'servers',
-    server.provider,
-    `${section}.server.provider`,
-    {
-      ...(server.base_url ? { baseUrl: server.base_url } : {}),
-      model: server.model,
-      ...(server.api_key ? { apiKey: server.api_key } : {}),
-      ...(server.timeout_ms ? { timeoutMs: server.timeout_ms } : {}),
-      ...server.settings,
-    },
-  ).catch((cause: unknown) => {
-    if (ConfigError.isInstance(cause)) throw cause;
-    throw new ConfigError({
-      message: `${section}.server: ${(cause as Error).message}`,
-      issues: [{ path: `${section}.server`, message: 'server could not be created', value: server.provider }],
-      cause,
-    });
-  });
-  servers.push(instance);
-  // A panel's members that name no server of their own use this one.
-  if (Array.isArray(settings.judges)) {
-    return {
-      ...settings,
-      judges: settings.judges.map((member) =>
-        member && typeof member === 'object' && !Array.isArray(member) && !('server' in member)
-          ? { ...member, server: instance }
-          : member,
-      ),
-    };
-  }
-  return { ...settings, server: instance };
-}
-
-async function createJudge(
-  registry: Registry,
-  config: JudgesConfig,
-  section: JudgeSection,
-  servers: ServerV1[],
-): Promise<JudgeV1 | GroupJudgeV1> {
-  const { id } = config[section]!;
-  const settings = await judgeSettings(registry, config, section, servers);
-  try {
-    return await createFromConfig(registry, 'judges', id, `${section}.id`, settings);
-  } catch (cause) {
-    if (ConfigError.isInstance(cause)) throw cause;
-    if (InvalidSettingsError.isInstance(cause)) throw settingsConfigError(cause, `${section}.settings`);
-    if (InvalidArgumentError.isInstance(cause) || ShearsError.isInstance(cause)) {
-      // The judges plugin names a setting as `judges.<id>.<setting>`; in the config it is `<section>.settings.<setting>`.
-      let message = cause.message.replace(/\bjudges\.(?:rubric|panel|group)\b/g, `${section}.settings`);
-      if (!config[section]!.server && /settings(?:\.judges\[\d+\])?\.server\b/.test(message))
-        message += `; or give the judge's model server as ${section}.server: { provider, base_url, model }`;
-      const field = InvalidArgumentError.isInstance(cause)
-        ? cause.argument.replace(/^judges\.(?:rubric|panel|group)\b/, `${section}.settings`)
-        : `${section}.settings`;
-      // Name the value of the setting the error is about.
-      const parts = field
-        .slice(`${section}.settings.`.length)
-        .split(/\.|\[(\d+)\]/)
-        .filter((part) => part !== undefined && part !== '');
-      const value = field.startsWith(`${section}.settings.`)
-        ? valueAtPath(config[section]!.settings, parts)
-        : undefined;
-      if (value !== undefined && !field.endsWith('.server') && !message.includes('; '))
-        message += ` (got ${describeValue(value, parts)})`;
-      throw new ConfigError({
-        message: message.includes(`${section}.settings`) ? message : `${section}.settings: ${message}`,
-        issues: [{ path: field, message: 'invalid judge settings', value }],
-        cause,
-      });
-    }
-    throw cause;
-  }
+/** The created parts of a runtime, and how to release them. */
+interface RuntimeParts {
+  /** The env as created, with the judge (the run adds its tools, toolset and sandbox checks). */
+  env: EnvV1;
+  extraTools: ToolV1[];
+  toolsets: ReturnType<Registry['toolsets']>;
+  sandboxes: SandboxProviderV1;
+  /** Which sandbox provider the env's items run in. */
+  sandboxProvider: string;
+  /** The server, its tokens counted as chat calls return. */
+  server: ServerV1;
+  parser: ToolCallParserV1 | undefined;
+  fallbackParser: ToolCallParserV1 | undefined;
 }
 
 /**
- * `judge` and `group_judge`, created through the registry (the @shears/judges plugin registers
- * rubric, panel/jury and group/listwise). A per-rollout judge under `group_judge`, or a group
- * judge under `judge`, is a config error naming the field.
+ * Creates a runtime's parts: parsers and `env.tools` first (a typo is named before any env is
+ * set up), then the env, the sandbox provider, the env's set-up (a scripted demo policy may need
+ * its prepared tasks), the server. Each created part is handed to `own` as soon as it exists, so
+ * that the caller releases it however this ends.
  */
-export async function createJudges(registry: Registry, config: JudgesConfig): Promise<ConfiguredJudges> {
-  const servers: ServerV1[] = [];
-  const configured: ConfiguredJudges = { servers };
-  try {
-    if (config.judge) {
-      const judge = await createJudge(registry, config, 'judge', servers);
-      if (typeof (judge as JudgeV1).judge !== 'function') {
-        throw new ConfigError({
-          message: `judge.id: "${config.judge.id}" is a group judge (it scores a whole group at once); put it under group_judge`,
-          issues: [{ path: 'judge.id', message: 'not a per-rollout judge', value: config.judge.id }],
-        });
-      }
-      configured.judge = { judge: judge as JudgeV1, weight: config.judge.weight };
-    }
-    if (config.group_judge) {
-      const judge = await createJudge(registry, config, 'group_judge', servers);
-      if (typeof (judge as GroupJudgeV1).judgeGroup !== 'function') {
-        throw new ConfigError({
-          message: `group_judge.id: "${config.group_judge.id}" scores one rollout at a time; put it under judge (group judges: group, listwise)`,
-          issues: [{ path: 'group_judge.id', message: 'not a group judge', value: config.group_judge.id }],
-        });
-      }
-      configured.groupJudge = { judge: judge as GroupJudgeV1, weight: config.group_judge.weight };
-    }
-    return configured;
-  } catch (error) {
-    await Promise.all(servers.map((server) => Promise.resolve(server.close?.()).catch(() => undefined)));
-    throw error;
-  }
-}
-
-/**
- * The env with `judge` in its reward step: the env's reward and the verdict are computed
- * together and blended, `(1 - weight) × env reward + weight × judge score` (components
- * `env_reward` and `judge`, next to the env's own). The verdict joins `details.verdicts`; a failed
- * verdict throws a JudgeError, so the rollout is a judge failure, retried and never counted as 0.
- */
-export function withJudge<TItem extends EnvItem>(
-  env: EnvV1<TItem>,
-  judge: JudgeV1,
-  weight: number,
-): EnvV1<TItem> {
-  const own = new WeakMap<object, RewardResult>();
-  const ownMs = new WeakMap<object, number>();
-  const reward = judgeReward<TItem>(judge, {
-    name: 'judge',
-    weight,
-    rewards: [
-      {
-        name: 'env_reward',
-        weight: 1 - weight,
-        async fn({ item, rollout, context }) {
-          const started = performance.now();
-          const result = await env.computeReward(item, rollout, context);
-          ownMs.set(context, performance.now() - started);
-          own.set(context, result);
-          return result.score;
-        },
-      },
-    ],
-  });
-  const computeReward: EnvV1<TItem>['computeReward'] = async (item, rollout, context) => {
-    const started = performance.now();
-    const judged = await reward(item, rollout, context);
-    // The judge's share of the reward time (the run metrics' latency split): the whole reward
-    // less the env's own verifier, which judgeReward runs before the judge.
-    const judgeMs = Math.max(0, performance.now() - started - (ownMs.get(context) ?? 0));
-    const envResult = own.get(context);
-    const envVerdicts = envResult?.details?.verdicts;
-    return {
-      score: judged.score,
-      components: { ...envResult?.components, ...judged.components },
-      details: {
-        ...envResult?.details,
-        verdicts: [
-          ...(Array.isArray(envVerdicts) ? envVerdicts : []),
-          ...((judged.details?.verdicts as unknown[] | undefined) ?? []),
-        ],
-        judgeMs,
-      },
-    };
+export async function createRuntimeParts(
+  run: PartRegistry,
+  plan: Pick<RunPlan, 'env' | 'sandbox' | 'server' | 'session'>,
+  options: {
+    own: (close: () => Promise<void> | void) => void;
+    onTokens: (count: number) => void;
+    /** The env with the judge in its reward step (`judge`), or as it is. */
+    judged: (env: EnvV1) => EnvV1;
+  },
+): Promise<RuntimeParts> {
+  const { parser, fallbackParser } = await resolveParsers(run, plan.server);
+  const extraTools = await createExtraTools(run, plan.env.tools);
+  const created = await createEnv(run, plan.env);
+  options.own(() => created.close?.());
+  const env = options.judged(created);
+  const sandboxes = await createSandboxProvider(run, plan.sandbox, env);
+  options.own(() => sandboxes.close());
+  await env.setup?.({ signal: plan.session.signal, logger: plan.session.logger });
+  const server = await createServer(run, plan.server, env);
+  options.own(() => server.close?.());
+  return {
+    env,
+    extraTools,
+    toolsets: run.registry.toolsets(),
+    sandboxes,
+    sandboxProvider: sandboxProviderId(plan.sandbox, env),
+    server: observeServer(server, options.onTokens),
+    parser,
+    fallbackParser,
   };
-  // Everything else (and any extras the CLI reads, like demoPolicy) is the env's own.
-  return new Proxy(env, {
-    get(target, key) {
-      if (key === 'computeReward') return computeReward;
-      const value = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }

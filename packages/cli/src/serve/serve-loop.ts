@@ -5,102 +5,20 @@
 // sinks first (its JSONL, the configured sinks); then to the trajectory API through the worker's
 // own sink, which says whether it took the group. A group is reported as sent only once the API
 // acknowledged it, and every group not sent is counted under the reason it was not.
-import {
-  describeError,
-  isManagedServer,
-  type ScoredGroupRecord,
-  ShearsError,
-  type TokenizerV1,
-} from '@shears/core';
+import { isManagedServer, type ScoredGroupRecord, type TokenizerV1 } from '@shears/core';
 import { ignoreAborted, sleep } from '@shears/core/internal';
 import { stepCredit } from '@shears/grpo';
 import type { DrawnItem, LoopController } from '../loop/loop-controller.js';
-import type { TrainerStatus } from '../metrics/run-metrics.js';
+import type { GroupLoop, TrainerStatus } from '../metrics/run-metrics.js';
 import type { RunOutput } from '../output/run-output.js';
 import { noLogprobsError } from '../plan/feed-plan.js';
 import type { PerStepAdvantage } from '../plan/loop-plan.js';
 import type { RunPlan } from '../plan/run-plan.js';
-import type { FailureCount, StoppedBy } from '../runtime/run-control.js';
-import { type RunRegistry, startRuntime } from '../runtime/runtime.js';
-import { type AtroposLink, createAtroposLink } from './atropos-link.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { type AtroposLink, apiError, TrajectoryApiError } from './atropos-link.js';
+import { offPolicyAhead } from './pacing.js';
+import type { ServeResult } from './serve-result.js';
 import { createTrajectoryApiSink, PostStoppedError } from './trajectory-api-sink.js';
-
-interface ServeResult {
-  /** Groups the API acknowledged (fresh ones; replays are counted in `replaysSent`). */
-  groupsSent: number;
-  /** Replayed groups (loop.replay) the API acknowledged. */
-  replaysSent: number;
-  /** Groups finished but not sent, by the reason in words. */
-  notSent: Record<string, number>;
-  pauses: number;
-  /** Rollouts that got a reward (sent or not). */
-  scoredRollouts: number;
-  stoppedBy: StoppedBy | undefined;
-  failures: FailureCount[];
-  /** Groups the API acknowledged but buffered (smaller than the env's group size; see postScoredData). */
-  bufferedByApi: number;
-  /** Groups with fewer sequences than env.group_size, sent without env_id so the API queues them. */
-  sentWithoutEnvId: number;
-}
-
-/** The trajectory API could not be reached or refused the worker. */
-class TrajectoryApiError extends ShearsError {
-  readonly url: string;
-  constructor(options: { url: string; message: string; cause?: unknown }) {
-    super(options.message, { code: 'SHEARS_TRAJECTORY_API', cause: options.cause });
-    this.url = options.url;
-  }
-  static override isInstance(error: unknown): error is TrajectoryApiError {
-    return ShearsError.isInstance(error) && error.code === 'SHEARS_TRAJECTORY_API';
-  }
-}
-
-/** How many trainer batches are waiting in the queue, from /status-env and /info. */
-export function batchesAhead(status: { queue_size: number }, batchSize: number, groupSize: number): number {
-  if (batchSize <= 0) return 0;
-  return (status.queue_size * groupSize) / batchSize;
-}
-
-/**
- * How far this worker's rollouts run ahead of the trainer, in trainer batches: the groups queued
- * for it (/status-env), the batches already formed but not yet delivered (`GET /batch` forms
- * every batch the queue allows at once and /status-env stops counting them), and the groups this
- * worker is still running (they will be queued). Each of these is sampled before the trainer
- * takes the batches ahead of it, so each is off-policy by the time it is trained on.
- */
-export function offPolicyAhead(options: {
-  queueSize: number;
-  /** The largest queued group (/status-env's max_group_size), when the API says. */
-  maxGroupSize?: number;
-  formedBatches: number;
-  inFlightGroups: number;
-  batchSize: number;
-  groupSize: number;
-}): { total: number; queued: number; formed: number; inFlight: number } {
-  const { batchSize, groupSize } = options;
-  if (batchSize <= 0) return { total: 0, queued: 0, formed: 0, inFlight: 0 };
-  // /status-env counts the queue in units of the env's group size as it grew to its largest
-  // queued group (a rollout of two sequences makes a group of 8 rollouts hold up to 16), so
-  // the queue is that many sequences per unit, not env.group_size: counted by the registered
-  // size, the queue looked half as long and records ran twice as far ahead as off_policy_limit.
-  const unit = Math.max(groupSize, options.maxGroupSize ?? 0);
-  const queued = (options.queueSize * unit) / batchSize;
-  const inFlight = (options.inFlightGroups * groupSize) / batchSize;
-  const formed = options.formedBatches;
-  return { total: queued + formed + inFlight, queued, formed, inFlight };
-}
-
-function apiError(url: string, doing: string, error: unknown): TrajectoryApiError {
-  const message = describeError(error).replace(/^Error: /, '');
-  const unreachable = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ECONNRESET|ETIMEDOUT|EAI_AGAIN|timed out/.test(
-    message,
-  );
-  return new TrajectoryApiError({
-    url,
-    message: `${doing} the trajectory API at ${url} failed: ${message}${unreachable ? '. Is it running? Start one with `shears api` (or let `shears train` start it), or point --url / api.url at it' : ''}`,
-    cause: error,
-  });
-}
 
 /** Per rollout, the per-step advantages of run.advantage's per-step credit (null: no advantage). */
 function perStepAdvantagesOf(
@@ -124,45 +42,38 @@ function perStepAdvantagesOf(
 export async function runServeLoop(
   plan: RunPlan,
   options: {
-    registry: RunRegistry;
+    /** The worker's runtime; undefined when the run stopped before the API answered. */
+    runtime: Runtime | undefined;
+    link: AtroposLink;
+    /** The API's first answer (reachApi); undefined when the run stopped before it came. */
+    info: { batch_size: number; max_token_len?: number } | undefined;
     /** The run's output: every group goes to its sinks, its metrics count them (shared by `train`'s workers). */
     output: Pick<RunOutput, 'write' | 'metrics'>;
     tokenizer: TokenizerV1;
-    link?: AtroposLink;
     /** Labels this loop's metrics rows (`train`'s workers). */
     worker?: string;
     /** The improvement loop (config `loop`), shared by `train`'s workers. */
     loop?: LoopController;
   },
 ): Promise<ServeResult> {
-  const { session, env } = plan;
+  const { env } = plan;
   const feed = plan.feed!;
   const { maxGroups } = feed;
-  const { output, loop } = options;
-  const link =
-    options.link ??
-    createAtroposLink({
-      url: feed.api.url,
-      authToken: feed.api.authToken,
-      pollMs: feed.api.pollMs,
-      signal: session.signal,
-      logger: session.logger,
-    });
-  // First contact before the env starts: an API that is not there is the first thing to know.
-  let info: { batch_size: number; max_token_len?: number };
-  try {
-    info = await link.info(session.drain);
-  } catch (error) {
-    if (session.drain.aborted) return emptyResult();
-    throw apiError(link.url, 'reaching', error);
-  }
-  const runtime = await startRuntime(plan, {
-    registry: options.registry,
-    totalGroups: maxGroups,
-    label: 'group',
-  });
+  const { output, loop, link, runtime } = options;
+  const result: ServeResult = {
+    groupsSent: 0,
+    replaysSent: 0,
+    notSent: {},
+    pauses: 0,
+    scoredRollouts: 0,
+    stoppedBy: undefined,
+    failures: [],
+    bufferedByApi: 0,
+    sentWithoutEnvId: 0,
+  };
+  if (!runtime || !options.info) return result;
+  const first = options.info;
   const { control, progress } = runtime;
-  const result: ServeResult = emptyResult();
   const notSent = (record: ScoredGroupRecord, reason: string) => {
     result.notSent[reason] = (result.notSent[reason] ?? 0) + 1;
     progress.groupFinished(record, { status: `→ not sent: ${reason}` });
@@ -188,18 +99,32 @@ export async function runServeLoop(
       throw apiError(link.url, 'registering with', error);
     }
     progress.note(`registered with ${link.url} as env ${envId}`);
-    info = await link.info(control.drain).catch(() => info);
+    const info = await link.info(control.drain).catch(() => first);
     let batchSize = info.batch_size;
-    const api = createTrajectoryApiSink({
-      link,
-      envId,
-      tokenizer: options.tokenizer,
-      trainerMaxTokens: info.max_token_len ?? -1,
-      maxTokenLength: env.maxTokenLength,
-      groupSize: env.groupSize,
-      signal: control.signal,
-      note: (text) => progress.note(text),
-    });
+    /**
+     * A finished group (or a replay) with its loop fields and per-step credit, to the run's sinks
+     * (redacted once, as every sink gets it: secrets never reach the trainer, neither in
+     * `messages` nor in tokens) and its metrics; resolves with the redacted group.
+     */
+    const keep = async (
+      record: ScoredGroupRecord,
+      status: TrainerStatus,
+      loopFields: GroupLoop | undefined,
+    ) => {
+      const stepAdvantages =
+        feed.perStep && !loopFields?.replayOf ? perStepAdvantagesOf(record, feed.perStep) : undefined;
+      const kept =
+        !loopFields?.replayOf && ((loopFields && Object.keys(loopFields).length > 0) || stepAdvantages)
+          ? { ...record, loop: { ...loopFields, ...(stepAdvantages ? { stepAdvantages } : {}) } }
+          : record;
+      const redacted = await output.write(kept);
+      output.metrics.group(kept, {
+        ...(options.worker ? { worker: options.worker } : {}),
+        trainerAtStart: status,
+        ...(loopFields && Object.keys(loopFields).length > 0 ? { loop: loopFields } : {}),
+      });
+      return { kept, redacted };
+    };
     let started = 0;
     let paused = false;
     let fallbackNoted = false;
@@ -289,19 +214,11 @@ export async function runServeLoop(
           ? await loop!.runCapability(drawn.item, env.groupSize)
           : await runtime.runGroup(drawn.item, env.groupSize);
       const loopFields = loop?.loopOf(drawn);
-      const stepAdvantages = feed.perStep ? perStepAdvantagesOf(record, feed.perStep) : undefined;
-      if ((loopFields && Object.keys(loopFields).length > 0) || stepAdvantages)
-        record = { ...record, loop: { ...loopFields, ...(stepAdvantages ? { stepAdvantages } : {}) } };
       loop?.finished(record, drawn);
       result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
-      // Redacted once, as every sink gets it: secrets never reach the trainer, neither in
-      // `messages` nor in tokens (phase-1 tokens are made from the redacted transcript).
-      const redacted = await output.write(record);
-      output.metrics.group(record, {
-        ...(options.worker ? { worker: options.worker } : {}),
-        trainerAtStart: status,
-        ...(loopFields && Object.keys(loopFields).length > 0 ? { loop: loopFields } : {}),
-      });
+      const fresh = await keep(record, status, loopFields);
+      record = fresh.kept;
+      const { redacted } = fresh;
       let receipt: Awaited<ReturnType<typeof api.write>> | undefined;
       if (!(await deliver(async () => void (receipt = await api.write(redacted)), record, 'a group')))
         return false;
@@ -315,16 +232,21 @@ export async function runServeLoop(
       for (const replay of loop?.sent(redacted, receipt.data) ?? []) {
         if (!(await deliver(() => api.resend(replay.data), replay.record, 'a replayed group'))) return false;
         result.replaysSent++;
-        await output.write(replay.record);
-        output.metrics.group(replay.record, {
-          ...(options.worker ? { worker: options.worker } : {}),
-          trainerAtStart: status,
-          loop: replay.loop,
-        });
+        await keep(replay.record, status, replay.loop);
         progress.note(`replayed group ${replay.loop.replayOf} (task ${replay.record.taskId}) → sent`);
       }
       return true;
     };
+    const api = createTrajectoryApiSink({
+      link,
+      envId,
+      tokenizer: options.tokenizer,
+      trainerMaxTokens: info.max_token_len ?? -1,
+      maxTokenLength: env.maxTokenLength,
+      groupSize: env.groupSize,
+      signal: control.signal,
+      note: (text) => progress.note(text),
+    });
     // Every worker ends before the summary is printed: no progress line after it.
     const settled = await Promise.allSettled(Array.from({ length: window }, worker));
     const failed = settled.find((entry) => entry.status === 'rejected');
@@ -333,44 +255,8 @@ export async function runServeLoop(
     // Stopping (Ctrl-C, or `train` shutting down) interrupts requests in flight; that is not a failure.
     if (failed && !(control.stopping && !TrajectoryApiError.isInstance(failed.reason))) throw failed.reason;
   } finally {
-    await runtime.close();
     result.stoppedBy = control.stoppedBy;
     result.failures = control.failures();
   }
   return result;
-}
-
-function emptyResult(): ServeResult {
-  return {
-    groupsSent: 0,
-    replaysSent: 0,
-    notSent: {},
-    pauses: 0,
-    scoredRollouts: 0,
-    stoppedBy: undefined,
-    failures: [],
-    bufferedByApi: 0,
-    sentWithoutEnvId: 0,
-  };
-}
-
-/** `sent 5 groups to URL; not sent: 2 (1 all scores equal, 1 no scored rollout); 1 pause`. */
-type SentCounts = Pick<ServeResult, 'groupsSent' | 'replaysSent' | 'bufferedByApi' | 'sentWithoutEnvId'>;
-
-/** What was sent ("N groups and M replayed groups") and how the API took it: serve's and train's summaries. */
-export function describeSent(counts: SentCounts): { groups: string; notes: string } {
-  return {
-    groups: `${counts.groupsSent} groups${counts.replaysSent ? ` and ${counts.replaysSent} replayed groups` : ''}`,
-    notes: `${counts.bufferedByApi ? ` (${counts.bufferedByApi} of them buffered by the API, not queued)` : ''}${counts.sentWithoutEnvId ? ` (${counts.sentWithoutEnvId} smaller than env.group_size, sent without env_id)` : ''}`,
-  };
-}
-
-export function formatServeResult(result: ServeResult, url: string): string {
-  const notSentTotal = Object.values(result.notSent).reduce((sum, count) => sum + count, 0);
-  const reasons = Object.entries(result.notSent)
-    .sort((a, b) => b[1] - a[1])
-    .map(([reason, count]) => `${count} ${reason}`)
-    .join(', ');
-  const sent = describeSent(result);
-  return `sent ${sent.groups} to ${url}${sent.notes}; not sent: ${notSentTotal}${notSentTotal ? ` (${reasons})` : ''}; ${result.pauses} pause${result.pauses === 1 ? '' : 's'}`;
 }

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { basename, relative } from 'node:path';
 import { safeParseJson } from '@shears/core';
-import { metricsPathFor } from '../metrics/run-metrics.js';
+import { metricsPathFor } from '../plan/output-plan.js';
 import type { RunSession } from '../session.js';
 import { buildViewerHtml, isMetricsRow, slimMetricsRow } from './build-viewer.js';
 
