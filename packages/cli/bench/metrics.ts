@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { createRunMetrics } from '../src/metrics/run-metrics.js';
+import { createJsonlWriter } from '../src/output/output-files.js';
 import { createRedactor } from '../src/redact.js';
-import { createJsonlWriter } from '../src/run/run-output.js';
 import { successRule } from '../src/stats.js';
 import { runShears } from '../src/test-support/run-cli.js';
 

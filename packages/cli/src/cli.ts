@@ -9,7 +9,7 @@ import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
 import { explainMissingPackage } from './plugin-packages.js';
 import { collectSecrets, createRedactor, type Redactor, weakSecretsWarning } from './redact.js';
-import type { CommandContext } from './runtime.js';
+import type { CommandContext } from './session.js';
 
 type Command = (context: CommandContext) => Promise<number>;
 

@@ -11,7 +11,7 @@ export type {
 } from './args.js';
 export { COMMAND_SPECS, parseArgs, renderCliReference } from './args.js';
 export { runCli } from './cli.js';
-export { configJsonSchema } from './commands/schema.js';
+export { configJsonSchema } from './config/config-json-schema.js';
 export type { ShearsConfig, ShearsConfigInput } from './config/config-schema.js';
 export {
   apiConfigSchema,
@@ -37,7 +37,7 @@ export { processIo } from './io.js';
 export { default, default as plugin } from './plugin.js';
 export type { Redactor, SecretField } from './redact.js';
 export { collectSecrets, createRedactor } from './redact.js';
-export { EXIT_CODES } from './run/run-control.js';
+export { EXIT_CODES } from './runtime/run-control.js';
 export type { ConfidenceInterval, SuccessRule } from './stats.js';
 export { bootstrapMean, passAtK, successRule } from './stats.js';
 export type { BuildViewerOptions, ReadGroupsResult, ViewerMeta } from './viewer/build-viewer.js';

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { ConfigError, createRegistry, definePlugin, ShearsError, silentLogger } from '@shears/core';
 import { requireOptionalPackage } from '@shears/core/internal';
 import { afterAll, describe, expect, it } from 'vitest';
-import { composeRegistry, createFromConfig } from './compose.js';
 import type { ShearsConfig } from './config/config-schema.js';
-import { explainMissingPackage, importBuiltin, missingPackage } from './plugin-packages.js';
+import { explainMissingPackage, importBuiltin, importBuiltins, missingPackage } from './plugin-packages.js';
+import { composeRegistry, createFromConfig } from './runtime/registry.js';
 
 const project = mkdtempSync(join(tmpdir(), 'shears-plugin-packages-'));
 afterAll(() => rmSync(project, { recursive: true, force: true }));
@@ -75,7 +75,7 @@ describe('built-in plugin packages the CLI does not depend on', () => {
     const { registry, plugins } = await composeRegistry({ plugins: [] } as unknown as ShearsConfig, {
       cwd: project,
       logger: silentLogger,
-      builtins: ['@shears/tools-file', '@shears/swe-not-installed'],
+      imported: await importBuiltins(project, ['@shears/tools-file', '@shears/swe-not-installed']),
     });
     expect(plugins.find((plugin) => plugin.name === '@shears/swe-not-installed')).toEqual({
       name: '@shears/swe-not-installed',

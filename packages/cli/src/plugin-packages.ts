@@ -2,10 +2,10 @@
 // ones a local run uses (core, tools-terminal, tools-file, parsers, servers, judges); the others
 // pull native or heavy dependencies a local run does not need, so the user installs them in their
 // project when a run names what they provide (see docs/decisions/cli-dependencies.md).
-import { resolvePluginUrl, ShearsError } from '@shears/core';
+import { isPlugin, type PluginManifest, resolvePluginUrl, ShearsError } from '@shears/core';
 
 /** Plugin packages shipped with shears, registered when installed (in this order). */
-export const BUILTIN_PLUGINS = [
+const BUILTIN_PLUGINS = [
   '@shears/tools-terminal',
   '@shears/tools-file',
   '@shears/tools-web',
@@ -18,7 +18,7 @@ export const BUILTIN_PLUGINS = [
 ] as const;
 
 /** The command that adds a package to the user's project. */
-export function installCommand(name: string): string {
+function installCommand(name: string): string {
   return `npm install ${name}`;
 }
 
@@ -49,6 +49,44 @@ export async function importBuiltin(name: string, cwd: string): Promise<unknown>
     module = (await import(url)) as typeof module;
   }
   return module.default ?? module.plugin;
+}
+
+/** The built-in plugin packages, imported: each one's manifest, or why it is not there. */
+export interface ImportedBuiltins {
+  packages: Array<{ name: string; plugin?: PluginManifest; error?: string }>;
+  /** What unknown-id errors add about the packages not installed ('' when all are). */
+  missingHint: string;
+}
+
+/**
+ * Imports the built-in plugin packages (in parallel; listed in `names` order, so ids resolve the
+ * same way every run): those installed neither beside the CLI nor in `cwd` are named, with the
+ * command that adds one.
+ */
+export async function importBuiltins(
+  cwd: string,
+  names: readonly string[] = BUILTIN_PLUGINS,
+): Promise<ImportedBuiltins> {
+  const imported = await Promise.allSettled(names.map((name) => importBuiltin(name, cwd)));
+  const missing: string[] = [];
+  const packages = imported.map((result, index) => {
+    const name = names[index]!;
+    if (result.status === 'rejected')
+      return { name, error: String((result.reason as Error)?.message ?? result.reason).split('\n')[0] };
+    if (result.value === undefined) {
+      missing.push(name);
+      return { name, error: `not installed (${installCommand(name)})` };
+    }
+    if (!isPlugin(result.value)) return { name, error: 'no plugin manifest as default export' };
+    return { name, plugin: result.value };
+  });
+  return {
+    packages,
+    missingHint:
+      missing.length === 0
+        ? ''
+        : `. Not installed here: ${missing.join(', ')}; \`${installCommand('<package>')}\` in your project adds one`,
+  };
 }
 
 /**

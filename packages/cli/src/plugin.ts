@@ -1,10 +1,12 @@
 // The CLI's own plugin: the bundled demo environment, the `scripted` server (the demo policy
 // behind a real OpenAI-compatible HTTP server on 127.0.0.1, reached through the real client), so
 // `shears process --env demo` needs no key and no GPU, and hermes-agent's composite `debugging`
-// toolset (it spans the terminal, web and file plugins, so the composition root declares it).
+// toolset (it spans the terminal, web and file plugins, so the composition root declares it),
+// and the `jsonl` trajectory sink every run writes its groups through (@shears/core's JSONL sink).
 // Settings are checked strictly by the registry: a setting the demo does not read is an error, never ignored.
 import { relative as relativePath, resolve as resolvePath } from 'node:path';
 import {
+  createJsonlSink,
   definePlugin,
   definePluginEntry,
   InvalidArgumentError,
@@ -26,6 +28,14 @@ const tasksEnvSettingsSchema = z.strictObject({
   seed: z.int().default(0),
   shuffle: z.boolean().default(false),
   /** The directory `file` is relative to (the CLI sets it to the working directory). */
+  cwd: z.string().min(1).optional(),
+});
+
+const jsonlSinkSettingsSchema = z.strictObject({
+  path: z.string().min(1),
+  mode: z.enum(['append', 'new', 'replace']).default('append'),
+  validate: z.boolean().default(false),
+  /** The directory `path` is relative to (the CLI sets it to the working directory). */
   cwd: z.string().min(1).optional(),
 });
 
@@ -124,6 +134,20 @@ export default definePlugin({
         const list: ToolV1[] = Array.isArray(tools) ? tools : [tools];
         return createDemoEnv({ tools: list, seed: settings.seed, only: settings.only });
       },
+    }),
+  },
+  sinks: {
+    jsonl: definePluginEntry({
+      description:
+        'One scored group per line in a JSONL file (settings: path, relative to where shears runs; mode: append, new or replace)',
+      settings: jsonlSinkSettingsSchema,
+      create: (settings) =>
+        createJsonlSink({
+          path: resolvePath(settings.cwd ?? process.cwd(), settings.path),
+          mode: settings.mode,
+          // The run's groups come from the group runner, which builds them to the schema.
+          validate: settings.validate,
+        }),
     }),
   },
   servers: {

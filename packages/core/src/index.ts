@@ -69,7 +69,12 @@ export type {
   Usage,
 } from './contracts/server.js';
 export { isManagedServer } from './contracts/server.js';
-export type { TrajectorySinkV1 } from './contracts/sink.js';
+export type {
+  SinkCloseOptions,
+  SinkOpenOptions,
+  SinkWriteReceipt,
+  TrajectorySinkV1,
+} from './contracts/sink.js';
 export type { ChatTemplateOptions, TokenizerV1 } from './contracts/tokenizer.js';
 export type { ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
 export { defineTool } from './contracts/tool.js';

@@ -1,34 +1,9 @@
 // `shears api`: run the Atropos-compatible trajectory API server until Ctrl-C. The queue file
 // (api.database) is resolved against the working directory — under `pnpm shears` that is the
 // repository root — so its absolute path is printed at start, with what an earlier run left.
-import { resolve } from 'node:path';
-import {
-  startTrajectoryApiServer,
-  type TrajectoryApiServer,
-  type TrajectoryApiServerSettings,
-} from '@shears/grpo';
-import type { ShearsConfig } from '../config/config-schema.js';
-import type { CommandContext } from '../runtime.js';
-
-/** The server settings of the `api` config section (shared by `shears api` and `shears train`). */
-export function trajectoryApiServerSettings(
-  api: ShearsConfig['api'],
-  cwd: string,
-): Omit<TrajectoryApiServerSettings, 'logger'> {
-  return {
-    host: api.host,
-    port: api.port,
-    databasePath: api.database === ':memory:' ? ':memory:' : resolve(cwd, api.database),
-    synchronous: api.synchronous,
-    maxQueuedGroups: api.max_queued_groups,
-    maxQueuedBytes: api.max_queued_bytes,
-    maxRequestBytes: api.max_request_bytes,
-    retryAfterSeconds: api.retry_after_seconds,
-    splitGroups: api.split_groups,
-    batchOrder: api.batch_order,
-    authToken: api.auth_token,
-  };
-}
+import { startTrajectoryApiServer, type TrajectoryApiServer } from '@shears/grpo';
+import { trajectoryApiServerSettings } from '../plan/api-plan.js';
+import type { CommandContext } from '../session.js';
 
 /** "3 h 5 min" from milliseconds. */
 function describeAge(milliseconds: number): string {

@@ -8,28 +8,29 @@
 // says what to fix.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import {
-  type EnvV1,
-  InvalidSettingsError,
-  type PluginCheckResult,
-  probeSandboxProvider,
-  type Registry,
-} from '@shears/core';
+import { type EnvV1, InvalidSettingsError, type PluginCheckResult, probeSandboxProvider } from '@shears/core';
 import { createHfTokenizer } from '@shears/servers';
+import { wandbCheck } from '../metrics/wandb.js';
+import { envEntry, envSettings } from '../plan/env-plan.js';
 import {
-  composeRegistry,
+  MANAGED_SERVERS,
+  parserIds,
+  recordsLogprobs,
+  resolveSandbox,
+  resolveServer,
+} from '../plan/server-plan.js';
+import { importBuiltins } from '../plugin-packages.js';
+import {
   createEnv,
   createSandboxProvider,
   createServer,
-  envSettings,
-  MANAGED_SERVERS,
-  recordsLogprobs,
+  resolveParsers,
   sandboxProviderId,
   sandboxSettings,
-} from '../compose.js';
-import { wandbCheck } from '../metrics/wandb.js';
-import { type CommandContext, resolveParsers } from '../runtime.js';
+} from '../runtime/compose.js';
+import { composeRegistry, type RunRegistry } from '../runtime/registry.js';
 import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
+import type { CommandContext } from '../session.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
 import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
 
@@ -59,7 +60,7 @@ function firstLine(error: unknown): string {
  */
 async function providerCheck(
   context: CommandContext,
-  registry: Registry,
+  registry: RunRegistry,
   target: {
     kind: 'sandboxes' | 'envs';
     id: string;
@@ -69,7 +70,7 @@ async function providerCheck(
 ): Promise<Check[] | undefined> {
   const name = target.kind === 'sandboxes' ? 'sandbox' : 'env';
   try {
-    const results = await registry.check(target.kind, target.id, target.settings, {
+    const results = await registry.registry.check(target.kind, target.id, target.settings, {
       env: context.io.env,
       signal: context.signal,
       settingsField: target.settingsField,
@@ -93,13 +94,13 @@ async function providerCheck(
 /** The sandbox backend: its own check() (local, ssh, docker do), else one real sandbox opened. */
 async function sandboxChecks(
   context: CommandContext,
-  registry: Registry,
+  registry: RunRegistry,
   env: EnvV1 | undefined,
   id: string,
 ): Promise<Check[]> {
   let settings: Record<string, unknown>;
   try {
-    settings = sandboxSettings(context.config, id);
+    settings = sandboxSettings(resolveSandbox(context.config), id);
   } catch (error) {
     return [
       { name: 'sandbox', status: 'fail', detail: context.redact(firstLine(error)), fix: 'fix sandbox.*' },
@@ -112,11 +113,14 @@ async function sandboxChecks(
     settingsField: 'sandbox.settings',
   });
   if (!own) {
-    const opened = await probeSandboxProvider(() => createSandboxProvider(registry, context.config, env), {
-      id,
-      fix: 'check sandbox.settings',
-      signal: context.signal,
-    });
+    const opened = await probeSandboxProvider(
+      () => createSandboxProvider(registry, resolveSandbox(context.config), env),
+      {
+        id,
+        fix: 'check sandbox.settings',
+        signal: context.signal,
+      },
+    );
     return [{ ...opened, detail: context.redact(opened.detail) }];
   }
   // An env with images of its own (swe builds them in `shears prepare`) does not start from the
@@ -338,10 +342,10 @@ function trainerLogprobsCheck(config: CommandContext['config']): Check | undefin
   };
 }
 
-async function parserCheck(registry: Registry, context: CommandContext): Promise<Check> {
+async function parserCheck(registry: RunRegistry, context: CommandContext): Promise<Check> {
   const { tool_parser: parser, fallback_parser: fallback } = context.config.server;
   try {
-    await resolveParsers(registry, context.config);
+    await resolveParsers(registry, parserIds(context.config));
   } catch (error) {
     return {
       name: 'parsers',
@@ -361,10 +365,13 @@ async function parserCheck(registry: Registry, context: CommandContext): Promise
   };
 }
 
-async function serverCheck(context: CommandContext, registry: Registry): Promise<Check> {
+async function serverCheck(context: CommandContext, registry: RunRegistry): Promise<Check> {
   const { config } = context;
   try {
-    const server = await createServer(registry, config, context.apiKey, context.io.cwd);
+    const server = await createServer(
+      registry,
+      resolveServer(config, { apiKey: context.apiKey, cwd: context.io.cwd }),
+    );
     try {
       const started = Date.now();
       const response = await server.chat({
@@ -396,13 +403,15 @@ async function serverCheck(context: CommandContext, registry: Registry): Promise
 async function runChecks(context: CommandContext): Promise<Check[]> {
   const { config } = context;
   const checks: Check[] = [nodeCheck()];
-  const { registry, plugins } = await composeRegistry(config, {
+  const registry = await composeRegistry(config, {
     cwd: context.io.cwd,
     logger: context.logger,
+    imported: await importBuiltins(context.io.cwd),
   });
+  const { plugins } = registry;
   let env: EnvV1 | undefined;
   try {
-    env = await createEnv(registry, config, context.io.cwd);
+    env = await createEnv(registry, envEntry(config, context.io.cwd));
     checks.push({ name: 'env', status: 'ok', detail: `${config.env.name} created` });
   } catch (error) {
     checks.push({
@@ -413,7 +422,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
     });
   }
   try {
-    const sandboxId = sandboxProviderId(config, env);
+    const sandboxId = sandboxProviderId(config.sandbox, env);
     const own = [
       ...(await sandboxChecks(context, registry, env, sandboxId)),
       ...(env

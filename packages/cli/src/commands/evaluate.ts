@@ -4,144 +4,17 @@
 // interrupted run of the same configuration and redoes only items that are missing or had failed
 // rollouts; a run that ends before every item is complete writes a summary marked incomplete,
 // listing what is missing.
-import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { ConfigError, type EnvItem, type ScoredGroupRecord } from '@shears/core';
-import { refuseLoop } from '../loop/loop-config.js';
-import { teeMetrics } from '../metrics/prometheus-metrics.js';
-import { createRunMetrics, metricsPathFor, NO_METRICS, type RunMetrics } from '../metrics/run-metrics.js';
-import { checkWandbConfig, openWandb, type WandbRun } from '../metrics/wandb.js';
+import { runBatch } from '../batch/batch-run.js';
+import { type EvaluationSummary, isComplete, summarizeEvaluation } from '../evaluation-summary.js';
+import { writeOutputFile } from '../output/output-files.js';
+import { checkSameTask } from '../output/run-identity.js';
+import { writeRunReport } from '../output/run-report.js';
+import { buildRunPlan } from '../plan/run-plan.js';
 import { formatNumber, formatTable } from '../progress/progress.js';
-import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../run/run-control.js';
-import {
-  checkResumable,
-  checkSameTask,
-  identityFile,
-  identityPathFor,
-  runIdentity,
-} from '../run/run-identity.js';
-import {
-  checkRunConfig,
-  createJsonlWriter,
-  guardOutputs,
-  refusePrometheus,
-  writeOutputFile,
-} from '../run/run-output.js';
-import { type CommandContext, reportPathFor, resolveOut, runOneGroup, startRuntime } from '../runtime.js';
-import { bootstrapMean, mean, passAtK, type SuccessRule, successRule } from '../stats.js';
-import { buildViewerHtml, readMetricsForViewer } from '../viewer/build-viewer.js';
-import { loadTokenDecoder } from '../viewer/token-decoder.js';
-import { readResumedGroups } from './process.js';
-
-interface TaskEvaluation {
-  taskId: string;
-  samples: number;
-  correct: number;
-  meanScore: number;
-  passAtK: Record<string, number>;
-  failed: number;
-}
-
-export interface EvaluationSummary {
-  kind: 'shears.evaluation';
-  env: string;
-  model: string;
-  k: number;
-  tasks: TaskEvaluation[];
-  passAtK: Record<string, number>;
-  meanScore: { mean: number; low: number; high: number; confidence: number };
-  resumed: number;
-  ran: number;
-  /** What counts as solved (pass@k, correct). */
-  success: string;
-  /** False when any task has no complete result: the numbers above cover only part of the set. */
-  complete: boolean;
-  /** Tasks without a complete result, and why. */
-  missing: Array<{ taskId: string; why: string }>;
-  /** Why the run ended early, when it did. */
-  stopped: string | null;
-}
-
-const COUNTED = new Set(['scored', 'model_failure']);
-
-/** An item is finished when every one of its k rollouts got a valid score. */
-function isComplete(record: ScoredGroupRecord, k: number): boolean {
-  return (
-    !record.partial &&
-    record.rollouts.length >= k &&
-    record.rollouts.every((rollout) => COUNTED.has(rollout.outcome))
-  );
-}
-
-/** Why an item's record is not complete, in words. */
-function incompleteWhy(record: ScoredGroupRecord): string {
-  if (record.partial) return `partial: ${record.partial.reason}`;
-  const failed = record.rollouts.filter((rollout) => !COUNTED.has(rollout.outcome));
-  const reasons = [...new Set(failed.map((rollout) => `${rollout.outcome}: ${rollout.outcomeReason ?? ''}`))];
-  return `${failed.length} of ${record.rollouts.length} rollouts failed (${reasons.slice(0, 3).join('; ')})`;
-}
-
-export function kValues(k: number): number[] {
-  const values = new Set<number>([1]);
-  for (let value = 2; value < k; value *= 2) values.add(value);
-  values.add(k);
-  return [...values].sort((a, b) => a - b);
-}
-
-export function summarizeEvaluation(
-  records: readonly ScoredGroupRecord[],
-  options: {
-    k: number;
-    samples: number;
-    confidence: number;
-    env: string;
-    model: string;
-    success?: SuccessRule;
-  },
-): EvaluationSummary {
-  const success = options.success ?? successRule(undefined);
-  const ks = kValues(options.k);
-  const tasks: TaskEvaluation[] = records.map((record) => {
-    const counted = record.rollouts.filter((rollout) => COUNTED.has(rollout.outcome));
-    const correct = counted.filter((rollout) => success.test(rollout)).length;
-    const pass: Record<string, number> = {};
-    for (const k of ks) pass[`pass@${k}`] = passAtK(counted.length, correct, k);
-    return {
-      taskId: record.taskId,
-      samples: counted.length,
-      correct,
-      meanScore: mean(counted.map((rollout) => rollout.reward ?? 0)),
-      passAtK: pass,
-      failed: record.rollouts.length - counted.length,
-    };
-  });
-  const passAtKOverall: Record<string, number> = {};
-  for (const k of ks)
-    passAtKOverall[`pass@${k}`] = mean(
-      tasks.map((task) => task.passAtK[`pass@${k}`]!).filter((value) => !Number.isNaN(value)),
-    );
-  const interval = bootstrapMean(
-    tasks.map((task) => task.meanScore).filter((value) => !Number.isNaN(value)),
-    { samples: options.samples, confidence: options.confidence },
-  );
-  return {
-    kind: 'shears.evaluation',
-    env: options.env,
-    model: options.model,
-    k: options.k,
-    tasks,
-    passAtK: passAtKOverall,
-    meanScore: { ...interval, confidence: options.confidence },
-    resumed: 0,
-    ran: 0,
-    success: success.description,
-    complete: records.every((record) => isComplete(record, options.k)),
-    missing: records
-      .filter((record) => !isComplete(record, options.k))
-      .map((record) => ({ taskId: record.taskId, why: incompleteWhy(record) })),
-    stopped: null,
-  };
-}
+import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../runtime/run-control.js';
+import type { CommandContext } from '../session.js';
 
 function formatEvaluation(summary: EvaluationSummary): string {
   const ks = Object.keys(summary.passAtK);
@@ -174,161 +47,80 @@ function formatEvaluation(summary: EvaluationSummary): string {
 }
 
 export async function evaluateCommand(context: CommandContext): Promise<number> {
-  const { config, io } = context;
-  const k = config.evaluate.k;
-  const out = resolveOut(context, config.evaluate.out);
-  const identityPath = identityPathFor(out);
-  const summaryPath = `${out.replace(/\.jsonl?$/i, '')}.summary.json`;
-  const reportPath = config.run.report ? reportPathFor(out) : undefined;
-  const metricsPath = config.run.metrics ? metricsPathFor(out) : undefined;
-  const resume = context.flags.resume === true;
-  const force = context.flags.force === true;
-  const elsewhere = '--evaluate.out OTHER.jsonl';
-  // Redacted as the file is: a secret in an ordinary setting never reaches the run record.
-  const identity = context.redact.value(runIdentity(config, 'evaluate', io.cwd));
-  const success = successRule(config.run.success_threshold);
-
-  checkRunConfig(config);
-  refuseLoop(config, 'evaluate');
-  refusePrometheus(config, 'evaluate');
-  checkWandbConfig(config, io.env);
-  // Before anything runs: --force starts over, --resume continues the run in `out`, and
-  // otherwise no existing file is touched.
-  const resuming = resume && !force && existsSync(out);
-  if (resume && !force && !resuming)
-    io.stderr(`nothing to resume at ${relative(io.cwd, out) || out}; starting a new run\n`);
-  if (resuming) checkResumable({ jsonlPath: out, command: 'evaluate', identity, cwd: io.cwd, elsewhere });
-  else
-    guardOutputs({
-      paths: [
-        out,
-        identityPath,
-        summaryPath,
-        ...(reportPath ? [reportPath] : []),
-        ...(metricsPath ? [metricsPath] : []),
-      ],
-      cwd: io.cwd,
-      force,
-      elsewhere,
-      // Resuming a run whose JSONL is gone cannot help: only --force or another path do.
-      resumable: !resume,
-    });
-  const kept = new Map<string, ScoredGroupRecord>();
-  if (resuming)
-    for (const record of readResumedGroups(context, out)) {
-      if (isComplete(record, k)) kept.set(record.taskId, record);
-      else kept.delete(record.taskId);
-    }
-
-  // Before the runtime: a W&B run that cannot start refuses the run before any rollout.
-  const wandb: WandbRun | undefined = await openWandb(context, 'evaluate');
-  let runtime: Awaited<ReturnType<typeof startRuntime>>;
-  try {
-    runtime = await startRuntime(context, { label: 'task' });
-  } catch (error) {
-    await wandb?.finish({ failed: true });
-    throw error;
-  }
-  const records: ScoredGroupRecord[] = [];
+  const plan = await buildRunPlan(context, 'evaluate', {
+    force: context.flags.force === true,
+    resume: context.flags.resume === true,
+  });
+  const { io, redact } = plan.session;
+  const { out, elsewhere, force } = plan.output;
+  const { k, maxItems } = plan.evaluation;
   let items: EnvItem[] = [];
-  let ran = 0;
-  let writer: ReturnType<typeof createJsonlWriter> | undefined;
-  let metricsWriter: ReturnType<typeof createJsonlWriter> | undefined;
-  let metrics: RunMetrics = NO_METRICS;
-  try {
-    if (runtime.env.evalItems) items = await runtime.env.evalItems();
-    else {
-      if (!config.evaluate.max_items) {
-        throw new ConfigError({
-          message: `evaluate.max_items: env "${config.env.name}" has no evaluation set, so say how many items to draw (e.g. --evaluate.max_items 50)`,
-          issues: [{ path: 'evaluate.max_items', message: 'required for this env', value: undefined }],
-        });
+  const run = await runBatch(plan, {
+    progress: { label: 'task' },
+    groupSize: k,
+    async items(runtime, output) {
+      // The last complete record of each item in the earlier run.
+      const kept = new Map<string, ScoredGroupRecord>();
+      for (const record of output.previous) {
+        if (isComplete(record, k)) kept.set(record.taskId, record);
+        else kept.delete(record.taskId);
       }
-      for (let index = 0; index < config.evaluate.max_items; index++) {
-        const item = await runtime.env.nextItem();
-        if (!item) break;
-        items.push(item);
+      if (runtime.env.evalItems) items = await runtime.env.evalItems();
+      else {
+        if (!maxItems) {
+          throw new ConfigError({
+            message: `evaluate.max_items: env "${plan.env.name}" has no evaluation set, so say how many items to draw (e.g. --evaluate.max_items 50)`,
+            issues: [{ path: 'evaluate.max_items', message: 'required for this env', value: undefined }],
+          });
+        }
+        for (let index = 0; index < maxItems; index++) {
+          const item = await runtime.env.nextItem();
+          if (!item) break;
+          items.push(item);
+        }
       }
-    }
-    if (config.evaluate.max_items) items = items.slice(0, config.evaluate.max_items);
-    // A kept result must be of the same task the env gives now under that id.
-    for (const item of items) {
-      const previous = kept.get(item.id);
-      if (previous)
-        checkSameTask({ jsonlPath: out, cwd: io.cwd, before: previous.item, now: item, elsewhere });
-    }
-    writeOutputFile(identityPath, `${JSON.stringify(identityFile('evaluate', identity), null, 2)}\n`, {
-      replace: true,
-      cwd: io.cwd,
-    });
-    // Kept results first (also those of items outside this run's set: never lost), through a
-    // temporary file, so an interrupted resume leaves a resumable file.
-    const ids = new Set(items.map((item) => item.id));
-    const initial = [
-      ...items.flatMap((item) => (kept.has(item.id) ? [kept.get(item.id)!] : [])),
-      ...[...kept.values()].filter((record) => !ids.has(record.taskId)),
-    ];
-    for (const record of initial) if (ids.has(record.taskId)) records.push(record);
-    writer = createJsonlWriter(out, context.redact, {
-      mode: force ? 'replace' : resuming ? 'append' : 'new',
-      ...(resuming ? { initial } : {}),
-      cwd: io.cwd,
-      ...(metricsPath ? { companions: [metricsPath] } : {}),
-    });
-    if (metricsPath || wandb) {
-      // A resumed run appends: its rows go on after the earlier run's (elapsedSeconds restarts at 0).
-      if (metricsPath)
-        metricsWriter = createJsonlWriter(metricsPath, context.redact, {
-          mode: force ? 'replace' : resuming ? 'append' : 'new',
-          cwd: io.cwd,
-        });
-      metrics = createRunMetrics({
-        writer: wandb ? wandb.writer(metricsWriter) : metricsWriter!,
-        command: 'evaluate',
-        success,
-        windowSeconds: config.run.metrics_window_seconds,
-      });
-      if (wandb) metrics = teeMetrics(metrics, wandb.rollouts);
-    }
-    if (kept.size) io.stderr(`resuming: ${records.length} of ${items.length} items already complete\n`);
-    const todo = items.filter((item) => !kept.has(item.id));
-    let cursor = 0;
-    const window = Math.max(1, Math.ceil(config.run.concurrency / k) + 1);
-    const worker = async () => {
-      while (cursor < todo.length && !runtime.control.stopping) {
-        const item = todo[cursor++]!;
-        const record = await runOneGroup(runtime, context, item, k);
-        ran++;
-        records.push(record);
-        writer!.write(record);
-        metrics.group(record);
-        runtime.progress.groupFinished(record);
+      if (maxItems) items = items.slice(0, maxItems);
+      // A kept result must be of the same task the env gives now under that id.
+      for (const item of items) {
+        const previous = kept.get(item.id);
+        if (previous)
+          checkSameTask({ jsonlPath: out, cwd: io.cwd, before: previous.item, now: item, elsewhere });
       }
-    };
-    const settled = await Promise.allSettled(
-      Array.from({ length: Math.min(window, Math.max(1, todo.length)) }, worker),
-    );
-    const failed = settled.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
-  } finally {
-    metrics.close();
-    metricsWriter?.close();
-    writer?.close();
-    await runtime.close();
-    // After the run's own files are closed: W&B never holds them up or loses them.
-    await wandb?.finish({ failed: runtime.control.stoppedBy !== undefined });
-  }
-  const stoppedBy = runtime.control.stoppedBy;
+      // Kept results first (also those of items outside this run's set: never lost), through a
+      // temporary file, so an interrupted resume leaves a resumable file.
+      const ids = new Set(items.map((item) => item.id));
+      const initial = [
+        ...items.flatMap((item) => (kept.has(item.id) ? [kept.get(item.id)!] : [])),
+        ...[...kept.values()].filter((record) => !ids.has(record.taskId)),
+      ];
+      const counted = initial.filter((record) => ids.has(record.taskId));
+      const todo = items.filter((item) => !kept.has(item.id));
+      let cursor = 0;
+      return {
+        kept: initial,
+        counted,
+        workers: Math.min(Math.max(1, Math.ceil(plan.control.concurrency / k) + 1), Math.max(1, todo.length)),
+        ...(kept.size
+          ? { note: `resuming: ${counted.length} of ${items.length} items already complete` }
+          : {}),
+        async next() {
+          if (cursor >= todo.length || runtime.control.stopping) return undefined;
+          return todo[cursor++];
+        },
+      };
+    },
+  });
+  const { records, stoppedBy } = run;
   const summary = summarizeEvaluation(records, {
     k,
-    samples: config.evaluate.bootstrap_samples,
-    confidence: config.evaluate.confidence,
-    env: config.env.name,
-    model: runtime.server.model,
-    success,
+    samples: plan.evaluation.bootstrapSamples,
+    confidence: plan.evaluation.confidence,
+    env: plan.env.name,
+    model: run.model,
+    success: plan.control.success,
   });
-  summary.resumed = records.length - ran;
-  summary.ran = ran;
+  summary.resumed = records.length - run.ran;
+  summary.ran = run.ran;
   // Items never started count as missing too.
   const recorded = new Set(records.map((record) => record.taskId));
   for (const item of items)
@@ -336,37 +128,27 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
       summary.missing.push({ taskId: item.id, why: 'not run: the run stopped first' });
   summary.complete = summary.missing.length === 0;
   summary.stopped = describeStop(stoppedBy);
-  const replace = force || resuming;
-  writeOutputFile(summaryPath, `${JSON.stringify(context.redact.value(summary), null, 2)}\n`, {
+  const replace = force || run.resumed;
+  const summaryPath = plan.output.summary!;
+  writeOutputFile(summaryPath, `${JSON.stringify(redact.value(summary), null, 2)}\n`, {
     replace,
     cwd: io.cwd,
   });
-  if (reportPath) {
-    // Token text in the report's token view when the run recorded tokens with a known tokenizer.
-    const recordedTokens = records.some((record) => record.rollouts.some((rollout) => rollout.tokens));
-    const decodeToken =
-      recordedTokens && config.server.tokenizer
-        ? await loadTokenDecoder(config.server.tokenizer, io.cwd, 'server.tokenizer')
-        : undefined;
-    writeOutputFile(
-      reportPath,
-      buildViewerHtml(context.redact.value(records), {
-        meta: {
-          title: `shears evaluate · ${config.env.name}${summary.complete ? '' : ' (incomplete)'}`,
-          description: context.redact(
-            `k=${k}${summary.complete ? '' : ` · INCOMPLETE: ${summary.missing.length} of ${items.length} tasks without a complete result`}`,
-          ),
-        },
-        evaluation: { ...summary, bootstrapSamples: config.evaluate.bootstrap_samples },
-        ...(metricsPath ? { metrics: readMetricsForViewer(metricsPath).rows } : {}),
-        ...(decodeToken ? { decodeToken } : {}),
-      }),
-      { replace, cwd: io.cwd },
-    );
-  }
-  io.stderr(`${context.redact(formatEvaluation(summary))}\n`);
-  const failures = formatFailures(runtime.control.failures());
-  if (failures) io.stderr(`${context.redact(failures)}\n`);
+  await writeRunReport(plan, {
+    groups: records,
+    meta: {
+      title: `shears evaluate · ${plan.env.name}${summary.complete ? '' : ' (incomplete)'}`,
+      description: redact(
+        `k=${k}${summary.complete ? '' : ` · INCOMPLETE: ${summary.missing.length} of ${items.length} tasks without a complete result`}`,
+      ),
+    },
+    evaluation: { ...summary, bootstrapSamples: plan.evaluation.bootstrapSamples },
+    replace,
+    decodeTokens: true,
+  });
+  io.stderr(`${redact(formatEvaluation(summary))}\n`);
+  const failures = formatFailures(run.failures);
+  if (failures) io.stderr(`${redact(failures)}\n`);
   const scoredRollouts = records.reduce(
     (sum, record) => sum + record.rollouts.filter((rollout) => rollout.reward !== null).length,
     0,
@@ -377,7 +159,7 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
     rollouts: records.reduce((sum, group) => sum + group.rollouts.length, 0),
   });
   if (ending) io.stderr(`${ending}\n`);
-  if (context.flags.json === true) io.stdout(`${JSON.stringify(context.redact.value(summary))}\n`);
+  if (context.flags.json === true) io.stdout(`${JSON.stringify(redact.value(summary))}\n`);
   else
     io.stdout(
       `wrote ${records.length} items${summary.complete ? '' : ` (INCOMPLETE: ${summary.missing.length} missing)`} to ${relative(io.cwd, out) || out} and ${relative(io.cwd, summaryPath)}\n`,

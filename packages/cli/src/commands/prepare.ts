@@ -4,8 +4,10 @@
 // is there. Then it runs the env's set-up: for the SWE env, the base image and one image per task
 // repository (cached by content hash). A later `process`, `serve` or `evaluate` finds all ready.
 import { ConfigError, SandboxError } from '@shears/core';
-import { composeRegistry, createEnv, sandboxProviderId } from '../compose.js';
-import type { CommandContext } from '../runtime.js';
+import { envEntry } from '../plan/env-plan.js';
+import { importBuiltins } from '../plugin-packages.js';
+import { createEnv, sandboxProviderId } from '../runtime/compose.js';
+import { composeRegistry } from '../runtime/registry.js';
 import {
   dockerSandboxHosts,
   dockerSandboxImage,
@@ -14,6 +16,7 @@ import {
   openDocker,
   SANDBOX_BASE_IMAGE,
 } from '../sandbox-image.js';
+import type { CommandContext } from '../session.js';
 import { prepareTrainerEnv } from '../train/trainer-env.js';
 
 interface PreparedEntries {
@@ -69,11 +72,16 @@ export async function prepareCommand(context: CommandContext): Promise<number> {
   if (context.flags.trainer === true) return prepareTrainer(context);
   const { config, io } = context;
   const started = Date.now();
-  const { registry } = await composeRegistry(config, { cwd: io.cwd, logger: context.logger });
-  const env = await createEnv(registry, config, io.cwd);
+  const registry = await composeRegistry(config, {
+    cwd: io.cwd,
+    logger: context.logger,
+    imported: await importBuiltins(io.cwd),
+  });
+  const env = await createEnv(registry, envEntry(config, io.cwd));
   try {
     const ownImages = (env as { preferredSandbox?: unknown }).preferredSandbox === 'docker';
-    if (sandboxProviderId(config, env) === 'docker' && !ownImages) await prepareDockerSandbox(context);
+    if (sandboxProviderId(config.sandbox, env) === 'docker' && !ownImages)
+      await prepareDockerSandbox(context);
     if (context.signal.aborted) {
       io.stderr('preparation interrupted; what was built is kept and reused next time\n');
       return 130;

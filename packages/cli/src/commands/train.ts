@@ -4,30 +4,18 @@
 // run needs (the tokenizer, free output paths) is checked before anything starts; every group
 // goes to `run.out` and the report, as with `shears process`.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { relative } from 'node:path';
 import { createInterface } from 'node:readline';
-import { ConfigError } from '@shears/core';
 import { createCliLogger } from '../io.js';
-import { checkLoopConfig } from '../loop/loop-config.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
-import { metricsPathFor, type RunMetrics } from '../metrics/run-metrics.js';
-import { checkWandbConfig } from '../metrics/wandb.js';
-import { openWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.js';
-import { EXIT_CODES, formatFailures } from '../run/run-control.js';
-import { checkRunConfig, createJsonlWriter, guardOutputs } from '../run/run-output.js';
-import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
-import { writeRunReport } from '../serve/run-report.js';
-import { checkTrainerNeeds, describeSent, requireTokenizer, runServeLoop } from '../serve/serve-loop.js';
-import {
-  checkTrainOutput,
-  checkWeightSync,
-  formatTrainSummary,
-  referencePython,
-  resolveReferenceTrainer,
-} from '../train/reference-trainer.js';
+import { writeReportFromJsonl } from '../output/run-report.js';
+import { buildRunPlan, type RunPlan, workerPlan } from '../plan/run-plan.js';
+import { EXIT_CODES, formatFailures } from '../runtime/run-control.js';
+import { describeSent } from '../serve/serve-result.js';
+import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
+import type { CommandContext } from '../session.js';
+import { formatTrainSummary } from '../train/reference-trainer.js';
 import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
-import { trajectoryApiServerSettings } from './api.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
   if (!stream) return;
@@ -75,131 +63,51 @@ async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
   await leaderExited;
 }
 
-/**
- * train.reference (the bundled trainer, with --output) or train.trainer (any command): exactly one.
- * With the reference trainer the config gets its command line and, colocated, its policy server.
- */
-async function resolveTrainer(
-  context: CommandContext,
-): Promise<{ context: CommandContext; output?: string }> {
-  const { config, io } = context;
-  const { trainer, reference, output } = config.train;
-  if (reference && trainer)
-    throw new ConfigError({
-      message:
-        'train.reference and train.trainer are both set: train.reference starts the reference trainer (python -m shears_trainer), train.trainer.command starts your own; keep one',
-      issues: [{ path: 'train', message: 'reference and trainer are exclusive', value: undefined }],
-    });
-  checkWeightSync(config);
-  if (!reference) {
-    if (!trainer)
-      throw new ConfigError({
-        message:
-          'train.trainer.command: required for `shears train` (your own trainer, e.g. train: { trainer: { command: ["python", "trainer.py"] } }), or train.reference for the reference trainer (e.g. train: { reference: { model: ./my-model } } with --output ./my-ft)',
-        issues: [{ path: 'train.trainer.command', message: 'required', value: undefined }],
-      });
-    if (output !== undefined)
-      throw new ConfigError({
-        message: `--output ${output} (train.output) is for the reference trainer (train.reference); train.trainer.command decides itself where it writes: pass the folder in its command, or remove --output`,
-        issues: [{ path: 'train.output', message: 'needs train.reference', value: output }],
-      });
-    return { context };
-  }
-  const folder = checkTrainOutput(output, io.cwd);
-  const model = resolve(io.cwd, reference.model);
-  if (!existsSync(join(model, 'config.json')))
-    throw new ConfigError({
-      message: `train.reference.model: ${model} holds no config.json; name a Hugging Face model folder (config.json, safetensors, tokenizer)`,
-      issues: [{ path: 'train.reference.model', message: 'not a model folder', value: reference.model }],
-    });
-  const python = referencePython(reference, io.cwd);
-  if (python.includes('/') && !existsSync(python))
-    throw new ConfigError({
-      message: `train.reference: the trainer's Python ${python} does not exist; run \`shears prepare --trainer\` (creates ${reference.python ? 'a venv at train.reference.venv' : reference.venv}) or point train.reference.python at an interpreter with shears_trainer installed`,
-      issues: [{ path: 'train.reference.venv', message: 'not prepared', value: reference.venv }],
-    });
-  const run = await resolveReferenceTrainer(config, { cwd: io.cwd, output: folder });
-  return { context: { ...context, config: run.config }, output: folder };
-}
-
-export async function trainCommand(outerContext: CommandContext): Promise<number> {
-  // Before the trainer is resolved: a loop setting the trainer would ignore is named first.
-  checkLoopConfig(outerContext.config);
-  const { context, output } = await resolveTrainer(outerContext);
-  const { config, io } = context;
-  checkRunConfig(config);
-  checkWandbConfig(config, io.env);
-  checkTrainerNeeds(config);
-  await requireTokenizer(config, io.cwd, 'train');
-  const out = resolveOut(context, config.run.out);
-  const reportPath = config.run.report ? reportPathFor(out) : undefined;
-  const metricsPath = config.run.metrics ? metricsPathFor(out) : undefined;
-  const force = context.flags.force === true;
-  guardOutputs({
-    paths: [out, ...(reportPath ? [reportPath] : []), ...(metricsPath ? [metricsPath] : [])],
-    cwd: io.cwd,
-    force,
-    elsewhere: '--out OTHER.jsonl',
-  });
-  const writer = createJsonlWriter(out, context.redact, {
-    mode: force ? 'replace' : 'new',
-    cwd: io.cwd,
-    ...(metricsPath ? { companions: [metricsPath] } : {}),
-  });
-  let workerMetrics: WorkerMetrics | undefined;
+export async function trainCommand(context: CommandContext): Promise<number> {
+  const plan = await buildRunPlan(context, 'train', { force: context.flags.force === true });
+  const { io } = plan.session;
+  const feed = await openFeed(plan);
   let code: number = EXIT_CODES.error;
   try {
-    workerMetrics = await openWorkerMetrics(context, {
-      command: 'train',
-      metricsPath,
-      force,
-      notePrefix: 'train: ',
-    });
-    const { metrics } = workerMetrics;
-    code = await train(context, writer, metrics, output, out);
+    code = await train(plan, feed);
     return code;
   } finally {
-    await workerMetrics?.close();
-    writer.close();
-    if (reportPath)
-      writeRunReport(context, {
-        jsonlPath: out,
-        reportPath,
-        title: `shears train · ${config.env.name}`,
-        incomplete: code === EXIT_CODES.interrupted,
-      });
+    await feed.close();
+    await feed.output.close({ incomplete: code === EXIT_CODES.interrupted });
+    await writeReportFromJsonl(plan, {
+      title: `shears train · ${plan.env.name}`,
+      incomplete: code === EXIT_CODES.interrupted,
+    });
+    const { out, report, metrics } = plan.output;
+    const show = (path: string) => relative(io.cwd, path) || path;
     io.stderr(
-      `train: wrote every group to ${relative(io.cwd, out) || out}${reportPath ? ` and the report to ${relative(io.cwd, reportPath) || reportPath}` : ''}${metricsPath ? `; metrics in ${relative(io.cwd, metricsPath) || metricsPath}` : ''}\n`,
+      `train: wrote every group to ${show(out)}${report ? ` and the report to ${show(report)}` : ''}${metrics ? `; metrics in ${show(metrics)}` : ''}\n`,
     );
+    const { output } = plan.train!;
     if (output) for (const line of formatTrainSummary(output, io.cwd)) io.stdout(`${line}\n`);
   }
 }
 
-async function train(
-  context: CommandContext,
-  writer: ReturnType<typeof createJsonlWriter>,
-  metrics: RunMetrics,
-  output: string | undefined,
-  out: string,
-): Promise<number> {
-  const { config, io } = context;
-  const trainer = config.train.trainer!;
-  const say = (prefix: string) => (line: string) => io.stderr(`${context.redact(`[${prefix}] ${line}`)}\n`);
+async function train(plan: RunPlan, feed: Feed): Promise<number> {
+  const { session } = plan;
+  const { io, redact } = session;
+  const { trainer, apiServer, weightSync } = plan.train!;
+  const say = (prefix: string) => (line: string) => io.stderr(`${redact(`[${prefix}] ${line}`)}\n`);
   // Ctrl-C (the first) drains the workers; the trainer's exit or a worker failure stops them at once.
   const stop = new AbortController();
   const hard = new AbortController();
-  const workerSignal = AbortSignal.any([context.signal, hard.signal]);
-  const workerDrain = AbortSignal.any([context.drain, workerSignal]);
-  const onOuterAbort = () => stop.abort(context.drain.reason);
-  context.drain.addEventListener('abort', onOuterAbort, { once: true });
+  const workerSignal = AbortSignal.any([session.signal, hard.signal]);
+  const workerDrain = AbortSignal.any([session.drain, workerSignal]);
+  const onOuterAbort = () => stop.abort(session.drain.reason);
+  session.drain.addEventListener('abort', onOuterAbort, { once: true });
 
-  let apiUrl = config.api.url;
+  let apiUrl = plan.feed!.api.url;
   let api: { close(): Promise<void> } | undefined;
-  if (config.train.start_api) {
+  if (apiServer) {
     const { startTrajectoryApiServer } = await import('@shears/grpo');
     const server = await startTrajectoryApiServer({
-      ...trajectoryApiServerSettings(config.api, io.cwd),
-      logger: createCliLogger(io, context.redact, { prefix: '[api] ' }),
+      ...apiServer,
+      logger: createCliLogger(io, redact, { prefix: '[api] ' }),
     });
     api = server;
     apiUrl = server.url;
@@ -208,19 +116,8 @@ async function train(
 
   // vLLM weight sync: the server (restart mode) is up before the trainer and workers start.
   let sync: WeightSync | undefined;
-  const weightSync = config.train.weight_sync;
-  if (weightSync && output) {
-    sync = createWeightSync({
-      mode: weightSync.mode,
-      baseUrl: config.server.base_url!,
-      command: weightSync.command,
-      loraName: weightSync.lora_name,
-      initialModel: resolve(io.cwd, config.train.reference!.model),
-      checkpoints: join(output, 'checkpoints'),
-      healthTimeoutMs: weightSync.health_timeout_s * 1000,
-      env: io.env,
-      log: say('vllm'),
-    });
+  if (weightSync) {
+    sync = createWeightSync({ ...weightSync, env: io.env, log: say('vllm') });
     try {
       await sync.start();
     } catch (error) {
@@ -231,7 +128,7 @@ async function train(
   }
 
   const child = spawn(trainer.command[0]!, trainer.command.slice(1), {
-    cwd: trainer.cwd ? resolve(io.cwd, trainer.cwd) : io.cwd,
+    cwd: trainer.cwd,
     env: { ...process.env, ...io.env, ...trainer.env, SHEARS_API_URL: apiUrl, ATROPOS_SERVER_URL: apiUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group, so stopping it reaches its children too (torchrun ranks, workers).
@@ -247,46 +144,37 @@ async function train(
   );
 
   // The improvement loop (config `loop`): one for all workers, so the curriculum, the replay
-  // ratio and the data mix are the run's. Its evaluations and capability groups use the API's URL.
+  // ratio and the data mix are the run's; its evaluations and capability groups stop with them.
   let loop: LoopController | undefined;
   try {
     loop = await createLoopController(
-      {
-        ...context,
-        config: { ...config, api: { ...config.api, url: apiUrl } },
-        signal: workerSignal,
-        drain: workerDrain,
-      },
-      { metrics, out, note: say('loop') },
+      { ...plan, session: { ...session, signal: workerSignal, drain: workerDrain } },
+      { sides: feed.sides, metrics: feed.output.metrics, note: say('loop') },
     );
   } catch (error) {
     await stopChild(child, 5000);
     await sync?.close();
     await api?.close();
-    context.drain.removeEventListener('abort', onOuterAbort);
+    session.drain.removeEventListener('abort', onOuterAbort);
     throw error;
   }
 
-  const workers = Array.from({ length: config.train.workers }, (_, index) => {
+  const workers = Array.from({ length: plan.train!.workers }, (_, index) => {
     const name = `worker-${index}`;
     const workerIo = { ...io, stderr: (text: string) => text.split('\n').filter(Boolean).forEach(say(name)) };
-    return runServeLoop(
-      {
-        ...context,
-        config: {
-          ...config,
-          // Each worker draws its own data: env.seed + worker index (worker-0 keeps env.seed).
-          env: { ...config.env, seed: config.env.seed + index },
-          api: { ...config.api, url: apiUrl },
-          run: { ...config.run, progress: config.run.progress === 'auto' ? 'lines' : config.run.progress },
-        },
+    // Each worker draws its own data: env.seed + worker index (worker-0 keeps env.seed).
+    const worker = workerPlan(plan, {
+      index,
+      apiUrl,
+      session: {
         io: workerIo,
-        logger: createCliLogger(workerIo, context.redact),
+        logger: createCliLogger(workerIo, redact),
+        redact,
         signal: workerSignal,
         drain: workerDrain,
       },
-      { writer, metrics, worker: name, ...(loop ? { loop } : {}) },
-    ).then(
+    });
+    return runServeWorker(worker, { feed, worker: name, ...(loop ? { loop } : {}) }).then(
       (result) => ({ name, ok: true as const, result }),
       (error: unknown) => ({ name, ok: false as const, error }),
     );
@@ -355,7 +243,7 @@ async function train(
     );
   }
   await api?.close();
-  context.drain.removeEventListener('abort', onOuterAbort);
+  session.drain.removeEventListener('abort', onOuterAbort);
   const counts = { groupsSent: 0, replaysSent: 0, bufferedByApi: 0, sentWithoutEnvId: 0 };
   for (const outcome of outcomes) {
     if (!outcome.ok) continue;

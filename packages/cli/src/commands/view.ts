@@ -7,11 +7,11 @@
 // a viewer page shears built (derived data) or with --force; lines that are not readable groups
 // are named, and make the exit code 1.
 import { readFileSync, statSync } from 'node:fs';
-import { basename, relative } from 'node:path';
+import { basename, relative, resolve } from 'node:path';
 import { InvalidArgumentError, safeParseJson } from '@shears/core';
-import { metricsPathFor } from '../metrics/run-metrics.js';
-import { fileError, guardOutputs, writeOutputFile } from '../run/run-output.js';
-import { type CommandContext, reportPathFor, resolveOut } from '../runtime.js';
+import { fileError, guardOutputs, writeOutputFile } from '../output/output-files.js';
+import { metricsPathFor, reportPathFor } from '../plan/output-plan.js';
+import type { CommandContext } from '../session.js';
 import { buildViewerHtml, readGroupsForViewer, readMetricsForViewer } from '../viewer/build-viewer.js';
 import { loadTokenDecoder } from '../viewer/token-decoder.js';
 import { watchViewer } from '../viewer/watch-server.js';
@@ -45,7 +45,7 @@ export async function viewCommand(context: CommandContext): Promise<number> {
       message:
         'Usage: shears view FILE.jsonl [--html OUT.html] [--tokenizer DIR] [--force] [--watch [--port N]]',
     });
-  const input = resolveOut(context, file);
+  const input = resolve(io.cwd, file);
   if (context.flags.watch === true) {
     for (const flag of ['html', 'force'])
       if (context.flags[flag] !== undefined)
@@ -78,7 +78,7 @@ export async function viewCommand(context: CommandContext): Promise<number> {
     throw fileError(input, 'read', error, io.cwd);
   }
   const target =
-    typeof context.flags.html === 'string' ? resolveOut(context, context.flags.html) : reportPathFor(input);
+    typeof context.flags.html === 'string' ? resolve(io.cwd, context.flags.html) : reportPathFor(input);
   const tokenizer = context.config.server.tokenizer;
   const decodeToken = tokenizer ? await loadTokenDecoder(tokenizer, io.cwd, 'server.tokenizer') : undefined;
   // A viewer page is derived from its JSONL: building it again loses nothing, so it is replaced

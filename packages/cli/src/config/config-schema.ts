@@ -730,6 +730,22 @@ export const shearsConfigSchema = z
     evaluate: evaluateConfigSchema.prefault({}),
     train: trainConfigSchema.prefault({}),
     loop: loopConfigSchema.optional(),
+    sinks: z
+      .array(
+        z.union([
+          z.string().min(1),
+          z.strictObject({
+            id: z.string().min(1).describe('A trajectory sink id from a loaded plugin'),
+            settings: settingsSchema
+              .default({})
+              .describe("The sink's settings, as its plugin documents them"),
+          }),
+        ]),
+      )
+      .default([])
+      .describe(
+        '`process`, `evaluate`, `serve` and `train`: trajectory sinks from loaded plugins (`plugins`) that receive every group the run writes to its JSONL, redacted, in the same order: a sink id, or { id, settings } (built in: jsonl from @shears/cli, atropos-api and replay-buffer from @shears/grpo)',
+      ),
     wandb: wandbConfigSchema.optional(),
     tasks: z
       .strictObject({

@@ -6,7 +6,7 @@ import { valueAtPath } from '@shears/core/internal';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { type ParsedArgs, parseArgs } from '../args.js';
-import { configJsonSchema } from '../commands/schema.js';
+import { configJsonSchema } from './config-json-schema.js';
 import { shearsConfigSchema } from './config-schema.js';
 import { loadConfig, schemaAtPath } from './load-config.js';
 

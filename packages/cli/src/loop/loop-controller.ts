@@ -9,7 +9,6 @@
 //   pass@k and the mean score with bootstrap intervals go to the metrics stream;
 // - safety: the collapse monitor reads those evaluations; below tolerance × baseline it shifts the
 //   data mix toward the capability data (another env), and back once the score recovers.
-import { resolve } from 'node:path';
 import { ConfigError, type EnvItem, type EnvV1, type ScoredData, type ScoredGroupRecord } from '@shears/core';
 import {
   type CollapseMonitor,
@@ -21,11 +20,11 @@ import {
   openReplayStore,
   type ReplayStore,
 } from '@shears/grpo';
-import { kValues, summarizeEvaluation } from '../commands/evaluate.js';
-import type { ShearsConfig } from '../config/config-schema.js';
+import { kValues, summarizeEvaluation } from '../evaluation-summary.js';
 import type { GroupLoop, RunMetrics, TrainerStatus } from '../metrics/run-metrics.js';
-import { type CommandContext, type Runtime, runOneGroup, startRuntime } from '../runtime.js';
-import { bootstrapMean, mean, successRule } from '../stats.js';
+import type { RunPlan } from '../plan/run-plan.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { bootstrapMean, mean } from '../stats.js';
 
 export interface DrawnItem {
   item: EnvItem;
@@ -60,19 +59,8 @@ export interface LoopController {
   sent(record: ScoredGroupRecord, data: ScoredData): Replay[];
   /** A trajectory-API status poll: starts an evaluation when a multiple of every_steps was passed. */
   status(status: TrainerStatus): void;
-  /** Waits for a running evaluation (stopped with the run), closes the loop's runtimes and the replay file. */
+  /** Waits for a running evaluation (stopped with the run), closes the replay file. */
   close(): Promise<void>;
-}
-
-function replayPathFor(out: string): string {
-  return `${out.replace(/\.jsonl?$/i, '')}.replay.sqlite`;
-}
-
-/** The replay file the loop uses for `out` (for the output guard: kept across runs, never guarded). */
-function replayPath(config: ShearsConfig, cwd: string, out: string): string | undefined {
-  const replay = config.loop?.replay;
-  if (!replay) return undefined;
-  return replay.path ? resolve(cwd, replay.path) : replayPathFor(out);
 }
 
 function bestCountedScore(record: ScoredGroupRecord): number | null {
@@ -90,39 +78,17 @@ function countedScores(record: ScoredGroupRecord): number[] {
     .filter((reward): reward is number => typeof reward === 'number' && Number.isFinite(reward));
 }
 
-/** A context whose env is another one (capability data, held-out tasks), with its own log prefix. */
-function sideContext(
-  context: CommandContext,
-  env: { name: string; settings: Record<string, unknown> },
-  prefix: string,
-): CommandContext {
-  const stderr = (text: string) => {
-    for (const line of text.split('\n').filter(Boolean)) context.io.stderr(`${prefix}${line}\n`);
-  };
-  return {
-    ...context,
-    config: {
-      ...context.config,
-      env: {
-        ...context.config.env,
-        name: env.name,
-        settings: env.settings,
-        toolsets: undefined,
-        tools: undefined,
-      },
-      run: { ...context.config.run, progress: 'none' },
-    },
-    io: { ...context.io, stderr },
-  };
-}
-
 export async function createLoopController(
-  context: CommandContext,
-  options: { metrics: RunMetrics; out: string; note: (text: string) => void },
+  plan: RunPlan,
+  options: {
+    /** The side runs' runtimes (run-parts.ts starts them with the run's; the run closes them). */
+    sides: { evaluation: Runtime | undefined; capability: Runtime | undefined };
+    metrics: RunMetrics;
+    note: (text: string) => void;
+  },
 ): Promise<LoopController | undefined> {
-  const { config } = context;
-  const loop = config.loop;
-  if (!loop || Object.values(loop).every((value) => value === undefined)) return undefined;
+  const { loop } = plan;
+  if (!loop) return undefined;
   const { metrics, note } = options;
   let step: number | null = null;
   const closers: Array<() => Promise<void> | void> = [];
@@ -133,7 +99,7 @@ export async function createLoopController(
     // Replay: the store, and how many fresh and replayed groups were sent.
     let store: ReplayStore<ReplayPayload> | undefined;
     if (loop.replay) {
-      const path = replayPath(config, context.io.cwd, options.out)!;
+      const path = loop.replayPath!;
       store = await openReplayStore<ReplayPayload>({
         path,
         capacity: loop.replay.capacity,
@@ -149,25 +115,20 @@ export async function createLoopController(
     let replayCount = 0;
 
     // Safety: the capability runtime and the data mix the collapse monitor shifts.
-    let capability: { runtime: Runtime; context: CommandContext } | undefined;
+    let capability: Runtime | undefined;
     let mix: DataMix | undefined;
     let monitor: CollapseMonitor | undefined;
     const drawn = { train: 0, capability: 0 };
     if (loop.safety) {
-      const capabilityContext = sideContext(context, loop.safety.capability, '[capability] ');
-      const runtime = await startRuntime(capabilityContext, { label: 'group' });
-      closers.push(() => runtime.close());
-      capability = { runtime, context: capabilityContext };
+      capability = options.sides.capability!;
       mix = createDataMix({ train: 1, capability: 0 });
     }
 
     // Evaluation: its runtime and the items it runs every time.
-    let evaluation: { runtime: Runtime; context: CommandContext; items: EnvItem[] } | undefined;
+    let evaluation: { runtime: Runtime; env: string; items: EnvItem[] } | undefined;
     if (loop.evaluation) {
-      const target = loop.evaluation.env ?? { name: config.env.name, settings: config.env.settings };
-      const evalContext = sideContext(context, target, '[eval] ');
-      const runtime = await startRuntime(evalContext, { label: 'task' });
-      closers.push(() => runtime.close());
+      const target = loop.evaluationRun!.env;
+      const runtime = options.sides.evaluation!;
       let items: EnvItem[] = [];
       if (runtime.env.evalItems) items = await runtime.env.evalItems();
       else if (loop.evaluation.max_items)
@@ -187,7 +148,7 @@ export async function createLoopController(
           message: `loop.evaluation: env "${target.name}" gave no held-out task`,
           issues: [{ path: 'loop.evaluation.env', message: 'no tasks', value: target.name }],
         });
-      evaluation = { runtime, context: evalContext, items };
+      evaluation = { runtime, env: target.name, items };
     }
 
     // Curriculum: levels resolved on the first draw (they may come from the training env's tasks).
@@ -221,7 +182,7 @@ export async function createLoopController(
         ];
         if (found.length === 0)
           throw new ConfigError({
-            message: `loop.curriculum: env "${config.env.name}" lists no task with a difficulty, so there are no levels; give the tasks a difficulty (the tasks env: "difficulty" in the task file) or list loop.curriculum.levels`,
+            message: `loop.curriculum: env "${plan.env.name}" lists no task with a difficulty, so there are no levels; give the tasks a difficulty (the tasks env: "difficulty" in the task file) or list loop.curriculum.levels`,
             issues: [
               { path: 'loop.curriculum.levels', message: 'no difficulty in the env', value: undefined },
             ],
@@ -265,13 +226,13 @@ export async function createLoopController(
         const level = curriculum!.current;
         if (item.difficulty === undefined)
           throw new ConfigError({
-            message: `loop.curriculum: task "${item.id}" of env "${config.env.name}" has no difficulty, so it has no level; give every task a difficulty or remove loop.curriculum`,
+            message: `loop.curriculum: task "${item.id}" of env "${plan.env.name}" has no difficulty, so it has no level; give every task a difficulty or remove loop.curriculum`,
             issues: [{ path: 'loop.curriculum', message: 'a task without difficulty', value: item.id }],
           });
         if (String(item.difficulty) === String(level)) return { item, source: 'train', level };
       }
       throw new ConfigError({
-        message: `loop.curriculum: env "${config.env.name}" gave no task of level ${curriculum!.current} in ${limit} draws; check loop.curriculum.levels against the tasks' difficulty values`,
+        message: `loop.curriculum: env "${plan.env.name}" gave no task of level ${curriculum!.current} in ${limit} draws; check loop.curriculum.levels against the tasks' difficulty values`,
         issues: [
           { path: 'loop.curriculum.levels', message: 'level without tasks', value: curriculum!.current },
         ],
@@ -283,16 +244,16 @@ export async function createLoopController(
     let lastEvaluated = 0;
     const runEvaluation = async (atStep: number) => {
       const settings = loop.evaluation!;
-      const { runtime, context: evalContext, items } = evaluation!;
+      const { runtime, env, items } = evaluation!;
       const started = Date.now();
       note(`evaluation at trainer step ${atStep}: ${items.length} held-out tasks × ${settings.k} samples`);
       const records: ScoredGroupRecord[] = [];
       let cursor = 0;
-      const window = Math.max(1, Math.ceil(config.run.concurrency / settings.k));
+      const window = Math.max(1, Math.ceil(plan.control.concurrency / settings.k));
       const worker = async () => {
         while (cursor < items.length && !runtime.control.stopping) {
           const item = items[cursor++]!;
-          records.push(await runOneGroup(runtime, evalContext, item, settings.k));
+          records.push(await runtime.runGroup(item, settings.k));
         }
       };
       const settled = await Promise.allSettled(
@@ -300,14 +261,14 @@ export async function createLoopController(
       );
       const failed = settled.find((entry) => entry.status === 'rejected');
       if (failed && !runtime.control.stopping) throw failed.reason;
-      const success = successRule(config.run.success_threshold);
+      const { bootstrapSamples, confidence } = plan.evaluation;
       const summary = summarizeEvaluation(records, {
         k: settings.k,
-        samples: config.evaluate.bootstrap_samples,
-        confidence: config.evaluate.confidence,
-        env: evalContext.config.env.name,
+        samples: bootstrapSamples,
+        confidence,
+        env,
         model: runtime.server.model,
-        success,
+        success: plan.control.success,
       });
       const missing = summary.missing.length + (items.length - records.length);
       const finite = (value: number) => (Number.isFinite(value) ? value : null);
@@ -315,10 +276,7 @@ export async function createLoopController(
         .map((task) => task.passAtK['pass@1']!)
         .filter((value) => !Number.isNaN(value));
       const passInterval = passAt1.length
-        ? bootstrapMean(passAt1, {
-            samples: config.evaluate.bootstrap_samples,
-            confidence: config.evaluate.confidence,
-          })
+        ? bootstrapMean(passAt1, { samples: bootstrapSamples, confidence })
         : undefined;
       const passAtK = Object.fromEntries(
         kValues(settings.k)
@@ -328,7 +286,7 @@ export async function createLoopController(
       metrics.event({
         kind: 'shears.metrics.eval',
         step: atStep,
-        env: evalContext.config.env.name,
+        env,
         k: settings.k,
         tasks: items.length,
         passAtK,
@@ -336,7 +294,7 @@ export async function createLoopController(
           mean: finite(summary.meanScore.mean),
           low: finite(summary.meanScore.low),
           high: finite(summary.meanScore.high),
-          confidence: config.evaluate.confidence,
+          confidence,
         },
         passAt1Interval: passInterval
           ? { mean: passInterval.mean, low: passInterval.low, high: passInterval.high }
@@ -347,7 +305,7 @@ export async function createLoopController(
       });
       const score = loop.safety?.metric === 'pass@1' ? mean(passAt1) : summary.meanScore.mean;
       note(
-        `evaluation at trainer step ${atStep}: mean score ${summary.meanScore.mean.toFixed(3)} (${Math.round(config.evaluate.confidence * 100)} % CI ${summary.meanScore.low.toFixed(3)}–${summary.meanScore.high.toFixed(3)}), pass@1 ${mean(passAt1).toFixed(3)}${missing ? `; INCOMPLETE: ${missing} task(s) without a complete result` : ''}`,
+        `evaluation at trainer step ${atStep}: mean score ${summary.meanScore.mean.toFixed(3)} (${Math.round(confidence * 100)} % CI ${summary.meanScore.low.toFixed(3)}–${summary.meanScore.high.toFixed(3)}), pass@1 ${mean(passAt1).toFixed(3)}${missing ? `; INCOMPLETE: ${missing} task(s) without a complete result` : ''}`,
       );
       // An incomplete evaluation says nothing reliable about a regression: the monitor skips it.
       if (loop.safety && missing === 0 && Number.isFinite(score)) checkSafety(score);
@@ -409,14 +367,14 @@ export async function createLoopController(
             ((weights[source] ?? 0) / (total || 1)) * count - drawn[source];
           if ((weights.capability ?? 0) > 0 && deficit('capability') > deficit('train')) {
             drawn.capability++;
-            const item = await capability.runtime.env.nextItem();
+            const item = await capability.env.nextItem();
             if (item) return { item, source: 'capability' };
           } else drawn.train++;
         }
         return drawTrain(trainEnv);
       },
       runCapability(item, groupSize) {
-        return runOneGroup(capability!.runtime, capability!.context, item, groupSize);
+        return capability!.runGroup(item, groupSize);
       },
       loopOf(item) {
         return { source: item.source, ...(item.level !== undefined ? { curriculumLevel: item.level } : {}) };

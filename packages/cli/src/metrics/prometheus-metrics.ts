@@ -339,21 +339,3 @@ export async function startPrometheusEndpoint(options: {
       }),
   };
 }
-
-/** Both streams at once: the JSONL stream and the Prometheus endpoint see every group and status. */
-export function teeMetrics(...all: readonly RunMetrics[]): RunMetrics {
-  return {
-    group: (record, options) => {
-      for (const metrics of all) metrics.group(record, options);
-    },
-    trainerStatus: (status) => {
-      for (const metrics of all) metrics.trainerStatus(status);
-    },
-    event: (row) => {
-      for (const metrics of all) metrics.event(row);
-    },
-    close: () => {
-      for (const metrics of all) metrics.close();
-    },
-  };
-}

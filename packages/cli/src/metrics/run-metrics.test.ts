@@ -1,8 +1,9 @@
 import type { ScoredGroupRecord, Trajectory } from '@shears/core';
 import { describe, expect, it } from 'vitest';
+import { metricsPathFor } from '../plan/output-plan.js';
 import { successRule } from '../stats.js';
 import { type MetricsRow, metricsRowSchema } from './metrics-schema.js';
-import { createRunMetrics, metricsPathFor, summaryStats } from './run-metrics.js';
+import { createRunMetrics, summaryStats } from './run-metrics.js';
 
 function rollout(options: {
   reward: number | null;

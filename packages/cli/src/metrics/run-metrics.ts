@@ -4,7 +4,6 @@
 // last, `final` one at the end), a step row whenever the trajectory API reports a new trainer step.
 // The work per group is a pass over its rollouts' steps: small beside running the group.
 import type { RolloutOutcome, ScoredGroupRecord } from '@shears/core';
-import type { JsonlWriter } from '../run/run-output.js';
 import type { SuccessRule } from '../stats.js';
 import type {
   EvalMetrics,
@@ -18,11 +17,6 @@ import type {
 } from './metrics-schema.js';
 
 type MetricsCommand = GroupMetrics['command'];
-
-/** `runs/demo.jsonl` → `runs/demo.metrics.jsonl`. */
-export function metricsPathFor(jsonlPath: string): string {
-  return `${jsonlPath.replace(/\.jsonl?$/i, '')}.metrics.jsonl`;
-}
 
 export function summaryStats(values: readonly number[]): SummaryStats {
   if (values.length === 0) return { count: 0, mean: null, std: null, min: null, max: null };
@@ -357,7 +351,8 @@ export interface RunMetrics {
 }
 
 interface RunMetricsOptions {
-  writer: Pick<JsonlWriter, 'write'>;
+  /** Where each row goes (the metrics JSONL, W&B). */
+  writer: { write(row: unknown): void };
   command: MetricsCommand;
   success: SuccessRule;
   /** Seconds per window row (default 10). */
@@ -527,6 +522,24 @@ export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
       flushWindow(at, true);
       closed = true;
       clearInterval(timer);
+    },
+  };
+}
+
+/** Both streams at once: the JSONL stream and the Prometheus endpoint see every group and status. */
+export function teeMetrics(...all: readonly RunMetrics[]): RunMetrics {
+  return {
+    group: (record, options) => {
+      for (const metrics of all) metrics.group(record, options);
+    },
+    trainerStatus: (status) => {
+      for (const metrics of all) metrics.trainerStatus(status);
+    },
+    event: (row) => {
+      for (const metrics of all) metrics.event(row);
+    },
+    close: () => {
+      for (const metrics of all) metrics.close();
     },
   };
 }

@@ -2,8 +2,9 @@
 // conversation is cut for the rollouts table, and what `shears doctor` says about a wandb section.
 import { describe, expect, it } from 'vitest';
 import { shearsConfigSchema } from '../config/config-schema.js';
+import { checkWandbConfig } from '../plan/wandb-plan.js';
 import type { MetricsRow } from './metrics-schema.js';
-import { checkWandbConfig, conversationText, wandbCheck, wandbHistoryRow } from './wandb.js';
+import { conversationText, wandbCheck, wandbHistoryRow } from './wandb.js';
 
 const config = (wandb?: Record<string, unknown>) => shearsConfigSchema.parse(wandb ? { wandb } : {});
 

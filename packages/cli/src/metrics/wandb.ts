@@ -17,18 +17,19 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ConfigError, type PluginCheckResult, type ScoredGroupRecord, ShearsError } from '@shears/core';
-import { optionalPackageCheck, packageDirectory, requireOptionalPackage } from '@shears/core/internal';
+import {
+  type PluginCheckResult,
+  type ScoredGroupRecord,
+  ShearsError,
+  type TrajectorySinkV1,
+} from '@shears/core';
+import { optionalPackageCheck, packageDirectory } from '@shears/core/internal';
 import type { ShearsConfig } from '../config/config-schema.js';
-import type { CommandContext } from '../runtime.js';
+import { checkWandbConfig, WANDB_SDK_USE, WANDB_SDK_VERSION } from '../plan/wandb-plan.js';
+import type { RunSession } from '../session.js';
 import type { MetricsRow } from './metrics-schema.js';
-import type { RunMetrics } from './run-metrics.js';
 
 type WandbCommand = 'process' | 'serve' | 'train' | 'evaluate';
-
-/** The SDK version this module was written and tested against (its internals are worked around above). */
-const WANDB_SDK_VERSION = '0.5.1';
-const SDK_USE = { usedBy: 'W&B logging (the wandb section)', field: 'wandb' };
 
 /** Where each metrics row kind goes in W&B (the section of its charts). */
 const SECTIONS: Record<MetricsRow['kind'], string> = {
@@ -115,42 +116,12 @@ function rolloutsTable(rows: readonly (readonly (string | number | null)[])[]) {
   };
 }
 
-/** What a `wandb` section asks of the environment: refused with a ConfigError before anything runs. */
-export function checkWandbConfig(config: ShearsConfig, env: Record<string, string | undefined>): void {
-  if (!config.wandb) return;
-  if (config.wandb.api_key !== undefined)
-    throw new ConfigError({
-      message:
-        'wandb.api_key: the W&B key is read only from the WANDB_API_KEY environment variable, never from the config file (config files end up in run records and repositories); remove it and export WANDB_API_KEY',
-      issues: [{ path: 'wandb.api_key', message: 'not allowed: use WANDB_API_KEY' }],
-    });
-  const mode = env.WANDB_MODE;
-  if (mode === 'disabled') return;
-  if (mode === 'offline' || mode === 'dryrun')
-    throw new ConfigError({
-      message: `WANDB_MODE=${mode}: @wandb/sdk ${WANDB_SDK_VERSION} has no offline mode (it still signs in to the W&B server at init and then drops the history): unset WANDB_MODE to log to W&B, or set WANDB_MODE=disabled to run without it (the metrics stream is still written)`,
-      issues: [{ path: 'wandb', message: `WANDB_MODE=${mode} is not supported`, value: mode }],
-    });
-  if (mode !== undefined && mode !== '' && mode !== 'online' && mode !== 'run')
-    throw new ConfigError({
-      message: `WANDB_MODE=${mode}: expected online (the default) or disabled`,
-      issues: [{ path: 'wandb', message: 'unknown WANDB_MODE', value: mode }],
-    });
-  requireOptionalPackage('@wandb/sdk', import.meta.url, SDK_USE);
-  if (!env.WANDB_API_KEY)
-    throw new ConfigError({
-      message:
-        'wandb: the config asks for W&B logging but WANDB_API_KEY is not set: export WANDB_API_KEY=<your key> (from https://wandb.ai/authorize), or set WANDB_MODE=disabled to run without W&B',
-      issues: [{ path: 'wandb', message: 'WANDB_API_KEY is not set' }],
-    });
-}
-
 /**
  * `shears doctor`'s line for a `wandb` section: the package, then what the environment lacks.
  * It does not contact W&B (the first `wandb.init` of a run does, and refuses the run if it fails).
  */
 export function wandbCheck(config: ShearsConfig, env: Record<string, string | undefined>): PluginCheckResult {
-  const missing = optionalPackageCheck('@wandb/sdk', import.meta.url, SDK_USE);
+  const missing = optionalPackageCheck('@wandb/sdk', import.meta.url, WANDB_SDK_USE);
   if (missing) return { ...missing, name: 'wandb' };
   try {
     checkWandbConfig(config, env);
@@ -222,9 +193,13 @@ export interface WandbRun {
   readonly url: string;
   /** Wraps a metrics writer (or none, when `run.metrics` is off): each row also goes to W&B. */
   writer(inner?: { write(row: unknown): void }): { write(row: unknown): void };
-  /** Collects the rollouts table from finished groups (tee it beside the metrics stream). */
-  readonly rollouts: RunMetrics;
-  /** Logs the rollouts table, finishes the W&B run and stops the worker; never throws. */
+  /**
+   * The rollouts table as a trajectory sink: every group the run writes adds its rollouts; closing
+   * it logs the table and finishes the W&B run (failed when the run ended early) and stops the
+   * worker. Never throws.
+   */
+  readonly sink: TrajectorySinkV1;
+  /** Finishes the W&B run without writing the table (a run refused before it started); never throws. */
   finish(options?: { failed?: boolean }): Promise<void>;
 }
 
@@ -234,11 +209,14 @@ export interface WandbRun {
  * before anything runs (WandbError): the user asked for it, and no rollout has been spent yet.
  * Later failures are reported on stderr and the run goes on: its own files never depend on W&B.
  */
-export async function openWandb(
-  context: CommandContext,
-  command: WandbCommand,
-): Promise<WandbRun | undefined> {
-  const { config, io } = context;
+export async function openWandb(options: {
+  session: RunSession;
+  /** The run's config: its `wandb` section, and the rest as the W&B run's config (redacted). */
+  config: ShearsConfig;
+  command: WandbCommand;
+}): Promise<WandbRun | undefined> {
+  const { config, command, session: context } = options;
+  const { io } = context;
   const settings = config.wandb;
   if (!settings) return undefined;
   checkWandbConfig(config, io.env);
@@ -355,28 +333,75 @@ export async function openWandb(
   const table: Array<Array<string | number | null>> = [];
   let rolloutsSeen = 0;
   const { max_rows: maxRows, max_chars: maxChars } = settings.rollouts_table;
-  const rollouts: RunMetrics = {
-    group(record: ScoredGroupRecord) {
-      if (maxRows === 0) return;
-      for (const rollout of record.rollouts) {
-        rolloutsSeen++;
-        // The latest rows are kept: in a long run, the end of training is what one reads.
-        if (table.length === maxRows) table.shift();
-        table.push([
-          record.groupId,
-          record.taskId,
-          rollout.reward,
-          rollout.outcome,
-          rollout.turnsUsed,
-          scrub(conversationText(rollout.messages, maxChars)),
-        ]);
-      }
-    },
-    trainerStatus() {},
-    event() {},
-    close() {},
+  const addRollouts = (record: ScoredGroupRecord) => {
+    if (maxRows === 0) return;
+    for (const rollout of record.rollouts) {
+      rolloutsSeen++;
+      // The latest rows are kept: in a long run, the end of training is what one reads.
+      if (table.length === maxRows) table.shift();
+      table.push([
+        record.groupId,
+        record.taskId,
+        rollout.reward,
+        rollout.outcome,
+        rollout.turnsUsed,
+        scrub(conversationText(rollout.messages, maxChars)),
+      ]);
+    }
   };
   let finishing: Promise<void> | undefined;
+
+  const finish = (options: { failed?: boolean } = {}): Promise<void> => {
+    finishing ??= (async () => {
+      if (failed || exited) {
+        if (!exited) await worker.terminate();
+        exited = true;
+        if (failed)
+          say(`${logged} row(s) were handed to W&B before it failed; see the metrics stream for all of them`);
+        return;
+      }
+      const last: Array<Record<string, unknown>> = [];
+      if (maxRows > 0)
+        last.push({
+          rollouts: rolloutsTable(table),
+          'rollouts_table/rows': table.length,
+          'rollouts_table/rollouts': rolloutsSeen,
+          'rollouts_table/partial': table.length < rolloutsSeen,
+          groups,
+        });
+      worker.postMessage({ type: 'finish', last, code: options.failed ? 1 : 0 });
+      const result = await waitFor(['finished', 'finish-failed'], settings.finish_timeout_seconds);
+      exited = true;
+      await worker.terminate();
+      if (result.type === 'finished' && sdkErrors > 0)
+        say(
+          `finished ${url}, but the W&B SDK reported ${sdkErrors} error line(s) above: what reached W&B may be incomplete (${logged} metrics row(s) were handed to it); the metrics stream has every row`,
+        );
+      else if (result.type === 'finished')
+        say(
+          `finished ${url}: ${logged} metrics row(s)${maxRows > 0 ? `, rollouts table of ${table.length} of ${rolloutsSeen} rollout(s)` : ''}`,
+        );
+      else
+        say(
+          `the W&B run did not finish (${result.type === 'timeout' ? `no answer within wandb.finish_timeout_seconds (${settings.finish_timeout_seconds} s)` : (result.message ?? 'the SDK stopped')}); what reached W&B may be incomplete, the metrics stream has every row`,
+        );
+    })();
+    return finishing;
+  };
+
+  let sinkClosed = false;
+  const sink: TrajectorySinkV1 = {
+    specificationVersion: 'v1',
+    id: 'wandb',
+    async write(record) {
+      if (sinkClosed) throw new WandbError('wandb: the rollouts table is closed');
+      addRollouts(record);
+    },
+    async close(options = {}) {
+      sinkClosed = true;
+      await finish({ failed: options.incomplete === true });
+    },
+  };
 
   return {
     url,
@@ -399,45 +424,7 @@ export async function openWandb(
         },
       };
     },
-    rollouts,
-    finish(options = {}) {
-      finishing ??= (async () => {
-        if (failed || exited) {
-          if (!exited) await worker.terminate();
-          exited = true;
-          if (failed)
-            say(
-              `${logged} row(s) were handed to W&B before it failed; see the metrics stream for all of them`,
-            );
-          return;
-        }
-        const last: Array<Record<string, unknown>> = [];
-        if (maxRows > 0)
-          last.push({
-            rollouts: rolloutsTable(table),
-            'rollouts_table/rows': table.length,
-            'rollouts_table/rollouts': rolloutsSeen,
-            'rollouts_table/partial': table.length < rolloutsSeen,
-            groups,
-          });
-        worker.postMessage({ type: 'finish', last, code: options.failed ? 1 : 0 });
-        const result = await waitFor(['finished', 'finish-failed'], settings.finish_timeout_seconds);
-        exited = true;
-        await worker.terminate();
-        if (result.type === 'finished' && sdkErrors > 0)
-          say(
-            `finished ${url}, but the W&B SDK reported ${sdkErrors} error line(s) above: what reached W&B may be incomplete (${logged} metrics row(s) were handed to it); the metrics stream has every row`,
-          );
-        else if (result.type === 'finished')
-          say(
-            `finished ${url}: ${logged} metrics row(s)${maxRows > 0 ? `, rollouts table of ${table.length} of ${rolloutsSeen} rollout(s)` : ''}`,
-          );
-        else
-          say(
-            `the W&B run did not finish (${result.type === 'timeout' ? `no answer within wandb.finish_timeout_seconds (${settings.finish_timeout_seconds} s)` : (result.message ?? 'the SDK stopped')}); what reached W&B may be incomplete, the metrics stream has every row`,
-          );
-      })();
-      return finishing;
-    },
+    sink,
+    finish,
   };
 }

@@ -3,7 +3,15 @@
 // call retries network errors, 5xx and 429 with backoff (honouring Retry-After), bodies are
 // gzipped, and each group carries an Idempotency-Key so a retry cannot queue it twice. Works
 // against the real Atropos server as well as @shears/grpo's.
-import { AbortedError, type Logger, type ScoredData, ServerError, silentLogger } from '@shears/core';
+import {
+  AbortedError,
+  describeError,
+  type Logger,
+  type ScoredData,
+  ServerError,
+  ShearsError,
+  silentLogger,
+} from '@shears/core';
 import { ignoreAborted, sleep } from '@shears/core/internal';
 import { createTrajectoryApiClient, type TrajectoryApiClientSettings } from '@shears/grpo';
 
@@ -145,4 +153,46 @@ export function createAtroposLink(options: {
       return { buffered: answer.status === 'buffered' };
     },
   };
+}
+
+/** The trajectory API could not be reached or refused the worker. */
+export class TrajectoryApiError extends ShearsError {
+  readonly url: string;
+  constructor(options: { url: string; message: string; cause?: unknown }) {
+    super(options.message, { code: 'SHEARS_TRAJECTORY_API', cause: options.cause });
+    this.url = options.url;
+  }
+  static override isInstance(error: unknown): error is TrajectoryApiError {
+    return ShearsError.isInstance(error) && error.code === 'SHEARS_TRAJECTORY_API';
+  }
+}
+
+/** A failure to reach, register with or post to the API at `url`, named with what was being done. */
+export function apiError(url: string, doing: string, error: unknown): TrajectoryApiError {
+  const message = describeError(error).replace(/^Error: /, '');
+  const unreachable = /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ECONNRESET|ETIMEDOUT|EAI_AGAIN|timed out/.test(
+    message,
+  );
+  return new TrajectoryApiError({
+    url,
+    message: `${doing} the trajectory API at ${url} failed: ${message}${unreachable ? '. Is it running? Start one with `shears api` (or let `shears train` start it), or point --url / api.url at it' : ''}`,
+    cause: error,
+  });
+}
+
+/**
+ * The first contact of a worker, before its env starts (an API that is not there is the first
+ * thing to know): the trainer's batch size and longest sequence, or undefined when the run was
+ * stopped meanwhile.
+ */
+export async function reachApi(
+  link: AtroposLink,
+  drain: AbortSignal,
+): Promise<{ batch_size: number; max_token_len?: number } | undefined> {
+  try {
+    return await link.info(drain);
+  } catch (error) {
+    if (drain.aborted) return undefined;
+    throw apiError(link.url, 'reaching', error);
+  }
 }

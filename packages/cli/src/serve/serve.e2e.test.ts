@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { metricsRowSchema } from '../metrics/metrics-schema.js';
 import { writeProbePack } from '../test-support/probe-pack.js';
 import { runShears } from '../test-support/run-cli.js';
-import { batchesAhead, offPolicyAhead } from './serve-loop.js';
+import { batchesAhead, offPolicyAhead } from './pacing.js';
 
 // End-to-end runs start real processes and servers; a loaded 2-core CI machine needs headroom.
 vi.setConfig({ testTimeout: 120_000 });

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { type ScoredGroupRecord, safeParseJson } from '@shears/core';
-import type { EvaluationSummary } from '../commands/evaluate.js';
+import type { EvaluationSummary } from '../evaluation-summary.js';
 import { bootstrapMean } from '../stats.js';
 import { viewerAssets } from './viewer-assets.js';
 

@@ -9,8 +9,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { basename, relative } from 'node:path';
 import { safeParseJson } from '@shears/core';
-import { metricsPathFor } from '../metrics/run-metrics.js';
-import type { CommandContext } from '../runtime.js';
+import { metricsPathFor } from '../plan/output-plan.js';
+import type { RunSession } from '../session.js';
 import { buildViewerHtml, isMetricsRow, slimMetricsRow } from './build-viewer.js';
 
 /** How often the page asks for new rows. */
@@ -72,7 +72,7 @@ interface WatchViewerOptions {
 }
 
 /** Serves the live viewer until the command is stopped (Ctrl-C); resolves with the exit code. */
-export async function watchViewer(context: CommandContext, options: WatchViewerOptions): Promise<number> {
+export async function watchViewer(context: RunSession, options: WatchViewerOptions): Promise<number> {
   const { io } = context;
   const metricsPath = metricsPathFor(options.input);
   const read = (kind: 'groups' | 'metrics', offset: number) => {

@@ -1,6 +1,8 @@
 // Conformance suite for the TrajectorySink contract: every sink (JSONL, trajectory API, replay
 // buffer) runs it. Records written come back intact and in order, concurrent writes are not
-// lost, close is idempotent, and a closed or cancelled sink refuses writes.
+// lost, close is idempotent, and a closed or cancelled sink refuses writes; a sink with `open`
+// takes its writes after it, a write's receipt (when it gives one) says whether it took the group,
+// and a sink that resumes keeps exactly the groups a resumed run keeps, before the new ones.
 import { describe, expect, it } from 'vitest';
 import type { TrajectorySinkV1 } from '../contracts/sink.js';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '../schemas/group-record.js';
@@ -9,6 +11,13 @@ export interface SinkConformanceFixture {
   sink: TrajectorySinkV1;
   /** Reads back what the sink stored (after close); omit for write-only sinks. */
   read?: () => Promise<ScoredGroupRecord[]>;
+  /** The sink stores a run's groups and honours `open({ resume })` (a file does; an API forwards). */
+  resumes?: boolean;
+  /**
+   * For `resumes`: a fresh sink over the same storage as `sink`, for the resumed run (read with
+   * the same `read`).
+   */
+  reopen?: () => Promise<TrajectorySinkV1>;
   cleanup?: () => Promise<void>;
 }
 
@@ -114,6 +123,37 @@ export function describeSinkConformance(options: SinkConformanceOptions): void {
         await sink.close();
         await sink.close();
         await expect(sink.write(sampleScoredGroup('e'))).rejects.toThrow();
+      }));
+
+    it('takes writes after open, and a receipt, when there is one, says whether it took the group', () =>
+      withFixture(async ({ sink, read }) => {
+        await sink.open?.({});
+        const receipt = await sink.write(sampleScoredGroup('o1'));
+        if (receipt !== undefined) {
+          expect(typeof receipt.accepted).toBe('boolean');
+          if (!receipt.accepted) expect(receipt.reason, 'a group left out says why').toBeTruthy();
+        }
+        await sink.flush?.();
+        await sink.close({ incomplete: true });
+        if (read && receipt?.accepted !== false)
+          expect((await read()).map((group) => group.groupId)).toEqual(['o1']);
+      }));
+
+    it('resumed, keeps exactly the kept groups, then the new ones', () =>
+      withFixture(async ({ sink, read, resumes, reopen }) => {
+        if (!resumes || !read || !reopen || !sink.open) return;
+        await sink.open({});
+        for (const id of ['r1', 'r2', 'r3']) await sink.write(sampleScoredGroup(id));
+        await sink.close({ incomplete: true });
+        const [first, , third] = await read();
+        const resumed = await reopen();
+        try {
+          await resumed.open!({ resume: { kept: [first!, third!] } });
+          await resumed.write(sampleScoredGroup('r4'));
+        } finally {
+          await resumed.close();
+        }
+        expect((await read()).map((group) => group.groupId)).toEqual(['r1', 'r3', 'r4']);
       }));
 
     it('refuses a write whose signal is already aborted', () =>

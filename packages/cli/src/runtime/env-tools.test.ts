@@ -10,12 +10,12 @@ import { fileURLToPath } from 'node:url';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedServer, type ScriptedServer } from '@shears/core/test';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runShears } from './test-support/run-cli.js';
+import { runShears } from '../test-support/run-cli.js';
 
 vi.setConfig({ testTimeout: 120_000 });
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-env-tools-'));
-const helloPack = fileURLToPath(new URL('../../../examples/hello-pack', import.meta.url));
+const helloPack = fileURLToPath(new URL('../../../../examples/hello-pack', import.meta.url));
 let model: ScriptedServer;
 beforeAll(async () => {
   // Answers at once without a tool call: the test is about what each request offered.

@@ -6,10 +6,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type EnvItem, InvalidArgumentError, resolvePluginUrl, safeParseJson } from '@shears/core';
+import {
+  type EnvItem,
+  InvalidArgumentError,
+  type Logger,
+  resolvePluginUrl,
+  type ScoredGroupRecord,
+  safeParseJson,
+} from '@shears/core';
 import { isSecretField } from '@shears/core/internal';
 import { cliVersion } from '../args.js';
 import type { ShearsConfig } from '../config/config-schema.js';
+import { identityPathFor } from '../plan/output-plan.js';
+import { readGroupsForViewer } from '../viewer/build-viewer.js';
+import { fileError } from './output-files.js';
 
 interface RunIdentityFile {
   kind: 'shears.run';
@@ -18,11 +28,6 @@ interface RunIdentityFile {
   createdAt: string;
   /** Dotted config paths (and `tasks`) → values; compared one by one on resume. */
   identity: Record<string, unknown>;
-}
-
-/** `runs/x.jsonl` → `runs/x.run.json`. */
-export function identityPathFor(jsonlPath: string): string {
-  return `${jsonlPath.replace(/\.jsonl?$/i, '')}.run.json`;
 }
 
 /** A copy without secret-named fields and without URL userinfo. */
@@ -232,4 +237,22 @@ export function checkSameTask(options: {
     value: options.jsonlPath,
     message: `cannot resume ${relative(options.cwd, options.jsonlPath) || options.jsonlPath}: task "${options.now.id}" is not the task it was run on (${fields.join(', ')} changed). Resume with the same tasks, or start a new run (${options.elsewhere}, or --force to replace it)`,
   });
+}
+
+/** Reads the groups of a run being resumed; lines that are not groups are named, never silently lost. */
+export function readResumedGroups(
+  path: string,
+  options: { cwd: string; logger: Logger },
+): ScoredGroupRecord[] {
+  let read: ReturnType<typeof readGroupsForViewer>;
+  try {
+    read = readGroupsForViewer(path);
+  } catch (error) {
+    throw fileError(path, 'read', error, options.cwd);
+  }
+  if (read.skipped.length)
+    options.logger.warn(
+      `${relative(options.cwd, path) || path}: ${read.skipped.length} line(s) are not scored groups and are left out of the resumed file (lines ${read.skipped.slice(0, 10).join(', ')}${read.skipped.length > 10 ? ', …' : ''})`,
+    );
+  return read.groups;
 }

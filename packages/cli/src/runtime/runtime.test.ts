@@ -15,7 +15,7 @@ import {
 } from '@shears/core/test';
 import { createHfTokenizer } from '@shears/servers';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { runShears } from './test-support/run-cli.js';
+import { runShears } from '../test-support/run-cli.js';
 
 vi.setConfig({ testTimeout: 120_000 });
 

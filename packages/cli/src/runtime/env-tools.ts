@@ -10,88 +10,13 @@ import {
   type EnvV1,
   type Logger,
   mergeToolToolsets,
-  NoSuchEntryError,
-  type Registry,
-  resolveToolset,
+  type SandboxSpec,
   selectTools,
   type ToolsetDefinition,
   type ToolV1,
 } from '@shears/core';
 import { closestName } from '@shears/core/internal';
-import { checkSandboxSpec, createFromConfig } from './compose.js';
-import type { ShearsConfig } from './config/config-schema.js';
-
-/** `env.tools`: each entry a tool id or a toolset name from the loaded plugins, created with its settings. */
-export async function createExtraTools(registry: Registry, config: ShearsConfig): Promise<ToolV1[]> {
-  const table = registry.toolsets();
-  const tools: ToolV1[] = [];
-  for (const [index, entry] of (config.env.tools ?? []).entries()) {
-    const { id, settings } = typeof entry === 'string' ? { id: entry, settings: {} } : entry;
-    const field = `env.tools[${index}]`;
-    let names: string[];
-    if (registry.has('tools', id)) names = [id];
-    else if (Object.hasOwn(table, id)) {
-      try {
-        names = resolveToolset(id, table);
-      } catch (cause) {
-        if (!NoSuchEntryError.isInstance(cause)) throw cause;
-        throw new ConfigError({ message: `${field}: toolset "${id}": ${cause.message}`, cause });
-      }
-      const missing = names.filter((name) => !registry.has('tools', name));
-      if (missing.length > 0)
-        throw new ConfigError({
-          message: `${field}: toolset "${id}" (from ${registry.toolsetOwner(id) ?? 'a plugin'}) names ${missing.map((name) => `"${name}"`).join(', ')}, which no loaded plugin registers as a tool; add the package that provides it to "plugins"`,
-          issues: [{ path: field, message: 'toolset names unregistered tools', value: id }],
-        });
-    } else {
-      const known = [...registry.list('tools'), ...Object.keys(table)];
-      const suggestion = closestName(id, known);
-      throw new ConfigError({
-        message: `${field}: no tool or toolset "${id}" in the loaded plugins${suggestion ? ` (did you mean "${suggestion}"?)` : ''} (tools: ${registry.list('tools').join(', ') || 'none'}; toolsets: ${Object.keys(table).sort().join(', ') || 'none'}); add the package that provides it to "plugins"`,
-        issues: [{ path: field, message: 'unknown tool or toolset', value: id }],
-      });
-    }
-    for (const name of names) {
-      const created = await createFromConfig(registry, 'tools', name, field, settings, `${field}.settings`);
-      tools.push(...(Array.isArray(created) ? created : [created]));
-    }
-  }
-  const seen = new Set<string>();
-  for (const tool of tools) {
-    if (seen.has(tool.name))
-      throw new ConfigError({
-        message: `env.tools: tool "${tool.name}" is added twice (once by name, once through a toolset?); list it once`,
-        issues: [{ path: 'env.tools', message: 'duplicate tool', value: tool.name }],
-      });
-    seen.add(tool.name);
-  }
-  return tools;
-}
-
-/**
- * `env.toolsets` checks that need no env: a distribution name that exists, and not both
- * `distribution` and `enabled` (the distribution would silently win).
- */
-export function checkToolsetsConfig(config: ShearsConfig): void {
-  const toolsets = config.env.toolsets;
-  if (!toolsets) return;
-  if (toolsets.distribution && !Object.hasOwn(BUILTIN_DISTRIBUTIONS, toolsets.distribution)) {
-    const known = Object.keys(BUILTIN_DISTRIBUTIONS);
-    const suggestion = closestName(toolsets.distribution, known);
-    throw new ConfigError({
-      message: `env.toolsets.distribution: unknown toolset distribution "${toolsets.distribution}"${suggestion ? ` (did you mean "${suggestion}"?)` : ''} (allowed: ${known.join(', ')})`,
-      issues: [{ path: 'env.toolsets.distribution', message: 'unknown name', value: toolsets.distribution }],
-    });
-  }
-  if (toolsets.distribution && toolsets.enabled) {
-    throw new ConfigError({
-      message: `env.toolsets.enabled: a distribution (env.toolsets.distribution: ${toolsets.distribution}) picks the toolsets of each group, so enabled would be ignored; set one of them`,
-      issues: [
-        { path: 'env.toolsets.enabled', message: 'ignored with a distribution', value: toolsets.enabled },
-      ],
-    });
-  }
-}
+import type { EnvPlan } from '../plan/env-plan.js';
 
 function describeTools(tools: readonly ToolV1[]): string {
   return tools.length === 0
@@ -102,12 +27,12 @@ function describeTools(tools: readonly ToolV1[]): string {
 /** The toolset names the config uses exist, and the selection leaves the model at least one tool. */
 function checkOfferedTools(
   tools: readonly ToolV1[],
-  config: ShearsConfig,
+  plan: Pick<EnvPlan, 'name' | 'toolsets'>,
   table: Readonly<Record<string, ToolsetDefinition>>,
 ): void {
-  const toolsets = config.env.toolsets;
+  const toolsets = plan.toolsets;
   if (!toolsets) return;
-  const envName = config.env.name;
+  const envName = plan.name;
   const merged = mergeToolToolsets(tools, table);
   const known = Object.keys(merged).sort();
   const checkName = (name: string, path: string, context = '') => {
@@ -164,37 +89,88 @@ function checkOfferedTools(
 }
 
 /**
+ * What the built-in sandboxes without containers cannot honour from a SandboxSpec (an env's
+ * image, resource limits, network policy) or from `sandbox.image`. Third-party providers are
+ * trusted to refuse what they cannot do.
+ */
+export const SANDBOX_SPEC_UNSUPPORTED: Readonly<Record<string, readonly ('image' | 'limits' | 'network')[]>> =
+  {
+    local: ['image', 'limits', 'network'],
+    ssh: ['image', 'limits', 'network'],
+  };
+
+export const SANDBOX_NATURE: Readonly<Record<string, string>> = {
+  local: 'is a temp directory on this machine, with its network and no resource limits',
+  ssh: 'is a directory on the ssh host, with its network and no resource limits',
+};
+
+/**
+ * Checks the sandbox an env asks for (`env.sandboxSpec(item)`) against what the provider can
+ * give, before any sandbox starts: an image, or `network: none`, that a local/ssh sandbox cannot
+ * honour is a ConfigError (the task would run in the wrong place, or with network it must not
+ * have); resource limits it cannot enforce are a warning, once.
+ */
+function checkSandboxSpec(
+  providerId: string,
+  spec: SandboxSpec | undefined,
+  context: { envName: string; warn: (message: string) => void; warned: Set<string> },
+): void {
+  const unsupported = SANDBOX_SPEC_UNSUPPORTED[providerId];
+  if (!spec || !unsupported) return;
+  const where = `the ${providerId} sandbox ${SANDBOX_NATURE[providerId]}`;
+  if (spec.image && unsupported.includes('image')) {
+    throw new ConfigError({
+      message: `sandbox.provider: env ${context.envName} runs its tasks in the container image "${spec.image}", but ${where}; use sandbox.provider: docker`,
+      issues: [{ path: 'sandbox.provider', message: "cannot run the env's image", value: providerId }],
+    });
+  }
+  if (spec.network === 'none' && unsupported.includes('network')) {
+    throw new ConfigError({
+      message: `sandbox.provider: env ${context.envName} asks for a sandbox without network, but ${where}; use sandbox.provider: docker`,
+      issues: [{ path: 'sandbox.provider', message: 'cannot cut the network', value: providerId }],
+    });
+  }
+  const limits = Object.entries(spec.limits ?? {}).filter(([, value]) => value !== undefined);
+  if (limits.length > 0 && unsupported.includes('limits') && !context.warned.has('limits')) {
+    context.warned.add('limits');
+    context.warn(
+      `env ${context.envName} asks for resource limits (${limits.map(([key, value]) => `${key} ${value}`).join(', ')}) that the ${providerId} sandbox does not enforce; use sandbox.provider: docker to enforce them`,
+    );
+  }
+}
+
+/**
  * The env as the run uses it: `env.tools` appended to its own tools, the toolset selection
  * checked on every group's tools, and the sandbox it asks for checked against the provider.
  */
 export function configureEnv<TItem extends EnvItem>(
   env: EnvV1<TItem>,
   options: {
-    config: ShearsConfig;
+    plan: Pick<EnvPlan, 'name' | 'toolsets'>;
     extraTools: readonly ToolV1[];
     toolsets: Readonly<Record<string, ToolsetDefinition>>;
     sandboxProvider: string;
     logger: Logger;
   },
 ): EnvV1<TItem> {
-  const { config, extraTools } = options;
+  const { plan, extraTools } = options;
   const warned = new Set<string>();
   const tools = (item: TItem): ToolV1[] => {
     const own = env.tools(item);
     const clash = extraTools.find((tool) => own.some((mine) => mine.name === tool.name));
     if (clash)
       throw new ConfigError({
-        message: `env.tools: env ${config.env.name} already offers a tool named "${clash.name}"; remove it from env.tools`,
+        message: `env.tools: env ${plan.name} already offers a tool named "${clash.name}"; remove it from env.tools`,
         issues: [{ path: 'env.tools', message: 'tool already offered by the env', value: clash.name }],
       });
     const all = [...own, ...extraTools];
-    checkOfferedTools(all, config, options.toolsets);
+    checkOfferedTools(all, plan, options.toolsets);
     return all;
   };
   const sandboxSpec = (item: TItem) => {
     const spec = env.sandboxSpec?.(item);
     checkSandboxSpec(options.sandboxProvider, spec, {
-      envName: config.env.name,
+      envName: plan.name,
       warn: (message) => options.logger.warn(message),
       warned,
     });

@@ -1,14 +1,12 @@
-// The files a run writes (JSONL, the HTML report, the evaluation summary, the run identity),
-// and the rule they all follow: an existing file is never overwritten unless the user says so
-// (`--force`, or `--resume` for the files of the run being resumed). Every file error becomes a
-// message naming the file; what a file receives is redacted value by value, so it stays valid.
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+// The files a run writes beside its trajectory sinks (the HTML report, the evaluation summary, the
+// run identity, the metrics stream), and the rule every output follows: an existing file is never
+// overwritten unless the user says so (`--force`, or `--resume` for the files of the run being
+// resumed). Every file error becomes a message naming the file; what a file receives is redacted
+// value by value, so it stays valid.
+import { closeSync, existsSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
-import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
-import type { ShearsConfig } from '../config/config-schema.js';
-import { checkToolsetsConfig } from '../env-tools.js';
+import { describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import type { Redactor } from '../redact.js';
-import { buildActionPolicy } from '../runtime.js';
 
 /** A file the CLI could not read or write (its message names the file and the reason). */
 class OutputFileError extends ShearsError {
@@ -117,66 +115,37 @@ function makeParent(path: string, cwd: string | undefined): void {
 
 export interface JsonlWriter {
   readonly path: string;
-  /** Appends one record, redacted value by value (never as text, so the line stays valid JSON). */
-  write(record: unknown): void;
-  /**
-   * Closes the file. A file this run created (`mode: 'new'`) that received no record is removed,
-   * with its `companions` (the run record): a run that failed before its first group leaves
-   * nothing that would block the next one.
-   */
+  /** Appends one row, redacted value by value (never as text, so the line stays valid JSON). */
+  write(row: unknown): void;
   close(): void;
 }
 
 /**
- * Opens a JSONL file for writing. `mode: 'new'` fails when the file exists (the guard's promise
- * holds even if a file appeared since), `'replace'` truncates it (--force), `'append'` adds to it.
- * `initial` records are written first, through a temporary file renamed into place, so a
- * resumed file is never half-rewritten.
+ * Opens the JSONL file of the metrics stream (rows written as they come, from timers too, so
+ * synchronously). `mode: 'new'` fails when the file exists (the guard's promise holds even if a
+ * file appeared since), `'replace'` truncates it (--force), `'append'` adds to it (--resume).
+ * Scored groups go through the trajectory sinks instead (output/run-sinks.ts).
  */
 export function createJsonlWriter(
   path: string,
   redact: Redactor,
-  options: {
-    mode: 'new' | 'replace' | 'append';
-    initial?: readonly unknown[];
-    cwd?: string;
-    /** Files written for this run beside the JSONL, removed with it when it stays empty. */
-    companions?: readonly string[];
-  },
+  options: { mode: 'new' | 'replace' | 'append'; cwd?: string },
 ): JsonlWriter {
-  const line = (record: unknown) => `${JSON.stringify(redact.value(record))}\n`;
   let fd: number;
   makeParent(path, options.cwd);
   try {
-    if (options.initial) {
-      const temporary = `${path}.${process.pid}.tmp`;
-      const handle = openSync(temporary, 'w');
-      try {
-        for (const record of options.initial) writeSync(handle, line(record));
-      } finally {
-        closeSync(handle);
-      }
-      if (options.mode === 'new' && existsSync(path))
-        throw Object.assign(new Error('exists'), { code: 'EEXIST' });
-      renameSync(temporary, path);
-      fd = openSync(path, 'a');
-    } else fd = openSync(path, options.mode === 'new' ? 'wx' : options.mode === 'replace' ? 'w' : 'a');
+    fd = openSync(path, options.mode === 'new' ? 'wx' : options.mode === 'replace' ? 'w' : 'a');
   } catch (error) {
     if ((error as { code?: string }).code === 'EEXIST')
-      throw outputExists(
-        [path],
-        `${options.cwd ? relative(options.cwd, path) || path : path} appeared while the run started; shears never overwrites output (use --force)`,
-      );
+      throw appearedError(path, options.cwd, 'while the run started');
     throw fileError(path, 'write', error, options.cwd);
   }
   let open = true;
-  let written = 0;
   return {
     path,
-    write(record) {
+    write(row) {
       try {
-        writeSync(fd, line(record));
-        written++;
+        writeSync(fd, `${JSON.stringify(redact.value(row))}\n`);
       } catch (error) {
         throw fileError(path, 'write', error, options.cwd);
       }
@@ -185,10 +154,16 @@ export function createJsonlWriter(
       if (!open) return;
       closeSync(fd);
       open = false;
-      if (options.mode === 'new' && !options.initial && written === 0)
-        for (const created of [path, ...(options.companions ?? [])]) rmSync(created, { force: true });
     },
   };
+}
+
+/** An output that appeared after the guard looked (another run started on the same path). */
+export function appearedError(path: string, cwd: string | undefined, when: string): InvalidArgumentError {
+  return outputExists(
+    [path],
+    `${cwd ? relative(cwd, path) || path : path} appeared ${when}; shears never overwrites output (use --force)`,
+  );
 }
 
 /** Writes a whole file (a report, a summary): new unless `replace`; errors name the file. */
@@ -203,10 +178,7 @@ export function writeOutputFile(
     fd = openSync(path, options.replace ? 'w' : 'wx');
   } catch (error) {
     if ((error as { code?: string }).code === 'EEXIST')
-      throw outputExists(
-        [path],
-        `${options.cwd ? relative(options.cwd, path) || path : path} appeared during the run; shears never overwrites output (use --force)`,
-      );
+      throw appearedError(path, options.cwd, 'during the run');
     throw fileError(path, 'write', error, options.cwd);
   }
   try {
@@ -216,19 +188,4 @@ export function writeOutputFile(
   } finally {
     closeSync(fd);
   }
-}
-
-/** `run.prometheus` belongs to the long-running commands; a short run refuses it rather than ignore it. */
-export function refusePrometheus(config: ShearsConfig, command: string): void {
-  if (config.run.prometheus)
-    throw new ConfigError({
-      message: `run.prometheus: only \`shears serve\` and \`shears train\` expose /metrics; \`shears ${command}\` writes the metrics stream (<out>.metrics.jsonl) instead. Remove run.prometheus for this command`,
-      issues: [{ path: 'run.prometheus', message: `not read by ${command}`, value: config.run.prometheus }],
-    });
-}
-
-/** The config checks that need no env or server, run before the output guard: a bad config is named first. */
-export function checkRunConfig(config: ShearsConfig): void {
-  buildActionPolicy(config);
-  checkToolsetsConfig(config);
 }

@@ -1,24 +1,20 @@
 // Which commands the improvement loop (`loop`) and per-step credit (`run.advantage` as an object)
 // apply to, and the checks on their settings that need no env: run before anything starts, so a
 // setting that cannot apply is refused rather than silently unused.
-import { type AdvantageEstimator, ConfigError, resolveAdvantageEstimator } from '@shears/core';
+import { resolve } from 'node:path';
+import { ConfigError } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
 
 type AdvantageSetting = ShearsConfig['run']['advantage'];
 export type PerStepAdvantage = Exclude<AdvantageSetting, string>;
 
-/** The estimator named by run.advantage (a name, or the `estimator` of per-step credit). */
-export function advantageEstimator(setting: AdvantageSetting): AdvantageEstimator {
-  return resolveAdvantageEstimator(typeof setting === 'string' ? setting : setting.estimator);
-}
-
 /** Per-step credit settings, when run.advantage asks for them. */
-export function perStepAdvantage(config: ShearsConfig): PerStepAdvantage | undefined {
+function perStepAdvantage(config: ShearsConfig): PerStepAdvantage | undefined {
   return typeof config.run.advantage === 'string' ? undefined : config.run.advantage;
 }
 
 /** `process` and `evaluate` send nothing to a trainer: the loop and per-step credit are refused there. */
-export function refuseLoop(config: ShearsConfig, command: 'process' | 'evaluate'): void {
+function refuseLoop(config: ShearsConfig, command: 'process' | 'evaluate'): void {
   const loop = config.loop ?? {};
   const set = (Object.keys(loop) as Array<keyof typeof loop>).filter((key) => loop[key] !== undefined);
   if (set.length > 0)
@@ -44,7 +40,7 @@ export function refuseLoop(config: ShearsConfig, command: 'process' | 'evaluate'
 }
 
 /** The loop's settings that contradict each other or the trainer, for `serve` and `train`. */
-export function checkLoopConfig(config: ShearsConfig): void {
+function checkLoopConfig(config: ShearsConfig): void {
   const loop = config.loop;
   if (loop?.safety && !loop.evaluation)
     throw new ConfigError({
@@ -82,4 +78,31 @@ export function checkLoopConfig(config: ShearsConfig): void {
         "run.advantage: per-step credit is sent as per-token advantages, but train.reference.advantages is 'scores' (the trainer normalises scores per group and ignores them); set train.reference.advantages: served, or use a plain run.advantage",
       issues: [{ path: 'train.reference.advantages', message: 'ignores per-step credit', value: 'scores' }],
     });
+}
+
+/** The `loop` section, checked, with the replay file made absolute; undefined when nothing is set. */
+export interface LoopPlan extends NonNullable<ShearsConfig['loop']> {
+  /** The SQLite file of kept groups (loop.replay.path, else `<out>.replay.sqlite`). */
+  replayPath: string | undefined;
+}
+
+export function resolveLoop(
+  config: ShearsConfig,
+  options: { command: 'process' | 'evaluate' | 'serve' | 'train'; cwd: string },
+): LoopPlan | undefined {
+  if (options.command === 'process' || options.command === 'evaluate') {
+    refuseLoop(config, options.command);
+    return undefined;
+  }
+  checkLoopConfig(config);
+  const loop = config.loop;
+  if (!loop || Object.values(loop).every((value) => value === undefined)) return undefined;
+  return {
+    ...loop,
+    replayPath: loop.replay
+      ? loop.replay.path
+        ? resolve(options.cwd, loop.replay.path)
+        : `${resolve(options.cwd, config.run.out).replace(/\.jsonl?$/i, '')}.replay.sqlite`
+      : undefined,
+  };
 }
