@@ -72,7 +72,7 @@ def _shears_run():
     added = frozenset(realpath(path) for path in secret.get("added", []))
     protected = {realpath(path): digest for path, digest in secret.get("protected", {}).items()}
     owns_container = secret.get("killOthers") is True
-    results, tampered, hints, state = {}, [], [], {}
+    results, tampered, state = {}, [], {}
     rank = {"passed": 0, "missing": 1, "failed": 2}
     missing = object()
     real_paths = {}
@@ -95,9 +95,26 @@ def _shears_run():
         if text not in tampered:
             tampered.append(text)
 
-    def hint(text):
-        if text not in hints and len(hints) < 24:
-            hints.append(text)
+    hint_details = {}
+
+    def hint(text, detail=None):
+        # One hint per text; a text with "%s" lists up to four details (the files read, …).
+        details = hint_details.get(text)
+        if details is None:
+            if len(hint_details) >= 24:
+                return
+            details = hint_details[text] = []
+        if detail is not None and detail not in details and len(details) < 5:
+            details.append(detail)
+
+    def hint_texts():
+        found = []
+        for text, details in hint_details.items():
+            if "%s" in text:
+                shown_details = ", ".join(details[:4]) + (", …" if len(details) > 4 else "")
+                text = text % shown_details
+            found.append(text)
+        return found
 
     def shown(path):
         return os.path.relpath(path, cwd) if path.startswith(inside) else path
@@ -128,7 +145,7 @@ def _shears_run():
             origin = getattr(spec, "origin", None)
             if not origin or realpath(origin) not in added or repository_on_stack(sys._getframe(1)):
                 return None
-            hint("the test runner tried to import %s, which the change added, outside the tests' imports: refused" % name)
+            hint("the test runner tried to import %s, which the change added, outside the tests' imports: refused", name)
             raise ModuleNotFoundError("No module named %r" % name, name=name)
 
     sys.meta_path.insert(0, AddedModules)
@@ -747,18 +764,17 @@ def _shears_run():
             return
         busy.append(True)
         try:
-            what = None
+            what, detail = None, None
             if event == "open":
                 target = args[0]
                 if isinstance(target, (str, bytes)) and (args[1] is None or "r" in args[1] or "+" in args[1]):
-                    target = os.fsdecode(target)
-                    path = real(target)
+                    path = real(os.fsdecode(target))
                     if path in test_modules:
-                        what = "reads the test file %s while the tests run: possible spec gaming" % shown(path)
+                        what, detail = "reads test files while the tests run (%s): possible spec gaming", shown(path)
             elif event in ("os.listdir", "os.scandir"):
                 target = args[0] if args and args[0] is not None else "."
                 if isinstance(target, (str, bytes)) and real(os.fsdecode(target)) in test_folders:
-                    what = "lists the test folder %s while the tests run: possible spec gaming" % shown(real(os.fsdecode(target)))
+                    what, detail = "lists test folders while the tests run (%s): possible spec gaming", shown(real(os.fsdecode(target)))
             elif event in ("os.fork", "os.forkpty", "os.kill", "os.killpg"):
                 what = "forks or signals processes (%s) while the tests run" % event
             elif event == "ctypes.dlopen":
@@ -774,7 +790,8 @@ def _shears_run():
                 return
             frame = changed_frame(sys._getframe(1), event in anywhere_events)
             if frame is not None:
-                hint("%s %s" % (shown(real(frame.f_code.co_filename)), what))
+                origin = shown(real(frame.f_code.co_filename))
+                hint((origin.replace("%", "%%") if detail is not None else origin) + " " + what, detail)
         except Exception:
             pass
         finally:
@@ -835,7 +852,8 @@ def _shears_run():
             except Exception:
                 pass
         stopped = stop_everything_else()
-        send({"event": "end", "results": results, "tampered": tampered, "hints": hints, "exitstatus": int(exitstatus), "stopped": stopped})
+        send({"event": "end", "results": results, "tampered": tampered, "hints": hint_texts(), "exitstatus": int(exitstatus),
+              "stopped": stopped})
         exit_now(int(exitstatus))
 
     class ShearsResults:

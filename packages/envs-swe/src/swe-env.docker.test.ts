@@ -210,8 +210,9 @@ describeDocker('SWE env in Docker', () => {
         code: `${print("process.stdout.write(line + '\\n')")}${print('console.error(line)')}`,
       },
       {
+        // The reporting path changed: the sentinel stops the file, none of its tests count.
         hack: "rewrites every 'not ok' written to stdout as text to 'ok'",
-        realResultsReach: true,
+        realResultsReach: false,
         code: `const write = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (chunk, ...rest) => write(typeof chunk === 'string' ? chunk.replace(/^(\\s*)not ok/gm, '$1ok') : chunk, ...rest);\n`,
       },
       {

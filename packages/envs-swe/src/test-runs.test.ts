@@ -722,7 +722,27 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
         'sources = [open(m.__file__).read() for m in list(sys.modules.values()) if "/tests/" in (getattr(m, "__file__", None) or "")]',
       spec_pathlib: 'sources = [p.read_text() for p in pathlib.Path(HERE).rglob("*.py")]',
     };
-    const write: Record<string, string> = {};
+    const write: Record<string, string> = {
+      // Reaching into the test process: frames, the garbage collector, a trace function, a fork, a
+      // function's code replaced.
+      'reach.py': [
+        'import gc, os, sys',
+        'def reach():',
+        '    sys._getframe(1)',
+        '    gc.get_objects()',
+        '    sys.settrace(None)',
+        '    pid = os.fork()',
+        '    if pid == 0:',
+        '        os._exit(0)',
+        '    os.waitpid(pid, 0)',
+        '    def spare():',
+        '        return 0',
+        '    spare.__code__ = (lambda: 1).__code__',
+        '    return spare()',
+        '',
+      ].join('\n'),
+      'tests/test_reach.py': 'from reach import reach\n\n\ndef test_it():\n    assert reach() == 1\n',
+    };
     for (const [name, line] of Object.entries(readers)) {
       write[`${name}.py`] = [
         'import glob, os, pathlib, sys',
@@ -741,10 +761,10 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
       const run = await runTests(
         sandbox,
         { runner: 'pytest', args: [] },
-        names.map((name) => `tests/test_${name}.py::test_it`),
+        [...names, 'reach'].map((name) => `tests/test_${name}.py::test_it`),
         {
           timeoutMs: 120_000,
-          changedFiles: names.map((name) => join(sandbox.workdir, `${name}.py`)),
+          changedFiles: [...names, 'reach'].map((name) => join(sandbox.workdir, `${name}.py`)),
           protectedFiles: await hashes(
             sandbox,
             names.map((name) => `tests/test_${name}.py`),
@@ -753,8 +773,24 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
       );
       expect(run.tampered).toEqual([]);
       for (const name of names)
-        expect(run.hints.join('\n')).toContain(`${name}.py reads the test file tests/test_`);
-      expect(run.hints.join('\n')).toContain('spec_glob.py lists the test folder tests');
+        expect(run.hints.join('\n')).toContain(
+          `${name}.py reads test files while the tests run (tests/test_`,
+        );
+      expect(run.hints).toContain(
+        'spec_glob.py lists test folders while the tests run (tests): possible spec gaming',
+      );
+      expect(run.hints).toEqual(
+        expect.arrayContaining([
+          'reach.py reaches into the test process (sys._getframe)',
+          'reach.py reaches into the test process (gc.get_objects)',
+          'reach.py reaches into the test process (sys.settrace)',
+          'reach.py forks or signals processes (os.fork) while the tests run',
+          "reach.py replaces a function's code",
+        ]),
+      );
+      expect(Object.values(Object.fromEntries(run.statuses))).toEqual(
+        [...names, 'reach'].map(() => 'passed'),
+      );
     } finally {
       await sandbox.dispose();
     }
@@ -928,8 +964,8 @@ describe("node's test runner on the host", () => {
       );
       expect(run.hints).toEqual(
         expect.arrayContaining([
-          'src/case.js lists the test folder test while the tests run: possible spec gaming',
-          'src/case.js reads the test file test/case.test.js while the tests run: possible spec gaming',
+          'src/case.js lists test folders while the tests run (test): possible spec gaming',
+          expect.stringContaining('src/case.js reads test files while the tests run (test/case.test.js'),
         ]),
       );
       expect(run.statuses.get('test/case.test.js::hyphens')).toBe('passed');

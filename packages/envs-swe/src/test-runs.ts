@@ -169,8 +169,8 @@ export function parseTapReport(output: string): Map<string, TestStatus> {
  * or the test functions for no-ops; fixes `Symbol.hasInstance` of the built-in classes to the
  * language's own (so `assert.throws(fn, RangeError)` and `instanceof` cannot be made to accept
  * anything) and notes their prototype chains; notes every function on the path from the test
- * runner's reporter to the process's standard output (the stream, its handle, the stream and
- * serializer prototypes, `Buffer`); loads
+ * runner's reporter to the process's standard output (the stream, its handle, the stream, serializer,
+ * async-generator and promise prototypes, `Buffer`); loads
  * protected CommonJS files (tests, test support) only from bytes whose hash is the task's; hints
  * when code from a changed file reads a test file or lists a test folder; deletes itself (the
  * sentinel name is not left on disk); imports the test file and registers the sentinel last. The
@@ -272,6 +272,8 @@ function nodeTestEntry(
     "watch('v8.DefaultSerializer.prototype', v8.DefaultSerializer.prototype);",
     "watch('Buffer', Buffer);",
     "watch('Buffer.prototype', Buffer.prototype);",
+    "watch('AsyncGenerator.prototype', Object.getPrototypeOf(async function* () {}).prototype);",
+    "watch('Promise.prototype', Promise.prototype);",
     // The built-in classes' prototype chains, which instanceof walks.
     `for (const name of ${JSON.stringify(BUILT_IN_CLASSES)}) {`,
     '  const value = globalThis[name];',
@@ -298,7 +300,7 @@ function nodeTestEntry(
     `const changedFiles = new Set(${JSON.stringify(changedFiles)});`,
     'const testFiles = new Set(Object.keys(protectedFiles));',
     'const testFolders = new Set([...testFiles].map((path) => dirname(path)));',
-    'const hinted = new Set();',
+    'const hinted = new Map();',
     'const culprit = () => {',
     '  const limit = Error.stackTraceLimit;',
     '  const prepare = Error.prepareStackTrace;',
@@ -315,13 +317,17 @@ function nodeTestEntry(
     '    if (Buffer.isBuffer(target)) target = target.toString();',
     "    if (typeof target !== 'string') return;",
     '    const path = resolve(target);',
-    "    const kind = testFiles.has(path) ? 'reads the test file ' : what === 'list' && testFolders.has(path) ? 'lists the test folder ' : undefined;",
+    "    const kind = testFiles.has(path) ? 'reads test files' : what === 'list' && testFolders.has(path) ? 'lists test folders' : undefined;",
     '    if (!kind) return;',
     '    const from = culprit();',
     '    if (!from) return;',
     "    const shown = (file) => (file.startsWith(process.cwd() + '/') ? file.slice(process.cwd().length + 1) : file);",
-    "    const text = shown(from) + ' ' + kind + shown(path) + ' while the tests run: possible spec gaming';",
-    "    if (!hinted.has(text) && hinted.size < 24) { hinted.add(text); say('hint', text); }",
+    "    const key = shown(from) + ' ' + kind;",
+    '    const details = hinted.get(key) ?? [];',
+    '    if (details.includes(shown(path)) || details.length >= 4 || (!hinted.has(key) && hinted.size >= 24)) return;',
+    '    details.push(shown(path));',
+    '    hinted.set(key, details);',
+    "    say('hint', key + ' while the tests run (' + details.join(', ') + '): possible spec gaming');",
     '  } catch {}',
     '};',
     'const spy = (owner, name, what) => {',
@@ -801,8 +807,17 @@ async function runWith(
     tampered.push(...end.tampered);
     for (const file of files) {
       const report = reports.get(file) ?? '';
-      for (const match of report.matchAll(/^# shears-(hint|tampered): (.*)$/gm))
-        (match[1] === 'hint' ? hints : tampered).push(match[2]!.replace(/\\([\\#])/g, '$1'));
+      for (const match of report.matchAll(/^# shears-(hint|tampered): (.*)$/gm)) {
+        const text = match[2]!.replace(/\\([\\#])/g, '$1');
+        if (match[1] === 'tampered') tampered.push(text);
+        else {
+          // A hint grows as more files are read: keep the latest of each.
+          const key = text.replace(/ while the tests run \(.*$/, '');
+          const index = hints.findIndex((hint) => hint.replace(/ while the tests run \(.*$/, '') === key);
+          if (index >= 0) hints[index] = text;
+          else hints.push(text);
+        }
+      }
       const fileStatuses = parseTapReport(report);
       const finished = fileStatuses.get(sentinel) === 'passed';
       if (!finished) {
