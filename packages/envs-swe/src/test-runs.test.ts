@@ -723,12 +723,14 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
       spec_pathlib: 'sources = [p.read_text() for p in pathlib.Path(HERE).rglob("*.py")]',
     };
     const write: Record<string, string> = {
-      // Reaching into the test process: frames, the garbage collector, a trace function, a fork, a
-      // function's code replaced.
+      // Reaching into the test process: frames, the garbage collector, a trace function, a fork,
+      // native code, a code object built, a function's code replaced.
       'reach.py': [
-        'import gc, os, sys',
+        'import ctypes, gc, os, sys',
         'def reach():',
         '    sys._getframe(1)',
+        '    ctypes.CDLL(None)',
+        '    (lambda: 0).__code__.replace(co_name="other")',
         '    gc.get_objects()',
         '    sys.settrace(None)',
         '    pid = os.fork()',
@@ -786,6 +788,8 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
           'reach.py reaches into the test process (sys.settrace)',
           'reach.py forks or signals processes (os.fork) while the tests run',
           "reach.py replaces a function's code",
+          'reach.py builds code objects',
+          'reach.py loads native code while the tests run',
         ]),
       );
       expect(Object.values(Object.fromEntries(run.statuses))).toEqual(
