@@ -203,7 +203,7 @@ def _shears_run():
         return getattr(value, "__code__", None)
 
     # The code of every test module and test support module, as the launcher compiles it.
-    genuine, keep_alive, leaves = {}, [], {}
+    genuine, keep_alive, leaves, sources = {}, [], {}, {}
 
     def trusted_code(code):
         if code is None:
@@ -358,17 +358,26 @@ def _shears_run():
     def allowed_wildcards(frame):
         # Wildcards the test module names itself: what its imports bind (and attributes of imported
         # modules it spells out), and instances of classes defined in the task's test files.
-        names = leaves.get(real(frame.f_code.co_filename), ())
+        path = real(frame.f_code.co_filename)
+        names = leaves.get(path)
+        if names is None:
+            # Worked out on first need, from the bytes the launcher checked and compiled.
+            try:
+                names = imported_leaves(ast.parse(sources[path])) if path in sources else ()
+            except (SyntaxError, ValueError):
+                names = ()
+            leaves[path] = names
         found = set()
         for chain, source in names:
-            value = frame.f_locals.get(chain[0], frame.f_globals.get(chain[0], missing))
-            if value is missing:
+            try:
+                value = frame.f_locals.get(chain[0], frame.f_globals.get(chain[0], missing))
+                for attribute in chain[1:]:
+                    if value is missing or type(value) is not module_type:
+                        value = missing
+                        break
+                    value = vars(value).get(attribute, missing)
+            except Exception:
                 continue
-            for attribute in chain[1:]:
-                if not isinstance(value, module_type):
-                    value = missing
-                    break
-                value = vars(value).get(attribute, missing)
             if value is missing:
                 continue
             module = sys.modules.get(source) if source else None
@@ -389,9 +398,12 @@ def _shears_run():
         return "<unknown>"
 
     def defined_in_tests(cls):
-        module = sys.modules.get(getattr(cls, "__module__", None) or "")
-        path = getattr(module, "__file__", None)
-        return bool(path) and real(path) in protected and real(path) not in changed
+        try:
+            module = sys.modules.get(vars(cls).get("__module__") or "")
+            path = vars(module).get("__file__") if type(module) is module_type else None
+        except Exception:
+            return False
+        return isinstance(path, str) and real(path) in protected and real(path) not in changed
 
     def operand(value, depth=1):
         pending, seen, budget, allowed = [value], set(), 100_000, None
@@ -478,7 +490,7 @@ def _shears_run():
         with open(strfn, "rb") as handle:
             source = verified(strfn, handle.read())
         tree = ast.parse(source, filename=strfn)
-        leaves[real(strfn)] = imported_leaves(tree)
+        sources[real(strfn)] = source
         rewrite.rewrite_asserts(tree, source, strfn, config)
         co = compile(tree, strfn, "exec", dont_inherit=True)
         record_codes(strfn, co)
@@ -575,39 +587,47 @@ def _shears_run():
     verified_impls = {}
 
     def function_code(function):
-        for attribute in ("_get_wrapped_function",):
-            unwrap = getattr(function, attribute, None)
-            if callable(unwrap):
-                try:
-                    function = unwrap()
-                except Exception:
-                    pass
-        wrapped = getattr(getattr(function, "__pytest_wrapped__", None), "obj", None)
-        if wrapped is not None:
-            function = wrapped
-        function = getattr(function, "_fixture_function", function)
-        function = getattr(function, "__func__", function)
-        return getattr(function, "__code__", None)
+        # The code a hook or fixture runs, read without running attribute code of arbitrary objects.
+        try:
+            for _ in range(8):
+                kind = type(function)
+                if kind is type(_shears_run):
+                    return function.__code__
+                if kind in (staticmethod, classmethod) or kind.__name__ == "method":
+                    function = function.__func__
+                elif kind.__name__ == "FixtureFunctionDefinition":
+                    function = vars(function).get("_fixture_function")
+                else:
+                    return None
+            return None
+        except Exception:
+            return None
 
     def plugin_fixtures(plugin):
         # Fixture definitions of a plugin, read from its namespace without running any attribute
-        # code (properties stay untouched).
+        # code (properties, proxies and __getattr__ stay untouched).
         namespaces = []
         fields = instance_dict(plugin)
         if fields is not None:
             namespaces.append(fields)
-        if not isinstance(plugin, module_type):
-            namespaces.extend(vars(klass) for klass in mro_of(plugin if isinstance(plugin, type) else type(plugin)))
+        if type(plugin) is not module_type:
+            namespaces.extend(vars(klass) for klass in mro_of(plugin if issubclass(type(plugin), type) else type(plugin)))
         found = []
         for namespace in namespaces:
             for name, value in list(namespace.items()):
-                value = getattr(value, "__func__", value)
                 try:
-                    fixture = vars(value).get("_pytestfixturefunction") if hasattr(value, "__dict__") else None
+                    if type(value) in (staticmethod, classmethod):
+                        value = value.__func__
+                    kind = type(value)
+                    if kind is type(_shears_run):
+                        if vars(value).get("_pytestfixturefunction") is not None:
+                            wrapped = vars(value).get("__pytest_wrapped__")
+                            inner = instance_dict(wrapped).get("obj") if instance_dict(wrapped) is not None else None
+                            found.append((name, inner if type(inner) is kind else value))
+                    elif kind.__name__ == "FixtureFunctionDefinition":
+                        found.append((name, value))
                 except Exception:
-                    fixture = None
-                if fixture is not None or type(value).__name__ == "FixtureFunctionDefinition":
-                    found.append((name, value))
+                    continue
         return found
 
     def origin(code):
@@ -625,7 +645,10 @@ def _shears_run():
     def check_plugin(plugin, manager):
         if plugin is state.get("plugin"):
             return
-        label = repr(plugin)[:160]
+        try:
+            label = repr(plugin)[:160]
+        except Exception:
+            label = object.__repr__(plugin)
         caller = changed_caller()
         if caller is not None:
             note("plugin registered by %s:%d: %s" % (shown(real(caller.f_code.co_filename)), caller.f_lineno, label))
@@ -640,13 +663,20 @@ def _shears_run():
             if not trusted_code(code):
                 note("plugin %s defines the fixture %s with code from %s" % (label, name, origin(code)))
 
-    def check_hooks():
+    outcome_hooks = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
+                     "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_pyfunc_call", "pytest_report_teststatus",
+                     "pytest_runtestloop", "pytest_collection_modifyitems", "pytest_assertion_pass", "pytest_exception_interact")
+
+    def check_hooks(everything=False):
+        # The hooks that decide outcomes on every check; all of them after collection and at the end.
         manager = state.get("manager")
         if manager is None:
             return
         if state.get("plugin") is not None and not manager.is_registered(state["plugin"]):
             note("the launcher's plugin was unregistered")
-        for caller_hook in list(vars(manager.hook).values()):
+        relay = vars(manager.hook)
+        callers = list(relay.values()) if everything else [relay[name] for name in outcome_hooks if name in relay]
+        for caller_hook in callers:
             get_impls = getattr(caller_hook, "get_hookimpls", None)
             if get_impls is None:
                 continue
@@ -659,7 +689,7 @@ def _shears_run():
                 if not trusted_code(code):
                     note("a %s hook implementation runs code from %s" % (caller_hook.name, origin(code)))
 
-    def check():
+    def check(everything=False):
         if not any(finder is VerifiedFinder for finder in sys.meta_path):
             note("the launcher's import check was removed from sys.meta_path")
         if not any(finder is AddedModules for finder in sys.meta_path):
@@ -673,7 +703,7 @@ def _shears_run():
             code = code_of(hook)
             if code is None or untrusted(code.co_filename):
                 note("a profile or trace function is installed while tests run (%r)" % (hook,))
-        check_hooks()
+        check_hooks(everything)
 
     suspect = ("runtest", "setup", "teardown", "_getobj", "ihook", "repr_failure", "reportinfo", "_prunetraceback", "obj")
     snapshots, targets, probes = {}, {}, []
@@ -845,7 +875,7 @@ def _shears_run():
         return stopped
 
     def finish(exitstatus):
-        check()
+        check(everything=True)
         for stream in (sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
@@ -870,6 +900,7 @@ def _shears_run():
 
         @pytest.hookimpl(trylast=True)
         def pytest_collection_finish(self, session):
+            check(everything=True)
             for item in session.items:
                 snapshot(item)
 

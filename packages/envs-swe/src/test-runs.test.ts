@@ -632,6 +632,16 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
       'timer = threading.Timer(0, manager.import_plugin, ["shears_timer_plugin"])',
       'timer.start()',
       'timer.join()',
+      // A hook implementation added to a hook without registering a plugin.
+      'from pluggy._hooks import HookImpl',
+      'direct = types.ModuleType("direct")',
+      'exec(compile(SOURCE, "<direct>", "exec"), direct.__dict__)',
+      'options = manager.parse_hookimpl_opts(direct, "pytest_runtest_makereport")',
+      'manager.hook.pytest_runtest_makereport._add_hookimpl(HookImpl(direct, "direct", direct.pytest_runtest_makereport, options))',
+      // The launcher's own plugin unregistered.
+      'for plugin in manager.get_plugins():',
+      '    if type(plugin).__name__ == "ShearsResults":',
+      '        manager.unregister(plugin)',
       '',
     ].join('\n');
     const sandbox = await repository({
@@ -657,6 +667,8 @@ describe.skipIf(!hostPytest)('the pytest launcher against the third round of att
         '<plugins.Instance object at',
         'defines the fixture forced with code from <string>',
         "<module 'shears_timer_plugin' from '/tmp/shears_timer_plugin.py'> implements pytest_runtest_makereport with code from /tmp/shears_timer_plugin.py",
+        'a pytest_runtest_makereport hook implementation runs code from <direct>',
+        "the launcher's plugin was unregistered",
       ])
         expect(flags).toContain(label);
     } finally {
