@@ -1,14 +1,14 @@
 // The grader's side of a fresh grading container: files go in through the Docker daemon's archive
 // API, the tests run as a plain `docker exec` (a new process with the container's own environment
-// and working directory, not a shell session anyone else has used), a timeout or an abort stops the
-// whole container, and results are read only once the container is stopped — nothing started by
-// the code under test is left to rewrite them.
+// and working directory, not a shell session anyone else has used) whose results stream (the
+// runner's standard output or error, kept apart by Docker's stream framing) comes back whole, a
+// timeout or an abort stops the whole container, and the caller reads the results only after
+// `settle` has stopped the container: no process of the run is left when they are read.
 import { PassThrough } from 'node:stream';
 import { AbortedError } from '@shears/core';
 import type Dockerode from 'dockerode';
 import tar from 'tar-stream';
-import { readContainerFile } from './container-tree.js';
-import type { TestExecutor } from './test-runs.js';
+import { MAX_RESULTS_BYTES, type TestExecutor } from './test-runs.js';
 
 /** The parts of a dockerode Container the grader uses. */
 export type GradingContainer = Pick<
@@ -88,9 +88,9 @@ interface GradingExecutor extends TestExecutor {
 }
 
 /**
- * A test executor over a fresh grading container. `run` is a `docker exec` in `workdir`; a timeout
- * or an abort kills the container. `settle` kills the container and waits until it is stopped;
- * `readFile` then reads from the stopped container through the archive API.
+ * A test executor over a fresh grading container. `run` is a `docker exec` in `workdir`, its two
+ * streams kept apart: the results stream whole, the other capped for people; a timeout or an abort
+ * kills the container. `settle` kills the container and waits until it is stopped.
  */
 export function dockerTestExecutor(
   container: GradingContainer,
@@ -131,7 +131,22 @@ export function dockerTestExecutor(
       const output = new CappedText(options.maxOutputChars ?? 400_000);
       const sink = new PassThrough();
       sink.on('data', (chunk: Buffer) => output.push(chunk.toString('utf8')));
-      container.modem.demuxStream(stream, sink, sink);
+      const results: Buffer[] = [];
+      let resultsBytes = 0;
+      let resultsOverflow = false;
+      const resultsSink = new PassThrough();
+      resultsSink.on('data', (chunk: Buffer) => {
+        if (resultsBytes + chunk.length > MAX_RESULTS_BYTES) resultsOverflow = true;
+        else {
+          results.push(chunk);
+          resultsBytes += chunk.length;
+        }
+      });
+      container.modem.demuxStream(
+        stream,
+        runOptions.results === 'stdout' ? resultsSink : sink,
+        runOptions.results === 'stderr' ? resultsSink : sink,
+      );
       let timedOut = false;
       let aborted = false;
       await new Promise<void>((resolve) => {
@@ -175,11 +190,14 @@ export function dockerTestExecutor(
             ? 'the grading container ran out of memory while the tests ran'
             : `the grading container stopped while the tests ran (exit code ${state.ExitCode})`;
       }
-      return { output: output.toString(), exitCode, timedOut };
+      return {
+        output: output.toString(),
+        results: Buffer.concat(results).toString('utf8'),
+        resultsOverflow,
+        exitCode,
+        timedOut,
+      };
     },
     settle: stop,
-    async readFile(path) {
-      return readContainerFile(container, path, { maxBytes: 64 * 1024 * 1024 });
-    },
   };
 }

@@ -52,11 +52,19 @@ export {
 } from './task-loaders.js';
 export type { SweTask, SweTaskInput, SweTestRunner } from './task-schema.js';
 export { defaultRunner, sweTaskSchema } from './task-schema.js';
-export type { RunTestsOptions, TestExecutor, TestRunResult, TestStatus } from './test-runs.js';
+export type {
+  ExecutorRun,
+  RunnerStream,
+  RunTestsOptions,
+  TestExecutor,
+  TestRunResult,
+  TestStatus,
+} from './test-runs.js';
 export {
   parsePytestReport,
   parseTapReport,
-  readPytestResultFile,
+  readPytestStream,
+  readRunnerStream,
   runTests,
   sandboxTestExecutor,
 } from './test-runs.js';

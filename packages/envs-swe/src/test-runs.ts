@@ -1,17 +1,25 @@
 // Running a task's tests and reading per-test results. Tests run through a `TestExecutor`: the
-// grader's is a fresh container of the task image (see swe-grader.ts), where each runner, once
-// the tests are done and before it writes its results, stops every other process in the
-// container, and the grader reads the result file only after the container itself is stopped —
-// nothing the code under test started can rewrite it. Results never come from what the run prints.
+// grader's is a fresh container of the task image (see swe-grading.ts). Results never come from
+// what the run prints, nor from a file the code under test could rewrite: each runner writes one
+// JSON record per line, carrying the run's nonce, to a stream of its own process that the code
+// under test does not write to (pytest: its standard error, which it points at standard output
+// for everything else; node: its standard output, the tests running in child processes with pipes
+// of their own), and the executor hands that stream back whole. The grader reads it only once every
+// process of the run is gone (the whole container stopped) and refuses a stream holding anything
+// after the runner's end record, a second end record or a line that is not the runner's: nothing
+// the code under test started can change what the runner reported.
 //
 // pytest starts as `python3 -I -B -c <launcher>`: isolated (no PYTHON* variables, no user site,
-// the repository last on sys.path, so the installed pytest wins over a planted `pytest.py`), with
-// an in-memory plugin that records each test's worst outcome and checks, from inside the test
-// process, for the tricks a change can play there (see assets/pytest-launcher.py). Node's test runner runs
-// through a runner script (`run()` of `node:test` per file, each file in a child process) that
-// collects the TAP report in its own memory; a generated entry freezes `node:assert` and
-// `node:test`, imports the test file and registers a sentinel test with a random name, so a file
-// whose sentinel did not pass stopped early and none of its tests count as passed.
+// the repository on sys.path only once pytest is imported, last, so the installed pytest wins over
+// a planted `pytest.py`), with an in-memory plugin that reports each test's outcome and checks,
+// from inside the test process, for the tricks a change can play there (see
+// assets/pytest-launcher.py). Node's test runner runs through a runner script (`run()` of
+// `node:test` per file, each file in a child process) that collects the TAP report in its own
+// memory; a generated entry freezes `node:assert` and `node:test`, keeps the built-in classes'
+// `instanceof` as the language defines it, notes what the reporting path is made of, imports the
+// test file and registers a sentinel test with a random name that checks the reporting path is
+// unchanged, so a file whose sentinel did not pass stopped early or was tampered with and none of
+// its tests count as passed.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type SandboxV1, safeParseJson } from '@shears/core';
@@ -29,8 +37,13 @@ export interface TestRunResult {
   complete: boolean;
   /** What the runner saw the code under test tamper with (every test then counts as failed). */
   tampered: string[];
-  /** The result file was there but not this run's (forged) or malformed. */
+  /**
+   * The results stream held something the runner did not write (a line without this run's nonce,
+   * anything after its end record, a second end record): every test counts as failed.
+   */
   forged: boolean;
+  /** Hints for an auditor from inside the run (code from changed files reading test files, …). */
+  hints: string[];
 }
 
 /** Where and how a test run happens: a fresh grading container, or any sandbox (for local runs). */
@@ -43,17 +56,32 @@ export interface TestExecutor {
    */
   readonly ownsProcessTree: boolean;
   writeFiles(files: ReadonlyArray<{ path: string; data: string | Uint8Array; mode?: number }>): Promise<void>;
+  /**
+   * Runs a command. `results` names the stream that carries the runner's results: it comes back
+   * whole as `results` (up to `MAX_RESULTS_BYTES`, beyond which `resultsOverflow` is set); the
+   * other stream is `output`, for people.
+   */
   run(
     argv: readonly string[],
-    options: { timeoutMs: number; signal?: AbortSignal },
-  ): Promise<{ output: string; exitCode: number | null; timedOut: boolean }>;
+    options: { timeoutMs: number; signal?: AbortSignal; results: 'stdout' | 'stderr' },
+  ): Promise<ExecutorRun>;
   /** Returns once nothing the run started is left (the grader stops the whole container). */
   settle(): Promise<void>;
-  /** A file's bytes, or undefined when it does not exist. */
-  readFile(path: string): Promise<Uint8Array | undefined>;
   /** Removes the scratch directory where the executor outlives the run. */
   cleanUp?(): Promise<void>;
 }
+
+/** What one command of a test executor gave back. */
+export interface ExecutorRun {
+  output: string;
+  results: string;
+  resultsOverflow: boolean;
+  exitCode: number | null;
+  timedOut: boolean;
+}
+
+/** Bytes of a runner's results stream kept; more is refused as not the runner's. */
+export const MAX_RESULTS_BYTES = 64 * 1024 * 1024;
 
 /** POSIX single-quote quoting. */
 export function shellQuote(text: string): string {
@@ -81,16 +109,16 @@ export function sandboxTestExecutor(
         timeoutMs: runOptions.timeoutMs,
         ...(runOptions.signal ? { signal: runOptions.signal } : {}),
       });
-      return { output: result.output, exitCode: result.exitCode, timedOut: result.timedOut };
+      const results = runOptions.results === 'stdout' ? result.stdout : result.stderr;
+      return {
+        output: runOptions.results === 'stdout' ? result.stderr : result.stdout,
+        results: results.slice(0, MAX_RESULTS_BYTES),
+        resultsOverflow: results.length > MAX_RESULTS_BYTES,
+        exitCode: result.exitCode,
+        timedOut: result.timedOut,
+      };
     },
     async settle() {},
-    async readFile(path) {
-      try {
-        return await sandbox.readFile(path, options.signal ? { signal: options.signal } : {});
-      } catch {
-        return undefined;
-      }
-    },
     async cleanUp() {
       await sandbox.exec(`rm -rf ${shellQuote(tempDir)}`, { timeoutMs: 30_000 }).catch(() => undefined);
     },
@@ -136,29 +164,127 @@ export function parseTapReport(output: string): Map<string, TestStatus> {
 }
 
 /**
- * The module node's runner runs for one test file. It freezes `node:assert` (and its strict
- * variant) and `node:test` so code under test cannot swap assertions or the test functions for
- * no-ops, loads protected CommonJS files (tests, test support) only from bytes whose hash is the
- * task's, deletes itself (the sentinel name is not left on disk), imports the test file and
- * registers the sentinel last: it is reported only if every test before it finished and the
- * process did not exit first.
+ * The module node's runner runs for one test file. Before any code under test runs it freezes
+ * `node:assert` (and its strict variant) and `node:test` so code under test cannot swap assertions
+ * or the test functions for no-ops; fixes `Symbol.hasInstance` of the built-in classes to the
+ * language's own (so `assert.throws(fn, RangeError)` and `instanceof` cannot be made to accept
+ * anything) and notes their prototype chains; notes every function on the path from the test
+ * runner's reporter to the process's standard output (the stream, its handle, the stream, serializer,
+ * async-generator and promise prototypes, `Buffer`); loads
+ * protected CommonJS files (tests, test support) only from bytes whose hash is the task's; hints
+ * when code from a changed file reads a test file or lists a test folder; deletes itself (the
+ * sentinel name is not left on disk); imports the test file and registers the sentinel last. The
+ * sentinel checks the reporting path and the prototype chains: changed, the process exits at once (code 97) without
+ * reporting the sentinel, so none of the file's tests count as passed — a change that rewrites
+ * what the reporter sends cannot also report the sentinel, whose name it never saw.
  */
+/** Global classes whose `Symbol.hasInstance` the entry fixes to the language's own. */
+const BUILT_IN_CLASSES = [
+  'Object',
+  'Function',
+  'Array',
+  'Number',
+  'String',
+  'Boolean',
+  'Symbol',
+  'BigInt',
+  'Date',
+  'RegExp',
+  'Error',
+  'TypeError',
+  'RangeError',
+  'SyntaxError',
+  'ReferenceError',
+  'EvalError',
+  'URIError',
+  'AggregateError',
+  'Promise',
+  'Map',
+  'Set',
+  'WeakMap',
+  'WeakSet',
+  'WeakRef',
+  'ArrayBuffer',
+  'SharedArrayBuffer',
+  'DataView',
+  'Int8Array',
+  'Uint8Array',
+  'Uint8ClampedArray',
+  'Int16Array',
+  'Uint16Array',
+  'Int32Array',
+  'Uint32Array',
+  'Float32Array',
+  'Float64Array',
+  'BigInt64Array',
+  'BigUint64Array',
+  'Buffer',
+  'URL',
+  'URLSearchParams',
+];
+
 function nodeTestEntry(
   file: string,
   sentinel: string,
   protectedFiles: Readonly<Record<string, string | null>> = {},
+  changedFiles: readonly string[] = [],
 ): string {
   return [
     "import assert from 'node:assert';",
     "import { createHash } from 'node:crypto';",
-    "import { readFileSync, unlinkSync } from 'node:fs';",
-    "import Module, { createRequire } from 'node:module';",
-    "import { resolve } from 'node:path';",
-    "import { pathToFileURL } from 'node:url';",
+    "import fs from 'node:fs';",
+    "import Module, { createRequire, syncBuiltinESMExports } from 'node:module';",
+    "import { dirname, resolve } from 'node:path';",
+    "import stream from 'node:stream';",
+    "import { fileURLToPath, pathToFileURL } from 'node:url';",
+    "import v8 from 'node:v8';",
     "const nodeTest = createRequire(import.meta.url)('node:test');",
+    'const reallyExit = process.reallyExit;',
+    'const { readFileSync, unlinkSync, writeSync } = fs;',
+    "const say = (kind, text) => { try { writeSync(2, '\\nshears-' + kind + ': ' + text + '\\n'); } catch {} };",
     'Object.freeze(assert);',
     'Object.freeze(assert.strict);',
     'Object.freeze(nodeTest);',
+    // instanceof as the language defines it, for every built-in class.
+    'const hasInstance = Function.prototype[Symbol.hasInstance];',
+    `for (const name of ${JSON.stringify(BUILT_IN_CLASSES)}) {`,
+    '  const value = globalThis[name];',
+    "  if (typeof value !== 'function') continue;",
+    '  try { Object.defineProperty(value, Symbol.hasInstance, { value: hasInstance, writable: false, configurable: false, enumerable: false }); } catch {}',
+    '}',
+    // The reporting path, as it is before any code under test runs.
+    'const lookup = (object, key) => { for (let o = object; o; o = Object.getPrototypeOf(o)) { const found = Object.getOwnPropertyDescriptor(o, key); if (found) return found; } return undefined; };',
+    'const watched = [];',
+    'const watch = (label, object) => {',
+    "  if (!object || (typeof object !== 'object' && typeof object !== 'function')) return;",
+    '  const keys = new Set();',
+    '  for (let o = object; o && o !== Object.prototype && o !== Function.prototype; o = Object.getPrototypeOf(o)) for (const key of Reflect.ownKeys(o)) keys.add(key);',
+    "  for (const key of keys) { const found = lookup(object, key); if (found && (typeof found.value === 'function' || found.get || found.set)) watched.push([label, object, key, found]); }",
+    "  watched.push([label, object, '(prototype)', { value: Object.getPrototypeOf(object) }]);",
+    '};',
+    "watch('process.stdout', process.stdout);",
+    "watch('process.stdout._handle', process.stdout._handle);",
+    "watch('stream.Writable.prototype', stream.Writable.prototype);",
+    "watch('stream.Readable.prototype', stream.Readable.prototype);",
+    "watch('stream.Duplex.prototype', stream.Duplex.prototype);",
+    "watch('stream.Transform.prototype', stream.Transform.prototype);",
+    "watch('v8.Serializer.prototype', v8.Serializer.prototype);",
+    "watch('v8.DefaultSerializer.prototype', v8.DefaultSerializer.prototype);",
+    "watch('Buffer', Buffer);",
+    "watch('Buffer.prototype', Buffer.prototype);",
+    "watch('AsyncGenerator.prototype', Object.getPrototypeOf(async function* () {}).prototype);",
+    "watch('Promise.prototype', Promise.prototype);",
+    // The built-in classes' prototype chains, which instanceof walks.
+    `for (const name of ${JSON.stringify(BUILT_IN_CLASSES)}) {`,
+    '  const value = globalThis[name];',
+    "  if (typeof value !== 'function') continue;",
+    "  watched.push([name, value, '(prototype)', { value: Object.getPrototypeOf(value) }]);",
+    "  if (value.prototype) watched.push([name + '.prototype', value.prototype, '(prototype)', { value: Object.getPrototypeOf(value.prototype) }]);",
+    '}',
+    'const changedPath = () => watched.filter(([, object, key, found]) => {',
+    "  const now = key === '(prototype)' ? { value: Object.getPrototypeOf(object) } : lookup(object, key);",
+    '  return !now || now.value !== found.value || now.get !== found.get || now.set !== found.set;',
+    "}).map(([label, , key]) => label + '.' + String(key));",
     // Test files and test support load only as the task put them (checked bytes, CommonJS).
     `const protectedFiles = ${JSON.stringify(protectedFiles)};`,
     "const compileJs = Module._extensions['.js'];",
@@ -170,9 +296,59 @@ function nodeTestEntry(
     "    throw new Error('shears: test file ' + filename + ' was changed during the run');",
     "  module._compile(source.toString('utf8'), filename);",
     '};',
+    // Hints: code from a changed file reading a test file or listing a test folder.
+    `const changedFiles = new Set(${JSON.stringify(changedFiles)});`,
+    'const testFiles = new Set(Object.keys(protectedFiles));',
+    'const testFolders = new Set([...testFiles].map((path) => dirname(path)));',
+    'const hinted = new Map();',
+    'const culprit = () => {',
+    '  const limit = Error.stackTraceLimit;',
+    '  const prepare = Error.prepareStackTrace;',
+    '  Error.stackTraceLimit = 64;',
+    '  Error.prepareStackTrace = undefined;',
+    '  let stack;',
+    '  try { stack = String(new Error().stack); } finally { Error.stackTraceLimit = limit; Error.prepareStackTrace = prepare; }',
+    '  for (const match of stack.matchAll(/(?:file:\\/\\/)?(\\/[^\\s():]+):\\d+:\\d+/g)) if (changedFiles.has(match[1])) return match[1];',
+    '  return undefined;',
+    '};',
+    'const hintAbout = (target, what) => {',
+    '  try {',
+    '    if (target instanceof URL) target = fileURLToPath(target);',
+    '    if (Buffer.isBuffer(target)) target = target.toString();',
+    "    if (typeof target !== 'string') return;",
+    '    const path = resolve(target);',
+    "    const kind = testFiles.has(path) ? 'reads test files' : what === 'list' && testFolders.has(path) ? 'lists test folders' : undefined;",
+    '    if (!kind) return;',
+    '    const from = culprit();',
+    '    if (!from) return;',
+    "    const shown = (file) => (file.startsWith(process.cwd() + '/') ? file.slice(process.cwd().length + 1) : file);",
+    "    const key = shown(from) + ' ' + kind;",
+    '    const details = hinted.get(key) ?? [];',
+    '    if (details.includes(shown(path)) || details.length >= 4 || (!hinted.has(key) && hinted.size >= 24)) return;',
+    '    details.push(shown(path));',
+    '    hinted.set(key, details);',
+    "    say('hint', key + ' while the tests run (' + details.join(', ') + '): possible spec gaming');",
+    '  } catch {}',
+    '};',
+    'const spy = (owner, name, what) => {',
+    '  const original = owner[name];',
+    "  if (typeof original !== 'function') return;",
+    '  owner[name] = function (target, ...rest) { hintAbout(target, what); return original.call(this, target, ...rest); };',
+    '};',
+    "for (const name of ['readFileSync', 'readFile', 'openSync', 'open', 'createReadStream']) spy(fs, name, 'read');",
+    "for (const name of ['readdirSync', 'readdir', 'opendirSync', 'opendir']) spy(fs, name, 'list');",
+    "for (const name of ['readFile', 'open']) spy(fs.promises, name, 'read');",
+    "for (const name of ['readdir', 'opendir']) spy(fs.promises, name, 'list');",
+    'syncBuiltinESMExports();',
     'unlinkSync(new URL(import.meta.url));',
     `await import(pathToFileURL(resolve(${JSON.stringify(file)})).href);`,
-    `nodeTest.test(${JSON.stringify(sentinel)}, () => {});`,
+    `nodeTest.test(${JSON.stringify(sentinel)}, () => {`,
+    '  const changed = changedPath();',
+    '  if (changed.length > 0) {',
+    "    say('tampered', 'changed while the tests ran (the reporting path of the test runner or the prototype chain of a built-in class): ' + changed.slice(0, 8).join(', '));",
+    '    reallyExit.call(process, 97);',
+    '  }',
+    '});',
     '',
   ].join('\n');
 }
@@ -223,17 +399,17 @@ function stopEverythingElse(enabled) {
 `;
 
 /**
- * The node runner script: reads (and deletes) its secret — nonce, report path, the entries to
- * run, the protected files' hashes — and keeps the protected files (tests, test support) in memory
- * before any code under test runs. Before each file and at the end it stops every other process
- * and checks the protected files, restoring (and reporting) any that changed. It runs each entry
- * with `run()` of `node:test` (the file runs in a child process), keeps each file's TAP report in
- * memory and prints it for people; at the end it writes the reports, what was tampered with and the
- * nonce, and exits at once.
+ * The node runner script: reads (and deletes) its secret — nonce, the entries to run, the
+ * protected files' hashes — and keeps the protected files (tests, test support) in memory before
+ * any code under test runs. Before each file and at the end it stops every other process and checks
+ * the protected files, restoring (and reporting) any that changed. It runs each entry with `run()`
+ * of `node:test` (the file runs in a child process with pipes of its own), sends each file's TAP
+ * report as a record on its standard output (the results stream) and prints it on its standard
+ * error for people; at the end it sends an end record with what was tampered with, and exits.
  */
 const NODE_RUNNER = String.raw`
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { run } from 'node:test';
 import { tap } from 'node:test/reporters';
@@ -245,6 +421,7 @@ const writeAll = (fd, text) => {
   const data = Buffer.from(text);
   for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset);
 };
+const send = (record) => writeAll(1, JSON.stringify({ ...record, nonce: secret.nonce }) + '\n');
 // Test files and test support as the task put them, read before any code under test runs.
 const tampered = [];
 const original = new Map();
@@ -271,7 +448,6 @@ const restore = () => {
     }
   }
 };
-const reports = {};
 for (const { file, entry } of secret.files) {
   restore();
   let text = '';
@@ -280,14 +456,12 @@ for (const { file, entry } of secret.files) {
   } catch (error) {
     text += '\n# shears: the runner failed: ' + String(error && error.message ? error.message : error) + '\n';
   }
-  reports[file] = text;
-  writeAll(1, '### shears-file ' + file + '\n' + text + '\n');
+  send({ event: 'file', file, report: text });
+  writeAll(2, '### shears-file ' + file + '\n' + text + '\n');
 }
 restore();
 const stopped = stopEverythingElse(secret.killOthers === true);
-const fd = openSync(secret.report, 'w', 0o600);
-writeAll(fd, JSON.stringify({ nonce: secret.nonce, reports, stopped, tampered }));
-closeSync(fd);
+send({ event: 'end', stopped, tampered });
 process.exit(0);
 `;
 
@@ -302,73 +476,174 @@ function readPytestLauncher(): string {
   return pytestLauncher;
 }
 
-/** What the pytest launcher writes at the end of a session (see `assets/pytest-launcher.py`). */
-const pytestResultFileSchema = z.object({
-  nonce: z.string(),
-  results: z.record(z.string(), z.enum(['passed', 'failed', 'missing'])),
-  tampered: z.array(z.string()),
-  exitstatus: z.number(),
-  stopped: z.number().optional(),
-});
+const statusSchema = z.enum(['passed', 'failed', 'missing']);
+/** The pytest launcher's records (see `assets/pytest-launcher.py`). */
+const pytestRecordSchema = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('result'), nonce: z.string(), id: z.string(), status: statusSchema }),
+  z.object({
+    event: z.literal('end'),
+    nonce: z.string(),
+    results: z.record(z.string(), statusSchema),
+    tampered: z.array(z.string()),
+    hints: z.array(z.string()).default([]),
+    exitstatus: z.number(),
+    stopped: z.number().optional(),
+  }),
+]);
+/** The node runner's records (see `NODE_RUNNER`). */
+const nodeRecordSchema = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('file'), nonce: z.string(), file: z.string(), report: z.string() }),
+  z.object({
+    event: z.literal('end'),
+    nonce: z.string(),
+    stopped: z.number().optional(),
+    tampered: z.array(z.string()).default([]),
+  }),
+]);
 
-/** What the node runner writes at the end (see `NODE_RUNNER`). */
-const nodeResultFileSchema = z.object({
-  nonce: z.string(),
-  reports: z.record(z.string(), z.string()),
-  stopped: z.number().optional(),
-  tampered: z.array(z.string()).default([]),
-});
+/** What a runner's results stream says, once every process of the run is gone. */
+export interface RunnerStream<TRecord> {
+  /** The records before the end record, in order. */
+  records: TRecord[];
+  /** The end record, when the runner got that far. */
+  end?: TRecord;
+  /** Why the stream is not (only) the runner's: every test then counts as failed. */
+  problems: string[];
+}
 
 /**
- * Reads the pytest launcher's result file: per-test statuses when it carries this run's nonce and
- * no tampering was seen; otherwise no results (or every test failed, when pytest was tampered
- * with) and a note saying why, for the test output.
+ * Reads a runner's results stream: one JSON record per line, each with this run's nonce, the
+ * `end` record last. A line that does not parse as one of the runner's records or lacks the nonce,
+ * anything after the end record and a second end record are problems (something other than the
+ * runner wrote to the stream, or outlived the test process); a partial last line with no end
+ * record before it is a runner that was stopped mid-write (incomplete, not a problem).
  */
-export function readPytestResultFile(
-  text: string | undefined,
+export function readRunnerStream<TRecord extends { event: string; nonce: string }>(
+  text: string,
+  nonce: string,
+  schema: z.ZodType<TRecord>,
+  options: { overflow?: boolean } = {},
+): RunnerStream<TRecord> {
+  const records: TRecord[] = [];
+  const problems: string[] = [];
+  let end: TRecord | undefined;
+  let after = 0;
+  let foreign = 0;
+  let firstForeign = '';
+  const lines = text.split('\n');
+  // What follows the last newline: empty when the runner finished its line; else a line cut short.
+  const trailing = lines.pop() ?? '';
+  for (const line of lines) {
+    if (end !== undefined) {
+      after += 1;
+      continue;
+    }
+    if (line === '') continue;
+    const parsed = safeParseJson(line, { source: 'results stream line', schema });
+    if (!parsed.success || parsed.value.nonce !== nonce) {
+      foreign += 1;
+      firstForeign ||= line.slice(0, 120);
+      continue;
+    }
+    if (parsed.value.event === 'end') end = parsed.value;
+    else records.push(parsed.value);
+  }
+  if (trailing !== '' && end !== undefined) after += 1;
+  if (foreign > 0)
+    problems.push(
+      `the results stream held ${foreign} line(s) the runner did not write (first: ${JSON.stringify(firstForeign)})`,
+    );
+  if (after > 0)
+    problems.push(
+      `the results stream held ${after} line(s) after the runner's end record: something outlived the test process and wrote to it`,
+    );
+  if (options.overflow) problems.push('the results stream was larger than any runner writes');
+  return { records, ...(end !== undefined ? { end } : {}), problems };
+}
+
+type PytestRecord = z.infer<typeof pytestRecordSchema>;
+type NodeRecord = z.infer<typeof nodeRecordSchema>;
+
+/**
+ * Reads the pytest launcher's results stream: per-test statuses (each test's worst outcome over
+ * every record) when it ended with this run's nonce and nothing else was written to it; every
+ * test failed when the launcher saw tampering or the stream was not only the launcher's; no
+ * results when it never ended. `exitCode` is the launcher process's: its end record must agree.
+ */
+export function readPytestStream(
+  text: string,
   nonce: string,
   ids: readonly string[],
+  options: { exitCode?: number | null; overflow?: boolean } = {},
 ): {
   statuses: Map<string, TestStatus>;
   note: string;
   tampered: string[];
+  hints: string[];
   complete: boolean;
   forged: boolean;
 } {
   const statuses = new Map<string, TestStatus>();
-  const none = { statuses, tampered: [], complete: false };
-  if (text === undefined)
-    return {
-      ...none,
-      forged: false,
-      note: 'no result file: pytest stopped before the session finished (os._exit, a crash, killed or timed out); no test counts as passed',
-    };
-  const parsed = safeParseJson(text, { source: 'pytest result file', schema: pytestResultFileSchema });
-  if (!parsed.success)
-    return { ...none, forged: true, note: `${parsed.error.message}; no test counts as passed` };
-  if (parsed.value.nonce !== nonce)
-    return {
-      ...none,
-      forged: true,
-      note: "the result file does not carry this run's nonce (forged); no test counts as passed",
-    };
-  if (parsed.value.tampered.length > 0) {
+  const stream = readRunnerStream<PytestRecord>(text, nonce, pytestRecordSchema, options);
+  const end = stream.end?.event === 'end' ? stream.end : undefined;
+  const problems = [...stream.problems];
+  if (end && end.exitstatus >= 128)
+    problems.push(`the end record reports exit status ${end.exitstatus}, which pytest never returns`);
+  else if (
+    end &&
+    options.exitCode !== undefined &&
+    options.exitCode !== null &&
+    options.exitCode !== end.exitstatus
+  )
+    problems.push(
+      `pytest exited with ${options.exitCode} after reporting exit status ${end.exitstatus}: something ended the launcher after its end record`,
+    );
+  const hints = end?.hints ?? [];
+  if (problems.length > 0) {
     for (const id of ids) statuses.set(id, 'failed');
     return {
       statuses,
-      tampered: parsed.value.tampered,
-      complete: true,
-      forged: false,
-      note: `pytest was tampered with from inside the test process (${parsed.value.tampered.join('; ')}); every test counts as failed`,
+      tampered: problems,
+      hints,
+      complete: end !== undefined,
+      forged: true,
+      note: `${problems.join('; ')}; every test counts as failed`,
     };
   }
-  for (const [id, status] of Object.entries(parsed.value.results)) statuses.set(id, status);
+  if (!end)
+    return {
+      statuses,
+      tampered: [],
+      hints,
+      complete: false,
+      forged: false,
+      note: 'no end record: pytest stopped before the session finished (os._exit, a crash, killed or timed out); no test counts as passed',
+    };
+  if (end.tampered.length > 0) {
+    for (const id of ids) statuses.set(id, 'failed');
+    return {
+      statuses,
+      tampered: end.tampered,
+      hints,
+      complete: true,
+      forged: false,
+      note: `pytest was tampered with from inside the test process (${end.tampered.join('; ')}); every test counts as failed`,
+    };
+  }
+  const rank: Record<TestStatus, number> = { passed: 0, missing: 1, failed: 2 };
+  const worse = (id: string, status: TestStatus) => {
+    const previous = statuses.get(id);
+    if (!previous || rank[status] > rank[previous]) statuses.set(id, status);
+  };
+  for (const record of stream.records) if (record.event === 'result') worse(record.id, record.status);
+  for (const [id, status] of Object.entries(end.results)) worse(id, status);
   return {
     statuses,
     tampered: [],
+    hints,
     complete: true,
     forged: false,
-    note: `results read from the result file (pytest exit status ${parsed.value.exitstatus})`,
+    note: `results read from the launcher's results stream (pytest exit status ${end.exitstatus})`,
   };
 }
 
@@ -380,8 +655,10 @@ function splitNodeId(id: string): { file: string; name: string } {
 export interface RunTestsOptions {
   timeoutMs: number;
   signal?: AbortSignal;
-  /** Absolute paths of the files the agent's change added or modified (for the pytest launcher's checks). */
+  /** Absolute paths of the files the agent's change added or modified (for the runners' checks and hints). */
   changedFiles?: readonly string[];
+  /** Absolute paths of the files the change added (pytest: loaded only by the tests' own imports). */
+  addedFiles?: readonly string[];
   /**
    * Test files and test support as the task put them (absolute path → SHA-256, null for a path
    * that must not exist): a change during the run is tampering (pytest: checked as modules are
@@ -424,18 +701,18 @@ async function runWith(
     complete: true,
     tampered: [],
     forged: false,
+    hints: [],
   };
   if (ids.length === 0) return empty;
   const dir = executor.tempDir;
   const nonce = randomUUID();
-  const reportPath = `${dir}/results-${randomUUID()}.json`;
   const secretPath = `${dir}/secret-${randomUUID()}`;
   const runOptions = { timeoutMs: options.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) };
   if (runner.runner === 'pytest') {
     const secret = {
       nonce,
-      report: reportPath,
       changed: options.changedFiles ?? [],
+      added: options.addedFiles ?? [],
       protected: Object.fromEntries(
         Object.entries(options.protectedFiles ?? {}).filter(
           (entry): entry is [string, string] => entry[1] !== null,
@@ -459,11 +736,13 @@ async function runWith(
         ...runner.args,
         ...ids,
       ],
-      runOptions,
+      { ...runOptions, results: 'stderr' },
     );
     await executor.settle();
-    const report = await executor.readFile(reportPath);
-    const read = readPytestResultFile(report ? Buffer.from(report).toString('utf8') : undefined, nonce, ids);
+    const read = readPytestStream(run.results, nonce, ids, {
+      exitCode: run.timedOut ? null : run.exitCode,
+      overflow: run.resultsOverflow,
+    });
     for (const [id, status] of read.statuses) if (statuses.has(id)) statuses.set(id, status);
     return {
       statuses,
@@ -473,31 +752,28 @@ async function runWith(
       complete: read.complete,
       tampered: read.tampered,
       forged: read.forged,
+      hints: read.hints,
     };
   }
   const files = [...new Set(ids.map((id) => splitNodeId(id).file))];
   const sentinel = `shears-end-of-file-${randomUUID()}`;
   const runnerPath = `${dir}/runner-${randomUUID()}.mjs`;
   const entries = files.map((file, index) => ({ file, entry: `${dir}/entry-${index}-${randomUUID()}.mjs` }));
+  const protectedScripts = Object.fromEntries(
+    Object.entries(options.protectedFiles ?? {}).filter(
+      (item): item is [string, string] => item[1] !== null && /\.c?js$/.test(item[0]),
+    ),
+  );
   await executor.writeFiles([
     ...entries.map(({ file, entry }) => ({
       path: entry,
-      data: nodeTestEntry(
-        file,
-        sentinel,
-        Object.fromEntries(
-          Object.entries(options.protectedFiles ?? {}).filter(
-            (item): item is [string, string] => item[1] !== null && /\.c?js$/.test(item[0]),
-          ),
-        ),
-      ),
+      data: nodeTestEntry(file, sentinel, protectedScripts, options.changedFiles ?? []),
     })),
     { path: runnerPath, data: NODE_RUNNER },
     {
       path: secretPath,
       data: JSON.stringify({
         nonce,
-        report: reportPath,
         files: entries,
         protected: options.protectedFiles ?? {},
         killOthers: executor.ownsProcessTree,
@@ -505,58 +781,70 @@ async function runWith(
       mode: 0o600,
     },
   ]);
-  const run = await executor.run(['node', runnerPath, secretPath], runOptions);
+  const run = await executor.run(['node', runnerPath, secretPath], { ...runOptions, results: 'stdout' });
   await executor.settle();
-  const bytes = await executor.readFile(reportPath);
+  const stream = readRunnerStream<NodeRecord>(run.results, nonce, nodeRecordSchema, {
+    overflow: run.resultsOverflow,
+  });
   const notes: string[] = [];
-  const tampered: string[] = [];
-  let complete = false;
-  let forged = false;
-  if (!bytes) notes.push('no result file: the runner stopped before it finished; no test counts as passed');
+  const tampered = [...stream.problems];
+  const hints: string[] = [];
+  const end = stream.end?.event === 'end' ? stream.end : undefined;
+  if (end && !run.timedOut && run.exitCode !== 0)
+    tampered.push(
+      `the node runner exited with ${run.exitCode} after its end record: something ended it after it reported`,
+    );
+  const reports = new Map<string, string>();
+  for (const record of stream.records) {
+    if (record.event !== 'file') continue;
+    if (reports.has(record.file)) tampered.push(`the results stream reported ${record.file} twice`);
+    reports.set(record.file, record.report);
+  }
+  const forged = tampered.length > 0;
+  let complete = end !== undefined;
+  if (!end) notes.push('no end record: the runner stopped before it finished; no test counts as passed');
   else {
-    const parsed = safeParseJson(Buffer.from(bytes).toString('utf8'), {
-      source: 'node runner result file',
-      schema: nodeResultFileSchema,
-    });
-    if (!parsed.success) {
-      forged = true;
-      notes.push(`${parsed.error.message}; no test counts as passed`);
-    } else if (parsed.value.nonce !== nonce) {
-      forged = true;
-      notes.push("the result file does not carry this run's nonce (forged); no test counts as passed");
-    } else {
-      complete = true;
-      tampered.push(...parsed.value.tampered);
-      for (const file of files) {
-        const fileStatuses = parseTapReport(parsed.value.reports[file] ?? '');
-        const finished = fileStatuses.get(sentinel) === 'passed';
-        if (!finished) {
-          complete = false;
-          notes.push(
-            `${file} stopped before its last test (process.exit, a crash, a kill): none of its tests count as passed`,
-          );
-        }
-        for (const [name, status] of fileStatuses) {
-          const id = `${file}::${name}`;
-          if (!statuses.has(id)) continue;
-          statuses.set(id, finished || status !== 'passed' ? status : 'failed');
+    tampered.push(...end.tampered);
+    for (const file of files) {
+      const report = reports.get(file) ?? '';
+      for (const match of report.matchAll(/^# shears-(hint|tampered): (.*)$/gm)) {
+        const text = match[2]!.replace(/\\([\\#])/g, '$1');
+        if (match[1] === 'tampered') tampered.push(text);
+        else {
+          // A hint grows as more files are read: keep the latest of each.
+          const key = text.replace(/ while the tests run \(.*$/, '');
+          const index = hints.findIndex((hint) => hint.replace(/ while the tests run \(.*$/, '') === key);
+          if (index >= 0) hints[index] = text;
+          else hints.push(text);
         }
       }
-      if (tampered.length > 0) {
-        for (const id of ids) statuses.set(id, 'failed');
+      const fileStatuses = parseTapReport(report);
+      const finished = fileStatuses.get(sentinel) === 'passed';
+      if (!finished) {
+        complete = false;
         notes.push(
-          `the code under test tampered with the test files (${tampered.join('; ')}); every test counts as failed`,
+          `${file} stopped before its last test (process.exit, a crash, a kill, a changed reporting path): none of its tests count as passed`,
         );
-      } else notes.push('results read from the result file');
+      }
+      for (const [name, status] of fileStatuses) {
+        const id = `${file}::${name}`;
+        if (!statuses.has(id)) continue;
+        statuses.set(id, finished || status !== 'passed' ? status : 'failed');
+      }
     }
   }
+  if (tampered.length > 0) {
+    for (const id of ids) statuses.set(id, 'failed');
+    notes.push(`the test run was tampered with (${tampered.join('; ')}); every test counts as failed`);
+  } else if (end) notes.push("results read from the runner's results stream");
   return {
     statuses,
     output: `${run.output}\n${notes.map((note) => `### shears: ${note}`).join('\n')}`,
     exitCode: run.exitCode,
     timedOut: run.timedOut,
     complete,
-    tampered,
+    tampered: [...new Set(tampered)],
     forged,
+    hints: [...new Set(hints)],
   };
 }
