@@ -1,9 +1,9 @@
 // A small pool of worker threads that gunzip, parse and validate ScoredData bodies, so the
-// event loop that answers /batch, /status and the trainer never waits on a 2 MB JSON.parse.
-// With `workers: 0` decoding runs inline (tests, tiny deployments).
+// event loop that answers /batch, /status and the trainer never waits on a 2 MB body. Each
+// worker runs decode-worker.ts, which imports the decoder like any module. With `workers: 0`
+// decoding runs inline (tests, tiny deployments).
 import { Worker } from 'node:worker_threads';
-import * as zlib from 'node:zlib';
-import { type DecodeRequest, type DecodeResult, wireDecoderSource } from './wire-decode.js';
+import { type DecodeRequest, type DecodeResult, decode } from './wire-decode.js';
 
 export interface DecodePool {
   /** May detach `request.body` (its ArrayBuffer is transferred to a worker). */
@@ -11,30 +11,21 @@ export interface DecodePool {
   close(): Promise<void>;
 }
 
-function workerSource(): string {
-  // `__name` guards against bundlers/transpilers (esbuild keepNames) that wrap functions.
-  return [
-    'const __name = (target) => target;',
-    `const build = ${wireDecoderSource.toString()};`,
-    "const { parentPort } = require('node:worker_threads');",
-    "const decoder = build(require('node:zlib'));",
-    'parentPort.on("message", (message) => {',
-    '  let result;',
-    '  try { result = decoder.decode(message.request); }',
-    '  catch (error) { result = { ok: false, status: 500, contentType: "text/plain; charset=utf-8", body: "Internal Server Error: " + (error && error.message) }; }',
-    '  const transfer = result.ok ? result.groups.map((group) => group.payload.buffer) : [];',
-    '  parentPort.postMessage({ id: message.id, result }, transfer);',
-    '});',
-  ].join('\n');
+// From dist the worker is decode-worker.js. From source (the repository's tests and benches run
+// the TypeScript through tsx), the worker registers tsx before importing decode-worker.ts and
+// resolves workspace packages to their source, as the parent does.
+function startWorker(): Worker {
+  const here = import.meta.url;
+  if (!here.endsWith('.ts')) return new Worker(new URL('./decode-worker.js', here));
+  const entry = new URL('./decode-worker.ts', here).href;
+  const shim = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(shim, { eval: true, execArgv: ['--conditions=@shears/source'] });
 }
 
 export function createDecodePool(options: { workers: number }): DecodePool {
-  const inline = wireDecoderSource(zlib);
   if (options.workers <= 0) {
-    return { decode: async (request) => inline.decode(request), close: async () => {} };
+    return { decode: async (request) => decode(request), close: async () => {} };
   }
-  // Workers created with `eval: true` run as CommonJS scripts, so the source uses `require`.
-  const source = workerSource();
   const pending = new Map<
     number,
     { resolve: (result: DecodeResult) => void; reject: (error: Error) => void }
@@ -43,7 +34,7 @@ export function createDecodePool(options: { workers: number }): DecodePool {
   let nextId = 0;
   const workers: Worker[] = [];
   for (let index = 0; index < options.workers; index++) {
-    const worker = new Worker(source, { eval: true });
+    const worker = startWorker();
     worker.unref();
     load.set(worker, 0);
     worker.on('message', (message: { id: number; result: DecodeResult }) => {
@@ -74,6 +65,7 @@ export function createDecodePool(options: { workers: number }): DecodePool {
         const owned =
           body.byteOffset === 0 &&
           body.byteLength === body.buffer.byteLength &&
+          body.byteLength > Buffer.poolSize &&
           body.buffer instanceof ArrayBuffer;
         chosen.postMessage({ id, request }, owned ? [body.buffer] : []);
       });

@@ -49,8 +49,8 @@ function group(size: number, length = 3, extra: Record<string, unknown> = {}) {
     tokens: Array.from({ length: size }, (_, index) =>
       Array.from({ length }, (_, position) => index * 1000 + position),
     ),
-    masks: Array.from({ length: size }, () =>
-      Array.from({ length }, (_, position) => (position === 0 ? -100 : position)),
+    masks: Array.from({ length: size }, (_, index) =>
+      Array.from({ length }, (_, position) => (position === 0 ? -100 : index * 1000 + position)),
     ),
     scores: Array.from({ length: size }, (_, index) => index / size),
     ...extra,
@@ -364,19 +364,33 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     expect((await post('/register', { wandb_group: 'g' })).status).toBe(422);
     expect((await post('/scored_data_list', [group(1), { tokens: 1 }])).status).toBe(422);
     // Lax mode: integral floats and numeric strings are ints.
-    expect((await post('/scored_data', { ...group(1), tokens: [[1.0, '2', 3]], scores: [1] })).status).toBe(
+    expect((await post('/scored_data', { ...group(1), tokens: [[0.0, '1', 2]], scores: [1] })).status).toBe(
       200,
     );
   });
 
   it('handles SFT-style groups (test_sft_batch_processing)', async () => {
     await post('/register', registration(4));
+    // Atropos's own test posts 9 advantages for 6 tokens and expects 200; shears refuses the
+    // misaligned row (docs/atropos-differences.md) and takes the aligned one.
+    const misaligned = await post('/scored_data', {
+      tokens: [[1, 2, 3, 603, 604, 605]],
+      masks: [[-100, -100, -100, 603, 604, 605]],
+      scores: [1],
+      advantages: [[1, 1, 1, 1, 1, 1, 1, 1, 1]],
+    });
+    expect(misaligned.status).toBe(422);
+    expect((misaligned.json as { detail: { loc: unknown[] }[] }).detail[0]?.loc).toEqual([
+      'body',
+      'advantages',
+      0,
+    ]);
     for (let index = 0; index < 4; index++) {
       const response = await post('/scored_data', {
         tokens: [[1, 2, 3, 603, 604, 605]],
         masks: [[-100, -100, -100, 603, 604, 605]],
         scores: [1],
-        advantages: [[1, 1, 1, 1, 1, 1, 1, 1, 1]],
+        advantages: [[1, 1, 1, 1, 1, 1]],
         overrides: [{ sft: true }],
         group_overrides: { sft: true },
       });
@@ -485,14 +499,14 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     const posted =
       '{"tokens":[[1,2.0],[1e2,-0]],"masks":[[-100,2.0],[-100,-0.0]],"scores":[1,-0],' +
       '"advantages":[[1,0.5],[1E-7,2]],"ref_logprobs":null,"inference_logprobs":[[1,-0.25],[1,-1e-5]],' +
-      '"distill_token_ids":[[[3.0]],[[4]]],"distill_logprobs":[[[0]],[[-2]]],"env_id":7.0,' +
+      '"distill_token_ids":[[[3.0],[5]],[[4],[6]]],"distill_logprobs":[[[0],[-1]],[[-2],[-3]]],"env_id":7.0,' +
       '"messages":[[{"role":"user","content":"x","reward":1.0,"turn":1}],[{"role":"user","content":"y"}]]}';
     expect((await post('/scored_data', undefined, { rawBody: posted, gzip: true })).status).toBe(200);
     expect((await post('/scored_data_list', undefined, { rawBody: `[${posted}]` })).status).toBe(200);
     const expected =
       '"tokens":[[1,2],[100,0]],"masks":[[-100,2],[-100,0]],"scores":[1.0,0.0],' +
       '"advantages":[[1.0,0.5],[1e-07,2.0]],"ref_logprobs":null,"inference_logprobs":[[1.0,-0.25],[1.0,-1e-05]],' +
-      '"distill_token_ids":[[[3]],[[4]]],"distill_logprobs":[[[0.0]],[[-2.0]]],"env_id":7,' +
+      '"distill_token_ids":[[[3],[5]],[[4],[6]]],"distill_logprobs":[[[0.0],[-1.0]],[[-2.0],[-3.0]]],"env_id":7,' +
       '"messages":[[{"role":"user","content":"x","reward":1.0,"turn":1}],[{"role":"user","content":"y"}]]';
     expect((await get('/latest_example')).text).toContain(expected);
     const batch = await get('/batch');

@@ -22,7 +22,8 @@ import { ConfigError } from '@shears/core';
 import type BetterSqlite3 from 'better-sqlite3';
 import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api-errors.js';
 import { type BatchPlan, type EnvRecord, findGroupsSummingToTarget, type QueuedGroup } from './batching.js';
-import { type DecodedGroup, wireDecoderSource } from './wire-decode.js';
+import type { DecodedGroup } from './wire-decode.js';
+import { splitGroupText } from './wire-text.js';
 
 /** What Atropos keeps on `app.state`, minus the queue (which is the groups table). */
 interface RunState {
@@ -107,9 +108,6 @@ export function joinSuffix(text: string, suffix: string): string {
   const end = text.lastIndexOf('}');
   return `${text.slice(0, end)}${suffix}}`;
 }
-
-// The main thread's copy of the wire decoder, for its text helpers.
-const wire = wireDecoderSource(zlib);
 
 // Who holds a queue, from the note the holder writes beside it (the lock itself is SQLite's).
 function readOwner(path: string): { pid?: number; host?: string; startedAt?: string } | undefined {
@@ -524,7 +522,7 @@ export class TrajectoryStore {
       )
       .get(group.id) as StoredPayload & { ord: number; receivedAt: number | null };
     this.preserveLatest([group.id]);
-    const [headText, tailText] = wire.splitGroupText(groupText(row), sequences);
+    const [headText, tailText] = splitGroupText(groupText(row), sequences);
     const insert = this.db.prepare(
       "INSERT INTO groups (id, ord, env_id, size, state, batch_no, pos, encoding, suffix, bytes, received_at, rest) VALUES (?, ?, ?, ?, ?, ?, ?, 0, '', ?, ?, ?)",
     );
