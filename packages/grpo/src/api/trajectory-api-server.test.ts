@@ -732,3 +732,83 @@ describe('trajectory API: where shears does better than Atropos', () => {
     });
   });
 });
+
+describe('request bodies answered as FastAPI answers them', () => {
+  // Recorded from Atropos run-api (the pinned snapshot, fastapi 0.142 / pydantic 2.13) for the same bodies.
+  it.each([
+    [
+      '/register',
+      {
+        wandb_group: 'g',
+        batch_size: 'x',
+        max_token_len: 1.5,
+        checkpoint_dir: 3,
+        save_checkpoint_interval: '1_0',
+        starting_step: true,
+        num_steps: '7',
+      },
+      [
+        ['missing', ['body', 'wandb_project'], 'Field required'],
+        [
+          'int_parsing',
+          ['body', 'batch_size'],
+          'Input should be a valid integer, unable to parse string as an integer',
+        ],
+        [
+          'int_from_float',
+          ['body', 'max_token_len'],
+          'Input should be a valid integer, got a number with a fractional part',
+        ],
+        ['string_type', ['body', 'checkpoint_dir'], 'Input should be a valid string'],
+      ],
+    ],
+    [
+      '/register-env',
+      {
+        max_token_length: [1],
+        desired_name: null,
+        weight: 'abc',
+        group_size: '4.0',
+        min_batch_allocation: true,
+      },
+      [
+        ['int_type', ['body', 'max_token_length'], 'Input should be a valid integer'],
+        ['string_type', ['body', 'desired_name'], 'Input should be a valid string'],
+        [
+          'float_parsing',
+          ['body', 'weight'],
+          'Input should be a valid number, unable to parse string as a number',
+        ],
+      ],
+    ],
+    [
+      '/disconnect-env',
+      { env_id: null },
+      [['int_type', ['body', 'env_id'], 'Input should be a valid integer']],
+    ],
+    [
+      '/disconnect-env',
+      [1],
+      [
+        [
+          'model_attributes_type',
+          ['body'],
+          'Input should be a valid dictionary or object to extract fields from',
+        ],
+      ],
+    ],
+  ])('POST %s', async (path, body, expected) => {
+    const server = await start();
+    try {
+      const response = await rawRequest(server.url, path, { method: 'POST', body });
+      expect(response.status).toBe(422);
+      const detail = (
+        response.json as { detail: { type: string; loc: unknown[]; msg: string; input: unknown }[] }
+      ).detail;
+      expect(detail.map((issue) => [issue.type, issue.loc, issue.msg])).toEqual(expected);
+      if (expected[0]?.[0] === 'missing') expect(detail[0]?.input).toEqual(body);
+    } finally {
+      await server.close();
+    }
+  });
+});
