@@ -8,6 +8,8 @@ import { type DecodeRequest, type DecodeResult, decode } from './wire-decode.js'
 export interface DecodePool {
   /** May detach `request.body` (its ArrayBuffer is transferred to a worker). */
   decode(request: DecodeRequest): Promise<DecodeResult>;
+  /** Resolves once every worker has loaded the decoder (or rejects with a worker's start error). */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -24,7 +26,7 @@ function startWorker(): Worker {
 
 export function createDecodePool(options: { workers: number }): DecodePool {
   if (options.workers <= 0) {
-    return { decode: async (request) => decode(request), close: async () => {} };
+    return { decode: async (request) => decode(request), ready: async () => {}, close: async () => {} };
   }
   const pending = new Map<
     number,
@@ -33,11 +35,22 @@ export function createDecodePool(options: { workers: number }): DecodePool {
   const load = new Map<Worker, number>();
   let nextId = 0;
   const workers: Worker[] = [];
+  const started: Promise<void>[] = [];
   for (let index = 0; index < options.workers; index++) {
     const worker = startWorker();
     worker.unref();
     load.set(worker, 0);
-    worker.on('message', (message: { id: number; result: DecodeResult }) => {
+    started.push(
+      new Promise<void>((resolve, reject) => {
+        worker.once('error', reject);
+        worker.once('message', () => {
+          worker.off('error', reject);
+          resolve();
+        });
+      }),
+    );
+    worker.on('message', (message: { id: number; result: DecodeResult } | { ready: true }) => {
+      if ('ready' in message) return;
       load.set(worker, (load.get(worker) ?? 1) - 1);
       const entry = pending.get(message.id);
       pending.delete(message.id);
@@ -69,6 +82,9 @@ export function createDecodePool(options: { workers: number }): DecodePool {
           body.buffer instanceof ArrayBuffer;
         chosen.postMessage({ id, request }, owned ? [body.buffer] : []);
       });
+    },
+    async ready() {
+      await Promise.all(started);
     },
     async close() {
       await Promise.all(workers.map((worker) => worker.terminate()));

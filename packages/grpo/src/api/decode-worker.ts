@@ -26,3 +26,5 @@ port.on('message', (message: { id: number; request: DecodeRequest }) => {
     : [];
   port.postMessage({ id: message.id, result }, transfer);
 });
+// Loaded and listening: the pool's `ready()` resolves once every worker has said so.
+port.postMessage({ ready: true });

@@ -129,6 +129,14 @@ export async function startTrajectoryApiServer(
   const store = await TrajectoryStore.open({ path: databasePath, synchronous: settings.synchronous });
   const resumed = store.summary();
   const pool = createDecodePool({ workers });
+  try {
+    // Listening before the workers have loaded would make the first posts wait for them.
+    await pool.ready();
+  } catch (error) {
+    await pool.close();
+    store.close();
+    throw error;
+  }
   const queue = new TrajectoryQueue(store, {
     maxQueuedGroups,
     maxQueuedBytes,
