@@ -16,6 +16,8 @@
 // pydantic); it is started with its own `run-api` entry point. Without them shears is measured
 // alone and the summary says so. `--baseline` adds another shears server-main (e.g. a worktree
 // of an earlier commit) as a third contender, interleaved the same way, for before/after figures.
+// SHEARS_BENCH_NODE_ARGS adds node options to the shears servers (e.g. `--cpu-prof
+// --cpu-prof-dir=DIR` to profile them under this load).
 // --payload: `python` spells floats as Python's json.dumps does (`1.0`, what BaseEnv sends);
 //   `js` as JSON.stringify does (`1`), which the server must rewrite to floats.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -193,7 +195,8 @@ async function startServer(contender: Contender, pinned: boolean, directory: str
   } else {
     command = process.execPath;
     const script = contender === 'baseline' ? resolve(options.baseline as string) : 'src/server-main.ts';
-    args = ['--import', 'tsx', '--conditions=@shears/source', script];
+    const extra = process.env.SHEARS_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    args = [...extra, '--import', 'tsx', '--conditions=@shears/source', script];
     cwd = packageDirectory;
     env = {
       ...process.env,

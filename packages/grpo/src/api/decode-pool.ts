@@ -2,6 +2,7 @@
 // event loop that answers /batch, /status and the trainer never waits on a 2 MB body. Each
 // worker runs decode-worker.ts, which imports the decoder like any module. With `workers: 0`
 // decoding runs inline (tests, tiny deployments).
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { type DecodeRequest, type DecodeResult, decode } from './wire-decode.js';
 
@@ -14,14 +15,28 @@ export interface DecodePool {
 }
 
 // From dist the worker is decode-worker.js. From source (the repository's tests and benches run
-// the TypeScript through tsx), the worker registers tsx before importing decode-worker.ts and
-// resolves workspace packages to their source, as the parent does.
-function startWorker(): Worker {
+// the TypeScript through tsx) the worker's modules are bundled once per process with esbuild
+// (a dev dependency) and evaluated as one script: registering tsx in every worker cost ~2 s
+// of start-up per worker on a busy machine, bundling costs ~0.1 s once.
+let sourceBundle: Promise<string> | undefined;
+
+async function startWorker(): Promise<Worker> {
   const here = import.meta.url;
   if (!here.endsWith('.ts')) return new Worker(new URL('./decode-worker.js', here));
-  const entry = new URL('./decode-worker.ts', here).href;
-  const shim = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(shim, { eval: true, execArgv: ['--conditions=@shears/source'] });
+  sourceBundle ??= import('esbuild').then(async (esbuild) => {
+    const built = await esbuild.build({
+      entryPoints: [fileURLToPath(new URL('./decode-worker.ts', here))],
+      bundle: true,
+      write: false,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      conditions: ['@shears/source'],
+      logLevel: 'silent',
+    });
+    return built.outputFiles[0]?.text ?? '';
+  });
+  return new Worker(await sourceBundle, { eval: true });
 }
 
 export function createDecodePool(options: { workers: number }): DecodePool {
@@ -35,20 +50,10 @@ export function createDecodePool(options: { workers: number }): DecodePool {
   const load = new Map<Worker, number>();
   let nextId = 0;
   const workers: Worker[] = [];
-  const started: Promise<void>[] = [];
-  for (let index = 0; index < options.workers; index++) {
-    const worker = startWorker();
+  const attach = (worker: Worker): Promise<void> => {
     worker.unref();
     load.set(worker, 0);
-    started.push(
-      new Promise<void>((resolve, reject) => {
-        worker.once('error', reject);
-        worker.once('message', () => {
-          worker.off('error', reject);
-          resolve();
-        });
-      }),
-    );
+    workers.push(worker);
     worker.on('message', (message: { id: number; result: DecodeResult } | { ready: true }) => {
       if ('ready' in message) return;
       load.set(worker, (load.get(worker) ?? 1) - 1);
@@ -60,10 +65,21 @@ export function createDecodePool(options: { workers: number }): DecodePool {
       for (const entry of pending.values()) entry.reject(error);
       pending.clear();
     });
-    workers.push(worker);
-  }
+    return new Promise<void>((resolve, reject) => {
+      worker.once('error', reject);
+      worker.once('message', () => {
+        worker.off('error', reject);
+        resolve();
+      });
+    });
+  };
+  const started = Promise.all(Array.from({ length: options.workers }, () => startWorker().then(attach))).then(
+    () => undefined,
+  );
+  started.catch(() => {}); // reported by ready() and decode()
   return {
-    decode(request) {
+    async decode(request) {
+      await started;
       // Least-loaded worker; ties go to the first.
       let chosen = workers[0] as Worker;
       for (const worker of workers) if ((load.get(worker) ?? 0) < (load.get(chosen) ?? 0)) chosen = worker;
@@ -83,10 +99,9 @@ export function createDecodePool(options: { workers: number }): DecodePool {
         chosen.postMessage({ id, request }, owned ? [body.buffer] : []);
       });
     },
-    async ready() {
-      await Promise.all(started);
-    },
+    ready: () => started,
     async close() {
+      await started.catch(() => {});
       await Promise.all(workers.map((worker) => worker.terminate()));
     },
   };

@@ -79,10 +79,12 @@ async function encodeBody(
 }
 
 // The /batch body: gzip built in parallel pieces (one per group) when the client accepts it.
-export async function encodeBatch(request: IncomingMessage, texts: string[]): Promise<Encoded> {
-  const parts = texts.map((text, index) =>
-    Buffer.from(`${index === 0 ? '{"batch":[' : ','}${text}${index === texts.length - 1 ? ']}' : ''}`),
-  );
+export async function encodeBatch(request: IncomingMessage, groups: Buffer[]): Promise<Encoded> {
+  const parts: Buffer[] = [];
+  groups.forEach((group, index) => {
+    parts.push(Buffer.from(index === 0 ? '{"batch":[' : ','), group);
+  });
+  parts.push(Buffer.from(']}'));
   const size = parts.reduce((sum, part) => sum + part.length, 0);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   let payload: Buffer;

@@ -68,10 +68,10 @@ async function serve(queue: TrajectoryQueue): Promise<unknown[] | null | 'unregi
   if (leased.kind === 'unregistered') return leased.kind;
   if (leased.kind === 'none') return null;
   try {
-    const texts = await leased.lease.texts();
+    const texts = await leased.lease.groups();
     leased.lease.markDelivered();
     leased.lease.complete();
-    return texts.map((text) => JSON.parse(text));
+    return texts.map((text) => JSON.parse(text.toString('utf8')));
   } finally {
     leased.lease.release();
   }

@@ -103,6 +103,14 @@ function groupText(stored: StoredPayload): string {
   return joinSuffix(text, stored.suffix);
 }
 
+/** A stored group's bytes with its missing keys spliced in before the final `}`. */
+export function joinSuffixBytes(bytes: Buffer, suffix: string): Buffer {
+  if (suffix === '') return bytes;
+  let end = bytes.length - 1;
+  while (end > 0 && bytes[end] !== 125) end--;
+  return Buffer.concat([bytes.subarray(0, end), Buffer.from(suffix, 'latin1'), bytes.subarray(end)]);
+}
+
 export function joinSuffix(text: string, suffix: string): string {
   if (suffix === '') return text;
   const end = text.lastIndexOf('}');
@@ -269,9 +277,7 @@ export class TrajectoryStore {
   }
 
   private load(): void {
-    const row = this.sql('SELECT value FROM meta WHERE key = ?').get('run') as
-      | { value: string }
-      | undefined;
+    const row = this.sql('SELECT value FROM meta WHERE key = ?').get('run') as { value: string } | undefined;
     this.run = row ? { ...initialRun(), ...(JSON.parse(row.value) as Partial<RunState>) } : initialRun();
     this.removeDelivered();
     const rows = this.db

@@ -301,3 +301,22 @@ describe('wire types: every number is served with the type Atropos serves', () =
     expect(python).toHaveLength(values.length);
   });
 });
+
+describe('every cut of a body is refused, never hangs or passes', () => {
+  it('refuses each proper prefix of a well-formed group and list', () => {
+    const group =
+      '{"tokens":[[5,6,7],[8,9,10]],"masks":[[-100,6,7],[-100,9,10]],"scores":[1.0,-0.5],"inference_logprobs":[[1.0,-0.25,-1e-05],[1.0,-2.5,-0.125]],"distill_token_ids":[[[1],[2],[3]],[[1],[2],[3]]],"distill_logprobs":[[[-1.0],[-1.0],[-1.0]],[[-1.0],[-1.0],[-1.0]]],"messages":[[{"role":"u","content":"é"}],[{"role":"u","content":"x"}]],"env_id":0}';
+    for (const [kind, text] of [
+      ['single', group],
+      ['list', `[${group},${group}]`],
+    ] as const) {
+      const body = Buffer.from(text);
+      expect(decoder.decode({ kind, body, gzip: false, maxBytes: 1 << 20 }).ok).toBe(true);
+      for (let cut = 0; cut < body.length; cut++) {
+        // A prefix that ends in whitespace-free JSON is never a complete body here.
+        const result = decoder.decode({ kind, body: body.subarray(0, cut), gzip: false, maxBytes: 1 << 20 });
+        expect(result.ok, `${kind} cut at ${cut}`).toBe(false);
+      }
+    }
+  });
+});

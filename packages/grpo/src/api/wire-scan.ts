@@ -38,9 +38,10 @@ type ScanResult = { ok: true; groups: ScannedGroup[] } | { ok: false; issues: Is
 class IdSink {
   values: Int32Array = new Int32Array(1 << 16);
   length = 0;
-  grow(): Int32Array {
-    const next = new Int32Array(this.values.length * 2);
-    next.set(this.values);
+  /** Room for `size` ids, the ones held kept. */
+  reserve(size: number): Int32Array {
+    const next = new Int32Array(Math.max(size, this.values.length * 2));
+    next.set(this.values.subarray(0, this.length));
     this.values = next;
     return next;
   }
@@ -50,43 +51,51 @@ const maskSink = new IdSink();
 const scratchSink = new IdSink();
 
 // The innermost list of ints starting at `start` (a `[`), in one tight loop over locals.
+// Bytes are read as `(b[q] as number) | 0`: past the end that is 0, never a digit (the unsigned range
+// checks below would take `undefined - 48` for one).
 // Token ids are plain integer literals in 0 … 2^31 − 1 (`label`: or -100); anything else (a
 // fraction, an exponent, a sign) returns -1 for the general path. Appends the ids to `sink`.
 function scanIntRow(b: Uint8Array, start: number, sink: IdSink, label: boolean): number {
   let q = start + 1;
-  let c = b[q] as number;
-  while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+  let c = (b[q] as number) | 0;
+  while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
   if (c === 93) return q + 1;
-  let values = sink.values;
   let n = sink.length;
+  // A row of the rest of the body holds at most one id per two bytes: room for all of them
+  // once, instead of a bounds check per id.
+  const room = n + ((b.length - q + 1) >> 1);
+  const values = room > sink.values.length ? sink.reserve(room) : sink.values;
   for (;;) {
-    let value: number;
-    if (c >= 48 && c <= 57) {
+    let value = c - 48;
+    if (value >>> 0 < 10) {
       const first = q;
-      value = c - 48;
-      c = b[++q] as number;
+      c = (b[++q] as number) | 0;
       if (value !== 0) {
-        while (c >= 48 && c <= 57) {
-          value = value * 10 + c - 48;
-          c = b[++q] as number;
+        let digit = c - 48;
+        while (digit >>> 0 < 10) {
+          value = value * 10 + digit;
+          c = (b[++q] as number) | 0;
+          digit = c - 48;
         }
         if (q - first > 10 || value > TOKEN_MAX) return -1;
       }
     } else if (label && c === 45 && b[q + 1] === 49 && b[q + 2] === 48 && b[q + 3] === 48) {
       q += 4;
-      c = b[q] as number;
+      c = (b[q] as number) | 0;
       value = -100;
     } else return -1;
-    if (c === 46 || c === 101 || c === 69 || (c >= 48 && c <= 57)) return -1;
-    if (n === values.length) {
-      sink.length = n;
-      values = sink.grow();
-    }
     values[n++] = value;
-    while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
     if (c === 44) {
-      c = b[++q] as number;
-      while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+      c = (b[++q] as number) | 0;
+      if (c === 32 || c === 10 || c === 13 || c === 9) {
+        while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
+      }
+      continue;
+    }
+    while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
+    if (c === 44) {
+      c = (b[++q] as number) | 0;
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
     } else if (c === 93) {
       sink.length = n;
       return q + 1;
@@ -100,9 +109,9 @@ let rowCount = 0;
 // it cannot convert (an overflow, a value past float32), so the general path reports it.
 function scanFloatRow(b: Uint8Array, start: number, rewrites: (number | string)[]): number {
   let q = start + 1;
-  let c = b[q] as number;
+  let c = (b[q] as number) | 0;
   let count = 0;
-  while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+  while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
   if (c === 93) {
     rowCount = 0;
     return q + 1;
@@ -110,30 +119,31 @@ function scanFloatRow(b: Uint8Array, start: number, rewrites: (number | string)[
   for (;;) {
     const literal = q;
     const negative = c === 45;
-    if (negative) c = b[++q] as number;
+    if (negative) c = (b[++q] as number) | 0;
     const first = q;
-    if (c === 48) c = b[++q] as number;
-    else if (c >= 49 && c <= 57) {
-      c = b[++q] as number;
-      while (c >= 48 && c <= 57) c = b[++q] as number;
+    if (c === 48) c = (b[++q] as number) | 0;
+    else if ((c - 49) >>> 0 < 9) {
+      c = (b[++q] as number) | 0;
+      while ((c - 48) >>> 0 < 10) c = (b[++q] as number) | 0;
     } else return -1;
     const wholeDigits = q - first;
     let fraction = -1;
     let fractionEnd = -1;
     let exponent = false;
     if (c === 46) {
-      c = b[++q] as number;
+      c = (b[++q] as number) | 0;
       fraction = q;
-      if (!(c >= 48 && c <= 57)) return -1;
-      while (c >= 48 && c <= 57) c = b[++q] as number;
+      if ((c - 48) >>> 0 >= 10) return -1;
+      c = (b[++q] as number) | 0;
+      while ((c - 48) >>> 0 < 10) c = (b[++q] as number) | 0;
       fractionEnd = q;
     }
     if (c === 101 || c === 69) {
       exponent = true;
-      c = b[++q] as number;
-      if (c === 43 || c === 45) c = b[++q] as number;
-      if (!(c >= 48 && c <= 57)) return -1;
-      while (c >= 48 && c <= 57) c = b[++q] as number;
+      c = (b[++q] as number) | 0;
+      if (c === 43 || c === 45) c = (b[++q] as number) | 0;
+      if ((c - 48) >>> 0 >= 10) return -1;
+      while ((c - 48) >>> 0 < 10) c = (b[++q] as number) | 0;
     }
     const zero = wholeDigits === 1 && b[first] === 48;
     if (fraction < 0 && !exponent && wholeDigits <= 15) {
@@ -161,10 +171,15 @@ function scanFloatRow(b: Uint8Array, start: number, rewrites: (number | string)[
       }
     }
     count++;
-    while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
     if (c === 44) {
-      c = b[++q] as number;
-      while (c === 32 || c === 10 || c === 13 || c === 9) c = b[++q] as number;
+      c = (b[++q] as number) | 0;
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
+      continue;
+    }
+    while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
+    if (c === 44) {
+      c = (b[++q] as number) | 0;
+      while (c === 32 || c === 10 || c === 13 || c === 9) c = (b[++q] as number) | 0;
     } else if (c === 93) {
       rowCount = count;
       return q + 1;
