@@ -83,7 +83,13 @@ function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
 }
-const median = (values: number[]) => percentile(values, 0.5);
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
 const round1 = (value: number) => Number(value.toFixed(1));
 
 async function freePort(): Promise<number> {
@@ -313,13 +319,16 @@ async function measure(
     const cpuMsPerGroup = (cpuMsOf(pid) - ingestCpu) / totalGroups;
     const rss = rssOf(pid);
 
-    // Phase 2: /batch latency (time to the last byte, gzip as Python clients ask for it).
+    // Phase 2: /batch latency (time to the last byte, gzip as Python clients ask for it). A new
+    // connection each: uvicorn closes keep-alive connections idle for 5 s, and Atropos's /batch
+    // can take longer than that.
+    const fresh = new Agent({ keepAlive: false });
     const batchLatencies: number[] = [];
     const batchCpu = cpuMsOf(pid);
     const available = Math.min(batchPulls, Math.floor((totalGroups * sequences) / batchSize));
     for (let index = 0; index < available; index++) {
       const started = performance.now();
-      const response = await call(agent, url, '/batch');
+      const response = await call(fresh, url, '/batch');
       batchLatencies.push(performance.now() - started);
       const served = JSON.parse(gunzipSync(response.body).toString()) as {
         batch: { tokens: unknown[] }[] | null;
@@ -400,7 +409,12 @@ async function main(): Promise<void> {
           rssMB: of(contender, 'rssMB'),
         };
       }
-      const ratio = (ours: number[], theirs: number[]) => round1(median(ours) / median(theirs));
+      // Ratios within each round (the servers measured back to back), then their median: the
+      // load of a shared machine moves more between rounds than between neighbours.
+      const ratio = (numerator: number[], denominator: number[]) => {
+        const perRound = numerator.map((value, index) => round1(value / (denominator[index] as number)));
+        return { perRound, median: round1(median(perRound)) };
+      };
       if (atropos) {
         summary.shearsOverAtropos = {
           groupsPerSecond: ratio(
