@@ -14,20 +14,9 @@ import { checkJsonStructure, MAX_JSON_DEPTH } from './json-structure.js';
 import { type Issue, preview } from './wire-numbers.js';
 import { applyRewrites, scanBody } from './wire-scan.js';
 import { elementStarts, memberSpans, skipSpace } from './wire-text.js';
-import { storedFrom, validateGroup } from './wire-validate.js';
+import { type DecodedGroup, storedFrom, validateGroup } from './wire-validate.js';
 
-/** One decoded group, ready to store. */
-export interface DecodedGroup {
-  envId: number | null;
-  /** Number of sequences (`tokens.length`). */
-  size: number;
-  /** 1 = `payload` is gzip, 0 = UTF-8 JSON text. */
-  encoding: 0 | 1;
-  /** The group object as JSON (possibly gzip-compressed), without the missing-key suffix. */
-  payload: Uint8Array;
-  /** `,"key":null` entries for the wire keys the body left out, spliced in before the final `}`. */
-  suffix: string;
-}
+export type { DecodedGroup };
 
 export type DecodeResult =
   | { ok: true; groups: DecodedGroup[] }

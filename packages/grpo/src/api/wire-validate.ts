@@ -3,12 +3,24 @@
 // (id ranges, float32 range, the group's shape), and the stored text built from it. Bodies the
 // byte scan (wire-scan.ts) cannot take come here, and so does every error.
 import { SCORED_DATA_KEYS } from '@shears/core';
-import type { DecodedGroup } from './wire-decode.js';
 import { fromLiteral, type IdKind, type Issue, idIssue, preview, toFloat, toInt } from './wire-numbers.js';
 import { checkShape, DISTILL_FIELDS, emptyShape, type GroupShape, PER_TOKEN_FLOATS } from './wire-shape.js';
 import { elementStarts, valueEnd } from './wire-text.js';
 
 const KNOWN = new Set<string>(SCORED_DATA_KEYS);
+
+/** One decoded group, ready to store. */
+export interface DecodedGroup {
+  envId: number | null;
+  /** Number of sequences (`tokens.length`). */
+  size: number;
+  /** 1 = `payload` is gzip, 0 = UTF-8 JSON text. */
+  encoding: 0 | 1;
+  /** The group object as JSON (possibly gzip-compressed), without the missing-key suffix. */
+  payload: Uint8Array;
+  /** `,"key":null` entries for the wire keys the body left out, spliced in before the final `}`. */
+  suffix: string;
+}
 
 /** The typed numeric fields: nesting depth, element kind (a float, or which ids), nullable. */
 export const NUMERIC: Record<string, readonly [depth: number, ids: IdKind | undefined, optional: boolean]> = {
