@@ -19,7 +19,7 @@ export async function batch(
   if (leased.kind === 'none') return json(request, response, '{"batch":null}');
   const { lease } = leased;
   try {
-    const encoded = await encodeBatch(request, await lease.texts());
+    const encoded = await encodeBatch(request, await lease.groups());
     await deliverBatch(response, lease, encoded);
   } finally {
     lease.release();

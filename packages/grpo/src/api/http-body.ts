@@ -7,10 +7,9 @@ import * as zlib from 'node:zlib';
 import { safeParseJson } from '@shears/core';
 import { detail, HttpError, TEXT_PLAIN } from './http-errors.js';
 import { parallelGzip } from './parallel-gzip.js';
-import { wireDecoderSource } from './wire-decode.js';
+import { pythonFloat } from './wire-numbers.js';
 
 const gzip = promisify(zlib.gzip);
-const wire = wireDecoderSource(zlib);
 
 export interface Encoded {
   payload: Buffer;
@@ -56,7 +55,7 @@ const acceptsGzip = (request: IncomingMessage) =>
 export function jsonWithFloats(value: object, floatKeys: readonly string[]): string {
   const parts = Object.entries(value).map(
     ([key, item]) =>
-      `${JSON.stringify(key)}:${floatKeys.includes(key) && typeof item === 'number' ? wire.pythonFloat(item) : JSON.stringify(item)}`,
+      `${JSON.stringify(key)}:${floatKeys.includes(key) && typeof item === 'number' ? pythonFloat(item) : JSON.stringify(item)}`,
   );
   return `{${parts.join(',')}}`;
 }
@@ -80,10 +79,12 @@ async function encodeBody(
 }
 
 // The /batch body: gzip built in parallel pieces (one per group) when the client accepts it.
-export async function encodeBatch(request: IncomingMessage, texts: string[]): Promise<Encoded> {
-  const parts = texts.map((text, index) =>
-    Buffer.from(`${index === 0 ? '{"batch":[' : ','}${text}${index === texts.length - 1 ? ']}' : ''}`),
-  );
+export async function encodeBatch(request: IncomingMessage, groups: Buffer[]): Promise<Encoded> {
+  const parts: Buffer[] = [];
+  groups.forEach((group, index) => {
+    parts.push(Buffer.from(index === 0 ? '{"batch":[' : ','), group);
+  });
+  parts.push(Buffer.from(']}'));
   const size = parts.reduce((sum, part) => sum + part.length, 0);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   let payload: Buffer;

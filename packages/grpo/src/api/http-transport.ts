@@ -12,9 +12,14 @@ import { EnvStatusError } from './batching.js';
 import type { DecodePool } from './decode-pool.js';
 import { json, jsonWithFloats, parseBody, readBody, send } from './http-body.js';
 import { detail, HttpError, TEXT_PLAIN } from './http-errors.js';
-import { validateModel } from './request-models.js';
+import {
+  envIdentifierSchema,
+  envRegistrationSchema,
+  parseRequest,
+  trainerRegistrationSchema,
+} from './request-models.js';
 import { type ScoredDataScope, scoredData } from './scored-data-route.js';
-import type { EnvRegistration, TrainerRegistration, TrajectoryQueue } from './trajectory-queue.js';
+import type { TrajectoryQueue } from './trajectory-queue.js';
 
 interface HttpTransportSettings {
   /** Largest request body, compressed and decompressed, before 413. */
@@ -71,40 +76,17 @@ export function createHttpTransport(
       case 'GET /':
         return json(request, response, '{"message":"AtroposLib API"}');
       case 'POST /register': {
-        const input = validateModel(parseBody(body, request, maxRequestBytes), {
-          wandb_group: 'str',
-          wandb_project: 'str',
-          batch_size: 'int',
-          max_token_len: 'int',
-          checkpoint_dir: 'str',
-          save_checkpoint_interval: 'int',
-          starting_step: 'int',
-          num_steps: 'int',
-        });
+        const input = parseRequest(trainerRegistrationSchema, parseBody(body, request, maxRequestBytes));
         // The uuid is a 128-bit integer: written as a bare JSON number, as Python does.
-        return json(
-          request,
-          response,
-          `{"uuid":${queue.register(input as unknown as TrainerRegistration).uuid}}`,
-        );
+        return json(request, response, `{"uuid":${queue.register(input).uuid}}`);
       }
       case 'POST /register-env': {
-        const input = validateModel(parseBody(body, request, maxRequestBytes), {
-          max_token_length: 'int',
-          desired_name: 'str',
-          weight: 'float',
-          group_size: 'int',
-          min_batch_allocation: 'float?',
-        });
-        return json(
-          request,
-          response,
-          JSON.stringify(queue.registerEnv(input as unknown as EnvRegistration)),
-        );
+        const input = parseRequest(envRegistrationSchema, parseBody(body, request, maxRequestBytes));
+        return json(request, response, JSON.stringify(queue.registerEnv(input)));
       }
       case 'POST /disconnect-env': {
-        const input = validateModel(parseBody(body, request, maxRequestBytes), { env_id: 'int' });
-        return json(request, response, JSON.stringify(queue.disconnectEnv(input.env_id as number)));
+        const input = parseRequest(envIdentifierSchema, parseBody(body, request, maxRequestBytes));
+        return json(request, response, JSON.stringify(queue.disconnectEnv(input.env_id)));
       }
       case 'GET /wandb_info':
         return json(request, response, JSON.stringify(queue.wandbInfo()));
@@ -117,11 +99,11 @@ export function createHttpTransport(
         const fromQuery = query.get('env_id');
         const input =
           body.length === 0 && fromQuery !== null
-            ? validateModel({ env_id: fromQuery }, { env_id: 'int' })
-            : validateModel(parseBody(body, request, maxRequestBytes), { env_id: 'int' });
+            ? parseRequest(envIdentifierSchema, { env_id: fromQuery })
+            : parseRequest(envIdentifierSchema, parseBody(body, request, maxRequestBytes));
         let status: ReturnType<TrajectoryQueue['statusEnv']>;
         try {
-          status = queue.statusEnv(input.env_id as number);
+          status = queue.statusEnv(input.env_id);
         } catch (error) {
           if (error instanceof EnvStatusError)
             throw new HttpError(500, `Internal Server Error: ${error.message}`, TEXT_PLAIN);

@@ -10,14 +10,15 @@ const deflateRaw = promisify(zlib.deflateRaw) as (
   options: zlib.ZlibOptions,
 ) => Promise<Buffer>;
 
-// Z_RLE: token-id JSON has few long repeats, so plain LZ matching buys little; run-length plus
-// Huffman coding compresses it as well as level 1 at about 2.5× the speed.
+// Z_HUFFMAN_ONLY: token-id JSON has few long repeats, so LZ matching buys little. On a group of
+// 16 × 4,096 tokens with logprobs (2.0 MB) level 1 gives 0.88 MB in 21 ms, Z_RLE 0.91 MB in
+// 12 ms, Huffman coding alone 0.91 MB in 10 ms.
 export async function parallelGzip(
   parts: readonly Buffer[],
   options: { level?: number; strategy?: number } = {},
 ): Promise<Buffer> {
   const level = options.level ?? 1;
-  const strategy = options.strategy ?? zlib.constants.Z_RLE;
+  const strategy = options.strategy ?? zlib.constants.Z_HUFFMAN_ONLY;
   const pieces = await Promise.all(
     parts.map((part, index) =>
       deflateRaw(part, {

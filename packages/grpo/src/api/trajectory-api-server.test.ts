@@ -49,8 +49,8 @@ function group(size: number, length = 3, extra: Record<string, unknown> = {}) {
     tokens: Array.from({ length: size }, (_, index) =>
       Array.from({ length }, (_, position) => index * 1000 + position),
     ),
-    masks: Array.from({ length: size }, () =>
-      Array.from({ length }, (_, position) => (position === 0 ? -100 : position)),
+    masks: Array.from({ length: size }, (_, index) =>
+      Array.from({ length }, (_, position) => (position === 0 ? -100 : index * 1000 + position)),
     ),
     scores: Array.from({ length: size }, (_, index) => index / size),
     ...extra,
@@ -364,19 +364,33 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     expect((await post('/register', { wandb_group: 'g' })).status).toBe(422);
     expect((await post('/scored_data_list', [group(1), { tokens: 1 }])).status).toBe(422);
     // Lax mode: integral floats and numeric strings are ints.
-    expect((await post('/scored_data', { ...group(1), tokens: [[1.0, '2', 3]], scores: [1] })).status).toBe(
+    expect((await post('/scored_data', { ...group(1), tokens: [[0.0, '1', 2]], scores: [1] })).status).toBe(
       200,
     );
   });
 
   it('handles SFT-style groups (test_sft_batch_processing)', async () => {
     await post('/register', registration(4));
+    // Atropos's own test posts 9 advantages for 6 tokens and expects 200; shears refuses the
+    // misaligned row (docs/atropos-differences.md) and takes the aligned one.
+    const misaligned = await post('/scored_data', {
+      tokens: [[1, 2, 3, 603, 604, 605]],
+      masks: [[-100, -100, -100, 603, 604, 605]],
+      scores: [1],
+      advantages: [[1, 1, 1, 1, 1, 1, 1, 1, 1]],
+    });
+    expect(misaligned.status).toBe(422);
+    expect((misaligned.json as { detail: { loc: unknown[] }[] }).detail[0]?.loc).toEqual([
+      'body',
+      'advantages',
+      0,
+    ]);
     for (let index = 0; index < 4; index++) {
       const response = await post('/scored_data', {
         tokens: [[1, 2, 3, 603, 604, 605]],
         masks: [[-100, -100, -100, 603, 604, 605]],
         scores: [1],
-        advantages: [[1, 1, 1, 1, 1, 1, 1, 1, 1]],
+        advantages: [[1, 1, 1, 1, 1, 1]],
         overrides: [{ sft: true }],
         group_overrides: { sft: true },
       });
@@ -485,14 +499,14 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     const posted =
       '{"tokens":[[1,2.0],[1e2,-0]],"masks":[[-100,2.0],[-100,-0.0]],"scores":[1,-0],' +
       '"advantages":[[1,0.5],[1E-7,2]],"ref_logprobs":null,"inference_logprobs":[[1,-0.25],[1,-1e-5]],' +
-      '"distill_token_ids":[[[3.0]],[[4]]],"distill_logprobs":[[[0]],[[-2]]],"env_id":7.0,' +
+      '"distill_token_ids":[[[3.0],[5]],[[4],[6]]],"distill_logprobs":[[[0],[-1]],[[-2],[-3]]],"env_id":7.0,' +
       '"messages":[[{"role":"user","content":"x","reward":1.0,"turn":1}],[{"role":"user","content":"y"}]]}';
     expect((await post('/scored_data', undefined, { rawBody: posted, gzip: true })).status).toBe(200);
     expect((await post('/scored_data_list', undefined, { rawBody: `[${posted}]` })).status).toBe(200);
     const expected =
       '"tokens":[[1,2],[100,0]],"masks":[[-100,2],[-100,0]],"scores":[1.0,0.0],' +
       '"advantages":[[1.0,0.5],[1e-07,2.0]],"ref_logprobs":null,"inference_logprobs":[[1.0,-0.25],[1.0,-1e-05]],' +
-      '"distill_token_ids":[[[3]],[[4]]],"distill_logprobs":[[[0.0]],[[-2.0]]],"env_id":7,' +
+      '"distill_token_ids":[[[3],[5]],[[4],[6]]],"distill_logprobs":[[[0.0],[-1.0]],[[-2.0],[-3.0]]],"env_id":7,' +
       '"messages":[[{"role":"user","content":"x","reward":1.0,"turn":1}],[{"role":"user","content":"y"}]]';
     expect((await get('/latest_example')).text).toContain(expected);
     const batch = await get('/batch');
@@ -716,5 +730,85 @@ describe('trajectory API: where shears does better than Atropos', () => {
       status: 'buffered',
       buffer_size: 0,
     });
+  });
+});
+
+describe('request bodies answered as FastAPI answers them', () => {
+  // Recorded from Atropos run-api (the pinned snapshot, fastapi 0.142 / pydantic 2.13) for the same bodies.
+  it.each([
+    [
+      '/register',
+      {
+        wandb_group: 'g',
+        batch_size: 'x',
+        max_token_len: 1.5,
+        checkpoint_dir: 3,
+        save_checkpoint_interval: '1_0',
+        starting_step: true,
+        num_steps: '7',
+      },
+      [
+        ['missing', ['body', 'wandb_project'], 'Field required'],
+        [
+          'int_parsing',
+          ['body', 'batch_size'],
+          'Input should be a valid integer, unable to parse string as an integer',
+        ],
+        [
+          'int_from_float',
+          ['body', 'max_token_len'],
+          'Input should be a valid integer, got a number with a fractional part',
+        ],
+        ['string_type', ['body', 'checkpoint_dir'], 'Input should be a valid string'],
+      ],
+    ],
+    [
+      '/register-env',
+      {
+        max_token_length: [1],
+        desired_name: null,
+        weight: 'abc',
+        group_size: '4.0',
+        min_batch_allocation: true,
+      },
+      [
+        ['int_type', ['body', 'max_token_length'], 'Input should be a valid integer'],
+        ['string_type', ['body', 'desired_name'], 'Input should be a valid string'],
+        [
+          'float_parsing',
+          ['body', 'weight'],
+          'Input should be a valid number, unable to parse string as a number',
+        ],
+      ],
+    ],
+    [
+      '/disconnect-env',
+      { env_id: null },
+      [['int_type', ['body', 'env_id'], 'Input should be a valid integer']],
+    ],
+    [
+      '/disconnect-env',
+      [1],
+      [
+        [
+          'model_attributes_type',
+          ['body'],
+          'Input should be a valid dictionary or object to extract fields from',
+        ],
+      ],
+    ],
+  ])('POST %s', async (path, body, expected) => {
+    const server = await start();
+    try {
+      const response = await rawRequest(server.url, path, { method: 'POST', body });
+      expect(response.status).toBe(422);
+      const detail = (
+        response.json as { detail: { type: string; loc: unknown[]; msg: string; input: unknown }[] }
+      ).detail;
+      expect(detail.map((issue) => [issue.type, issue.loc, issue.msg])).toEqual(expected);
+      if (expected[0]?.[0] === 'missing') expect(detail[0]?.input).toEqual(body);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -3,17 +3,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as zlib from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { TrajectoryApiDatabaseError, TrajectoryApiLockedError } from './api-errors.js';
 import { EnvStatusError } from './batching.js';
 import { QueueFullError, TrajectoryQueue, type TrajectoryQueueSettings } from './trajectory-queue.js';
 import { TrajectoryStore } from './trajectory-store.js';
-import { wireDecoderSource } from './wire-decode.js';
+import { decode } from './wire-decode.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'shears-queue-test-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const decoder = wireDecoderSource(zlib);
+const decoder = { decode };
 let counter = 0;
 const open: TrajectoryStore[] = [];
 afterEach(() => {
@@ -69,10 +68,10 @@ async function serve(queue: TrajectoryQueue): Promise<unknown[] | null | 'unregi
   if (leased.kind === 'unregistered') return leased.kind;
   if (leased.kind === 'none') return null;
   try {
-    const texts = await leased.lease.texts();
+    const texts = await leased.lease.groups();
     leased.lease.markDelivered();
     leased.lease.complete();
-    return texts.map((text) => JSON.parse(text));
+    return texts.map((text) => JSON.parse(text.toString('utf8')));
   } finally {
     leased.lease.release();
   }

@@ -6,7 +6,7 @@ import { gunzip } from 'node:zlib';
 import { computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from './batching.js';
 import {
   type FormedBatch,
-  joinSuffix,
+  joinSuffixBytes,
   type StoredPayload,
   type TrajectoryStore,
 } from './trajectory-store.js';
@@ -25,7 +25,7 @@ export interface TrajectoryQueueSettings {
   debug?: (message: string) => void;
 }
 
-export interface TrainerRegistration {
+interface TrainerRegistration {
   wandb_group: string;
   wandb_project: string;
   batch_size: number;
@@ -36,7 +36,7 @@ export interface TrainerRegistration {
   num_steps: number;
 }
 
-export interface EnvRegistration {
+interface EnvRegistration {
   max_token_length: number;
   desired_name: string;
   weight: number;
@@ -75,8 +75,8 @@ export class QueueFullError extends Error {
 /** A formed batch handed to one trainer request; see `TrajectoryQueue.leaseBatch`. */
 export interface BatchLease {
   readonly batch: FormedBatch;
-  /** The stored group texts (all 14 keys), in batch order. */
-  texts(): Promise<string[]>;
+  /** The stored groups as JSON bytes (all 14 keys), in batch order. */
+  groups(): Promise<Buffer[]>;
   /** Whether the batch is still formed (a /reset_data may have removed it). */
   current(): boolean;
   /** One-row commit just before the last response bytes go out (see docs/atropos-differences.md). */
@@ -368,7 +368,7 @@ export class TrajectoryQueue {
       kind: 'batch',
       lease: {
         batch,
-        texts: () => readTexts(store.readBatch(batch)),
+        groups: () => readGroups(store.readBatch(batch)),
         current,
         markDelivered: () => store.markDelivered(batch),
         unmarkDelivered: () => {
@@ -396,18 +396,22 @@ export class TrajectoryQueue {
   }
 }
 
-// Stored payloads as text: gzip ones are inflated on the libuv pool, off the event loop.
-function readTexts(rows: StoredPayload[]): Promise<string[]> {
+// Stored payloads as JSON bytes: gzip ones are inflated on the libuv pool, off the event loop,
+// into one buffer sized by the gzip trailer (instead of 16 KiB pieces joined at the end).
+function readGroups(rows: StoredPayload[]): Promise<Buffer[]> {
   return Promise.all(
     rows.map(
       (row) =>
-        new Promise<string>((resolve, reject) => {
+        new Promise<Buffer>((resolve, reject) => {
           if (row.encoding !== 1) {
-            resolve(joinSuffix(row.payload.toString('utf8'), row.suffix));
+            resolve(joinSuffixBytes(row.payload, row.suffix));
             return;
           }
-          gunzip(row.payload, (error, text) =>
-            error ? reject(error) : resolve(joinSuffix(text.toString('utf8'), row.suffix)),
+          const size = row.payload.length >= 18 ? row.payload.readUInt32LE(row.payload.length - 4) : 0;
+          gunzip(
+            row.payload,
+            { chunkSize: Math.max(16 * 1024, Math.min(size + 64, 64 * 1024 * 1024)) },
+            (error, text) => (error ? reject(error) : resolve(joinSuffixBytes(text, row.suffix))),
           );
         }),
     ),

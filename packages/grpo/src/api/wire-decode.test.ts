@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import * as zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { type DecodeResult, wireDecoderSource } from './wire-decode.js';
+import { type DecodeResult, decode } from './wire-decode.js';
+import { pythonFloat } from './wire-numbers.js';
 
-const decoder = wireDecoderSource(zlib);
+const decoder = { decode, pythonFloat };
 
 function decodeBoth(text: string, gzip: boolean): [DecodeResult, DecodeResult] {
   const body = gzip ? zlib.gzipSync(text) : Buffer.from(text);
@@ -145,38 +146,43 @@ describe('wire types: every number is served with the type Atropos serves', () =
     ],
     [
       'integral floats in int fields become ints',
-      '{"tokens":[[3.0],[2]],"masks":[[1.0],[2]],"scores":[1.5,0.25]}',
-      { tokens: '[[3],[2]]', masks: '[[1],[2]]', scores: '[1.5,0.25]' },
+      '{"tokens":[[3.0],[2]],"masks":[[3.0],[2]],"scores":[1.5,0.25]}',
+      { tokens: '[[3],[2]]', masks: '[[3],[2]]', scores: '[1.5,0.25]' },
     ],
     [
       'exponents',
-      '{"tokens":[[1e3],[2]],"masks":[[1E2],[2]],"scores":[1e3,1E-7]}',
-      { tokens: '[[1000],[2]]', masks: '[[100],[2]]', scores: '[1000.0,1e-07]' },
+      '{"tokens":[[1e3],[2]],"masks":[[1E3],[2]],"scores":[1e3,1E-7]}',
+      { tokens: '[[1000],[2]]', masks: '[[1000],[2]]', scores: '[1000.0,1e-07]' },
     ],
     [
       'negative zero',
-      '{"tokens":[[-0.0],[-0]],"masks":[[1],[2]],"scores":[-0.0,-0]}',
+      '{"tokens":[[-0.0],[-0]],"masks":[[-0],[-0.0]],"scores":[-0.0,-0]}',
       { tokens: '[[0],[0]]', scores: '[-0.0,0.0]' },
     ],
     [
-      'huge integers: exact in int fields, floats in float fields',
-      '{"tokens":[[123456789012345678901234567890],[2]],"masks":[[1],[2]],"scores":[123456789012345678901234567890,1]}',
-      { tokens: '[[123456789012345678901234567890],[2]]', scores: '[1.2345678901234568e+29,1.0]' },
+      'huge integers in float fields become floats',
+      '{"tokens":[[1],[2]],"masks":[[1],[2]],"scores":[123456789012345678901234567890,1]}',
+      { scores: '[1.2345678901234568e+29,1.0]' },
     ],
     [
       "Python's repr for tiny, huge and over-long floats",
-      '{"tokens":[[1]],"masks":[[1]],"scores":[12345678901234567890,0.1000000000000000055511151231257827,100000000000000000000.0,0.0001,0.00001,0.10]}',
-      { scores: '[1.2345678901234567e+19,0.1,1e+20,0.0001,1e-05,0.1]' },
+      '{"tokens":[[1,2,3,4,5,6]],"masks":[[1,2,3,4,5,6]],"scores":[1],"inference_logprobs":[[12345678901234567890,0.1000000000000000055511151231257827,100000000000000000000.0,0.0001,0.00001,0.10]]}',
+      { inference_logprobs: '[[1.2345678901234567e+19,0.1,1e+20,0.0001,1e-05,0.1]]' },
     ],
     [
       'numeric strings and booleans (lax mode)',
-      '{"tokens":[["3"],[" 4 "],[true]],"masks":[["1.0"],["1_000"],[false]],"scores":["1.50"," 2 ",true]}',
-      { tokens: '[[3],[4],[1]]', masks: '[[1],[1000],[0]]', scores: '[1.5,2.0,1.0]' },
+      '{"tokens":[["3"],[" 1_000 "],[true],[false]],"masks":[["3.0"],["1_000"],[true],[false]],"scores":["1.50"," 2 ",true,false]}',
+      { tokens: '[[3],[1000],[1],[0]]', masks: '[[3],[1000],[1],[0]]', scores: '[1.5,2.0,1.0,0.0]' },
     ],
     [
       'every float and int field, and env_id',
-      '{"tokens":[[1]],"masks":[[1]],"scores":[0.1],"advantages":[[1,2.0],[0.00001]],"inference_logprobs":[[1,-0.5]],"env_id":0.0}',
-      { scores: '[0.1]', advantages: '[[1.0,2.0],[1e-05]]', inference_logprobs: '[[1.0,-0.5]]', env_id: '0' },
+      '{"tokens":[[1,2],[3]],"masks":[[1,2],[3]],"scores":[0.1,0.2],"advantages":[[1,2.0],[0.00001]],"inference_logprobs":[[1,-0.5],[1]],"env_id":0.0}',
+      {
+        scores: '[0.1,0.2]',
+        advantages: '[[1.0,2.0],[1e-05]]',
+        inference_logprobs: '[[1.0,-0.5],[1.0]]',
+        env_id: '0',
+      },
     ],
   ])('%s', (_, text, expected) => {
     expect(served(text)).toMatchObject(expected);
@@ -293,5 +299,24 @@ describe('wire types: every number is served with the type Atropos serves', () =
       .filter(([, ours, theirs]) => ours !== theirs);
     expect(mismatches.slice(0, 5)).toEqual([]);
     expect(python).toHaveLength(values.length);
+  });
+});
+
+describe('every cut of a body is refused, never hangs or passes', () => {
+  it('refuses each proper prefix of a well-formed group and list', () => {
+    const group =
+      '{"tokens":[[5,6,7],[8,9,10]],"masks":[[-100,6,7],[-100,9,10]],"scores":[1.0,-0.5],"inference_logprobs":[[1.0,-0.25,-1e-05],[1.0,-2.5,-0.125]],"distill_token_ids":[[[1],[2],[3]],[[1],[2],[3]]],"distill_logprobs":[[[-1.0],[-1.0],[-1.0]],[[-1.0],[-1.0],[-1.0]]],"messages":[[{"role":"u","content":"é"}],[{"role":"u","content":"x"}]],"env_id":0}';
+    for (const [kind, text] of [
+      ['single', group],
+      ['list', `[${group},${group}]`],
+    ] as const) {
+      const body = Buffer.from(text);
+      expect(decoder.decode({ kind, body, gzip: false, maxBytes: 1 << 20 }).ok).toBe(true);
+      for (let cut = 0; cut < body.length; cut++) {
+        // A prefix that ends in whitespace-free JSON is never a complete body here.
+        const result = decoder.decode({ kind, body: body.subarray(0, cut), gzip: false, maxBytes: 1 << 20 });
+        expect(result.ok, `${kind} cut at ${cut}`).toBe(false);
+      }
+    }
   });
 });

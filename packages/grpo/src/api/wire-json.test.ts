@@ -2,10 +2,10 @@
 // the body exactly as sent (no rewrite at ingest) and any trainer reads floats.
 import * as zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { wireDecoderSource } from './wire-decode.js';
+import { decode } from './wire-decode.js';
 import { wireJson } from './wire-json.js';
 
-const decoder = wireDecoderSource(zlib);
+const decoder = { decode };
 
 const group = {
   tokens: [
@@ -38,7 +38,41 @@ describe('wireJson', () => {
   });
 
   it('is stored by the server exactly as sent, gzip and all', () => {
-    for (const body of [group, [group, group]]) {
+    // One score per sequence, one row per sequence as long as its tokens: a group the server takes.
+    const stored = {
+      ...group,
+      scores: [1, -1e-7],
+      advantages: [
+        [1, 0, -2.5],
+        [0, 1.2345678901234567e19, 1e-4],
+      ],
+      distill_token_ids: [
+        [
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ],
+        [
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ],
+      ],
+      distill_logprobs: [
+        [
+          [0, -1.5],
+          [-0, -1],
+          [-2, -3],
+        ],
+        [
+          [0, -1.5],
+          [-0, -1],
+          [-2, -3],
+        ],
+      ],
+      messages: [[{ role: 'user', content: 'hi', reward: 1 }], [{ role: 'user', content: 'ho' }]],
+    };
+    for (const body of [stored, [stored, stored]]) {
       const gzip = zlib.gzipSync(wireJson(body));
       const result = decoder.decode({
         kind: Array.isArray(body) ? 'list' : 'single',

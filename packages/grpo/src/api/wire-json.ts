@@ -3,10 +3,7 @@
 // spelling (`1.0`, not JSON.stringify's `1`). Atropos serves these fields as floats anyway; a
 // body already spelled that way is stored as sent by shears' server (no rewrite at ingest) and
 // reaches Atropos trainers with the right types from any server.
-import * as zlib from 'node:zlib';
-import { wireDecoderSource } from './wire-decode.js';
-
-const { pythonFloat } = wireDecoderSource(zlib);
+import { pythonFloat } from './wire-numbers.js';
 
 const FLOAT_FIELDS: Record<string, number> = {
   scores: 1,
