@@ -105,7 +105,6 @@ export { findStructure, foldText, neutraliseUntrustedText } from './untrusted-te
 export type { NonceReply, VerdictParse } from './verdict-parsing.js';
 export {
   duplicateJsonKey,
-  extractJsonObjects,
   parseVerdictText,
   selectNonceReply,
   verdictJsonSchema,

@@ -40,9 +40,11 @@ const cacheSchema = z.custom<boolean | { maxEntries?: number } | JudgeCache>(
   { message: CACHE_HINT },
 );
 
-/** What follows a suspected injection: `{ action, strictJudge, modelScreen }` (servers as `{ provider, ... }`). */
+/** What follows a suspected injection: `{ action, agentAction, penaltyScore, strictJudge, modelScreen }` (servers as `{ provider, ... }`). */
 const injectionSchema = z.strictObject({
   action: z.enum(INJECTION_ACTIONS).optional(),
+  agentAction: z.enum(INJECTION_ACTIONS).optional(),
+  penaltyScore: z.number().min(0).max(1).optional(),
   strictJudge: z
     .strictObject({
       server: z.unknown().optional(),
