@@ -45,7 +45,7 @@ import {
   strictNotice,
   untrustedNotice,
 } from './judge-prompt.js';
-import { agentEchoSources, blameEcho, type ReplyEcho } from './reply-echo.js';
+import { agentEchoSources, blameEcho, echoInVerdict, type ReplyEcho } from './reply-echo.js';
 import { selectNonceReply } from './verdict-parsing.js';
 
 export interface GroupJudgeSettings {
@@ -265,6 +265,15 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       pricing: settings.pricing,
     });
     const read = readGroupReply(text, nonce, labels);
+    // A verdict written around a candidate's unescaped text may be that candidate's: its doing.
+    const planted = read.ok
+      ? echoInVerdict(
+          text,
+          views.flatMap((view, index) => agentEchoSources(view, index)),
+          nonce,
+        )
+      : undefined;
+    if (planted) return { ok: false, kind: 'unparseable', reason: planted.reason, usage, echo: planted };
     if (!read.ok) {
       // A reply made unreadable by repeating a candidate's text is that candidate's doing.
       const echo =

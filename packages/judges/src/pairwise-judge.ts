@@ -44,7 +44,7 @@ import {
   strictNotice,
   untrustedNotice,
 } from './judge-prompt.js';
-import { agentEchoSources, blameEcho, type ReplyEcho } from './reply-echo.js';
+import { agentEchoSources, blameEcho, echoInVerdict, type ReplyEcho } from './reply-echo.js';
 import { selectNonceReply } from './verdict-parsing.js';
 
 export interface PairwiseJudgeSettings {
@@ -255,19 +255,18 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
       pricing: settings.pricing,
     });
     const read = readPairReply(text, nonce, labels);
-    if (read.ok) return { result: read.position, usage, input };
-    // A reply made unreadable by repeating an attempt's text is that attempt's doing.
+    const sources = [...agentEchoSources(views[0], 0), ...agentEchoSources(views[1], 1)];
+    // A reply made unreadable by repeating an attempt's text, or a verdict written around an
+    // attempt's unescaped text, is that attempt's doing.
+    const echo = read.ok
+      ? echoInVerdict(text, sources, nonce)
+      : blameEcho(text, sources, (cut) => readPairReply(cut, nonce, labels).ok, nonce);
+    if (read.ok && !echo) return { result: read.position, usage, input };
     const sideOf = (position: number): Side => ((position === 0) === firstIsA ? 'a' : 'b');
-    const echo = blameEcho(
-      text,
-      [...agentEchoSources(views[0], 0), ...agentEchoSources(views[1], 1)],
-      (cut) => readPairReply(cut, nonce, labels).ok,
-      nonce,
-    );
     return {
       result: {
         kind: 'unparseable',
-        reason: read.reason,
+        reason: read.ok ? echo!.reason : read.reason,
         ...(echo
           ? {
               echo: {

@@ -115,6 +115,63 @@ function repeatedRuns(
 /** JSON syntax: a repeated run holding it can break the object it was copied into. */
 const JSON_SYNTAX = /[{}[\]":,\\]/;
 
+/** A quote that is not escaped: copied raw into a JSON string, it ends the string. */
+function rawQuote(text: string, start: number, end: number): boolean {
+  for (
+    let index = text.indexOf('"', start);
+    index >= 0 && index < end;
+    index = text.indexOf('"', index + 1)
+  ) {
+    let backslashes = 0;
+    for (let at = index - 1; at >= 0 && text[at] === '\\'; at--) backslashes++;
+    if (backslashes % 2 === 0) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether a run holds prose, not only JSON structure: an agent that imitates the verdict's own
+ * shape ("dimensions": {"task_completion": ...) shares runs with any honest verdict, and that alone
+ * says nothing about who wrote what was read.
+ */
+function prose(run: string): boolean {
+  const letters = run.replace(/"[^"\n]{0,40}"\s*:/g, '').match(/\p{L}/gu);
+  return (letters?.length ?? 0) >= 12;
+}
+
+/**
+ * Whether a verdict that did read was written around the agent's text: its object (the one naming
+ * `nonce`) holds a repeated run of the agent's text with a raw quote in it. The judge copied the
+ * agent's text into its JSON unescaped, so the agent's text may have ended the judge's string, or
+ * the object, or set a key ("}, "winner": "tie"): what was read cannot be trusted to be the judge's.
+ * Undefined when the verdict is clean.
+ */
+export function echoInVerdict(
+  reply: string,
+  sources: readonly EchoSource[],
+  nonce: string,
+): (ReplyEcho & { owners: number[] }) | undefined {
+  const regions = nonceRegions(reply, nonce);
+  if (regions.length === 0 || !reply.includes('"')) return undefined;
+  const runs = repeatedRuns(reply, sources).filter(
+    (run) =>
+      regions.some((region) => run.start < region.end && run.end > region.start) &&
+      rawQuote(reply, run.start, run.end) &&
+      prose(reply.slice(run.start, run.end)),
+  );
+  if (runs.length === 0) return undefined;
+  const chars = runs.reduce((total, run) => total + compact(reply.slice(run.start, run.end)).text.length, 0);
+  const total = compact(reply).text.length;
+  return {
+    chars,
+    share: total === 0 ? 0 : Math.round((chars / total) * 1000) / 1000,
+    excerpt: reply.slice(runs[0]!.start, Math.min(runs[0]!.end, runs[0]!.start + 200)),
+    owners: [...new Set(runs.flatMap((run) => [...run.owners]))].sort((a, b) => a - b),
+    reason:
+      "the judge's verdict object holds the agent's text with its quotes unescaped: what was read may be the agent's",
+  };
+}
+
 /**
  * Whether an unreadable `reply` is the agent's doing. The judge repeated the agents' texts
  * (`sources`: as the judge was shown them, and as written; runs of MIN_RUN characters or more)

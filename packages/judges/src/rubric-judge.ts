@@ -47,7 +47,7 @@ import {
   strictNotice,
   untrustedNotice,
 } from './judge-prompt.js';
-import { agentEchoSources, blameEcho } from './reply-echo.js';
+import { agentEchoSources, blameEcho, echoInVerdict, type ReplyEcho } from './reply-echo.js';
 import { DEFAULT_RUBRIC, type Rubric } from './rubric.js';
 import { parseVerdictText, verdictJsonSchema } from './verdict-parsing.js';
 
@@ -196,8 +196,8 @@ type CallResult =
       kind: string;
       reason: string;
       usage?: Usage & { estimated: boolean };
-      /** The reply, when the judge answered something unreadable. */
-      text?: string;
+      /** The reply was unreadable (or its verdict untrustworthy) because it repeated the agent's text. */
+      echo?: ReplyEcho;
     };
 
 export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { readonly rubric: Rubric } {
@@ -216,9 +216,10 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
   async function call(
     server: ChatClient,
     messages: ChatMessage[],
-    nonce: string,
+    shown: TranscriptView,
     options: { timeoutMs: number; temperature: number; signal?: AbortSignal },
   ): Promise<CallResult> {
+    const { nonce } = shown;
     const reply = await judgeChat(
       server,
       {
@@ -240,7 +241,21 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
       pricing: settings.pricing,
     });
     const parsed = parseVerdictText(text, rubric, nonce);
-    if (!parsed.ok) return { ok: false, kind: parsed.kind, reason: parsed.reason, usage, text };
+    // A reply the agent's text broke, or a verdict written around the agent's unescaped text, is
+    // the agent's doing (reply-echo.ts).
+    const echo = parsed.ok
+      ? echoInVerdict(text, agentEchoSources(shown), nonce)
+      : parsed.kind === 'unparseable'
+        ? blameEcho(text, agentEchoSources(shown), (cut) => parseVerdictText(cut, rubric, nonce).ok, nonce)
+        : undefined;
+    if (!parsed.ok || echo)
+      return {
+        ok: false,
+        kind: parsed.ok ? 'unparseable' : parsed.kind,
+        reason: parsed.ok ? echo!.reason : parsed.reason,
+        usage,
+        ...(echo ? { echo } : {}),
+      };
     return {
       ok: true,
       score: parsed.composite,
@@ -274,7 +289,7 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
       // The judge is asked even when the agent's text already decided the score: its answer is
       // kept for the record (how far the injection moved it), and its failure changes nothing.
       const [first, screened] = await Promise.all([
-        call(settings.server, messages, nonce, { timeoutMs, temperature, signal: options.signal }),
+        call(settings.server, messages, view, { timeoutMs, temperature, signal: options.signal }),
         injection.modelScreen
           ? runModelScreen(view, {
               ...injection.modelScreen,
@@ -307,16 +322,6 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
         judgeId: id,
         details: { ...base, judgeInput: judgeInputRecord(messages, nonce), ...flaggedDetails(record) },
       });
-      /** An unreadable reply that repeats the agent's text: the agent's doing, scored as a penalty. */
-      const echoOf = (result: CallResult, callNonce: string, shown: TranscriptView) =>
-        !result.ok && result.kind === 'unparseable' && result.text !== undefined
-          ? blameEcho(
-              result.text,
-              agentEchoSources(shown),
-              (text) => parseVerdictText(text, rubric, callNonce).ok,
-              callNonce,
-            )
-          : undefined;
       let verdict: Verdict;
       if (decision?.action === 'zero') {
         verdict = penalty(
@@ -330,7 +335,7 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
           first.ok ? first.dimensions : undefined,
         );
       } else if (!first.ok) {
-        const echo = echoOf(first, nonce, view);
+        const { echo } = first;
         if (!echo) return { status: 'failed', kind: first.kind, reason: first.reason, usage, judgeId: id };
         verdict = penalty(echoRecord(echo, injection, decision?.spans ?? [], screenNote));
       } else if (!decision) {
@@ -377,7 +382,7 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
           decision.spans,
         );
         const strictMessages = rubricMessages(subject, rubric, strictView, strictSpec);
-        const strict = await call(injection.strict.server, strictMessages, strictNonce, {
+        const strict = await call(injection.strict.server, strictMessages, strictView, {
           timeoutMs: injection.strict.timeoutMs,
           temperature: injection.strict.temperature,
           signal: options.signal,
@@ -385,7 +390,7 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
         usage = addUsage(usage, strict.usage);
         const strictJudgeInput = judgeInputRecord(strictMessages, strictNonce);
         if (!strict.ok) {
-          const echo = echoOf(strict, strictNonce, strictView);
+          const { echo } = strict;
           if (!echo)
             return {
               status: 'failed',
