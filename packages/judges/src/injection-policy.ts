@@ -108,7 +108,7 @@ export function resolveInjection(
 }
 
 /** What follows the spans found in one subject, and whose text decided it. */
-export interface InjectionDecision {
+interface InjectionDecision {
   action: InjectionAction;
   /** `agent` when the agent's own text was flagged by a rule that counts against it. */
   origin: SpanOrigin;

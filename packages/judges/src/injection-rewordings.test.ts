@@ -4,6 +4,7 @@
 import type { JudgeSubject } from '@shears/core';
 import { describe, expect, it } from 'vitest';
 import { AGENT_PENALTY_RULES, screenForInjection } from './injection-screen.js';
+import { SCREEN_LANGUAGES } from './screen-phrases.js';
 import { HONEST, REWORDINGS } from './test-support/rewordings.js';
 
 const inFinal = (text: string): Pick<JudgeSubject, 'messages' | 'finalResponse'> => ({
@@ -20,6 +21,12 @@ function escapedJson(text: string): string {
 }
 
 describe('rewordings of text aimed at the grader', () => {
+  it('the family covers every language the lists do', () => {
+    // English is every family that is not named after a language.
+    const families = new Set(['en', ...REWORDINGS.map(({ family }) => family)]);
+    expect(SCREEN_LANGUAGES.filter((language) => !families.has(language))).toEqual([]);
+  });
+
   it.each(REWORDINGS)('$family: flags $text in the final answer', ({ text }) => {
     const screen = screenForInjection(inFinal(text));
     expect(screen.suspected).toBe(true);

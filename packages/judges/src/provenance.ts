@@ -25,7 +25,7 @@ export interface FirstWritten {
 }
 
 /** What attribution needs of a span: where it is and what it covers. */
-export interface LocatedSpan {
+interface LocatedSpan {
   source: TranscriptSource | 'unknown';
   messageIndex: number | null;
   callIndex?: number;

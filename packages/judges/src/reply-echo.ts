@@ -22,7 +22,7 @@ const MIN_RUN = 20;
 const MOSTLY_ECHO_CHARS = 64;
 
 /** A text the judge may have repeated, and whose it is (a candidate's position, or 0). */
-export interface EchoSource {
+interface EchoSource {
   owner: number;
   text: string;
 }

@@ -1714,7 +1714,7 @@ function sentenceStartAt(folded: string, start: number): boolean {
   return before.length === 0 ? start <= 12 : /[\n.!?;"'>(]\s*$/.test(before);
 }
 
-export interface PhraseHit {
+interface PhraseHit {
   /** Offsets in the folded text, end exclusive. */
   start: number;
   end: number;
@@ -1835,7 +1835,13 @@ const alternatives = (list: readonly string[]) =>
     .sort((a, b) => b.length - a.length)
     .join('|')})`;
 
-function unspacedPattern(languages: readonly Language[]): RegExp {
+/** The unspaced scripts' families: a sticky pattern, and the units a match can start with. */
+interface UnspacedMatcher {
+  pattern: RegExp;
+  starts: Set<number>;
+}
+
+function unspacedMatcher(languages: readonly Language[]): UnspacedMatcher {
   const all = (pick: (language: Language) => readonly string[] | undefined) =>
     languages.flatMap((language) => pick(language) ?? []);
   const gap = '[^。！？.!?\\n]{0,12}?';
@@ -1845,7 +1851,31 @@ function unspacedPattern(languages: readonly Language[]): RegExp {
   const weak = alternatives(all((l) => l.weak));
   const drop = alternatives(all((l) => l.drop));
   const instructions = `(?:${which}${gap}${what}|${what}${gap}${which}|${earlier}${gap}${weak})`;
-  return new RegExp(
+  // Tried only where a match can start (a listed word's first unit): a sticky pattern there,
+  // rather than the whole alternation at every unit of the text.
+  const starts = new Set<number>();
+  for (const language of languages)
+    for (const list of [
+      language.drop,
+      language.which,
+      language.earlier,
+      language.what,
+      language.weak ?? [],
+      language.give,
+      language.top,
+      language.address,
+      language.claims ?? [],
+    ])
+      for (const item of list) {
+        const first = foldText(item.replace(/^\^/, '')).folded.charCodeAt(0);
+        starts.add(first);
+        // The ASCII look-alikes foldedWord tolerates.
+        for (const group of ['o0', 'il1|!'])
+          if (group.includes(String.fromCharCode(first)))
+            for (const unit of group) starts.add(unit.charCodeAt(0));
+        if (first === 0x6d) starts.add(0x72); // m / rn
+      }
+  const pattern = new RegExp(
     [
       `${drop}${gap}${instructions}`,
       `${instructions}${gap}${drop}`,
@@ -1853,29 +1883,31 @@ function unspacedPattern(languages: readonly Language[]): RegExp {
       `${alternatives(all((l) => l.top))}${gap}${alternatives(all((l) => l.give))}`,
       alternatives([...all((l) => l.address), ...all((l) => l.claims)]),
     ].join('|'),
-    'g',
+    'y',
   );
+  return { pattern, starts };
 }
 
 /** Characters of the scripts written without spaces (CJK, kana, Hangul and its jamo). */
 const UNSPACED_SCRIPT = /[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 
 let spacedIndex: PhraseIndex | undefined;
-let unspaced: RegExp | undefined;
+let unspaced: UnspacedMatcher | undefined;
 
 /** Where the folded text holds a phrase of the lists (offsets in the folded text). */
 export function findPhrases(folded: string): PhraseHit[] {
   spacedIndex ??= buildIndex(Object.values(SPACED));
   const hits = matchSpaced(folded, spacedIndex);
   if (UNSPACED_SCRIPT.test(folded)) {
-    unspaced ??= unspacedPattern(Object.values(UNSPACED));
-    unspaced.lastIndex = 0;
-    for (let match = unspaced.exec(folded); match; match = unspaced.exec(folded)) {
-      if (match[0].length === 0) {
-        unspaced.lastIndex++;
-        continue;
-      }
-      hits.push({ start: match.index, end: match.index + match[0].length });
+    unspaced ??= unspacedMatcher(Object.values(UNSPACED));
+    const { pattern, starts } = unspaced;
+    for (let index = 0; index < folded.length; index++) {
+      if (!starts.has(folded.charCodeAt(index))) continue;
+      pattern.lastIndex = index;
+      const match = pattern.exec(folded);
+      if (!match || match[0].length === 0) continue;
+      hits.push({ start: index, end: index + match[0].length });
+      index += match[0].length - 1;
     }
   }
   return hits;

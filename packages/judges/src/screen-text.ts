@@ -128,7 +128,7 @@ function compose(outer: Mapped, inner: Mapped): Mapped {
 const MAX_PASSES = 3;
 
 /** `text` with its escapes decoded (repeatedly), offsets kept. */
-export function decodeEscapes(text: string): Mapped {
+function decodeEscapes(text: string): Mapped {
   let current: Mapped = { folded: text, start: null, end: null };
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     const next = decodeOnce(current.folded);
@@ -172,7 +172,7 @@ function squeeze(folded: Mapped): Mapped {
   return { folded: out, start: Int32Array.from(starts), end: Int32Array.from(ends) };
 }
 
-export interface ScreenReadings {
+interface ScreenReadings {
   /** Decoded and folded, line structure kept. */
   folded: FoldedText;
   /** The folded reading with only letters, digits and "/". Built on first use. */

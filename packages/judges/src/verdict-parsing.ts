@@ -88,7 +88,7 @@ function escaped(text: string, index: number): boolean {
  * between its opening brace and the key, so whatever stands before the object (a quoted answer
  * full of braces or unbalanced quotes) is never read.
  */
-export function enclosingObjectStart(text: string, keyIndex: number): number {
+function enclosingObjectStart(text: string, keyIndex: number): number {
   let depth = 0;
   for (let index = keyIndex - 1; index >= 0; index--) {
     const char = text[index];
@@ -113,7 +113,7 @@ export function enclosingObjectStart(text: string, keyIndex: number): number {
  * is linear in the reply whatever stands around the verdict, and nothing the agent wrote — which
  * cannot hold the nonce — can push the verdict out of reach.
  */
-export function nonceObjects(text: string, nonce: string): string[] {
+function nonceObjects(text: string, nonce: string): string[] {
   const found: string[] = [];
   const key = new RegExp(`"nonce"\\s*:\\s*"${nonce.replace(/[^a-z0-9]/gi, '')}"`, 'g');
   let coveredUntil = -1;
