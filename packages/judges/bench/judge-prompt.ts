@@ -82,7 +82,9 @@ function hostileTrajectory(): ChatMessage[] {
 
 /** Text as an agent's turns and a tool's outputs, one piece per message. */
 function textTrajectory(texts: readonly string[]): ChatMessage[] {
-  const messages: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test in tests/test_parser.py.' }];
+  const messages: ChatMessage[] = [
+    { role: 'user', content: 'Fix the failing test in tests/test_parser.py.' },
+  ];
   texts.forEach((text, index) => {
     messages.push(
       index % 2 === 0
