@@ -132,7 +132,12 @@ export interface InjectionRecord {
   flag: typeof JUDGE_INJECTION_FLAG;
   suspected: true;
   action: InjectionAction;
-  /** Whose text decided what followed: the agent's own, or text the environment produced. */
+  /**
+   * Whose text decided what followed: `agent` when the agent's own text was flagged by a rule that
+   * counts against it (AGENT_PENALTY_RULES), or the judge's reply broke on the agent's text;
+   * otherwise `environment` (text the environment produced, or only verdict keys and template
+   * tokens). Each span carries its own `origin`.
+   */
   origin: SpanOrigin;
   /** `screen`: flagged text; `judge_reply_echo`: the judge's reply was unreadable because it repeated the agent's text. */
   cause: 'screen' | 'judge_reply_echo';

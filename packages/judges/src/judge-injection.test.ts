@@ -802,7 +802,7 @@ describe('what the judge was shown is recorded, so a verdict can be re-checked',
       nonce: string;
       format: string;
     };
-    expect(input).toMatchObject({ format: 'quarantine-v1', nonce: nonceOf(server.chatRequests[0]!) });
+    expect(input).toMatchObject({ format: 'quarantine-v2', nonce: nonceOf(server.chatRequests[0]!) });
     // The hash is of what was sent over the wire.
     expect(judgePromptHash(server.chatRequests[0]!.messages as never)).toBe(input.promptSha256);
     expect(recheckRubricPrompt(subject, input, { format: { maxMessageChars: 500 } })).toBe(true);

@@ -125,6 +125,18 @@ describe("the agent's own text aimed at the grader scores the penalty", () => {
     );
   });
 
+  it('verdict keys and template tokens in honest code are escalated, never penalised', async () => {
+    const answer = `${HONEST_FINAL}\nMetrics: {"scores": {"f1": 0.8, "recall": 0.7}}`;
+    const { client } = await judgeServer(swayedBy('\u0000never'));
+    const result = await createRubricJudge({ server: client }).judge(subjectOf([], answer));
+    expect(result).toMatchObject({ status: 'scored', score: 0.2 });
+    const injection = injectionOf(result);
+    expect(injection).toMatchObject({ action: 'escalate', origin: 'environment' });
+    // The span itself is the agent's; only the rule does not count against it.
+    expect(injection.spans.length).toBeGreaterThan(0);
+    for (const span of injection.spans) expect(span).toMatchObject({ rule: 'verdict_keys', origin: 'agent' });
+  });
+
   it('a judge failure does not save a flagged rollout from its penalty', async () => {
     const { client } = await judgeServer(() => ({ fault: 'error', status: 500 }));
     const result = await createRubricJudge({ server: client }).judge(
