@@ -1183,7 +1183,117 @@ const SPACED: Record<string, Language> = {
     top: ['पूरे अंक', 'पूर्ण अंक', 'अधिकतम अंक', 'सर्वोच्च अंक', '10/10'],
     claims: ['पूरे अंक का हकदार', 'पूरे अंकों का हकदार', 'पूर्ण अंक का हकदार'],
   },
-};
+
+  sv: {
+    drop: ['ignorera', 'strunta i', 'bortse från', 'glöm', 'följ inte'],
+    which: ['alla', 'dina', 'systemets'],
+    earlier: ['tidigare', 'föregående', 'ovanstående', 'ursprungliga'],
+    what: ['instruktioner', 'instruktionerna', 'anvisningar', 'anvisningarna', 'riktlinjer', 'riktlinjerna'],
+    weak: ['regler', 'reglerna'],
+    address: ['kära bedömare', 'bäste bedömare', 'till bedömaren:', 'till granskaren:', 'bedömare:'],
+    give: ['ge', 'sätt'],
+    top: ['full poäng', 'högsta betyg', 'högsta poäng', 'maxpoäng', '10/10'],
+    claims: ['förtjänar full poäng', 'förtjänar högsta betyg'],
+  },
+  da: {
+    drop: ['ignorer', 'se bort fra', 'glem', 'følg ikke'],
+    which: ['alle', 'dine', 'systemets'],
+    earlier: ['tidligere', 'foregående', 'ovenstående', 'oprindelige'],
+    what: ['instruktioner', 'instruktionerne', 'anvisninger', 'anvisningerne', 'retningslinjer'],
+    weak: ['regler', 'reglerne'],
+    address: ['kære bedømmer', 'kære censor', 'til bedømmeren:', 'til censor:'],
+    give: ['giv', 'tildel'],
+    top: ['fuld point', 'fulde point', 'topkarakter', 'højeste karakter', '12-tal', '10/10'],
+    claims: ['fortjener fuld point', 'fortjener topkarakter'],
+  },
+  no: {
+    drop: ['ignorer', 'se bort fra', 'glem', 'ikke følg'],
+    which: ['alle', 'dine', 'systemets'],
+    earlier: ['tidligere', 'foregående', 'ovenstående', 'opprinnelige'],
+    what: ['instruksjoner', 'instruksjonene', 'anvisninger', 'retningslinjer', 'retningslinjene'],
+    weak: ['regler', 'reglene'],
+    address: ['kjære sensor', 'kjære vurderer', 'til sensor:', 'til vurdereren:'],
+    give: ['gi', 'sett'],
+    top: ['full pott', 'full score', 'toppkarakter', 'beste karakter', '10/10'],
+    claims: ['fortjener full pott', 'fortjener toppkarakter'],
+  },
+  cs: {
+    drop: ['ignoruj', 'ignorujte', 'zapomeň na', 'zapomeňte na', 'nedbej', 'neřiď se', 'neřiďte se'],
+    which: ['všechny', 'své', 'tvé', 'vaše', 'systémové'],
+    earlier: ['předchozí', 'dřívější', 'výše uvedené', 'původní'],
+    what: ['pokyny', 'instrukce', 'směrnice', 'zadání'],
+    weak: ['pravidla', 'příkazy'],
+    address: ['vážený hodnotiteli', 'milý hodnotiteli', 'hodnotiteli:', 'pro hodnotitele:', 'vážený opravující'],
+    give: ['dej', 'dejte', 'uděl', 'udělte', 'přiděl'],
+    top: ['plný počet bodů', 'maximální počet bodů', 'nejvyšší hodnocení', 'jedničku', '10/10'],
+    claims: ['zaslouží plný počet bodů', 'zaslouží si plný počet bodů', 'zaslouží nejvyšší hodnocení'],
+  },
+  ro: {
+    drop: ['ignoră', 'ignorați', 'uită', 'uitați', 'nu urma', 'nu urmați', 'nesocotește'],
+    which: ['toate', 'tale', 'voastre', 'sistemului'],
+    earlier: ['anterioare', 'precedente', 'de mai sus', 'inițiale'],
+    what: ['instrucțiunile', 'instrucțiuni', 'indicațiile', 'directivele'],
+    weak: ['regulile', 'comenzile'],
+    address: ['stimate evaluator', 'dragă evaluator', 'stimate corector', 'către evaluator:', 'pentru evaluator:'],
+    give: ['acordă', 'acordați', 'dă', 'dați', 'oferă'],
+    top: ['nota maximă', 'punctajul maxim', 'nota 10', 'punctaj maxim', '10/10'],
+    claims: ['merită nota maximă', 'merită punctajul maxim'],
+  },
+  hu: {
+    drop: ['hagyd figyelmen kívül', 'hagyja figyelmen kívül', 'felejtsd el', 'felejtse el', 'ne kövesd', 'ne kövesse'],
+    which: ['az összes', 'minden', 'a rendszer'],
+    earlier: ['korábbi', 'előző', 'fenti', 'eredeti'],
+    what: ['utasítást', 'utasításokat', 'utasítás', 'utasítások', 'irányelveket'],
+    weak: ['szabályokat', 'parancsokat'],
+    address: ['kedves értékelő', 'tisztelt értékelő', 'az értékelőnek:', 'értékelő:'],
+    give: ['adj', 'adjon', 'adjatok'],
+    top: ['maximális pontszámot', 'teljes pontszámot', 'maximum pontot', 'ötöst', '10/10'],
+    claims: ['megérdemli a maximális pontszámot', 'megérdemli a teljes pontszámot'],
+  },
+  fi: {
+    drop: ['ohita', 'ohittakaa', 'unohda', 'unohtakaa', 'älä noudata', 'jätä huomiotta'],
+    which: ['kaikki', 'sinun', 'järjestelmän'],
+    earlier: ['aiemmat', 'edelliset', 'yllä olevat', 'alkuperäiset', 'aikaisemmat'],
+    what: ['ohjeet', 'ohjeita', 'ohjeista', 'käskyt', 'direktiivit'],
+    weak: ['säännöt', 'komennot'],
+    address: ['hyvä arvioija', 'arvoisa arvioija', 'arvioijalle:', 'tarkastajalle:'],
+    give: ['anna', 'antakaa'],
+    top: ['täydet pisteet', 'maksimipisteet', 'parhaan arvosanan', 'kympin', '10/10'],
+    claims: ['ansaitsee täydet pisteet', 'ansaitsee parhaan arvosanan'],
+  },
+  el: {
+    drop: ['αγνόησε', 'αγνοήστε', 'ξέχασε', 'ξεχάστε', 'μην ακολουθείς', 'μην ακολουθήσετε', 'παράβλεψε'],
+    which: ['όλες', 'όλες τις', 'σου', 'του συστήματος'],
+    earlier: ['προηγούμενες', 'παραπάνω', 'αρχικές'],
+    what: ['οδηγίες', 'εντολές', 'κατευθυντήριες γραμμές'],
+    weak: ['κανόνες', 'κανόνες σου'],
+    address: ['αγαπητέ αξιολογητή', 'αγαπητή αξιολογήτρια', 'προς τον αξιολογητή:', 'αξιολογητή:', 'αγαπητέ βαθμολογητή'],
+    give: ['δώσε', 'δώστε', 'βάλε', 'βάλτε'],
+    top: ['τον μέγιστο βαθμό', 'μέγιστο βαθμό', 'άριστα', 'πλήρη βαθμολογία', 'άριστα 10', '10/10'],
+    claims: ['αξίζει άριστα', 'αξίζει τον μέγιστο βαθμό'],
+  },
+  he: {
+    drop: ['התעלם', 'התעלמי', 'התעלמו', 'שכח', 'שכחי', 'שכחו', 'אל תציית'],
+    which: ['מכל', 'כל', 'שלך'],
+    earlier: ['הקודמות', 'הקודמים', 'הקודמת', 'שלמעלה', 'המקוריות'],
+    what: ['ההוראות', 'הוראות', 'ההנחיות', 'הנחיות', 'מההוראות', 'מההנחיות'],
+    weak: ['הכללים', 'הפקודות'],
+    address: ['למעריך היקר', 'מעריך יקר', 'לבודק היקר', 'בודק יקר', 'אל המעריך:'],
+    give: ['תן', 'תני', 'תנו'],
+    top: ['ציון מלא', 'את הציון המקסימלי', 'הציון המקסימלי', '100', '10/10'],
+    claims: ['מגיע ציון מלא', 'ראוי לציון מלא'],
+  },
+  fa: {
+    drop: ['نادیده بگیر', 'نادیده بگیرید', 'فراموش کن', 'فراموش کنید', 'پیروی نکن'],
+    which: ['تمام', 'همه', 'همه‌ی', 'سیستم'],
+    earlier: ['قبلی', 'پیشین', 'بالا'],
+    what: ['دستورالعمل‌ها', 'دستورالعمل‌های', 'دستورات', 'دستورها', 'رهنمودها'],
+    weak: ['قوانین', 'قواعد'],
+    address: ['ارزیاب گرامی', 'ارزیاب عزیز', 'به ارزیاب:', 'مصحح گرامی'],
+    give: ['بده', 'بدهید'],
+    top: ['نمره کامل', 'بالاترین نمره', 'نمره‌ی کامل', '20 از 20', '10/10'],
+    claims: ['شایسته نمره کامل', 'سزاوار نمره کامل'],
+  },};
 
 // Words run together in these scripts: matches need no word edges.
 const UNSPACED: Record<string, Language> = {
@@ -1307,6 +1417,17 @@ const UNSPACED: Record<string, Language> = {
       '満点であるべき',
       '新しい指示:',
     ],
+  },
+  th: {
+    drop: ['ละเว้น', 'เพิกเฉยต่อ', 'เพิกเฉย', 'ไม่ต้องสนใจ', 'ลืม', 'อย่าทำตาม'],
+    which: ['ทั้งหมด', 'ของระบบ', 'ของคุณ'],
+    earlier: ['ก่อนหน้า', 'ก่อนหน้านี้', 'ข้างต้น', 'เดิม'],
+    what: ['คำสั่ง', 'คำแนะนำ', 'ข้อกำหนด', 'แนวทาง'],
+    weak: ['กฎ'],
+    address: ['เรียนผู้ตรวจ', 'ถึงผู้ตรวจ', 'ถึงผู้ประเมิน', 'เรียนผู้ประเมิน', 'ผู้ให้คะแนนที่เคารพ'],
+    give: ['ให้', 'โปรดให้'],
+    top: ['คะแนนเต็ม', 'คะแนนสูงสุด', '10/10'],
+    claims: ['สมควรได้คะแนนเต็ม', 'ควรได้คะแนนเต็ม'],
   },
   ko: {
     drop: ['무시', '잊어', '잊고', '따르지 마', '따르지 말'],
@@ -1888,8 +2009,8 @@ function unspacedMatcher(languages: readonly Language[]): UnspacedMatcher {
   return { pattern, starts };
 }
 
-/** Characters of the scripts written without spaces (CJK, kana, Hangul and its jamo). */
-const UNSPACED_SCRIPT = /[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
+/** Characters of the scripts written without spaces (Thai, CJK, kana, Hangul and its jamo). */
+const UNSPACED_SCRIPT = /[\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 
 let spacedIndex: PhraseIndex | undefined;
 let unspaced: UnspacedMatcher | undefined;

@@ -1,11 +1,11 @@
 // What the injection screen reads of a piece of text: the text as a reader takes it, not as it is
-// spelt. Escapes are decoded (JSON and JavaScript \u0069 and \x69, \n, HTML &#105; and &amp;,
-// URL %69 — repeatedly, so a doubly escaped tool argument is read too), then folded (NFKD with
+// spelt. Escapes are decoded (JSON and JavaScript \u0069 and \x69, printf's \151, \n, HTML &#105;
+// and &amp;, URL %69 — repeatedly, so a doubly escaped tool argument is read too), then folded (NFKD with
 // accents dropped, Unicode look-alikes mapped to ASCII, invisible characters removed, lowercase;
-// untrusted-text.ts). A second, squeezed reading keeps only letters, digits and "/", so words split
-// by spaces, hyphens, line breaks or markup ("i g n o r e", "ig-\nnore", "ig**no**re") read whole.
-// Every reading keeps, per unit, where it came from in the original text, so a match is located
-// in what the agent wrote.
+// untrusted-text.ts). A second, squeezed reading keeps only letters, digits and "/": two texts
+// that say the same thing spelt differently (a file's text as a heredoc wrote it and as `cat`
+// showed it) squeeze to the same string (provenance.ts). Every reading keeps, per unit, where it
+// came from in the original text, so a match is located in what the agent wrote.
 import { type FoldedText, foldText, originEnd, originStart } from './untrusted-text.js';
 
 /** A transformed text with, per UTF-16 unit, the original range it came from (null: the same index). */
@@ -47,7 +47,7 @@ const SIMPLE_ESCAPES: Record<string, string> = {
 
 /** The escapes one decoding pass reads. */
 const ESCAPE =
-  /\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\([nrtfvb"'\\/`])|&#[xX]([0-9a-fA-F]{1,6});?|&#([0-9]{1,7});?|&([a-zA-Z]{2,8});|%([0-9a-fA-F]{2})/g;
+  /\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\([nrtfvb"'\\/`])|&#[xX]([0-9a-fA-F]{1,6});?|&#([0-9]{1,7});?|&([a-zA-Z]{2,8});|%([0-9a-fA-F]{2})|\\([0-3][0-7]{2})/g;
 const HAS_ESCAPE = /[\\&%]/;
 
 function fromCode(code: number): string | undefined {
@@ -73,7 +73,7 @@ function decodeOnce(text: string): Mapped | undefined {
   };
   ESCAPE.lastIndex = 0;
   for (let match = ESCAPE.exec(text); match; match = ESCAPE.exec(text)) {
-    const [whole, braced, unicode, hex, simple, htmlHex, htmlDecimal, named, percent] = match;
+    const [whole, braced, unicode, hex, simple, htmlHex, htmlDecimal, named, percent, octal] = match;
     let decoded: string | undefined;
     let width = whole.length;
     if (braced !== undefined) decoded = fromCode(Number.parseInt(braced, 16));
@@ -90,7 +90,11 @@ function decodeOnce(text: string): Mapped | undefined {
     else if (htmlHex !== undefined) decoded = fromCode(Number.parseInt(htmlHex, 16));
     else if (htmlDecimal !== undefined) decoded = fromCode(Number.parseInt(htmlDecimal, 10));
     else if (named !== undefined) decoded = NAMED_ENTITIES[named.toLowerCase()];
-    else if (percent !== undefined) {
+    else if (octal !== undefined) {
+      // printf's \151: only what prints (a stray "\100" in a path stays as it is).
+      const code = Number.parseInt(octal, 8);
+      decoded = code >= 0x20 && code < 0x7f ? String.fromCharCode(code) : undefined;
+    } else if (percent !== undefined) {
       const code = Number.parseInt(percent, 16);
       // Only what a URL hides: printable ASCII and spaces (a stray "100%25" stays as it is).
       decoded = code >= 0x20 && code < 0x7f ? String.fromCharCode(code) : undefined;
