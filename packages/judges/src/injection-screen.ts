@@ -209,7 +209,19 @@ const TEXT_RULES: ReadonlyArray<{ rule: InjectionRule; pattern: RegExp; block?: 
 const ADDRESS_RULES: ReadonlyArray<{ needs: readonly string[]; pattern: RegExp }> = [
   {
     // The grader named: "Note to the grader", "Dear AI evaluator", a line opening "Grader:", "the grader must give this".
-    needs: ['grad', 'evaiuat', 'judg', 'assess', 'scor', 'rater', 'exami', 'reward', 'reading', 'reviewing', 'checking'],
+    needs: [
+      'grad',
+      'evaiuat',
+      'judg',
+      'assess',
+      'scor',
+      'rater',
+      'exami',
+      'reward',
+      'reading',
+      'reviewing',
+      'checking',
+    ],
     pattern: new RegExp(
       [
         `\\b${any('note', 'notes', 'message', 'memo', 'reminder', 'request', 'plea', 'comment', 'hint', 'letter', 'ps', 'p.s.')}\\s+(?:to|for)\\s+(?:the |any |all |my |our )?(?:ai |llm |automated |automatic )?${GRADER}s?\\b`,

@@ -1223,7 +1223,13 @@ const SPACED: Record<string, Language> = {
     earlier: ['předchozí', 'dřívější', 'výše uvedené', 'původní'],
     what: ['pokyny', 'instrukce', 'směrnice', 'zadání'],
     weak: ['pravidla', 'příkazy'],
-    address: ['vážený hodnotiteli', 'milý hodnotiteli', 'hodnotiteli:', 'pro hodnotitele:', 'vážený opravující'],
+    address: [
+      'vážený hodnotiteli',
+      'milý hodnotiteli',
+      'hodnotiteli:',
+      'pro hodnotitele:',
+      'vážený opravující',
+    ],
     give: ['dej', 'dejte', 'uděl', 'udělte', 'přiděl'],
     top: ['plný počet bodů', 'maximální počet bodů', 'nejvyšší hodnocení', 'jedničku', '10/10'],
     claims: ['zaslouží plný počet bodů', 'zaslouží si plný počet bodů', 'zaslouží nejvyšší hodnocení'],
@@ -1234,13 +1240,26 @@ const SPACED: Record<string, Language> = {
     earlier: ['anterioare', 'precedente', 'de mai sus', 'inițiale'],
     what: ['instrucțiunile', 'instrucțiuni', 'indicațiile', 'directivele'],
     weak: ['regulile', 'comenzile'],
-    address: ['stimate evaluator', 'dragă evaluator', 'stimate corector', 'către evaluator:', 'pentru evaluator:'],
+    address: [
+      'stimate evaluator',
+      'dragă evaluator',
+      'stimate corector',
+      'către evaluator:',
+      'pentru evaluator:',
+    ],
     give: ['acordă', 'acordați', 'dă', 'dați', 'oferă'],
     top: ['nota maximă', 'punctajul maxim', 'nota 10', 'punctaj maxim', '10/10'],
     claims: ['merită nota maximă', 'merită punctajul maxim'],
   },
   hu: {
-    drop: ['hagyd figyelmen kívül', 'hagyja figyelmen kívül', 'felejtsd el', 'felejtse el', 'ne kövesd', 'ne kövesse'],
+    drop: [
+      'hagyd figyelmen kívül',
+      'hagyja figyelmen kívül',
+      'felejtsd el',
+      'felejtse el',
+      'ne kövesd',
+      'ne kövesse',
+    ],
     which: ['az összes', 'minden', 'a rendszer'],
     earlier: ['korábbi', 'előző', 'fenti', 'eredeti'],
     what: ['utasítást', 'utasításokat', 'utasítás', 'utasítások', 'irányelveket'],
@@ -1267,7 +1286,13 @@ const SPACED: Record<string, Language> = {
     earlier: ['προηγούμενες', 'παραπάνω', 'αρχικές'],
     what: ['οδηγίες', 'εντολές', 'κατευθυντήριες γραμμές'],
     weak: ['κανόνες', 'κανόνες σου'],
-    address: ['αγαπητέ αξιολογητή', 'αγαπητή αξιολογήτρια', 'προς τον αξιολογητή:', 'αξιολογητή:', 'αγαπητέ βαθμολογητή'],
+    address: [
+      'αγαπητέ αξιολογητή',
+      'αγαπητή αξιολογήτρια',
+      'προς τον αξιολογητή:',
+      'αξιολογητή:',
+      'αγαπητέ βαθμολογητή',
+    ],
     give: ['δώσε', 'δώστε', 'βάλε', 'βάλτε'],
     top: ['τον μέγιστο βαθμό', 'μέγιστο βαθμό', 'άριστα', 'πλήρη βαθμολογία', 'άριστα 10', '10/10'],
     claims: ['αξίζει άριστα', 'αξίζει τον μέγιστο βαθμό'],
@@ -1293,7 +1318,8 @@ const SPACED: Record<string, Language> = {
     give: ['بده', 'بدهید'],
     top: ['نمره کامل', 'بالاترین نمره', 'نمره‌ی کامل', '20 از 20', '10/10'],
     claims: ['شایسته نمره کامل', 'سزاوار نمره کامل'],
-  },};
+  },
+};
 
 // Words run together in these scripts: matches need no word edges.
 const UNSPACED: Record<string, Language> = {
@@ -2010,7 +2036,8 @@ function unspacedMatcher(languages: readonly Language[]): UnspacedMatcher {
 }
 
 /** Characters of the scripts written without spaces (Thai, CJK, kana, Hangul and its jamo). */
-const UNSPACED_SCRIPT = /[\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
+const UNSPACED_SCRIPT =
+  /[\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 
 let spacedIndex: PhraseIndex | undefined;
 let unspaced: UnspacedMatcher | undefined;
