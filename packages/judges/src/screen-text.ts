@@ -6,7 +6,7 @@
 // that say the same thing spelt differently (a file's text as a heredoc wrote it and as `cat`
 // showed it) squeeze to the same string (provenance.ts). Every reading keeps, per unit, where it
 // came from in the original text, so a match is located in what the agent wrote.
-import { type FoldedText, foldText, originEnd, originStart } from './untrusted-text.js';
+import { type FoldedText, foldedString, foldText, originEnd, originStart } from './untrusted-text.js';
 
 /** A transformed text with, per UTF-16 unit, the original range it came from (null: the same index). */
 type Mapped = FoldedText;
@@ -197,7 +197,25 @@ export function screenReadings(text: string): ScreenReadings {
   };
 }
 
-/** The squeezed reading of `text` as a plain string (for comparing what two texts say). */
+/**
+ * The squeezed reading of `text` as a plain string (for comparing what two texts say): decoded,
+ * folded, letters, digits and "/" only. Built without offsets: attribution reads whole
+ * trajectories with it.
+ */
 export function squeezedText(text: string): string {
-  return screenReadings(text).squeezed.folded;
+  const folded = foldedString(decodeEscapes(text).folded);
+  let out = '';
+  let from = -1;
+  for (let index = 0; index < folded.length; ) {
+    const code = folded.codePointAt(index)!;
+    const width = code > 0xffff ? 2 : 1;
+    const keep = squeezeKeeps(code, folded.slice(index, index + width));
+    if (keep && from < 0) from = index;
+    if (!keep && from >= 0) {
+      out += folded.slice(from, index);
+      from = -1;
+    }
+    index += width;
+  }
+  return from >= 0 ? out + folded.slice(from) : out;
 }

@@ -126,21 +126,57 @@ export function originEnd(folded: FoldedText, index: number): number {
 export function foldText(text: string): FoldedText {
   // Most agent text is ASCII: then folding is lowercasing, one unit for one unit.
   if (ASCII_ONLY.test(text)) return { folded: text.toLowerCase(), start: null, end: null };
+  const parts: string[] = [];
+  let starts: Int32Array = new Int32Array(text.length + 16);
+  let ends: Int32Array = new Int32Array(text.length + 16);
+  let length = 0;
+  for (let index = 0; index < text.length; ) {
+    const code = text.charCodeAt(index);
+    // ASCII needs no table: lowercased, one unit for one.
+    if (code < 0x80) {
+      parts.push(code >= 0x41 && code <= 0x5a ? String.fromCharCode(code + 32) : text[index]!);
+      if (length + 1 > starts.length) [starts, ends] = [grow(starts), grow(ends)];
+      starts[length] = index;
+      ends[length] = index + 1;
+      length++;
+      index++;
+      continue;
+    }
+    const point = text.codePointAt(index)!;
+    const width = point > 0xffff ? 2 : 1;
+    const part = foldCodePoint(point, text.slice(index, index + width));
+    if (length + part.length > starts.length)
+      [starts, ends] = [grow(starts, part.length), grow(ends, part.length)];
+    for (let unit = 0; unit < part.length; unit++) {
+      starts[length] = index;
+      ends[length] = index + width;
+      length++;
+    }
+    parts.push(part);
+    index += width;
+  }
+  return { folded: parts.join(''), start: starts.subarray(0, length), end: ends.subarray(0, length) };
+}
+
+/** A larger copy of `array` (at least `extra` more). */
+function grow(array: Int32Array, extra = 1): Int32Array {
+  const bigger = new Int32Array(Math.max(array.length * 2, array.length + extra + 16));
+  bigger.set(array);
+  return bigger;
+}
+
+/** `text` folded, without the offsets (for comparing what two texts say). */
+export function foldedString(text: string): string {
+  if (ASCII_ONLY.test(text)) return text.toLowerCase();
   let folded = '';
-  const starts: number[] = [];
-  const ends: number[] = [];
   for (let index = 0; index < text.length; ) {
     const code = text.codePointAt(index)!;
     const width = code > 0xffff ? 2 : 1;
-    const part = foldCodePoint(code, text.slice(index, index + width));
-    for (let unit = 0; unit < part.length; unit++) {
-      starts.push(index);
-      ends.push(index + width);
-    }
-    folded += part;
+    folded +=
+      code < 0x80 ? text[index]!.toLowerCase() : foldCodePoint(code, text.slice(index, index + width));
     index += width;
   }
-  return { folded, start: Int32Array.from(starts), end: Int32Array.from(ends) };
+  return folded;
 }
 
 /**
