@@ -269,7 +269,7 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
     const planted = read.ok
       ? echoInVerdict(
           text,
-          views.flatMap((view, index) => agentEchoSources(view, index)),
+          views.flatMap((view, index) => agentEchoSources(view, index, false)),
           nonce,
         )
       : undefined;

@@ -255,12 +255,15 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
       pricing: settings.pricing,
     });
     const read = readPairReply(text, nonce, labels);
-    const sources = [...agentEchoSources(views[0], 0), ...agentEchoSources(views[1], 1)];
     // A reply made unreadable by repeating an attempt's text, or a verdict written around an
     // attempt's unescaped text, is that attempt's doing.
+    const sources = (shown: boolean) => [
+      ...agentEchoSources(views[0], 0, shown),
+      ...agentEchoSources(views[1], 1, shown),
+    ];
     const echo = read.ok
-      ? echoInVerdict(text, sources, nonce)
-      : blameEcho(text, sources, (cut) => readPairReply(cut, nonce, labels).ok, nonce);
+      ? echoInVerdict(text, sources(false), nonce)
+      : blameEcho(text, sources(true), (cut) => readPairReply(cut, nonce, labels).ok, nonce);
     if (read.ok && !echo) return { result: read.position, usage, input };
     const sideOf = (position: number): Side => ((position === 0) === firstIsA ? 'a' : 'b');
     return {

@@ -38,15 +38,19 @@ export interface ReplyEcho {
   reason: string;
 }
 
-/** The agent's text a judge was shown in `view` (as shown, and as written), as echo sources of `owner`. */
-export function agentEchoSources(view: TranscriptView, owner = 0): EchoSource[] {
+/**
+ * The agent's text a judge was shown in `view`, as echo sources of `owner`: as written, and (with
+ * `shown`) as the prompt showed it, imitations of structure in «guillemets».
+ */
+export function agentEchoSources(view: TranscriptView, owner = 0, shown = true): EchoSource[] {
   const sources: EchoSource[] = [];
   for (const segment of view.segments) {
     if (!agentSource(segment.source)) continue;
     const written = segment.replacement ?? segment.text;
     sources.push({ owner, text: written });
-    const shown = neutraliseUntrustedText(written, { nonces: [view.nonce] }).text;
-    if (shown !== written) sources.push({ owner, text: shown });
+    if (!shown) continue;
+    const quoted = neutraliseUntrustedText(written, { nonces: [view.nonce] }).text;
+    if (quoted !== written) sources.push({ owner, text: quoted });
   }
   return sources;
 }

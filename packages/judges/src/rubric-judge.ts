@@ -244,7 +244,7 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
     // A reply the agent's text broke, or a verdict written around the agent's unescaped text, is
     // the agent's doing (reply-echo.ts).
     const echo = parsed.ok
-      ? echoInVerdict(text, agentEchoSources(shown), nonce)
+      ? echoInVerdict(text, agentEchoSources(shown, 0, false), nonce)
       : parsed.kind === 'unparseable'
         ? blameEcho(text, agentEchoSources(shown), (cut) => parseVerdictText(cut, rubric, nonce).ok, nonce)
         : undefined;
