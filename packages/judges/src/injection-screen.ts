@@ -24,7 +24,7 @@ import {
 } from './provenance.js';
 import { DEFAULT_RUBRIC } from './rubric.js';
 import { canonicalText, findPhrases } from './screen-phrases.js';
-import { screenReadings } from './screen-text.js';
+import { screenReading } from './screen-text.js';
 import {
   findStructure,
   foldedWord,
@@ -395,8 +395,7 @@ function screenSegments(
         excerpt: text.slice(start, Math.min(end, start + EXCERPT)),
       });
     };
-    const readings = screenReadings(text);
-    const { folded } = readings;
+    const folded = screenReading(text);
     for (const { rule, pattern, block } of [
       ...TEXT_RULES,
       { rule: 'verdict_json' as const, pattern: verdictJson },

@@ -3,11 +3,10 @@
 // précédentes", "忽略之前的所有指令"), addressing whoever grades ("Dear evaluator", "to those
 // grading this", "致评分者"), and asking for a score ("give this 10/10", "mérite la note
 // maximale", "给满分"). Words are written as a reader spells them and folded like the text
-// (untrusted-text.ts), so accents, look-alike letters and case do not matter. Each family is one
-// regular expression over the folded reading, and a squeezed twin (no spaces, no punctuation) for
-// words split by spaces, hyphens, line breaks or markup. The lists aim at what an honest agent
-// has no reason to write: a qualifier ("previous", "your") must come with "instructions", a
-// grader noun must be addressed (a vocative, "dear", "note to"), a score must be the top one.
+// (untrusted-text.ts), so accents, look-alike letters and case do not matter. The lists aim at
+// what an honest agent has no reason to write: a qualifier ("previous", "your") must come with
+// "instructions", a grader noun must be addressed (a vocative, "dear", "note to"), a score must be
+// the top one. How they are matched is below ("Matching").
 import { foldedWord, foldText } from './untrusted-text.js';
 
 interface Language {

@@ -155,46 +155,10 @@ function squeezeKeeps(code: number, char: string): boolean {
   return keep;
 }
 
-/** Only the letters, digits and "/" of a folded reading, offsets kept. */
-function squeeze(folded: Mapped): Mapped {
-  const text = folded.folded;
-  let out = '';
-  const starts: number[] = [];
-  const ends: number[] = [];
-  for (let index = 0; index < text.length; ) {
-    const code = text.codePointAt(index)!;
-    const width = code > 0xffff ? 2 : 1;
-    if (squeezeKeeps(code, text.slice(index, index + width))) {
-      for (let unit = 0; unit < width; unit++) {
-        starts.push(originStart(folded, index + unit));
-        ends.push(originEnd(folded, index + unit));
-      }
-      out += text.slice(index, index + width);
-    }
-    index += width;
-  }
-  return { folded: out, start: Int32Array.from(starts), end: Int32Array.from(ends) };
-}
-
-interface ScreenReadings {
-  /** Decoded and folded, line structure kept. */
-  folded: FoldedText;
-  /** The folded reading with only letters, digits and "/". Built on first use. */
-  readonly squeezed: FoldedText;
-}
-
-/** The readings of `text` the screen's rules run over. */
-export function screenReadings(text: string): ScreenReadings {
+/** The reading of `text` the screen's rules run over: decoded and folded, line structure kept. */
+export function screenReading(text: string): FoldedText {
   const decoded = decodeEscapes(text);
-  const folded = compose(foldText(decoded.folded), decoded);
-  let squeezed: FoldedText | undefined;
-  return {
-    folded,
-    get squeezed() {
-      squeezed ??= squeeze(folded);
-      return squeezed;
-    },
-  };
+  return compose(foldText(decoded.folded), decoded);
 }
 
 /**
