@@ -1,11 +1,11 @@
 // What the injection screen reads of a piece of text: the text as a reader takes it, not as it is
-// spelt. Escapes are decoded (JSON and JavaScript \u0069 and \x69, printf's \151, \n, HTML &#105;
-// and &amp;, URL %69 — repeatedly, so a doubly escaped tool argument is read too), then folded (NFKD with
-// accents dropped, Unicode look-alikes mapped to ASCII, invisible characters removed, lowercase;
-// untrusted-text.ts). A second, squeezed reading keeps only letters, digits and "/": two texts
-// that say the same thing spelt differently (a file's text as a heredoc wrote it and as `cat`
-// showed it) squeeze to the same string (provenance.ts). Every reading keeps, per unit, where it
-// came from in the original text, so a match is located in what the agent wrote.
+// spelt. Escapes are decoded (JSON and JavaScript \u0069 and \x69, printf's \151, \n, HTML
+// &#105; and &amp;, URL %69 — repeatedly, so a doubly escaped tool argument is read too), then
+// folded (NFKD with accents dropped, Unicode look-alikes mapped to ASCII, invisible characters
+// removed, lowercase; untrusted-text.ts). The reading keeps, per unit, where it came from in the
+// original text, so a match is located in what the agent wrote. A squeezed form (letters, digits
+// and "/" only, no offsets) lets two texts that say the same thing spelt differently — a file's
+// text as a heredoc wrote it and as `cat` showed it — compare equal (provenance.ts).
 import { type FoldedText, foldedString, foldText, originEnd, originStart } from './untrusted-text.js';
 
 /** A transformed text with, per UTF-16 unit, the original range it came from (null: the same index). */
