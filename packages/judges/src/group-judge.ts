@@ -326,9 +326,9 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
         results.push(result);
         continue;
       }
-      if (!result.echo) return { members: current, results, failure: result, echoed };
-      const blamed = new Set(result.echo.owners.map((position) => current[position]!));
-      for (const index of blamed) echoed.set(index, result.echo);
+      const blamed = new Set((result.echo?.owners ?? []).map((position) => current[position]!));
+      if (blamed.size === 0) return { members: current, results, failure: result, echoed };
+      for (const index of blamed) echoed.set(index, result.echo!);
       current = current.filter((index) => !blamed.has(index));
       // The rounds so far scored the others relative to the blamed ones: start again without them.
       results = [];
