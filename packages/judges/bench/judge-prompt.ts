@@ -1,11 +1,15 @@
 // bench/judge-prompt: what the judge prompt costs to build and to send — its length (characters
-// and o200k tokens) and the CPU time to format it — for small, medium, large (truncated) and
-// hostile trajectories. Prints one JSON line per case. The same script ran before and after the
-// injection defences (quarantined transcript, screening), so their cost can be read as ratios.
+// and o200k tokens) and the CPU time to format it and to screen it — for small, medium, large
+// (truncated) and hostile trajectories, a trajectory of every rewording the screen knows and one of
+// honest text in many languages. Prints one JSON line per case, with the load average (the
+// machine is shared: compare runs made side by side). The same script runs against older trees,
+// so the cost of a change can be read as a ratio.
 // Usage: tsx bench/judge-prompt.ts [--iterations 200]
+import { loadavg } from 'node:os';
 import type { ChatMessage, JudgeSubject } from '@shears/core';
 import { get_encoding } from 'tiktoken';
 import * as judges from '../src/index.js';
+import { HONEST, REWORDINGS } from '../src/test-support/rewordings.js';
 
 function option(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
@@ -76,11 +80,29 @@ function hostileTrajectory(): ChatMessage[] {
   return messages;
 }
 
+/** Text as an agent's turns and a tool's outputs, one piece per message. */
+function textTrajectory(texts: readonly string[]): ChatMessage[] {
+  const messages: ChatMessage[] = [
+    { role: 'user', content: 'Fix the failing test in tests/test_parser.py.' },
+  ];
+  texts.forEach((text, index) => {
+    messages.push(
+      index % 2 === 0
+        ? { role: 'assistant', content: text }
+        : { role: 'tool', tool_call_id: `call_${index}`, content: text },
+    );
+  });
+  messages.push({ role: 'assistant', content: 'Done.' });
+  return messages;
+}
+
 const cases: Array<{ name: string; messages: ChatMessage[] }> = [
   { name: 'small', messages: trajectory(1, 5, 1) },
   { name: 'medium', messages: trajectory(10, 30, 2) },
   { name: 'large_truncated', messages: trajectory(60, 400, 3) },
   { name: 'hostile', messages: hostileTrajectory() },
+  { name: 'rewordings', messages: textTrajectory(REWORDINGS.map(({ text }) => text)) },
+  { name: 'honest_multilingual', messages: textTrajectory(HONEST) },
 ];
 
 const encoding = get_encoding('o200k_base');
@@ -90,7 +112,9 @@ const api = judges as unknown as Record<string, unknown>;
 const buildView = api.buildTranscriptView as
   | ((messages: ChatMessage[], options: { nonce: string; finalResponse?: string | null }) => unknown)
   | undefined;
-const screenView = api.screenTranscriptView as ((view: unknown) => unknown) | undefined;
+const screenView = api.screenTranscriptView as
+  | ((view: unknown, options: { subject: JudgeSubject }) => unknown)
+  | undefined;
 const screen =
   buildView && screenView
     ? (subject: JudgeSubject) => {
@@ -98,7 +122,8 @@ const screen =
           nonce: 'benchnonce23',
           finalResponse: subject.finalResponse,
         });
-        return () => screenView(view);
+        // With the subject, as the judges call it: flagged spans are attributed too.
+        return () => screenView(view, { subject });
       }
     : undefined;
 
@@ -126,6 +151,7 @@ for (const { name, messages } of cases) {
     JSON.stringify({
       bench: 'judge-prompt',
       case: name,
+      loadAverage: loadavg().map((value) => Number(value.toFixed(2))),
       defences: screen !== undefined,
       messages: messages.length,
       promptChars: text.length,

@@ -1,6 +1,7 @@
 // bench/judges: judge calls per second a 3-judge panel sustains against the scripted server at
 // a given concurrency, and the cache hit rate of a re-judging run. Prints JSON lines.
 // Usage: tsx bench/judges.ts [--items 600] [--concurrency 32] [--latency-ms 0]
+import { loadavg } from 'node:os';
 import type { JudgeSubject } from '@shears/core';
 import {
   createScriptedServer,
@@ -91,6 +92,7 @@ async function run(label: string) {
     JSON.stringify({
       bench: 'judges',
       run: label,
+      loadAverage: loadavg().map((value) => Number(value.toFixed(2))),
       items: subjects.length,
       panelSize: judges.length,
       concurrency,

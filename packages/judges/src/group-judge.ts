@@ -14,6 +14,8 @@ import {
   type TranscriptView,
 } from './format-trajectory.js';
 import {
+  decideInjection,
+  echoRecord,
   flaggedDetails,
   type InjectionSettings,
   injectionRecord,
@@ -21,7 +23,12 @@ import {
   resolveInjection,
   runModelScreen,
 } from './injection-policy.js';
-import { type InjectionScreen, redactTranscriptView, screenTranscriptView } from './injection-screen.js';
+import {
+  attributeSpans,
+  type InjectionSpan,
+  redactTranscriptView,
+  screenTranscriptView,
+} from './injection-screen.js';
 import { judgeChat } from './judge-chat.js';
 import { addUsage, type JudgePricing, resolveUsage, splitUsage } from './judge-cost.js';
 import {
@@ -38,6 +45,7 @@ import {
   strictNotice,
   untrustedNotice,
 } from './judge-prompt.js';
+import { agentEchoSources, blameEcho, echoInVerdict, type ReplyEcho } from './reply-echo.js';
 import { selectNonceReply } from './verdict-parsing.js';
 
 export interface GroupJudgeSettings {
@@ -59,7 +67,7 @@ export interface GroupJudgeSettings {
   nonceRandom?: RandomIndex;
 }
 
-const groupReplySchema = z.looseObject({
+const groupReplySchema = z.object({
   scores: z.record(z.string(), z.number()),
   rationale: z.string().optional(),
 });
@@ -159,7 +167,46 @@ export function buildGroupPrompt(
 type RoundUsage = Usage & { estimated: boolean };
 type RoundResult =
   | { ok: true; scores: number[]; rationale: string; usage?: RoundUsage; inputs: JudgeInputRecord[] }
-  | { ok: false; kind: string; reason: string; usage?: RoundUsage };
+  | {
+      ok: false;
+      kind: string;
+      reason: string;
+      usage?: RoundUsage;
+      /** The reply was unreadable because it repeated these candidates' text (positions in the round's list). */
+      echo?: ReplyEcho & { owners: number[] };
+    };
+type RoundScores =
+  | { ok: true; scores: number[]; rationale: string }
+  | { ok: false; kind: 'unparseable' | 'out_of_range'; reason: string };
+
+/** Reads a group reply: one score in [0, 1] for every label shown, and none for any other label. */
+function readGroupReply(text: string, nonce: string, labels: readonly string[]): RoundScores {
+  const selected = selectNonceReply(text, nonce, groupReplySchema, 'group judge reply');
+  if (!selected.ok) return { ok: false, kind: 'unparseable', reason: selected.reason };
+  const given = selected.value.scores;
+  const known = new Set(labels);
+  const unknown = Object.keys(given).filter((label) => !known.has(label));
+  if (unknown.length > 0)
+    return {
+      ok: false,
+      kind: 'unparseable',
+      reason: `scores for unknown candidates ${unknown.map((label) => JSON.stringify(label)).join(', ')} (candidates: ${labels.join(', ')})`,
+    };
+  const scores: number[] = [];
+  for (const label of labels) {
+    const value = given[label];
+    if (value === undefined)
+      return { ok: false, kind: 'unparseable', reason: `no score for candidate ${label}` };
+    if (!(value >= 0 && value <= 1))
+      return {
+        ok: false,
+        kind: 'out_of_range',
+        reason: `candidate ${label} scored ${value}, outside [0, 1]`,
+      };
+    scores.push(value);
+  }
+  return { ok: true, scores, rationale: selected.value.rationale ?? '' };
+}
 
 export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
   const id = settings.id ?? `group:${settings.server.model ?? 'judge'}`;
@@ -173,10 +220,11 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
   const viewsFor = (subjects: readonly JudgeSubject[], nonce: string) =>
     groupViews(subjects, nonce, settings.format);
 
+  /** One call over `subjects` (scores by position in that list). */
   async function round(
     subjects: readonly JudgeSubject[],
     signal: AbortSignal | undefined,
-    strict?: { screens: readonly InjectionScreen[]; rules: string[] },
+    strict?: { spans: readonly (readonly InjectionSpan[])[]; rules: string[] },
   ): Promise<RoundResult> {
     // An already-aborted signal never fires 'abort' again: check it before calling the judge.
     if (signal?.aborted) return { ok: false, kind: 'aborted', reason: 'judging was cancelled' };
@@ -184,7 +232,7 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
     const nonce = createJudgeNonce(settings.nonceRandom);
     const labels = createCandidateLabels(subjects.length, settings.nonceRandom);
     let views = viewsFor(subjects, nonce);
-    if (strict) views = views.map((view, index) => redactTranscriptView(view, strict.screens[index]!.spans));
+    if (strict) views = views.map((view, index) => redactTranscriptView(view, strict.spans[index]!));
     const messages = groupMessages(
       subjects[0]?.task ?? '',
       views,
@@ -216,36 +264,76 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       completionText: text,
       pricing: settings.pricing,
     });
-    const selected = selectNonceReply(text, nonce, groupReplySchema, 'group judge reply');
-    if (!selected.ok) return { ok: false, kind: 'unparseable', reason: selected.reason, usage };
-    const given = selected.value.scores;
+    const read = readGroupReply(text, nonce, labels);
+    // A verdict written around a candidate's unescaped text may be that candidate's: its doing.
+    const planted = read.ok
+      ? echoInVerdict(
+          text,
+          views.flatMap((view, index) => agentEchoSources(view, index, false)),
+          nonce,
+        )
+      : undefined;
+    if (planted) return { ok: false, kind: 'unparseable', reason: planted.reason, usage, echo: planted };
+    if (!read.ok) {
+      // A reply made unreadable by repeating a candidate's text is that candidate's doing.
+      const echo =
+        read.kind === 'unparseable'
+          ? blameEcho(
+              text,
+              views.flatMap((view, index) => agentEchoSources(view, index)),
+              (cut) => readGroupReply(cut, nonce, labels).ok,
+              nonce,
+            )
+          : undefined;
+      return { ok: false, kind: read.kind, reason: read.reason, usage, ...(echo ? { echo } : {}) };
+    }
     const scores: number[] = new Array(subjects.length).fill(Number.NaN);
     const inputs: JudgeInputRecord[] = new Array(subjects.length);
-    const known = new Set(labels);
-    const unknown = Object.keys(given).filter((label) => !known.has(label));
-    if (unknown.length > 0)
-      return {
-        ok: false,
-        kind: 'unparseable',
-        reason: `scores for unknown candidates ${unknown.map((label) => JSON.stringify(label)).join(', ')} (candidates: ${labels.join(', ')})`,
-        usage,
-      };
     for (let position = 0; position < order.length; position++) {
-      const label = labels[position]!;
-      const value = given[label];
-      if (value === undefined)
-        return { ok: false, kind: 'unparseable', reason: `no score for candidate ${label}`, usage };
-      if (!(value >= 0 && value <= 1))
-        return {
-          ok: false,
-          kind: 'out_of_range',
-          reason: `candidate ${label} scored ${value}, outside [0, 1]`,
-          usage,
-        };
-      scores[order[position]!] = value;
-      inputs[order[position]!] = judgeInputRecord(messages, nonce, { label, position });
+      scores[order[position]!] = read.scores[position]!;
+      inputs[order[position]!] = judgeInputRecord(messages, nonce, { label: labels[position]!, position });
     }
-    return { ok: true, scores, rationale: selected.value.rationale ?? '', usage, inputs };
+    return { ok: true, scores, rationale: read.rationale, usage, inputs };
+  }
+
+  type Success = Extract<RoundResult, { ok: true }>;
+  type Failure = Extract<RoundResult, { ok: false }>;
+
+  /**
+   * `count` rounds (or one strict round) over the `members` of the group. A round whose reply was
+   * unreadable because it repeated some members' text takes those members out (they are the
+   * penalised ones returned) and the rounds start again without them.
+   */
+  async function roundsOver(
+    subjects: readonly JudgeSubject[],
+    members: number[],
+    count: number,
+    signal: AbortSignal | undefined,
+    spent: RoundResult[],
+    strict?: { spans: readonly (readonly InjectionSpan[])[]; rules: string[] },
+  ): Promise<{ members: number[]; results: Success[]; failure?: Failure; echoed: Map<number, ReplyEcho> }> {
+    const echoed = new Map<number, ReplyEcho>();
+    let current = [...members];
+    let results: Success[] = [];
+    while (current.length > 0 && results.length < count) {
+      const result = await round(
+        current.map((index) => subjects[index]!),
+        signal,
+        strict ? { spans: current.map((index) => strict.spans[index]!), rules: strict.rules } : undefined,
+      );
+      spent.push(result);
+      if (result.ok) {
+        results.push(result);
+        continue;
+      }
+      const blamed = new Set((result.echo?.owners ?? []).map((position) => current[position]!));
+      if (blamed.size === 0) return { members: current, results, failure: result, echoed };
+      for (const index of blamed) echoed.set(index, result.echo!);
+      current = current.filter((index) => !blamed.has(index));
+      // The rounds so far scored the others relative to the blamed ones: start again without them.
+      results = [];
+    }
+    return { members: current, results, echoed };
   }
 
   return {
@@ -255,8 +343,9 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
       if (subjects.length === 0) return [];
       // The screen reads what the judge reads (the views differ between rounds only in their nonce).
       const screenViews = viewsFor(subjects, createJudgeNonce(settings.nonceRandom));
-      const dimensions: string[] = [];
-      const ruleScreens = screenViews.map((view) => screenTranscriptView(view, { dimensions }));
+      const ruleScreens = screenViews.map((view, index) =>
+        screenTranscriptView(view, { dimensions: [], subject: subjects[index]! }),
+      );
       const modelScreens: (ModelScreenOutcome | undefined)[] = injection.modelScreen
         ? await Promise.all(
             screenViews.map((view) =>
@@ -268,86 +357,114 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
             ),
           )
         : subjects.map(() => undefined);
-      const screens: InjectionScreen[] = ruleScreens.map((screen, index) => {
+      const decisions = ruleScreens.map((screen, index) => {
         const model = modelScreens[index];
-        const spans = [...screen.spans, ...(model?.spans ?? [])];
-        return { suspected: screen.suspected || model?.status === 'suspected', spans };
+        const modelSpans = model?.status === 'suspected' ? attributeSpans(model.spans, subjects[index]!) : [];
+        return decideInjection([...screen.spans, ...modelSpans], injection);
       });
-      const flagged = screens.map((screen) => screen.suspected);
-      const results: RoundResult[] = [];
-      for (let index = 0; index < rounds; index++) {
-        const result = await round(subjects, options.signal);
-        results.push(result);
-        // A cancelled or failed round fails the group; further rounds would only cost money.
-        if (!result.ok) break;
+      const spans = decisions.map((decision) => decision?.spans ?? []);
+      // A candidate whose score is already decided (zero) is left out of the calls: its text
+      // cannot move its rivals' scores.
+      const spent: RoundResult[] = [];
+      const initial = subjects
+        .map((_, index) => index)
+        .filter((index) => decisions[index]?.action !== 'zero');
+      const judged = await roundsOver(subjects, initial, rounds, options.signal, spent);
+      const { members } = judged;
+      const echoed = new Map(judged.echoed);
+      let failure = judged.failure;
+      let strictRun: Awaited<ReturnType<typeof roundsOver>> | undefined;
+      if (!failure && members.some((index) => decisions[index]?.action === 'escalate')) {
+        // Re-judged strictly without the suspicious passages; a flagged candidate keeps the lower
+        // of its two scores, the others take the strict round's (the flagged one may have moved them).
+        const rules = [...new Set(members.flatMap((index) => spans[index]!.map((span) => span.rule)))];
+        strictRun = await roundsOver(subjects, members, 1, options.signal, spent, { spans, rules });
+        for (const [index, echo] of strictRun.echoed) echoed.set(index, echo);
+        if (strictRun.failure)
+          failure = {
+            ...strictRun.failure,
+            reason: `the stricter re-judging (after a suspected injection) failed: ${strictRun.failure.reason}`,
+          };
       }
-      let strictResult: RoundResult | undefined;
-      if (injection.action === 'escalate' && flagged.some(Boolean) && results.every((result) => result.ok)) {
-        const rules = [...new Set(screens.flatMap((screen) => screen.spans.map((span) => span.rule)))];
-        strictResult = await round(subjects, options.signal, { screens, rules });
-      }
-      // One call judges the whole group: each verdict carries an equal share of the calls' usage,
-      // so summing the verdicts of a group gives what the judge really cost.
-      const all = strictResult ? [...results, strictResult] : results;
-      let groupUsage = all.reduce<Usage | undefined>(
+      // Each verdict carries an equal share of the calls' usage, so summing the verdicts of a group
+      // gives what the judge really cost.
+      let groupUsage = spent.reduce<Usage | undefined>(
         (total, result) => addUsage(total, result.usage),
         undefined,
       );
       for (const model of modelScreens) groupUsage = addUsage(groupUsage, model?.usage);
-      const usageEstimated = all.some((result) => result.usage?.estimated);
+      const usageEstimated = spent.some((result) => result.usage?.estimated);
       const shares = groupUsage ? splitUsage(groupUsage, subjects.length) : undefined;
-      const failed = all.find((result): result is Extract<RoundResult, { ok: false }> => !result.ok);
-      if (failed)
-        return subjects.map((_, index) => ({
-          status: 'failed',
-          kind: failed.kind,
-          reason:
-            failed === strictResult
-              ? `the stricter re-judging (after a suspected injection) failed: ${failed.reason}`
-              : failed.reason,
-          usage: shares?.[index],
-          judgeId: id,
-        }));
-      const successes = results as Extract<RoundResult, { ok: true }>[];
-      const strict = strictResult as Extract<RoundResult, { ok: true }> | undefined;
+      const positionOf = new Map(members.map((index, position) => [index, position]));
+      const strictPosition = new Map((strictRun?.members ?? []).map((index, position) => [index, position]));
+      const strict =
+        strictRun && !strictRun.failure && strictRun.results.length > 0 ? strictRun.results[0] : undefined;
       return subjects.map((_, index): Verdict => {
-        const perRound = successes.map((result) => result.scores[index]!);
-        const judgeScore = perRound.reduce((sum, value) => sum + value, 0) / perRound.length;
         const model = modelScreens[index];
         const screenNote = model
           ? { modelScreen: model.status, ...(model.reason ? { modelScreenReason: model.reason } : {}) }
           : {};
+        const decision = decisions[index];
+        const echo = echoed.get(index);
+        const penalised = (record: ReturnType<typeof injectionRecord>, why: string): Verdict => ({
+          status: 'scored',
+          score: injection.penaltyScore,
+          rationale: why,
+          usage: shares?.[index],
+          judgeId: id,
+          details: { groupUsage, usageEstimated, ...flaggedDetails(record) },
+        });
+        if (decision?.action === 'zero')
+          return penalised(
+            injectionRecord(decision, { penaltyScore: injection.penaltyScore, ...screenNote }),
+            `Scored ${injection.penaltyScore}: ${decision.origin === 'agent' ? "the candidate's own text addresses the grader" : 'suspected text aimed at the grader'}; left out of the group call.`,
+          );
+        if (echo)
+          return penalised(
+            echoRecord(echo, injection, spans[index]!, screenNote),
+            `Scored ${injection.penaltyScore}: the judge's reply could not be read because it repeated this candidate's text (${echo.reason}).`,
+          );
+        if (failure || !positionOf.has(index))
+          return {
+            status: 'failed',
+            kind: failure?.kind ?? 'other',
+            reason: failure?.reason ?? 'the candidate was not scored',
+            usage: shares?.[index],
+            judgeId: id,
+          };
+        const position = positionOf.get(index)!;
+        const perRound = judged.results.map((result) => result.scores[position]!);
+        const judgeScore = perRound.reduce((sum, value) => sum + value, 0) / perRound.length;
+        const strictScore = strict ? strict.scores[strictPosition.get(index)!] : undefined;
+        const strictInput = strict ? strict.inputs[strictPosition.get(index)!] : undefined;
         let score = judgeScore;
         let injectionDetails: Record<string, unknown> = {};
-        if (flagged[index]) {
-          const extra = { judgeScore, ...screenNote };
-          if (injection.action === 'zero') score = 0;
-          if (strict) score = Math.min(judgeScore, strict.scores[index]!);
+        if (decision) {
+          if (strictScore !== undefined) score = Math.min(judgeScore, strictScore);
           injectionDetails = flaggedDetails(
-            injectionRecord(injection.action, screens[index]!.spans, {
-              ...extra,
-              ...(strict
-                ? { strictScore: strict.scores[index]!, strictJudgeInput: strict.inputs[index]! }
-                : {}),
+            injectionRecord(decision, {
+              judgeScore,
+              ...screenNote,
+              ...(strictScore !== undefined ? { strictScore, strictJudgeInput: strictInput! } : {}),
             }),
           );
-        } else if (strict) {
+        } else if (strictScore !== undefined) {
           // Another candidate's injection may have moved this one's relative score: the strict round's stands.
-          score = strict.scores[index]!;
+          score = strictScore;
           injectionDetails = {
             groupEscalation: {
               reason: 'another candidate of the group was flagged; the group was re-judged strictly',
               judgeScore,
-              strictScore: score,
-              strictJudgeInput: strict.inputs[index]!,
+              strictScore,
+              strictJudgeInput: strictInput!,
             },
           };
         }
-        if (model?.status === 'failed' && !flagged[index]) injectionDetails.modelScreen = screenNote;
+        if (model?.status === 'failed' && !decision) injectionDetails.modelScreen = screenNote;
         return {
           status: 'scored',
           score,
-          rationale: [...successes, ...(strict ? [strict] : [])]
+          rationale: [...judged.results, ...(strict ? [strict] : [])]
             .map((result) => result.rationale)
             .filter(Boolean)
             .join('\n'),
@@ -357,7 +474,7 @@ export function createGroupJudge(settings: GroupJudgeSettings): GroupJudgeV1 {
             rounds: perRound,
             groupUsage,
             usageEstimated,
-            judgeInput: successes.map((result) => result.inputs[index]!),
+            judgeInput: judged.results.map((result) => result.inputs[position]!),
             ...injectionDetails,
           },
         };

@@ -63,6 +63,8 @@ export type {
 export { INJECTION_ACTIONS, runModelScreen } from './injection-policy.js';
 export type { InjectionRule, InjectionScreen, InjectionSpan, ScreenOptions } from './injection-screen.js';
 export {
+  AGENT_PENALTY_RULES,
+  attributeSpans,
   JUDGE_INJECTION_FLAG,
   redactTranscriptView,
   screenForInjection,
@@ -96,16 +98,18 @@ export { buildPairwisePrompt, createPairwiseJudge } from './pairwise-judge.js';
 export { default, default as plugin } from './plugin.js';
 export type { ProcessRewardResult, ProcessRewardSettings } from './process-rewards.js';
 export { processReward } from './process-rewards.js';
+export type { FirstWritten, SpanOrigin } from './provenance.js';
+export type { ReplyEcho } from './reply-echo.js';
 export type { Rubric, RubricDimension, RubricOptions } from './rubric.js';
 export { BINARY_RUBRIC, createRubric, DEFAULT_RUBRIC } from './rubric.js';
 export type { ResponseFormatMode, RubricJudgeSettings, RubricPromptOptions } from './rubric-judge.js';
 export { buildRubricPrompt, createRubricJudge, recheckRubricPrompt } from './rubric-judge.js';
+export { SCREEN_LANGUAGES } from './screen-phrases.js';
 export type { FoldedText, NeutralisedText, StructureMatch } from './untrusted-text.js';
 export { findStructure, foldText, neutraliseUntrustedText } from './untrusted-text.js';
 export type { NonceReply, VerdictParse } from './verdict-parsing.js';
 export {
   duplicateJsonKey,
-  extractJsonObjects,
   parseVerdictText,
   selectNonceReply,
   verdictJsonSchema,

@@ -1,44 +1,49 @@
-// A small JSON Schema validator (the draft 2020-12 keywords a reward needs: type, enum, const,
-// properties, required, additionalProperties, items, min/max sizes and values, pattern,
-// anyOf/oneOf/allOf/not). Returns every error with its JSON path; an unsupported keyword is
-// reported rather than silently ignored.
+// JSON Schema validation for rewards (`jsonSchemaReward`), with Ajv (draft 2020-12): every error
+// with its JSON path, in plain words. Ajv runs in strict mode, so a keyword it does not know (a
+// typo, a keyword of another draft) is an error naming it rather than a constraint silently
+// ignored; `format` is an annotation (not checked), as the specification's default has it.
+// Compiled validators are kept per schema text (at most MAX_COMPILED), so a reward called with
+// equal schemas compiles once and a run with many schemas does not grow without bound.
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import { canonicalJson } from './hash.js';
+
 export type JsonSchema = boolean | { [keyword: string]: unknown };
 
-const SUPPORTED = new Set([
-  'type',
-  'enum',
-  'const',
-  'properties',
-  'required',
-  'additionalProperties',
-  'items',
-  'minItems',
-  'maxItems',
-  'uniqueItems',
-  'minimum',
-  'maximum',
-  'exclusiveMinimum',
-  'exclusiveMaximum',
-  'multipleOf',
-  'minLength',
-  'maxLength',
-  'pattern',
-  'anyOf',
-  'oneOf',
-  'allOf',
-  'not',
-  'minProperties',
-  'maxProperties',
-  // annotations
-  'title',
-  'description',
-  'default',
-  'examples',
-  '$schema',
-  '$id',
-  '$comment',
-  'format',
-]);
+const MAX_COMPILED = 256;
+
+let ajv: Ajv2020 | undefined;
+const compiled = new Map<string, { validate?: ValidateFunction; error?: string; schema: JsonSchema }>();
+
+function validator(schema: JsonSchema): { validate?: ValidateFunction; error?: string } {
+  const key = canonicalJson(schema);
+  const known = compiled.get(key);
+  if (known) return known;
+  ajv ??= new Ajv2020({
+    allErrors: true,
+    verbose: true,
+    // Unknown keywords and non-finite numbers are errors; the stricter style checks (a required
+    // property without a schema, untyped keywords, open tuples) refuse ordinary valid schemas.
+    strictSchema: true,
+    strictNumbers: true,
+    strictRequired: false,
+    strictTypes: false,
+    strictTuples: false,
+    validateFormats: false,
+  });
+  let entry: { validate?: ValidateFunction; error?: string; schema: JsonSchema };
+  try {
+    entry = { validate: ajv.compile(schema), schema };
+  } catch (cause) {
+    entry = { error: `$: invalid schema: ${(cause as Error).message}`, schema };
+  }
+  if (compiled.size >= MAX_COMPILED) {
+    const [oldestKey, oldest] = compiled.entries().next().value as [string, { schema: JsonSchema }];
+    compiled.delete(oldestKey);
+    if (typeof oldest.schema === 'object') ajv.removeSchema(oldest.schema);
+  }
+  compiled.set(key, entry);
+  return entry;
+}
 
 function typeOf(value: unknown): string {
   if (value === null) return 'null';
@@ -47,105 +52,78 @@ function typeOf(value: unknown): string {
   return typeof value;
 }
 
-function matchesType(value: unknown, type: string): boolean {
-  const actual = typeOf(value);
-  return actual === type || (type === 'number' && actual === 'integer');
+/** `$`, `$.name`, `$.tags[0]` from Ajv's JSON Pointer. */
+function pathOf(pointer: string): string {
+  if (!pointer) return '$';
+  return `$${pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('')}`;
 }
 
-function deepEqual(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+function describe(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  const data = error.data;
+  switch (error.keyword) {
+    case 'type':
+      return `expected ${String(params.type).split(',').join(' or ')}, got ${typeOf(data)}`;
+    case 'required':
+      return `missing required property "${String(params.missingProperty)}"`;
+    case 'additionalProperties':
+      return `unexpected property "${String(params.additionalProperty)}"`;
+    case 'enum':
+      return `must be one of ${JSON.stringify(params.allowedValues)}`;
+    case 'const':
+      return `must equal ${JSON.stringify(params.allowedValue)}`;
+    case 'minimum':
+      return `${String(data)} is below the minimum ${String(params.limit)}`;
+    case 'maximum':
+      return `${String(data)} is above the maximum ${String(params.limit)}`;
+    case 'exclusiveMinimum':
+      return `${String(data)} must be greater than ${String(params.limit)}`;
+    case 'exclusiveMaximum':
+      return `${String(data)} must be less than ${String(params.limit)}`;
+    case 'multipleOf':
+      return `${String(data)} is not a multiple of ${String(params.multipleOf)}`;
+    case 'minLength':
+      return `shorter than ${String(params.limit)} characters`;
+    case 'maxLength':
+      return `longer than ${String(params.limit)} characters`;
+    case 'pattern':
+      return `does not match /${String(params.pattern)}/`;
+    case 'minItems':
+      return `fewer than ${String(params.limit)} items`;
+    case 'maxItems':
+      return `more than ${String(params.limit)} items`;
+    case 'uniqueItems':
+      return 'items are not unique';
+    case 'minProperties':
+      return `fewer than ${String(params.limit)} properties`;
+    case 'maxProperties':
+      return `more than ${String(params.limit)} properties`;
+    case 'anyOf':
+      return 'matches none of anyOf';
+    case 'oneOf':
+      return `matches ${Array.isArray(params.passingSchemas) ? params.passingSchemas.length : 0} of oneOf (exactly 1 required)`;
+    case 'not':
+      return 'must not match "not"';
+    case 'false schema':
+      return 'no value is allowed here';
+    default:
+      return error.message ?? `fails "${error.keyword}"`;
+  }
 }
 
-export function validateJsonSchema(value: unknown, schema: JsonSchema, path = '$'): string[] {
-  if (schema === true) return [];
-  if (schema === false) return [`${path}: no value is allowed here`];
-  const errors: string[] = [];
-  for (const keyword of Object.keys(schema)) {
-    if (!SUPPORTED.has(keyword)) errors.push(`${path}: unsupported schema keyword "${keyword}"`);
-  }
-  const s = schema as Record<string, any>;
-  if (s.type !== undefined) {
-    const types: string[] = Array.isArray(s.type) ? s.type : [s.type];
-    if (!types.some((type) => matchesType(value, type))) {
-      errors.push(`${path}: expected ${types.join(' or ')}, got ${typeOf(value)}`);
-      return errors;
-    }
-  }
-  if (s.enum !== undefined && !(s.enum as unknown[]).some((option) => deepEqual(option, value))) {
-    errors.push(`${path}: must be one of ${JSON.stringify(s.enum)}`);
-  }
-  if (s.const !== undefined && !deepEqual(s.const, value))
-    errors.push(`${path}: must equal ${JSON.stringify(s.const)}`);
-  if (typeof value === 'number') {
-    if (typeof s.minimum === 'number' && value < s.minimum)
-      errors.push(`${path}: ${value} is below the minimum ${s.minimum}`);
-    if (typeof s.maximum === 'number' && value > s.maximum)
-      errors.push(`${path}: ${value} is above the maximum ${s.maximum}`);
-    if (typeof s.exclusiveMinimum === 'number' && value <= s.exclusiveMinimum)
-      errors.push(`${path}: ${value} must be greater than ${s.exclusiveMinimum}`);
-    if (typeof s.exclusiveMaximum === 'number' && value >= s.exclusiveMaximum)
-      errors.push(`${path}: ${value} must be less than ${s.exclusiveMaximum}`);
-    if (
-      typeof s.multipleOf === 'number' &&
-      Math.abs(value / s.multipleOf - Math.round(value / s.multipleOf)) > 1e-9
-    ) {
-      errors.push(`${path}: ${value} is not a multiple of ${s.multipleOf}`);
-    }
-  }
-  if (typeof value === 'string') {
-    const length = [...value].length;
-    if (typeof s.minLength === 'number' && length < s.minLength)
-      errors.push(`${path}: shorter than ${s.minLength} characters`);
-    if (typeof s.maxLength === 'number' && length > s.maxLength)
-      errors.push(`${path}: longer than ${s.maxLength} characters`);
-    if (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test(value))
-      errors.push(`${path}: does not match /${s.pattern}/`);
-  }
-  if (Array.isArray(value)) {
-    if (typeof s.minItems === 'number' && value.length < s.minItems)
-      errors.push(`${path}: fewer than ${s.minItems} items`);
-    if (typeof s.maxItems === 'number' && value.length > s.maxItems)
-      errors.push(`${path}: more than ${s.maxItems} items`);
-    if (s.uniqueItems === true && new Set(value.map((item) => JSON.stringify(item))).size !== value.length)
-      errors.push(`${path}: items are not unique`);
-    if (s.items !== undefined)
-      for (const [index, item] of value.entries())
-        errors.push(...validateJsonSchema(item, s.items as JsonSchema, `${path}[${index}]`));
-  }
-  if (typeOf(value) === 'object') {
-    const record = value as Record<string, unknown>;
-    const keys = Object.keys(record);
-    if (typeof s.minProperties === 'number' && keys.length < s.minProperties)
-      errors.push(`${path}: fewer than ${s.minProperties} properties`);
-    if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties)
-      errors.push(`${path}: more than ${s.maxProperties} properties`);
-    for (const name of (s.required as string[] | undefined) ?? []) {
-      if (!(name in record)) errors.push(`${path}: missing required property "${name}"`);
-    }
-    const properties = (s.properties as Record<string, JsonSchema> | undefined) ?? {};
-    for (const key of keys) {
-      const childPath = `${path}.${key}`;
-      if (key in properties) errors.push(...validateJsonSchema(record[key], properties[key]!, childPath));
-      else if (s.additionalProperties === false) errors.push(`${path}: unexpected property "${key}"`);
-      else if (s.additionalProperties !== undefined && s.additionalProperties !== true) {
-        errors.push(...validateJsonSchema(record[key], s.additionalProperties as JsonSchema, childPath));
-      }
-    }
-  }
-  if (Array.isArray(s.allOf)) for (const sub of s.allOf) errors.push(...validateJsonSchema(value, sub, path));
-  if (
-    Array.isArray(s.anyOf) &&
-    !s.anyOf.some((sub: JsonSchema) => validateJsonSchema(value, sub, path).length === 0)
-  ) {
-    errors.push(`${path}: matches none of anyOf`);
-  }
-  if (Array.isArray(s.oneOf)) {
-    const matching = s.oneOf.filter(
-      (sub: JsonSchema) => validateJsonSchema(value, sub, path).length === 0,
-    ).length;
-    if (matching !== 1) errors.push(`${path}: matches ${matching} of oneOf (exactly 1 required)`);
-  }
-  if (s.not !== undefined && validateJsonSchema(value, s.not as JsonSchema, path).length === 0)
-    errors.push(`${path}: must not match "not"`);
-  return errors;
+/**
+ * Every way `value` breaks `schema` (JSON Schema draft 2020-12), each as "<path>: <what>"; empty
+ * when it is valid. A schema Ajv refuses (an unknown keyword, a malformed constraint) gives one
+ * error saying so.
+ */
+export function validateJsonSchema(value: unknown, schema: JsonSchema): string[] {
+  const { validate, error } = validator(schema);
+  if (!validate) return [error!];
+  if (validate(value)) return [];
+  return (validate.errors ?? []).map((entry) => `${pathOf(entry.instancePath)}: ${describe(entry)}`);
 }

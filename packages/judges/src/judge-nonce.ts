@@ -56,7 +56,7 @@ export interface JudgeInputRecord {
 }
 
 /** Bumped whenever the judge prompts change shape. */
-export const JUDGE_PROMPT_FORMAT = 'quarantine-v1';
+export const JUDGE_PROMPT_FORMAT = 'quarantine-v2';
 
 export function judgeInputRecord(
   messages: readonly ChatMessage[],

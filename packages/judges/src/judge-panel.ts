@@ -15,6 +15,7 @@ import {
   type Disagreement,
   disagreement,
 } from './aggregate.js';
+import type { InjectionRecord } from './injection-policy.js';
 import { JUDGE_INJECTION_FLAG } from './injection-screen.js';
 import { addUsage } from './judge-cost.js';
 
@@ -50,6 +51,14 @@ export interface PanelDetails {
   /** A member's record of a suspected injection (the screen reads the same text for every member). */
   injection?: unknown;
   flags?: string[];
+}
+
+/** A member's record when its score is a penalty that no other member's score may outvote. */
+function penalisedBy(verdict: Extract<Verdict, { status: 'scored' }>): InjectionRecord | undefined {
+  const record = verdict.details?.injection as InjectionRecord | undefined;
+  return record?.action === 'zero' && (record.origin === 'agent' || record.cause === 'judge_reply_echo')
+    ? record
+    : undefined;
 }
 
 export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
@@ -117,6 +126,33 @@ export function createJudgePanel(settings: JudgePanelSettings): JudgeV1 {
       const scored = verdicts.filter(
         (verdict): verdict is Extract<Verdict, { status: 'scored' }> => verdict.status === 'scored',
       );
+      // A member that scored the rollout a penalty for its own text (or for a reply it broke) sets
+      // the panel's score, quorum or not: the same text faces every member, and averaging it away would let an
+      // injection that one member caught still pay.
+      const penalties = scored.filter((verdict) => penalisedBy(verdict) !== undefined);
+      if (penalties.length > 0) {
+        const lowest = penalties.reduce((low, verdict) => (verdict.score < low.score ? verdict : low));
+        const record = penalisedBy(lowest)!;
+        return {
+          status: 'scored',
+          score: lowest.score,
+          rationale: `${lowest.judgeId ?? 'a member'}: ${lowest.rationale ?? ''}`,
+          usage,
+          judgeId: id,
+          details: {
+            aggregation,
+            members,
+            disagreement: disagreement(
+              scored.map((verdict) => verdict.score),
+              threshold,
+            ),
+            successful: scored.length,
+            quorum,
+            injection: record,
+            flags: [JUDGE_INJECTION_FLAG],
+          } satisfies PanelDetails as unknown as Record<string, unknown>,
+        };
+      }
       if (scored.length < quorum) {
         const failures = members
           .filter((member) => member.status === 'failed')

@@ -105,6 +105,15 @@ export function judgeReward<TItem extends EnvItem = EnvItem>(
     const input: JudgeRewardInput<TItem> = { item, rollout, context };
     const { score, components } = await composed(input);
     const record = verdicts.get(input);
-    return { score, components, details: { verdicts: record ? [record] : [] } };
+    // A flag on the verdict (an injection suspected) is the rollout's too, beside its score.
+    const flags = record?.status === 'scored' ? record.details?.flags : undefined;
+    return {
+      score,
+      components,
+      details: {
+        verdicts: record ? [record] : [],
+        ...(Array.isArray(flags) && flags.length > 0 ? { flags } : {}),
+      },
+    };
   };
 }

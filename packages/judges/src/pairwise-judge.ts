@@ -13,13 +13,21 @@ import {
   type TranscriptView,
 } from './format-trajectory.js';
 import {
+  decideInjection,
+  echoRecord,
   type InjectionRecord,
   type InjectionSettings,
   injectionRecord,
   resolveInjection,
   runModelScreen,
 } from './injection-policy.js';
-import { type InjectionScreen, redactTranscriptView, screenTranscriptView } from './injection-screen.js';
+import {
+  attributeSpans,
+  type InjectionSpan,
+  JUDGE_INJECTION_FLAG,
+  redactTranscriptView,
+  screenTranscriptView,
+} from './injection-screen.js';
 import { judgeChat } from './judge-chat.js';
 import { addUsage, type JudgePricing, resolveUsage } from './judge-cost.js';
 import {
@@ -36,6 +44,7 @@ import {
   strictNotice,
   untrustedNotice,
 } from './judge-prompt.js';
+import { agentEchoSources, blameEcho, echoInVerdict, type ReplyEcho } from './reply-echo.js';
 import { selectNonceReply } from './verdict-parsing.js';
 
 export interface PairwiseJudgeSettings {
@@ -59,8 +68,11 @@ export type PairwiseOutcome =
       winner: 'a' | 'b' | 'tie';
       /** Both orders agreed. */
       consistent: boolean;
-      /** Which position won in each order ('first' | 'second' | 'tie'), for position-bias reports. */
-      positions: [PairPosition, PairPosition];
+      /**
+       * Which position won in each order ('first' | 'second' | 'tie'), for position-bias reports;
+       * empty when no comparison decided the outcome (an attempt penalised for its own text).
+       */
+      positions: PairPosition[];
       /** Tokens and cost of both calls (server-reported, else counted with tiktoken). */
       usage?: Usage;
       /** What each call was shown (prompt sha256, nonce, the labels of a and b). */
@@ -77,7 +89,7 @@ export type PairwiseOutcome =
   | { status: 'failed'; kind: string; reason: string; usage?: Usage };
 export type PairPosition = 'first' | 'second' | 'tie';
 
-const pairReplySchema = z.looseObject({
+const pairReplySchema = z.object({
   winner: z.string(),
   rationale: z.string().optional(),
 });
@@ -158,11 +170,36 @@ export interface PairwiseJudge {
   compare(a: JudgeSubject, b: JudgeSubject, options?: { signal?: AbortSignal }): Promise<PairwiseOutcome>;
 }
 
+type Side = 'a' | 'b';
+type AnswerFailure = {
+  kind: string;
+  reason: string;
+  /** The reply was unreadable because it repeated these attempts' text. */
+  echo?: ReplyEcho & { sides: Side[] };
+};
 type Answer = {
-  result: PairPosition | { kind: string; reason: string };
+  result: PairPosition | AnswerFailure;
   usage?: Usage;
   input?: JudgeInputRecord & { labels: { a: string; b: string } };
 };
+
+/** Reads a pairwise reply: the winner's label, or "tie". */
+function readPairReply(
+  text: string,
+  nonce: string,
+  labels: readonly [string, string],
+): { ok: true; position: PairPosition } | { ok: false; reason: string } {
+  const selected = selectNonceReply(text, nonce, pairReplySchema, 'pairwise judge reply');
+  if (!selected.ok) return selected;
+  const winner = selected.value.winner.trim();
+  if (winner === labels[0]) return { ok: true, position: 'first' };
+  if (winner === labels[1]) return { ok: true, position: 'second' };
+  if (winner.toLowerCase() === 'tie') return { ok: true, position: 'tie' };
+  return {
+    ok: false,
+    reason: `winner ${JSON.stringify(winner)} is neither candidate (${labels[0]}, ${labels[1]}) nor "tie"`,
+  };
+}
 
 export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJudge {
   const id = settings.id ?? `pairwise:${settings.server.model ?? 'judge'}`;
@@ -181,25 +218,28 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
     second: JudgeSubject,
     firstIsA: boolean,
     signal: AbortSignal | undefined,
-    strict?: { screens: { first: InjectionScreen; second: InjectionScreen }; rules: string[] },
+    strict?: {
+      spans: { first: readonly InjectionSpan[]; second: readonly InjectionSpan[] };
+      rules: string[];
+    },
   ): Promise<Answer> {
     const nonce = createJudgeNonce(settings.random);
-    const [firstLabel, secondLabel] = createCandidateLabels(2, settings.random) as [string, string];
+    const labels = createCandidateLabels(2, settings.random) as [string, string];
     let views: [TranscriptView, TranscriptView] = [viewOf(first, nonce), viewOf(second, nonce)];
     if (strict)
       views = [
-        redactTranscriptView(views[0], strict.screens.first.spans),
-        redactTranscriptView(views[1], strict.screens.second.spans),
+        redactTranscriptView(views[0], strict.spans.first),
+        redactTranscriptView(views[1], strict.spans.second),
       ];
     const messages = pairwiseMessages(
       first.task,
       views,
-      [firstLabel, secondLabel],
+      labels,
       criteria,
       strict ? { rules: strict.rules, instructions: injection.strict.instructions } : undefined,
     );
-    const labels = firstIsA ? { a: firstLabel, b: secondLabel } : { a: secondLabel, b: firstLabel };
-    const input = { ...judgeInputRecord(messages, nonce), labels };
+    const shownAs = firstIsA ? { a: labels[0], b: labels[1] } : { a: labels[1], b: labels[0] };
+    const input = { ...judgeInputRecord(messages, nonce), labels: shownAs };
     const reply = await judgeChat(
       strict ? injection.strict.server : settings.server,
       { messages, temperature: 0, extraBody: { response_format: { type: 'json_object' } } },
@@ -214,16 +254,33 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
       completionText: text,
       pricing: settings.pricing,
     });
-    const selected = selectNonceReply(text, nonce, pairReplySchema, 'pairwise judge reply');
-    if (!selected.ok) return { result: { kind: 'unparseable', reason: selected.reason }, usage, input };
-    const winner = selected.value.winner.trim();
-    if (winner === firstLabel) return { result: 'first', usage, input };
-    if (winner === secondLabel) return { result: 'second', usage, input };
-    if (winner.toLowerCase() === 'tie') return { result: 'tie', usage, input };
+    const read = readPairReply(text, nonce, labels);
+    // A reply made unreadable by repeating an attempt's text, or a verdict written around an
+    // attempt's unescaped text, is that attempt's doing.
+    const sources = (shown: boolean) => [
+      ...agentEchoSources(views[0], 0, shown),
+      ...agentEchoSources(views[1], 1, shown),
+    ];
+    const echo = read.ok
+      ? echoInVerdict(text, sources(false), nonce)
+      : blameEcho(text, sources(true), (cut) => readPairReply(cut, nonce, labels).ok, nonce);
+    if (read.ok && !echo) return { result: read.position, usage, input };
+    const sideOf = (position: number): Side => ((position === 0) === firstIsA ? 'a' : 'b');
     return {
       result: {
         kind: 'unparseable',
-        reason: `winner ${JSON.stringify(winner)} is neither candidate (${firstLabel}, ${secondLabel}) nor "tie"`,
+        reason: read.ok ? echo!.reason : read.reason,
+        ...(echo
+          ? {
+              echo: {
+                chars: echo.chars,
+                share: echo.share,
+                excerpt: echo.excerpt,
+                reason: echo.reason,
+                sides: echo.owners.map(sideOf),
+              },
+            }
+          : {}),
       },
       usage,
       input,
@@ -231,21 +288,22 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
   }
 
   type Compared = Extract<PairwiseOutcome, { status: 'compared' }>;
+  type Compare =
+    | Compared
+    | { status: 'failed'; kind: string; reason: string; usage?: Usage; echo?: AnswerFailure['echo'] };
 
   async function bothOrders(
     a: JudgeSubject,
     b: JudgeSubject,
     signal: AbortSignal | undefined,
-    strict?: { screens: { a: InjectionScreen; b: InjectionScreen }; rules: string[] },
-  ): Promise<PairwiseOutcome> {
+    strict?: { spans: { a: readonly InjectionSpan[]; b: readonly InjectionSpan[] }; rules: string[] },
+  ): Promise<Compare> {
     const forwardAnswer = await ask(
       a,
       b,
       true,
       signal,
-      strict
-        ? { screens: { first: strict.screens.a, second: strict.screens.b }, rules: strict.rules }
-        : undefined,
+      strict ? { spans: { first: strict.spans.a, second: strict.spans.b }, rules: strict.rules } : undefined,
     );
     const forward = forwardAnswer.result;
     if (typeof forward !== 'string') return { status: 'failed', ...forward, usage: forwardAnswer.usage };
@@ -254,9 +312,7 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
       a,
       false,
       signal,
-      strict
-        ? { screens: { first: strict.screens.b, second: strict.screens.a }, rules: strict.rules }
-        : undefined,
+      strict ? { spans: { first: strict.spans.b, second: strict.spans.a }, rules: strict.rules } : undefined,
     );
     const usage = addUsage(forwardAnswer.usage, backwardAnswer.usage);
     const backward = backwardAnswer.result;
@@ -275,6 +331,10 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
     };
   }
 
+  /** The winner when one or both attempts lose by their own doing: the other, or a tie. */
+  const againstBoth = (losers: ReadonlySet<Side>): Compared['winner'] =>
+    losers.size === 2 ? 'tie' : losers.has('a') ? 'b' : 'a';
+
   return {
     id,
     async compare(a, b, options = {}) {
@@ -282,66 +342,112 @@ export function createPairwiseJudge(settings: PairwiseJudgeSettings): PairwiseJu
       if (options.signal?.aborted)
         return { status: 'failed', kind: 'aborted', reason: 'judging was cancelled' };
       const screenNonce = createJudgeNonce(settings.random);
+      const subjects = { a, b };
       const screenViews = { a: viewOf(a, screenNonce), b: viewOf(b, screenNonce) };
-      const screens = { a: screenTranscriptView(screenViews.a), b: screenTranscriptView(screenViews.b) };
-      let screenUsage: Usage | undefined;
+      const spans: Record<Side, InjectionSpan[]> = {
+        a: screenTranscriptView(screenViews.a, { subject: a }).spans,
+        b: screenTranscriptView(screenViews.b, { subject: b }).spans,
+      };
+      let usage: Usage | undefined;
       if (injection.modelScreen) {
-        const [modelA, modelB] = await Promise.all(
-          [screenViews.a, screenViews.b].map((view) =>
-            runModelScreen(view, {
+        const models = await Promise.all(
+          (['a', 'b'] as const).map((side) =>
+            runModelScreen(screenViews[side], {
               ...injection.modelScreen!,
               pricing: settings.pricing,
               signal: options.signal,
             }),
           ),
         );
-        screenUsage = addUsage(modelA!.usage, modelB!.usage);
-        screens.a = {
-          suspected: screens.a.suspected || modelA!.status === 'suspected',
-          spans: [...screens.a.spans, ...modelA!.spans],
-        };
-        screens.b = {
-          suspected: screens.b.suspected || modelB!.status === 'suspected',
-          spans: [...screens.b.spans, ...modelB!.spans],
-        };
+        (['a', 'b'] as const).forEach((side, index) => {
+          const model = models[index]!;
+          usage = addUsage(usage, model.usage);
+          if (model.status === 'suspected') spans[side].push(...attributeSpans(model.spans, subjects[side]));
+        });
       }
-      const first = await bothOrders(a, b, options.signal);
-      if (first.status === 'failed') return { ...first, usage: addUsage(first.usage, screenUsage) };
-      const outcome: Compared = { ...first, usage: addUsage(first.usage, screenUsage) };
-      const flagged = { a: screens.a.suspected, b: screens.b.suspected };
-      if (!flagged.a && !flagged.b) return outcome;
-      const record = (side: 'a' | 'b') =>
-        flagged[side] ? injectionRecord(injection.action, screens[side].spans) : undefined;
-      const injectionInfo: NonNullable<Compared['injection']> = {
-        ...(flagged.a ? { a: record('a')! } : {}),
-        ...(flagged.b ? { b: record('b')! } : {}),
-        judgeWinner: first.winner,
+      const decisions = { a: decideInjection(spans.a, injection), b: decideInjection(spans.b, injection) };
+      const records: NonNullable<Compared['injection']> = {};
+      for (const side of ['a', 'b'] as const) {
+        const decision = decisions[side];
+        if (decision)
+          records[side] = injectionRecord(
+            decision,
+            decision.action === 'zero' ? { penaltyScore: injection.penaltyScore } : {},
+          );
+      }
+      const flagged = records.a !== undefined || records.b !== undefined;
+      const flags = flagged ? { flags: [JUDGE_INJECTION_FLAG] } : {};
+      // An attempt whose score is decided by its own text loses without a comparison: its text
+      // cannot move the judge.
+      const zeroed = new Set((['a', 'b'] as const).filter((side) => decisions[side]?.action === 'zero'));
+      if (zeroed.size > 0)
+        return {
+          status: 'compared',
+          winner: againstBoth(zeroed),
+          consistent: true,
+          positions: [],
+          ...(usage ? { usage } : {}),
+          judgeInput: [],
+          injection: records,
+          ...flags,
+        };
+      /** A comparison made unreadable by an attempt's text: that attempt loses. */
+      const echoed = (
+        failed: Extract<Compare, { status: 'failed' }>,
+        extra: Partial<InjectionRecord> = {},
+      ) => {
+        const echo = failed.echo!;
+        for (const side of echo.sides) {
+          const { sides: _sides, ...shown } = echo;
+          records[side] = echoRecord(shown, injection, spans[side], extra);
+        }
+        return {
+          status: 'compared' as const,
+          winner: againstBoth(new Set(echo.sides)),
+          consistent: true,
+          positions: [],
+          usage: addUsage(usage, failed.usage),
+          judgeInput: [],
+          injection: records,
+          flags: [JUDGE_INJECTION_FLAG],
+        };
       };
+      const first = await bothOrders(a, b, options.signal);
+      if (first.status === 'failed') {
+        if (first.echo) return echoed(first);
+        const { echo: _echo, ...failure } = first;
+        return { ...failure, usage: addUsage(first.usage, usage) };
+      }
+      const outcome: Compared = { ...first, usage: addUsage(first.usage, usage) };
+      if (!flagged) return outcome;
+      records.judgeWinner = first.winner;
       let winner = first.winner;
-      if (injection.action === 'zero') {
-        // A flagged attempt loses to an unflagged one; two flagged attempts tie.
-        if (flagged.a && flagged.b) winner = 'tie';
-        else winner = flagged.a ? 'b' : 'a';
-      } else if (injection.action === 'escalate') {
-        const rules = [...new Set([...screens.a.spans, ...screens.b.spans].map((span) => span.rule))];
-        const strict = await bothOrders(a, b, options.signal, { screens, rules });
+      const escalate = (['a', 'b'] as const).filter((side) => decisions[side]?.action === 'escalate');
+      if (escalate.length > 0) {
+        const rules = [...new Set([...spans.a, ...spans.b].map((span) => span.rule))];
+        const strict = await bothOrders(a, b, options.signal, {
+          spans: { a: decisions.a?.spans ?? [], b: decisions.b?.spans ?? [] },
+          rules,
+        });
         outcome.usage = addUsage(outcome.usage, strict.usage);
-        if (strict.status === 'failed')
+        if (strict.status === 'failed') {
+          if (strict.echo) return { ...echoed(strict), usage: outcome.usage };
           return {
             status: 'failed',
             kind: strict.kind,
             reason: `the stricter re-comparison (after a suspected injection) failed: ${strict.reason}`,
             usage: outcome.usage,
           };
-        injectionInfo.strictWinner = strict.winner;
+        }
+        records.strictWinner = strict.winner;
         outcome.judgeInput = [...(outcome.judgeInput ?? []), ...(strict.judgeInput ?? [])];
         // Escalation only lowers: a flagged attempt wins only if both comparisons say so.
         winner =
-          strict.winner !== 'tie' && flagged[strict.winner] && first.winner !== strict.winner
+          strict.winner !== 'tie' && decisions[strict.winner] && first.winner !== strict.winner
             ? 'tie'
             : strict.winner;
       }
-      return { ...outcome, winner, injection: injectionInfo, flags: ['judge_injection_suspected'] };
+      return { ...outcome, winner, injection: records, flags: [JUDGE_INJECTION_FLAG] };
     },
   };
 }

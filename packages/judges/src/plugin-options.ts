@@ -40,7 +40,7 @@ const cacheSchema = z.custom<boolean | { maxEntries?: number } | JudgeCache>(
   { message: CACHE_HINT },
 );
 
-/** What follows a suspected injection: `{ action, strictJudge, modelScreen }` (servers as `{ provider, ... }`). */
+/** What follows a suspected injection: `{ action, agentAction, penaltyScore, strictJudge, modelScreen }` (servers as `{ provider, ... }`). */
 const injectionSchema = z.strictObject({
   action: z.enum(INJECTION_ACTIONS).optional(),
   strictJudge: z
@@ -57,6 +57,8 @@ const injectionSchema = z.strictObject({
       z.strictObject({ server: z.unknown().optional(), timeoutMs: z.number().positive().optional() }),
     ])
     .optional(),
+  agentAction: z.enum(INJECTION_ACTIONS).optional(),
+  penaltyScore: z.number().min(0).max(1).optional(),
 });
 
 export const rubricJudgeOptionsSchema = z.strictObject({

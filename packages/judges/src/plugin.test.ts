@@ -206,27 +206,44 @@ describe('judges built from settings', () => {
     };
     const panel = (await made.registry.create('judges', 'panel', {
       aggregation: 'mean',
-      injection: { action: 'zero' },
+      injection: { agentAction: 'flag' },
       judges: [
         { id: 'a', rubric: 'binary', server: { provider: 'scripted', model: 'a' } },
         {
           id: 'b',
           rubric: 'binary',
           server: { provider: 'scripted', model: 'b' },
-          injection: { strictJudge: { server: { provider: 'scripted', model: 'strict' } } },
+          injection: {
+            agentAction: 'escalate',
+            strictJudge: { server: { provider: 'scripted', model: 'strict' } },
+          },
         },
       ],
     })) as JudgeV1;
     const verdict = await panel.judge(injected);
-    // a: zero (the panel's default) → 0; b: escalated to "strict" → min(1, 0.1).
+    // a: flag (the panel's default) → 1; b: escalated to "strict" → min(1, 0.1).
     expect(verdict).toMatchObject({ status: 'scored' });
-    expect(verdict.status === 'scored' && verdict.score).toBeCloseTo(0.05, 10);
+    expect(verdict.status === 'scored' && verdict.score).toBeCloseTo(0.55, 10);
     expect(server.chatRequests.map((request) => request.model).sort()).toEqual(['a', 'b', 'strict']);
     expect(verdict.status === 'scored' && verdict.details?.flags).toEqual(['judge_injection_suspected']);
+    // The default for the agent's own text, with the penalty the panel sets: every member gives it.
+    const penalising = (await made.registry.create('judges', 'panel', {
+      aggregation: 'mean',
+      injection: { penaltyScore: 0.25 },
+      judges: [
+        { id: 'a', rubric: 'binary', server: { provider: 'scripted', model: 'a' } },
+        { id: 'b', rubric: 'binary', server: { provider: 'scripted', model: 'b' } },
+      ],
+    })) as JudgeV1;
+    expect(await penalising.judge(injected)).toMatchObject({
+      status: 'scored',
+      score: 0.25,
+      details: { injection: { action: 'zero', origin: 'agent', penaltyScore: 0.25 } },
+    });
 
     const group = (await made.registry.create('judges', 'group', {
       server: { provider: 'scripted', model: 'g' },
-      injection: { action: 'flag' },
+      injection: { action: 'flag', agentAction: 'flag' },
     })) as GroupJudgeV1;
     const verdicts = await group.judgeGroup([subject, { ...injected, taskId: 'u' }]);
     expect(verdicts.map((entry) => entry.status === 'scored' && entry.score)).toEqual([0.7, 0.7]);

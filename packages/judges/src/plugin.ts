@@ -45,9 +45,11 @@ async function resolveInjectionOptions(
   where: string,
 ): Promise<InjectionSettings | undefined> {
   if (!options) return undefined;
-  const { strictJudge, modelScreen, action } = options;
+  const { strictJudge, modelScreen, action, agentAction, penaltyScore } = options;
   return {
     ...(action ? { action } : {}),
+    ...(agentAction ? { agentAction } : {}),
+    ...(penaltyScore !== undefined ? { penaltyScore } : {}),
     ...(strictJudge
       ? {
           strictJudge: {

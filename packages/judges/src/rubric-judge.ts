@@ -14,6 +14,8 @@ import {
   type TranscriptView,
 } from './format-trajectory.js';
 import {
+  decideInjection,
+  echoRecord,
   flaggedDetails,
   type InjectionRecord,
   type InjectionSettings,
@@ -22,7 +24,12 @@ import {
   resolveInjection,
   runModelScreen,
 } from './injection-policy.js';
-import { type InjectionSpan, redactTranscriptView, screenTranscriptView } from './injection-screen.js';
+import {
+  attributeSpans,
+  type InjectionSpan,
+  redactTranscriptView,
+  screenTranscriptView,
+} from './injection-screen.js';
 import { type JudgeCache, judgeCacheKey } from './judge-cache.js';
 import { judgeChat } from './judge-chat.js';
 import { addUsage, type JudgePricing, resolveUsage } from './judge-cost.js';
@@ -40,6 +47,7 @@ import {
   strictNotice,
   untrustedNotice,
 } from './judge-prompt.js';
+import { agentEchoSources, blameEcho, echoInVerdict, type ReplyEcho } from './reply-echo.js';
 import { DEFAULT_RUBRIC, type Rubric } from './rubric.js';
 import { parseVerdictText, verdictJsonSchema } from './verdict-parsing.js';
 
@@ -183,7 +191,14 @@ type CallResult =
       usage: Usage & { estimated: boolean };
       messages: ChatMessage[];
     }
-  | { ok: false; kind: string; reason: string; usage?: Usage & { estimated: boolean } };
+  | {
+      ok: false;
+      kind: string;
+      reason: string;
+      usage?: Usage & { estimated: boolean };
+      /** The reply was unreadable (or its verdict untrustworthy) because it repeated the agent's text. */
+      echo?: ReplyEcho;
+    };
 
 export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { readonly rubric: Rubric } {
   const rubric = settings.rubric ?? DEFAULT_RUBRIC;
@@ -201,9 +216,10 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
   async function call(
     server: ChatClient,
     messages: ChatMessage[],
-    nonce: string,
+    shown: TranscriptView,
     options: { timeoutMs: number; temperature: number; signal?: AbortSignal },
   ): Promise<CallResult> {
+    const { nonce } = shown;
     const reply = await judgeChat(
       server,
       {
@@ -225,7 +241,21 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
       pricing: settings.pricing,
     });
     const parsed = parseVerdictText(text, rubric, nonce);
-    if (!parsed.ok) return { ok: false, kind: parsed.kind, reason: parsed.reason, usage };
+    // A reply the agent's text broke, or a verdict written around the agent's unescaped text, is
+    // the agent's doing (reply-echo.ts).
+    const echo = parsed.ok
+      ? echoInVerdict(text, agentEchoSources(shown, 0, false), nonce)
+      : parsed.kind === 'unparseable'
+        ? blameEcho(text, agentEchoSources(shown), (cut) => parseVerdictText(cut, rubric, nonce).ok, nonce)
+        : undefined;
+    if (!parsed.ok || echo)
+      return {
+        ok: false,
+        kind: parsed.ok ? 'unparseable' : parsed.kind,
+        reason: parsed.ok ? echo!.reason : parsed.reason,
+        usage,
+        ...(echo ? { echo } : {}),
+      };
     return {
       ok: true,
       score: parsed.composite,
@@ -255,9 +285,11 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
         finalResponse: subject.finalResponse,
       });
       const messages = rubricMessages(subject, rubric, view);
-      const rules = screenTranscriptView(view, { dimensions: dimensionNames });
+      const rules = screenTranscriptView(view, { dimensions: dimensionNames, subject });
+      // The judge is asked even when the agent's text already decided the score: its answer is
+      // kept for the record (how far the injection moved it), and its failure changes nothing.
       const [first, screened] = await Promise.all([
-        call(settings.server, messages, nonce, { timeoutMs, temperature, signal: options.signal }),
+        call(settings.server, messages, view, { timeoutMs, temperature, signal: options.signal }),
         injection.modelScreen
           ? runModelScreen(view, {
               ...injection.modelScreen,
@@ -268,21 +300,45 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
       ]);
       let usage: Usage | undefined = addUsage(first.usage, screened?.usage);
       const usageEstimated = first.usage?.estimated ?? false;
-      if (!first.ok) return { status: 'failed', kind: first.kind, reason: first.reason, usage, judgeId: id };
-      const judgeInput = judgeInputRecord(messages, nonce);
-      const spans = [...rules.spans, ...(screened?.spans ?? [])];
-      const suspected = rules.suspected || screened?.status === 'suspected';
+      const modelSpans = screened?.status === 'suspected' ? attributeSpans(screened.spans, subject) : [];
+      const decision = decideInjection([...rules.spans, ...modelSpans], injection);
       const screenNote: Partial<InjectionRecord> = screened
         ? { modelScreen: screened.status, ...(screened.reason ? { modelScreenReason: screened.reason } : {}) }
         : {};
       const base = {
         rubricHash: rubric.hash,
         usageEstimated,
-        judgeInput,
         ...(screened ? { modelScreenInput: screened.judgeInput } : {}),
       };
+      const penalty = (record: InjectionRecord, dimensions?: Record<string, number>): Verdict => ({
+        status: 'scored',
+        score: injection.penaltyScore,
+        ...(dimensions ? { dimensions } : {}),
+        rationale:
+          record.cause === 'judge_reply_echo'
+            ? `Scored ${injection.penaltyScore}: the judge's reply could not be read because it repeated the agent's text (${record.echo?.reason}).`
+            : `Scored ${injection.penaltyScore}: the agent's own text addresses the grader (${[...new Set(record.spans.map((span) => span.rule))].join(', ')}).${first.ok ? ` Judge's rationale: ${first.rationale}` : ''}`,
+        usage,
+        judgeId: id,
+        details: { ...base, judgeInput: judgeInputRecord(messages, nonce), ...flaggedDetails(record) },
+      });
       let verdict: Verdict;
-      if (!suspected) {
+      if (decision?.action === 'zero') {
+        verdict = penalty(
+          injectionRecord(decision, {
+            penaltyScore: injection.penaltyScore,
+            ...(first.ok
+              ? { judgeScore: first.score }
+              : { judgeFailure: { kind: first.kind, reason: first.reason } }),
+            ...screenNote,
+          }),
+          first.ok ? first.dimensions : undefined,
+        );
+      } else if (!first.ok) {
+        const { echo } = first;
+        if (!echo) return { status: 'failed', kind: first.kind, reason: first.reason, usage, judgeId: id };
+        verdict = penalty(echoRecord(echo, injection, decision?.spans ?? [], screenNote));
+      } else if (!decision) {
         verdict = {
           status: 'scored',
           score: first.score,
@@ -291,9 +347,13 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
           usage,
           judgeId: id,
           // A screen that could not run is said, not swallowed.
-          details: screened?.status === 'failed' ? { ...base, modelScreen: screenNote } : base,
+          details: {
+            ...base,
+            judgeInput: judgeInputRecord(messages, nonce),
+            ...(screened?.status === 'failed' ? { modelScreen: screenNote } : {}),
+          },
         };
-      } else if (injection.action === 'flag') {
+      } else if (decision.action === 'flag') {
         verdict = {
           status: 'scored',
           score: first.score,
@@ -303,26 +363,14 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
           judgeId: id,
           details: {
             ...base,
-            ...flaggedDetails(injectionRecord('flag', spans, { judgeScore: first.score, ...screenNote })),
-          },
-        };
-      } else if (injection.action === 'zero') {
-        verdict = {
-          status: 'scored',
-          score: 0,
-          dimensions: first.dimensions,
-          rationale: `Scored 0: suspected text aimed at the grader. Judge's rationale: ${first.rationale}`,
-          usage,
-          judgeId: id,
-          details: {
-            ...base,
-            ...flaggedDetails(injectionRecord('zero', spans, { judgeScore: first.score, ...screenNote })),
+            judgeInput: judgeInputRecord(messages, nonce),
+            ...flaggedDetails(injectionRecord(decision, { judgeScore: first.score, ...screenNote })),
           },
         };
       } else {
         const strictNonce = createJudgeNonce(settings.random);
         const strictSpec = {
-          spans,
+          spans: decision.spans,
           ...(injection.strict.instructions ? { instructions: injection.strict.instructions } : {}),
         };
         const strictView = redactTranscriptView(
@@ -331,44 +379,57 @@ export function createRubricJudge(settings: RubricJudgeSettings): JudgeV1 & { re
             nonce: strictNonce,
             finalResponse: subject.finalResponse,
           }),
-          spans,
+          decision.spans,
         );
         const strictMessages = rubricMessages(subject, rubric, strictView, strictSpec);
-        const strict = await call(injection.strict.server, strictMessages, strictNonce, {
+        const strict = await call(injection.strict.server, strictMessages, strictView, {
           timeoutMs: injection.strict.timeoutMs,
           temperature: injection.strict.temperature,
           signal: options.signal,
         });
         usage = addUsage(usage, strict.usage);
-        if (!strict.ok)
-          return {
-            status: 'failed',
-            kind: strict.kind,
-            reason: `the stricter judge (after a suspected injection) failed: ${strict.reason}`,
+        const strictJudgeInput = judgeInputRecord(strictMessages, strictNonce);
+        if (!strict.ok) {
+          const { echo } = strict;
+          if (!echo)
+            return {
+              status: 'failed',
+              kind: strict.kind,
+              reason: `the stricter judge (after a suspected injection) failed: ${strict.reason}`,
+              usage,
+              judgeId: id,
+            };
+          verdict = penalty(
+            echoRecord(echo, injection, decision.spans, {
+              judgeScore: first.score,
+              strictJudgeInput,
+              ...screenNote,
+            }),
+          );
+        } else {
+          // Escalation only lowers: the lower verdict stands, whole.
+          const lower = strict.score <= first.score ? strict : first;
+          verdict = {
+            status: 'scored',
+            score: lower.score,
+            dimensions: lower.dimensions,
+            rationale: lower.rationale,
             usage,
             judgeId: id,
+            details: {
+              ...base,
+              judgeInput: judgeInputRecord(messages, nonce),
+              ...flaggedDetails(
+                injectionRecord(decision, {
+                  judgeScore: first.score,
+                  strictScore: strict.score,
+                  strictJudgeInput,
+                  ...screenNote,
+                }),
+              ),
+            },
           };
-        // Escalation only lowers: the lower verdict stands, whole.
-        const lower = strict.score <= first.score ? strict : first;
-        verdict = {
-          status: 'scored',
-          score: lower.score,
-          dimensions: lower.dimensions,
-          rationale: lower.rationale,
-          usage,
-          judgeId: id,
-          details: {
-            ...base,
-            ...flaggedDetails(
-              injectionRecord('escalate', spans, {
-                judgeScore: first.score,
-                strictScore: strict.score,
-                strictJudgeInput: judgeInputRecord(strictMessages, strictNonce),
-                ...screenNote,
-              }),
-            ),
-          },
-        };
+        }
       }
       if (cacheKey) settings.cache!.set(cacheKey, verdict);
       return verdict;

@@ -22,18 +22,49 @@ const TAG_LAST = 0xe007e;
 const LINE_BREAKS = /\r\n|[\r\v\f\u0085\u2028\u2029]/g;
 
 let confusables: Record<string, string> | undefined;
+
 /**
- * Unicode's confusables (UTS #39, via unhomoglyph's table): character → the character it imitates.
+ * Shapes Unicode's confusables table maps to another non-ASCII letter (or not at all) that a
+ * reader still takes for an ASCII letter: small capitals, and the table's own non-ASCII targets
+ * (Cyrillic н → ʜ, т → ᴛ, в → ʙ are followed on to h, t, b).
+ */
+const EXTRA_LOOKALIKES: Record<string, string> = {
+  ᴀ: 'a',
+  ʙ: 'b',
+  ᴅ: 'd',
+  ᴇ: 'e',
+  ꜰ: 'f',
+  ɢ: 'g',
+  ʜ: 'h',
+  ᴊ: 'j',
+  ᴋ: 'k',
+  ĸ: 'k',
+  ʟ: 'l',
+  ᴍ: 'm',
+  ɴ: 'n',
+  ᴘ: 'p',
+  ǫ: 'q',
+  ʀ: 'r',
+  ᴛ: 't',
+  ᴎ: 'n',
+  ʍ: 'm',
+};
+
+/**
+ * Unicode's confusables (UTS #39, via unhomoglyph's table): character → the ASCII it imitates,
+ * following a mapping to another look-alike one step further, plus the small capitals above.
  * Loaded on first use (about 100 kB). Only mappings of non-ASCII characters are used: ASCII
  * look-alikes (0/o, 1/l/I/|) are handled in the patterns, so digits stay digits.
  */
 function confusableTable(): Record<string, string> {
   if (!confusables) {
     const table = createRequire(import.meta.url)('unhomoglyph/data.json') as Record<string, string>;
-    confusables = {};
+    confusables = { ...EXTRA_LOOKALIKES };
     for (const [from, to] of Object.entries(table)) {
       const code = from.codePointAt(0)!;
-      if (code > 0x7f && [...from].length === 1 && /^[\x20-\x7e]+$/.test(to)) confusables[from] = to;
+      if (code <= 0x7f || [...from].length !== 1 || from in EXTRA_LOOKALIKES) continue;
+      const target = /^[\x20-\x7e]+$/.test(to) ? to : (EXTRA_LOOKALIKES[to] ?? table[to]);
+      if (target !== undefined && /^[\x20-\x7e]+$/.test(target)) confusables[from] = target;
     }
   }
   return confusables;
@@ -42,7 +73,11 @@ function confusableTable(): Record<string, string> {
 const foldCache = new Map<number, string>();
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
-/** What one code point folds to: lowercase ASCII where it imitates ASCII, '' where invisible. */
+/**
+ * What one code point folds to: lowercase ASCII where it imitates ASCII, '' where invisible.
+ * Compatibility forms and accents go (NFKD, then combining marks dropped: "Ｆïnal" reads "final"),
+ * then look-alikes are mapped.
+ */
 function foldCodePoint(code: number, char: string): string {
   if (code < 0x80) return code >= 0x41 && code <= 0x5a ? String.fromCharCode(code + 32) : char;
   const cached = foldCache.get(code);
@@ -54,10 +89,14 @@ function foldCodePoint(code: number, char: string): string {
   else {
     const table = confusableTable();
     folded = '';
-    for (const part of char.normalize('NFKC').toLowerCase()) {
-      if (IGNORABLE.test(part)) continue;
-      folded += table[part] ?? part;
-    }
+    // The character itself first (some look-alikes decompose into a base and a mark), then its parts.
+    const whole = table[char] ?? table[char.toLowerCase()];
+    if (whole !== undefined) folded = whole;
+    else
+      for (const part of char.normalize('NFKD').toLowerCase()) {
+        if (IGNORABLE.test(part)) continue;
+        folded += table[part] ?? part;
+      }
     folded = folded.toLowerCase();
   }
   if (foldCache.size < 50_000) foldCache.set(code, folded);
@@ -87,32 +126,73 @@ export function originEnd(folded: FoldedText, index: number): number {
 export function foldText(text: string): FoldedText {
   // Most agent text is ASCII: then folding is lowercasing, one unit for one unit.
   if (ASCII_ONLY.test(text)) return { folded: text.toLowerCase(), start: null, end: null };
+  const parts: string[] = [];
+  let starts: Int32Array = new Int32Array(text.length + 16);
+  let ends: Int32Array = new Int32Array(text.length + 16);
+  let length = 0;
+  for (let index = 0; index < text.length; ) {
+    const code = text.charCodeAt(index);
+    // ASCII needs no table: lowercased, one unit for one.
+    if (code < 0x80) {
+      parts.push(code >= 0x41 && code <= 0x5a ? String.fromCharCode(code + 32) : text[index]!);
+      if (length + 1 > starts.length) [starts, ends] = [grow(starts), grow(ends)];
+      starts[length] = index;
+      ends[length] = index + 1;
+      length++;
+      index++;
+      continue;
+    }
+    const point = text.codePointAt(index)!;
+    const width = point > 0xffff ? 2 : 1;
+    const part = foldCodePoint(point, text.slice(index, index + width));
+    if (length + part.length > starts.length)
+      [starts, ends] = [grow(starts, part.length), grow(ends, part.length)];
+    for (let unit = 0; unit < part.length; unit++) {
+      starts[length] = index;
+      ends[length] = index + width;
+      length++;
+    }
+    parts.push(part);
+    index += width;
+  }
+  return { folded: parts.join(''), start: starts.subarray(0, length), end: ends.subarray(0, length) };
+}
+
+/** A larger copy of `array` (at least `extra` more). */
+function grow(array: Int32Array, extra = 1): Int32Array {
+  const bigger = new Int32Array(Math.max(array.length * 2, array.length + extra + 16));
+  bigger.set(array);
+  return bigger;
+}
+
+/** `text` folded, without the offsets (for comparing what two texts say). */
+export function foldedString(text: string): string {
+  if (ASCII_ONLY.test(text)) return text.toLowerCase();
   let folded = '';
-  const starts: number[] = [];
-  const ends: number[] = [];
   for (let index = 0; index < text.length; ) {
     const code = text.codePointAt(index)!;
     const width = code > 0xffff ? 2 : 1;
-    const part = foldCodePoint(code, text.slice(index, index + width));
-    for (let unit = 0; unit < part.length; unit++) {
-      starts.push(index);
-      ends.push(index + width);
-    }
-    folded += part;
+    folded +=
+      code < 0x80 ? text[index]!.toLowerCase() : foldCodePoint(code, text.slice(index, index + width));
     index += width;
   }
-  return { folded, start: Int32Array.from(starts), end: Int32Array.from(ends) };
+  return folded;
 }
 
-/** A regex source matching `word` in folded text, tolerating the ASCII look-alikes 0/o, 1/l/i/| and rn/m. */
+/**
+ * A regex source matching `word` in folded text, tolerating the ASCII look-alikes 0/o, 1/l/i/| and
+ * rn/m. The word is folded first, so a pattern written in any script (accents, Cyrillic, CJK)
+ * matches text folded the same way. The source is valid with and without the `u` flag.
+ */
 export function foldedWord(word: string): string {
   let source = '';
-  for (const char of word.toLowerCase()) {
+  for (const char of foldText(word).folded) {
     if (char === 'o') source += '[o0]';
     else if (char === 'i' || char === 'l') source += '[il1|!]';
     else if (char === 'm') source += '(?:m|rn)';
     else if (char === ' ') source += '[\\s_\\-.]*';
-    else source += char.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+    else if (char === '-') source += '\\x2d';
+    else source += char.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   }
   return source;
 }

@@ -46,7 +46,9 @@ export function verdictJsonSchema(rubric: Rubric): Record<string, unknown> {
   };
 }
 
-const replySchema = z.looseObject({
+// Only the fields read (unknown keys are dropped, so they can neither be read nor make two equal
+// verdicts differ).
+const replySchema = z.object({
   dimensions: z.record(z.string(), z.union([z.number(), z.string()])).optional(),
   composite: z.union([z.number(), z.string()]),
   rationale: z.string().optional(),
@@ -73,32 +75,76 @@ function balancedFrom(text: string, start: number): string | undefined {
   return undefined;
 }
 
-/** At most this many opening braces are tried: replies are short; a pathological one is not a verdict. */
-const MAX_STARTS = 2_000;
+/** Whether the quote at `index` is escaped (an odd run of backslashes before it). */
+function escaped(text: string, index: number): boolean {
+  let count = 0;
+  for (let at = index - 1; at >= 0 && text[at] === '\\'; at--) count++;
+  return count % 2 === 1;
+}
 
 /**
- * The JSON object candidates in free text, in order of appearance: fenced blocks, then the
- * balanced {...} starting at every opening brace, each scanned afresh. A quote that is cut short,
- * has unbalanced quotes or wraps the verdict cannot hide an object after or inside it: every
- * object gets its own scan.
+ * Where the object holding the key at `keyIndex` opens: a backward scan over JSON (strings
+ * skipped whole, nested objects and arrays counted), or -1. It reads only the judge's own object
+ * between its opening brace and the key, so whatever stands before the object (a quoted answer
+ * full of braces or unbalanced quotes) is never read.
  */
-export function extractJsonObjects(text: string): string[] {
-  const candidates: string[] = [];
-  const fence = /```(?:json)?\s*([\s\S]*?)```/g;
-  for (let match = fence.exec(text); match; match = fence.exec(text)) {
-    if (match[1]?.trim().startsWith('{')) candidates.push(match[1].trim());
+function enclosingObjectStart(text: string, keyIndex: number): number {
+  let depth = 0;
+  for (let index = keyIndex - 1; index >= 0; index--) {
+    const char = text[index];
+    if (char === '"' && !escaped(text, index)) {
+      // The closing quote of a string: its opening quote is the previous unescaped one.
+      let open = index - 1;
+      while (open >= 0 && !(text[open] === '"' && !escaped(text, open))) open--;
+      if (open < 0) return -1;
+      index = open;
+    } else if (char === '}' || char === ']') depth++;
+    else if (char === '{' || char === '[') {
+      if (depth === 0) return char === '{' ? index : -1;
+      depth--;
+    }
   }
-  let starts = 0;
-  for (
-    let index = text.indexOf('{');
-    index >= 0 && starts < MAX_STARTS;
-    index = text.indexOf('{', index + 1)
-  ) {
-    starts++;
-    const object = balancedFrom(text, index);
-    if (object) candidates.push(object);
+  return -1;
+}
+
+/**
+ * Every JSON object in `text` that holds `"nonce": "<nonce>"` as one of its own keys, in order
+ * of appearance. Found from the nonce outwards (the object around each occurrence), so the cost
+ * is linear in the reply whatever stands around the verdict, and nothing the agent wrote — which
+ * cannot hold the nonce — can push the verdict out of reach.
+ */
+function nonceObjects(text: string, nonce: string): string[] {
+  const found: string[] = [];
+  const key = new RegExp(`"nonce"\\s*:\\s*"${nonce.replace(/[^a-z0-9]/gi, '')}"`, 'g');
+  let coveredUntil = -1;
+  for (let match = key.exec(text); match; match = key.exec(text)) {
+    // A nonce inside an object already taken is read with that object.
+    if (match.index < coveredUntil) continue;
+    const start = enclosingObjectStart(text, match.index);
+    if (start < 0) continue;
+    const object = balancedFrom(text, start);
+    if (!object) continue;
+    found.push(object);
+    coveredUntil = start + object.length;
   }
-  return [...new Set(candidates)];
+  return found;
+}
+
+/**
+ * Where the judge wrote its verdict: from the opening brace before each `"nonce": "<nonce>"` key
+ * (the object's start, else the nearest brace) to its balanced end (else the reply's end). Kept
+ * when the object cannot be read, to tell what stands inside it.
+ */
+export function nonceRegions(text: string, nonce: string): Array<{ start: number; end: number }> {
+  const regions: Array<{ start: number; end: number }> = [];
+  const key = new RegExp(`"nonce"\\s*:\\s*"${nonce.replace(/[^a-z0-9]/gi, '')}"`, 'g');
+  for (let match = key.exec(text); match; match = key.exec(text)) {
+    const enclosing = enclosingObjectStart(text, match.index);
+    const start = enclosing >= 0 ? enclosing : Math.max(0, text.lastIndexOf('{', match.index));
+    const object = balancedFrom(text, start);
+    regions.push({ start, end: object ? start + object.length : text.length });
+  }
+  return regions;
 }
 
 /** Every object inside a parsed JSON value (itself included), depth first. */
@@ -155,17 +201,11 @@ export function duplicateJsonKey(text: string): string | undefined {
   return undefined;
 }
 
-export type NonceReply<T> =
-  | { ok: true; value: T }
-  | {
-      ok: false;
-      reason: string /** Objects in the reply without the nonce (quoted, forged or forgetful). */;
-      ignored: number;
-    };
+export type NonceReply<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /**
  * The one reply object that carries `nonce` and fits `schema`. Objects without the nonce are
- * ignored; nonce-bearing objects that fit but disagree make the reply ambiguous (a failure).
+ * never read; nonce-bearing objects that fit but disagree make the reply ambiguous (a failure).
  */
 export function selectNonceReply<TSchema extends z.ZodType>(
   text: string,
@@ -174,27 +214,22 @@ export function selectNonceReply<TSchema extends z.ZodType>(
   source = 'judge reply',
 ): NonceReply<z.output<TSchema>> {
   if (!nonce) throw new Error('selectNonceReply needs the call nonce');
-  const trimmed = text.trim();
-  const seen = new Set<string>();
   const fitting = new Map<string, z.output<TSchema>>();
-  let ignored = 0;
   let lastError: string | undefined;
-  for (const candidate of [trimmed, ...extractJsonObjects(text)]) {
+  const candidates = nonceObjects(text, nonce);
+  for (const candidate of candidates) {
     const cleaned = candidate.replace(/,\s*([}\]])/g, '$1');
     const parsed = safeParseJson(cleaned, { source });
-    if (!parsed.success) continue;
-    const outerKey = canonicalJson(parsed.value);
-    if (seen.has(outerKey)) continue;
-    seen.add(outerKey);
-    const objects = objectsIn(parsed.value);
-    const bearing = objects.filter((object) => object.nonce === nonce);
-    if (bearing.length === 0 && objects.length > 0) ignored++;
-    const duplicate = bearing.length > 0 ? duplicateJsonKey(cleaned) : undefined;
+    if (!parsed.success) {
+      lastError = parsed.error.message;
+      continue;
+    }
+    const duplicate = duplicateJsonKey(cleaned);
     if (duplicate !== undefined) {
       lastError = `key "${duplicate}" occurs twice in one object (which one the judge meant is unknown)`;
       continue;
     }
-    for (const object of bearing) {
+    for (const object of objectsIn(parsed.value).filter((entry) => entry.nonce === nonce)) {
       const checked = schema.safeParse(object);
       if (!checked.success) {
         lastError = checked.error.issues
@@ -203,26 +238,23 @@ export function selectNonceReply<TSchema extends z.ZodType>(
           .join('; ');
         continue;
       }
-      const { nonce: _nonce, ...rest } = object;
-      fitting.set(canonicalJson(rest), checked.data);
+      fitting.set(canonicalJson(checked.data), checked.data);
     }
   }
   if (fitting.size === 1) return { ok: true, value: [...fitting.values()][0]! };
   if (fitting.size > 1)
     return {
       ok: false,
-      ignored,
       reason: `the reply holds ${fitting.size} different objects carrying this call's nonce; none is taken`,
     };
   if (lastError)
-    return { ok: false, ignored, reason: `the object carrying this call's nonce is invalid: ${lastError}` };
+    return { ok: false, reason: `the object carrying this call's nonce is invalid: ${lastError}` };
+  const trimmed = text.trim();
   return {
     ok: false,
-    ignored,
-    reason:
-      seen.size === 0
-        ? `no JSON object in the reply: ${JSON.stringify(trimmed.slice(0, 200))}`
-        : `no JSON object in the reply carries this call's nonce (${ignored} without it ignored)`,
+    reason: !trimmed.includes('{')
+      ? `no JSON object in the reply: ${JSON.stringify(trimmed.slice(0, 200))}`
+      : "no JSON object in the reply carries this call's nonce",
   };
 }
 

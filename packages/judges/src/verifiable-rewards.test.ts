@@ -103,6 +103,51 @@ describe('JSON-schema validity', () => {
     );
   });
 
+  it('reads the whole draft 2020-12, not a subset: $defs and $ref, prefixItems, dependentRequired', () => {
+    const schema = {
+      $defs: { tag: { type: 'string', pattern: '^[a-z]+$' } },
+      type: 'object',
+      properties: {
+        tags: { type: 'array', items: { $ref: '#/$defs/tag' } },
+        pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'number' }], items: false },
+      },
+      dependentRequired: { pair: ['tags'] },
+    };
+    expect(jsonSchemaReward('{"tags": ["a", "b"], "pair": ["x", 1]}', schema)).toEqual({
+      score: 1,
+      errors: [],
+    });
+    const result = jsonSchemaReward('{"pair": ["x", "y", 3]}', schema);
+    expect(result.score).toBe(0);
+    expect(result.errors).toEqual(
+      expect.arrayContaining([
+        '$.pair[1]: expected number, got string',
+        '$.pair: must NOT have more than 2 items',
+      ]),
+    );
+    expect(result.errors.some((error) => error.startsWith('$: ') && error.includes('tags'))).toBe(true);
+    expect(jsonSchemaReward('{"tags": ["A"]}', schema).errors).toEqual([
+      '$.tags[0]: does not match /^[a-z]+$/',
+    ]);
+  });
+
+  it('a keyword it does not know is an error naming it, not a constraint silently dropped', () => {
+    const result = jsonSchemaReward('{"name": "a"}', { type: 'object', requird: ['name'] });
+    expect(result.score).toBe(0);
+    expect(result.errors).toEqual([
+      expect.stringMatching(/^\$: invalid schema: .*unknown keyword: "requird"/),
+    ]);
+    // A required property without a schema of its own is an ordinary schema.
+    expect(jsonSchemaReward('{"a": 1}', { type: 'object', required: ['b'] }).errors).toEqual([
+      '$: missing required property "b"',
+    ]);
+    // format is an annotation, as draft 2020-12 has it by default.
+    expect(jsonSchemaReward('"not an email"', { type: 'string', format: 'email' })).toEqual({
+      score: 1,
+      errors: [],
+    });
+  });
+
   it('invalid JSON scores 0 with the parse error', () => {
     const result = jsonSchemaReward('{"name": ', schema);
     expect(result.score).toBe(0);
