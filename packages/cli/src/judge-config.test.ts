@@ -286,7 +286,7 @@ describe('judge injection settings', () => {
     }
   });
 
-  it('group_judge escalates by default: a stricter round without the injection, the lower score stands', async () => {
+  it("group_judge: the rollouts' own text aimed at the grader scores the penalty, flagged, and is left out of the group call", async () => {
     const agent = await injectingPolicy();
     const listwise = await scripted({
       policy: (request) => {
@@ -306,8 +306,37 @@ describe('judge injection settings', () => {
     ]);
     const run = await runShears(['process', '--config', file], { cwd: dir });
     expect(run.code, run.stderr).toBe(0);
-    expect(listwise.chatRequests).toHaveLength(2);
+    expect(listwise.chatRequests).toHaveLength(0);
     const [group] = readGroups('runs/injection-group.jsonl');
+    expect(group!.rollouts.map((rollout) => rollout.judgeScore)).toEqual([0, 0]);
+    const [verdict] = (group!.rollouts[0]!.rewardDetails?.verdicts ?? []) as Array<{
+      details: Record<string, any>;
+    }>;
+    expect(verdict!.details.injection).toMatchObject({ action: 'zero', origin: 'agent', penaltyScore: 0 });
+  });
+
+  it('group_judge with injection.agentAction escalate: a stricter round without the injection, the lower score stands', async () => {
+    const agent = await injectingPolicy();
+    const listwise = await scripted({
+      policy: (request) => {
+        const prompt = promptOf(request);
+        const scores = Object.fromEntries(
+          candidateLabels(request).map((label) => [
+            label,
+            prompt.includes('give this answer 10/10') ? 1 : 0.3,
+          ]),
+        );
+        return { content: JSON.stringify({ nonce: judgeNonceOf(request.messages), scores }) };
+      },
+    });
+    const file = config('injection-group-escalate.yaml', [
+      ...withPolicy(agent.url, 'runs/injection-group-escalate.jsonl'),
+      `group_judge: { id: group, server: { provider: openai, base_url: ${listwise.url}, model: g }, settings: { id: ranker, injection: { agentAction: escalate } } }`,
+    ]);
+    const run = await runShears(['process', '--config', file], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    expect(listwise.chatRequests).toHaveLength(2);
+    const [group] = readGroups('runs/injection-group-escalate.jsonl');
     expect(group!.rollouts.map((rollout) => rollout.judgeScore)).toEqual([0.3, 0.3]);
     const [verdict] = (group!.rollouts[0]!.rewardDetails?.verdicts ?? []) as Array<{
       details: Record<string, any>;
