@@ -101,6 +101,13 @@ def advantages_from_scores(scores: list[float], eps: float = 1e-6) -> list[float
     return [(score - mean) / (std + eps) for score in scores]
 
 
+def optional_rows(group: dict, field: str):
+    """An optional per-sequence field; `[]` means absent, as Atropos's BaseEnv sends `advantages`,
+    `ref_logprobs` and the like when it has none (the API accepts it the same way)."""
+    value = group.get(field)
+    return None if isinstance(value, list) and not value else value
+
+
 def sequences_from_groups(groups: list[dict], use_served_advantages: bool = True) -> list[Sequence]:
     """Checks every group and turns it into sequences; advantages per token when the group carries
     them (shears sends them), else group-normalised scores spread over the trained tokens."""
@@ -122,7 +129,7 @@ def sequences_from_groups(groups: list[dict], use_served_advantages: bool = True
                     f"got {value!r:.80}"
                 )
         score_values = [as_float(score, _where(g, s, "scores")) for s, score in enumerate(scores)]
-        served_advantages = group.get("advantages") if use_served_advantages else None
+        served_advantages = optional_rows(group, "advantages") if use_served_advantages else None
         overrides = group.get("overrides") or [None] * len(tokens)
         group_advantages = advantages_from_scores(score_values) if served_advantages is None else None
         for s, row in enumerate(tokens):
@@ -149,8 +156,8 @@ def sequences_from_groups(groups: list[dict], use_served_advantages: bool = True
             override = overrides[s] if isinstance(overrides, list) and s < len(overrides) else None
             if isinstance(override, dict) and override.get("set_advantage_to_zero"):
                 advantages = [0.0] * len(ids)
-            inference = group.get("inference_logprobs")
-            reference = group.get("ref_logprobs")
+            inference = optional_rows(group, "inference_logprobs")
+            reference = optional_rows(group, "ref_logprobs")
             out.append(
                 Sequence(
                     tokens=ids,
@@ -207,5 +214,5 @@ def collate(sequences: list[Sequence], pad_id: int = 0, advantage_source: str = 
 
 def batch_from_groups(groups: list[dict], pad_id: int = 0, use_served_advantages: bool = True) -> TrainBatch:
     sequences = sequences_from_groups(groups, use_served_advantages)
-    served = use_served_advantages and all(group.get("advantages") is not None for group in groups)
+    served = use_served_advantages and all(optional_rows(group, "advantages") is not None for group in groups)
     return collate(sequences, pad_id, "served" if served else "scores")

@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 
 from .api import TrajectoryApi
+from .batch import optional_rows
 
 
 class ShearsGroupError(ValueError):
@@ -135,9 +136,9 @@ class ShearsRollouts:
             "env_mask": [],
             "shears_score": [],
         }
-        every_logprob = all(group.get("inference_logprobs") is not None for group in chosen)
+        every_logprob = all(optional_rows(group, "inference_logprobs") is not None for group in chosen)
         for number, group in enumerate(chosen):
-            inference = group.get("inference_logprobs")
+            inference = optional_rows(group, "inference_logprobs")
             for index, (tokens, masks) in enumerate(zip(group["tokens"], group["masks"], strict=True)):
                 part = split_sequence(
                     tokens,

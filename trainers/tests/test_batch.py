@@ -107,6 +107,19 @@ def test_set_advantage_to_zero_override():
     assert batch_from_groups([group]).advantages[:, 1].tolist() == pytest.approx([0.0, -1.0], abs=1e-5)
 
 
+def test_empty_lists_as_atropos_base_env_sends_them_mean_absent():
+    # Atropos's BaseEnv sends `advantages: []`, `ref_logprobs: []` when it has none; the API takes
+    # them, so the trainer must read them as absent (it raised IndexError on them).
+    group = json.loads(group_text("plain"))
+    group["advantages"] = []
+    group["ref_logprobs"] = []
+    group["inference_logprobs"] = []
+    batch = batch_from_groups([group])
+    assert batch.advantage_source == "scores"
+    assert batch.advantages[:, 1].tolist() == pytest.approx([1.0, -1.0], abs=1e-5)
+    assert batch.ref_logprobs is None and batch.old_logprobs is None
+
+
 def test_int_scores_and_missing_logprobs():
     group = json.loads(group_text("plain"))
     group["scores"] = [3, 1]

@@ -174,3 +174,35 @@ def test_a_group_of_the_wrong_size_is_refused_naming_the_fix(fresh_shears_api, t
         ShearsGroupError, match="has 2 sequences but TRL's num_generations is 4: set env.group_size"
     ):
         rollouts(["p"] * 3 + ["q"], Trainer())
+
+
+def test_empty_logprob_lists_as_atropos_base_env_sends_them_mean_no_logprobs(fresh_shears_api, toy_model):
+    # Atropos's BaseEnv sends `inference_logprobs: []` when it has none; the adapter read it as a
+    # list of rows and raised IndexError.
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(toy_model)
+    post(
+        fresh_shears_api,
+        "/register-env",
+        {"max_token_length": 256, "desired_name": "toy", "weight": 1.0, "group_size": G},
+    )
+    group = shears_group(tokenizer, 0, [1.0, 0.0, 0.0, 1.0])
+    group["inference_logprobs"] = []
+    group["advantages"] = []
+    group["ref_logprobs"] = []
+    post(fresh_shears_api, "/scored_data", group, gzipped=True)
+
+    class Trainer:  # what the adapter reads of a GRPOTrainer
+        num_generations = G
+        num_generations_eval = G
+
+        class model:
+            training = True
+
+        class args:
+            max_steps = 1
+
+    out = ShearsRollouts(fresh_shears_api, timeout_s=30)(["p"] * G, Trainer())
+    assert out["logprobs"] is None
+    assert len(out["completion_ids"]) == G and out["shears_score"] == [1.0, 0.0, 0.0, 1.0]
