@@ -8,11 +8,11 @@ import {
   describeError,
   type Logger,
   type ScoredData,
-  ServerError,
   ShearsError,
   silentLogger,
 } from '@shears/core';
-import { ignoreAborted, sleep } from '@shears/core/internal';
+import { type HttpResponse, httpRequest } from '@shears/core/http';
+import { linkSignals } from '@shears/core/internal';
 import { createTrajectoryApiClient, type TrajectoryApiClientSettings } from '@shears/grpo';
 
 export interface AtroposLink {
@@ -50,25 +50,9 @@ export interface AtroposLink {
   postScoredData(data: ScoredData, signal?: AbortSignal): Promise<{ buffered: boolean }>;
 }
 
-/** Settles with `promise`, or rejects with AbortedError as soon as `signal` fires. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new AbortedError({ cause: signal.reason }));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new AbortedError({ cause: signal.reason }));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
+/** GET /metrics is polled beside /status-env: a short limit, and a body no bigger than a metrics page. */
+const METRICS_TIMEOUT_MS = 10_000;
+const METRICS_MAX_BYTES = 4 * 1024 * 1024;
 
 export function createAtroposLink(options: {
   url: string;
@@ -85,11 +69,9 @@ export function createAtroposLink(options: {
     url: options.url,
     authToken: options.authToken,
     logger: options.logger ?? silentLogger,
-    // A retry back-off ends (rejecting) on either the call's signal or the link's.
-    sleep: (ms, signal) => {
-      const live = [signal, options.signal].filter((entry): entry is AbortSignal => entry !== undefined);
-      return sleep(ms, live.length > 1 ? AbortSignal.any(live) : live[0]);
-    },
+    // The run's stop signal ends every call and every retry wait at once; each call's own signal
+    // (the gentle stop) ends that call.
+    signal: options.signal,
     ...options.client,
   });
   let envId: number | undefined;
@@ -98,48 +80,46 @@ export function createAtroposLink(options: {
   const headers: Record<string, string> = options.authToken
     ? { authorization: `Bearer ${options.authToken}` }
     : {};
+  const metricsUrl = new URL('metrics', client.url.endsWith('/') ? client.url : `${client.url}/`);
   return {
     url: client.url,
     async registerEnv({ name, groupSize, maxTokenLength, weight, signal, onWait }) {
-      const registration = { desiredName: name, groupSize, maxTokenLength, weight: weight ?? 1 };
-      for (;;) {
-        try {
-          const result = await client.registerEnv(registration, { wait: false, signal });
-          envId = result.env_id;
-          return result.env_id;
-        } catch (error) {
-          // With `wait: false` the client reports "wait for trainer to start" as a retryable
-          // ServerError without an HTTP status; anything else is a real failure.
-          const waiting = ServerError.isInstance(error) && error.status === undefined && error.retryable;
-          if (!waiting) throw error;
-        }
-        onWait?.();
-        await sleep(options.pollMs, signal).catch(ignoreAborted);
-        if (signal?.aborted) throw signal.reason ?? new AbortedError();
-      }
+      // The client polls while the API answers "wait for trainer to start" (each answer reported
+      // to onWait); an API it cannot reach, after its retries, is a failure, not a wait.
+      const result = await client.registerEnv(
+        { desiredName: name, groupSize, maxTokenLength, weight: weight ?? 1 },
+        { pollMs: options.pollMs, signal, onWait: () => onWait?.() },
+      );
+      envId = result.env_id;
+      return result.env_id;
     },
     status(signal) {
       if (envId === undefined) throw new Error('AtroposLink.status: registerEnv first (it needs the env id)');
-      return untilAborted(client.statusEnv(envId), signal);
+      return client.statusEnv(envId, { signal });
     },
     async formedBatches(signal) {
       if (!reportsFormed) return undefined;
-      const live = [signal, options.signal].filter((entry): entry is AbortSignal => entry !== undefined);
-      const base = client.url.endsWith('/') ? client.url : `${client.url}/`;
-      let response: Response;
-      let text: string;
+      let response: HttpResponse;
+      const stop = linkSignals([signal, options.signal]);
       try {
-        response = await fetch(new URL('metrics', base), {
+        response = await httpRequest({
+          url: metricsUrl,
           headers,
-          signal: live.length > 1 ? AbortSignal.any(live) : live[0],
+          signal: stop.signal,
+          timeoutMs: METRICS_TIMEOUT_MS,
+          maxResponseBytes: METRICS_MAX_BYTES,
         });
-        text = await response.text();
       } catch (error) {
-        if (live.some((entry) => entry.aborted)) throw error;
-        // A network error: /status-env (retried by the client) reports it; this poll counts none.
+        if (AbortedError.isInstance(error)) throw error;
+        // A network error or a refused body: /status-env (retried by the client) reports an API
+        // that is gone; this poll counts none.
         return undefined;
+      } finally {
+        stop.dispose();
       }
-      const match = response.ok ? /^shears_api_formed_batches (\d+)$/m.exec(text) : null;
+      const match = response.ok
+        ? /^shears_api_formed_batches (\d+)$/m.exec(response.body.toString('utf8'))
+        : null;
       if (!match) {
         // Not shears' API (404, or no such gauge): never asked again. A 5xx is asked again next poll.
         if (response.status < 500) reportsFormed = false;
@@ -147,7 +127,7 @@ export function createAtroposLink(options: {
       }
       return Number(match[1]);
     },
-    info: (signal) => untilAborted(client.info(), signal),
+    info: (signal) => client.info({ signal }),
     async postScoredData(data, signal) {
       const answer = await client.submit(data, { signal });
       return { buffered: answer.status === 'buffered' };

@@ -10,7 +10,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { ServerError } from '@shears/core';
+import { AbortedError, ServerError } from '@shears/core';
+import { sleep } from '@shears/core/http';
+import { linkSignals } from '@shears/core/internal';
 
 interface WeightSyncSettings {
   mode: 'restart' | 'lora';
@@ -71,22 +73,27 @@ function completedCheckpoints(folder: string): SyncedCheckpoint[] {
 async function waitHealthy(
   url: string,
   fetcher: typeof globalThis.fetch,
-  timeoutMs: number,
-  alive: () => boolean,
+  options: { timeoutMs: number; alive: () => boolean; signal: AbortSignal },
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + options.timeoutMs;
   let last = 'no answer';
   while (Date.now() < deadline) {
-    if (!alive()) throw new Error(`the vLLM server exited before ${url} answered`);
+    if (options.signal.aborted) throw new AbortedError({ cause: options.signal.reason });
+    if (!options.alive()) throw new Error(`the vLLM server exited before ${url} answered`);
+    const attempt = linkSignals([options.signal], { timeoutMs: 5000 });
     try {
-      const response = await fetcher(url, { signal: AbortSignal.timeout(5000) });
+      const response = await fetcher(url, { signal: attempt.signal });
       if (response.ok) return;
       last = `HTTP ${response.status}`;
     } catch (error) {
       last = (error as Error).message;
+    } finally {
+      attempt.dispose();
     }
-    await new Promise((done) => setTimeout(done, 200));
+    // Ends at once when the sync closes (the run stops), so no wait outlives it.
+    await sleep(200, options.signal);
   }
+  const timeoutMs = options.timeoutMs;
   throw new Error(`${url} did not answer 200 within ${Math.round(timeoutMs / 1000)} s (last: ${last})`);
 }
 
@@ -94,14 +101,20 @@ async function post(
   fetcher: typeof globalThis.fetch,
   url: string,
   body: unknown,
+  signal: AbortSignal,
 ): Promise<{ status: number; text: string }> {
-  const response = await fetcher(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(600_000),
-  });
-  return { status: response.status, text: (await response.text()).slice(0, 500) };
+  const call = linkSignals([signal], { timeoutMs: 600_000 });
+  try {
+    const response = await fetcher(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: call.signal,
+    });
+    return { status: response.status, text: (await response.text()).slice(0, 500) };
+  } finally {
+    call.dispose();
+  }
 }
 
 export function createWeightSync(settings: WeightSyncSettings): WeightSync {
@@ -113,6 +126,8 @@ export function createWeightSync(settings: WeightSyncSettings): WeightSync {
   let timer: NodeJS.Timeout | undefined;
   let busy = false;
   let closed = false;
+  // Aborted by close(): ends a health wait or an adapter load in flight.
+  const closing = new AbortController();
   let restarting = false;
   let fail!: (error: Error) => void;
   const failed = new Promise<Error>((done) => {
@@ -165,12 +180,11 @@ export function createWeightSync(settings: WeightSyncSettings): WeightSync {
 
   const startServer = async (model: string) => {
     const started = launch(model);
-    await waitHealthy(
-      `${origin}/health`,
-      fetcher,
-      healthTimeoutMs,
-      () => started.exitCode === null && started.signalCode === null,
-    );
+    await waitHealthy(`${origin}/health`, fetcher, {
+      timeoutMs: healthTimeoutMs,
+      alive: () => started.exitCode === null && started.signalCode === null,
+      signal: closing.signal,
+    });
   };
 
   const sync = async (checkpoint: SyncedCheckpoint) => {
@@ -192,13 +206,20 @@ export function createWeightSync(settings: WeightSyncSettings): WeightSync {
       const name = settings.loraName ?? 'policy';
       // Same name, new weights: unload, then load. Before the first sync the name is not loaded
       // and vLLM answers 4xx, which is expected; a 5xx is not.
-      const unloaded = await post(fetcher, `${origin}/v1/unload_lora_adapter`, { lora_name: name });
+      const unloaded = await post(
+        fetcher,
+        `${origin}/v1/unload_lora_adapter`,
+        { lora_name: name },
+        closing.signal,
+      );
       if (unloaded.status >= 500)
         throw new Error(`POST ${origin}/v1/unload_lora_adapter: HTTP ${unloaded.status}: ${unloaded.text}`);
-      const loaded = await post(fetcher, `${origin}/v1/load_lora_adapter`, {
-        lora_name: name,
-        lora_path: adapter,
-      });
+      const loaded = await post(
+        fetcher,
+        `${origin}/v1/load_lora_adapter`,
+        { lora_name: name, lora_path: adapter },
+        closing.signal,
+      );
       if (loaded.status !== 200)
         throw new Error(
           `POST ${origin}/v1/load_lora_adapter (${name} ← ${adapter}): HTTP ${loaded.status}: ${loaded.text}`,
@@ -218,6 +239,8 @@ export function createWeightSync(settings: WeightSyncSettings): WeightSync {
       const newest = next.at(-1);
       if (newest) await sync(newest);
     } catch (error) {
+      // A sync cut short by close() is the run stopping, not a failed sync.
+      if (closed) return;
       fail(
         new ServerError({
           message: `weight sync (${settings.mode}) to ${origin} failed: ${(error as Error).message}`,
@@ -242,7 +265,8 @@ export function createWeightSync(settings: WeightSyncSettings): WeightSync {
     async close() {
       closed = true;
       if (timer) clearInterval(timer);
-      while (busy) await new Promise((done) => setTimeout(done, 50));
+      closing.abort();
+      while (busy) await sleep(50);
       await stopChild();
     },
   };

@@ -99,16 +99,20 @@ export interface TrajectoryApiClient {
     registration: TrainerRegistration,
     options?: { signal?: AbortSignal },
   ): Promise<{ uuid: string }>;
-  /** Registers an env, polling while the server says "wait for trainer to start" (unless `wait: false`). */
+  /**
+   * Registers an env, polling while the server says "wait for trainer to start" (each such
+   * answer is reported to `onWait`), or throwing a retryable ServerError on the first one with
+   * `wait: false`. A failure to reach the server (after the retries) always throws.
+   */
   registerEnv(
     registration: EnvRegistration,
-    options?: { wait?: boolean; pollMs?: number; signal?: AbortSignal },
+    options?: { wait?: boolean; pollMs?: number; signal?: AbortSignal; onWait?: (status: string) => void },
   ): Promise<EnvRegistrationResult>;
   disconnectEnv(envId: number): Promise<{ status: string; error?: string }>;
-  info(): Promise<{ batch_size: number; max_token_len: number }>;
+  info(options?: { signal?: AbortSignal }): Promise<{ batch_size: number; max_token_len: number }>;
   wandbInfo(): Promise<{ group: string | null; project: string | null }>;
   status(): Promise<{ current_step: number; queue_size: number }>;
-  statusEnv(envId: number): Promise<EnvStatus>;
+  statusEnv(envId: number, options?: { signal?: AbortSignal }): Promise<EnvStatus>;
   /** POSTs one group (`/scored_data`) or several (`/scored_data_list`). */
   submit(
     groups: ScoredData | ScoredData[],
@@ -286,14 +290,15 @@ export function createTrajectoryApiClient(settings: TrajectoryApiClientSettings)
             retryable: true,
           });
         logger.debug(`trajectory API: ${result.status}; polling again`);
+        options.onWait?.(result.status);
         await stoppable(options.signal, (signal) => retry.sleep(options.pollMs ?? 1000, signal));
       }
     },
     disconnectEnv: (envId) => call('POST', '/disconnect-env', { env_id: envId }),
-    info: () => call('GET', '/info'),
+    info: (options = {}) => call('GET', '/info', undefined, options.signal),
     wandbInfo: () => call('GET', '/wandb_info'),
     status: () => call('GET', '/status'),
-    statusEnv: (envId) => call('GET', '/status-env', { env_id: envId }),
+    statusEnv: (envId, options = {}) => call('GET', '/status-env', { env_id: envId }, options.signal),
     async submit(groups, options = {}) {
       const list = Array.isArray(groups);
       const path = list ? '/scored_data_list' : '/scored_data';
