@@ -278,7 +278,7 @@ describe('judge injection settings', () => {
       const text = await verdict.textContent();
       expect(text).toContain('quality: score 0.00');
       expect(await verdict.locator('[data-testid=injection-flag]').textContent()).toContain(
-        'judge_injection_suspected: zero (judge 1.00, scored 0)',
+        "judge_injection_suspected: zero (the agent's own text, judge 1.00, scored 0.00)",
       );
       expect(text).toContain('grader_address in');
     } finally {

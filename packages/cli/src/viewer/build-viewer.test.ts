@@ -205,6 +205,48 @@ describe.skipIf(!hasChromium)('viewer in Chromium', () => {
     await page.close();
   });
 
+  it('says whose text a flagged injection was and the score the env configured, not always 0', async () => {
+    const groups = createSyntheticGroups(1, { withTokens: false });
+    const [penalised, echoed, fetched] = groups[0]!.rollouts;
+    const verdict = (injection: Record<string, unknown>, score: number) => [
+      {
+        judge: 'quality',
+        status: 'scored',
+        score,
+        details: { injection: { suspected: true, spans: [], ...injection } },
+      },
+    ];
+    penalised!.rewardDetails = {
+      verdicts: verdict(
+        { action: 'zero', origin: 'agent', cause: 'screen', penaltyScore: 0.2, judgeScore: 0.9 },
+        0.2,
+      ),
+    };
+    echoed!.rewardDetails = {
+      verdicts: verdict({ action: 'zero', origin: 'agent', cause: 'judge_reply_echo', penaltyScore: 0 }, 0),
+    };
+    fetched!.rewardDetails = {
+      verdicts: verdict(
+        { action: 'escalate', origin: 'environment', cause: 'screen', judgeScore: 0.8, strictScore: 0.7 },
+        0.7,
+      ),
+    };
+    const file = join(dir, 'injection.html');
+    writeFileSync(file, buildViewerHtml(groups));
+    const page = await browser.newPage();
+    await page.goto(pathToFileURL(file).href);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.locator('[data-testid=group-row]').first().click();
+    const flags = page.locator('[data-testid=rollout] [data-testid=injection-flag] .badge');
+    await expect.poll(() => flags.count()).toBe(3);
+    expect(await flags.allTextContents()).toEqual([
+      "\u26a0 judge_injection_suspected: zero (the agent's own text, judge 0.90, scored 0.20)",
+      "\u26a0 judge_injection_suspected: zero (the judge's reply repeated the agent's text, scored 0.00)",
+      '\u26a0 judge_injection_suspected: escalate (text the environment produced, judge 0.80, stricter judge 0.70)',
+    ]);
+    await page.close();
+  });
+
   it("renders the verdict records of both writers, judgeReward and runGroup's group judge, in one shape", async () => {
     const judge: JudgeV1 = {
       specificationVersion: 'v1',

@@ -440,16 +440,29 @@
     const injection = verdict.details?.injection;
     if (!injection?.suspected) return null;
     const spans = Array.isArray(injection.spans) ? injection.spans : [];
+    // What the judge said, when it was asked and answered (a penalised rollout may have no score).
+    const judged = injection.judgeScore === undefined ? [] : [`judge ${fmt(injection.judgeScore)}`];
     const outcome =
       injection.action === 'escalate' && injection.strictScore !== undefined
-        ? ` (judge ${fmt(injection.judgeScore)}, stricter judge ${fmt(injection.strictScore)})`
+        ? [...judged, `stricter judge ${fmt(injection.strictScore)}`]
         : injection.action === 'zero'
-          ? ` (judge ${fmt(injection.judgeScore)}, scored 0)`
-          : '';
+          ? [...judged, `scored ${fmt(injection.penaltyScore ?? 0)}`]
+          : judged;
+    // Whose text it was: the agent's own text (or a judge reply it made unreadable) is penalised;
+    // text the environment produced is only shown to the judge as data.
+    const whose =
+      injection.cause === 'judge_reply_echo'
+        ? "the judge's reply repeated the agent's text"
+        : injection.origin === 'agent'
+          ? "the agent's own text"
+          : injection.origin === 'environment'
+            ? 'text the environment produced'
+            : '';
+    const said = [whose, ...outcome].filter(Boolean).join(', ');
     return el('span', { class: 'injection', 'data-testid': 'injection-flag' }, [
       el('span', {
         class: 'badge flagged',
-        text: `\u26a0 judge_injection_suspected: ${injection.action || 'flag'}${outcome}`,
+        text: `\u26a0 judge_injection_suspected: ${injection.action || 'flag'}${said ? ` (${said})` : ''}`,
       }),
       el(
         'div',
