@@ -1,12 +1,11 @@
 // The docker sandbox's default image, `shears-base:bookworm`, built without a registry: a
 // `debootstrap --variant=minbase` root filesystem of Debian bookworm with python3, git and CA
-// certificates, cached as a tarball and `docker import`ed with a recipe-hash label (the same
-// recipe, label and cache file as scripts/test-infra/images.ts, so either reuses the other's).
+// certificates, cached as a tarball and `docker import`ed with a recipe-hash label (the recipe,
+// tag and label are @shears/tools-terminal's).
 // debootstrap prints ~1,000 lines; the user sees its phases and package counts instead, and the
 // full log is kept beside the cache for when it fails. `shears prepare --sandbox docker` runs it;
 // `shears doctor` checks that the image is there.
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import {
   createReadStream,
   createWriteStream,
@@ -20,20 +19,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxError } from '@shears/core';
 import { importOptionalPackage } from '@shears/core/internal';
+import {
+  IMAGE_HASH_LABEL,
+  SANDBOX_BASE_IMAGE,
+  SANDBOX_BASE_RECIPE,
+  sandboxBaseHash,
+} from '@shears/tools-terminal';
 import type Dockerode from 'dockerode';
 
-export const SANDBOX_BASE_IMAGE = 'shears-base:bookworm';
-const SANDBOX_BASE_RECIPE = {
-  suite: 'bookworm',
-  variant: 'minbase',
-  include: ['python3', 'git', 'ca-certificates'],
-  mirror: 'http://deb.debian.org/debian',
-} as const;
-const IMAGE_HASH_LABEL = 'shears.image.hash';
-
-export function sandboxBaseHash(): string {
-  return createHash('sha256').update(JSON.stringify(SANDBOX_BASE_RECIPE)).digest('hex').slice(0, 16);
-}
+// The image's tag, recipe, label and hash live with the docker sandbox that uses them.
+export { SANDBOX_BASE_IMAGE, sandboxBaseHash };
 
 type ImageState = 'present' | 'missing' | 'outdated';
 
