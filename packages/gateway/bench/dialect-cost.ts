@@ -1,13 +1,17 @@
 // The gateway's own work per request, without HTTP: for each API, reading the harness's request
-// (JSON.parse and the dialect's parse) and rendering the answer (the whole SSE text of a stream,
+// (from its bytes: strict UTF-8, JSON.parse, the structural limits, the API's schema and the
+// dialect's conversion; `json_us` is Buffer → JSON.parse alone, `limits_us` the UTF-8 and
+// structural checks over it) and rendering the answer (the whole SSE text of a stream,
 // or the JSON body), on the overhead bench's last and longest request; and the schema shapes the
 // thread matching computes from a request's tools (argumentShapes), for a tool list like a coding
 // CLI's (24 closed-object tools, one argument with a declared default). Prints JSON lines.
 // Run: node --import tsx --conditions=@shears/source bench/dialect-cost.ts
+import { loadavg } from 'node:os';
 import type { ToolSchema } from '@shears/core';
 import { messagesDialect } from '../src/anthropic-messages.js';
 import { chatCompletionsDialect } from '../src/chat-completions.js';
 import type { Dialect } from '../src/dialect.js';
+import { parseJsonBody } from '../src/request-body.js';
 import { responsesDialect } from '../src/responses-api.js';
 import { argumentShapes } from '../src/threads.js';
 import { bodyFor, REPLY, TURNS } from './overhead-bodies.js';
@@ -34,7 +38,10 @@ for (const api of ['chat', 'responses', 'messages'] as const)
   for (const stream of [false, true]) {
     const dialect = dialects[api];
     const body = bodyFor(api, TURNS - 1, stream);
-    const parse = () => dialect.parse(JSON.parse(body), { recall: () => undefined });
+    const bytes = Buffer.from(body);
+    const style = api === 'messages' ? 'anthropic' : 'openai';
+    const parse = () => dialect.parse(parseJsonBody(bytes, style), { recall: () => undefined });
+    const json = () => JSON.parse(bytes.toString('utf8'));
     const parsed = parse();
     const meta = () => ({ id: 'resp_bench', created: 1, model: 'm', chunkChars: 16, sequence: 0 });
     const render = stream
@@ -47,7 +54,10 @@ for (const api of ['chat', 'responses', 'messages'] as const)
         kind: stream ? 'stream' : 'json',
         request_bytes: Buffer.byteLength(body),
         answer_bytes: Buffer.byteLength(render()),
+        loadavg: loadavg().map((value) => Number(value.toFixed(2))),
         parse_us: timeIt(parse),
+        json_us: timeIt(json),
+        limits_us: Number((timeIt(() => parseJsonBody(bytes, style)) - timeIt(json)).toFixed(1)),
         render_us: timeIt(render),
       }),
     );

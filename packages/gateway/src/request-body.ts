@@ -1,0 +1,233 @@
+// The gateway's body reader: a harness's request body, read whole (decompressed, at most
+// `maxBytes`), decoded as strict UTF-8 and parsed as JSON, then held to the limits of a request
+// the gateway will serve: nesting depth, array length and well-formed Unicode in every string and
+// key. Whatever breaks them is refused here, before a dialect reads the body, so nothing that
+// cannot be rendered, tokenized or serialised again reaches a thread, a backend or a record.
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
+import { createBrotliDecompress, createGunzip, createInflate, constants as zlibConstants } from 'node:zlib';
+import { type ApiStyle, apiParam, GatewayApiError } from './api-error.js';
+
+/**
+ * Nesting depth of a body (the body itself is level 1). Real requests stay far below it (a coding
+ * CLI's deepest part is a tool's JSON Schema, 10–20 levels); a deeper body would overflow the
+ * recursive code that follows (JSON.stringify, template rendering, a Python `json.load`).
+ */
+const MAX_BODY_DEPTH = 128;
+/** Items of any one array (Anthropic's own limit on `messages`). */
+const MAX_ARRAY_ITEMS = 100_000;
+
+/** Reads a request body (decompressed, at most `limit` bytes); fails if the harness goes away first. */
+function readBody(request: IncomingMessage, limit: number, signal: AbortSignal): Promise<Buffer> {
+  let failed = false;
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      if (failed) return;
+      failed = true;
+      reject(
+        new GatewayApiError({
+          kind: 'invalid_request',
+          message: 'The harness closed the connection before sending the whole body.',
+        }),
+      );
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
+    let source: NodeJS.ReadableStream = request;
+    if (encoding === 'gzip' || encoding === 'x-gzip') source = request.pipe(createGunzip());
+    else if (encoding === 'deflate') source = request.pipe(createInflate());
+    else if (encoding === 'br')
+      source = request.pipe(createBrotliDecompress({ params: { [zlibConstants.BROTLI_PARAM_MODE]: 0 } }));
+    else if (encoding !== 'identity') {
+      request.resume();
+      failed = true;
+      reject(
+        new GatewayApiError({
+          kind: 'invalid_request',
+          message: `Unsupported content-encoding "${encoding}" (supported: identity, gzip, deflate, br).`,
+        }),
+      );
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    source.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limit) {
+        failed = true;
+        request.resume();
+        reject(
+          new GatewayApiError({
+            kind: 'request_too_large',
+            message: `Request body is larger than the gateway's limit of ${limit} bytes.`,
+          }),
+        );
+        return;
+      }
+      chunks.push(chunk);
+    });
+    source.on('end', () => {
+      signal.removeEventListener('abort', onAbort);
+      if (!failed) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+    });
+    source.on('error', (error: Error) => {
+      if (failed) return;
+      failed = true;
+      reject(
+        new GatewayApiError({
+          kind: 'invalid_request',
+          message: `Could not read the request body: ${error.message}`,
+          cause: error,
+        }),
+      );
+    });
+  });
+}
+
+// The wording OpenAI and Anthropic use for a body that is not JSON.
+const NOT_JSON =
+  "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)";
+
+/** The offset of the first byte that is not part of a valid UTF-8 sequence (error path only). */
+function firstInvalidByte(bytes: Buffer): number {
+  // A valid prefix decodes and re-encodes to the same bytes; the first difference lies inside the
+  // first invalid sequence (a replacement character's bytes may match its first bytes), so step
+  // back to that sequence's lead byte.
+  const again = Buffer.from(bytes.toString('utf8'), 'utf8');
+  let index = 0;
+  while (index < bytes.length && bytes[index] === again[index]) index++;
+  while (index > 0 && ((bytes[index] ?? 0) & 0xc0) === 0x80 && ((bytes[index - 1] ?? 0) & 0x80) !== 0)
+    index--;
+  return index;
+}
+
+/** The body as text: strict UTF-8, refused (not replaced) where a byte sequence is invalid. */
+function decodeBody(bytes: Buffer): string {
+  if (isUtf8(bytes)) return bytes.toString('utf8');
+  const offset = firstInvalidByte(bytes);
+  const before = bytes.subarray(Math.max(0, offset - 40), offset).toString('utf8');
+  throw new GatewayApiError({
+    kind: 'invalid_request',
+    message: `${NOT_JSON} The body is not valid UTF-8: byte 0x${(bytes[offset] ?? 0).toString(16).padStart(2, '0')} at offset ${offset} (after ${JSON.stringify(before)}) does not begin a valid UTF-8 sequence. Invalid bytes are refused, not replaced.`,
+    apiCode: 'invalid_utf8',
+  });
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new GatewayApiError({
+      kind: 'invalid_request',
+      message: `${NOT_JSON} ${(error as Error).message}`,
+      cause: error,
+    });
+  }
+}
+
+type Path = Array<string | number>;
+
+// ES2024's String.prototype.isWellFormed (Node 20 has it; the repository's TypeScript lib is ES2023).
+const isWellFormed = (String.prototype as unknown as { isWellFormed(this: string): boolean }).isWellFormed;
+
+function structureError(message: string, path: Path, style: ApiStyle, apiCode: string): GatewayApiError {
+  const param = path.length > 0 ? apiParam(path, style) : null;
+  return new GatewayApiError({
+    kind: 'invalid_request',
+    message:
+      style === 'anthropic' ? `${param ?? 'body'}: ${message}` : `Invalid '${param ?? 'body'}': ${message}`,
+    param,
+    apiCode,
+  });
+}
+
+function loneSurrogate(text: string): string {
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0xd800 || code > 0xdfff) continue;
+    const next = text.charCodeAt(index + 1);
+    if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      index++;
+      continue;
+    }
+    return `\\u${code.toString(16)} at character ${index}`;
+  }
+  return '';
+}
+
+function surrogateError(text: string, path: Path, style: ApiStyle, what: string): GatewayApiError {
+  return structureError(
+    `${what} holds a lone UTF-16 surrogate (${loneSurrogate(text)}): it is not valid Unicode and has no UTF-8 encoding, so it could not be tokenized as sent. Write the character itself or a complete surrogate pair.`,
+    path,
+    style,
+    'invalid_unicode',
+  );
+}
+
+/**
+ * Holds a parsed body to the structural limits; throws the API's 400 naming the first place that
+ * breaks one. Iterative over siblings, recursive only as deep as the limit allows.
+ */
+function checkStructure(body: unknown, style: ApiStyle): void {
+  const path: Path = [];
+  const visit = (value: unknown, depth: number): void => {
+    if (typeof value === 'string') {
+      if (!isWellFormed.call(value)) throw surrogateError(value, path, style, 'the string');
+      return;
+    }
+    if (typeof value !== 'object' || value === null) return;
+    if (depth >= MAX_BODY_DEPTH)
+      // Named by its first levels: the whole path is as long as the limit.
+      throw structureError(
+        `the request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels.`,
+        path.length > 8 ? [...path.slice(0, 8), '…'] : path,
+        style,
+        'nesting_too_deep',
+      );
+    if (Array.isArray(value)) {
+      if (value.length > MAX_ARRAY_ITEMS)
+        throw structureError(
+          `array too long. Expected an array with maximum length ${MAX_ARRAY_ITEMS}, but got an array with length ${value.length} instead.`,
+          path,
+          style,
+          'array_above_max_length',
+        );
+      for (let index = 0; index < value.length; index++) {
+        const item: unknown = value[index];
+        if (typeof item === 'object' || typeof item === 'string') {
+          path.push(index);
+          visit(item, depth + 1);
+          path.pop();
+        }
+      }
+      return;
+    }
+    for (const key in value) {
+      if (!isWellFormed.call(key)) throw surrogateError(key, path, style, `the key ${JSON.stringify(key)}`);
+      const item: unknown = (value as Record<string, unknown>)[key];
+      if (typeof item === 'object' || typeof item === 'string') {
+        path.push(key);
+        visit(item, depth + 1);
+        path.pop();
+      }
+    }
+  };
+  visit(body, 1);
+}
+
+/** A body's bytes → strict UTF-8 → JSON → the structural limits; throws the API's 400. */
+export function parseJsonBody(bytes: Buffer, style: ApiStyle): unknown {
+  const body = parseBody(decodeBody(bytes));
+  checkStructure(body, style);
+  return body;
+}
+
+/** The whole border: the request's body read, decoded, parsed and held to the limits. */
+export async function readJsonBody(
+  request: IncomingMessage,
+  options: { maxBytes: number; style: ApiStyle; signal: AbortSignal },
+): Promise<unknown> {
+  return parseJsonBody(await readBody(request, options.maxBytes, options.signal), options.style);
+}
