@@ -50,7 +50,7 @@ function toolResultText(
   path: string,
 ): string {
   if (content === undefined || content === null) return '';
-  return textOfContent(content as Parameters<typeof textOfContent>[0], (index) => `${path}.${index}`);
+  return textOfContent(content as Parameters<typeof textOfContent>[0], path, 'anthropic');
 }
 
 function systemText(value: MessagesRequest['system']): string | undefined {

@@ -29,8 +29,7 @@ interface ParsedChatCompletion extends ParsedRequest {
 
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(chatCompletionRequestSchema.shape));
 
-const text = (content: OpenAIContent, param: string) =>
-  textOfContent(content, (index) => `${param}[${index}]`);
+const text = (content: OpenAIContent, param: string) => textOfContent(content, param, 'openai');
 
 function toToolCalls(
   calls: NonNullable<Extract<ChatCompletionMessage, { role: 'assistant' }>['tool_calls']>,

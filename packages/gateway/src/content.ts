@@ -1,25 +1,27 @@
 // Content helpers shared by the three APIs: content (already typed by the API's schema) to text,
 // and the one refusal for content the gateway cannot carry (images, audio, files).
-import { invalidRequest } from './api-error.js';
+import { type ApiStyle, invalidRequest } from './api-error.js';
 
 /** A content part as the schemas type it: a text part, or a part of another type (no `text`). */
 type ContentPart = { type: string; text: string } | { type: string };
 
 /**
- * The text of a content value: a string, or text parts joined with a newline (as vLLM joins
- * them before templating). Parts of other types are refused with a 400 naming them: the
- * backends behind the gateway take text. `itemParam(index)` names a part in the API's style.
+ * The text of a content value (at `param`): a string, or text parts joined with a newline (as
+ * vLLM joins them before templating). Parts of other types are refused with a 400 naming them
+ * in the API's `style`: the backends behind the gateway take text.
  */
 export function textOfContent(
   content: string | readonly ContentPart[],
-  itemParam: (index: number) => string,
+  param: string,
+  style: ApiStyle,
 ): string {
   if (typeof content === 'string') return content;
   const texts: string[] = [];
-  content.forEach((part, index) => {
+  for (let index = 0; index < content.length; index++) {
+    const part = content[index] as ContentPart;
     if ('text' in part) texts.push(part.text);
-    else throw unsupportedContent(part.type, itemParam(index));
-  });
+    else throw unsupportedContent(part.type, style === 'openai' ? `${param}[${index}]` : `${param}.${index}`);
+  }
   return texts.join('\n');
 }
 

@@ -11,7 +11,9 @@ import { type ApiStyle, apiParam, GatewayApiError } from './api-error.js';
 /**
  * Nesting depth of a body (the body itself is level 1). Real requests stay far below it (a coding
  * CLI's deepest part is a tool's JSON Schema, 10–20 levels); a deeper body would overflow the
- * recursive code that follows (JSON.stringify, template rendering, a Python `json.load`).
+ * recursive code that follows (JSON.stringify, template rendering, a Python `json.load`), and
+ * costs JSON.parse about a microsecond per level (a 64 MiB body of brackets: half a minute of a
+ * blocked event loop), so it is found by scanning the bytes before parsing.
  */
 const MAX_BODY_DEPTH = 128;
 /** Items of any one array (Anthropic's own limit on `messages`). */
@@ -103,6 +105,48 @@ function firstInvalidByte(bytes: Buffer): number {
   return index;
 }
 
+/** `scanStructure`'s answer when the body nests within the limit but holds an array that may be too long. */
+const LONG_ARRAY = -2;
+
+/**
+ * One pass over the JSON text's bytes before it is parsed: the byte offset where it opens a level
+ * deeper than MAX_BODY_DEPTH; else LONG_ARRAY when an array may hold more than MAX_ARRAY_ITEMS
+ * items (its commas are counted; checkStructure then names it); else -1. Strings are skipped with
+ * `indexOf` (their brackets and commas are text), so the loop touches little but the structural
+ * bytes; a body that is not JSON is left to JSON.parse to refuse.
+ */
+function scanStructure(bytes: Buffer): number {
+  let depth = 0;
+  let long = false;
+  // Per open level: its commas so far, or -1 for an object.
+  const commas = new Int32Array(MAX_BODY_DEPTH + 1);
+  const length = bytes.length;
+  for (let index = 0; index < length; index++) {
+    const byte = bytes[index];
+    if (byte === 0x22) {
+      // To the closing quote: the next one not escaped by an odd run of backslashes.
+      let end = index;
+      for (;;) {
+        end = bytes.indexOf(0x22, end + 1);
+        if (end < 0) return -1;
+        let before = end - 1;
+        while (bytes[before] === 0x5c) before--;
+        if ((end - 1 - before) % 2 === 0) break;
+      }
+      index = end;
+    } else if (byte === 0x2c) {
+      if (depth > 0 && commas[depth] !== -1 && ++(commas[depth] as number) >= MAX_ARRAY_ITEMS) long = true;
+    } else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > MAX_BODY_DEPTH) return index;
+      commas[depth] = byte === 0x5b ? 0 : -1;
+    } else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+  return long ? LONG_ARRAY : -1;
+}
+
+/** A `\uD800`–`\uDFFF` escape: the only way a surrogate gets into a body that is valid UTF-8. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
 /** The body as text: strict UTF-8, refused (not replaced) where a byte sequence is invalid. */
 function decodeBody(bytes: Buffer): string {
   if (isUtf8(bytes)) return bytes.toString('utf8');
@@ -167,25 +211,19 @@ function surrogateError(text: string, path: Path, style: ApiStyle, what: string)
 }
 
 /**
- * Holds a parsed body to the structural limits; throws the API's 400 naming the first place that
- * breaks one. Iterative over siblings, recursive only as deep as the limit allows.
+ * Holds a parsed body to the limits JSON.parse does not: array length and well-formed Unicode;
+ * throws the API's 400 naming the first place that breaks one. Recursive, over a body already
+ * known to nest at most MAX_BODY_DEPTH levels; run only when the scan or the text says it may
+ * find something (an array with many commas, a surrogate escape).
  */
 function checkStructure(body: unknown, style: ApiStyle): void {
   const path: Path = [];
-  const visit = (value: unknown, depth: number): void => {
+  const visit = (value: unknown): void => {
     if (typeof value === 'string') {
       if (!isWellFormed.call(value)) throw surrogateError(value, path, style, 'the string');
       return;
     }
     if (typeof value !== 'object' || value === null) return;
-    if (depth >= MAX_BODY_DEPTH)
-      // Named by its first levels: the whole path is as long as the limit.
-      throw structureError(
-        `the request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels.`,
-        path.length > 8 ? [...path.slice(0, 8), '…'] : path,
-        style,
-        'nesting_too_deep',
-      );
     if (Array.isArray(value)) {
       if (value.length > MAX_ARRAY_ITEMS)
         throw structureError(
@@ -198,7 +236,7 @@ function checkStructure(body: unknown, style: ApiStyle): void {
         const item: unknown = value[index];
         if (typeof item === 'object' || typeof item === 'string') {
           path.push(index);
-          visit(item, depth + 1);
+          visit(item);
           path.pop();
         }
       }
@@ -209,18 +247,26 @@ function checkStructure(body: unknown, style: ApiStyle): void {
       const item: unknown = (value as Record<string, unknown>)[key];
       if (typeof item === 'object' || typeof item === 'string') {
         path.push(key);
-        visit(item, depth + 1);
+        visit(item);
         path.pop();
       }
     }
   };
-  visit(body, 1);
+  visit(body);
 }
 
 /** A body's bytes → strict UTF-8 → JSON → the structural limits; throws the API's 400. */
 export function parseJsonBody(bytes: Buffer, style: ApiStyle): unknown {
-  const body = parseBody(decodeBody(bytes));
-  checkStructure(body, style);
+  const text = decodeBody(bytes);
+  const deep = scanStructure(bytes);
+  if (deep >= 0)
+    throw new GatewayApiError({
+      kind: 'invalid_request',
+      message: `The request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels (level ${MAX_BODY_DEPTH + 1} opens at byte ${deep}, after ${JSON.stringify(bytes.subarray(Math.max(0, deep - 40), deep).toString('utf8'))}).`,
+      apiCode: 'nesting_too_deep',
+    });
+  const body = parseBody(text);
+  if (deep === LONG_ARRAY || SURROGATE_ESCAPE.test(text)) checkStructure(body, style);
   return body;
 }
 

@@ -168,8 +168,6 @@ function toMessages(input: ResponsesRequest['input']): ChatMessage[] {
   };
   input.forEach((item, index) => {
     const param = `input[${index}]`;
-    const text = (content: Parameters<typeof textOfContent>[0], field: string) =>
-      textOfContent(content, (part) => `${param}.${field}[${part}]`);
     switch (item.type) {
       case undefined:
       case 'message': {
@@ -179,14 +177,14 @@ function toMessages(input: ResponsesRequest['input']): ChatMessage[] {
             flush();
             message = assistant();
           }
-          const content = text(item.content, 'content');
+          const content = textOfContent(item.content, `${param}.content`, 'openai');
           message.content = message.content ? `${message.content as string}\n${content}` : content;
           return;
         }
         flush();
         messages.push({
           role: item.role === 'developer' ? 'system' : item.role,
-          content: text(item.content, 'content'),
+          content: textOfContent(item.content, `${param}.content`, 'openai'),
         });
         return;
       }
@@ -219,7 +217,11 @@ function toMessages(input: ResponsesRequest['input']): ChatMessage[] {
       }
       default: {
         flush();
-        messages.push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output, 'output') });
+        messages.push({
+          role: 'tool',
+          tool_call_id: item.call_id,
+          content: textOfContent(item.output, `${param}.output`, 'openai'),
+        });
         return;
       }
     }
