@@ -175,39 +175,53 @@ const at = {
 
 const ALL: Api[] = ['chat', 'responses', 'messages'];
 const both = (openai: RegExp, anthropic = openai) => ({ openai, anthropic });
-const DEPTH = /nests deeper than the shears gateway's limit of 128 levels \(level 129 opens at byte \d+/;
+const DEPTH = /nests deeper than the shears gateway's limit of 128 levels/;
+// Bodies over 64 KiB are scanned before JSON.parse, and the refusal names the byte.
+const DEPTH_SCANNED =
+  /nests deeper than the shears gateway's limit of 128 levels \(level 129 opens at byte \d+/;
 const NOT_UTF8 = /not valid UTF-8: byte 0x[0-9a-f]{2} at offset \d+/;
 const SURROGATE = /lone UTF-16 surrogate \(\\ud[89a-f][0-9a-f]{2} at character \d+\)/;
 
 const CASES: Case[] = [
-  // Nesting: past the stack (20,000 levels) and past the limit but not the stack (200 levels).
+  // Nesting: past the stack (20,000 levels: a body over 64 KiB, scanned before parsing), past the
+  // stack in a small body (10,000 levels of arrays, 20 KB: parsed, then refused), and past the
+  // limit but not the stack (200 levels, named by its path).
   {
     name: '20,000 levels in a field the gateway ignores',
     apis: [...ALL, 'count_tokens'],
     edit: at.unknownField,
     raw: deepJson(20_000),
-    message: both(DEPTH),
+    message: both(DEPTH_SCANNED),
   },
   {
     name: "20,000 levels in a tool's JSON Schema",
     apis: [...ALL, 'count_tokens'],
     edit: at.toolSchema,
     raw: deepJson(20_000),
-    message: both(DEPTH),
+    message: both(DEPTH_SCANNED),
   },
   {
     name: "20,000 levels in a history tool call's arguments",
     apis: ALL,
     edit: at.callArguments,
     raw: deepJson(20_000),
-    message: both(DEPTH),
+    message: both(DEPTH_SCANNED),
+  },
+  {
+    name: "10,000 levels of arrays in a tool's JSON Schema (a 20 KB body)",
+    apis: [...ALL, 'count_tokens'],
+    edit: at.toolSchema,
+    raw: `{"type":"object","enum":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+    message: both(
+      /(tools\[0\]\.(function\.)?parameters|tools\.0\.input_schema)\.enum(\[0\]|\.0)+.*nests deeper/,
+    ),
   },
   {
     name: "200 levels in a tool's JSON Schema",
     apis: ALL,
     edit: at.toolSchema,
     raw: deepJson(200),
-    message: both(DEPTH),
+    message: both(/(tools\[0\]\.(function\.)?parameters|tools\.0\.input_schema)\.a\.a.*nests deeper/),
   },
   // Invalid UTF-8 bytes, in any string.
   {

@@ -11,11 +11,17 @@ import { type ApiStyle, apiParam, GatewayApiError } from './api-error.js';
 /**
  * Nesting depth of a body (the body itself is level 1). Real requests stay far below it (a coding
  * CLI's deepest part is a tool's JSON Schema, 10–20 levels); a deeper body would overflow the
- * recursive code that follows (JSON.stringify, template rendering, a Python `json.load`), and
- * costs JSON.parse about a microsecond per level (a 64 MiB body of brackets: half a minute of a
- * blocked event loop), so it is found by scanning the bytes before parsing.
+ * recursive code that follows (JSON.stringify, template rendering, a Python `json.load`).
  */
 const MAX_BODY_DEPTH = 128;
+/**
+ * JSON.parse spends about a microsecond per nesting level (a 64 MiB body of brackets would block
+ * the event loop for half a minute), so a body larger than this is scanned for its depth before it
+ * is parsed. A smaller one is parsed first and its depth checked on the parsed value: the worst
+ * JSON.parse can then meet is some 32,000 levels (tens of milliseconds), and the scan, about a
+ * third of JSON.parse's own time, is not paid on every small request.
+ */
+const SCAN_ABOVE_BYTES = 64 * 1024;
 /** Items of any one array (Anthropic's own limit on `messages`). */
 const MAX_ARRAY_ITEMS = 100_000;
 
@@ -211,19 +217,26 @@ function surrogateError(text: string, path: Path, style: ApiStyle, what: string)
 }
 
 /**
- * Holds a parsed body to the limits JSON.parse does not: array length and well-formed Unicode;
- * throws the API's 400 naming the first place that breaks one. Recursive, over a body already
- * known to nest at most MAX_BODY_DEPTH levels; run only when the scan or the text says it may
- * find something (an array with many commas, a surrogate escape).
+ * Holds a parsed body to the limits: nesting depth, array length and (with `unicode`) well-formed
+ * strings and keys; throws the API's 400 naming the first place that breaks one. Recursive only as
+ * deep as the limit allows.
  */
-function checkStructure(body: unknown, style: ApiStyle): void {
+function checkStructure(body: unknown, style: ApiStyle, unicode: boolean): void {
   const path: Path = [];
-  const visit = (value: unknown): void => {
+  const visit = (value: unknown, depth: number): void => {
     if (typeof value === 'string') {
-      if (!isWellFormed.call(value)) throw surrogateError(value, path, style, 'the string');
+      if (unicode && !isWellFormed.call(value)) throw surrogateError(value, path, style, 'the string');
       return;
     }
     if (typeof value !== 'object' || value === null) return;
+    if (depth > MAX_BODY_DEPTH)
+      // Named by its first levels: the whole path is as long as the limit.
+      throw structureError(
+        `the request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels.`,
+        path.length > 8 ? [...path.slice(0, 8), '…'] : path,
+        style,
+        'nesting_too_deep',
+      );
     if (Array.isArray(value)) {
       if (value.length > MAX_ARRAY_ITEMS)
         throw structureError(
@@ -236,37 +249,41 @@ function checkStructure(body: unknown, style: ApiStyle): void {
         const item: unknown = value[index];
         if (typeof item === 'object' || typeof item === 'string') {
           path.push(index);
-          visit(item);
+          visit(item, depth + 1);
           path.pop();
         }
       }
       return;
     }
     for (const key in value) {
-      if (!isWellFormed.call(key)) throw surrogateError(key, path, style, `the key ${JSON.stringify(key)}`);
+      if (unicode && !isWellFormed.call(key))
+        throw surrogateError(key, path, style, `the key ${JSON.stringify(key)}`);
       const item: unknown = (value as Record<string, unknown>)[key];
       if (typeof item === 'object' || typeof item === 'string') {
         path.push(key);
-        visit(item);
+        visit(item, depth + 1);
         path.pop();
       }
     }
   };
-  visit(body);
+  visit(body, 1);
 }
 
 /** A body's bytes → strict UTF-8 → JSON → the structural limits; throws the API's 400. */
 export function parseJsonBody(bytes: Buffer, style: ApiStyle): unknown {
   const text = decodeBody(bytes);
-  const deep = scanStructure(bytes);
-  if (deep >= 0)
+  const scanned = bytes.length > SCAN_ABOVE_BYTES;
+  const scan = scanned ? scanStructure(bytes) : -1;
+  if (scan >= 0)
     throw new GatewayApiError({
       kind: 'invalid_request',
-      message: `The request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels (level ${MAX_BODY_DEPTH + 1} opens at byte ${deep}, after ${JSON.stringify(bytes.subarray(Math.max(0, deep - 40), deep).toString('utf8'))}).`,
+      message: `The request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels (level ${MAX_BODY_DEPTH + 1} opens at byte ${scan}, after ${JSON.stringify(bytes.subarray(Math.max(0, scan - 40), scan).toString('utf8'))}).`,
       apiCode: 'nesting_too_deep',
     });
   const body = parseBody(text);
-  if (deep === LONG_ARRAY || SURROGATE_ESCAPE.test(text)) checkStructure(body, style);
+  // A surrogate can only have come in as a `\uD8xx`-style escape: without one, strings need no look.
+  const unicode = SURROGATE_ESCAPE.test(text);
+  if (!scanned || scan === LONG_ARRAY || unicode) checkStructure(body, style, unicode);
   return body;
 }
 
