@@ -117,7 +117,7 @@ const LONG_ARRAY = -2;
 /**
  * One pass over the JSON text's bytes before it is parsed: the byte offset where it opens a level
  * deeper than MAX_BODY_DEPTH; else LONG_ARRAY when an array may hold more than MAX_ARRAY_ITEMS
- * items (its commas are counted; checkStructure then names it); else -1. Strings are skipped with
+ * items (its commas are counted; the walk over the parsed body then names it); else -1. Strings are skipped with
  * `indexOf` (their brackets and commas are text), so the loop touches little but the structural
  * bytes; a body that is not JSON is left to JSON.parse to refuse.
  */
@@ -217,56 +217,68 @@ function surrogateError(text: string, path: Path, style: ApiStyle, what: string)
 }
 
 /**
- * Holds a parsed body to the limits: nesting depth, array length and (with `unicode`) well-formed
- * strings and keys; throws the API's 400 naming the first place that breaks one. Recursive only as
- * deep as the limit allows.
+ * Whether a parsed body keeps the limits: nesting depth, array length and (with `unicode`)
+ * well-formed strings and keys. The hot path of every request, so it keeps no path; `findFault`
+ * walks again to name the place. Recursive only as deep as the limit allows.
  */
-function checkStructure(body: unknown, style: ApiStyle, unicode: boolean): void {
+function withinLimits(value: unknown, depth: number, unicode: boolean): boolean {
+  if (typeof value !== 'object' || value === null)
+    return !unicode || typeof value !== 'string' || isWellFormed.call(value);
+  if (depth > MAX_BODY_DEPTH) return false;
+  if (Array.isArray(value)) {
+    if (value.length > MAX_ARRAY_ITEMS) return false;
+    for (let index = 0; index < value.length; index++)
+      if (!withinLimits(value[index], depth + 1, unicode)) return false;
+    return true;
+  }
+  for (const key in value) {
+    if (unicode && !isWellFormed.call(key)) return false;
+    if (!withinLimits((value as Record<string, unknown>)[key], depth + 1, unicode)) return false;
+  }
+  return true;
+}
+
+/** The API's 400 naming the first place where a body breaks the limits (after `withinLimits` said it does). */
+function findFault(body: unknown, style: ApiStyle, unicode: boolean): GatewayApiError {
   const path: Path = [];
-  const visit = (value: unknown, depth: number): void => {
-    if (typeof value === 'string') {
-      if (unicode && !isWellFormed.call(value)) throw surrogateError(value, path, style, 'the string');
-      return;
-    }
-    if (typeof value !== 'object' || value === null) return;
+  const visit = (value: unknown, depth: number): GatewayApiError | undefined => {
+    if (typeof value === 'string')
+      return unicode && !isWellFormed.call(value)
+        ? surrogateError(value, path, style, 'the string')
+        : undefined;
+    if (typeof value !== 'object' || value === null) return undefined;
     if (depth > MAX_BODY_DEPTH)
       // Named by its first levels: the whole path is as long as the limit.
-      throw structureError(
+      return structureError(
         `the request nests deeper than the shears gateway's limit of ${MAX_BODY_DEPTH} levels.`,
         path.length > 8 ? [...path.slice(0, 8), '…'] : path,
         style,
         'nesting_too_deep',
       );
-    if (Array.isArray(value)) {
-      if (value.length > MAX_ARRAY_ITEMS)
-        throw structureError(
-          `array too long. Expected an array with maximum length ${MAX_ARRAY_ITEMS}, but got an array with length ${value.length} instead.`,
-          path,
-          style,
-          'array_above_max_length',
-        );
-      for (let index = 0; index < value.length; index++) {
-        const item: unknown = value[index];
-        if (typeof item === 'object' || typeof item === 'string') {
-          path.push(index);
-          visit(item, depth + 1);
-          path.pop();
-        }
-      }
-      return;
+    if (Array.isArray(value) && value.length > MAX_ARRAY_ITEMS)
+      return structureError(
+        `array too long. Expected an array with maximum length ${MAX_ARRAY_ITEMS}, but got an array with length ${value.length} instead.`,
+        path,
+        style,
+        'array_above_max_length',
+      );
+    for (const key of Array.isArray(value) ? value.keys() : Object.keys(value)) {
+      if (typeof key === 'string' && unicode && !isWellFormed.call(key))
+        return surrogateError(key, path, style, `the key ${JSON.stringify(key)}`);
+      path.push(key);
+      const fault = visit((value as Record<PropertyKey, unknown>)[key], depth + 1);
+      path.pop();
+      if (fault) return fault;
     }
-    for (const key in value) {
-      if (unicode && !isWellFormed.call(key))
-        throw surrogateError(key, path, style, `the key ${JSON.stringify(key)}`);
-      const item: unknown = (value as Record<string, unknown>)[key];
-      if (typeof item === 'object' || typeof item === 'string') {
-        path.push(key);
-        visit(item, depth + 1);
-        path.pop();
-      }
-    }
+    return undefined;
   };
-  visit(body, 1);
+  return (
+    visit(body, 1) ??
+    new GatewayApiError({
+      kind: 'server',
+      message: 'shears gateway internal error: a body limit broken, not found',
+    })
+  );
 }
 
 /** A body's bytes → strict UTF-8 → JSON → the structural limits; throws the API's 400. */
@@ -283,7 +295,8 @@ export function parseJsonBody(bytes: Buffer, style: ApiStyle): unknown {
   const body = parseBody(text);
   // A surrogate can only have come in as a `\uD8xx`-style escape: without one, strings need no look.
   const unicode = SURROGATE_ESCAPE.test(text);
-  if (!scanned || scan === LONG_ARRAY || unicode) checkStructure(body, style, unicode);
+  if ((!scanned || scan === LONG_ARRAY || unicode) && !withinLimits(body, 1, unicode))
+    throw findFault(body, style, unicode);
   return body;
 }
 
