@@ -175,7 +175,6 @@ const at = {
 
 const ALL: Api[] = ['chat', 'responses', 'messages'];
 const both = (openai: RegExp, anthropic = openai) => ({ openai, anthropic });
-const DEPTH = /nests deeper than the shears gateway's limit of 128 levels/;
 // Bodies over 64 KiB are scanned before JSON.parse, and the refusal names the byte.
 const DEPTH_SCANNED =
   /nests deeper than the shears gateway's limit of 128 levels \(level 129 opens at byte \d+/;
