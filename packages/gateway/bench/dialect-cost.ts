@@ -1,13 +1,21 @@
 // The gateway's own work per request, without HTTP: for each API, reading the harness's request
-// (JSON.parse and the dialect's parse) and rendering the answer (the whole SSE text of a stream,
+// (`parse_us`: from its bytes, strict UTF-8, JSON.parse, the structural limits, the API's schema
+// and the dialect's conversion; `json_us`: Buffer → JSON.parse alone; `body_us`: the body reader's
+// part, JSON.parse with the UTF-8 and structural checks; `schema_us`: the API's zod schema alone)
+// and rendering the answer (the whole SSE text of a stream,
 // or the JSON body), on the overhead bench's last and longest request; and the schema shapes the
 // thread matching computes from a request's tools (argumentShapes), for a tool list like a coding
 // CLI's (24 closed-object tools, one argument with a declared default). Prints JSON lines.
 // Run: node --import tsx --conditions=@shears/source bench/dialect-cost.ts
+import { loadavg } from 'node:os';
 import type { ToolSchema } from '@shears/core';
 import { messagesDialect } from '../src/anthropic-messages.js';
+import { messagesRequestSchema } from '../src/anthropic-messages-api.js';
 import { chatCompletionsDialect } from '../src/chat-completions.js';
 import type { Dialect } from '../src/dialect.js';
+import { chatCompletionRequestSchema } from '../src/openai-chat-api.js';
+import { responsesRequestSchema } from '../src/openai-responses-api.js';
+import { parseJsonBody } from '../src/request-body.js';
 import { responsesDialect } from '../src/responses-api.js';
 import { argumentShapes } from '../src/threads.js';
 import { bodyFor, REPLY, TURNS } from './overhead-bodies.js';
@@ -30,11 +38,30 @@ function timeIt(work: () => unknown): number {
   return Number((((performance.now() - start) / ITERATIONS) * 1000).toFixed(1));
 }
 
+/** The median over 5 rounds of each of `works`, timed in turn, so that load changes hit them alike. */
+function timeTogether<TKey extends string>(works: Record<TKey, () => unknown>): Record<TKey, number> {
+  const samples = {} as Record<TKey, number[]>;
+  for (let round = 0; round < 5; round++)
+    for (const key of Object.keys(works) as TKey[]) (samples[key] ??= []).push(timeIt(works[key]));
+  const medians = {} as Record<TKey, number>;
+  for (const key of Object.keys(works) as TKey[])
+    medians[key] = [...samples[key]].sort((a, b) => a - b)[2] as number;
+  return medians;
+}
+
 for (const api of ['chat', 'responses', 'messages'] as const)
   for (const stream of [false, true]) {
     const dialect = dialects[api];
     const body = bodyFor(api, TURNS - 1, stream);
-    const parse = () => dialect.parse(JSON.parse(body), { recall: () => undefined });
+    const bytes = Buffer.from(body);
+    const style = api === 'messages' ? 'anthropic' : 'openai';
+    const parse = () => dialect.parse(parseJsonBody(bytes, style), { recall: () => undefined });
+    const value = JSON.parse(body);
+    const schema = {
+      chat: chatCompletionRequestSchema,
+      responses: responsesRequestSchema,
+      messages: messagesRequestSchema,
+    }[api];
     const parsed = parse();
     const meta = () => ({ id: 'resp_bench', created: 1, model: 'm', chunkChars: 16, sequence: 0 });
     const render = stream
@@ -47,7 +74,13 @@ for (const api of ['chat', 'responses', 'messages'] as const)
         kind: stream ? 'stream' : 'json',
         request_bytes: Buffer.byteLength(body),
         answer_bytes: Buffer.byteLength(render()),
-        parse_us: timeIt(parse),
+        loadavg: loadavg().map((load) => Number(load.toFixed(2))),
+        ...timeTogether({
+          parse_us: parse,
+          json_us: () => JSON.parse(bytes.toString('utf8')),
+          body_us: () => parseJsonBody(bytes, style),
+          schema_us: () => schema.safeParse(value),
+        }),
         render_us: timeIt(render),
       }),
     );

@@ -6,85 +6,60 @@
 import { createHash } from 'node:crypto';
 import type { ChatMessage, ChatResponse, ToolCall, ToolChoice, ToolSchema } from '@shears/core';
 import {
+  type AnthropicBlock,
+  countTokensRequestSchema,
+  type MessagesRequest,
+  messagesRequestSchema,
+} from './anthropic-messages-api.js';
+import {
   anthropicErrorType,
   type GatewayApiError,
   invalidRequest,
   renderAnthropicError,
 } from './api-error.js';
-import { contentToText, unsupportedContent } from './content.js';
+import { parseRequest } from './api-schema.js';
+import { textOfContent, unsupportedContent } from './content.js';
 import {
   argumentsObject,
   contentText,
   type Dialect,
-  describe,
-  isRecord,
-  optionalBoolean,
-  optionalInteger,
-  optionalNumber,
+  inRange,
   type ParsedRequest,
   type ResponseMeta,
   reasoningOf,
-  requireObjectBody,
-  stopList,
   unknownKeys,
 } from './dialect.js';
 import { splitForStream, sseEvent } from './sse.js';
 
 type ParsedMessagesRequest = ParsedRequest;
 
-const KNOWN = new Set([
-  'model',
-  'messages',
-  'max_tokens',
-  'system',
-  'tools',
-  'tool_choice',
-  'stream',
-  'temperature',
-  'top_p',
-  'stop_sequences',
-]);
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(messagesRequestSchema.shape));
 
 // Anthropic reports validation failures as "<field path>: <problem>".
 const fieldError = (path: string, problem: string) => invalidRequest(`${path}: ${problem}`, path);
 
-function blockList(content: unknown, path: string): Record<string, unknown>[] {
-  if (!Array.isArray(content))
-    throw fieldError(
-      path,
-      `Input should be a valid string or list of content blocks (got ${describe(content)})`,
-    );
-  return content.map((block, index) => {
-    if (!isRecord(block) || typeof block.type !== 'string')
-      throw fieldError(`${path}.${index}`, 'Input should be a content block object with a "type"');
-    return block;
-  });
+type Content = string | readonly AnthropicBlock[];
+
+function textOf(block: AnthropicBlock, where: string): string {
+  if (block.type === 'text' && 'text' in block) return block.text;
+  throw unsupportedContent(block.type, where);
 }
 
-function textOf(block: Record<string, unknown>, path: string): string {
-  if (typeof block.text !== 'string') throw fieldError(`${path}.text`, 'Field required');
-  return block.text;
-}
-
-function toolResultText(block: Record<string, unknown>, path: string): string {
-  const content = block.content;
+function toolResultText(
+  content: string | readonly AnthropicBlock[] | null | undefined,
+  path: string,
+): string {
   if (content === undefined || content === null) return '';
-  if (typeof content === 'string') return content;
-  return contentToText(content, `${path}.content`);
+  return textOfContent(content as Parameters<typeof textOfContent>[0], path, 'anthropic');
 }
 
-function systemText(value: unknown): string | undefined {
+function systemText(value: MessagesRequest['system']): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return value;
-  return blockList(value, 'system')
-    .map((block, index) => {
-      if (block.type !== 'text') throw unsupportedContent(String(block.type), `system.${index}`);
-      return textOf(block, `system.${index}`);
-    })
-    .join('\n');
+  return value.map((block, index) => textOf(block, `system.${index}`)).join('\n');
 }
 
-function userMessages(content: unknown, path: string): ChatMessage[] {
+function userMessages(content: Content, path: string): ChatMessage[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
   const out: ChatMessage[] = [];
   let texts: string[] = [];
@@ -92,55 +67,40 @@ function userMessages(content: unknown, path: string): ChatMessage[] {
     if (texts.length > 0) out.push({ role: 'user', content: texts.join('\n') });
     texts = [];
   };
-  blockList(content, path).forEach((block, index) => {
+  content.forEach((block, index) => {
     const where = `${path}.${index}`;
-    if (block.type === 'text') texts.push(textOf(block, where));
-    else if (block.type === 'tool_result') {
-      if (typeof block.tool_use_id !== 'string') throw fieldError(`${where}.tool_use_id`, 'Field required');
+    if (block.type === 'tool_result' && 'tool_use_id' in block) {
       flush();
       const message: ChatMessage = {
         role: 'tool',
         tool_call_id: block.tool_use_id,
-        content: toolResultText(block, where),
+        content: toolResultText(block.content, `${where}.content`),
       };
       if (block.is_error === true) message.is_error = true;
       out.push(message);
-    } else throw unsupportedContent(block.type as string, where);
+    } else texts.push(textOf(block, where));
   });
   flush();
   return out;
 }
 
-function assistantMessage(content: unknown, path: string): ChatMessage {
+function assistantMessage(content: Content, path: string): ChatMessage {
   if (typeof content === 'string') return { role: 'assistant', content };
   const message: ChatMessage = { role: 'assistant', content: null };
   const texts: string[] = [];
   const thinking: string[] = [];
   const calls: ToolCall[] = [];
-  blockList(content, path).forEach((block, index) => {
+  content.forEach((block, index) => {
     const where = `${path}.${index}`;
-    switch (block.type) {
-      case 'text':
-        texts.push(textOf(block, where));
-        return;
-      case 'thinking':
-        if (typeof block.thinking !== 'string') throw fieldError(`${where}.thinking`, 'Field required');
-        thinking.push(block.thinking);
-        return;
-      case 'redacted_thinking':
-        return;
-      case 'tool_use':
-        if (typeof block.id !== 'string') throw fieldError(`${where}.id`, 'Field required');
-        if (typeof block.name !== 'string') throw fieldError(`${where}.name`, 'Field required');
-        calls.push({
-          id: block.id,
-          type: 'function',
-          function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
-        });
-        return;
-      default:
-        throw unsupportedContent(block.type as string, where);
-    }
+    if (block.type === 'thinking' && 'thinking' in block) thinking.push(block.thinking);
+    else if (block.type === 'redacted_thinking') return;
+    else if (block.type === 'tool_use' && 'input' in block)
+      calls.push({
+        id: block.id,
+        type: 'function',
+        function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+      });
+    else texts.push(textOf(block, where));
   });
   if (texts.length > 0) message.content = texts.join('');
   if (thinking.length > 0) message.reasoning_content = thinking.join('\n\n');
@@ -148,55 +108,33 @@ function assistantMessage(content: unknown, path: string): ChatMessage {
   return message;
 }
 
-function toMessages(value: unknown, system: string | undefined): ChatMessage[] {
-  if (value === undefined) throw fieldError('messages', 'Field required');
-  if (!Array.isArray(value))
-    throw fieldError('messages', `Input should be a valid list (got ${describe(value)})`);
-  if (value.length === 0) throw fieldError('messages', 'at least one message is required');
+function toMessages(value: MessagesRequest['messages'], system: string | undefined): ChatMessage[] {
   const messages: ChatMessage[] = system !== undefined ? [{ role: 'system', content: system }] : [];
   value.forEach((raw, index) => {
-    const path = `messages.${index}`;
-    if (!isRecord(raw)) throw fieldError(path, 'Input should be a valid dictionary');
-    if (raw.content === undefined) throw fieldError(`${path}.content`, 'Field required');
-    switch (raw.role) {
-      case 'user':
-        messages.push(...userMessages(raw.content, `${path}.content`));
-        return;
-      case 'assistant':
-        messages.push(assistantMessage(raw.content, `${path}.content`));
-        return;
-      case 'system':
-        messages.push({
-          role: 'system',
-          content:
-            typeof raw.content === 'string' ? raw.content : contentToText(raw.content, `${path}.content`),
-        });
-        return;
-      default:
-        throw fieldError(
-          `${path}.role`,
-          `Input should be 'user', 'assistant' or 'system' (got ${JSON.stringify(raw.role)})`,
-        );
-    }
+    const path = `messages.${index}.content`;
+    if (raw.role === 'user') messages.push(...userMessages(raw.content, path));
+    else if (raw.role === 'assistant') messages.push(assistantMessage(raw.content, path));
+    else
+      messages.push({
+        role: 'system',
+        content:
+          typeof raw.content === 'string'
+            ? raw.content
+            : raw.content.map((block, blockIndex) => textOf(block, `${path}.${blockIndex}`)).join('\n'),
+      });
   });
   return messages;
 }
 
-function toTools(value: unknown, ignored: string[]): ToolSchema[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value)) throw fieldError('tools', 'Input should be a valid list');
+function toTools(value: MessagesRequest['tools'], ignored: string[]): ToolSchema[] | undefined {
+  if (!value) return undefined;
   const tools: ToolSchema[] = [];
   value.forEach((tool, index) => {
-    const path = `tools.${index}`;
-    if (!isRecord(tool)) throw fieldError(path, 'Input should be a valid dictionary');
-    if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
+    if (!('input_schema' in tool)) {
       // Server tools (web search, code execution, …) run at Anthropic; nothing here can run them.
-      ignored.push(`tools[${index}] (${String(tool.type)})`);
+      ignored.push(`tools[${index}] (${tool.type})`);
       return;
     }
-    if (typeof tool.name !== 'string' || tool.name.length === 0)
-      throw fieldError(`${path}.name`, 'Field required');
-    if (!isRecord(tool.input_schema)) throw fieldError(`${path}.input_schema`, 'Field required');
     // Key order as OpenAI writes tools (name, description, parameters): templates render them with tojson.
     const schema: ToolSchema = { type: 'function', function: { name: tool.name } };
     if (typeof tool.description === 'string') schema.function.description = tool.description;
@@ -206,9 +144,8 @@ function toTools(value: unknown, ignored: string[]): ToolSchema[] | undefined {
   return tools.length > 0 ? tools : undefined;
 }
 
-function toToolChoice(value: unknown, ignored: string[]): ToolChoice | undefined {
+function toToolChoice(value: MessagesRequest['tool_choice'], ignored: string[]): ToolChoice | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isRecord(value)) throw fieldError('tool_choice', 'Input should be a valid dictionary');
   if (value.disable_parallel_tool_use === true)
     ignored.push('tool_choice.disable_parallel_tool_use (not enforced on the model)');
   switch (value.type) {
@@ -218,37 +155,33 @@ function toToolChoice(value: unknown, ignored: string[]): ToolChoice | undefined
       return 'required';
     case 'none':
       return 'none';
-    case 'tool':
-      if (typeof value.name !== 'string') throw fieldError('tool_choice.name', 'Field required');
-      return { type: 'function', function: { name: value.name } };
     default:
-      throw fieldError(
-        'tool_choice.type',
-        `Input should be 'auto', 'any', 'tool' or 'none' (got ${JSON.stringify(value.type)})`,
-      );
+      return { type: 'function', function: { name: value.name } };
   }
 }
 
+const outOfRange = (field: string) => (value: number) =>
+  fieldError(field, `Input should be less than or equal to 1 and at least 0 (got ${value})`);
+
 function parse(rawBody: unknown, options: { countTokens: boolean }): ParsedMessagesRequest {
-  const body = requireObjectBody(rawBody);
-  const ignoredFields = unknownKeys(body, KNOWN);
-  if (typeof body.model !== 'string') throw fieldError('model', 'Field required');
-  let maxTokens: number | undefined;
-  if (!options.countTokens) {
-    if (body.max_tokens === undefined) throw fieldError('max_tokens', 'Field required');
-    maxTokens = optionalInteger(body, 'max_tokens', 1);
-  }
+  const body = parseRequest(
+    options.countTokens ? countTokensRequestSchema : messagesRequestSchema,
+    rawBody,
+    'anthropic',
+  ) as MessagesRequest;
+  const ignoredFields = unknownKeys(rawBody as Record<string, unknown>, KNOWN);
+  const maxTokens = options.countTokens
+    ? undefined
+    : inRange(body.max_tokens, { min: 1 }, (value) =>
+        fieldError('max_tokens', `Input should be greater than or equal to 1 (got ${value})`),
+      );
   const messages = toMessages(body.messages, systemText(body.system));
-  const temperature = optionalNumber(body, 'temperature');
-  if (temperature !== undefined && (temperature < 0 || temperature > 1))
-    throw fieldError(
-      'temperature',
-      `Input should be less than or equal to 1 and at least 0 (got ${temperature})`,
-    );
-  const topP = optionalNumber(body, 'top_p');
+  const temperature = inRange(body.temperature, { min: 0, max: 1 }, outOfRange('temperature'));
+  const topP = inRange(body.top_p, { min: 0, max: 1 }, outOfRange('top_p'));
   const tools = toTools(body.tools, ignoredFields);
   const toolChoice = toToolChoice(body.tool_choice, ignoredFields);
-  const stop = stopList(body.stop_sequences, 'stop_sequences');
+  const stop =
+    typeof body.stop_sequences === 'string' ? [body.stop_sequences] : (body.stop_sequences ?? undefined);
   return {
     chat: {
       messages,
@@ -259,7 +192,7 @@ function parse(rawBody: unknown, options: { countTokens: boolean }): ParsedMessa
       ...(maxTokens !== undefined ? { maxTokens } : {}),
       ...(stop ? { stop } : {}),
     },
-    stream: options.countTokens ? false : (optionalBoolean(body, 'stream') ?? false),
+    stream: options.countTokens ? false : (body.stream ?? false),
     model: body.model,
     ignoredFields,
   };

@@ -47,6 +47,19 @@ export class GatewayApiError extends ShearsError {
   }
 }
 
+/** How an API writes a field's path: OpenAI's `messages[0].content`, Anthropic's `messages.0.content`. */
+export type ApiStyle = 'openai' | 'anthropic';
+
+/** A field's path as the API writes it in its error messages and OpenAI's `param`. */
+export function apiParam(path: ReadonlyArray<PropertyKey>, style: ApiStyle): string {
+  let out = '';
+  for (const key of path) {
+    if (style === 'openai' && typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
 /** Shorthand for a 400 naming the field at fault. */
 export function invalidRequest(
   message: string,

@@ -2,105 +2,71 @@
 // OpenAI-compatible SDK speak it: messages, tools, tool_choice, parallel tool calls, reasoning
 // (`reasoning_content`, read back from `reasoning_content` or `reasoning`), n = 1, and SSE
 // streaming with `stream_options.include_usage`. Shapes follow the `openai` SDK's types.
-import type { ChatMessage, ChatResponse, ToolChoice, ToolSchema, Usage } from '@shears/core';
+import type { ChatMessage, ChatResponse, ToolCall, ToolChoice, ToolSchema, Usage } from '@shears/core';
 import { type GatewayApiError, invalidRequest, openAIErrorType, renderOpenAIError } from './api-error.js';
-import { contentToText, toolCallsFrom } from './content.js';
+import { parseRequest } from './api-schema.js';
+import { textOfContent } from './content.js';
 import {
   contentText,
   type Dialect,
-  describe,
-  isRecord,
-  optionalBoolean,
-  optionalInteger,
-  optionalNumber,
+  inRange,
   type ParsedRequest,
   type ResponseMeta,
   reasoningOf,
-  requireObjectBody,
-  stopList,
   unknownKeys,
 } from './dialect.js';
+import {
+  type ChatCompletionMessage,
+  type ChatCompletionRequest,
+  chatCompletionRequestSchema,
+  type OpenAIContent,
+} from './openai-chat-api.js';
 import { splitForStream, sseEvent } from './sse.js';
 
 interface ParsedChatCompletion extends ParsedRequest {
   includeUsage: boolean;
 }
 
-const KNOWN = new Set([
-  'model',
-  'messages',
-  'tools',
-  'tool_choice',
-  'n',
-  'stream',
-  'stream_options',
-  'temperature',
-  'top_p',
-  'max_tokens',
-  'max_completion_tokens',
-  'stop',
-  'seed',
-]);
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(chatCompletionRequestSchema.shape));
 
-const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
+const text = (content: OpenAIContent, param: string) => textOfContent(content, param, 'openai');
 
-function toMessages(value: unknown): ChatMessage[] {
-  if (value === undefined)
-    throw invalidRequest("Missing required parameter: 'messages'.", 'messages', 'missing_required_parameter');
-  if (!Array.isArray(value))
-    throw invalidRequest(
-      `Invalid type for 'messages': expected an array, but got ${describe(value)}.`,
-      'messages',
-      'invalid_type',
-    );
-  if (value.length === 0)
-    throw invalidRequest(
-      "Invalid 'messages': empty array. Expected an array with minimum length 1.",
-      'messages',
-      'empty_array',
-    );
-  return value.map((raw, index) => {
-    const param = `messages[${index}]`;
-    if (!isRecord(raw))
-      throw invalidRequest(`Invalid type for '${param}': expected an object.`, param, 'invalid_type');
-    const role = raw.role;
-    if (typeof role !== 'string' || !ROLES.includes(role))
-      throw invalidRequest(
-        `Invalid value for '${param}.role': ${typeof role === 'string' ? `'${role}'` : describe(role)}. Supported values are: ${ROLES.map((r) => `'${r}'`).join(', ')}.`,
-        `${param}.role`,
-        'invalid_value',
-      );
-    const name = typeof raw.name === 'string' ? { name: raw.name } : {};
-    switch (role) {
+function toToolCalls(
+  calls: NonNullable<Extract<ChatCompletionMessage, { role: 'assistant' }>['tool_calls']>,
+): ToolCall[] | undefined {
+  if (calls.length === 0) return undefined;
+  return calls.map((call) => {
+    const args = call.function.arguments;
+    return {
+      id: call.id ?? '',
+      type: 'function' as const,
+      function: {
+        name: call.function.name,
+        arguments: typeof args === 'string' ? args : args ? JSON.stringify(args) : '',
+      },
+    };
+  });
+}
+
+function toMessages(messages: ChatCompletionRequest['messages']): ChatMessage[] {
+  return messages.map((raw, index): ChatMessage => {
+    const param = `messages[${index}].content`;
+    switch (raw.role) {
       case 'system':
       case 'developer':
-        return { role: 'system', content: contentToText(raw.content, `${param}.content`), ...name };
+        return { role: 'system', content: text(raw.content, param), ...(raw.name ? { name: raw.name } : {}) };
       case 'user':
-        return { role: 'user', content: contentToText(raw.content, `${param}.content`), ...name };
-      case 'tool': {
-        if (typeof raw.tool_call_id !== 'string')
-          throw invalidRequest(
-            `Missing required parameter: '${param}.tool_call_id'.`,
-            `${param}.tool_call_id`,
-            'missing_required_parameter',
-          );
-        return {
-          role: 'tool',
-          tool_call_id: raw.tool_call_id,
-          content: contentToText(raw.content, `${param}.content`),
-        };
-      }
+        return { role: 'user', content: text(raw.content, param), ...(raw.name ? { name: raw.name } : {}) };
+      case 'tool':
+        return { role: 'tool', tool_call_id: raw.tool_call_id, content: text(raw.content, param) };
       default: {
-        const toolCalls = toolCallsFrom(raw.tool_calls, `${param}.tool_calls`);
         const message: ChatMessage = {
           role: 'assistant',
-          content:
-            raw.content === null || raw.content === undefined
-              ? null
-              : contentToText(raw.content, `${param}.content`),
+          content: raw.content === null || raw.content === undefined ? null : text(raw.content, param),
         };
+        const toolCalls = raw.tool_calls ? toToolCalls(raw.tool_calls) : undefined;
         if (toolCalls) message.tool_calls = toolCalls;
-        const reasoning = typeof raw.reasoning_content === 'string' ? raw.reasoning_content : raw.reasoning;
+        const reasoning = raw.reasoning_content ?? raw.reasoning;
         if (typeof reasoning === 'string' && reasoning) message.reasoning_content = reasoning;
         return message;
       }
@@ -108,71 +74,57 @@ function toMessages(value: unknown): ChatMessage[] {
   });
 }
 
-function toTools(value: unknown, ignored: string[]): ToolSchema[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value))
-    throw invalidRequest("Invalid type for 'tools': expected an array.", 'tools', 'invalid_type');
+function toTools(value: ChatCompletionRequest['tools'], ignored: string[]): ToolSchema[] | undefined {
+  if (!value) return undefined;
   const tools: ToolSchema[] = [];
   value.forEach((tool, index) => {
-    const param = `tools[${index}]`;
-    if (!isRecord(tool))
-      throw invalidRequest(`Invalid type for '${param}': expected an object.`, param, 'invalid_type');
-    if (tool.type !== 'function') {
-      ignored.push(`${param} (${String(tool.type)})`);
+    if (!('function' in tool)) {
+      ignored.push(`tools[${index}] (${tool.type})`);
       return;
     }
     const fn = tool.function;
-    if (!isRecord(fn) || typeof fn.name !== 'string' || fn.name.length === 0)
-      throw invalidRequest(
-        `Missing required parameter: '${param}.function.name'.`,
-        `${param}.function.name`,
-        'missing_required_parameter',
-      );
     const schema: ToolSchema = { type: 'function', function: { name: fn.name } };
     if (typeof fn.description === 'string') schema.function.description = fn.description;
-    if (isRecord(fn.parameters)) schema.function.parameters = fn.parameters;
+    if (fn.parameters) schema.function.parameters = fn.parameters;
     if (typeof fn.strict === 'boolean') schema.function.strict = fn.strict;
     tools.push(schema);
   });
   return tools.length > 0 ? tools : undefined;
 }
 
-function toToolChoice(value: unknown, ignored: string[]): ToolChoice | undefined {
+function toToolChoice(
+  value: ChatCompletionRequest['tool_choice'],
+  ignored: string[],
+): ToolChoice | undefined {
   if (value === undefined || value === null) return undefined;
-  if (value === 'auto' || value === 'none' || value === 'required') return value;
-  if (
-    isRecord(value) &&
-    value.type === 'function' &&
-    isRecord(value.function) &&
-    typeof value.function.name === 'string'
-  )
-    return { type: 'function', function: { name: value.function.name } };
-  if (isRecord(value) && value.type === 'allowed_tools') {
+  if (typeof value === 'string') return value;
+  if (value.type === 'allowed_tools') {
     ignored.push('tool_choice (allowed_tools)');
     return undefined;
   }
-  throw invalidRequest(
-    `Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or {"type": "function", "function": {"name": ...}}.`,
-    'tool_choice',
-    'invalid_value',
-  );
+  return { type: 'function', function: { name: value.function.name } };
 }
 
+const outOfRange = (param: string, range: string) => (value: number) =>
+  invalidRequest(`Invalid '${param}': ${value} is not in ${range}.`, param, 'invalid_value');
+const belowMinimum = (param: string, minimum: number) => (value: number) =>
+  invalidRequest(
+    `Invalid '${param}': expected an integer >= ${minimum}, but got ${value}.`,
+    param,
+    'invalid_value',
+  );
+
 function parseChatCompletion(rawBody: unknown): ParsedChatCompletion {
-  const body = requireObjectBody(rawBody);
-  const ignoredFields = unknownKeys(body, KNOWN);
-  const model = typeof body.model === 'string' ? body.model : null;
-  if (model === null)
-    throw invalidRequest("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
-  const messages = toMessages(body.messages);
-  const n = optionalInteger(body, 'n', 1);
+  const body = parseRequest(chatCompletionRequestSchema, rawBody, 'openai');
+  const ignoredFields = unknownKeys(rawBody as Record<string, unknown>, KNOWN);
+  const n = inRange(body.n, { min: 1 }, belowMinimum('n', 1));
   if (n !== undefined && n > 1)
     throw invalidRequest(
       `Unsupported value: 'n' must be 1 here (got ${n}): the shears gateway records one completion per request. Send n separate requests instead.`,
       'n',
       'unsupported_value',
     );
-  const stream = optionalBoolean(body, 'stream') ?? false;
+  const stream = body.stream ?? false;
   let includeUsage = false;
   if (body.stream_options !== undefined && body.stream_options !== null) {
     if (!stream)
@@ -181,30 +133,18 @@ function parseChatCompletion(rawBody: unknown): ParsedChatCompletion {
         'stream_options',
         'invalid_value',
       );
-    if (!isRecord(body.stream_options))
-      throw invalidRequest(
-        "Invalid type for 'stream_options': expected an object.",
-        'stream_options',
-        'invalid_type',
-      );
     includeUsage = body.stream_options.include_usage === true;
   }
-  const temperature = optionalNumber(body, 'temperature');
-  if (temperature !== undefined && (temperature < 0 || temperature > 2))
-    throw invalidRequest(
-      `Invalid 'temperature': ${temperature} is not in [0, 2].`,
-      'temperature',
-      'invalid_value',
-    );
-  const topP = optionalNumber(body, 'top_p');
-  if (topP !== undefined && (topP < 0 || topP > 1))
-    throw invalidRequest(`Invalid 'top_p': ${topP} is not in [0, 1].`, 'top_p', 'invalid_value');
+  const temperature = inRange(body.temperature, { min: 0, max: 2 }, outOfRange('temperature', '[0, 2]'));
+  const topP = inRange(body.top_p, { min: 0, max: 1 }, outOfRange('top_p', '[0, 1]'));
   const maxTokens =
-    optionalInteger(body, 'max_completion_tokens', 1) ?? optionalInteger(body, 'max_tokens', 1);
-  const seed = optionalInteger(body, 'seed', Number.MIN_SAFE_INTEGER);
+    inRange(body.max_completion_tokens, { min: 1 }, belowMinimum('max_completion_tokens', 1)) ??
+    inRange(body.max_tokens, { min: 1 }, belowMinimum('max_tokens', 1));
+  const seed = body.seed ?? undefined;
+  const messages = toMessages(body.messages);
   const tools = toTools(body.tools, ignoredFields);
   const toolChoice = toToolChoice(body.tool_choice, ignoredFields);
-  const stop = stopList(body.stop, 'stop');
+  const stop = typeof body.stop === 'string' ? [body.stop] : (body.stop ?? undefined);
   return {
     chat: {
       messages,
@@ -218,7 +158,7 @@ function parseChatCompletion(rawBody: unknown): ParsedChatCompletion {
     },
     stream,
     includeUsage,
-    model,
+    model: body.model,
     ignoredFields,
   };
 }

@@ -4,7 +4,6 @@
 // routing, keys, sessions, threads, recording, errors and keep-alives.
 import type { ChatMessage, ChatRequest, ChatResponse } from '@shears/core';
 import type { GatewayApi, GatewayApiError, RenderedError } from './api-error.js';
-import { invalidRequest } from './api-error.js';
 
 /** A request body understood: what goes to the server, and what the answer must echo. */
 export interface ParsedRequest {
@@ -56,15 +55,6 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A required object body, or the 400 the real APIs send for anything else. */
-export function requireObjectBody(body: unknown): Record<string, unknown> {
-  if (!isRecord(body))
-    throw invalidRequest(
-      `The request body must be a JSON object (got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}).`,
-    );
-  return body;
-}
-
 /** Keys of `body` outside `known`, for the record's `ignoredFields`. */
 export function unknownKeys(body: Record<string, unknown>, known: ReadonlySet<string>): string[] {
   const ignored: string[] = [];
@@ -72,68 +62,15 @@ export function unknownKeys(body: Record<string, unknown>, known: ReadonlySet<st
   return ignored;
 }
 
-export function optionalNumber(body: Record<string, unknown>, key: string): number | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value))
-    throw invalidRequest(
-      `Invalid type for '${key}': expected a number, but got ${describe(value)}.`,
-      key,
-      'invalid_type',
-    );
-  return value;
-}
-
-export function optionalInteger(
-  body: Record<string, unknown>,
-  key: string,
-  minimum: number,
+/** A sampling value outside the range the API allows gets the API's 400 (the schema checked its type). */
+export function inRange(
+  value: number | null | undefined,
+  range: { min: number; max?: number },
+  error: (value: number) => GatewayApiError,
 ): number | undefined {
-  const value = optionalNumber(body, key);
-  if (value === undefined) return undefined;
-  if (!Number.isInteger(value) || value < minimum)
-    throw invalidRequest(
-      `Invalid '${key}': expected an integer >= ${minimum}, but got ${value}.`,
-      key,
-      'invalid_value',
-    );
+  if (value === null || value === undefined) return undefined;
+  if (value < range.min || (range.max !== undefined && value > range.max)) throw error(value);
   return value;
-}
-
-export function optionalBoolean(body: Record<string, unknown>, key: string): boolean | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean')
-    throw invalidRequest(
-      `Invalid type for '${key}': expected a boolean, but got ${describe(value)}.`,
-      key,
-      'invalid_type',
-    );
-  return value;
-}
-
-export function optionalString(body: Record<string, unknown>, key: string): string | undefined {
-  const value = body[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string')
-    throw invalidRequest(
-      `Invalid type for '${key}': expected a string, but got ${describe(value)}.`,
-      key,
-      'invalid_type',
-    );
-  return value;
-}
-
-/** `stop` / `stop_sequences`: a string or an array of strings. */
-export function stopList(value: unknown, param: string): string[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'string') return [value];
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value as string[];
-  throw invalidRequest(
-    `Invalid type for '${param}': expected a string or an array of strings.`,
-    param,
-    'invalid_type',
-  );
 }
 
 export function describe(value: unknown): string {

@@ -38,6 +38,12 @@ export interface OpenSessionOptions {
   model?: string;
   /** Model requests allowed (chat, responses, messages); later ones get a 403 and `requestLimitReached`. */
   maxRequests?: number;
+  /**
+   * Separate conversations (threads) allowed (default 256); a request that would start another
+   * gets a 403 (`thread_limit_reached`) and `threadLimitReached` is set, while the threads already
+   * open are still served.
+   */
+  maxThreads?: number;
 }
 
 const serverSchema = z.custom<ServerV1>(
@@ -78,6 +84,7 @@ export const openSessionOptionsSchema = z.strictObject({
   rolloutId: z.string().min(1),
   model: z.string().min(1).optional(),
   maxRequests: z.number().int().positive().optional(),
+  maxThreads: z.number().int().positive().optional(),
 });
 
 /** Parses settings with a message that names each bad field (and the closest valid name for a typo). */

@@ -69,6 +69,8 @@ export interface GatewayRecord {
   threads: GatewayThreadRecord[];
   /** True once a model request was refused for going over `maxRequests`. */
   requestLimitReached: boolean;
+  /** True once a request was refused for starting a thread over `maxThreads`. */
+  threadLimitReached: boolean;
 }
 
 const apiSchema = z.enum(['chat.completions', 'responses', 'messages', 'messages.count_tokens', 'models']);
@@ -132,4 +134,5 @@ export const gatewayRecordSchema = z.object({
   requests: z.array(gatewayRequestRecordSchema),
   threads: z.array(gatewayThreadRecordSchema),
   requestLimitReached: z.boolean(),
+  threadLimitReached: z.boolean(),
 });

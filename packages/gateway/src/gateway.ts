@@ -7,7 +7,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createBrotliDecompress, createGunzip, createInflate, constants as zlibConstants } from 'node:zlib';
 import {
   type ChatMessage,
   type ChatRequest,
@@ -40,6 +39,7 @@ import {
 } from './gateway-options.js';
 import type { GatewayRecord, GatewayRequestRecord, GatewayThreadRecord } from './gateway-record.js';
 import { randomId } from './ids.js';
+import { readJsonBody } from './request-body.js';
 import { responsesDialect } from './responses-api.js';
 import { SSE_KEEP_ALIVE } from './sse.js';
 import {
@@ -97,6 +97,9 @@ type Route =
   | { kind: 'unknown' };
 
 const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
+const DEFAULT_MAX_THREADS = 256;
+/** Responses kept per session for `previous_response_id` (the oldest go first). */
+const STORED_RESPONSES = 1024;
 const ENDED_REMEMBERED = 4096;
 
 // Identification headers worth keeping per request. Anything that can carry a secret is not kept.
@@ -164,88 +167,6 @@ function sendRendered(response: ServerResponse, rendered: RenderedError): void {
   sendJson(response, rendered.status, rendered.body, rendered.headers);
 }
 
-/** Reads a request body (decompressed, at most `limit` bytes) as text; fails if the harness goes away first. */
-function readBody(request: IncomingMessage, limit: number, signal: AbortSignal): Promise<string> {
-  let failed = false;
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      if (failed) return;
-      failed = true;
-      reject(
-        new GatewayApiError({
-          kind: 'invalid_request',
-          message: 'The harness closed the connection before sending the whole body.',
-        }),
-      );
-    };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
-    let source: NodeJS.ReadableStream = request;
-    if (encoding === 'gzip' || encoding === 'x-gzip') source = request.pipe(createGunzip());
-    else if (encoding === 'deflate') source = request.pipe(createInflate());
-    else if (encoding === 'br')
-      source = request.pipe(createBrotliDecompress({ params: { [zlibConstants.BROTLI_PARAM_MODE]: 0 } }));
-    else if (encoding !== 'identity') {
-      request.resume();
-      failed = true;
-      reject(
-        new GatewayApiError({
-          kind: 'invalid_request',
-          message: `Unsupported content-encoding "${encoding}" (supported: identity, gzip, deflate, br).`,
-        }),
-      );
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    source.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limit) {
-        failed = true;
-        request.resume();
-        reject(
-          new GatewayApiError({
-            kind: 'request_too_large',
-            message: `Request body is larger than the gateway's limit of ${limit} bytes.`,
-          }),
-        );
-        return;
-      }
-      chunks.push(chunk);
-    });
-    source.on('end', () => {
-      signal.removeEventListener('abort', onAbort);
-      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    source.on('error', (error: Error) => {
-      if (failed) return;
-      failed = true;
-      reject(
-        new GatewayApiError({
-          kind: 'invalid_request',
-          message: `Could not read the request body: ${error.message}`,
-          cause: error,
-        }),
-      );
-    });
-  });
-}
-
-function parseBody(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    // The wording OpenAI and Anthropic use for a body that is not JSON.
-    throw new GatewayApiError({
-      kind: 'invalid_request',
-      message: `We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.) ${(error as Error).message}`,
-      cause: error,
-    });
-  }
-}
-
 /** A rough token count (characters / 4) when no tokenizer is configured. */
 function estimateTokens(request: Pick<ChatRequest, 'messages' | 'tools'>): number {
   let characters = 0;
@@ -267,10 +188,12 @@ interface SessionState {
   rolloutId: string;
   model: string;
   maxRequests: number | undefined;
+  maxThreads: number;
   open: boolean;
   nextIndex: number;
   modelRequests: number;
   requestLimitReached: boolean;
+  threadLimitReached: boolean;
   requests: GatewayRequestRecord[];
   threads: ThreadState[];
   /** Threads by API and first message key. */
@@ -405,11 +328,21 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     const keys = messages.map((message) => messageKey(message, shapes));
     // Only threads that open with the same message (and API) can match or be branched from.
     const bucketKey = `${api} ${keys[0] ?? ''}`;
-    let bucket = state.buckets.get(bucketKey);
-    if (!bucket) state.buckets.set(bucketKey, (bucket = []));
+    const bucket = state.buckets.get(bucketKey) ?? [];
     const match = matchThread(bucket, api, keys, leadingSystemCount(messages));
     let thread = match.thread;
     if (!thread) {
+      if (state.threads.length >= state.maxThreads) {
+        // A harness that keeps opening conversations (sub-agents spawning sub-agents) is stopped
+        // here: every thread holds its conversation and, behind a phase-2 server, a token record.
+        state.threadLimitReached = true;
+        record.status = 'refused';
+        throw new GatewayApiError({
+          kind: 'permission',
+          message: `This rollout's thread limit (${state.maxThreads} separate conversations) is reached; requests that start another conversation are refused, continuing ones are served.`,
+          apiCode: 'thread_limit_reached',
+        });
+      }
       const id = `t${state.threads.length}`;
       thread = {
         id,
@@ -425,6 +358,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
       };
       state.threads.push(thread);
       bucket.push(thread);
+      if (bucket.length === 1) state.buckets.set(bucketKey, bucket);
     } else if (managed) {
       // The harness echoes our replies lossily (reasoning dropped, arguments re-serialised, ids
       // renamed); the exact reply keeps the rendered prompt an extension of the recorded tokens.
@@ -475,7 +409,11 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     state.modelRequests++;
     let parsed: ParsedRequest;
     try {
-      const body = parseBody(await readBody(request, maxBody, controller.signal));
+      const body = await readJsonBody(request, {
+        maxBytes: maxBody,
+        style: dialect.api === 'messages' ? 'anthropic' : 'openai',
+        signal: controller.signal,
+      });
       parsed = dialect.parse(body, { recall: (id) => state.stored.get(id) });
       if (extraBodyFields.length > 0 && typeof body === 'object' && body !== null) {
         const extra: Record<string, unknown> = {};
@@ -502,7 +440,14 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
       );
       return;
     }
-    const { thread, keys, shapes } = assignThread(state, dialect.api, parsed, record);
+    let assigned: ReturnType<typeof assignThread>;
+    try {
+      assigned = assignThread(state, dialect.api, parsed, record);
+    } catch (error) {
+      sendError(toGatewayApiError(error));
+      return;
+    }
+    const { thread, keys, shapes } = assigned;
     const meta: ResponseMeta = {
       id:
         dialect.api === 'responses'
@@ -572,7 +517,11 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     thread.tools = parsed.chat.tools;
     thread.busy = false;
     const conversation = dialect.remember?.(parsed, reply);
-    if (conversation) state.stored.set(meta.id, conversation);
+    if (conversation) {
+      state.stored.set(meta.id, conversation);
+      if (state.stored.size > STORED_RESPONSES)
+        state.stored.delete(state.stored.keys().next().value as string);
+    }
     record.finishReason = result.choices[0]?.finishReason ?? null;
     record.usage = result.usage ?? null;
     if (response.destroyed) {
@@ -613,7 +562,9 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
   ) => {
     const requestId = randomId('req_');
     try {
-      const parsed = parseCountTokensRequest(parseBody(await readBody(request, maxBody, signal)));
+      const parsed = parseCountTokensRequest(
+        await readJsonBody(request, { maxBytes: maxBody, style: 'anthropic', signal }),
+      );
       record.model = parsed.model;
       record.ignoredFields = parsed.ignoredFields;
       const count = tokenizer
@@ -783,6 +734,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
       }),
     ),
     requestLimitReached: state.requestLimitReached,
+    threadLimitReached: state.threadLimitReached,
   });
 
   const httpServer: Server = createServer(handle);
@@ -827,10 +779,12 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
         rolloutId: parsedOptions.rolloutId,
         model: parsedOptions.model ?? server.model,
         maxRequests: parsedOptions.maxRequests,
+        maxThreads: parsedOptions.maxThreads ?? DEFAULT_MAX_THREADS,
         open: true,
         nextIndex: 0,
         modelRequests: 0,
         requestLimitReached: false,
+        threadLimitReached: false,
         requests: [],
         threads: [],
         buckets: new Map(),

@@ -176,6 +176,28 @@ describe('the harness env with a light harness command', () => {
     expect(run.backend.generate.generated).toHaveLength(1);
   });
 
+  it('stops a harness that keeps opening conversations at its thread limit: a model failure, the threads it opened recorded', async () => {
+    const run = await runHarness({
+      command: `node ${LIGHT_HARNESS}`,
+      env: { LIGHT_MODE: 'spawn' },
+      mainTool: 'shell',
+      maxThreads: 2,
+    });
+    const rollout = run.record.rollouts[0]!;
+    expect(rollout.outcome).toBe('model_failure');
+    expect(rollout.outcomeReason).toBe('no final answer (max_turns)');
+    expect(rollout.reward).toBe(0);
+    // A sub-agent (t0), the main loop's first turn (t1), then the next sub-agent: refused.
+    expect(run.backend.generate.generated).toHaveLength(2);
+    const summary = run.env.runSummary(rollout.rolloutId);
+    expect(summary).toMatchObject({ threadLimitReached: true, requestLimitReached: false, mainThread: 't1' });
+    expect(summary?.requests.map((request) => [request.threadId, request.httpStatus])).toEqual([
+      ['t0', 200],
+      ['t1', 200],
+      [null, 403],
+    ]);
+  });
+
   it('refuses requests made with a rollout key after the rollout ended', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'shears-harness-leak-'));
     cleanups.push(() => rm(folder, { recursive: true, force: true }));

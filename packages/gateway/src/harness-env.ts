@@ -69,6 +69,8 @@ export const harnessEnvSettingsSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
   /** Model requests one rollout may make (default 50); later ones get a 403 and the rollout is a model failure. */
   maxRequests: z.number().int().positive().optional(),
+  /** Separate conversations (threads) one rollout may open (default 256); a request starting another gets a 403 and the rollout is a model failure. */
+  maxThreads: z.number().int().positive().optional(),
   /** The model name the harness is given (default: the server's). */
   model: modelNameSchema.optional(),
   /** The harness's shell tool, which marks its main conversation (default: the preset's). */
@@ -135,6 +137,8 @@ export interface HarnessRunSummary {
   /** The last 4 000 characters of what the harness printed. */
   outputTail: string;
   requestLimitReached: boolean;
+  /** The harness tried to open more threads than `maxThreads`. */
+  threadLimitReached: boolean;
   mainThread: string | null;
   requests: Array<{
     index: number;
@@ -463,6 +467,7 @@ export function createHarnessEnv(
     const session: GatewaySession = gateway.openSession({
       rolloutId: context.rolloutId,
       maxRequests: requestLimit,
+      ...(parsed.maxThreads ? { maxThreads: parsed.maxThreads } : {}),
       ...(parsed.model ? { model: parsed.model } : {}),
     });
     const origin = reached?.origin ?? gateway.url;
@@ -526,6 +531,7 @@ export function createHarnessEnv(
       durationMs: run.durationMs,
       outputTail: run.output.slice(-4000),
       requestLimitReached: record.requestLimitReached,
+      threadLimitReached: record.threadLimitReached,
       mainThread: main?.id ?? null,
       requests: record.requests.map((request) => ({
         index: request.index,
@@ -570,7 +576,7 @@ export function createHarnessEnv(
       ? 'aborted'
       : run.timedOut
         ? 'wall_clock'
-        : record.requestLimitReached
+        : record.requestLimitReached || record.threadLimitReached
           ? 'max_turns'
           : backendFailed
             ? 'server_error'

@@ -358,8 +358,8 @@ describe('OpenAI Responses through the gateway, with the official openai SDK', (
       [
         'function call without call_id',
         { model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] },
-        'input[0]',
-        /call_id/,
+        'input[0].call_id',
+        /Missing required parameter: 'input\[0\]\.call_id'/,
       ],
       [
         'image input',
@@ -370,8 +370,8 @@ describe('OpenAI Responses through the gateway, with the official openai SDK', (
       [
         'namespace without tools',
         { model: 'm', input: 'x', tools: [{ type: 'namespace', name: 'n' }] },
-        'tools[0]',
-        /namespace/,
+        'tools[0].tools',
+        /Missing required parameter: 'tools\[0\]\.tools'/,
       ],
     ];
     for (const [name, body, param, message] of cases) {

@@ -9,25 +9,26 @@
 // `<namespace>__<name>`; answers are mapped back to the harness's own tool kinds and names.
 import type { ChatMessage, ChatResponse, ToolCall, ToolChoice, ToolSchema, Usage } from '@shears/core';
 import { type GatewayApiError, invalidRequest, renderOpenAIError } from './api-error.js';
-import { contentToText } from './content.js';
+import { parseRequest } from './api-schema.js';
+import { textOfContent } from './content.js';
 import {
   argumentsObject,
   contentText,
   type Dialect,
-  describe,
-  isRecord,
-  optionalBoolean,
-  optionalInteger,
-  optionalNumber,
-  optionalString,
+  inRange,
   type ParseContext,
   type ParsedRequest,
   type ResponseMeta,
   reasoningOf,
-  requireObjectBody,
   unknownKeys,
 } from './dialect.js';
 import { randomId } from './ids.js';
+import {
+  type ResponsesInputItem,
+  type ResponsesRequest,
+  type ResponsesTool,
+  responsesRequestSchema,
+} from './openai-responses-api.js';
 import { splitForStream, sseEvent } from './sse.js';
 
 /** How a flat tool name the model calls maps back to the harness's tool. */
@@ -49,23 +50,7 @@ interface ParsedResponsesRequest extends ParsedRequest {
   echo: Record<string, unknown>;
 }
 
-const KNOWN = new Set([
-  'model',
-  'input',
-  'instructions',
-  'tools',
-  'tool_choice',
-  'parallel_tool_calls',
-  'stream',
-  'temperature',
-  'top_p',
-  'max_output_tokens',
-  'previous_response_id',
-  'store',
-  'include',
-  'reasoning',
-  'metadata',
-]);
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(responsesRequestSchema.shape));
 
 /** Our own "encrypted" reasoning: the reasoning text, so a stateless harness gives it back intact. */
 const ENCRYPTED_PREFIX = 'shears-reasoning-v1:';
@@ -81,8 +66,8 @@ function decodeReasoning(value: unknown): string | undefined {
 
 const flatName = (namespace: string, name: string) => `${namespace}__${name}`;
 
-function customParameters(tool: Record<string, unknown>): Record<string, unknown> {
-  const format = isRecord(tool.format) ? tool.format : undefined;
+function customParameters(tool: Extract<ResponsesTool, { type: 'custom' }>): Record<string, unknown> {
+  const format = tool.format;
   const grammar =
     format && format.type === 'grammar' && typeof format.definition === 'string'
       ? ` Format (${typeof format.syntax === 'string' ? format.syntax : 'grammar'}): ${format.definition}`
@@ -95,22 +80,16 @@ function customParameters(tool: Record<string, unknown>): Record<string, unknown
   };
 }
 
+type ServedTool = Extract<ResponsesTool, { type: 'function' | 'custom' }>;
+
 function toTools(
-  value: unknown,
+  value: ResponsesRequest['tools'],
   ignored: string[],
 ): { tools: ToolSchema[] | undefined; targets: Map<string, ToolTarget> } {
   const targets = new Map<string, ToolTarget>();
-  if (value === undefined || value === null) return { tools: undefined, targets };
-  if (!Array.isArray(value))
-    throw invalidRequest("Invalid type for 'tools': expected an array.", 'tools', 'invalid_type');
+  if (!value) return { tools: undefined, targets };
   const tools: ToolSchema[] = [];
-  const add = (tool: Record<string, unknown>, param: string, namespace?: string) => {
-    if (typeof tool.name !== 'string' || tool.name.length === 0)
-      throw invalidRequest(
-        `Missing required parameter: '${param}.name'.`,
-        `${param}.name`,
-        'missing_required_parameter',
-      );
+  const add = (tool: ServedTool, param: string, namespace?: string) => {
     const kind = tool.type === 'custom' ? 'custom' : 'function';
     const name = namespace ? flatName(namespace, tool.name) : tool.name;
     if (targets.has(name))
@@ -122,90 +101,57 @@ function toTools(
     targets.set(name, { kind, name: tool.name, ...(namespace ? { namespace } : {}) });
     const schema: ToolSchema = { type: 'function', function: { name } };
     if (typeof tool.description === 'string') schema.function.description = tool.description;
-    if (kind === 'custom') schema.function.parameters = customParameters(tool);
-    else if (isRecord(tool.parameters)) schema.function.parameters = tool.parameters;
-    if (typeof tool.strict === 'boolean') schema.function.strict = tool.strict;
+    if (tool.type === 'custom') schema.function.parameters = customParameters(tool);
+    else {
+      if (tool.parameters) schema.function.parameters = tool.parameters;
+      if (typeof tool.strict === 'boolean') schema.function.strict = tool.strict;
+    }
     tools.push(schema);
   };
   value.forEach((tool, index) => {
     const param = `tools[${index}]`;
-    if (!isRecord(tool))
-      throw invalidRequest(`Invalid type for '${param}': expected an object.`, param, 'invalid_type');
-    if (tool.type === 'function' || tool.type === 'custom') add(tool, param);
-    else if (tool.type === 'namespace') {
-      if (typeof tool.name !== 'string' || !Array.isArray(tool.tools))
-        throw invalidRequest(`Invalid namespace tool at '${param}': expected {name, tools: [...]}.`, param);
+    if (tool.type === 'function' || tool.type === 'custom') add(tool as ServedTool, param);
+    else if ('tools' in tool)
       tool.tools.forEach((inner, innerIndex) => {
         const innerParam = `${param}.tools[${innerIndex}]`;
-        if (isRecord(inner) && (inner.type === 'function' || inner.type === 'custom'))
-          add(inner, innerParam, tool.name as string);
-        else ignored.push(`${innerParam} (${isRecord(inner) ? String(inner.type) : describe(inner)})`);
+        if (inner.type === 'function' || inner.type === 'custom')
+          add(inner as ServedTool, innerParam, tool.name);
+        else ignored.push(`${innerParam} (${inner.type})`);
       });
-    } else ignored.push(`${param} (${String(tool.type)})`);
+    else ignored.push(`${param} (${tool.type})`);
   });
   return { tools: tools.length > 0 ? tools : undefined, targets };
 }
 
-function toToolChoice(
-  value: unknown,
-  targets: Map<string, ToolTarget>,
-  ignored: string[],
-): ToolChoice | undefined {
+function toToolChoice(value: ResponsesRequest['tool_choice'], ignored: string[]): ToolChoice | undefined {
   if (value === undefined || value === null) return undefined;
-  if (value === 'auto' || value === 'none' || value === 'required') return value;
-  if (
-    isRecord(value) &&
-    (value.type === 'function' || value.type === 'custom') &&
-    typeof value.name === 'string'
-  ) {
-    const name = typeof value.namespace === 'string' ? flatName(value.namespace, value.name) : value.name;
+  if (typeof value === 'string') return value;
+  if ('name' in value) {
+    const name = value.namespace ? flatName(value.namespace, value.name) : value.name;
     return { type: 'function', function: { name } };
   }
-  if (isRecord(value) && typeof value.type === 'string') {
-    ignored.push(`tool_choice (${value.type})`);
-    return undefined;
-  }
-  void targets;
-  throw invalidRequest(
-    "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a tool choice object.",
-    'tool_choice',
-    'invalid_value',
-  );
+  ignored.push(`tool_choice (${value.type})`);
+  return undefined;
 }
 
-function reasoningText(item: Record<string, unknown>): string {
-  if (Array.isArray(item.content)) {
-    const text = item.content
-      .map((part) =>
-        isRecord(part) && part.type === 'reasoning_text' && typeof part.text === 'string' ? part.text : '',
-      )
-      .join('');
+function reasoningText(item: Extract<ResponsesInputItem, { type: 'reasoning' }>): string {
+  if (item.content) {
+    const text = item.content.map((part) => (part.type === 'reasoning_text' ? part.text : '')).join('');
     if (text) return text;
   }
   const decoded = decodeReasoning(item.encrypted_content);
   if (decoded !== undefined) return decoded;
-  if (Array.isArray(item.summary))
+  if (item.summary)
     return item.summary
-      .map((part) => (isRecord(part) && typeof part.text === 'string' ? part.text : ''))
+      .map((part) => part.text)
       .filter((text) => text)
       .join('\n\n');
   return '';
 }
 
-function outputText(value: unknown, param: string): string {
-  if (typeof value === 'string') return value;
-  return contentToText(value, param);
-}
-
 /** Responses input items → chat messages: consecutive assistant items form one assistant turn. */
-function toMessages(input: unknown): ChatMessage[] {
+function toMessages(input: ResponsesRequest['input']): ChatMessage[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
-  if (!Array.isArray(input))
-    throw invalidRequest(
-      `Invalid type for 'input': expected a string or an array of input items, but got ${describe(input)}.`,
-      'input',
-      'invalid_type',
-    );
   const messages: ChatMessage[] = [];
   let turn: ChatMessage | undefined;
   const flush = () => {
@@ -222,107 +168,77 @@ function toMessages(input: unknown): ChatMessage[] {
   };
   input.forEach((item, index) => {
     const param = `input[${index}]`;
-    if (!isRecord(item))
-      throw invalidRequest(`Invalid type for '${param}': expected an object.`, param, 'invalid_type');
-    const type = item.type ?? (typeof item.role === 'string' ? 'message' : undefined);
-    switch (type) {
+    switch (item.type) {
+      case undefined:
       case 'message': {
-        const role = item.role;
-        if (role === 'assistant') {
+        if (item.role === 'assistant') {
           let message = assistant();
           if (message.tool_calls) {
             flush();
             message = assistant();
           }
-          const text = contentToText(item.content, `${param}.content`);
-          message.content = message.content ? `${message.content as string}\n${text}` : text;
+          const content = textOfContent(item.content, `${param}.content`, 'openai');
+          message.content = message.content ? `${message.content as string}\n${content}` : content;
           return;
         }
-        if (role !== 'user' && role !== 'system' && role !== 'developer')
-          throw invalidRequest(
-            `Invalid value for '${param}.role': ${JSON.stringify(role)}. Supported values are: 'user', 'assistant', 'system', 'developer'.`,
-            `${param}.role`,
-            'invalid_value',
-          );
         flush();
         messages.push({
-          role: role === 'developer' ? 'system' : role,
-          content: contentToText(item.content, `${param}.content`),
+          role: item.role === 'developer' ? 'system' : item.role,
+          content: textOfContent(item.content, `${param}.content`, 'openai'),
         });
         return;
       }
       case 'reasoning': {
         if (turn && (turn.content || turn.tool_calls)) flush();
-        const text = reasoningText(item);
-        if (text) {
+        const reasoning = reasoningText(item);
+        if (reasoning) {
           const message = assistant();
           message.reasoning_content = message.reasoning_content
-            ? `${message.reasoning_content}\n\n${text}`
-            : text;
+            ? `${message.reasoning_content}\n\n${reasoning}`
+            : reasoning;
         }
         return;
       }
       case 'function_call': {
-        if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
-          throw invalidRequest(
-            `Invalid function_call at '${param}': "call_id" and "name" are required.`,
-            param,
-          );
-        const name = typeof item.namespace === 'string' ? flatName(item.namespace, item.name) : item.name;
+        const name = item.namespace ? flatName(item.namespace, item.name) : item.name;
         const args =
           typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
         addCall({ id: item.call_id, type: 'function', function: { name, arguments: args } });
         return;
       }
       case 'custom_tool_call': {
-        if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
-          throw invalidRequest(
-            `Invalid custom_tool_call at '${param}': "call_id" and "name" are required.`,
-            param,
-          );
-        const name = typeof item.namespace === 'string' ? flatName(item.namespace, item.name) : item.name;
-        const args = JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' });
-        addCall({ id: item.call_id, type: 'function', function: { name, arguments: args } });
+        const name = item.namespace ? flatName(item.namespace, item.name) : item.name;
+        addCall({
+          id: item.call_id,
+          type: 'function',
+          function: { name, arguments: JSON.stringify({ input: item.input }) },
+        });
         return;
       }
-      case 'function_call_output':
-      case 'custom_tool_call_output': {
-        if (typeof item.call_id !== 'string')
-          throw invalidRequest(
-            `Missing required parameter: '${param}.call_id'.`,
-            `${param}.call_id`,
-            'missing_required_parameter',
-          );
+      default: {
         flush();
         messages.push({
           role: 'tool',
           tool_call_id: item.call_id,
-          content: outputText(item.output, `${param}.output`),
+          content: textOfContent(item.output, `${param}.output`, 'openai'),
         });
         return;
       }
-      default:
-        throw invalidRequest(
-          `Input items of type ${JSON.stringify(type)} at '${param}' are not supported by the shears gateway (supported: message, reasoning, function_call, function_call_output, custom_tool_call, custom_tool_call_output).`,
-          `${param}.type`,
-          'unsupported_input_item',
-        );
     }
   });
   flush();
   return messages;
 }
 
+const outOfRange = (param: string, range: string) => (value: number) =>
+  invalidRequest(`Invalid '${param}': ${value} is not in ${range}.`, param, 'invalid_value');
+
 function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedResponsesRequest {
-  const body = requireObjectBody(rawBody);
-  const ignoredFields = unknownKeys(body, KNOWN);
-  const model = typeof body.model === 'string' ? body.model : null;
-  if (model === null)
-    throw invalidRequest("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
-  if (body.input === undefined || body.input === null)
-    throw invalidRequest("Missing required parameter: 'input'.", 'input', 'missing_required_parameter');
-  const instructions = optionalString(body, 'instructions');
-  const previousResponseId = optionalString(body, 'previous_response_id');
+  const body = parseRequest(responsesRequestSchema, rawBody, 'openai');
+  const raw = rawBody as Record<string, unknown>;
+  const ignoredFields = unknownKeys(raw, KNOWN);
+  const instructions = body.instructions ?? undefined;
+  const previousResponseId = body.previous_response_id ?? undefined;
   let history = toMessages(body.input);
   if (previousResponseId !== undefined) {
     const previous = context.recall(previousResponseId);
@@ -339,24 +255,21 @@ function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedR
   const messages: ChatMessage[] = instructions
     ? [{ role: 'system', content: instructions }, ...history]
     : history;
-  const stream = optionalBoolean(body, 'stream') ?? false;
-  const store = optionalBoolean(body, 'store') ?? true;
-  const temperature = optionalNumber(body, 'temperature');
-  if (temperature !== undefined && (temperature < 0 || temperature > 2))
-    throw invalidRequest(
-      `Invalid 'temperature': ${temperature} is not in [0, 2].`,
-      'temperature',
+  const stream = body.stream ?? false;
+  const store = body.store ?? true;
+  const temperature = inRange(body.temperature, { min: 0, max: 2 }, outOfRange('temperature', '[0, 2]'));
+  const topP = inRange(body.top_p, { min: 0, max: 1 }, outOfRange('top_p', '[0, 1]'));
+  const maxTokens = inRange(body.max_output_tokens, { min: 1 }, (value) =>
+    invalidRequest(
+      `Invalid 'max_output_tokens': expected an integer >= 1, but got ${value}.`,
+      'max_output_tokens',
       'invalid_value',
-    );
-  const topP = optionalNumber(body, 'top_p');
-  if (topP !== undefined && (topP < 0 || topP > 1))
-    throw invalidRequest(`Invalid 'top_p': ${topP} is not in [0, 1].`, 'top_p', 'invalid_value');
-  const maxTokens = optionalInteger(body, 'max_output_tokens', 1);
+    ),
+  );
   const { tools, targets } = toTools(body.tools, ignoredFields);
-  const toolChoice = toToolChoice(body.tool_choice, targets, ignoredFields);
-  const parallel = optionalBoolean(body, 'parallel_tool_calls');
+  const toolChoice = toToolChoice(body.tool_choice, ignoredFields);
+  const parallel = body.parallel_tool_calls ?? undefined;
   if (parallel === false) ignoredFields.push('parallel_tool_calls (false: not enforced on the model)');
-  const include = Array.isArray(body.include) ? body.include : [];
   if (body.reasoning !== undefined) ignoredFields.push('reasoning');
   if (body.metadata !== undefined) ignoredFields.push('metadata');
   return {
@@ -369,10 +282,10 @@ function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedR
       ...(maxTokens !== undefined ? { maxTokens } : {}),
     },
     stream,
-    model,
+    model: body.model,
     ignoredFields,
     targets,
-    includeEncryptedReasoning: include.includes('reasoning.encrypted_content'),
+    includeEncryptedReasoning: body.include?.includes('reasoning.encrypted_content') ?? false,
     store,
     history,
     echo: {
@@ -380,17 +293,15 @@ function parseResponsesRequest(rawBody: unknown, context: ParseContext): ParsedR
       max_output_tokens: maxTokens ?? null,
       parallel_tool_calls: parallel ?? true,
       previous_response_id: previousResponseId ?? null,
-      reasoning: isRecord(body.reasoning)
-        ? { effort: body.reasoning.effort ?? null, summary: body.reasoning.summary ?? null }
-        : { effort: null, summary: null },
+      reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
       store,
       temperature: temperature ?? 1,
       text: { format: { type: 'text' } },
-      tool_choice: body.tool_choice ?? 'auto',
-      tools: Array.isArray(body.tools) ? body.tools : [],
+      tool_choice: raw.tool_choice ?? 'auto',
+      tools: Array.isArray(raw.tools) ? raw.tools : [],
       top_p: topP ?? 1,
       truncation: 'disabled',
-      metadata: isRecord(body.metadata) ? body.metadata : {},
+      metadata: body.metadata ?? {},
     },
   };
 }

@@ -3,7 +3,8 @@
 // official openai SDK with one `shell` tool, run as `node light-harness.mjs` by the harness env.
 // It knows nothing of shears but what every harness is given: base URL, key, model and task.
 // LIGHT_MODE changes how it ends: `exit3` exits 3 after its answer, `hang` hangs after its first
-// request (with a grandchild that hangs too), `leak` writes its base URL and key to LIGHT_LEAK_TO.
+// request (with a grandchild that hangs too), `leak` writes its base URL and key to LIGHT_LEAK_TO,
+// `spawn` starts a sub-agent (a conversation of its own) before each turn of its main loop.
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import OpenAI from 'openai';
@@ -34,6 +35,14 @@ const messages = [
   { role: 'user', content: process.env.SHEARS_PROMPT },
 ];
 for (let turn = 0; turn < 10; turn++) {
+  if (mode === 'spawn')
+    await client.chat.completions.create({
+      model: process.env.SHEARS_MODEL,
+      messages: [
+        { role: 'system', content: `You are sub-agent ${turn}.` },
+        { role: 'user', content: process.env.SHEARS_PROMPT },
+      ],
+    });
   const completion = await client.chat.completions.create({
     model: process.env.SHEARS_MODEL,
     messages,
