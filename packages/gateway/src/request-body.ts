@@ -5,7 +5,8 @@
 // cannot be rendered, tokenized or serialised again reaches a thread, a backend or a record.
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { createBrotliDecompress, createGunzip, createInflate, constants as zlibConstants } from 'node:zlib';
+import { AbortedError } from '@shears/core';
+import { BodyReadError, readBody } from '@shears/core/http';
 import { type ApiStyle, apiParam, GatewayApiError } from './api-error.js';
 
 /**
@@ -25,73 +26,53 @@ const SCAN_ABOVE_BYTES = 64 * 1024;
 /** Items of any one array (Anthropic's own limit on `messages`). */
 const MAX_ARRAY_ITEMS = 100_000;
 
-/** Reads a request body (decompressed, at most `limit` bytes); fails if the harness goes away first. */
-function readBody(request: IncomingMessage, limit: number, signal: AbortSignal): Promise<Buffer> {
-  let failed = false;
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      if (failed) return;
-      failed = true;
-      reject(
-        new GatewayApiError({
-          kind: 'invalid_request',
-          message: 'The harness closed the connection before sending the whole body.',
-        }),
-      );
-    };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    const encoding = String(request.headers['content-encoding'] ?? 'identity').toLowerCase();
-    let source: NodeJS.ReadableStream = request;
-    if (encoding === 'gzip' || encoding === 'x-gzip') source = request.pipe(createGunzip());
-    else if (encoding === 'deflate') source = request.pipe(createInflate());
-    else if (encoding === 'br')
-      source = request.pipe(createBrotliDecompress({ params: { [zlibConstants.BROTLI_PARAM_MODE]: 0 } }));
-    else if (encoding !== 'identity') {
-      request.resume();
-      failed = true;
-      reject(
-        new GatewayApiError({
-          kind: 'invalid_request',
-          message: `Unsupported content-encoding "${encoding}" (supported: identity, gzip, deflate, br).`,
-        }),
-      );
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    source.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limit) {
-        failed = true;
-        request.resume();
-        reject(
-          new GatewayApiError({
-            kind: 'request_too_large',
-            message: `Request body is larger than the gateway's limit of ${limit} bytes.`,
-          }),
-        );
-        return;
-      }
-      chunks.push(chunk);
+/**
+ * Reads a request body (decompressed, at most `limit` bytes, as sent and once decoded) through
+ * core's one body reader; its failures become the gateway's API errors (a 413 for a body over the
+ * limit, a 400 for an encoding it cannot undo or a harness that went away mid-body).
+ */
+async function readRequestBody(
+  request: IncomingMessage,
+  limit: number,
+  signal: AbortSignal,
+): Promise<Buffer> {
+  try {
+    return await readBody(request, {
+      maxBytes: limit,
+      encoding: request.headers['content-encoding'],
+      declaredLength: request.headers['content-length'],
+      signal,
+      // The gateway still answers the request (a 413 or 400 in the API's shape) on this connection.
+      rest: 'drain',
+      what: 'Request body',
     });
-    source.on('end', () => {
-      signal.removeEventListener('abort', onAbort);
-      if (!failed) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
-    });
-    source.on('error', (error: Error) => {
-      if (failed) return;
-      failed = true;
-      reject(
-        new GatewayApiError({
-          kind: 'invalid_request',
-          message: `Could not read the request body: ${error.message}`,
+  } catch (error) {
+    if (BodyReadError.isInstance(error)) {
+      if (error.reason === 'too_large')
+        throw new GatewayApiError({
+          kind: 'request_too_large',
+          message: `Request body is larger than the gateway's limit of ${limit} bytes.`,
           cause: error,
-        }),
-      );
-    });
-  });
+        });
+      throw new GatewayApiError({
+        kind: 'invalid_request',
+        message:
+          error.reason === 'incomplete'
+            ? 'The harness closed the connection before sending the whole body.'
+            : error.reason === 'unsupported_encoding'
+              ? `Unsupported content-encoding "${String(request.headers['content-encoding'])}" (supported: identity, gzip, deflate, br).`
+              : `Could not read the request body: ${error.message}`,
+        cause: error,
+      });
+    }
+    if (AbortedError.isInstance(error))
+      throw new GatewayApiError({
+        kind: 'invalid_request',
+        message: 'The harness closed the connection before sending the whole body.',
+        cause: error,
+      });
+    throw error;
+  }
 }
 
 // The wording OpenAI and Anthropic use for a body that is not JSON.
@@ -305,5 +286,5 @@ export async function readJsonBody(
   request: IncomingMessage,
   options: { maxBytes: number; style: ApiStyle; signal: AbortSignal },
 ): Promise<unknown> {
-  return parseJsonBody(await readBody(request, options.maxBytes, options.signal), options.style);
+  return parseJsonBody(await readRequestBody(request, options.maxBytes, options.signal), options.style);
 }
