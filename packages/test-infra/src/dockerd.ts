@@ -85,7 +85,43 @@ async function reapStaleDaemons(baseDir: string): Promise<void> {
         if (!(await waitForExit(pid, 15_000))) process.kill(pid, 'SIGKILL');
       }
     }
+    await removeDaemonDir(dir);
+  }
+}
+
+/** Mount points at or under `dir`, deepest first (from /proc/self/mountinfo; octal escapes undone). */
+function mountsUnder(dir: string): string[] {
+  let table = '';
+  try {
+    table = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [];
+  }
+  const points = table
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((point): point is string => point !== undefined)
+    .map((point) => point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
+    .filter((point) => point === dir || point.startsWith(`${dir}/`));
+  return [...new Set(points)].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Remove a daemon's directory. A daemon killed hard leaves its overlay and shm mounts behind,
+ * and rm on a mount point fails with EBUSY: those are detached first (umount -l, deepest first).
+ * What still cannot be removed is reported and left: the directory's name is unique to its run,
+ * so a leftover never blocks the next daemon, and cleanup must not fail the test run.
+ */
+async function removeDaemonDir(dir: string): Promise<void> {
+  for (const point of mountsUnder(dir)) {
+    await execFileAsync('umount', ['-l', point]).catch((error: Error) =>
+      console.warn(`[test-infra] could not unmount ${point}: ${error.message}`),
+    );
+  }
+  try {
     rmSync(dir, { recursive: true, force: true });
+  } catch (error) {
+    console.warn(`[test-infra] left ${dir} behind: ${(error as Error).message}`);
   }
 }
 
@@ -143,7 +179,7 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
       process.kill(pid, 'SIGTERM');
       if (!(await waitForExit(pid, 20_000))) process.kill(pid, 'SIGKILL');
     }
-    rmSync(dir, { recursive: true, force: true });
+    await removeDaemonDir(dir);
   };
 
   const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
