@@ -101,7 +101,9 @@ function mountsUnder(dir: string): string[] {
     .split('\n')
     .map((line) => line.split(' ')[4])
     .filter((point): point is string => point !== undefined)
-    .map((point) => point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
+    .map((point) =>
+      point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))),
+    )
     .filter((point) => point === dir || point.startsWith(`${dir}/`));
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
