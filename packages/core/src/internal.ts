@@ -17,5 +17,4 @@ export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-form
 export { pythonJsonDecodeError } from './python-json-error.js';
 export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
 export { sendJson } from './send-json.js';
-export { ignoreAborted, sleep } from './sleep.js';
 export { PERSISTED_RESULTS_DIR, persistedResultPath } from './tool-result-budget.js';

@@ -6,7 +6,7 @@
 // own sink, which says whether it took the group. A group is reported as sent only once the API
 // acknowledged it, and every group not sent is counted under the reason it was not.
 import { isManagedServer, type ScoredGroupRecord, type TokenizerV1 } from '@shears/core';
-import { ignoreAborted, sleep } from '@shears/core/internal';
+import { ignoreAborted, sleep } from '@shears/core/http';
 import { stepCredit } from '@shears/grpo';
 import type { DrawnItem, LoopController } from '../loop/loop-controller.js';
 import type { GroupLoop, TrainerStatus } from '../metrics/run-metrics.js';
