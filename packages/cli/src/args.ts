@@ -18,6 +18,7 @@ export type CommandName =
   | 'api'
   | 'train'
   | 'view'
+  | 'export'
   | 'prepare'
   | 'doctor'
   | 'schema';
@@ -37,7 +38,7 @@ export interface FlagSpec {
 export interface CommandSpec {
   name: CommandName;
   summary: string;
-  /** A positional argument the command takes (only `view` has one). */
+  /** A positional argument the command takes (`view` and `export`). */
   argument?: { name: string; description: string };
   /** Config fields (sections or dotted prefixes) the command reads; `--a.b` overrides must fall inside. */
   reads: readonly string[];
@@ -390,6 +391,54 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       out: 'shears view writes the HTML to --html FILE',
       open: OPEN_REFUSED,
       resume: RESUME_REFUSED('view', 'it builds the whole viewer from the JSONL each time'),
+    },
+  },
+  {
+    name: 'export',
+    summary:
+      "write a run's scored groups as a dataset TRL's SFTTrainer, DPOTrainer or GRPOTrainer loads directly",
+    argument: { name: 'file', description: 'JSONL file of scored groups (a run.out)' },
+    reads: [],
+    flags: [
+      {
+        name: 'format',
+        value: 'FORMAT',
+        description:
+          'sft ({messages} per kept rollout), dpo ({prompt, chosen, rejected} per pair) or grpo ({prompt, task_id, task} per task)',
+      },
+      {
+        name: 'out',
+        value: 'FILE',
+        description: 'where to write the JSONL (default: FILE with .FORMAT.jsonl)',
+      },
+      {
+        name: 'tools',
+        value: 'FILE',
+        description:
+          "sft, dpo: a JSON array of the env's tool definitions, added to each row as `tools` for the chat template",
+      },
+      { name: 'min-score', value: 'N', description: 'sft: keep rollouts scoring at least N' },
+      {
+        name: 'select',
+        value: 'WHICH',
+        description: 'sft: best (default: the best rollout of each group) or all',
+      },
+      { name: 'min-margin', value: 'N', description: 'dpo: the smallest chosen − rejected score difference' },
+      {
+        name: 'pairs',
+        value: 'WHICH',
+        description: 'dpo: best-worst (default: one pair per group) or all pairs with the margin',
+      },
+      FORCE('an existing --out file'),
+    ],
+    examples: [
+      'shears export runs/demo.jsonl --format sft --tools tools.json',
+      'shears export runs/demo.jsonl --format dpo --min-margin 0.5 --out runs/demo.dpo.jsonl',
+      'shears export runs/demo.jsonl --format grpo',
+    ],
+    refused: {
+      resume: RESUME_REFUSED('export', 'it reads the whole file each time'),
+      open: OPEN_REFUSED,
     },
   },
   {

@@ -20,6 +20,7 @@ const COMMANDS: Record<CommandName, () => Promise<Command>> = {
   api: async () => (await import('./commands/api.js')).apiCommand,
   train: async () => (await import('./commands/train.js')).trainCommand,
   view: async () => (await import('./commands/view.js')).viewCommand,
+  export: async () => (await import('./commands/export.js')).exportCommand,
   prepare: async () => (await import('./commands/prepare.js')).prepareCommand,
   doctor: async () => (await import('./commands/doctor.js')).doctorCommand,
   schema: async () => (await import('./commands/schema.js')).schemaCommand,
