@@ -21,6 +21,7 @@ import {
   type SandboxV1,
   ServerError,
   type ServerV1,
+  type ToolV1,
   type TrajectoryStep,
   type Usage,
 } from '@shears/core';
@@ -85,15 +86,34 @@ export const harnessEnvSettingsSchema = z.strictObject({
   program: z.custom<HarnessProgram>((value) => typeof value === 'function').optional(),
   /** How a container sandbox reaches the gateway: see `HarnessReach`. */
   reach: z.custom<HarnessReach>((value) => typeof value === 'function').optional(),
+  /**
+   * The env's tools, served to the harness over the rollout's MCP endpoint (`{{mcpUrl}}`) and
+   * run in the rollout's sandbox; a preset is given its MCP config for them. (A config file adds
+   * tools with `env.tools`; those are served the same way.)
+   */
+  tools: z
+    .array(
+      z.custom<ToolV1>(
+        (value) =>
+          typeof value === 'object' &&
+          value !== null &&
+          typeof (value as ToolV1).name === 'string' &&
+          typeof (value as ToolV1).execute === 'function',
+        { message: 'expected a shears ToolV1 (e.g. createTerminalTool() from @shears/tools-terminal)' },
+      ),
+    )
+    .min(1)
+    .optional(),
 });
 
 export type HarnessEnvSettings = Omit<
   z.input<typeof harnessEnvSettingsSchema>,
-  'tasks' | 'reach' | 'program'
+  'tasks' | 'reach' | 'program' | 'tools'
 > & {
   tasks?: string | HarnessTask[];
   reach?: HarnessReach;
   program?: HarnessProgram;
+  tools?: ToolV1[];
 };
 
 /**
@@ -149,6 +169,15 @@ export interface HarnessRunSummary {
     httpStatus: number | null;
     finishReason: string | null;
     error: string | null;
+  }>;
+  /** The calls the harness made to the env's tools over MCP (empty without `tools`). */
+  toolCalls: Array<{
+    name: string;
+    arguments: string;
+    error: string | null;
+    /** The first 500 characters of the result the harness got. */
+    result: string;
+    durationMs: number;
   }>;
   threads: Array<{
     id: string;
@@ -337,6 +366,32 @@ export function createHarnessEnv(
       message: `harness env settings: give "preset" (${Object.keys(HARNESS_PRESETS).join(', ')}), "command" or "program"`,
       issues: [{ path: 'command', message: 'required without a preset' }],
     });
+  const envTools = parsed.tools ?? [];
+  if (envTools.length > 0 && program)
+    throw new ConfigError({
+      message:
+        'harness env settings: "tools" are served over MCP to a command or preset; a "program" runs in process and has the sandbox itself',
+      issues: [{ path: 'tools', message: 'combined with program' }],
+    });
+  // A preset that cannot be handed the endpoint would leave the tools unreachable: refused.
+  const mcpUnreachable =
+    preset !== null &&
+    !preset.mcp &&
+    parsed.command === undefined &&
+    !Object.values({ ...(parsed.files ?? {}), ...(parsed.env ?? {}) }).some((value) =>
+      value.includes('{{mcpUrl}}'),
+    );
+  const refuseTools = (where: string) =>
+    new ConfigError({
+      message: `harness env: ${where}, but the "${preset?.id}" preset has no MCP config to hand them to the harness (presets with one: ${Object.values(
+        HARNESS_PRESETS,
+      )
+        .filter((entry) => entry.mcp)
+        .map((entry) => entry.id)
+        .join(', ')}); give the harness the endpoint yourself in "files" or "env" with {{mcpUrl}}`,
+      issues: [{ path: 'tools', message: 'the preset has no MCP config' }],
+    });
+  if (envTools.length > 0 && mcpUnreachable) throw refuseTools('settings give "tools"');
   const tasks = resolveTasks(parsed.tasks);
   if (parsed.seed !== undefined) shuffle(tasks, parsed.seed);
   const ids = new Set<string>();
@@ -464,9 +519,27 @@ export function createHarnessEnv(
         `harness env: budget ${unenforced.join(', ')} cannot be enforced on an external harness and is not; only the wall clock and the request limit (max turns) are`,
       );
     }
+    // The tools the run offers this rollout: the env's own and the config's `env.tools`, after
+    // the toolset selection.
+    const served = context.tools ?? envTools;
+    if (served.length > 0 && mcpUnreachable)
+      throw refuseTools(`the run offers tools (${served.map((tool) => tool.name).join(', ')})`);
     const session: GatewaySession = gateway.openSession({
       rolloutId: context.rolloutId,
       maxRequests: requestLimit,
+      ...(served.length > 0
+        ? {
+            tools: {
+              tools: served,
+              sandbox,
+              taskId: item.id,
+              budget: context.budget,
+              userTask: item.prompt.trim().slice(0, 500),
+              logger: context.logger,
+              ...(context.beforeToolCall ? { beforeToolCall: context.beforeToolCall } : {}),
+            },
+          }
+        : {}),
       ...(parsed.maxThreads ? { maxThreads: parsed.maxThreads } : {}),
       ...(parsed.model ? { model: parsed.model } : {}),
     });
@@ -480,13 +553,19 @@ export function createHarnessEnv(
       model: session.model,
       home,
       workdir: sandbox.workdir,
+      ...(served.length > 0 ? { mcpUrl: `${baseUrl}/mcp` } : {}),
     };
     let run: { exitCode: number; output: string; timedOut: boolean; durationMs: number };
     let record: GatewayRecord;
     try {
       await sandbox.exec(`mkdir -p ${shellQuote(`${home}/.config`)} ${shellQuote(`${home}/.cache`)}`);
       await writeFiles(sandbox, item.files ?? {}, home, {});
-      await writeFiles(sandbox, filesTemplate, home, values);
+      await writeFiles(
+        sandbox,
+        served.length > 0 && preset?.mcp ? { ...filesTemplate, ...preset.mcp.files } : filesTemplate,
+        home,
+        values,
+      );
       const env: Record<string, string> = {
         HOME: home,
         XDG_CONFIG_HOME: `${home}/.config`,
@@ -501,11 +580,16 @@ export function createHarnessEnv(
         SHEARS_API_KEY: session.apiKey,
         SHEARS_MODEL: session.model,
         SHEARS_PROMPT: item.prompt,
+        ...(served.length > 0 ? { SHEARS_MCP_URL: values.mcpUrl! } : {}),
       };
       for (const [name, value] of Object.entries(envTemplate)) env[name] = fill(value, values);
       if (program) run = await runProgram(program, { values, prompt: item.prompt, sandbox, signal, limitMs });
       else {
-        const line = `${parsed.bin ? `PATH=${shellQuote(parsed.bin)}:"$PATH"; export PATH; ` : ''}${fill(command!, values)}`;
+        const commandLine =
+          served.length > 0 && preset?.mcp?.command && parsed.command === undefined
+            ? preset.mcp.command
+            : command!;
+        const line = `${parsed.bin ? `PATH=${shellQuote(parsed.bin)}:"$PATH"; export PATH; ` : ''}${fill(commandLine, values)}`;
         const result = await sandbox.exec(reached?.wrapCommand ? reached.wrapCommand(line) : line, {
           timeoutMs: limitMs,
           env,
@@ -533,6 +617,13 @@ export function createHarnessEnv(
       requestLimitReached: record.requestLimitReached,
       threadLimitReached: record.threadLimitReached,
       mainThread: main?.id ?? null,
+      toolCalls: record.toolCalls.map((call) => ({
+        name: call.name,
+        arguments: call.arguments,
+        error: call.error,
+        result: call.result.slice(0, 500),
+        durationMs: call.durationMs,
+      })),
       requests: record.requests.map((request) => ({
         index: request.index,
         api: request.api,
@@ -625,7 +716,8 @@ export function createHarnessEnv(
       return tasks;
     },
     buildMessages: (item) => [{ role: 'user', content: item.prompt }],
-    tools: () => [],
+    // The env's tools (for the toolset selection and the reward's callTool); the harness reaches them over MCP.
+    tools: () => [...envTools],
     budget: () => ({ wallClockMs: timeoutMs, maxTurns: maxRequests }),
     sandboxSpec(): SandboxSpec {
       return parsed.image ? { image: parsed.image } : {};
