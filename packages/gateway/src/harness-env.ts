@@ -31,6 +31,7 @@ import { createGateway } from './gateway.js';
 import { parseSettings } from './gateway-options.js';
 import type { GatewayRecord, GatewayThreadRecord } from './gateway-record.js';
 import { HARNESS_PRESETS, type HarnessPreset } from './harness-presets.js';
+import { randomId } from './ids.js';
 
 export interface HarnessTask extends EnvItem {
   /** Files written into the workspace before the harness starts (relative paths). */
@@ -265,6 +266,66 @@ function shuffle<T>(items: T[], seed: number): void {
     const other = Math.floor(random() * (index + 1));
     [items[index], items[other]] = [items[other] as T, items[index] as T];
   }
+}
+
+/**
+ * Runs the harness detached in the sandbox (its own process group, output to a file) and polls
+ * for its exit in short commands. A shell-backed sandbox runs one command at a time: a harness
+ * held in `exec` would block the env's tools it calls over MCP, which run in that same sandbox.
+ */
+async function runDetached(
+  sandbox: SandboxV1,
+  line: string,
+  options: { env: Record<string, string>; limitMs: number; signal: AbortSignal },
+): Promise<{ exitCode: number; output: string; timedOut: boolean; durationMs: number }> {
+  const started = performance.now();
+  const dir = `${sandbox.tempDir}/harness-run-${randomId('')}`;
+  await sandbox.exec(`mkdir -p ${shellQuote(dir)}`);
+  await sandbox.writeFile(`${dir}/run.sh`, line);
+  await sandbox.writeFile(
+    `${dir}/wrap.sh`,
+    `sh ${shellQuote(`${dir}/run.sh`)} > ${shellQuote(`${dir}/out`)} 2>&1 < /dev/null
+echo $? > ${shellQuote(`${dir}/rc.tmp`)}
+mv ${shellQuote(`${dir}/rc.tmp`)} ${shellQuote(`${dir}/rc`)}
+`,
+  );
+  const launched = await sandbox.exec(
+    `setsid sh ${shellQuote(`${dir}/wrap.sh`)} > /dev/null 2>&1 < /dev/null & echo "PID=$!"`,
+    { env: options.env, timeoutMs: 30_000, signal: options.signal },
+  );
+  const pid = /PID=(\d+)/.exec(launched.output)?.[1];
+  if (!pid)
+    throw new Error(`harness env: could not start the harness detached: ${launched.output.slice(-500)}`);
+  const killGroup = () => sandbox.exec(`kill -KILL -- -${pid} 2>/dev/null; true`, { timeoutMs: 10_000 });
+  let exitCode: number | undefined;
+  let timedOut = false;
+  try {
+    while (exitCode === undefined) {
+      if (options.signal.aborted) break;
+      if (performance.now() - started > options.limitMs) {
+        timedOut = true;
+        break;
+      }
+      const poll = await sandbox.exec(
+        `f=${shellQuote(`${dir}/rc`)}; [ -f "$f" ] || sleep 0.2; [ -f "$f" ] && cat "$f"; true`,
+        { timeoutMs: 10_000 },
+      );
+      const code = /^(\d+)\s*$/.exec(poll.output.trim())?.[1];
+      if (code !== undefined) exitCode = Number(code);
+    }
+  } finally {
+    // Whatever the harness left running in its group goes with it, as with `exec`.
+    await killGroup().catch(() => undefined);
+  }
+  const tail = await sandbox
+    .exec(`tail -c 4000 ${shellQuote(`${dir}/out`)} 2>/dev/null; true`, { timeoutMs: 10_000 })
+    .catch(() => ({ output: '' }));
+  return {
+    exitCode: exitCode ?? 124,
+    output: `${tail.output}${timedOut ? `\n[Command timed out after ${Math.round(options.limitMs / 1000)}s]` : ''}`,
+    timedOut,
+    durationMs: performance.now() - started,
+  };
 }
 
 function fill(template: string, values: Record<string, string>): string {
@@ -590,11 +651,11 @@ export function createHarnessEnv(
             ? preset.mcp.command
             : command!;
         const line = `${parsed.bin ? `PATH=${shellQuote(parsed.bin)}:"$PATH"; export PATH; ` : ''}${fill(commandLine, values)}`;
-        const result = await sandbox.exec(reached?.wrapCommand ? reached.wrapCommand(line) : line, {
-          timeoutMs: limitMs,
-          env,
-          signal,
-        });
+        const wrapped = reached?.wrapCommand ? reached.wrapCommand(line) : line;
+        const result =
+          served.length > 0
+            ? await runDetached(sandbox, wrapped, { env, limitMs, signal })
+            : await sandbox.exec(wrapped, { timeoutMs: limitMs, env, signal });
         run = {
           exitCode: result.exitCode,
           output: result.output,

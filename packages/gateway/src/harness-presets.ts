@@ -71,6 +71,10 @@ const qwenCode: HarnessPreset = {
       '~/.qwen/settings.json': json({
         ...QWEN_SETTINGS,
         mcpServers: { shears: { httpUrl: '{{mcpUrl}}', headers: MCP_HEADERS, trust: true } },
+        // qwen-code hides MCP tools behind its `tool_search` tool (revealed mid-conversation,
+        // which changes the prompt and so the exact token sequence); without that tool it
+        // offers them from the first request.
+        permissions: { deny: ['tool_search'] },
       }),
     },
     toolName: (tool) => `mcp__shears__${tool}`,
