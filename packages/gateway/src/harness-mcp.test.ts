@@ -39,7 +39,11 @@ const markTool: ToolV1<{ note: string }> = defineTool({
 });
 const FIX = "sed -i 's/wrold/world/' greet.sh && sh greet.sh";
 
-describe.each(['qwen-code', 'claude-code'])('the %s preset with the env tools over MCP', (presetId) => {
+describe.each(
+  process.env.SHEARS_MCP_PRESETS
+    ? process.env.SHEARS_MCP_PRESETS.split(',')
+    : ['qwen-code', 'opencode', 'claude-code'],
+)('the %s preset with the env tools over MCP', (presetId) => {
   const preset = HARNESS_PRESETS[presetId]!;
 
   it("the model calls the env's terminal and own tool through the CLI's MCP client; they run in the rollout's sandbox; reward 1; the row is exact", async () => {

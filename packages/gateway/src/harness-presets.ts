@@ -118,6 +118,8 @@ const opencode: HarnessPreset = {
       '~/opencode.json': json({
         ...OPENCODE_CONFIG,
         mcp: { shears: { type: 'remote', url: '{{mcpUrl}}', headers: MCP_HEADERS, enabled: true } },
+        // Tools without a permission rule are asked about, and `opencode run` has no one to ask.
+        permission: { ...OPENCODE_CONFIG.permission, 'shears_*': 'allow' },
       }),
     },
     toolName: (tool) => `shears_${tool}`,
