@@ -643,7 +643,10 @@ export function createHarnessEnv(
         SHEARS_PROMPT: item.prompt,
         ...(served.length > 0 ? { SHEARS_MCP_URL: values.mcpUrl! } : {}),
       };
-      for (const [name, value] of Object.entries(envTemplate)) env[name] = fill(value, values);
+      const withMcp =
+        served.length > 0 && preset?.mcp?.env ? { ...preset.mcp.env, ...(parsed.env ?? {}) } : {};
+      for (const [name, value] of Object.entries({ ...envTemplate, ...withMcp }))
+        env[name] = fill(value, values);
       if (program) run = await runProgram(program, { values, prompt: item.prompt, sandbox, signal, limitMs });
       else {
         const commandLine =

@@ -37,6 +37,8 @@ export interface HarnessPresetMcp {
   readonly files: Readonly<Record<string, string>>;
   /** The command line, when the harness takes its MCP config as an option. */
   readonly command?: string;
+  /** Environment added for it (placeholders filled). */
+  readonly env?: Readonly<Record<string, string>>;
   /** The name the harness shows the model for the env's tool `tool`. */
   toolName(tool: string): string;
 }
@@ -156,6 +158,9 @@ const claudeCode: HarnessPreset = {
     },
     command:
       'claude -p "$SHEARS_PROMPT" --model "{{model}}" --dangerously-skip-permissions --mcp-config "{{home}}/shears-mcp.json"',
+    // Claude Code otherwise connects MCP servers in the background and may send its first
+    // request before their tools are there (offering `WaitForMcpServers` instead).
+    env: { MCP_CONNECTION_NONBLOCKING: 'false' },
     toolName: (tool) => `mcp__shears__${tool}`,
   },
 };
