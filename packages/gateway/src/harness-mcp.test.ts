@@ -132,3 +132,18 @@ describe.each(
     );
   }, 240_000);
 });
+
+describe('the harness env with tools and a preset it cannot hand them to', () => {
+  it('refuses codex with tools (no MCP config) unless the config hands it {{mcpUrl}}', () => {
+    expect(() => createHarnessEnv({ preset: 'codex', tools: [markTool] })).toThrow(
+      /"codex" preset has no MCP config.*qwen-code, opencode, claude-code/,
+    );
+    expect(
+      createHarnessEnv({
+        preset: 'codex',
+        tools: [markTool],
+        files: { '~/.codex/mcp.toml': '[mcp_servers.shears]\nurl = "{{mcpUrl}}"\n' },
+      }).tools({ id: 't', prompt: 'p', verify: 'true' }),
+    ).toEqual([markTool]);
+  });
+});

@@ -122,6 +122,37 @@ describe('the gateway MCP endpoint (the official SDK client, real HTTP, real loc
     expect(record.requests).toEqual([]);
   });
 
+  it('applies the action policy and the result budget as the agent loop does', async () => {
+    const { gateway, sandboxes } = await setup();
+    const seen: string[] = [];
+    const session = gateway.openSession({
+      rolloutId: 'r-policy',
+      tools: {
+        tools: TOOLS,
+        sandbox: sandboxes[0],
+        budget: { defaultResultSize: 200, previewSize: 50 },
+        beforeToolCall: (call) => {
+          seen.push(call.name);
+          return call.name === 'write_note'
+            ? { allow: false, message: 'notes are not allowed here' }
+            : { allow: true };
+        },
+      },
+    });
+    const client = await connect(session.mcpUrl!, session.apiKey);
+    const refused = await client.callTool({ name: 'write_note', arguments: { text: 'x' } });
+    expect(text(refused)).toContain('notes are not allowed here');
+    expect(await read(sandboxes[0], 'NOTE.txt')).toBeNull();
+    // Over its threshold, the result is written into the sandbox and the client gets the preview.
+    const big = await client.callTool({ name: 'terminal', arguments: { command: 'seq 1 400' } });
+    expect(text(big)).toContain('<persisted-output>');
+    expect(seen).toEqual(['write_note', 'terminal']);
+    expect(session.record().toolCalls.map((call) => [call.name, call.refused, call.persisted])).toEqual([
+      ['write_note', true, false],
+      ['terminal', false, true],
+    ]);
+  });
+
   it("one rollout's endpoint never reaches another's sandbox; crossed, wrong and missing keys get 401", async () => {
     const { gateway, sandboxes } = await setup();
     const [sandboxA, sandboxB] = sandboxes;
