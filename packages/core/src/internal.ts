@@ -4,6 +4,7 @@
 
 export { groupStats } from './advantages.js';
 export { closestName, describeValue, isSecretField, valueAtPath } from './config-hints.js';
+export { createBudget } from './contracts/budget.js';
 export { linkSignals } from './linked-signal.js';
 export {
   importOptionalPackage,
@@ -17,4 +18,6 @@ export { pythonJsonDumps, pythonListRepr, pythonStringRepr } from './python-form
 export { pythonJsonDecodeError } from './python-json-error.js';
 export { runSandboxSetup, SANDBOX_SETUP_TIMEOUT_MS } from './sandbox-setup.js';
 export { sendJson } from './send-json.js';
+export { runTurnToolCalls, type ToolCallScope } from './tool-call-execution.js';
 export { PERSISTED_RESULTS_DIR, persistedResultPath } from './tool-result-budget.js';
+export { toolSchemas } from './tool-schemas.js';

@@ -180,6 +180,8 @@ async function rolloutInSandbox<TItem extends EnvItem>(
           signal: stopSignal ?? new AbortController().signal,
           logger,
           now,
+          tools: scope.offeredTools,
+          ...(agentOptions.beforeToolCall ? { beforeToolCall: agentOptions.beforeToolCall } : {}),
         })
       : await runAgent(agentOptions);
   } catch (error) {

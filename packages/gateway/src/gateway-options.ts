@@ -3,6 +3,7 @@
 import { ConfigError, type Logger, type ServerV1, type TokenizerV1 } from '@shears/core';
 import { closestName } from '@shears/core/internal';
 import { z } from 'zod';
+import type { GatewaySessionTools } from './mcp-endpoint.js';
 
 export interface GatewaySettings {
   /** The shears server behind the gateway: phase 2 (managed: exact tokens) or phase 1 (messages only). */
@@ -44,6 +45,12 @@ export interface OpenSessionOptions {
    * open are still served.
    */
   maxThreads?: number;
+  /**
+   * The rollout's tools, served to the harness over MCP at `<session prefix>/mcp` (streamable
+   * HTTP, the session's key as bearer), executed in the given sandbox and recorded in the
+   * session's `toolCalls`. Without it the session has no MCP endpoint (404).
+   */
+  tools?: GatewaySessionTools;
 }
 
 const serverSchema = z.custom<ServerV1>(
@@ -85,6 +92,16 @@ export const openSessionOptionsSchema = z.strictObject({
   model: z.string().min(1).optional(),
   maxRequests: z.number().int().positive().optional(),
   maxThreads: z.number().int().positive().optional(),
+  tools: z
+    .custom<GatewaySessionTools>(
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        Array.isArray((value as GatewaySessionTools).tools) &&
+        typeof (value as GatewaySessionTools).sandbox?.exec === 'function',
+      { message: 'expected { tools: ToolV1[], sandbox: SandboxV1, ... }' },
+    )
+    .optional(),
 });
 
 /** Parses settings with a message that names each bad field (and the closest valid name for a typo). */

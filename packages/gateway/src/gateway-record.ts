@@ -12,6 +12,7 @@ import {
 } from '@shears/core';
 import { z } from 'zod';
 import type { ApiErrorKind, GatewayApi } from './api-error.js';
+import type { GatewayToolCallRecord } from './mcp-endpoint.js';
 import type { ThreadTags } from './threads.js';
 
 export type GatewayRequestStatus = 'pending' | 'ok' | 'error' | 'aborted' | 'refused';
@@ -71,6 +72,8 @@ export interface GatewayRecord {
   requestLimitReached: boolean;
   /** True once a request was refused for starting a thread over `maxThreads`. */
   threadLimitReached: boolean;
+  /** The tool calls made over the session's MCP endpoint, in arrival order (empty without one). */
+  toolCalls: GatewayToolCallRecord[];
 }
 
 const apiSchema = z.enum(['chat.completions', 'responses', 'messages', 'messages.count_tokens', 'models']);
@@ -135,4 +138,19 @@ export const gatewayRecordSchema = z.object({
   threads: z.array(gatewayThreadRecordSchema),
   requestLimitReached: z.boolean(),
   threadLimitReached: z.boolean(),
+  toolCalls: z
+    .array(
+      z.object({
+        index: z.number().int().nonnegative(),
+        name: z.string(),
+        arguments: z.string(),
+        result: z.string(),
+        error: z.string().nullable(),
+        refused: z.boolean(),
+        persisted: z.boolean(),
+        startedAt: z.number(),
+        durationMs: z.number(),
+      }),
+    )
+    .default([]),
 });

@@ -39,6 +39,7 @@ import {
 } from './gateway-options.js';
 import type { GatewayRecord, GatewayRequestRecord, GatewayThreadRecord } from './gateway-record.js';
 import { randomId } from './ids.js';
+import { createMcpEndpoint, type McpEndpoint } from './mcp-endpoint.js';
 import { readJsonBody } from './request-body.js';
 import { responsesDialect } from './responses-api.js';
 import { SSE_KEEP_ALIVE } from './sse.js';
@@ -64,6 +65,8 @@ export interface GatewaySession {
   readonly openaiBaseUrl: string;
   /** The session's key: send as `Authorization: Bearer <key>` or `x-api-key: <key>`. */
   readonly apiKey: string;
+  /** The session's MCP endpoint (streamable HTTP, the key as bearer), when it was opened with `tools`; else null. */
+  readonly mcpUrl: string | null;
   /** The model name to give the harness. */
   readonly model: string;
   readonly open: boolean;
@@ -93,6 +96,7 @@ type Route =
   | { kind: 'model'; dialect: Dialect }
   | { kind: 'count_tokens' }
   | { kind: 'models' }
+  | { kind: 'mcp' }
   | { kind: 'root' }
   | { kind: 'unknown' };
 
@@ -132,6 +136,7 @@ function route(method: string, path: string): Route {
   // Clients are given `<prefix>/v1`, but some append API paths to the bare prefix: accept both.
   const rest = path.replace(/^\/v1(?=\/|$)/, '').replace(/\/+$/, '');
   if (rest === '') return { kind: 'root' };
+  if (path.replace(/\/+$/, '') === '/mcp') return { kind: 'mcp' };
   if (method === 'POST') {
     if (rest === '/chat/completions') return { kind: 'model', dialect: chatCompletionsDialect as Dialect };
     if (rest === '/responses') return { kind: 'model', dialect: responsesDialect as Dialect };
@@ -201,6 +206,7 @@ interface SessionState {
   /** Responses API: stored conversations by response id. */
   stored: Map<string, ChatMessage[]>;
   inFlight: Map<number, { controller: AbortController; done: Promise<void> }>;
+  mcp: McpEndpoint | null;
 }
 
 export async function createGateway(settings: GatewaySettings): Promise<Gateway> {
@@ -628,6 +634,35 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     sendJson(response, 200, single !== undefined ? entry : { object: 'list', data: [entry] });
   };
 
+  /** The session's MCP endpoint; its HTTP exchanges are protocol chatter, its tool calls are recorded by it. */
+  const handleMcp = (
+    state: SessionState,
+    request: IncomingMessage,
+    path: string,
+    response: ServerResponse,
+  ) => {
+    const endpoint = state.mcp;
+    if (!endpoint || !state.open) {
+      request.resume();
+      const error = endpoint
+        ? authError(
+            `The session of rollout "${state.rolloutId}" has ended; requests after the end of a rollout are refused.`,
+          )
+        : new GatewayApiError({
+            kind: 'not_found',
+            message: `The session of rollout "${state.rolloutId}" serves no tools over MCP (the env gave it none).`,
+            apiCode: 'unknown_url',
+          });
+      sendRendered(response, renderFor(request, path, error));
+      return;
+    }
+    endpoint.handle(request, response).catch((error: unknown) => {
+      logger.error('gateway: MCP request failed', { error: String(error) });
+      if (!response.headersSent) sendRendered(response, renderFor(request, path, toGatewayApiError(error)));
+      else response.destroy();
+    });
+  };
+
   const handle = (request: IncomingMessage, response: ServerResponse): void => {
     const method = request.method ?? 'GET';
     let rawPath = request.url ?? '/';
@@ -662,6 +697,10 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
           : target.kind === 'models'
             ? 'models'
             : null;
+    if (target.kind === 'mcp') {
+      handleMcp(state, request, path, response);
+      return;
+    }
     const record = newRecord(state, request, path, api);
     if (target.kind === 'models') {
       handleModels(state, request, path, response, record);
@@ -735,6 +774,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
     ),
     requestLimitReached: state.requestLimitReached,
     threadLimitReached: state.threadLimitReached,
+    toolCalls: state.mcp ? state.mcp.calls() : [],
   });
 
   const httpServer: Server = createServer(handle);
@@ -790,6 +830,9 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
         buckets: new Map(),
         stored: new Map(),
         inFlight: new Map(),
+        mcp: parsedOptions.tools
+          ? createMcpEndpoint({ rolloutId: parsedOptions.rolloutId, tools: parsedOptions.tools, now })
+          : null,
       };
       let closed: Promise<GatewayRecord> | undefined;
       state.session = {
@@ -799,6 +842,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
         baseUrl: `${origin}${pathPrefix}`,
         openaiBaseUrl: `${origin}${pathPrefix}/v1`,
         apiKey: key,
+        mcpUrl: state.mcp ? `${origin}${pathPrefix}/mcp` : null,
         model: state.model,
         get open() {
           return state.open;
@@ -812,7 +856,7 @@ export async function createGateway(settings: GatewaySettings): Promise<Gateway>
             remember(state);
             const pending = [...state.inFlight.values()];
             for (const entry of pending) entry.controller.abort(new Error('the rollout ended'));
-            await Promise.all(pending.map((entry) => entry.done));
+            await Promise.all([...pending.map((entry) => entry.done), state.mcp?.close()]);
             for (const thread of state.threads) thread.managed?.close();
             state.stored.clear();
             return snapshot(state);

@@ -21,6 +21,7 @@ import {
   type SandboxV1,
   ServerError,
   type ServerV1,
+  type ToolV1,
   type TrajectoryStep,
   type Usage,
 } from '@shears/core';
@@ -30,6 +31,7 @@ import { createGateway } from './gateway.js';
 import { parseSettings } from './gateway-options.js';
 import type { GatewayRecord, GatewayThreadRecord } from './gateway-record.js';
 import { HARNESS_PRESETS, type HarnessPreset } from './harness-presets.js';
+import { randomId } from './ids.js';
 
 export interface HarnessTask extends EnvItem {
   /** Files written into the workspace before the harness starts (relative paths). */
@@ -85,15 +87,34 @@ export const harnessEnvSettingsSchema = z.strictObject({
   program: z.custom<HarnessProgram>((value) => typeof value === 'function').optional(),
   /** How a container sandbox reaches the gateway: see `HarnessReach`. */
   reach: z.custom<HarnessReach>((value) => typeof value === 'function').optional(),
+  /**
+   * The env's tools, served to the harness over the rollout's MCP endpoint (`{{mcpUrl}}`) and
+   * run in the rollout's sandbox; a preset is given its MCP config for them. (A config file adds
+   * tools with `env.tools`; those are served the same way.)
+   */
+  tools: z
+    .array(
+      z.custom<ToolV1>(
+        (value) =>
+          typeof value === 'object' &&
+          value !== null &&
+          typeof (value as ToolV1).name === 'string' &&
+          typeof (value as ToolV1).execute === 'function',
+        { message: 'expected a shears ToolV1 (e.g. createTerminalTool() from @shears/tools-terminal)' },
+      ),
+    )
+    .min(1)
+    .optional(),
 });
 
 export type HarnessEnvSettings = Omit<
   z.input<typeof harnessEnvSettingsSchema>,
-  'tasks' | 'reach' | 'program'
+  'tasks' | 'reach' | 'program' | 'tools'
 > & {
   tasks?: string | HarnessTask[];
   reach?: HarnessReach;
   program?: HarnessProgram;
+  tools?: ToolV1[];
 };
 
 /**
@@ -149,6 +170,15 @@ export interface HarnessRunSummary {
     httpStatus: number | null;
     finishReason: string | null;
     error: string | null;
+  }>;
+  /** The calls the harness made to the env's tools over MCP (empty without `tools`). */
+  toolCalls: Array<{
+    name: string;
+    arguments: string;
+    error: string | null;
+    /** The first 500 characters of the result the harness got. */
+    result: string;
+    durationMs: number;
   }>;
   threads: Array<{
     id: string;
@@ -236,6 +266,66 @@ function shuffle<T>(items: T[], seed: number): void {
     const other = Math.floor(random() * (index + 1));
     [items[index], items[other]] = [items[other] as T, items[index] as T];
   }
+}
+
+/**
+ * Runs the harness detached in the sandbox (its own process group, output to a file) and polls
+ * for its exit in short commands. A shell-backed sandbox runs one command at a time: a harness
+ * held in `exec` would block the env's tools it calls over MCP, which run in that same sandbox.
+ */
+async function runDetached(
+  sandbox: SandboxV1,
+  line: string,
+  options: { env: Record<string, string>; limitMs: number; signal: AbortSignal },
+): Promise<{ exitCode: number; output: string; timedOut: boolean; durationMs: number }> {
+  const started = performance.now();
+  const dir = `${sandbox.tempDir}/harness-run-${randomId('')}`;
+  await sandbox.exec(`mkdir -p ${shellQuote(dir)}`);
+  await sandbox.writeFile(`${dir}/run.sh`, line);
+  await sandbox.writeFile(
+    `${dir}/wrap.sh`,
+    `sh ${shellQuote(`${dir}/run.sh`)} > ${shellQuote(`${dir}/out`)} 2>&1 < /dev/null
+echo $? > ${shellQuote(`${dir}/rc.tmp`)}
+mv ${shellQuote(`${dir}/rc.tmp`)} ${shellQuote(`${dir}/rc`)}
+`,
+  );
+  const launched = await sandbox.exec(
+    `setsid sh ${shellQuote(`${dir}/wrap.sh`)} > /dev/null 2>&1 < /dev/null & echo "PID=$!"`,
+    { env: options.env, timeoutMs: 30_000, signal: options.signal },
+  );
+  const pid = /PID=(\d+)/.exec(launched.output)?.[1];
+  if (!pid)
+    throw new Error(`harness env: could not start the harness detached: ${launched.output.slice(-500)}`);
+  const killGroup = () => sandbox.exec(`kill -KILL -- -${pid} 2>/dev/null; true`, { timeoutMs: 10_000 });
+  let exitCode: number | undefined;
+  let timedOut = false;
+  try {
+    while (exitCode === undefined) {
+      if (options.signal.aborted) break;
+      if (performance.now() - started > options.limitMs) {
+        timedOut = true;
+        break;
+      }
+      const poll = await sandbox.exec(
+        `f=${shellQuote(`${dir}/rc`)}; [ -f "$f" ] || sleep 0.2; [ -f "$f" ] && cat "$f"; true`,
+        { timeoutMs: 10_000 },
+      );
+      const code = /^(\d+)\s*$/.exec(poll.output.trim())?.[1];
+      if (code !== undefined) exitCode = Number(code);
+    }
+  } finally {
+    // Whatever the harness left running in its group goes with it, as with `exec`.
+    await killGroup().catch(() => undefined);
+  }
+  const tail = await sandbox
+    .exec(`tail -c 4000 ${shellQuote(`${dir}/out`)} 2>/dev/null; true`, { timeoutMs: 10_000 })
+    .catch(() => ({ output: '' }));
+  return {
+    exitCode: exitCode ?? 124,
+    output: `${tail.output}${timedOut ? `\n[Command timed out after ${Math.round(options.limitMs / 1000)}s]` : ''}`,
+    timedOut,
+    durationMs: performance.now() - started,
+  };
 }
 
 function fill(template: string, values: Record<string, string>): string {
@@ -337,6 +427,32 @@ export function createHarnessEnv(
       message: `harness env settings: give "preset" (${Object.keys(HARNESS_PRESETS).join(', ')}), "command" or "program"`,
       issues: [{ path: 'command', message: 'required without a preset' }],
     });
+  const envTools = parsed.tools ?? [];
+  if (envTools.length > 0 && program)
+    throw new ConfigError({
+      message:
+        'harness env settings: "tools" are served over MCP to a command or preset; a "program" runs in process and has the sandbox itself',
+      issues: [{ path: 'tools', message: 'combined with program' }],
+    });
+  // A preset that cannot be handed the endpoint would leave the tools unreachable: refused.
+  const mcpUnreachable =
+    preset !== null &&
+    !preset.mcp &&
+    parsed.command === undefined &&
+    !Object.values({ ...(parsed.files ?? {}), ...(parsed.env ?? {}) }).some((value) =>
+      value.includes('{{mcpUrl}}'),
+    );
+  const refuseTools = (where: string) =>
+    new ConfigError({
+      message: `harness env: ${where}, but the "${preset?.id}" preset has no MCP config to hand them to the harness (presets with one: ${Object.values(
+        HARNESS_PRESETS,
+      )
+        .filter((entry) => entry.mcp)
+        .map((entry) => entry.id)
+        .join(', ')}); give the harness the endpoint yourself in "files" or "env" with {{mcpUrl}}`,
+      issues: [{ path: 'tools', message: 'the preset has no MCP config' }],
+    });
+  if (envTools.length > 0 && mcpUnreachable) throw refuseTools('settings give "tools"');
   const tasks = resolveTasks(parsed.tasks);
   if (parsed.seed !== undefined) shuffle(tasks, parsed.seed);
   const ids = new Set<string>();
@@ -464,9 +580,27 @@ export function createHarnessEnv(
         `harness env: budget ${unenforced.join(', ')} cannot be enforced on an external harness and is not; only the wall clock and the request limit (max turns) are`,
       );
     }
+    // The tools the run offers this rollout: the env's own and the config's `env.tools`, after
+    // the toolset selection.
+    const served = context.tools ?? envTools;
+    if (served.length > 0 && mcpUnreachable)
+      throw refuseTools(`the run offers tools (${served.map((tool) => tool.name).join(', ')})`);
     const session: GatewaySession = gateway.openSession({
       rolloutId: context.rolloutId,
       maxRequests: requestLimit,
+      ...(served.length > 0
+        ? {
+            tools: {
+              tools: served,
+              sandbox,
+              taskId: item.id,
+              budget: context.budget,
+              userTask: item.prompt.trim().slice(0, 500),
+              logger: context.logger,
+              ...(context.beforeToolCall ? { beforeToolCall: context.beforeToolCall } : {}),
+            },
+          }
+        : {}),
       ...(parsed.maxThreads ? { maxThreads: parsed.maxThreads } : {}),
       ...(parsed.model ? { model: parsed.model } : {}),
     });
@@ -480,13 +614,19 @@ export function createHarnessEnv(
       model: session.model,
       home,
       workdir: sandbox.workdir,
+      ...(served.length > 0 ? { mcpUrl: `${baseUrl}/mcp` } : {}),
     };
     let run: { exitCode: number; output: string; timedOut: boolean; durationMs: number };
     let record: GatewayRecord;
     try {
       await sandbox.exec(`mkdir -p ${shellQuote(`${home}/.config`)} ${shellQuote(`${home}/.cache`)}`);
       await writeFiles(sandbox, item.files ?? {}, home, {});
-      await writeFiles(sandbox, filesTemplate, home, values);
+      await writeFiles(
+        sandbox,
+        served.length > 0 && preset?.mcp ? { ...filesTemplate, ...preset.mcp.files } : filesTemplate,
+        home,
+        values,
+      );
       const env: Record<string, string> = {
         HOME: home,
         XDG_CONFIG_HOME: `${home}/.config`,
@@ -501,16 +641,24 @@ export function createHarnessEnv(
         SHEARS_API_KEY: session.apiKey,
         SHEARS_MODEL: session.model,
         SHEARS_PROMPT: item.prompt,
+        ...(served.length > 0 ? { SHEARS_MCP_URL: values.mcpUrl! } : {}),
       };
-      for (const [name, value] of Object.entries(envTemplate)) env[name] = fill(value, values);
+      const withMcp =
+        served.length > 0 && preset?.mcp?.env ? { ...preset.mcp.env, ...(parsed.env ?? {}) } : {};
+      for (const [name, value] of Object.entries({ ...envTemplate, ...withMcp }))
+        env[name] = fill(value, values);
       if (program) run = await runProgram(program, { values, prompt: item.prompt, sandbox, signal, limitMs });
       else {
-        const line = `${parsed.bin ? `PATH=${shellQuote(parsed.bin)}:"$PATH"; export PATH; ` : ''}${fill(command!, values)}`;
-        const result = await sandbox.exec(reached?.wrapCommand ? reached.wrapCommand(line) : line, {
-          timeoutMs: limitMs,
-          env,
-          signal,
-        });
+        const commandLine =
+          served.length > 0 && preset?.mcp?.command && parsed.command === undefined
+            ? preset.mcp.command
+            : command!;
+        const line = `${parsed.bin ? `PATH=${shellQuote(parsed.bin)}:"$PATH"; export PATH; ` : ''}${fill(commandLine, values)}`;
+        const wrapped = reached?.wrapCommand ? reached.wrapCommand(line) : line;
+        const result =
+          served.length > 0
+            ? await runDetached(sandbox, wrapped, { env, limitMs, signal })
+            : await sandbox.exec(wrapped, { timeoutMs: limitMs, env, signal });
         run = {
           exitCode: result.exitCode,
           output: result.output,
@@ -533,6 +681,13 @@ export function createHarnessEnv(
       requestLimitReached: record.requestLimitReached,
       threadLimitReached: record.threadLimitReached,
       mainThread: main?.id ?? null,
+      toolCalls: record.toolCalls.map((call) => ({
+        name: call.name,
+        arguments: call.arguments,
+        error: call.error,
+        result: call.result.slice(0, 500),
+        durationMs: call.durationMs,
+      })),
       requests: record.requests.map((request) => ({
         index: request.index,
         api: request.api,
@@ -625,7 +780,8 @@ export function createHarnessEnv(
       return tasks;
     },
     buildMessages: (item) => [{ role: 'user', content: item.prompt }],
-    tools: () => [],
+    // The env's tools (for the toolset selection and the reward's callTool); the harness reaches them over MCP.
+    tools: () => [...envTools],
     budget: () => ({ wallClockMs: timeoutMs, maxTurns: maxRequests }),
     sandboxSpec(): SandboxSpec {
       return parsed.image ? { image: parsed.image } : {};

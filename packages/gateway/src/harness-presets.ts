@@ -6,7 +6,9 @@
 // Values may hold placeholders, filled per rollout: {{baseUrl}} (Anthropic clients, no /v1),
 // {{openaiBaseUrl}} (OpenAI clients, with /v1), {{apiKey}}, {{model}}, {{home}} (the harness's
 // own HOME, a fresh folder per rollout) and {{workdir}} (the sandbox workspace). The task text
-// reaches the command as "$SHEARS_PROMPT", never spliced into the command line.
+// reaches the command as "$SHEARS_PROMPT", never spliced into the command line. With the env's
+// tools served over MCP, {{mcpUrl}} is the rollout's MCP endpoint (the key is its bearer) and
+// each preset's `mcp` part writes that server into the harness's config the way it reads one.
 
 export type HarnessApi = 'chat.completions' | 'responses' | 'messages';
 
@@ -26,7 +28,30 @@ export interface HarnessPreset {
   readonly files: Readonly<Record<string, string>>;
   /** The harness's own shell tool: the thread that offers it is the main conversation, the one that trains. */
   readonly mainTool: string;
+  /** How the harness is given the env's tools over MCP (the server is named `shears`). */
+  readonly mcp?: HarnessPresetMcp;
 }
+
+export interface HarnessPresetMcp {
+  /** Files written in place of the preset's same-named ones (and besides its others). */
+  readonly files: Readonly<Record<string, string>>;
+  /** The command line, when the harness takes its MCP config as an option. */
+  readonly command?: string;
+  /** Environment added for it (placeholders filled). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The name the harness shows the model for the env's tool `tool`. */
+  toolName(tool: string): string;
+}
+
+const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+/** The MCP server's headers as the harnesses take them: the session key as bearer. */
+const MCP_HEADERS = { Authorization: 'Bearer {{apiKey}}' };
+
+const QWEN_SETTINGS = {
+  telemetry: { enabled: false },
+  privacy: { usageStatisticsEnabled: false },
+  general: { disableAutoUpdate: true },
+};
 
 const qwenCode: HarnessPreset = {
   id: 'qwen-code',
@@ -40,18 +65,37 @@ const qwenCode: HarnessPreset = {
     OPENAI_API_KEY: '{{apiKey}}',
     OPENAI_MODEL: '{{model}}',
   },
-  files: {
-    '~/.qwen/settings.json': `${JSON.stringify(
-      {
-        telemetry: { enabled: false },
-        privacy: { usageStatisticsEnabled: false },
-        general: { disableAutoUpdate: true },
-      },
-      null,
-      2,
-    )}\n`,
-  },
+  files: { '~/.qwen/settings.json': json(QWEN_SETTINGS) },
   mainTool: 'run_shell_command',
+  mcp: {
+    // qwen-code: `mcpServers` in settings.json, `httpUrl` for streamable HTTP; tools are `mcp__<server>__<tool>`.
+    files: {
+      '~/.qwen/settings.json': json({
+        ...QWEN_SETTINGS,
+        mcpServers: { shears: { httpUrl: '{{mcpUrl}}', headers: MCP_HEADERS, trust: true } },
+        // qwen-code hides MCP tools behind its `tool_search` tool (revealed mid-conversation,
+        // which changes the prompt and so the exact token sequence); without that tool it
+        // offers them from the first request.
+        permissions: { deny: ['tool_search'] },
+      }),
+    },
+    toolName: (tool) => `mcp__shears__${tool}`,
+  },
+};
+
+const OPENCODE_CONFIG = {
+  provider: {
+    shears: {
+      npm: '@ai-sdk/openai-compatible',
+      name: 'shears',
+      options: { baseURL: '{{openaiBaseUrl}}', apiKey: '{{apiKey}}' },
+      models: { '{{model}}': { name: 'policy' } },
+    },
+  },
+  model: 'shears/{{model}}',
+  autoupdate: false,
+  share: 'disabled',
+  permission: { bash: 'allow', edit: 'allow' },
 };
 
 const opencode: HarnessPreset = {
@@ -68,27 +112,20 @@ const opencode: HarnessPreset = {
     OPENCODE_DISABLE_MODELS_FETCH: '1',
     OPENCODE_DISABLE_SHARE: '1',
   },
-  files: {
-    '~/opencode.json': `${JSON.stringify(
-      {
-        provider: {
-          shears: {
-            npm: '@ai-sdk/openai-compatible',
-            name: 'shears',
-            options: { baseURL: '{{openaiBaseUrl}}', apiKey: '{{apiKey}}' },
-            models: { '{{model}}': { name: 'policy' } },
-          },
-        },
-        model: 'shears/{{model}}',
-        autoupdate: false,
-        share: 'disabled',
-        permission: { bash: 'allow', edit: 'allow' },
-      },
-      null,
-      2,
-    )}\n`,
-  },
+  files: { '~/opencode.json': json(OPENCODE_CONFIG) },
   mainTool: 'bash',
+  mcp: {
+    // opencode: `mcp` in opencode.json, `type: remote`; tools are `<server>_<tool>`.
+    files: {
+      '~/opencode.json': json({
+        ...OPENCODE_CONFIG,
+        mcp: { shears: { type: 'remote', url: '{{mcpUrl}}', headers: MCP_HEADERS, enabled: true } },
+        // Tools without a permission rule are asked about, and `opencode run` has no one to ask.
+        permission: { ...OPENCODE_CONFIG.permission, 'shears_*': 'allow' },
+      }),
+    },
+    toolName: (tool) => `shears_${tool}`,
+  },
 };
 
 const claudeCode: HarnessPreset = {
@@ -112,6 +149,20 @@ const claudeCode: HarnessPreset = {
   },
   files: {},
   mainTool: 'Bash',
+  mcp: {
+    // Claude Code: `--mcp-config <file>` with `mcpServers`, `type: http`; tools are `mcp__<server>__<tool>`.
+    files: {
+      '~/shears-mcp.json': json({
+        mcpServers: { shears: { type: 'http', url: '{{mcpUrl}}', headers: MCP_HEADERS } },
+      }),
+    },
+    command:
+      'claude -p "$SHEARS_PROMPT" --model "{{model}}" --dangerously-skip-permissions --mcp-config "{{home}}/shears-mcp.json"',
+    // Claude Code otherwise connects MCP servers in the background and may send its first
+    // request before their tools are there (offering `WaitForMcpServers` instead).
+    env: { MCP_CONNECTION_NONBLOCKING: 'false' },
+    toolName: (tool) => `mcp__shears__${tool}`,
+  },
 };
 
 const codex: HarnessPreset = {

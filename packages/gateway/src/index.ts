@@ -34,8 +34,9 @@ export {
   loadHarnessTasks,
   pickMainThread,
 } from './harness-env.js';
-export type { HarnessApi, HarnessPreset } from './harness-presets.js';
+export type { HarnessApi, HarnessPreset, HarnessPresetMcp } from './harness-presets.js';
 export { HARNESS_PRESETS } from './harness-presets.js';
+export type { GatewaySessionTools, GatewayToolCallRecord } from './mcp-endpoint.js';
 export { default, default as plugin } from './plugin.js';
 export type { SocketReach, SocketReachSettings } from './socket-reach.js';
 export { createSocketReach } from './socket-reach.js';

@@ -1,4 +1,6 @@
 // Env contract: where tasks come from, which tools a rollout gets, and how it is rewarded.
+
+import type { ToolCallDecision, ToolCallRequest } from '../tool-call-execution.js';
 import type { AgentResult } from './agent-result.js';
 import type { BudgetV1 } from './budget.js';
 import type { ChatMessage } from './chat.js';
@@ -63,6 +65,13 @@ export interface RolloutRunContext {
   signal: AbortSignal;
   logger: Logger;
   now: () => number;
+  /**
+   * The tools offered to this rollout: the env's tools after the run's toolset selection (what
+   * the agent loop would offer), for an env that serves them to its program (e.g. over MCP).
+   */
+  tools?: readonly ToolV1[];
+  /** The run's action policy, to check each of those tool calls as the agent loop does. */
+  beforeToolCall?: (call: ToolCallRequest) => ToolCallDecision | Promise<ToolCallDecision>;
 }
 
 export interface EnvV1<TItem extends EnvItem = EnvItem> {
