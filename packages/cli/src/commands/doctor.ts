@@ -428,7 +428,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
       ...(env
         ? ((await providerCheck(context, registry, {
             kind: 'envs',
-            id: config.env.name,
+            id: config.env.name!, // env was created: it has a name
             settings: envSettings(config, context.io.cwd),
             settingsField: 'env.settings',
           })) ?? [])

@@ -2,12 +2,13 @@
 // command-line overrides (`--env.group_size 8`, typed by the schema), validates with zod and
 // turns every issue into a line that names the field, the value and what is allowed.
 import { readFileSync } from 'node:fs';
-import { extname } from 'node:path';
+import { dirname, extname, resolve } from 'node:path';
 import { ConfigError, safeParseJson } from '@shears/core';
 import { closestName, describeValue, valueAtPath } from '@shears/core/internal';
 import { parseDocument, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { OverrideValue } from '../args.js';
+import { type PathOrigin, resolveConfigFilePaths } from './config-paths.js';
 import { type ShearsConfig, shearsConfigSchema } from './config-schema.js';
 
 export interface LoadConfigOptions {
@@ -32,6 +33,8 @@ export interface LoadedConfig {
   /** The resolved API key, when any. */
   apiKey: string | undefined;
   path: string | undefined;
+  /** The path settings a config file gave relatively, by field, made absolute against its folder. */
+  pathOrigins: Record<string, PathOrigin>;
 }
 
 export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
@@ -47,6 +50,9 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   }
   const secrets: string[] = [];
   const interpolated = interpolate(raw, '', environment, secrets) as Record<string, unknown>;
+  // Before the overrides: a path on the command line is the working directory's.
+  const pathOrigins =
+    options.path === undefined ? {} : resolveConfigFilePaths(interpolated, dirname(resolve(options.path)));
   for (const [path, given] of Object.entries(options.overrides ?? {})) {
     const override = typeof given === 'string' ? { text: given } : given;
     setPath(interpolated, path, override.literal ? override.text : coerceOverride(path, override));
@@ -79,6 +85,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
     secrets: [...new Set(secrets.filter((secret) => secret.length >= 4))],
     apiKey,
     path: options.path,
+    pathOrigins,
   };
 }
 

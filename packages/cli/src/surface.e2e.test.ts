@@ -1,0 +1,138 @@
+// The surface a new user meets first (issue 33 §5): no silent paths. A config that chooses no env,
+// a misspelt key anywhere, a relative path written in a config file: each is refused or resolved
+// as the user means it, with the cause on the terminal and a non-zero exit.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createScriptedServer } from '@shears/core/test';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { writeProbePack } from './test-support/probe-pack.js';
+import { runShears } from './test-support/run-cli.js';
+
+vi.setConfig({ testTimeout: 120_000 });
+
+const dir = mkdtempSync(join(tmpdir(), 'shears-surface-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function folder(name: string): string {
+  const path = join(dir, name);
+  mkdirSync(path, { recursive: true });
+  return path;
+}
+
+describe('no env chosen', () => {
+  it.each([
+    ['process', ['process', '--groups', '1', '--out', 'runs/x.jsonl']],
+    ['evaluate', ['evaluate', '--k', '1', '--evaluate.max_items', '1']],
+  ])('`shears %s` without env.name or --env is refused, listing the envs', async (_name, argv) => {
+    const cwd = folder(`no-env-${_name}`);
+    const run = await runShears(argv, { cwd });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/env\.name: no environment chosen/);
+    expect(run.stderr).toMatch(/available: [^)]*\bdemo\b[^)]*\btasks\b/);
+    expect(existsSync(join(cwd, 'runs/x.jsonl'))).toBe(false);
+  });
+
+  it('a config file that sets env but not env.name is refused too; --env then runs it', async () => {
+    const cwd = folder('no-env-config');
+    writeFileSync(join(cwd, 'shears.yaml'), 'env:\n  group_size: 2\nrun:\n  groups: 1\n  out: runs/x.jsonl\n');
+    const refused = await runShears(['process', '--config', 'shears.yaml'], { cwd });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/env\.name: no environment chosen.*--env/);
+    const ran = await runShears(['process', '--config', 'shears.yaml', '--env', 'demo'], { cwd });
+    expect(ran.stderr).not.toMatch(/no environment chosen/);
+    expect(ran.code).toBe(0);
+  });
+
+  it('`shears doctor` fails its env check, naming the envs', async () => {
+    const run = await runShears(['doctor'], { cwd: folder('no-env-doctor') });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/✗ env\s+env\.name: no environment chosen/);
+  });
+});
+
+describe('misspelt keys', () => {
+  it.each([
+    ['top level', 'judeg:\n  id: rubric\n', /unknown field "judeg" \(did you mean "judge"\?\)/],
+    ['env', 'env:\n  name: demo\n  group_sise: 2\n', /env: unknown field "group_sise" \(did you mean "group_size"\?\)/],
+    ['run', 'env:\n  name: demo\nrun:\n  grups: 2\n', /run: unknown field "grups" \(did you mean "groups"\?\)/],
+    ['server', 'env:\n  name: demo\nserver:\n  modle: x\n', /server: unknown field "modle" \(did you mean "model"\?\)/],
+    [
+      'train.reference',
+      'env:\n  name: demo\ntrain:\n  reference:\n    model: m\n    stpes: 3\n',
+      /train\.reference: unknown field "stpes" \(did you mean "steps"\?\)/,
+    ],
+    ['tasks', 'tasks:\n  taskfile: t.json\n', /tasks: unknown field "taskfile" \(did you mean "task_file"\?\)/],
+  ])('a misspelt key in %s is refused, naming it and the key meant', async (section, yaml, expected) => {
+    const cwd = folder(`misspelt-${section}`);
+    writeFileSync(join(cwd, 'shears.yaml'), yaml);
+    const run = await runShears(['process', '--config', 'shears.yaml', '--out', 'runs/x.jsonl'], { cwd });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(expected);
+    expect(existsSync(join(cwd, 'runs/x.jsonl'))).toBe(false);
+  });
+});
+
+describe('relative paths in a config file', () => {
+  let model: Awaited<ReturnType<typeof createScriptedServer>>;
+  beforeAll(async () => {
+    model = await createScriptedServer({ policy: () => ({ content: 'done' }) });
+  });
+  afterAll(async () => {
+    await model?.close();
+  });
+
+  function project(name: string, lines: string[]): string {
+    const root = folder(name);
+    mkdirSync(join(root, 'project/data'), { recursive: true });
+    writeProbePack(join(root, 'project'));
+    writeFileSync(
+      join(root, 'project/data/tasks.jsonl'),
+      `${JSON.stringify({ id: 'one', prompt: 'Say done.', verify: 'true' })}\n`,
+    );
+    writeFileSync(
+      join(root, 'project/shears.yaml'),
+      [
+        ...lines,
+        `server: { provider: openai, base_url: ${model.url}, model: scripted, api_key: none }`,
+        'env: { group_size: 2 }',
+        'run: { groups: 1, concurrency: 2, report: false, out: out/run.jsonl }',
+      ].join('\n'),
+    );
+    return root;
+  }
+
+  it('plugins, the task file and the output resolve against the config file\'s folder, not the working directory', async () => {
+    const root = project('paths-ok', ['plugins: ["./probe-pack.mjs"]', 'tasks: { task_file: ./data/tasks.jsonl }']);
+    const run = await runShears(['process', '--config', 'project/shears.yaml'], { cwd: root });
+    expect(run.code, run.stderr).toBe(0);
+    expect(existsSync(join(root, 'project/out/run.jsonl'))).toBe(true);
+    expect(existsSync(join(root, 'out/run.jsonl'))).toBe(false);
+  });
+
+  it('a path that does not exist is named as written and as resolved, before anything runs', async () => {
+    const root = project('paths-missing', ['plugins: ["./pack-missing.mjs"]', 'tasks: { task_file: ./data/nope.jsonl }']);
+    const run = await runShears(['process', '--config', 'project/shears.yaml'], { cwd: root });
+    expect(run.code).toBe(2);
+    const base = join(root, 'project');
+    expect(run.stderr).toContain(
+      `plugins[0]: "./pack-missing.mjs" (resolved against the config file's folder ${base}: ${join(base, 'pack-missing.mjs')}) does not exist`,
+    );
+    expect(run.stderr).toContain(
+      `tasks.task_file: "./data/nope.jsonl" (resolved against the config file's folder ${base}: ${join(base, 'data/nope.jsonl')}) does not exist`,
+    );
+    expect(existsSync(join(base, 'out/run.jsonl'))).toBe(false);
+  });
+
+  it('a path given on the command line stays relative to the working directory', async () => {
+    const root = project('paths-cli', []);
+    const run = await runShears(
+      ['process', '--config', 'project/shears.yaml', '--env', 'tasks', '--env.settings.file', 'data/tasks.jsonl'],
+      { cwd: root },
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      `env.settings.file: "data/tasks.jsonl" (resolved against the working directory ${root}: ${join(root, 'data/tasks.jsonl')}) does not exist`,
+    );
+  });
+});
