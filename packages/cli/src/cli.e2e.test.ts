@@ -58,7 +58,7 @@ describe('shears process', () => {
 
   it('gives the same multiset of scores for the same seed', async () => {
     const runOnce = async (name: string) => {
-      const run = await runShears(['process', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], {
+      const run = await runShears(['process', '--env', 'demo', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], {
         cwd: dir,
       });
       expect(run.code).toBe(0);
@@ -154,7 +154,7 @@ describe('shears process', () => {
         'hello',
         'hello',
       ]);
-      const missing = await runShears(['process', '--plugins', '["shears-pack-nope"]'], { cwd: dir });
+      const missing = await runShears(['process', '--env', 'demo', '--plugins', '["shears-pack-nope"]'], { cwd: dir });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(
         /plugins\[0\]: could not load "shears-pack-nope": Plugin package "shears-pack-nope" is not installed/,
@@ -210,13 +210,13 @@ describe('shears process', () => {
   });
 
   it('rejects bad configs with errors that name the field, the value and what is allowed', async () => {
-    const zero = await runShears(['process', '--env.group_size', '0'], { cwd: dir });
+    const zero = await runShears(['process', '--env', 'demo', '--env.group_size', '0'], { cwd: dir });
     expect(zero.code).toBe(2);
     expect(zero.stderr).toContain('env.group_size: must be >= 1, got 0');
     const unknownEnv = await runShears(['process', '--env', 'dmeo'], { cwd: dir });
     expect(unknownEnv.code).toBe(2);
     expect(unknownEnv.stderr).toMatch(/env\.name: unknown environment "dmeo" \(allowed: .*demo/);
-    const unknownSandbox = await runShears(['process', '--sandbox', 'kubernetes'], { cwd: dir });
+    const unknownSandbox = await runShears(['process', '--env', 'demo', '--sandbox', 'kubernetes'], { cwd: dir });
     expect(unknownSandbox.stderr).toMatch(
       /sandbox\.provider: unknown sandbox provider "kubernetes" \(allowed: .*local/,
     );
@@ -269,7 +269,7 @@ describe('shears evaluate', () => {
 
 describe('shears view, schema', () => {
   it('view builds the HTML viewer from JSONL', async () => {
-    const run = await runShears(['process', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], {
+    const run = await runShears(['process', '--env', 'demo', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], {
       cwd: dir,
     });
     expect(run.code).toBe(0);

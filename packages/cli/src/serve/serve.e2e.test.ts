@@ -109,6 +109,8 @@ describe('shears serve', () => {
       const serving = runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -246,6 +248,8 @@ describe('shears serve: api.off_policy_limit holds', () => {
       const serving = runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -385,6 +389,8 @@ describe('shears serve against a flaky trajectory API', () => {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           proxyUrl,
           '--max-groups',
@@ -565,6 +571,8 @@ console.log('trainer done');
     const run = await runShears(
       [
         'train',
+        '--env',
+        'demo',
         '--api.port',
         '0',
         '--server.tokenizer',
@@ -590,6 +598,8 @@ console.log('trainer done');
     const run = runShears(
       [
         'train',
+        '--env',
+        'demo',
         '--api.port',
         '0',
         '--server.tokenizer',
@@ -627,6 +637,8 @@ console.log('trainer done');
       const run = await runShears(
         [
           'train',
+          '--env',
+          'demo',
           '--api.port',
           '0',
           '--api.database',
@@ -670,6 +682,8 @@ for (;;) {
     const run = await runShears(
       [
         'train',
+        '--env',
+        'demo',
         '--api.port',
         '0',
         '--api.database',
@@ -700,7 +714,7 @@ for (;;) {
   });
 
   it('names the missing trainer command', async () => {
-    const run = await runShears(['train'], { cwd: dir });
+    const run = await runShears(['train', '--env', 'demo'], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('train.trainer.command: required');
   });
@@ -770,6 +784,8 @@ describe('shears serve: settings that must take effect', () => {
       const serving = runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -825,6 +841,8 @@ describe('shears serve: settings that must take effect', () => {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -864,6 +882,8 @@ describe('shears serve: settings that must take effect', () => {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -1037,6 +1057,8 @@ describe('shears serve and train check what they need before starting', () => {
       const serve = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.origin,
           '--provider',
@@ -1062,6 +1084,8 @@ describe('shears serve and train check what they need before starting', () => {
       const train = await runShears(
         [
           'train',
+          '--env',
+          'demo',
           '--api.port',
           '0',
           '--api.database',
@@ -1158,6 +1182,8 @@ for (;;) {
         const run = await runShears(
           [
             'train',
+            '--env',
+            'demo',
             ...[
               '--provider',
               'vllm',
@@ -1210,6 +1236,8 @@ for (;;) {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           `http://127.0.0.1:${port}`,
           '--provider',
