@@ -77,7 +77,8 @@ const ENV_FLAGS: readonly FlagSpec[] = [
     name: 'env',
     value: 'NAME',
     config: 'env.name',
-    description: 'environment id (built in: demo, tasks, swe, harness); required unless the config sets env.name',
+    description:
+      'environment id (built in: demo, tasks, swe, harness); required unless the config sets env.name',
   },
   {
     name: 'tasks',

@@ -58,9 +58,12 @@ describe('shears process', () => {
 
   it('gives the same multiset of scores for the same seed', async () => {
     const runOnce = async (name: string) => {
-      const run = await runShears(['process', '--env', 'demo', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], {
-        cwd: dir,
-      });
+      const run = await runShears(
+        ['process', '--env', 'demo', '--groups', '3', '--seed', '7', '--out', name, '--no-report'],
+        {
+          cwd: dir,
+        },
+      );
       expect(run.code).toBe(0);
       return readGroups(join(dir, name))
         .map((group) => `${group.taskId}:${[...group.scores].sort().join(',')}`)
@@ -154,7 +157,9 @@ describe('shears process', () => {
         'hello',
         'hello',
       ]);
-      const missing = await runShears(['process', '--env', 'demo', '--plugins', '["shears-pack-nope"]'], { cwd: dir });
+      const missing = await runShears(['process', '--env', 'demo', '--plugins', '["shears-pack-nope"]'], {
+        cwd: dir,
+      });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(
         /plugins\[0\]: could not load "shears-pack-nope": Plugin package "shears-pack-nope" is not installed/,
@@ -216,7 +221,9 @@ describe('shears process', () => {
     const unknownEnv = await runShears(['process', '--env', 'dmeo'], { cwd: dir });
     expect(unknownEnv.code).toBe(2);
     expect(unknownEnv.stderr).toMatch(/env\.name: unknown environment "dmeo" \(allowed: .*demo/);
-    const unknownSandbox = await runShears(['process', '--env', 'demo', '--sandbox', 'kubernetes'], { cwd: dir });
+    const unknownSandbox = await runShears(['process', '--env', 'demo', '--sandbox', 'kubernetes'], {
+      cwd: dir,
+    });
     expect(unknownSandbox.stderr).toMatch(
       /sandbox\.provider: unknown sandbox provider "kubernetes" \(allowed: .*local/,
     );
@@ -269,9 +276,12 @@ describe('shears evaluate', () => {
 
 describe('shears view, schema', () => {
   it('view builds the HTML viewer from JSONL', async () => {
-    const run = await runShears(['process', '--env', 'demo', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], {
-      cwd: dir,
-    });
+    const run = await runShears(
+      ['process', '--env', 'demo', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'],
+      {
+        cwd: dir,
+      },
+    );
     expect(run.code).toBe(0);
     const view = await runShears(['view', 'runs/v.jsonl'], { cwd: dir });
     expect(view.code).toBe(0);

@@ -35,7 +35,10 @@ describe('no env chosen', () => {
 
   it('a config file that sets env but not env.name is refused too; --env then runs it', async () => {
     const cwd = folder('no-env-config');
-    writeFileSync(join(cwd, 'shears.yaml'), 'env:\n  group_size: 2\nrun:\n  groups: 1\n  out: runs/x.jsonl\n');
+    writeFileSync(
+      join(cwd, 'shears.yaml'),
+      'env:\n  group_size: 2\nrun:\n  groups: 1\n  out: runs/x.jsonl\n',
+    );
     const refused = await runShears(['process', '--config', 'shears.yaml'], { cwd });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/env\.name: no environment chosen.*--env/);
@@ -54,15 +57,31 @@ describe('no env chosen', () => {
 describe('misspelt keys', () => {
   it.each([
     ['top level', 'judeg:\n  id: rubric\n', /unknown field "judeg" \(did you mean "judge"\?\)/],
-    ['env', 'env:\n  name: demo\n  group_sise: 2\n', /env: unknown field "group_sise" \(did you mean "group_size"\?\)/],
-    ['run', 'env:\n  name: demo\nrun:\n  grups: 2\n', /run: unknown field "grups" \(did you mean "groups"\?\)/],
-    ['server', 'env:\n  name: demo\nserver:\n  modle: x\n', /server: unknown field "modle" \(did you mean "model"\?\)/],
+    [
+      'env',
+      'env:\n  name: demo\n  group_sise: 2\n',
+      /env: unknown field "group_sise" \(did you mean "group_size"\?\)/,
+    ],
+    [
+      'run',
+      'env:\n  name: demo\nrun:\n  grups: 2\n',
+      /run: unknown field "grups" \(did you mean "groups"\?\)/,
+    ],
+    [
+      'server',
+      'env:\n  name: demo\nserver:\n  modle: x\n',
+      /server: unknown field "modle" \(did you mean "model"\?\)/,
+    ],
     [
       'train.reference',
       'env:\n  name: demo\ntrain:\n  reference:\n    model: m\n    stpes: 3\n',
       /train\.reference: unknown field "stpes" \(did you mean "steps"\?\)/,
     ],
-    ['tasks', 'tasks:\n  taskfile: t.json\n', /tasks: unknown field "taskfile" \(did you mean "task_file"\?\)/],
+    [
+      'tasks',
+      'tasks:\n  taskfile: t.json\n',
+      /tasks: unknown field "taskfile" \(did you mean "task_file"\?\)/,
+    ],
   ])('a misspelt key in %s is refused, naming it and the key meant', async (section, yaml, expected) => {
     const cwd = folder(`misspelt-${section}`);
     writeFileSync(join(cwd, 'shears.yaml'), yaml);
@@ -102,8 +121,11 @@ describe('relative paths in a config file', () => {
     return root;
   }
 
-  it('plugins, the task file and the output resolve against the config file\'s folder, not the working directory', async () => {
-    const root = project('paths-ok', ['plugins: ["./probe-pack.mjs"]', 'tasks: { task_file: ./data/tasks.jsonl }']);
+  it("plugins, the task file and the output resolve against the config file's folder, not the working directory", async () => {
+    const root = project('paths-ok', [
+      'plugins: ["./probe-pack.mjs"]',
+      'tasks: { task_file: ./data/tasks.jsonl }',
+    ]);
     const run = await runShears(['process', '--config', 'project/shears.yaml'], { cwd: root });
     expect(run.code, run.stderr).toBe(0);
     expect(existsSync(join(root, 'project/out/run.jsonl'))).toBe(true);
@@ -111,7 +133,10 @@ describe('relative paths in a config file', () => {
   });
 
   it('a path that does not exist is named as written and as resolved, before anything runs', async () => {
-    const root = project('paths-missing', ['plugins: ["./pack-missing.mjs"]', 'tasks: { task_file: ./data/nope.jsonl }']);
+    const root = project('paths-missing', [
+      'plugins: ["./pack-missing.mjs"]',
+      'tasks: { task_file: ./data/nope.jsonl }',
+    ]);
     const run = await runShears(['process', '--config', 'project/shears.yaml'], { cwd: root });
     expect(run.code).toBe(2);
     const base = join(root, 'project');
@@ -127,7 +152,15 @@ describe('relative paths in a config file', () => {
   it('a path given on the command line stays relative to the working directory', async () => {
     const root = project('paths-cli', []);
     const run = await runShears(
-      ['process', '--config', 'project/shears.yaml', '--env', 'tasks', '--env.settings.file', 'data/tasks.jsonl'],
+      [
+        'process',
+        '--config',
+        'project/shears.yaml',
+        '--env',
+        'tasks',
+        '--env.settings.file',
+        'data/tasks.jsonl',
+      ],
       { cwd: root },
     );
     expect(run.code).toBe(2);

@@ -23,7 +23,7 @@ const dockerHost = vars.SHEARS_TEST_DOCKER_HOST;
 
 /** A config file; one that chooses no env runs the demo (`env.name` is required). */
 function config(name: string, lines: string[]): string {
-  const env = lines.some((line) => /^env:|^  name:/.test(line)) ? [] : ['env: { name: demo }'];
+  const env = lines.some((line) => /^env:|^ {2}name:/.test(line)) ? [] : ['env: { name: demo }'];
   writeFileSync(join(dir, name), `${[...env, ...lines].join('\n')}\n`);
   return name;
 }
@@ -34,7 +34,10 @@ const qwenDir = dirname(
 
 describe('shears doctor', () => {
   it('passes a demo config on this machine: local sandbox opened, Docker not needed, scripted server, hermes fallback', async () => {
-    const run = await runShears(['doctor', '--env', 'demo'], { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    const run = await runShears(['doctor', '--env', 'demo'], {
+      cwd: dir,
+      env: { DOCKER_HOST: 'unix:///nonexistent.sock' },
+    });
     expect(run.stdout).toMatch(/✓ node\s+Node 2\d/);
     expect(run.stdout).toMatch(/✓ env\s+demo created/);
     expect(run.stdout).toMatch(/✓ sandbox\s+local: opened a sandbox \(NOT isolated\) and ran a command/);
@@ -51,7 +54,17 @@ describe('shears doctor', () => {
 
   it('fails a managed server without a tokenizer, and checks the trainer command of shears train', async () => {
     const managed = await runShears(
-      ['doctor', '--env', 'demo', '--provider', 'vllm', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'],
+      [
+        'doctor',
+        '--env',
+        'demo',
+        '--provider',
+        'vllm',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+      ],
       { cwd: dir },
     );
     expect(managed.stdout).toMatch(
@@ -70,11 +83,22 @@ describe('shears doctor', () => {
     );
     expect(missing.code).toBe(1);
     const badCwd = await runShears(
-      ['doctor', '--env', 'demo', '--train.trainer.command', '[sh, train.sh]', '--train.trainer.cwd', 'nowhere'],
+      [
+        'doctor',
+        '--env',
+        'demo',
+        '--train.trainer.command',
+        '[sh, train.sh]',
+        '--train.trainer.cwd',
+        'nowhere',
+      ],
       { cwd: dir },
     );
     expect(badCwd.stdout).toMatch(/✗ trainer\s+train\.trainer\.cwd .*nowhere is not a folder/);
-    const found = await runShears(['doctor', '--env', 'demo', '--train.trainer.command', '[sh, -c, "exit 0"]'], { cwd: dir });
+    const found = await runShears(
+      ['doctor', '--env', 'demo', '--train.trainer.command', '[sh, -c, "exit 0"]'],
+      { cwd: dir },
+    );
     expect(found.stdout).toMatch(
       /✓ trainer\s+\S*\/sh \(train\.trainer\.command\); it gets SHEARS_API_URL and ATROPOS_SERVER_URL/,
     );
@@ -213,13 +237,18 @@ describe('shears doctor', () => {
     mkdirSync(only, { recursive: true });
     copyFileSync(join(qwenDir, 'tokenizer.json'), join(only, 'tokenizer.json'));
 
-    const file = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'json-only/tokenizer.json'], { cwd: dir });
+    const file = await runShears(
+      ['doctor', '--env', 'demo', '--server.tokenizer', 'json-only/tokenizer.json'],
+      { cwd: dir },
+    );
     expect(file.stdout).toMatch(
       /✗ tokenizer\s+.*json-only\/tokenizer\.json is a file; .*\n\s+fix: set server\.tokenizer to json-only/,
     );
     expect(file.code).toBe(1);
 
-    const missingConfig = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'json-only'], { cwd: dir });
+    const missingConfig = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'json-only'], {
+      cwd: dir,
+    });
     expect(missingConfig.stdout).toMatch(/✗ tokenizer\s+.*tokenizer_config\.json/);
     expect(missingConfig.code).toBe(1);
 
@@ -239,12 +268,17 @@ describe('shears doctor', () => {
     ) as { chat_template: string };
     writeFileSync(join(saved, 'tokenizer_config.json'), JSON.stringify(rest));
     writeFileSync(join(saved, 'chat_template.jinja'), template);
-    const ok = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'saved-by-transformers-5'], { cwd: dir });
+    const ok = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'saved-by-transformers-5'], {
+      cwd: dir,
+    });
     expect(ok.stdout).toMatch(/✓ tokenizer\s+.*the chat template renders and encodes \(\d+ tokens/);
     expect(ok.code, ok.stdout).toBe(0);
 
     rmSync(join(saved, 'chat_template.jinja'));
-    const none = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'saved-by-transformers-5'], { cwd: dir });
+    const none = await runShears(
+      ['doctor', '--env', 'demo', '--server.tokenizer', 'saved-by-transformers-5'],
+      { cwd: dir },
+    );
     expect(none.stdout).toMatch(
       /✗ tokenizer\s+.*neither chat_template\.jinja nor chat_template in tokenizer_config\.json/,
     );
@@ -260,7 +294,18 @@ describe('shears doctor', () => {
       'true',
     ];
     const chat = await runShears(
-      ['doctor', '--env', 'demo', ...needs, '--provider', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'],
+      [
+        'doctor',
+        '--env',
+        'demo',
+        ...needs,
+        '--provider',
+        'openai',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+      ],
       { cwd: dir },
     );
     expect(chat.stdout).toMatch(

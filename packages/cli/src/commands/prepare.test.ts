@@ -76,9 +76,12 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
   });
 
   it('says which image is missing when sandbox.image is one prepare cannot build', async () => {
-    const run = await runShears(['prepare', '--env', 'demo', ...hosts, '--sandbox.image', 'shears-no-such-image:2'], {
-      cwd: dir,
-    });
+    const run = await runShears(
+      ['prepare', '--env', 'demo', ...hosts, '--sandbox.image', 'shears-no-such-image:2'],
+      {
+        cwd: dir,
+      },
+    );
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(
       `sandbox.image: "shears-no-such-image:2" is not on the docker host ${dockerHost}; shears prepare builds only ${SANDBOX_BASE_IMAGE}`,

@@ -134,7 +134,12 @@ export function resolveConfigFilePaths(raw: unknown, base: string): Record<strin
 }
 
 /** A path read from the command line or a default: relative to the working directory. */
-function originOf(origins: Record<string, PathOrigin>, field: string, value: string, cwd: string): PathOrigin {
+function originOf(
+  origins: Record<string, PathOrigin>,
+  field: string,
+  value: string,
+  cwd: string,
+): PathOrigin {
   return origins[field] ?? { written: value, resolved: resolve(cwd, value), base: cwd, from: 'cwd' };
 }
 
@@ -187,6 +192,10 @@ export function checkInputPaths(
   if (problems.length === 0) return;
   throw new ConfigError({
     message: problems.map((problem) => `${problem.field}: ${problem.message}`).join('\n'),
-    issues: problems.map((problem) => ({ path: problem.field, message: problem.message, value: problem.value })),
+    issues: problems.map((problem) => ({
+      path: problem.field,
+      message: problem.message,
+      value: problem.value,
+    })),
   });
 }

@@ -56,7 +56,9 @@ export function envSettings(config: ShearsConfig, cwd?: string): Record<string, 
 }
 
 /** The env entry: its id (undefined when none was chosen: refused when it is created), settings, judge. */
-export type EnvEntry = Omit<Pick<EnvPlan, 'name' | 'settings' | 'judged'>, 'name'> & { name: string | undefined };
+export type EnvEntry = Omit<Pick<EnvPlan, 'name' | 'settings' | 'judged'>, 'name'> & {
+  name: string | undefined;
+};
 
 /** The env entry alone (what `shears prepare` and `shears doctor` create, without the run around it). */
 export function envEntry(config: ShearsConfig, cwd: string): EnvEntry {

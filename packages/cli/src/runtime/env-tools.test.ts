@@ -240,7 +240,9 @@ describe('sandbox requests a local or ssh sandbox cannot honour', () => {
       ['network', 'none'],
       ['image', 'busybox'],
     ]) {
-      const result = await runShears(['process', '--env', 'demo', `--sandbox.settings.${setting}`, value!], { cwd: dir });
+      const result = await runShears(['process', '--env', 'demo', `--sandbox.settings.${setting}`, value!], {
+        cwd: dir,
+      });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain(`sandbox.settings.${setting}: unknown setting`);
       expect(result.stderr).toContain('allowed: root, inheritEnv, env, maxOutputBytes');

@@ -31,7 +31,7 @@ function readGroups(path: string): ScoredGroupRecord[] {
 
 /** A config file; one that chooses no env runs the demo (`env.name` is required). */
 function config(name: string, lines: string[]): string {
-  const env = lines.some((line) => /^env:|^  name:/.test(line)) ? [] : ['env: { name: demo }'];
+  const env = lines.some((line) => /^env:|^ {2}name:/.test(line)) ? [] : ['env: { name: demo }'];
   writeFileSync(join(dir, name), `${[...env, ...lines].join('\n')}\n`);
   return name;
 }
@@ -76,14 +76,20 @@ describe('env.action_policy', () => {
   });
 
   it('names the field of a bad policy', async () => {
-    const typo = await runShears(['process', '--env', 'demo', '--env.action_policy.commands.denyy', 'rm'], { cwd: dir });
+    const typo = await runShears(['process', '--env', 'demo', '--env.action_policy.commands.denyy', 'rm'], {
+      cwd: dir,
+    });
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('env.action_policy.commands: unknown field "denyy" (did you mean "deny"?)');
-    const wildcard = config('wildcard.yaml', ['env: { name: demo, action_policy: { commands: { deny: ["rm*"] } } }']);
+    const wildcard = config('wildcard.yaml', [
+      'env: { name: demo, action_policy: { commands: { deny: ["rm*"] } } }',
+    ]);
     const bad = await runShears(['process', '--config', wildcard], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('env.action_policy.commands.deny[0]: a command rule is a command name');
-    const tools = await runShears(['process', '--env', 'demo', '--env.action_policy.tools.deny', '{}'], { cwd: dir });
+    const tools = await runShears(['process', '--env', 'demo', '--env.action_policy.tools.deny', '{}'], {
+      cwd: dir,
+    });
     expect(tools.code).toBe(2);
     expect(tools.stderr).toContain('env.action_policy.tools.deny: expected array');
   });
@@ -162,7 +168,9 @@ describe('server.tool_parser and server.fallback_parser', () => {
     expect(run.stderr).toMatch(
       /server\.tool_parser: unknown tool-call parser "hermez" \(allowed: [^)]*\bhermes\b[^)]*\bmistral\b/,
     );
-    const fallback = await runShears(['process', '--env', 'demo', '--server.fallback_parser', 'nope'], { cwd: dir });
+    const fallback = await runShears(['process', '--env', 'demo', '--server.fallback_parser', 'nope'], {
+      cwd: dir,
+    });
     expect(fallback.code).toBe(2);
     expect(fallback.stderr).toContain('server.fallback_parser: unknown tool-call parser "nope" (allowed: ');
   });
@@ -206,7 +214,10 @@ describe('env.toolsets', () => {
     expect(typo.stderr).toContain(
       'env.toolsets.disabled[0]: unknown toolset "terminl" (did you mean "terminal"?) (toolsets: ',
     );
-    const distribution = await runShears(['process', '--env', 'demo', '--env.toolsets.distribution', 'defualt'], { cwd: dir });
+    const distribution = await runShears(
+      ['process', '--env', 'demo', '--env.toolsets.distribution', 'defualt'],
+      { cwd: dir },
+    );
     expect(distribution.code).toBe(2);
     expect(distribution.stderr).toContain(
       'env.toolsets.distribution: unknown toolset distribution "defualt"',
