@@ -2,8 +2,10 @@
 // a misspelt key anywhere, a relative path written in a config file: each is refused or resolved
 // as the user means it, with the cause on the terminal and a non-zero exit.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createScriptedServer } from '@shears/core/test';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { writeProbePack } from './test-support/probe-pack.js';
@@ -166,6 +168,52 @@ describe('relative paths in a config file', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(
       `env.settings.file: "data/tasks.jsonl" (resolved against the working directory ${root}: ${join(root, 'data/tasks.jsonl')}) does not exist`,
+    );
+  });
+});
+
+describe('a tool whose schema and code disagree', () => {
+  it('is refused when the group starts, naming both sides, instead of a run of invalid-argument errors', async () => {
+    const cwd = folder('schema-code');
+    const zod = pathToFileURL(createRequire(import.meta.url).resolve('zod')).href;
+    writeFileSync(
+      join(cwd, 'pack.mjs'),
+      `import { z } from ${JSON.stringify(zod)};
+const countWords = {
+  name: 'count_words',
+  description: 'Count the words of a file.',
+  // The model is shown "path"; the code validates and reads "file".
+  jsonSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  inputSchema: z.object({ file: z.string() }),
+  async execute(args, context) { return String((await context.sandbox.readFile(args.file)).split(/\\s+/).length); },
+};
+export default {
+  specificationVersion: 'v1',
+  id: 'words-pack',
+  envs: {
+    words: {
+      create: () => ({
+        specificationVersion: 'v1',
+        id: 'words',
+        preferredSandbox: 'local',
+        async demoPolicy() { return () => ({ content: 'done' }); },
+        async nextItem() { return { id: 'w1', prompt: 'Count the words of a.txt.' }; },
+        buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+        tools: () => [countWords],
+        async computeReward() { return { score: 1 }; },
+      }),
+    },
+  },
+};
+`,
+    );
+    const run = await runShears(
+      ['process', '--plugins', '["./pack.mjs"]', '--env', 'words', '--groups', '1', '--out', 'runs/w.jsonl'],
+      { cwd },
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /tool "count_words" of env words: its JSON Schema \(jsonSchema, what the model is shown: path\) and the schema its arguments are validated with \(inputSchema: file\) disagree: the model is shown "path", which the code does not take; the code requires "file", which the model is never shown/,
     );
   });
 });
