@@ -38,7 +38,16 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       overrides: args.overrides,
       environment: io.env,
     });
-    checkInputPaths(loaded.config, { command: args.command, cwd: io.cwd, origins: loaded.pathOrigins });
+    if (loaded.atropos)
+      io.stderr(
+        `${configPath} uses the Atropos chapter's layout; read as shears settings:\n${loaded.atropos.lines.join('\n')}\n`,
+      );
+    checkInputPaths(loaded.config, {
+      command: args.command,
+      cwd: io.cwd,
+      origins: loaded.pathOrigins,
+      aliases: loaded.atropos?.aliases,
+    });
     redact = createRedactor(collectSecrets(loaded.config, { apiKey: loaded.apiKey, environment: io.env }));
     const logger = createCliLogger(io, redact, { debug: io.env.SHEARS_DEBUG === '1' });
     const weak = weakSecretsWarning(redact);

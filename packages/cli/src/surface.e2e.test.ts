@@ -217,3 +217,60 @@ export default {
     );
   });
 });
+
+describe("the Atropos chapter's `shears train --config atropos_config.yaml --output ./my_hermes_ft`", () => {
+  const chapter = (baseModel: string) => `model:
+  base_model: "${baseModel}"
+training:
+  max_steps: 1000
+  batch_size: 8
+  learning_rate: 1e-5
+trajectory_collection:
+  n_workers: 4
+  max_steps_per_trajectory: 30
+  tools: ["python_exec", "web_search", "file_ops"]
+judge:
+  model: "gpt-4o"
+  n_judges: 3
+tasks:
+  task_file: "./my_tasks.json"
+`;
+
+  it('prints the mapping once and refuses a hub model id, naming the folder to use instead', async () => {
+    const cwd = folder('atropos-train');
+    writeFileSync(join(cwd, 'atropos_config.yaml'), chapter('NousResearch/Hermes-4-405B'));
+    writeFileSync(join(cwd, 'my_tasks.json'), JSON.stringify([{ id: 'a', prompt: 'p', verify: 'true' }]));
+    const run = await runShears(['train', '--config', 'atropos_config.yaml', '--output', './my_hermes_ft'], {
+      cwd,
+      env: { OPENAI_API_KEY: 'sk-atropos-e2e-key-123' },
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr.match(/uses the Atropos chapter's layout; read as shears settings:/g)).toHaveLength(1);
+    expect(run.stderr).toContain('model.base_model → train.reference.model');
+    expect(run.stderr).toContain('trajectory_collection.n_workers → train.workers');
+    expect(run.stderr).toMatch(
+      /model\.base_model \(train\.reference\.model\): "NousResearch\/Hermes-4-405B" is not a folder here, and shears downloads no models: .*--local-dir \.\/models\/Hermes-4-405B`\) and name that folder/,
+    );
+    expect(existsSync(join(cwd, 'my_hermes_ft'))).toBe(false);
+  });
+
+  it('with a local model folder it gets past the mapping to what train needs next', async () => {
+    const cwd = folder('atropos-train-local');
+    mkdirSync(join(cwd, 'models/hermes'), { recursive: true });
+    writeFileSync(join(cwd, 'models/hermes/config.json'), '{}');
+    writeFileSync(
+      join(cwd, 'atropos_config.yaml'),
+      `${chapter('./models/hermes')}train: { reference: { venv: no-venv } }\n`,
+    );
+    writeFileSync(join(cwd, 'my_tasks.json'), JSON.stringify([{ id: 'a', prompt: 'p', verify: 'true' }]));
+    const run = await runShears(['train', '--config', 'atropos_config.yaml', '--output', './my_hermes_ft'], {
+      cwd,
+      env: { OPENAI_API_KEY: 'sk-atropos-e2e-key-123' },
+    });
+    // Every chapter key was accepted; what stops it is the trainer's Python, not the layout.
+    expect(run.stderr).toMatch(
+      /train\.reference: the trainer's Python \S+no-venv\/bin\/python does not exist; run `shears prepare --trainer`/,
+    );
+    expect(run.code).toBe(2);
+  });
+});

@@ -157,7 +157,13 @@ export function describePath(origin: PathOrigin): string {
  */
 export function checkInputPaths(
   config: unknown,
-  options: { command: string; cwd: string; origins: Record<string, PathOrigin> },
+  options: {
+    command: string;
+    cwd: string;
+    origins: Record<string, PathOrigin>;
+    /** shears field → the key the config file wrote it as (the Atropos chapter's layout). */
+    aliases?: Record<string, string>;
+  },
 ): void {
   const problems: Array<{ field: string; message: string; value: string }> = [];
   const seen = new Set<string>();
@@ -184,14 +190,18 @@ export function checkInputPaths(
         field,
         value,
         message: hubId
-          ? `${describePath(origin)} is not a folder here, and shears downloads no models: "${value}" reads as a Hugging Face hub id; download it first (\`hf download ${value} --local-dir ./models/${value.split('/')[1]}\`) and name that folder`
+          ? `"${value}" is not a folder here, and shears downloads no models: "${value}" reads as a Hugging Face hub id; download it first (\`hf download ${value} --local-dir ./models/${value.split('/')[1]}\`) and name that folder`
           : `${describePath(origin)} does not exist`,
       });
     }
   }
   if (problems.length === 0) return;
+  const label = (field: string) => {
+    const alias = options.aliases?.[field];
+    return alias ? `${alias} (${field})` : field;
+  };
   throw new ConfigError({
-    message: problems.map((problem) => `${problem.field}: ${problem.message}`).join('\n'),
+    message: problems.map((problem) => `${label(problem.field)}: ${problem.message}`).join('\n'),
     issues: problems.map((problem) => ({
       path: problem.field,
       message: problem.message,
