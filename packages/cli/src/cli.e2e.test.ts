@@ -236,7 +236,7 @@ describe('shears process', () => {
 
 describe('shears evaluate', () => {
   it('reports pass@k and a bootstrap CI per task, and resumes redoing only missing or failed items', async () => {
-    const args = ['evaluate', '--k', '2', '--evaluate.out', 'runs/eval.jsonl', '--json'];
+    const args = ['evaluate', '--env', 'demo', '--k', '2', '--evaluate.out', 'runs/eval.jsonl', '--json'];
     const first = await runShears(args, { cwd: dir });
     expect(first.code).toBe(0);
     const summary = JSON.parse(first.stdout.trim()) as {

@@ -274,3 +274,43 @@ tasks:
     expect(run.code).toBe(2);
   });
 });
+
+describe('`shears doctor` checks what the run needs', () => {
+  it("runs the harness's own version command with bin first on PATH, and fails one that is not there", async () => {
+    const cwd = folder('doctor-harness');
+    mkdirSync(join(cwd, 'tools/bin'), { recursive: true });
+    mkdirSync(join(cwd, 'empty-bin'), { recursive: true });
+    // A stand-in for the installed CLI: answers --version as `qwen` does.
+    writeFileSync(join(cwd, 'tools/bin/qwen'), '#!/bin/sh\necho "0.15.10"\n', { mode: 0o755 });
+    const yaml = (bin: string) => `env: { name: harness, settings: { preset: qwen-code, bin: ${bin} } }\n`;
+    writeFileSync(join(cwd, 'tools/ok.yaml'), yaml('./bin'));
+    writeFileSync(join(cwd, 'missing.yaml'), yaml('./empty-bin'));
+    const ok = await runShears(['doctor', '--config', 'tools/ok.yaml'], {
+      cwd,
+      env: { PATH: '/usr/bin:/bin' },
+    });
+    expect(ok.stdout).toMatch(
+      new RegExp(`✓ harness qwen-code\\s+qwen --version: 0\\.15\\.10 \\(bin ${join(cwd, 'tools/bin')}\\)`),
+    );
+    const missing = await runShears(['doctor', '--config', 'missing.yaml'], { cwd });
+    expect(missing.stdout).toMatch(
+      /✗ harness qwen-code\s+qwen not found in bin \S+empty-bin or on PATH: every rollout would fail to start/,
+    );
+    expect(missing.stdout).toMatch(/fix: install it \(npm install @qwen-code\/qwen-code\)/);
+    expect(missing.code).toBe(1);
+  });
+
+  it("fails train's starting model when it is not a folder here, naming the download command for a hub id", async () => {
+    const cwd = folder('doctor-model');
+    writeFileSync(
+      join(cwd, 'train.yaml'),
+      'env: { name: demo }\ntrain: { reference: { model: Qwen/Qwen3-0.6B } }\n',
+    );
+    const run = await runShears(['doctor', '--config', 'train.yaml'], { cwd });
+    expect(run.stdout).toMatch(/✗ model\s+train\.reference\.model "Qwen\/Qwen3-0\.6B" does not exist/);
+    expect(run.stdout).toMatch(
+      /fix: shears downloads no models: `hf download Qwen\/Qwen3-0\.6B --local-dir \.\/models\/Qwen3-0\.6B`/,
+    );
+    expect(run.code).toBe(1);
+  });
+});
