@@ -314,3 +314,19 @@ describe('`shears doctor` checks what the run needs', () => {
     expect(run.code).toBe(1);
   });
 });
+
+describe('the harness bin', () => {
+  it('given relatively in a config file, is read against that file; a missing one is named as written and as resolved', async () => {
+    const cwd = folder('harness-bin');
+    mkdirSync(join(cwd, 'project'), { recursive: true });
+    writeFileSync(
+      join(cwd, 'project/shears.yaml'),
+      'env: { name: harness, settings: { preset: qwen-code, bin: ./node_modules/.bin, tasks: bundled } }\n',
+    );
+    const run = await runShears(['process', '--config', 'project/shears.yaml', '--groups', '1'], { cwd });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      `env.settings.bin: "./node_modules/.bin" (resolved against the config file's folder ${join(cwd, 'project')}: ${join(cwd, 'project/node_modules/.bin')}) does not exist`,
+    );
+  });
+});

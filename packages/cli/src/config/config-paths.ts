@@ -209,3 +209,14 @@ export function checkInputPaths(
     })),
   });
 }
+
+/**
+ * A relative `bin` in an env's settings given on the command line is the working directory's:
+ * made absolute here, since the harness env would read it in each rollout's workdir.
+ */
+export function resolveCommandLinePaths(config: unknown, cwd: string): void {
+  for (const field of ['env.settings.bin'])
+    for (const { value, set } of reach(config, field))
+      if (typeof value === 'string' && value !== '' && !isAbsolute(value) && !value.startsWith('~'))
+        set(resolve(cwd, value));
+}
