@@ -459,6 +459,7 @@ describe('shears serve redaction', () => {
       writeFileSync(
         join(dir, 'serve-secret.yaml'),
         [
+          'env: { name: demo }',
           'server:',
           '  provider: openai',
           `  base_url: ${model.url}`,
@@ -1120,6 +1121,7 @@ describe('shears serve and train check what they need before starting', () => {
     writeFileSync(
       join(dir, 'train-logprobs.yaml'),
       [
+        'env: { name: demo }',
         `server: { provider: openai, base_url: ${JSON.stringify(model.url)}, model: m, tokenizer: ${JSON.stringify(tokenizerDir)} }`,
         'api: { port: 0, database: ":memory:" }',
         'run: { out: runs/train-logprobs.jsonl }',
