@@ -330,3 +330,11 @@ describe('the harness bin', () => {
     );
   });
 });
+
+describe('`shears prepare` without an env', () => {
+  it('refuses, listing the envs, unless it only builds the docker sandbox image', async () => {
+    const run = await runShears(['prepare'], { cwd: folder('prepare-no-env') });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/env\.name: no environment chosen.*available: /);
+  });
+});
