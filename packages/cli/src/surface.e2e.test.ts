@@ -338,3 +338,55 @@ describe('`shears prepare` without an env', () => {
     expect(run.stderr).toMatch(/env\.name: no environment chosen.*available: /);
   });
 });
+
+describe('the closing summary', () => {
+  it('tallies tool errors by tool and error in process and evaluate, saying when every call failed', async () => {
+    const cwd = folder('tool-errors');
+    const zod = pathToFileURL(createRequire(import.meta.url).resolve('zod')).href;
+    writeFileSync(
+      join(cwd, 'pack.mjs'),
+      `import { z } from ${JSON.stringify(zod)};
+const broken = {
+  name: 'broken',
+  description: 'Always fails.',
+  inputSchema: z.object({ path: z.string() }),
+  async execute() { throw new Error('boom: no such file'); },
+};
+export default {
+  specificationVersion: 'v1',
+  id: 'broken-pack',
+  envs: {
+    broken: {
+      create: () => ({
+        specificationVersion: 'v1',
+        id: 'broken',
+        preferredSandbox: 'local',
+        async demoPolicy() {
+          return (request) => request.messages.some((message) => message.role === 'tool')
+            ? { content: 'done' }
+            : { toolCalls: [{ name: 'broken', arguments: { path: 'a.txt' } }] };
+        },
+        async nextItem() { return { id: 'b1', prompt: 'Use the tool.' }; },
+        async evalItems() { return [{ id: 'b1', prompt: 'Use the tool.' }]; },
+        buildMessages: (item) => [{ role: 'user', content: item.prompt }],
+        tools: () => [broken],
+        async computeReward() { return { score: 0 }; },
+      }),
+    },
+  },
+};
+`,
+    );
+    const common = ['--plugins', '["./pack.mjs"]', '--env', 'broken', '--group-size', '2'];
+    const run = await runShears(['process', ...common, '--groups', '1', '--out', 'runs/b.jsonl'], { cwd });
+    expect(run.stderr).toMatch(
+      /tool errors: 2 of 2 tool calls \(every call failed\); 2 × broken: .*boom: no such file/,
+    );
+    const evaluated = await runShears(['evaluate', ...common, '--k', '2', '--evaluate.out', 'runs/e.jsonl'], {
+      cwd,
+    });
+    expect(evaluated.stderr).toMatch(
+      /tool errors: 2 of 2 tool calls \(every call failed\); 2 × broken: .*boom: no such file/,
+    );
+  });
+});
