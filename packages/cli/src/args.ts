@@ -78,7 +78,8 @@ const ENV_FLAGS: readonly FlagSpec[] = [
     name: 'env',
     value: 'NAME',
     config: 'env.name',
-    description: 'environment id (built in: demo, swe, harness)',
+    description:
+      'environment id (built in: demo, tasks, swe, harness); required unless the config sets env.name',
   },
   {
     name: 'tasks',
@@ -474,7 +475,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       SANDBOX_FLAG,
       { ...JSON_FLAG, description: 'print the checks as JSON' },
     ],
-    examples: ['shears doctor', 'shears doctor --config train.yaml --json'],
+    examples: ['shears doctor --env demo', 'shears doctor --config train.yaml --json'],
   },
   {
     name: 'schema',

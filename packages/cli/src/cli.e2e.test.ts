@@ -58,9 +58,12 @@ describe('shears process', () => {
 
   it('gives the same multiset of scores for the same seed', async () => {
     const runOnce = async (name: string) => {
-      const run = await runShears(['process', '--groups', '3', '--seed', '7', '--out', name, '--no-report'], {
-        cwd: dir,
-      });
+      const run = await runShears(
+        ['process', '--env', 'demo', '--groups', '3', '--seed', '7', '--out', name, '--no-report'],
+        {
+          cwd: dir,
+        },
+      );
       expect(run.code).toBe(0);
       return readGroups(join(dir, name))
         .map((group) => `${group.taskId}:${[...group.scores].sort().join(',')}`)
@@ -154,7 +157,9 @@ describe('shears process', () => {
         'hello',
         'hello',
       ]);
-      const missing = await runShears(['process', '--plugins', '["shears-pack-nope"]'], { cwd: dir });
+      const missing = await runShears(['process', '--env', 'demo', '--plugins', '["shears-pack-nope"]'], {
+        cwd: dir,
+      });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(
         /plugins\[0\]: could not load "shears-pack-nope": Plugin package "shears-pack-nope" is not installed/,
@@ -210,13 +215,15 @@ describe('shears process', () => {
   });
 
   it('rejects bad configs with errors that name the field, the value and what is allowed', async () => {
-    const zero = await runShears(['process', '--env.group_size', '0'], { cwd: dir });
+    const zero = await runShears(['process', '--env', 'demo', '--env.group_size', '0'], { cwd: dir });
     expect(zero.code).toBe(2);
     expect(zero.stderr).toContain('env.group_size: must be >= 1, got 0');
     const unknownEnv = await runShears(['process', '--env', 'dmeo'], { cwd: dir });
     expect(unknownEnv.code).toBe(2);
     expect(unknownEnv.stderr).toMatch(/env\.name: unknown environment "dmeo" \(allowed: .*demo/);
-    const unknownSandbox = await runShears(['process', '--sandbox', 'kubernetes'], { cwd: dir });
+    const unknownSandbox = await runShears(['process', '--env', 'demo', '--sandbox', 'kubernetes'], {
+      cwd: dir,
+    });
     expect(unknownSandbox.stderr).toMatch(
       /sandbox\.provider: unknown sandbox provider "kubernetes" \(allowed: .*local/,
     );
@@ -229,7 +236,7 @@ describe('shears process', () => {
 
 describe('shears evaluate', () => {
   it('reports pass@k and a bootstrap CI per task, and resumes redoing only missing or failed items', async () => {
-    const args = ['evaluate', '--k', '2', '--evaluate.out', 'runs/eval.jsonl', '--json'];
+    const args = ['evaluate', '--env', 'demo', '--k', '2', '--evaluate.out', 'runs/eval.jsonl', '--json'];
     const first = await runShears(args, { cwd: dir });
     expect(first.code).toBe(0);
     const summary = JSON.parse(first.stdout.trim()) as {
@@ -269,9 +276,12 @@ describe('shears evaluate', () => {
 
 describe('shears view, schema', () => {
   it('view builds the HTML viewer from JSONL', async () => {
-    const run = await runShears(['process', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'], {
-      cwd: dir,
-    });
+    const run = await runShears(
+      ['process', '--env', 'demo', '--groups', '1', '--out', 'runs/v.jsonl', '--no-report'],
+      {
+        cwd: dir,
+      },
+    );
     expect(run.code).toBe(0);
     const view = await runShears(['view', 'runs/v.jsonl'], { cwd: dir });
     expect(view.code).toBe(0);

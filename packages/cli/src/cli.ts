@@ -5,6 +5,7 @@ import { setMaxListeners } from 'node:events';
 import { resolve } from 'node:path';
 import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import { type CommandName, parseArgs } from './args.js';
+import { checkInputPaths, resolveCommandLinePaths } from './config/config-paths.js';
 import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
 import { explainMissingPackage } from './plugin-packages.js';
@@ -38,6 +39,17 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       overrides: args.overrides,
       environment: io.env,
     });
+    if (loaded.atropos)
+      io.stderr(
+        `${configPath} uses the Atropos chapter's layout; read as shears settings:\n${loaded.atropos.lines.join('\n')}\n`,
+      );
+    checkInputPaths(loaded.config, {
+      command: args.command,
+      cwd: io.cwd,
+      origins: loaded.pathOrigins,
+      aliases: loaded.atropos?.aliases,
+    });
+    resolveCommandLinePaths(loaded.config, io.cwd);
     redact = createRedactor(collectSecrets(loaded.config, { apiKey: loaded.apiKey, environment: io.env }));
     const logger = createCliLogger(io, redact, { debug: io.env.SHEARS_DEBUG === '1' });
     const weak = weakSecretsWarning(redact);

@@ -149,6 +149,33 @@ describe('the harness env with a light harness command', () => {
     expect((rollout.rewardDetails as { harness: { exitCode: number } }).harness.exitCode).toBe(3);
   });
 
+  it('a harness that cannot start is a failure with its cause and output, not a scored 0', async () => {
+    const run = await runHarness({ command: 'echo "qwen: loading config" && no-such-harness-shears --yolo' });
+    const rollout = run.record.rollouts[0]!;
+    expect(rollout.outcome).toBe('infra_failure');
+    expect(rollout.reward).toBeNull();
+    expect(rollout.outcomeReason).toContain(
+      'harness command exited 127 without calling the model (0 requests to the gateway): it could not start (command not found: check the harness is installed and on PATH, or set "bin" to its folder); its output ends:\n',
+    );
+    // The harness's own words, as a user would read them on the terminal.
+    expect(rollout.outcomeReason).toMatch(/no-such-harness-shears.*not found/);
+  });
+
+  it('a harness that exits 0 without ever calling the model is a failure too', async () => {
+    const run = await runHarness({ command: 'echo "nothing to do"' });
+    const rollout = run.record.rollouts[0]!;
+    expect(rollout.outcome).toBe('infra_failure');
+    expect(rollout.outcomeReason).toMatch(
+      /harness command exited 0 without calling the model .*its output ends:\nnothing to do/s,
+    );
+  });
+
+  it("refuses a relative bin: it would be read in each rollout's workdir", () => {
+    expect(() => createHarnessEnv({ preset: 'qwen-code', bin: './node_modules/.bin' })).toThrow(
+      /bin "\.\/node_modules\/\.bin" must be an absolute path/,
+    );
+  });
+
   it('kills a harness that hangs at the wall-clock limit (outcome timeout), children included', async () => {
     const seconds = String(3000 + Math.floor(Math.random() * 500));
     const run = await runHarness({

@@ -6,6 +6,7 @@
 // sandbox for the reward. It lives in @shears/gateway because it is the gateway's one consumer
 // in shears and needs nothing else (no tool package, no parser).
 import { readFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import {
   type AgentResult,
   type ChatMessage,
@@ -21,6 +22,7 @@ import {
   type SandboxV1,
   ServerError,
   type ServerV1,
+  ShearsError,
   type ToolV1,
   type TrajectoryStep,
   type Usage,
@@ -38,6 +40,21 @@ export interface HarnessTask extends EnvItem {
   files?: Record<string, string>;
   /** Shell command run in the workspace after the harness: exit 0 is reward 1, anything else 0. */
   verify: string;
+}
+
+/**
+ * A harness run that made no model request: it could not start, exited before its first request,
+ * or ended without asking the model. The rollout failed (with the harness's output tail); it is
+ * not scored.
+ */
+export class HarnessNoModelRequestError extends ShearsError {
+  readonly exitCode: number;
+  readonly outputTail: string;
+  constructor(options: { message: string; exitCode: number; outputTail: string }) {
+    super(options.message, { code: 'SHEARS_HARNESS_NO_MODEL_REQUEST' });
+    this.exitCode = options.exitCode;
+    this.outputTail = options.outputTail;
+  }
 }
 
 export const harnessTaskSchema = z
@@ -405,6 +422,13 @@ export function createHarnessEnv(
   settings: HarnessEnvSettings | z.output<typeof harnessEnvSettingsSchema>,
 ): HarnessEnv {
   const parsed = parseSettings(harnessEnvSettingsSchema, settings, 'harness env settings');
+  // In the sandbox a relative folder would be read against the rollout's workdir, not where the
+  // user wrote it: the CLI resolves a config file's `bin` against its folder; here it must be absolute.
+  if (parsed.bin !== undefined && !isAbsolute(parsed.bin))
+    throw new ConfigError({
+      message: `harness env settings: bin "${parsed.bin}" must be an absolute path (a relative one would be read in each rollout's workdir); in a config file a relative bin is read against the file's folder`,
+      issues: [{ path: 'bin', message: 'must be absolute', value: parsed.bin }],
+    });
   let preset: HarnessPreset | null = null;
   if (parsed.preset !== undefined) {
     preset = HARNESS_PRESETS[parsed.preset] ?? null;
@@ -670,6 +694,19 @@ export function createHarnessEnv(
       // Ends the session whatever happened: later requests with its key are refused.
       record = await session.close();
       await reached?.close();
+    }
+    // A harness that never reached the model (it could not start, exited first, or answered
+    // without asking) did not play the task: a failure with its cause, never a scored 0.
+    const modelRequests = record.requests.filter((request) => request.threadId !== null).length;
+    if (modelRequests === 0 && !signal.aborted && !run.timedOut) {
+      const tail = run.output.trim().slice(-1500);
+      const notFound =
+        run.exitCode === 127 || /command not found|not found|No such file or directory|ENOENT/i.test(tail);
+      throw new HarnessNoModelRequestError({
+        message: `harness ${preset ? `"${preset.id}"` : 'command'} ${run.exitCode === 0 ? 'exited 0' : `exited ${run.exitCode}`} without calling the model (0 requests to the gateway)${notFound ? `: it could not start (command not found: check the harness is installed and on PATH${parsed.bin ? `, or in bin ${parsed.bin}` : ', or set "bin" to its folder'})` : ''}; ${tail ? `its output ends:\n${tail}` : 'it printed nothing'}`,
+        exitCode: run.exitCode,
+        outputTail: tail,
+      });
     }
     const main = pickMainThread(record, mainTool);
     const summary: HarnessRunSummary = {

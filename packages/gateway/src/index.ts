@@ -29,6 +29,7 @@ export type {
 export {
   bundledHarnessTasks,
   createHarnessEnv,
+  HarnessNoModelRequestError,
   harnessEnvSettingsSchema,
   harnessTaskSchema,
   loadHarnessTasks,

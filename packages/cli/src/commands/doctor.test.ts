@@ -21,8 +21,10 @@ const sshAvailable = Boolean(
 );
 const dockerHost = vars.SHEARS_TEST_DOCKER_HOST;
 
+/** A config file; one that chooses no env runs the demo (`env.name` is required). */
 function config(name: string, lines: string[]): string {
-  writeFileSync(join(dir, name), `${lines.join('\n')}\n`);
+  const env = lines.some((line) => /^env:|^ {2}name:/.test(line)) ? [] : ['env: { name: demo }'];
+  writeFileSync(join(dir, name), `${[...env, ...lines].join('\n')}\n`);
   return name;
 }
 
@@ -32,7 +34,10 @@ const qwenDir = dirname(
 
 describe('shears doctor', () => {
   it('passes a demo config on this machine: local sandbox opened, Docker not needed, scripted server, hermes fallback', async () => {
-    const run = await runShears(['doctor'], { cwd: dir, env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    const run = await runShears(['doctor', '--env', 'demo'], {
+      cwd: dir,
+      env: { DOCKER_HOST: 'unix:///nonexistent.sock' },
+    });
     expect(run.stdout).toMatch(/✓ node\s+Node 2\d/);
     expect(run.stdout).toMatch(/✓ env\s+demo created/);
     expect(run.stdout).toMatch(/✓ sandbox\s+local: opened a sandbox \(NOT isolated\) and ran a command/);
@@ -49,7 +54,17 @@ describe('shears doctor', () => {
 
   it('fails a managed server without a tokenizer, and checks the trainer command of shears train', async () => {
     const managed = await runShears(
-      ['doctor', '--provider', 'vllm', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'],
+      [
+        'doctor',
+        '--env',
+        'demo',
+        '--provider',
+        'vllm',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+      ],
       { cwd: dir },
     );
     expect(managed.stdout).toMatch(
@@ -58,7 +73,7 @@ describe('shears doctor', () => {
     expect(managed.code).toBe(1);
 
     const missing = await runShears(
-      ['doctor', '--train.trainer.command', '[no-such-trainer-shears, train.py]'],
+      ['doctor', '--env', 'demo', '--train.trainer.command', '[no-such-trainer-shears, train.py]'],
       {
         cwd: dir,
       },
@@ -68,11 +83,22 @@ describe('shears doctor', () => {
     );
     expect(missing.code).toBe(1);
     const badCwd = await runShears(
-      ['doctor', '--train.trainer.command', '[sh, train.sh]', '--train.trainer.cwd', 'nowhere'],
+      [
+        'doctor',
+        '--env',
+        'demo',
+        '--train.trainer.command',
+        '[sh, train.sh]',
+        '--train.trainer.cwd',
+        'nowhere',
+      ],
       { cwd: dir },
     );
     expect(badCwd.stdout).toMatch(/✗ trainer\s+train\.trainer\.cwd .*nowhere is not a folder/);
-    const found = await runShears(['doctor', '--train.trainer.command', '[sh, -c, "exit 0"]'], { cwd: dir });
+    const found = await runShears(
+      ['doctor', '--env', 'demo', '--train.trainer.command', '[sh, -c, "exit 0"]'],
+      { cwd: dir },
+    );
     expect(found.stdout).toMatch(
       /✓ trainer\s+\S*\/sh \(train\.trainer\.command\); it gets SHEARS_API_URL and ATROPOS_SERVER_URL/,
     );
@@ -190,6 +216,8 @@ describe('shears doctor', () => {
       const absent = await runShears(
         [
           'doctor',
+          '--env',
+          'demo',
           '--sandbox',
           'docker',
           '--sandbox.settings',
@@ -209,17 +237,22 @@ describe('shears doctor', () => {
     mkdirSync(only, { recursive: true });
     copyFileSync(join(qwenDir, 'tokenizer.json'), join(only, 'tokenizer.json'));
 
-    const file = await runShears(['doctor', '--server.tokenizer', 'json-only/tokenizer.json'], { cwd: dir });
+    const file = await runShears(
+      ['doctor', '--env', 'demo', '--server.tokenizer', 'json-only/tokenizer.json'],
+      { cwd: dir },
+    );
     expect(file.stdout).toMatch(
       /✗ tokenizer\s+.*json-only\/tokenizer\.json is a file; .*\n\s+fix: set server\.tokenizer to json-only/,
     );
     expect(file.code).toBe(1);
 
-    const missingConfig = await runShears(['doctor', '--server.tokenizer', 'json-only'], { cwd: dir });
+    const missingConfig = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'json-only'], {
+      cwd: dir,
+    });
     expect(missingConfig.stdout).toMatch(/✗ tokenizer\s+.*tokenizer_config\.json/);
     expect(missingConfig.code).toBe(1);
 
-    const real = await runShears(['doctor', '--server.tokenizer', qwenDir], { cwd: dir });
+    const real = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', qwenDir], { cwd: dir });
     expect(real.stdout).toMatch(/✓ tokenizer\s+.*the chat template renders and encodes \(\d+ tokens/);
     expect(real.code, real.stdout).toBe(0);
   });
@@ -235,12 +268,17 @@ describe('shears doctor', () => {
     ) as { chat_template: string };
     writeFileSync(join(saved, 'tokenizer_config.json'), JSON.stringify(rest));
     writeFileSync(join(saved, 'chat_template.jinja'), template);
-    const ok = await runShears(['doctor', '--server.tokenizer', 'saved-by-transformers-5'], { cwd: dir });
+    const ok = await runShears(['doctor', '--env', 'demo', '--server.tokenizer', 'saved-by-transformers-5'], {
+      cwd: dir,
+    });
     expect(ok.stdout).toMatch(/✓ tokenizer\s+.*the chat template renders and encodes \(\d+ tokens/);
     expect(ok.code, ok.stdout).toBe(0);
 
     rmSync(join(saved, 'chat_template.jinja'));
-    const none = await runShears(['doctor', '--server.tokenizer', 'saved-by-transformers-5'], { cwd: dir });
+    const none = await runShears(
+      ['doctor', '--env', 'demo', '--server.tokenizer', 'saved-by-transformers-5'],
+      { cwd: dir },
+    );
     expect(none.stdout).toMatch(
       /✗ tokenizer\s+.*neither chat_template\.jinja nor chat_template in tokenizer_config\.json/,
     );
@@ -256,7 +294,18 @@ describe('shears doctor', () => {
       'true',
     ];
     const chat = await runShears(
-      ['doctor', ...needs, '--provider', 'openai', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm'],
+      [
+        'doctor',
+        '--env',
+        'demo',
+        ...needs,
+        '--provider',
+        'openai',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+      ],
       { cwd: dir },
     );
     expect(chat.stdout).toMatch(
@@ -267,6 +316,8 @@ describe('shears doctor', () => {
     const managed = await runShears(
       [
         'doctor',
+        '--env',
+        'demo',
         ...needs,
         '--provider',
         'vllm',
@@ -283,7 +334,7 @@ describe('shears doctor', () => {
   });
 
   it('names an unknown tool-call parser with the available ones', async () => {
-    const run = await runShears(['doctor', '--server.tool_parser', 'hermez'], { cwd: dir });
+    const run = await runShears(['doctor', '--env', 'demo', '--server.tool_parser', 'hermez'], { cwd: dir });
     expect(run.stdout).toMatch(
       /✗ parsers\s+server\.tool_parser: unknown tool-call parser "hermez" \(allowed: .*hermes/,
     );

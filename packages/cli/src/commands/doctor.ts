@@ -6,8 +6,10 @@
 // tokenizer folder serve/train need, the trainer command of `shears train` (or the reference
 // trainer's Python environment: it runs, imports, has the pinned versions), and the plugins — and
 // says what to fix.
+import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { type EnvV1, InvalidSettingsError, type PluginCheckResult, probeSandboxProvider } from '@shears/core';
 import { createHfTokenizer } from '@shears/servers';
 import { wandbCheck } from '../metrics/wandb.js';
@@ -400,6 +402,84 @@ async function serverCheck(context: CommandContext, registry: RunRegistry): Prom
   }
 }
 
+/**
+ * `train`'s starting model (train.reference.model): a Hugging Face model folder here. A hub id is
+ * named with the command that downloads it; shears downloads none.
+ */
+function startingModelCheck(model: string, cwd: string): Check {
+  const folder = resolve(cwd, model);
+  if (existsSync(join(folder, 'config.json')))
+    return { name: 'model', status: 'ok', detail: `${folder} (train.reference.model) holds config.json` };
+  const hubId = !existsSync(folder) && /^[\w.-]+\/[\w.-]+$/.test(model) && !model.startsWith('.');
+  return {
+    name: 'model',
+    status: 'fail',
+    detail: existsSync(folder)
+      ? `${folder} (train.reference.model) holds no config.json: not a Hugging Face model folder`
+      : `train.reference.model "${model}" does not exist (resolved: ${folder})`,
+    fix: hubId
+      ? `shears downloads no models: \`hf download ${model} --local-dir ./models/${model.split('/')[1]}\`, then name that folder`
+      : 'name the folder that holds the starting model (config.json, safetensors, tokenizer)',
+  };
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * The harness env's program answers its own version command (`qwen --version`) on this machine,
+ * with `bin` first on PATH as a rollout has it: a harness that cannot start would fail every
+ * rollout. Only for the local sandbox (elsewhere the program runs in the sandbox's image).
+ */
+async function harnessCheck(
+  env: EnvV1,
+  context: Pick<CommandContext, 'config' | 'io'>,
+  sandboxId: string,
+): Promise<Check | undefined> {
+  const { config } = context;
+  const vars = context.io.env;
+  const harness = env as EnvV1 & { preset?: { id: string; command: string; package: string } | null };
+  if (env.id !== 'harness' || harness.preset === undefined) return undefined;
+  const settings = config.env.settings as { bin?: string; command?: string; program?: unknown };
+  const command = settings.command ?? harness.preset?.command;
+  if (typeof command !== 'string') return undefined;
+  const program = command.trim().split(/\s+/)[0]!;
+  const label = harness.preset ? `harness ${harness.preset.id}` : 'harness';
+  if (sandboxId !== 'local')
+    return {
+      name: label,
+      status: 'skip',
+      detail: `${program} runs in the ${sandboxId} sandbox's image; not checked here`,
+    };
+  const path = settings.bin ? `${settings.bin}${delimiter}${vars.PATH ?? ''}` : (vars.PATH ?? '');
+  try {
+    const { stdout, stderr } = await execFileAsync(program, ['--version'], {
+      timeout: 30_000,
+      env: { ...vars, PATH: path, NO_COLOR: '1', CI: '1' },
+    });
+    const version = `${stdout}${stderr}`.trim().split('\n')[0] ?? '';
+    return {
+      name: label,
+      status: 'ok',
+      detail: `${program} --version: ${version}${settings.bin ? ` (bin ${settings.bin})` : ''}`,
+    };
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const output =
+      `${(error as { stdout?: string }).stdout ?? ''}${(error as { stderr?: string }).stderr ?? ''}`.trim();
+    return {
+      name: label,
+      status: 'fail',
+      detail:
+        code === 'ENOENT'
+          ? `${program} not found${settings.bin ? ` in bin ${settings.bin} or` : ''} on PATH: every rollout would fail to start`
+          : `${program} --version failed (${String(code ?? (error as Error).message)}): ${output.slice(-300)}`,
+      fix: harness.preset
+        ? `install it (npm install ${harness.preset.package}) and point env.settings.bin at its folder (e.g. ./node_modules/.bin, read against the config file's folder)`
+        : 'install the program the harness command starts, or fix env.settings.command / bin',
+    };
+  }
+}
+
 async function runChecks(context: CommandContext): Promise<Check[]> {
   const { config } = context;
   const checks: Check[] = [nodeCheck()];
@@ -428,7 +508,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
       ...(env
         ? ((await providerCheck(context, registry, {
             kind: 'envs',
-            id: config.env.name,
+            id: config.env.name!, // env was created: it has a name
             settings: envSettings(config, context.io.cwd),
             settingsField: 'env.settings',
           })) ?? [])
@@ -441,6 +521,9 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
         status: 'skip',
         detail: `not needed (sandbox ${sandboxId}, env ${config.env.name})`,
       });
+    const harness = env ? await harnessCheck(env, context, sandboxId) : undefined;
+    if (harness) checks.push(harness);
+    if (config.train.reference) checks.push(startingModelCheck(config.train.reference.model, context.io.cwd));
     checks.push(await serverCheck(context, registry));
     checks.push(await parserCheck(registry, context));
     checks.push(tokenizerCheck(config.server.tokenizer, context.io.cwd, config.server.provider));

@@ -29,6 +29,8 @@ describe('shears evaluate report', () => {
       const run = await runShears(
         [
           'evaluate',
+          '--env',
+          'demo',
           '--provider',
           'vllm',
           '--base-url',

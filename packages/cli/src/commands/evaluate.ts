@@ -12,7 +12,7 @@ import { writeOutputFile } from '../output/output-files.js';
 import { checkSameTask } from '../output/run-identity.js';
 import { writeRunReport } from '../output/run-report.js';
 import { buildRunPlan } from '../plan/run-plan.js';
-import { formatNumber, formatTable } from '../progress/progress.js';
+import { formatNumber, formatTable, lengthCutLine, toolErrorLine } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../runtime/run-control.js';
 import type { CommandContext } from '../session.js';
 
@@ -147,6 +147,8 @@ export async function evaluateCommand(context: CommandContext): Promise<number> 
     decodeTokens: true,
   });
   io.stderr(`${redact(formatEvaluation(summary))}\n`);
+  for (const line of [toolErrorLine(records), lengthCutLine(records)])
+    if (line) io.stderr(`${redact(line)}\n`);
   const failures = formatFailures(run.failures);
   if (failures) io.stderr(`${redact(failures)}\n`);
   const scoredRollouts = records.reduce(

@@ -25,7 +25,7 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
   const hosts = ['--sandbox', 'docker', '--sandbox.settings.hosts', `["${dockerHost}"]`];
 
   it('builds the default sandbox image that doctor asked for, and a docker run then works', async () => {
-    const before = await runShears(['doctor', ...hosts], { cwd: dir });
+    const before = await runShears(['doctor', '--env', 'demo', ...hosts], { cwd: dir });
     expect(before.stdout).toMatch(
       new RegExp(
         `✗ image \\S+\\s+${SANDBOX_BASE_IMAGE} is not on this daemon: every docker sandbox would fail to start\\n\\s+fix: run \`shears prepare --sandbox docker\``,
@@ -33,7 +33,7 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
     );
     expect(before.code).toBe(1);
 
-    const built = await runShears(['prepare', ...hosts], { cwd: dir });
+    const built = await runShears(['prepare', '--env', 'demo', ...hosts], { cwd: dir });
     expect(built.code, built.stderr).toBe(0);
     expect(built.stdout).toContain(`${SANDBOX_BASE_IMAGE}  imported on ${dockerHost}`);
     expect(built.stdout).toContain('env demo needs no preparation');
@@ -45,11 +45,11 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
     );
     expect(built.stderr).toContain(`importing ${SANDBOX_BASE_IMAGE} into ${dockerHost}`);
 
-    const after = await runShears(['doctor', ...hosts], { cwd: dir });
+    const after = await runShears(['doctor', '--env', 'demo', ...hosts], { cwd: dir });
     expect(after.stdout).toMatch(new RegExp(`✓ image \\S+\\s+${SANDBOX_BASE_IMAGE} is there`));
     expect(after.code, after.stdout).toBe(0);
 
-    const again = await runShears(['prepare', ...hosts], { cwd: dir });
+    const again = await runShears(['prepare', '--env', 'demo', ...hosts], { cwd: dir });
     expect(again.code).toBe(0);
     expect(again.stdout).toContain(`${SANDBOX_BASE_IMAGE}  up to date on ${dockerHost}`);
     expect(again.stderr).toBe('');
@@ -57,6 +57,8 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
     const run = await runShears(
       [
         'process',
+        '--env',
+        'demo',
         ...hosts,
         '--env.settings.only',
         '[hello-file]',
@@ -74,9 +76,12 @@ describe.skipIf(!dockerHost)('shears prepare --sandbox docker', () => {
   });
 
   it('says which image is missing when sandbox.image is one prepare cannot build', async () => {
-    const run = await runShears(['prepare', ...hosts, '--sandbox.image', 'shears-no-such-image:2'], {
-      cwd: dir,
-    });
+    const run = await runShears(
+      ['prepare', '--env', 'demo', ...hosts, '--sandbox.image', 'shears-no-such-image:2'],
+      {
+        cwd: dir,
+      },
+    );
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(
       `sandbox.image: "shears-no-such-image:2" is not on the docker host ${dockerHost}; shears prepare builds only ${SANDBOX_BASE_IMAGE}`,

@@ -6,7 +6,7 @@
 import { ConfigError, SandboxError } from '@shears/core';
 import { envEntry } from '../plan/env-plan.js';
 import { importBuiltins } from '../plugin-packages.js';
-import { createEnv, sandboxProviderId } from '../runtime/compose.js';
+import { createEnv, missingEnvError, sandboxProviderId } from '../runtime/compose.js';
 import { composeRegistry } from '../runtime/registry.js';
 import {
   dockerSandboxHosts,
@@ -77,6 +77,13 @@ export async function prepareCommand(context: CommandContext): Promise<number> {
     logger: context.logger,
     imported: await importBuiltins(io.cwd),
   });
+  if (config.env.name === undefined) {
+    // `shears prepare --sandbox docker` builds the sandbox image, which needs no env; anything else does.
+    if (config.sandbox.provider !== 'docker') throw missingEnvError(registry.registry);
+    await prepareDockerSandbox(context);
+    io.stdout('no env chosen (env.name or --env): prepared the docker sandbox image only\n');
+    return context.signal.aborted ? 130 : 0;
+  }
   const env = await createEnv(registry, envEntry(config, io.cwd));
   try {
     const ownImages = (env as { preferredSandbox?: unknown }).preferredSandbox === 'docker';

@@ -51,7 +51,13 @@ const actionPolicyConfigSchema = z
 
 export const envConfigSchema = z
   .strictObject({
-    name: z.string().min(1).default('demo').describe('Environment id from a loaded plugin (built in: demo)'),
+    name: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Environment id from a loaded plugin (built in: demo, tasks, swe, harness); required by the commands that run an env (`--env` sets it)',
+      ),
     group_size: z.int().min(1).max(1024).default(4).describe('Rollouts per group (G in GRPO)'),
     max_turns: z
       .int()

@@ -37,9 +37,10 @@ function errorOf(run: () => unknown): ConfigError {
 }
 
 describe('loadConfig', () => {
-  it('fills every section with defaults when there is no file', () => {
+  it('fills every section with defaults when there is no file, but chooses no env', () => {
     const { config } = loadConfig({ environment: {} });
-    expect(config.env).toMatchObject({ name: 'demo', group_size: 4 });
+    expect(config.env).toMatchObject({ group_size: 4 });
+    expect(config.env.name).toBeUndefined();
     expect(config.server.provider).toBe('scripted');
     expect(config.run.out).toBe('runs/shears.jsonl');
   });
@@ -194,7 +195,8 @@ describe('loadConfig', () => {
       path: write('seed-tasks.yaml', 'tasks:\n  task_file: ./my_tasks.json\n'),
     }).config;
     expect(seed.env.name).toBe('tasks');
-    expect(seed.env.settings).toMatchObject({ file: './my_tasks.json' });
+    // Relative to the config file's folder, wherever shears runs.
+    expect(seed.env.settings).toMatchObject({ file: join(dir, 'my_tasks.json') });
     const withEnv = loadConfig({
       object: { env: { name: 'tasks', group_size: 2 }, tasks: { task_file: 't.jsonl' } },
     }).config;

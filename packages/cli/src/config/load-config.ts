@@ -2,12 +2,14 @@
 // command-line overrides (`--env.group_size 8`, typed by the schema), validates with zod and
 // turns every issue into a line that names the field, the value and what is allowed.
 import { readFileSync } from 'node:fs';
-import { extname } from 'node:path';
+import { dirname, extname, resolve } from 'node:path';
 import { ConfigError, safeParseJson } from '@shears/core';
 import { closestName, describeValue, valueAtPath } from '@shears/core/internal';
 import { parseDocument, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { OverrideValue } from '../args.js';
+import { type AtroposMapping, translateAtroposLayout } from './atropos-layout.js';
+import { type PathOrigin, resolveConfigFilePaths } from './config-paths.js';
 import { type ShearsConfig, shearsConfigSchema } from './config-schema.js';
 
 export interface LoadConfigOptions {
@@ -32,6 +34,10 @@ export interface LoadedConfig {
   /** The resolved API key, when any. */
   apiKey: string | undefined;
   path: string | undefined;
+  /** The path settings a config file gave relatively, by field, made absolute against its folder. */
+  pathOrigins: Record<string, PathOrigin>;
+  /** The Atropos chapter's keys the file used, mapped onto shears' settings (printed once). */
+  atropos: AtroposMapping | undefined;
 }
 
 export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
@@ -47,6 +53,10 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   }
   const secrets: string[] = [];
   const interpolated = interpolate(raw, '', environment, secrets) as Record<string, unknown>;
+  const atropos = options.path === undefined ? undefined : translateAtroposLayout(interpolated);
+  // Before the overrides: a path on the command line is the working directory's.
+  const pathOrigins =
+    options.path === undefined ? {} : resolveConfigFilePaths(interpolated, dirname(resolve(options.path)));
   for (const [path, given] of Object.entries(options.overrides ?? {})) {
     const override = typeof given === 'string' ? { text: given } : given;
     setPath(interpolated, path, override.literal ? override.text : coerceOverride(path, override));
@@ -72,13 +82,26 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
     }
   }
   if (apiKey) secrets.push(apiKey);
-  for (const section of ['judge', 'group_judge'] as const)
-    resolveJudgeSecrets(config, section, environment, secrets);
+  try {
+    for (const section of ['judge', 'group_judge'] as const)
+      resolveJudgeSecrets(config, section, environment, secrets);
+  } catch (error) {
+    // The chapter's judge: { model } names no key; say where the judge is called and with what.
+    if (!atropos?.aliases['judge.server.model'] || !ConfigError.isInstance(error)) throw error;
+    const server = config.judge?.server;
+    throw new ConfigError({
+      message: `judge.model (${server?.model}): the judges are called at ${server?.base_url} with the key in the environment variable ${server?.api_key_env}, which is not set; set it, or write shears' own judge section (judge: { id: panel, server: { provider, base_url, model, api_key_env } }) for another endpoint`,
+      issues: [{ path: 'judge.model', message: 'no API key for the judge', value: server?.model }],
+      cause: error,
+    });
+  }
   return {
     config,
     secrets: [...new Set(secrets.filter((secret) => secret.length >= 4))],
     apiKey,
     path: options.path,
+    pathOrigins,
+    atropos,
   };
 }
 

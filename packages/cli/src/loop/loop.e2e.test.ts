@@ -4,7 +4,7 @@
 // pulls batches over HTTP. Replayed groups, the curriculum level, evaluations and the safety
 // monitor's mix shift and recovery are read back from the metrics stream; per-step credit from the
 // `advantages` the trainer received.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -323,14 +323,14 @@ describe('replay through shears serve', () => {
 
 describe('loop settings that cannot apply are refused', () => {
   it('refuses loop and per-step credit in process and evaluate, and safety without evaluation', async () => {
-    writeFileSync(join(dir, 'replay.yaml'), 'loop: { replay: { share: 0.3 } }\n');
+    writeFileSync(join(dir, 'replay.yaml'), 'env: { name: demo }\nloop: { replay: { share: 0.3 } }\n');
     const process1 = await runShears(['process', '--config', 'replay.yaml', '--out', 'runs/refused.jsonl'], {
       cwd: dir,
     });
     expect(process1.code).toBe(2);
     expect(process1.stderr).toContain('loop.replay: the improvement loop');
     expect(process1.stderr).toContain('`shears process` would ignore it');
-    writeFileSync(join(dir, 'per-step.yaml'), 'run: { advantage: { gamma: 0.9 } }\n');
+    writeFileSync(join(dir, 'per-step.yaml'), 'env: { name: demo }\nrun: { advantage: { gamma: 0.9 } }\n');
     const evaluate = await runShears(
       ['evaluate', '--config', 'per-step.yaml', '--evaluate.out', 'runs/refused-eval.jsonl'],
       { cwd: dir },
@@ -340,6 +340,7 @@ describe('loop settings that cannot apply are refused', () => {
     writeFileSync(
       join(dir, 'safety.yaml'),
       [
+        'env: { name: demo }',
         `server: { tokenizer: ${JSON.stringify(tokenizerDir)} }`,
         'loop: { safety: { capability: { name: tasks, settings: { file: capability.jsonl } } } }',
       ].join('\n'),
@@ -354,6 +355,7 @@ describe('loop settings that cannot apply are refused', () => {
     writeFileSync(
       join(dir, 'fallback.yaml'),
       [
+        'env: { name: demo }',
         `server: { tokenizer: ${JSON.stringify(tokenizerDir)} }`,
         'loop: { curriculum: { advance_above: 0.5, fall_back_below: 0.6 } }',
       ].join('\n'),
@@ -366,12 +368,15 @@ describe('loop settings that cannot apply are refused', () => {
     expect(fallback.stderr).toContain(
       'loop.curriculum.fall_back_below (0.6) must be below loop.curriculum.advance_above (0.5)',
     );
+    // A model folder that exists (a missing one is refused first, naming its path).
+    mkdirSync(join(dir, 'scores-model'), { recursive: true });
     writeFileSync(
       join(dir, 'scores.yaml'),
       [
+        'env: { name: demo }',
         `server: { tokenizer: ${JSON.stringify(tokenizerDir)} }`,
         'run: { advantage: { gamma: 0.9 } }',
-        'train: { reference: { model: ./no-such-model, advantages: scores } }',
+        'train: { reference: { model: ./scores-model, advantages: scores } }',
       ].join('\n'),
     );
     const scores = await runShears(['train', '--config', 'scores.yaml', '--output', 'ft'], { cwd: dir });

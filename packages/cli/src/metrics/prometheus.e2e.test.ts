@@ -65,6 +65,8 @@ describe('Prometheus', () => {
         serving = runShears(
           [
             'serve',
+            '--env',
+            'demo',
             '--url',
             api.url,
             '--group-size',

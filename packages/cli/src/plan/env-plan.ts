@@ -55,16 +55,29 @@ export function envSettings(config: ShearsConfig, cwd?: string): Record<string, 
   };
 }
 
+/** The env entry: its id (undefined when none was chosen: refused when it is created), settings, judge. */
+export type EnvEntry = Omit<Pick<EnvPlan, 'name' | 'settings' | 'judged'>, 'name'> & {
+  name: string | undefined;
+};
+
 /** The env entry alone (what `shears prepare` and `shears doctor` create, without the run around it). */
-export function envEntry(config: ShearsConfig, cwd: string): Pick<EnvPlan, 'name' | 'settings' | 'judged'> {
+export function envEntry(config: ShearsConfig, cwd: string): EnvEntry {
   return { name: config.env.name, settings: envSettings(config, cwd), judged: config.judge !== undefined };
 }
 
 function resolveEnv(config: ShearsConfig, cwd: string): EnvPlan {
   const env = config.env;
   checkToolsetsConfig(config);
+  const entry = envEntry(config, cwd);
+  // buildRunPlan refuses a run without one first, listing the loaded envs.
+  if (entry.name === undefined)
+    throw new ConfigError({
+      message: 'env.name: no environment chosen; set env.name in the config or pass --env <name>',
+      issues: [{ path: 'env.name', message: 'required', value: undefined }],
+    });
   return {
-    ...envEntry(config, cwd),
+    ...entry,
+    name: entry.name,
     seed: env.seed,
     groupSize: env.group_size,
     maxTokenLength: env.max_token_length,

@@ -6,7 +6,10 @@
 // the server, the sandboxes, the sinks) are created from it by runtime/ and output/.
 import { type AdvantageEstimator, InvalidArgumentError, resolveAdvantageEstimator } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
+import { importBuiltins } from '../plugin-packages.js';
 import type { ProgressMode } from '../progress/progress.js';
+import { missingEnvError } from '../runtime/compose.js';
+import { composeRegistry } from '../runtime/registry.js';
 import type { CommandContext, RunSession } from '../session.js';
 import { type SuccessRule, successRule } from '../stats.js';
 import { type EnvPlan, resolveEnvs } from './env-plan.js';
@@ -137,13 +140,23 @@ export async function buildRunPlan(
     command === 'train'
       ? await resolveTrainPlan(context.config, cwd)
       : { config: context.config, train: undefined };
+  if (config.env.name === undefined) {
+    // The envs the loaded plugins offer, for the message: only built when refusing.
+    const registry = await composeRegistry(config, {
+      cwd,
+      logger,
+      imported: await importBuiltins(cwd),
+    });
+    throw missingEnvError(registry.registry);
+  }
+  const envName = config.env.name;
   const feed =
     command === 'serve' || command === 'train' ? resolveFeed(config, { command, cwd, maxGroups }) : undefined;
   const { env, sides } = resolveEnvs(config, {
     cwd,
     sides: {
       evaluation:
-        loop?.evaluation && (loop.evaluation.env ?? { name: config.env.name, settings: config.env.settings }),
+        loop?.evaluation && (loop.evaluation.env ?? { name: envName, settings: config.env.settings }),
       capability: loop?.safety?.capability,
     },
   });

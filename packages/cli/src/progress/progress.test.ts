@@ -2,7 +2,7 @@ import type { ScoredGroupRecord } from '@shears/core';
 import { describe, expect, it } from 'vitest';
 import { successRule } from '../stats.js';
 import { createSyntheticGroups } from '../viewer/synthetic-groups.js';
-import { createProgress, formatDropped, summarizeGroups } from './progress.js';
+import { createProgress, formatDropped, lengthCutLine, summarizeGroups, toolErrorLine } from './progress.js';
 
 function record(): ScoredGroupRecord {
   return createSyntheticGroups(1)[0]!;
@@ -106,5 +106,45 @@ describe('progress: what the user is told about groups', () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^group 1 task-0 .* → sent$/);
     expect(lines[1]).toMatch(/^group 2 task-0 .* → not sent: all scores equal$/);
+  });
+});
+
+describe('progress: the closing tallies', () => {
+  it('tallies tool errors by tool and error, and says when every call failed', () => {
+    const groups = createSyntheticGroups(2);
+    const call = { id: 'c', name: 'count_words', arguments: '{"path":"a"}', result: 'error', latencyMs: 1 };
+    for (const group of groups)
+      for (const rollout of group.rollouts) {
+        rollout.steps = rollout.steps.slice(0, 1).map((step) => ({ ...step, toolCalls: [call] }));
+        rollout.toolErrors = [
+          {
+            turn: 0,
+            toolName: 'count_words',
+            arguments: '{"path":"a"}',
+            error: "Invalid arguments for tool 'count_words': file: expected string",
+            toolResult: '',
+          },
+        ];
+      }
+    const rollouts = groups.flatMap((group) => group.rollouts).length;
+    expect(toolErrorLine(groups)).toBe(
+      `tool errors: ${rollouts} of ${rollouts} tool calls (every call failed); ${rollouts} × count_words: Invalid arguments for tool 'count_words': file: expected string`,
+    );
+    expect(
+      toolErrorLine(
+        createSyntheticGroups(1).map((group) => ({
+          ...group,
+          rollouts: group.rollouts.map((rollout) => ({ ...rollout, toolErrors: [] })),
+        })),
+      ),
+    ).toBeUndefined();
+  });
+
+  it('counts replies cut at the token limit', () => {
+    const groups = createSyntheticGroups(1);
+    groups[0]!.rollouts[0]!.outcomeReason = 'no final answer (max_tokens)';
+    expect(lengthCutLine(groups)).toMatch(
+      /^length-cut: 1 of \d+ rollouts ended on a reply cut at the token limit/,
+    );
   });
 });

@@ -208,6 +208,39 @@ export function formatDropped(groups: readonly ScoredGroupRecord[]): string {
 }
 
 /** The end-of-run table: one row per task, then totals and failures by kind. */
+/**
+ * Tool calls that returned an error, of all calls, by tool and error (the three most common): a
+ * run whose tool fails every call (a schema the code does not take, a missing binary) says so.
+ */
+export function toolErrorLine(groups: readonly ScoredGroupRecord[]): string | undefined {
+  let calls = 0;
+  const counts = new Map<string, number>();
+  for (const rollout of groups.flatMap((group) => group.rollouts)) {
+    calls += rollout.steps.reduce((sum, step) => sum + step.toolCalls.length, 0);
+    for (const error of rollout.toolErrors) {
+      const text = (error.error || error.toolResult).split('\n')[0]!.slice(0, 120);
+      const key = `${error.toolName}: ${text}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  const total = [...counts.values()].reduce((sum, count) => sum + count, 0);
+  if (total === 0) return undefined;
+  const top = [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([key, count]) => `${count} × ${key}`);
+  const denominator = Math.max(calls, total);
+  return `tool errors: ${total} of ${denominator} tool calls${total === denominator ? ' (every call failed)' : ''}; ${top.join('; ')}${counts.size > 3 ? '; …' : ''}`;
+}
+
+/** Rollouts whose last reply was cut at the token limit (no final answer: max_tokens). */
+export function lengthCutLine(groups: readonly ScoredGroupRecord[]): string | undefined {
+  const rollouts = groups.flatMap((group) => group.rollouts);
+  const cut = rollouts.filter((rollout) => /\(max_tokens\)/.test(rollout.outcomeReason ?? '')).length;
+  if (cut === 0) return undefined;
+  return `length-cut: ${cut} of ${rollouts.length} rollouts ended on a reply cut at the token limit (server.max_tokens), with no final answer`;
+}
+
 export function summarizeGroups(
   groups: readonly ScoredGroupRecord[],
   snapshot: ProgressSnapshot,
@@ -253,11 +286,13 @@ export function summarizeGroups(
     .sort()
     .map(([kind, count]) => `${kind} ${count}`)
     .join(', ');
+  const extras = [toolErrorLine(groups), lengthCutLine(groups)].filter((line): line is string => !!line);
   return [
     table,
     '',
     `${groups.length} groups, ${all.length} scored rollouts, mean reward ${formatNumber(all.length ? all.reduce((sum, value) => sum + value, 0) / all.length : null)}, ${formatDropped(groups)}`,
     `outcomes: ${outcomeText || 'none'}`,
+    ...extras,
     `solved: ${success.description}`,
     `${snapshot.tokens} tokens, ${Math.round(snapshot.tokensPerSecond)} tok/s, ${snapshot.elapsedSeconds.toFixed(1)}s`,
   ].join('\n');

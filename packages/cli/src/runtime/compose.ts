@@ -15,7 +15,7 @@ import {
   type ToolV1,
 } from '@shears/core';
 import { closestName } from '@shears/core/internal';
-import type { EnvPlan, ToolRequest } from '../plan/env-plan.js';
+import type { EnvEntry, ToolRequest } from '../plan/env-plan.js';
 import type { RunPlan } from '../plan/run-plan.js';
 import type { SandboxPlan, ServerPlan } from '../plan/server-plan.js';
 import { SANDBOX_NATURE, SANDBOX_SPEC_UNSUPPORTED } from './env-tools.js';
@@ -70,10 +70,23 @@ async function createExtraTools(run: PartRegistry, requests: readonly ToolReques
   return tools;
 }
 
+/**
+ * No env chosen (no env.name, no --env, no tasks.task_file): refused with the envs the loaded
+ * plugins offer, never a silent default (a run of the demo would pass for the user's own env).
+ */
+export function missingEnvError(registry: Pick<Registry, 'list'>): ConfigError {
+  const available = registry.list('envs');
+  return new ConfigError({
+    message: `env.name: no environment chosen; set env.name in the config or pass --env <name> (available: ${available.join(', ') || 'none'}; \`--env demo\` runs the built-in demo)`,
+    issues: [{ path: 'env.name', message: 'required', value: undefined }],
+  });
+}
+
 export async function createEnv(
-  run: Pick<RunRegistry, 'create'>,
-  plan: Pick<EnvPlan, 'name' | 'settings' | 'judged'>,
+  run: Pick<RunRegistry, 'create' | 'registry'>,
+  plan: EnvEntry,
 ): Promise<EnvV1> {
+  if (plan.name === undefined) throw missingEnvError(run.registry);
   const env = await run.create('envs', plan.name, 'env.name', plan.settings, 'env.settings');
   // A task file's rubrics are for the judge: without one they would be silently unused.
   const rubricTasks = (env as { rubricTasks?: () => string[] }).rubricTasks?.() ?? [];

@@ -40,6 +40,8 @@ async function offered(extra: string[]) {
   const run = await runShears(
     [
       'process',
+      '--env',
+      'demo',
       ...['--provider', 'openai', '--base-url', model.url, '--model', 'm'],
       ...['--groups', '1', '--group-size', '1', '--out', out, '--no-report'],
       ...extra,
@@ -230,7 +232,7 @@ describe('sandbox requests a local or ssh sandbox cannot honour', () => {
   });
 
   it('refuses sandbox.image and provider settings local/ssh do not have, naming the field', async () => {
-    const image = await runShears(['process', '--sandbox.image', 'busybox'], { cwd: dir });
+    const image = await runShears(['process', '--env', 'demo', '--sandbox.image', 'busybox'], { cwd: dir });
     expect(image.code).toBe(2);
     expect(image.stderr).toContain('sandbox.image: the local sandbox runs no container image');
     for (const [setting, value] of [
@@ -238,7 +240,9 @@ describe('sandbox requests a local or ssh sandbox cannot honour', () => {
       ['network', 'none'],
       ['image', 'busybox'],
     ]) {
-      const result = await runShears(['process', `--sandbox.settings.${setting}`, value!], { cwd: dir });
+      const result = await runShears(['process', '--env', 'demo', `--sandbox.settings.${setting}`, value!], {
+        cwd: dir,
+      });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain(`sandbox.settings.${setting}: unknown setting`);
       expect(result.stderr).toContain('allowed: root, inheritEnv, env, maxOutputBytes');

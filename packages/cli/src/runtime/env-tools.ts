@@ -16,6 +16,7 @@ import {
   type ToolV1,
 } from '@shears/core';
 import { closestName } from '@shears/core/internal';
+import { z } from 'zod';
 import type { EnvPlan } from '../plan/env-plan.js';
 
 function describeTools(tools: readonly ToolV1[]): string {
@@ -139,6 +140,58 @@ function checkSandboxSpec(
   }
 }
 
+/** The property names and required ones of an object JSON Schema; undefined when it names none. */
+function objectShape(schema: unknown): { properties: string[]; required: string[] } | undefined {
+  const node = schema as { properties?: Record<string, unknown>; required?: unknown } | undefined;
+  if (!node?.properties || typeof node.properties !== 'object') return undefined;
+  const properties = Object.keys(node.properties).sort();
+  if (properties.length === 0) return undefined;
+  const required = Array.isArray(node.required) ? node.required.map(String).sort() : [];
+  return { properties, required };
+}
+
+const checkedTools = new WeakSet<ToolV1>();
+
+/**
+ * A tool that shows the model one JSON Schema (`jsonSchema`) and validates its arguments with
+ * another (`inputSchema`) has every call the model makes by the first refused by the second: the
+ * run would be a row of tool errors and zeros. Refused when the group starts, naming both sides.
+ */
+export function checkToolSchemas(tools: readonly ToolV1[], envName: string): void {
+  for (const tool of tools) {
+    if (checkedTools.has(tool) || !tool.jsonSchema) continue;
+    checkedTools.add(tool);
+    const shown = objectShape(tool.jsonSchema);
+    const validated = objectShape(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }));
+    if (!shown || !validated) continue;
+    const unknown = shown.properties.filter((name) => !validated.properties.includes(name));
+    const missing = validated.required.filter((name) => !shown.properties.includes(name));
+    const unshownRequired = validated.required.filter((name) => !shown.required.includes(name));
+    if (unknown.length === 0 && missing.length === 0 && unshownRequired.length === 0) continue;
+    const problems = [
+      unknown.length
+        ? `the model is shown ${unknown.map((name) => `"${name}"`).join(', ')}, which the code does not take`
+        : '',
+      missing.length
+        ? `the code requires ${missing.map((name) => `"${name}"`).join(', ')}, which the model is never shown`
+        : '',
+      unshownRequired.length && !missing.length
+        ? `the code requires ${unshownRequired.map((name) => `"${name}"`).join(', ')}, which the model is told is optional`
+        : '',
+    ].filter(Boolean);
+    throw new ConfigError({
+      message: `tool "${tool.name}" of env ${envName}: its JSON Schema (jsonSchema, what the model is shown: ${shown.properties.join(', ')}) and the schema its arguments are validated with (inputSchema: ${validated.properties.join(', ')}) disagree: ${problems.join('; ')}. Every call the model makes would be refused as invalid arguments; derive one from the other (leave jsonSchema out to derive it from inputSchema)`,
+      issues: [
+        {
+          path: 'env',
+          message: `tool "${tool.name}": jsonSchema and inputSchema disagree`,
+          value: tool.name,
+        },
+      ],
+    });
+  }
+}
+
 /**
  * The env as the run uses it: `env.tools` appended to its own tools, the toolset selection
  * checked on every group's tools, and the sandbox it asks for checked against the provider.
@@ -164,6 +217,7 @@ export function configureEnv<TItem extends EnvItem>(
         issues: [{ path: 'env.tools', message: 'tool already offered by the env', value: clash.name }],
       });
     const all = [...own, ...extraTools];
+    checkToolSchemas(all, plan.name);
     checkOfferedTools(all, plan, options.toolsets);
     return all;
   };

@@ -29,8 +29,10 @@ function readGroups(path: string): ScoredGroupRecord[] {
     .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
 }
 
+/** A config file; one that chooses no env runs the demo (`env.name` is required). */
 function config(name: string, lines: string[]): string {
-  writeFileSync(join(dir, name), `${lines.join('\n')}\n`);
+  const env = lines.some((line) => /^env:|^ {2}name:/.test(line)) ? [] : ['env: { name: demo }'];
+  writeFileSync(join(dir, name), `${[...env, ...lines].join('\n')}\n`);
   return name;
 }
 
@@ -74,14 +76,20 @@ describe('env.action_policy', () => {
   });
 
   it('names the field of a bad policy', async () => {
-    const typo = await runShears(['process', '--env.action_policy.commands.denyy', 'rm'], { cwd: dir });
+    const typo = await runShears(['process', '--env', 'demo', '--env.action_policy.commands.denyy', 'rm'], {
+      cwd: dir,
+    });
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('env.action_policy.commands: unknown field "denyy" (did you mean "deny"?)');
-    const wildcard = config('wildcard.yaml', ['env: { action_policy: { commands: { deny: ["rm*"] } } }']);
+    const wildcard = config('wildcard.yaml', [
+      'env: { name: demo, action_policy: { commands: { deny: ["rm*"] } } }',
+    ]);
     const bad = await runShears(['process', '--config', wildcard], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('env.action_policy.commands.deny[0]: a command rule is a command name');
-    const tools = await runShears(['process', '--env.action_policy.tools.deny', '{}'], { cwd: dir });
+    const tools = await runShears(['process', '--env', 'demo', '--env.action_policy.tools.deny', '{}'], {
+      cwd: dir,
+    });
     expect(tools.code).toBe(2);
     expect(tools.stderr).toContain('env.action_policy.tools.deny: expected array');
   });
@@ -155,12 +163,14 @@ describe('server.tool_parser and server.fallback_parser', () => {
   });
 
   it('names an unknown parser and lists the available ones', async () => {
-    const run = await runShears(['process', '--server.tool_parser', 'hermez'], { cwd: dir });
+    const run = await runShears(['process', '--env', 'demo', '--server.tool_parser', 'hermez'], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(
       /server\.tool_parser: unknown tool-call parser "hermez" \(allowed: [^)]*\bhermes\b[^)]*\bmistral\b/,
     );
-    const fallback = await runShears(['process', '--server.fallback_parser', 'nope'], { cwd: dir });
+    const fallback = await runShears(['process', '--env', 'demo', '--server.fallback_parser', 'nope'], {
+      cwd: dir,
+    });
     expect(fallback.code).toBe(2);
     expect(fallback.stderr).toContain('server.fallback_parser: unknown tool-call parser "nope" (allowed: ');
   });
@@ -204,7 +214,10 @@ describe('env.toolsets', () => {
     expect(typo.stderr).toContain(
       'env.toolsets.disabled[0]: unknown toolset "terminl" (did you mean "terminal"?) (toolsets: ',
     );
-    const distribution = await runShears(['process', '--env.toolsets.distribution', 'defualt'], { cwd: dir });
+    const distribution = await runShears(
+      ['process', '--env', 'demo', '--env.toolsets.distribution', 'defualt'],
+      { cwd: dir },
+    );
     expect(distribution.code).toBe(2);
     expect(distribution.stderr).toContain(
       'env.toolsets.distribution: unknown toolset distribution "defualt"',
@@ -288,6 +301,8 @@ describe('server.tool_parser with a managed (token-in/token-out) server', () => 
       const run = await runShears(
         [
           'process',
+          '--env',
+          'demo',
           ...['--provider', 'vllm', '--base-url', model.origin, '--model', 'qwen', '--tokenizer', qwen],
           ...['--server.tool_parser', 'hermes', '--server.fallback_parser', 'none'],
           ...['--env.settings.only', '[hello-file]', '--groups', '1', '--group-size', '2'],
@@ -318,6 +333,8 @@ describe('plugin settings on the command line', () => {
     const run = await runShears(
       [
         'process',
+        '--env',
+        'demo',
         '--env.settings.only',
         '["count-lines", "uppercase"]',
         '--groups',
@@ -378,7 +395,7 @@ describe('plugin settings on the command line', () => {
       [['--server.api_key_env', 'HOME'], 'server.api_key_env: set, but server.provider is "scripted"'],
     ];
     for (const [argv, message] of cases) {
-      const run = await runShears(['process', ...argv, '--out', 'runs/refused.jsonl'], {
+      const run = await runShears(['process', '--env', 'demo', ...argv, '--out', 'runs/refused.jsonl'], {
         cwd: dir,
         env: { HOME: '/root' },
       });

@@ -109,6 +109,8 @@ describe('shears serve', () => {
       const serving = runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -246,6 +248,8 @@ describe('shears serve: api.off_policy_limit holds', () => {
       const serving = runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -385,6 +389,8 @@ describe('shears serve against a flaky trajectory API', () => {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           proxyUrl,
           '--max-groups',
@@ -453,6 +459,7 @@ describe('shears serve redaction', () => {
       writeFileSync(
         join(dir, 'serve-secret.yaml'),
         [
+          'env: { name: demo }',
           'server:',
           '  provider: openai',
           `  base_url: ${model.url}`,
@@ -565,6 +572,8 @@ console.log('trainer done');
     const run = await runShears(
       [
         'train',
+        '--env',
+        'demo',
         '--api.port',
         '0',
         '--server.tokenizer',
@@ -590,6 +599,8 @@ console.log('trainer done');
     const run = runShears(
       [
         'train',
+        '--env',
+        'demo',
         '--api.port',
         '0',
         '--server.tokenizer',
@@ -627,6 +638,8 @@ console.log('trainer done');
       const run = await runShears(
         [
           'train',
+          '--env',
+          'demo',
           '--api.port',
           '0',
           '--api.database',
@@ -670,6 +683,8 @@ for (;;) {
     const run = await runShears(
       [
         'train',
+        '--env',
+        'demo',
         '--api.port',
         '0',
         '--api.database',
@@ -700,7 +715,7 @@ for (;;) {
   });
 
   it('names the missing trainer command', async () => {
-    const run = await runShears(['train'], { cwd: dir });
+    const run = await runShears(['train', '--env', 'demo'], { cwd: dir });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('train.trainer.command: required');
   });
@@ -770,6 +785,8 @@ describe('shears serve: settings that must take effect', () => {
       const serving = runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -825,6 +842,8 @@ describe('shears serve: settings that must take effect', () => {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -864,6 +883,8 @@ describe('shears serve: settings that must take effect', () => {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.url,
           '--max-groups',
@@ -1037,6 +1058,8 @@ describe('shears serve and train check what they need before starting', () => {
       const serve = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           api.origin,
           '--provider',
@@ -1062,6 +1085,8 @@ describe('shears serve and train check what they need before starting', () => {
       const train = await runShears(
         [
           'train',
+          '--env',
+          'demo',
           '--api.port',
           '0',
           '--api.database',
@@ -1096,6 +1121,7 @@ describe('shears serve and train check what they need before starting', () => {
     writeFileSync(
       join(dir, 'train-logprobs.yaml'),
       [
+        'env: { name: demo }',
         `server: { provider: openai, base_url: ${JSON.stringify(model.url)}, model: m, tokenizer: ${JSON.stringify(tokenizerDir)} }`,
         'api: { port: 0, database: ":memory:" }',
         'run: { out: runs/train-logprobs.jsonl }',
@@ -1158,6 +1184,8 @@ for (;;) {
         const run = await runShears(
           [
             'train',
+            '--env',
+            'demo',
             ...[
               '--provider',
               'vllm',
@@ -1210,6 +1238,8 @@ for (;;) {
       const run = await runShears(
         [
           'serve',
+          '--env',
+          'demo',
           '--url',
           `http://127.0.0.1:${port}`,
           '--provider',

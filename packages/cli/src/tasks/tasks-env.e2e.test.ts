@@ -177,7 +177,7 @@ describe('the tasks env', () => {
       { cwd: dir },
     );
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('cannot read task file nope.jsonl: no such file');
+    expect(missing.stderr).toMatch(/env\.settings\.file: "nope\.jsonl" \(resolved against the working directory .*nope\.jsonl\) does not exist/);
   });
 
   it('refuses tasks with a judge rubric when no judge is configured, instead of dropping the rubric', async () => {

@@ -17,7 +17,10 @@ const dir = mkdtempSync(join(tmpdir(), 'shears-trainer-env-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function doctor(reference: string, env: Record<string, string | undefined> = {}) {
-  writeFileSync(join(dir, 'train.yaml'), `train: { reference: { model: ./m, ${reference} } }\n`);
+  writeFileSync(
+    join(dir, 'train.yaml'),
+    `env: { name: demo }\ntrain: { reference: { model: ./m, ${reference} } }\n`,
+  );
   return runShears(['doctor', '--config', 'train.yaml'], { cwd: dir, env: { ...process.env, ...env } });
 }
 
@@ -77,7 +80,10 @@ describe('shears doctor: the reference trainer environment', () => {
       mode: 0o755,
     });
     writeFileSync(join(venv, TRAINER_STAMP), `${trainerSourceHash(trainerSource({})!)}\n`);
-    writeFileSync(join(dir, 'prep.yaml'), 'train: { reference: { model: ./m, venv: kept-venv } }\n');
+    writeFileSync(
+      join(dir, 'prep.yaml'),
+      'env: { name: demo }\ntrain: { reference: { model: ./m, venv: kept-venv } }\n',
+    );
     const kept = await runShears(['prepare', '--config', 'prep.yaml', '--trainer'], {
       cwd: dir,
       env: { ...process.env },
@@ -87,7 +93,10 @@ describe('shears doctor: the reference trainer environment', () => {
       /trainer environment \S+\/kept-venv kept in [\d.]+ s: Python 3\.\d+\.\d+, torch 2\.13\.0/,
     );
 
-    writeFileSync(join(dir, 'own.yaml'), 'train: { reference: { model: ./m, python: python3 } }\n');
+    writeFileSync(
+      join(dir, 'own.yaml'),
+      'env: { name: demo }\ntrain: { reference: { model: ./m, python: python3 } }\n',
+    );
     const own = await runShears(['prepare', '--config', 'own.yaml', '--trainer'], {
       cwd: dir,
       env: { ...process.env },

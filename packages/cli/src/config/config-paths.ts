@@ -1,0 +1,222 @@
+// Path-valued settings of a config file. A relative path written in a config file means a path
+// next to that file, wherever shears is started from: each is made absolute against the file's
+// folder when the file is loaded (a `--section.field` value on the command line stays relative to
+// the working directory). The inputs a run reads (plugins, task files, the tokenizer and model
+// folders, the harness `bin`) are checked before anything starts; a missing one is named as
+// written and as resolved.
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { ConfigError } from '@shears/core';
+
+/** Where a path setting came from: as the user wrote it, and against which folder it was read. */
+export interface PathOrigin {
+  written: string;
+  resolved: string;
+  /** The folder it was resolved against, and what that folder is. */
+  base: string;
+  from: 'config' | 'cwd';
+}
+
+type PathKind =
+  /** Always a path. */
+  | 'path'
+  /** A path, or a name that is not one (a package, `bundled`, a hub model id): resolved when it looks like a path. */
+  | 'maybe';
+
+interface PathField {
+  /** Dotted path; `[]` for every entry of a list. */
+  field: string;
+  kind: PathKind;
+  /** An input the commands in `checkedBy` read: it must exist. */
+  checkedBy?: readonly string[];
+}
+
+const RUNS = ['process', 'serve', 'evaluate', 'train'] as const;
+/** The settings of a tasks list: the tasks env's `file`, the harness and SWE envs' `tasks`, the harness `bin`. */
+const ENV_SETTINGS = (prefix: string): PathField[] => [
+  { field: `${prefix}.file`, kind: 'path', checkedBy: RUNS },
+  { field: `${prefix}.tasks`, kind: 'maybe', checkedBy: RUNS },
+  { field: `${prefix}.bin`, kind: 'path', checkedBy: RUNS },
+];
+
+/** Every path-valued setting of the config schema (plugin settings: the ones the built-in envs read). */
+export const PATH_FIELDS: readonly PathField[] = [
+  { field: 'plugins[]', kind: 'maybe', checkedBy: [...RUNS, 'prepare'] },
+  { field: 'tasks.task_file', kind: 'path', checkedBy: RUNS },
+  ...ENV_SETTINGS('env.settings'),
+  ...ENV_SETTINGS('loop.evaluation.env.settings'),
+  ...ENV_SETTINGS('loop.safety.capability.settings'),
+  { field: 'server.tokenizer', kind: 'path', checkedBy: RUNS },
+  { field: 'run.out', kind: 'path' },
+  { field: 'evaluate.out', kind: 'path' },
+  { field: 'api.database', kind: 'path' },
+  { field: 'loop.replay.path', kind: 'path' },
+  { field: 'train.output', kind: 'path' },
+  { field: 'train.reference.model', kind: 'maybe', checkedBy: ['train'] },
+  { field: 'train.reference.venv', kind: 'path' },
+  { field: 'train.reference.python', kind: 'maybe' },
+  { field: 'train.trainer.cwd', kind: 'path', checkedBy: ['train'] },
+];
+
+/**
+ * A name that is not a path: a package (`@shears/envs-swe`, `my-pack`), a keyword (`bundled`), a
+ * hub model id (`Qwen/Qwen3-0.6B`) or a command on PATH (`python3`). A path starts with `.`, `/`
+ * or `~`, or names a file by its extension.
+ */
+function looksLikePath(value: string): boolean {
+  return (
+    value === '.' ||
+    value === '..' ||
+    /^\.{1,2}[\\/]/.test(value) ||
+    isAbsolute(value) ||
+    /\.(jsonl?|ya?ml|csv|parquet|txt)$/i.test(value)
+  );
+}
+
+/** Every (dotted field, value) a `[]` field path reaches in `raw`, with a setter. */
+function* reach(
+  raw: unknown,
+  field: string,
+): Generator<{ field: string; value: unknown; set: (value: string) => void }> {
+  const keys = field.split('.');
+  function* walk(node: unknown, index: number, at: string): ReturnType<typeof reach> {
+    if (node === null || typeof node !== 'object') return;
+    let key = keys[index]!;
+    const list = key.endsWith('[]');
+    if (list) key = key.slice(0, -2);
+    const here = at ? `${at}.${key}` : key;
+    const record = node as Record<string, unknown>;
+    const value = record[key];
+    if (list) {
+      if (!Array.isArray(value)) return;
+      for (const [position, entry] of value.entries()) {
+        if (index === keys.length - 1)
+          yield {
+            field: `${here}[${position}]`,
+            value: entry,
+            set: (next) => {
+              value[position] = next;
+            },
+          };
+        else yield* walk(entry, index + 1, `${here}[${position}]`);
+      }
+      return;
+    }
+    if (index === keys.length - 1)
+      yield {
+        field: here,
+        value,
+        set: (next) => {
+          record[key] = next;
+        },
+      };
+    else yield* walk(value, index + 1, here);
+  }
+  yield* walk(raw, 0, '');
+}
+
+/**
+ * Makes every relative path setting in `raw` (a config file's content, before the command-line
+ * overrides) absolute against `base`, the file's folder; returns where each came from.
+ */
+export function resolveConfigFilePaths(raw: unknown, base: string): Record<string, PathOrigin> {
+  const origins: Record<string, PathOrigin> = {};
+  for (const spec of PATH_FIELDS)
+    for (const { field, value, set } of reach(raw, spec.field)) {
+      if (typeof value !== 'string' || value === '' || isAbsolute(value) || value === ':memory:') continue;
+      if (spec.kind === 'maybe' && !looksLikePath(value) && !existsSync(resolve(base, value))) continue;
+      if (value.startsWith('~')) continue; // the shell's, not ours: refused below when it is an input
+      const resolved = resolve(base, value);
+      set(resolved);
+      origins[field] = { written: value, resolved, base, from: 'config' };
+    }
+  return origins;
+}
+
+/** A path read from the command line or a default: relative to the working directory. */
+function originOf(
+  origins: Record<string, PathOrigin>,
+  field: string,
+  value: string,
+  cwd: string,
+): PathOrigin {
+  return origins[field] ?? { written: value, resolved: resolve(cwd, value), base: cwd, from: 'cwd' };
+}
+
+/** How a path was read, for messages: `"./pack" (resolved against the config file's folder /a: /a/pack)`. */
+export function describePath(origin: PathOrigin): string {
+  if (origin.written === origin.resolved) return `"${origin.written}"`;
+  const against = origin.from === 'config' ? "the config file's folder" : 'the working directory';
+  return `"${origin.written}" (resolved against ${against} ${origin.base}: ${origin.resolved})`;
+}
+
+/**
+ * The inputs `command` reads that do not exist, refused before anything starts, each named as
+ * written and as resolved. Names that are not paths (a package, `bundled`) are left to the part that
+ * reads them.
+ */
+export function checkInputPaths(
+  config: unknown,
+  options: {
+    command: string;
+    cwd: string;
+    origins: Record<string, PathOrigin>;
+    /** shears field → the key the config file wrote it as (the Atropos chapter's layout). */
+    aliases?: Record<string, string>;
+  },
+): void {
+  const problems: Array<{ field: string; message: string; value: string }> = [];
+  const seen = new Set<string>();
+  for (const spec of PATH_FIELDS) {
+    if (!spec.checkedBy?.includes(options.command)) continue;
+    for (const { field, value } of reach(config, spec.field)) {
+      if (typeof value !== 'string' || value === '') continue;
+      const origin = originOf(options.origins, field, value, options.cwd);
+      const model = field === 'train.reference.model';
+      if (spec.kind === 'maybe' && origin.from === 'cwd' && !looksLikePath(value) && !model) continue;
+      if (value.startsWith('~')) {
+        problems.push({
+          field,
+          value,
+          message: `"${value}": shears does not expand "~" (only a shell does); write the full path`,
+        });
+        continue;
+      }
+      // tasks.task_file is also env.settings.file: named once.
+      if (existsSync(origin.resolved) || seen.has(origin.resolved)) continue;
+      seen.add(origin.resolved);
+      const hubId = model && /^[\w.-]+\/[\w.-]+$/.test(value) && !looksLikePath(value);
+      problems.push({
+        field,
+        value,
+        message: hubId
+          ? `"${value}" is not a folder here, and shears downloads no models: "${value}" reads as a Hugging Face hub id; download it first (\`hf download ${value} --local-dir ./models/${value.split('/')[1]}\`) and name that folder`
+          : `${describePath(origin)} does not exist`,
+      });
+    }
+  }
+  if (problems.length === 0) return;
+  const label = (field: string) => {
+    const alias = options.aliases?.[field];
+    return alias ? `${alias} (${field})` : field;
+  };
+  throw new ConfigError({
+    message: problems.map((problem) => `${label(problem.field)}: ${problem.message}`).join('\n'),
+    issues: problems.map((problem) => ({
+      path: problem.field,
+      message: problem.message,
+      value: problem.value,
+    })),
+  });
+}
+
+/**
+ * A relative `bin` in an env's settings given on the command line is the working directory's:
+ * made absolute here, since the harness env would read it in each rollout's workdir.
+ */
+export function resolveCommandLinePaths(config: unknown, cwd: string): void {
+  for (const field of ['env.settings.bin'])
+    for (const { value, set } of reach(config, field))
+      if (typeof value === 'string' && value !== '' && !isAbsolute(value) && !value.startsWith('~'))
+        set(resolve(cwd, value));
+}
