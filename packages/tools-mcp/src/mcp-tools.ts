@@ -4,6 +4,9 @@
 // go, per rollout, to that rollout's own server: a stdio server is spawned inside the rollout's
 // sandbox on the first call (so its effects land there) and dies with the sandbox; an HTTP server
 // gets one client session per rollout, or one shared session with `pool: true`.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -74,6 +77,21 @@ function serverError(
   });
 }
 
+/** `${workdir}` and `${tempDir}` in a stdio server's args, env and cwd → the sandbox's folders. */
+function expandPlaceholders<T extends { args?: string[]; env?: Record<string, string>; cwd?: string }>(
+  run: T,
+  folders: { workdir: string; tempDir: string },
+): T {
+  const expand = (value: string) =>
+    value.replaceAll('${workdir}', folders.workdir).replaceAll('${tempDir}', folders.tempDir);
+  return {
+    ...run,
+    ...(run.args ? { args: run.args.map(expand) } : {}),
+    ...(run.env ? { env: Object.fromEntries(Object.entries(run.env).map(([key, value]) => [key, expand(value)])) } : {}),
+    ...(run.cwd ? { cwd: expand(run.cwd) } : {}),
+  };
+}
+
 const hostStderrTail = new WeakMap<StdioClientTransport, () => string>();
 
 /** A client over `transport`, initialized within the start time limit; closed again on failure. */
@@ -105,13 +123,13 @@ async function connect(server: string, transport: Transport, startTimeoutMs: num
   return connection;
 }
 
-function hostStdioTransport(settings: McpStdioServerSettings): StdioClientTransport {
-  const run = settings.discovery ?? settings;
+function hostStdioTransport(settings: McpStdioServerSettings, scratch: string): StdioClientTransport {
+  const run = expandPlaceholders(settings.discovery ?? settings, { workdir: scratch, tempDir: scratch });
   const transport = new StdioClientTransport({
     command: run.command,
     args: run.args ?? [],
     env: { ...getDefaultEnvironment(), ...run.env },
-    ...(run.cwd ? { cwd: run.cwd } : {}),
+    cwd: run.cwd ?? scratch,
     stderr: 'pipe',
   });
   let tail = '';
@@ -207,12 +225,13 @@ function serverHandle(name: string, settings: McpServerSettings, options: Create
         }),
       );
     }
+    const run = expandPlaceholders(settings, sandbox);
     const transport = new SandboxStdioTransport({
       sandbox,
-      command: settings.command,
-      ...(settings.args ? { args: settings.args } : {}),
-      ...(settings.env ? { env: settings.env } : {}),
-      ...(settings.cwd ? { cwd: settings.cwd } : {}),
+      command: run.command,
+      ...(run.args ? { args: run.args } : {}),
+      ...(run.env ? { env: run.env } : {}),
+      ...(run.cwd ? { cwd: run.cwd } : {}),
     });
     return connect(name, transport, startTimeoutMs);
   };
@@ -309,13 +328,19 @@ async function discoverTools(
   options: CreateMcpToolsOptions,
 ): Promise<Tool[]> {
   const startTimeoutMs = settings.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-  const transport =
-    settings.transport === 'stdio' ? hostStdioTransport(settings) : httpTransport(name, settings, options);
-  const connection = await connect(name, transport, startTimeoutMs);
+  // A stdio server is listed in a scratch folder that stands in for the sandbox's workdir.
+  const scratch = settings.transport === 'stdio' ? await mkdtemp(join(tmpdir(), 'shears-mcp-')) : undefined;
   try {
-    return await listAllTools(name, connection, settings.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const transport =
+      settings.transport === 'stdio' ? hostStdioTransport(settings, scratch!) : httpTransport(name, settings, options);
+    const connection = await connect(name, transport, startTimeoutMs);
+    try {
+      return await listAllTools(name, connection, settings.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    } finally {
+      await connection.client.close().catch(() => undefined);
+    }
   } finally {
-    await connection.client.close().catch(() => undefined);
+    if (scratch) await rm(scratch, { recursive: true, force: true });
   }
 }
 
