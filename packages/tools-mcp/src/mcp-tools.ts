@@ -77,13 +77,13 @@ function serverError(
   });
 }
 
-/** `${workdir}` and `${tempDir}` in a stdio server's args, env and cwd → the sandbox's folders. */
+/** `{workdir}` and `{tempDir}` in a stdio server's args, env and cwd → the sandbox's folders. */
 function expandPlaceholders<T extends { args?: string[]; env?: Record<string, string>; cwd?: string }>(
   run: T,
   folders: { workdir: string; tempDir: string },
 ): T {
   const expand = (value: string) =>
-    value.replaceAll('${workdir}', folders.workdir).replaceAll('${tempDir}', folders.tempDir);
+    value.replaceAll('{workdir}', folders.workdir).replaceAll('{tempDir}', folders.tempDir);
   return {
     ...run,
     ...(run.args ? { args: run.args.map(expand) } : {}),

@@ -24,7 +24,7 @@ export const mcpStdioServerSchema = z.strictObject({
   transport: z.literal('stdio'),
   /**
    * Program started inside the rollout's sandbox (no shell). In `args`, `env` and `cwd`,
-   * `${workdir}` and `${tempDir}` stand for the sandbox's folders.
+   * `{workdir}` and `{tempDir}` stand for the sandbox's folders.
    */
   command: z.string().min(1),
   args: z.array(z.string()).optional(),
@@ -32,7 +32,7 @@ export const mcpStdioServerSchema = z.strictObject({
   /** Working directory inside the sandbox (relative: against its workdir). */
   cwd: z.string().min(1).optional(),
   /**
-   * How the tools are listed once at start, on this machine (`${workdir}` is then a scratch
+   * How the tools are listed once at start, on this machine (`{workdir}` is then a scratch
    * folder): the same command by default, or this one (for a command that exists only inside the
    * sandbox image).
    */

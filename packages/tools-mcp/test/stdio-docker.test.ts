@@ -44,7 +44,7 @@ if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
           transport: 'stdio',
           command: node,
           args: [MEMORY],
-          env: { MEMORY_FILE_PATH: '${workdir}/memory.jsonl' },
+          env: { MEMORY_FILE_PATH: '{workdir}/memory.jsonl' },
         },
       },
     });

@@ -22,12 +22,12 @@ describe('stdio MCP servers from npm in local sandboxes', () => {
   it('a group of rollouts calls them, each in its own sandbox, and the reward sees the effects', async () => {
     const tools = await createMcpTools({
       servers: {
-        fs: { transport: 'stdio', command: process.execPath, args: [FILESYSTEM, '${workdir}'], include: ['write_file', 'read_text_file'] },
+        fs: { transport: 'stdio', command: process.execPath, args: [FILESYSTEM, '{workdir}'], include: ['write_file', 'read_text_file'] },
         memory: {
           transport: 'stdio',
           command: process.execPath,
           args: [MEMORY],
-          env: { MEMORY_FILE_PATH: '${workdir}/memory.jsonl' },
+          env: { MEMORY_FILE_PATH: '{workdir}/memory.jsonl' },
           prefix: 'mem_',
         },
       },
