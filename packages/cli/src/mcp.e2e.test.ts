@@ -60,7 +60,8 @@ describe('docs/tools-from-mcp.md', () => {
         .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
       expect(groups).toHaveLength(1);
       expect([...groups[0]!.scores].sort()).toEqual([0, 1]);
-      for (const rollout of groups[0]!.rollouts) expect(rollout.outcome, rollout.outcomeReason ?? '').toBe('scored');
+      for (const rollout of groups[0]!.rollouts)
+        expect(rollout.outcome, rollout.outcomeReason ?? '').toBe('scored');
     } finally {
       await model.close();
     }

@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { SandboxV1, ToolContext, ToolOutput, ToolV1 } from '@shears/core';
@@ -61,13 +64,18 @@ function serverError(
 ): McpServerError {
   const stdio = transport instanceof SandboxStdioTransport ? transport : undefined;
   const hostStderr = transport instanceof StdioClientTransport ? hostStderrTail.get(transport) : undefined;
-  const status = error instanceof StreamableHTTPError && error.code !== undefined ? ` (HTTP ${error.code})` : '';
+  const status =
+    error instanceof StreamableHTTPError && error.code !== undefined ? ` (HTTP ${error.code})` : '';
   // Plain Errors are this module's own wording; others keep their class name.
   const text = error instanceof Error && error.name === 'Error' ? error.message : describeError(error);
   const reason = stdio?.failure ?? `${text}${status}`;
   const stderr = (stdio?.stderr ?? hostStderr?.() ?? '').trim();
   const what =
-    phase === 'start' ? 'could not be started' : phase === 'list' ? 'could not list its tools' : `failed in a call of "${tool}"`;
+    phase === 'start'
+      ? 'could not be started'
+      : phase === 'list'
+        ? 'could not list its tools'
+        : `failed in a call of "${tool}"`;
   return new McpServerError({
     server,
     phase,
@@ -87,7 +95,9 @@ function expandPlaceholders<T extends { args?: string[]; env?: Record<string, st
   return {
     ...run,
     ...(run.args ? { args: run.args.map(expand) } : {}),
-    ...(run.env ? { env: Object.fromEntries(Object.entries(run.env).map(([key, value]) => [key, expand(value)])) } : {}),
+    ...(run.env
+      ? { env: Object.fromEntries(Object.entries(run.env).map(([key, value]) => [key, expand(value)])) }
+      : {}),
     ...(run.cwd ? { cwd: expand(run.cwd) } : {}),
   };
 }
@@ -212,10 +222,15 @@ interface ServerHandle {
   forget(context: ToolContext, connection: Promise<Connection>): void;
 }
 
-function serverHandle(name: string, settings: McpServerSettings, options: CreateMcpToolsOptions): ServerHandle {
+function serverHandle(
+  name: string,
+  settings: McpServerSettings,
+  options: CreateMcpToolsOptions,
+): ServerHandle {
   const startTimeoutMs = settings.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
   const open = (sandbox: SandboxV1): Promise<Connection> => {
-    if (settings.transport === 'http') return connect(name, httpTransport(name, settings, options), startTimeoutMs);
+    if (settings.transport === 'http')
+      return connect(name, httpTransport(name, settings, options), startTimeoutMs);
     if (!sandbox.spawn) {
       return Promise.reject(
         new McpServerError({
@@ -282,7 +297,10 @@ function mcpTool(handle: ServerHandle, tool: Tool, offeredName: string): ToolV1<
   const inputSchema = z.record(z.string(), z.unknown()).superRefine((value, context) => {
     if (validate(value)) return;
     for (const issue of validate.errors ?? []) {
-      context.addIssue({ code: 'custom', message: `${issue.instancePath || '(arguments)'} ${issue.message ?? 'is invalid'}` });
+      context.addIssue({
+        code: 'custom',
+        message: `${issue.instancePath || '(arguments)'} ${issue.message ?? 'is invalid'}`,
+      });
     }
   });
   const { settings } = handle;
@@ -313,7 +331,9 @@ function mcpTool(handle: ServerHandle, tool: Tool, offeredName: string): ToolV1<
           handle.name,
           'call',
           connection.transport,
-          timedOut ? new Error(`no result within ${timeoutMs} ms (the call was cancelled)`, { cause: error }) : error,
+          timedOut
+            ? new Error(`no result within ${timeoutMs} ms (the call was cancelled)`, { cause: error })
+            : error,
           tool.name,
         );
       }
@@ -332,7 +352,9 @@ async function discoverTools(
   const scratch = settings.transport === 'stdio' ? await mkdtemp(join(tmpdir(), 'shears-mcp-')) : undefined;
   try {
     const transport =
-      settings.transport === 'stdio' ? hostStdioTransport(settings, scratch!) : httpTransport(name, settings, options);
+      settings.transport === 'stdio'
+        ? hostStdioTransport(settings, scratch!)
+        : httpTransport(name, settings, options);
     const connection = await connect(name, transport, startTimeoutMs);
     try {
       return await listAllTools(name, connection, settings.timeoutMs ?? DEFAULT_TIMEOUT_MS);

@@ -39,7 +39,9 @@ export interface McpToolData {
 
 export function mapCallToolResult(result: McpCallResultLike): ToolOutput {
   if (result.toolResult !== undefined && result.content === undefined) {
-    return { content: typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult) };
+    return {
+      content: typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult),
+    };
   }
   const parts = Array.isArray(result.content) ? (result.content as ContentPart[]) : [];
   const texts: string[] = [];
@@ -53,7 +55,9 @@ export function mapCallToolResult(result: McpCallResultLike): ToolOutput {
       case 'audio': {
         const bytes = base64Bytes(part.data);
         omitted.push({ type: part.type, ...(part.mimeType ? { mimeType: part.mimeType } : {}), bytes });
-        texts.push(`[${part.type} ${part.mimeType ?? ''} of ${bytes} bytes omitted: tool results are text here]`);
+        texts.push(
+          `[${part.type} ${part.mimeType ?? ''} of ${bytes} bytes omitted: tool results are text here]`,
+        );
         break;
       }
       case 'resource': {
@@ -61,8 +65,15 @@ export function mapCallToolResult(result: McpCallResultLike): ToolOutput {
         if (typeof resource.text === 'string') texts.push(resource.text);
         else {
           const bytes = base64Bytes(resource.blob);
-          omitted.push({ type: 'resource', ...(resource.mimeType ? { mimeType: resource.mimeType } : {}), bytes, ...(resource.uri ? { uri: resource.uri } : {}) });
-          texts.push(`[resource ${resource.uri ?? ''} (${resource.mimeType ?? 'binary'}, ${bytes} bytes) omitted]`);
+          omitted.push({
+            type: 'resource',
+            ...(resource.mimeType ? { mimeType: resource.mimeType } : {}),
+            bytes,
+            ...(resource.uri ? { uri: resource.uri } : {}),
+          });
+          texts.push(
+            `[resource ${resource.uri ?? ''} (${resource.mimeType ?? 'binary'}, ${bytes} bytes) omitted]`,
+          );
         }
         break;
       }

@@ -22,7 +22,9 @@ describe('bad MCP servers', () => {
   afterAll(() => provider.close());
 
   it('a server that crashes at start: a typed error at start, with its stderr', async () => {
-    const error = await createMcpTools({ servers: { db: stdio('crash-at-start') } }).catch((thrown) => thrown);
+    const error = await createMcpTools({ servers: { db: stdio('crash-at-start') } }).catch(
+      (thrown) => thrown,
+    );
     expect(McpServerError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ server: 'db', phase: 'start' });
     expect(error.message).toContain('MCP server "db" could not be started');
@@ -30,10 +32,14 @@ describe('bad MCP servers', () => {
   });
 
   it('a tool with an invalid JSON Schema: a typed error at start naming server and tool', async () => {
-    const error = await createMcpTools({ servers: { bad: stdio('invalid-schema') } }).catch((thrown) => thrown);
+    const error = await createMcpTools({ servers: { bad: stdio('invalid-schema') } }).catch(
+      (thrown) => thrown,
+    );
     expect(McpToolDefinitionError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ server: 'bad', tool: 'broken' });
-    expect(error.message).toMatch(/MCP server "bad" lists tool "broken" with an invalid input schema: .*type/);
+    expect(error.message).toMatch(
+      /MCP server "bad" lists tool "broken" with an invalid input schema: .*type/,
+    );
   });
 
   it('two tools with one name are refused with both origins', async () => {
@@ -51,7 +57,10 @@ describe('bad MCP servers', () => {
       ...(await createMcpTools({
         servers: {
           // Listed with the good server on this machine; in the sandbox the command crashes.
-          crashy: stdio('crash-at-start', { discovery: { command: process.execPath, args: [BAD_SERVER, 'tools'] }, include: ['echo'] }),
+          crashy: stdio('crash-at-start', {
+            discovery: { command: process.execPath, args: [BAD_SERVER, 'tools'] },
+            include: ['echo'],
+          }),
           bad: stdio('tools', { timeoutMs: 1_500 }),
         },
       })),
@@ -87,7 +96,9 @@ describe('bad MCP servers', () => {
     const toolMessages = result.messages
       .filter((message) => message.role === 'tool')
       .map((message) => String(message.content))
-      .map((content) => (content.startsWith('{"error"') ? (JSON.parse(content) as { error: string }).error : content));
+      .map((content) =>
+        content.startsWith('{"error"') ? (JSON.parse(content) as { error: string }).error : content,
+      );
     expect(toolMessages).toHaveLength(6);
     expect(toolMessages[0]).toContain('MCP server "crashy" could not be started');
     expect(toolMessages[0]).toContain('fatal: cannot open database');
@@ -97,7 +108,9 @@ describe('bad MCP servers', () => {
     expect(toolMessages[2]).toContain('segfault in tool exit');
     // The next call starts a fresh server for this rollout.
     expect(toolMessages[3]).toBe('echo: again');
-    expect(toolMessages[4]).toContain('MCP server "bad" failed in a call of "hang": no result within 1500 ms (the call was cancelled)');
+    expect(toolMessages[4]).toContain(
+      'MCP server "bad" failed in a call of "hang": no result within 1500 ms (the call was cancelled)',
+    );
     expect(toolMessages[5]).toContain('MCP server "bad" failed in a call of "garbage"');
     expect(toolMessages[5]).toContain('not JSON-RPC');
     // The server got the MCP cancellation for the hung call.

@@ -12,14 +12,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createMcpTools, McpServerError } from '../src/index.js';
 
-const PNG_1x1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const PNG_1x1 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 function newMcpServer(): McpServer {
   const server = new McpServer({ name: 'http-test', version: '1.0.0' });
   server.registerTool(
     'add',
-    { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() } },
-    async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } }),
+    {
+      description: 'Adds two numbers',
+      inputSchema: { a: z.number(), b: z.number() },
+      outputSchema: { sum: z.number() },
+    },
+    async ({ a, b }) => ({
+      content: [{ type: 'text', text: String(a + b) }],
+      structuredContent: { sum: a + b },
+    }),
   );
   server.registerTool('session', { description: 'Which MCP session this is' }, async (extra) => ({
     content: [{ type: 'text', text: String(extra.sessionId) }],
@@ -76,7 +84,14 @@ describe('streamable-HTTP MCP servers', () => {
   });
 
   const settings = (extra: Record<string, unknown> = {}) => ({
-    servers: { calc: { transport: 'http' as const, url, headers: { Authorization: 'Bearer ${MCP_TEST_TOKEN}' }, ...extra } },
+    servers: {
+      calc: {
+        transport: 'http' as const,
+        url,
+        headers: { Authorization: 'Bearer ${MCP_TEST_TOKEN}' },
+        ...extra,
+      },
+    },
   });
 
   async function call(tools: ToolV1[], name: string, args: Record<string, unknown>, context: ToolContext) {
@@ -99,9 +114,17 @@ describe('streamable-HTTP MCP servers', () => {
 
   it('offers the tools with prefixed names and passes their JSON Schemas through', async () => {
     const tools = await createMcpTools(settings(), { env: { MCP_TEST_TOKEN: 's3cret' } });
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['calc__add', 'calc__fail', 'calc__picture', 'calc__session']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'calc__add',
+      'calc__fail',
+      'calc__picture',
+      'calc__session',
+    ]);
     const add = tools.find((tool) => tool.name === 'calc__add')!;
-    expect(add.jsonSchema).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } });
+    expect(add.jsonSchema).toMatchObject({
+      type: 'object',
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+    });
     expect(add.toolset).toBe('mcp');
     // Arguments the schema refuses never reach the server.
     expect(add.inputSchema.safeParse({ a: 1, b: 'two' }).success).toBe(false);
@@ -115,7 +138,9 @@ describe('streamable-HTTP MCP servers', () => {
       expect(added.content).toBe('42');
       expect(added.data).toEqual({ structuredContent: { sum: 42 } });
       const picture = await call(tools, 'calc__picture', {}, context);
-      expect(picture.content).toBe('here it is\n[image image/png of 70 bytes omitted: tool results are text here]');
+      expect(picture.content).toBe(
+        'here it is\n[image image/png of 70 bytes omitted: tool results are text here]',
+      );
       expect(picture.data).toEqual({ omitted: [{ type: 'image', mimeType: 'image/png', bytes: 70 }] });
       const failed = await call(tools, 'calc__fail', {}, context);
       expect(failed).toMatchObject({ content: 'disk full', isError: true });
@@ -132,7 +157,9 @@ describe('streamable-HTTP MCP servers', () => {
     await expect(createMcpTools(settings(), { env: {} })).rejects.toThrow(
       'header Authorization uses ${MCP_TEST_TOKEN}, but the environment variable MCP_TEST_TOKEN is not set',
     );
-    const refused = await createMcpTools(settings(), { env: { MCP_TEST_TOKEN: 'wrong' } }).catch((error) => error);
+    const refused = await createMcpTools(settings(), { env: { MCP_TEST_TOKEN: 'wrong' } }).catch(
+      (error) => error,
+    );
     expect(McpServerError.isInstance(refused)).toBe(true);
     expect(refused.message).toMatch(/^MCP server "calc" could not be started: .*401/);
   });

@@ -21,10 +21,14 @@ const REPO = realpathSync(join(import.meta.dirname, '..', '..', '..'));
 const host = process.env.SHEARS_TEST_DOCKER_HOST;
 const image = process.env.SHEARS_TEST_DOCKER_IMAGE;
 if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
-  throw new Error('CI=true but SHEARS_TEST_DOCKER_HOST/SHEARS_TEST_DOCKER_IMAGE are not set (run vitest from the root)');
+  throw new Error(
+    'CI=true but SHEARS_TEST_DOCKER_HOST/SHEARS_TEST_DOCKER_IMAGE are not set (run vitest from the root)',
+  );
 
 (host && image ? describe : describe.skip)('stdio MCP servers inside Docker sandboxes', () => {
-  it('each rollout talks to its own server in its own container, and the reward sees its file', { timeout: 120_000 }, async () => {
+  it('each rollout talks to its own server in its own container, and the reward sees its file', {
+    timeout: 120_000,
+  }, async () => {
     const node = realpathSync(process.execPath);
     const label = randomBytes(6).toString('hex');
     const provider = createDockerSandboxProvider({
@@ -55,7 +59,9 @@ if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
           toolCalls: [
             {
               name: 'memory__create_entities',
-              arguments: { entities: [{ name: 'alice', entityType: 'person', observations: ['in a container'] }] },
+              arguments: {
+                entities: [{ name: 'alice', entityType: 'person', observations: ['in a container'] }],
+              },
             },
           ],
         };
@@ -84,7 +90,10 @@ if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
         sandboxes: provider,
         groupSize: 2,
       });
-      expect(record.rollouts.map((rollout) => rollout.reason ?? rollout.outcome)).toEqual(['scored', 'scored']);
+      expect(record.rollouts.map((rollout) => rollout.reason ?? rollout.outcome)).toEqual([
+        'scored',
+        'scored',
+      ]);
       expect(record.scores).toEqual([1, 1]);
     } finally {
       await model.close();

@@ -22,7 +22,12 @@ describe('stdio MCP servers from npm in local sandboxes', () => {
   it('a group of rollouts calls them, each in its own sandbox, and the reward sees the effects', async () => {
     const tools = await createMcpTools({
       servers: {
-        fs: { transport: 'stdio', command: process.execPath, args: [FILESYSTEM, '{workdir}'], include: ['write_file', 'read_text_file'] },
+        fs: {
+          transport: 'stdio',
+          command: process.execPath,
+          args: [FILESYSTEM, '{workdir}'],
+          include: ['write_file', 'read_text_file'],
+        },
         memory: {
           transport: 'stdio',
           command: process.execPath,
@@ -42,7 +47,11 @@ describe('stdio MCP servers from npm in local sandboxes', () => {
         const done = request.messages.filter((message) => message.role === 'tool').length;
         const name = `rollout-${request.messages.length === 2 ? ++rollout : rollout}`;
         if (done === 0)
-          return { toolCalls: [{ name: 'fs__write_file', arguments: { path: 'notes.txt', content: 'written over MCP' } }] };
+          return {
+            toolCalls: [
+              { name: 'fs__write_file', arguments: { path: 'notes.txt', content: 'written over MCP' } },
+            ],
+          };
         if (done === 1) {
           const who = String(request.messages.find((message) => message.role === 'user')?.content);
           return {
@@ -67,8 +76,12 @@ describe('stdio MCP servers from npm in local sandboxes', () => {
       ],
       tools: () => tools,
       async computeReward(_item, _rollout, context) {
-        const notes = new TextDecoder().decode(await context.sandbox.readFile(`${context.sandbox.workdir}/notes.txt`));
-        const graph = JSON.parse(await context.callTool('mem_read_graph', {})) as { entities: Array<{ name: string }> };
+        const notes = new TextDecoder().decode(
+          await context.sandbox.readFile(`${context.sandbox.workdir}/notes.txt`),
+        );
+        const graph = JSON.parse(await context.callTool('mem_read_graph', {})) as {
+          entities: Array<{ name: string }>;
+        };
         // Each rollout's memory server holds its own entity only.
         return { score: notes === 'written over MCP' && graph.entities.length === 1 ? 1 : 0 };
       },

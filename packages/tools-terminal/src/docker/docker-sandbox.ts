@@ -5,7 +5,14 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
-import type { ExecOptions, ExecResult, SandboxV1, SpawnedExit, SpawnedProcess, SpawnOptions } from '@shears/core';
+import type {
+  ExecOptions,
+  ExecResult,
+  SandboxV1,
+  SpawnedExit,
+  SpawnedProcess,
+  SpawnOptions,
+} from '@shears/core';
 import { InvalidArgumentError, NoSuchEntryError, SandboxError } from '@shears/core';
 import { sleep } from '@shears/core/http';
 import type Dockerode from 'dockerode';
