@@ -67,10 +67,10 @@ if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
         };
       },
     });
-    const env: EnvV1<{ id: string }> = {
+    const env: EnvV1<{ id: string; prompt: string }> = {
       specificationVersion: 'v1',
       id: 'mcp-docker-test',
-      nextItem: async () => ({ id: 'task-1' }),
+      nextItem: async () => ({ id: 'task-1', prompt: 'go' }),
       buildMessages: () => [{ role: 'user', content: 'remember alice' }],
       tools: () => tools,
       async computeReward(_item, _rollout, context) {
@@ -85,12 +85,12 @@ if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
     try {
       const record = await runGroup({
         env,
-        item: { id: 'task-1' },
+        item: { id: 'task-1', prompt: 'go' },
         server: createScriptedServerClient({ baseUrl: model.url, model: 'm', timeoutMs: 30_000 }),
         sandboxes: provider,
         groupSize: 2,
       });
-      expect(record.rollouts.map((rollout) => rollout.reason ?? rollout.outcome)).toEqual([
+      expect(record.rollouts.map((rollout) => rollout.outcomeReason ?? rollout.outcome)).toEqual([
         'scored',
         'scored',
       ]);

@@ -66,10 +66,10 @@ describe('stdio MCP servers from npm in local sandboxes', () => {
         return { content: 'done' };
       },
     });
-    const env: EnvV1<{ id: string }> = {
+    const env: EnvV1<{ id: string; prompt: string }> = {
       specificationVersion: 'v1',
       id: 'mcp-test',
-      nextItem: async () => ({ id: 'task-1' }),
+      nextItem: async () => ({ id: 'task-1', prompt: 'go' }),
       buildMessages: () => [
         { role: 'system', content: 'Use the tools.' },
         { role: 'user', content: 'remember me' },
@@ -90,7 +90,7 @@ describe('stdio MCP servers from npm in local sandboxes', () => {
     try {
       const record = await runGroup({
         env,
-        item: { id: 'task-1' },
+        item: { id: 'task-1', prompt: 'go' },
         server: createScriptedServerClient({ baseUrl: model.url, model: 'm', timeoutMs: 20_000 }),
         sandboxes: provider,
         groupSize: 2,
