@@ -3,9 +3,8 @@
 // and its task file, with a scripted model in place of `server`. The verifier checks in each
 // rollout's sandbox the file the model wrote through the MCP server.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { type ScoredGroupRecord, scoredGroupRecordSchema } from '@shears/core';
 import { createScriptedServer } from '@shears/core/test';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,11 +26,8 @@ function block(language: string, after: string): string {
 describe('docs/tools-from-mcp.md', () => {
   it('its config runs: the model writes a file through the MCP server in its sandbox, the verifier sees it', async () => {
     // `mcp-server-filesystem` on PATH, as `npm install -g` would put it (here: the package's bin).
-    const require = createRequire(join(root, 'packages', 'tools-mcp', 'package.json'));
-    const serverPackage = dirname(require.resolve('@modelcontextprotocol/server-filesystem/package.json'));
     const bin = join(root, 'packages', 'tools-mcp', 'node_modules', '.bin');
     expect(readFileSync(join(bin, 'mcp-server-filesystem'), 'utf8')).toContain('server-filesystem');
-    expect(serverPackage).toContain('server-filesystem');
     process.env.PATH = `${bin}${delimiter}${process.env.PATH}`;
 
     let calls = 0;
