@@ -52,6 +52,40 @@ describe('bad MCP servers', () => {
     );
   });
 
+  it('an aborted call (the rollout stopped) sends the MCP cancellation to the server', async () => {
+    const [hang] = await createMcpTools({ servers: { bad: stdio('tools', { include: ['hang'] }) } });
+    const sandbox = await provider.acquire();
+    try {
+      const controller = new AbortController();
+      const call = hang!.execute(
+        {},
+        {
+          sandbox,
+          taskId: 't',
+          rolloutId: 'r',
+          signal: controller.signal,
+          logger: console as never,
+          state: new Map(),
+        },
+      );
+      // Abort once the call has reached the server.
+      for (let tries = 0; tries < 400; tries++) {
+        if ((await sandbox.exec('test -e hang-started.txt')).exitCode === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      controller.abort(new Error('rollout stopped'));
+      await expect(call).rejects.toThrow();
+      let cancelled = '';
+      for (let tries = 0; tries < 100 && !cancelled; tries++) {
+        cancelled = (await sandbox.exec('cat cancelled.txt 2>/dev/null')).stdout;
+        if (!cancelled) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(cancelled).toContain('rollout stopped');
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
   it('crash at start in the sandbox, death mid-call, a hang (cancelled) and malformed output: tool errors, the rollout goes on, nothing leaks', async () => {
     const tools = [
       ...(await createMcpTools({
@@ -61,7 +95,7 @@ describe('bad MCP servers', () => {
             discovery: { command: process.execPath, args: [BAD_SERVER, 'tools'] },
             include: ['echo'],
           }),
-          bad: stdio('tools', { timeoutMs: 1_500 }),
+          bad: stdio('tools', { timeoutMs: 3_000 }),
         },
       })),
     ];
@@ -109,7 +143,7 @@ describe('bad MCP servers', () => {
     // The next call starts a fresh server for this rollout.
     expect(toolMessages[3]).toBe('echo: again');
     expect(toolMessages[4]).toContain(
-      'MCP server "bad" failed in a call of "hang": no result within 1500 ms (the call was cancelled)',
+      'MCP server "bad" failed in a call of "hang": no result within 3000 ms (the call was cancelled)',
     );
     expect(toolMessages[5]).toContain('MCP server "bad" failed in a call of "garbage"');
     expect(toolMessages[5]).toContain('not JSON-RPC');
