@@ -314,8 +314,14 @@ function mcpTool(handle: ServerHandle, tool: Tool, offeredName: string): ToolV1<
     toolset: settings.toolset ?? 'mcp',
     ...(settings.maxResultChars !== undefined ? { maxResultChars: settings.maxResultChars } : {}),
     async execute(args, context): Promise<ToolOutput> {
-      const pending = handle.connection(context);
-      const connection = await pending;
+      let pending = handle.connection(context);
+      let connection = await pending;
+      if (connection.closed) {
+        // The server ended between calls (crashed, killed): this call starts a fresh one.
+        handle.forget(context, pending);
+        pending = handle.connection(context);
+        connection = await pending;
+      }
       try {
         // The SDK sends notifications/cancelled when the signal aborts or the time limit passes.
         const result = await connection.client.callTool({ name: tool.name, arguments: args }, undefined, {
