@@ -162,6 +162,15 @@ function httpTransport(
   });
 }
 
+/** Ends the MCP session (HTTP: DELETE, where the server keeps sessions) and closes the client. */
+async function closeConnection(connection: Connection): Promise<void> {
+  if (connection.closed) return;
+  if (connection.transport instanceof StreamableHTTPClientTransport && connection.transport.sessionId) {
+    await connection.transport.terminateSession().catch(() => undefined);
+  }
+  await connection.client.close().catch(() => undefined);
+}
+
 /** Every tool the server lists (following pagination). */
 async function listAllTools(server: string, connection: Connection, timeoutMs: number): Promise<Tool[]> {
   const tools: Tool[] = [];
@@ -275,10 +284,16 @@ function serverHandle(
       const key = `${name}\0${context.sandbox.id}`;
       let found = connections.get(key);
       if (!found) {
-        found = open(context.sandbox);
-        connections.set(key, found);
-        found.catch(() => {
-          if (connections.get(key) === found) connections.delete(key);
+        const opening = open(context.sandbox);
+        found = opening;
+        connections.set(key, opening);
+        opening.catch(() => {
+          if (connections.get(key) === opening) connections.delete(key);
+        });
+        // Closed when the rollout ends: an HTTP session is ended (DELETE), a stdio server stopped.
+        context.onRolloutEnd?.(async () => {
+          const connection = await opening.catch(() => undefined);
+          if (connection) await closeConnection(connection);
         });
       }
       return found;

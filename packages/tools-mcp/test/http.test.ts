@@ -6,7 +6,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { ToolContext, ToolV1 } from '@shears/core';
+import { type EnvV1, runGroup, type ToolContext, type ToolV1 } from '@shears/core';
+import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
 import { createLocalSandboxProvider } from '@shears/tools-terminal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -50,6 +51,7 @@ describe('streamable-HTTP MCP servers', () => {
   let url: string;
   const authorizations: Array<string | undefined> = [];
   const sessions = new Set<string>();
+  const deleted: string[] = [];
   const provider = createLocalSandboxProvider();
 
   beforeAll(async () => {
@@ -61,6 +63,7 @@ describe('streamable-HTTP MCP servers', () => {
         return;
       }
       const sessionId = request.headers['mcp-session-id'] as string | undefined;
+      if (request.method === 'DELETE' && sessionId) deleted.push(sessionId);
       let transport = sessionId ? transports.get(sessionId) : undefined;
       if (!transport) {
         transport = new StreamableHTTPServerTransport({
@@ -184,5 +187,43 @@ describe('streamable-HTTP MCP servers', () => {
       await first.sandbox.dispose();
       await second.sandbox.dispose();
     }
+  });
+
+  it('in a group of rollouts, ends the MCP session of each rollout when it ends', async () => {
+    const tools = await createMcpTools(settings(), { env: { MCP_TEST_TOKEN: 's3cret' } });
+    const model = await createScriptedServer({
+      policy: (request) =>
+        request.messages.some((message) => message.role === 'tool')
+          ? { content: 'done' }
+          : { toolCalls: [{ name: 'calc__session', arguments: {} }] },
+    });
+    const used: string[] = [];
+    const env: EnvV1<{ id: string; prompt: string }> = {
+      specificationVersion: 'v1',
+      id: 'mcp-http-test',
+      nextItem: async () => ({ id: 'task-1', prompt: 'go' }),
+      buildMessages: () => [{ role: 'user', content: 'go' }],
+      tools: () => tools,
+      async computeReward(_item, rollout) {
+        const session = String(rollout.messages.find((message) => message.role === 'tool')?.content);
+        used.push(session);
+        return { score: sessions.has(session) ? 1 : 0 };
+      },
+    };
+    deleted.length = 0;
+    try {
+      const record = await runGroup({
+        env,
+        item: { id: 'task-1', prompt: 'go' },
+        server: createScriptedServerClient({ baseUrl: model.url, model: 'm', timeoutMs: 20_000 }),
+        sandboxes: provider,
+        groupSize: 2,
+      });
+      expect(record.scores).toEqual([1, 1]);
+    } finally {
+      await model.close();
+    }
+    expect(new Set(used).size).toBe(2);
+    expect([...deleted].sort()).toEqual([...used].sort());
   });
 });
