@@ -282,6 +282,7 @@ await step('@shears/cli alone: the demo runs; api, docker and wandb name the pac
     '@shears/grpo',
     '@shears/envs-swe',
     '@shears/tools-web',
+    '@shears/tools-mcp',
     '@shears/gateway',
     'better-sqlite3',
     // Optional peers of tools-terminal and the CLI, loaded only by the docker and ssh sandboxes.

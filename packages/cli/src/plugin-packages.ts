@@ -9,6 +9,7 @@ const BUILTIN_PLUGINS = [
   '@shears/tools-terminal',
   '@shears/tools-file',
   '@shears/tools-web',
+  '@shears/tools-mcp',
   '@shears/servers',
   '@shears/parsers',
   '@shears/judges',

@@ -62,6 +62,8 @@ export interface RunAgentOptions {
   logger?: Logger;
   /** Per-rollout state shared between tools. */
   state?: Map<string, unknown>;
+  /** Given to tools as `ToolContext.onRolloutEnd`. */
+  onRolloutEnd?: (cleanup: () => Promise<void> | void) => void;
   /** Milliseconds clock for timestamps (default Date.now). */
   now?: () => number;
 }
@@ -140,6 +142,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
       logger,
       ...(userTask !== undefined ? { userTask } : {}),
       state,
+      ...(options.onRolloutEnd ? { onRolloutEnd: options.onRolloutEnd } : {}),
     },
     beforeToolCall: options.beforeToolCall,
   };

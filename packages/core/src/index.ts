@@ -55,6 +55,9 @@ export type {
   SandboxProviderV1,
   SandboxSpec,
   SandboxV1,
+  SpawnedExit,
+  SpawnedProcess,
+  SpawnOptions,
 } from './contracts/sandbox.js';
 export type {
   ChatChoice,

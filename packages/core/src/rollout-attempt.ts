@@ -124,10 +124,16 @@ export async function runRolloutAttempt<TItem extends EnvItem>(
       return finish('aborted', 'aborted while acquiring a sandbox', { error });
     return finish('infra_failure', `sandbox: ${describeError(error)}`, { error });
   }
+  // Clean-up tools registered for this rollout (ToolContext.onRolloutEnd), run before the dispose.
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const onRolloutEnd = (cleanup: () => Promise<void> | void) => {
+    cleanups.push(cleanup);
+  };
   try {
-    return await rolloutInSandbox(scope, rolloutId, sandbox, finish, timings);
+    return await rolloutInSandbox(scope, rolloutId, sandbox, finish, timings, onRolloutEnd);
   } finally {
     const releaseStarted = performance.now();
+    await runRolloutCleanups(cleanups, scope.logger);
     try {
       await sandbox.dispose();
     } catch (error) {
@@ -137,12 +143,43 @@ export async function runRolloutAttempt<TItem extends EnvItem>(
   }
 }
 
+/** Longest a rollout's clean-up may hold its release. */
+const CLEANUP_TIMEOUT_MS = 5_000;
+
+async function runRolloutCleanups(
+  cleanups: Array<() => Promise<void> | void>,
+  logger: Logger,
+): Promise<void> {
+  if (cleanups.length === 0) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      logger.warn('rollout clean-up still running; disposing the sandbox anyway', {
+        timeoutMs: CLEANUP_TIMEOUT_MS,
+      });
+      resolve();
+    }, CLEANUP_TIMEOUT_MS);
+  });
+  const all = Promise.all(
+    cleanups.map(async (cleanup) => {
+      try {
+        await cleanup();
+      } catch (error) {
+        logger.warn('rollout clean-up failed', { error: describeError(error) });
+      }
+    }),
+  );
+  await Promise.race([all, timeout]);
+  clearTimeout(timer);
+}
+
 async function rolloutInSandbox<TItem extends EnvItem>(
   scope: RolloutAttemptScope<TItem>,
   rolloutId: string,
   sandbox: SandboxV1,
   finish: Finish,
   timings: AttemptTimings,
+  onRolloutEnd: (cleanup: () => Promise<void> | void) => void,
 ): Promise<AttemptResult> {
   const { env, item, server, stopSignal, budget, logger, now } = scope;
   const state = new Map<string, unknown>();
@@ -156,6 +193,7 @@ async function rolloutInSandbox<TItem extends EnvItem>(
     rolloutId,
     budget,
     state,
+    onRolloutEnd,
     logger,
     ...(scope.parser ? { parser: scope.parser } : {}),
     ...(scope.fallbackParser ? { fallbackParser: scope.fallbackParser } : {}),
@@ -208,18 +246,24 @@ async function rolloutInSandbox<TItem extends EnvItem>(
       reward: { score: 0 },
     });
   }
-  return rewardRollout(scope, { rolloutId, sandbox, state, agent }, finish, timings);
+  return rewardRollout(scope, { rolloutId, sandbox, state, agent, onRolloutEnd }, finish, timings);
 }
 
 /** The env's reward for a finished rollout, in its sandbox, under the reward time limit. */
 async function rewardRollout<TItem extends EnvItem>(
   scope: RolloutAttemptScope<TItem>,
-  rollout: { rolloutId: string; sandbox: SandboxV1; state: Map<string, unknown>; agent: AgentResult },
+  rollout: {
+    rolloutId: string;
+    sandbox: SandboxV1;
+    state: Map<string, unknown>;
+    agent: AgentResult;
+    onRolloutEnd: (cleanup: () => Promise<void> | void) => void;
+  },
   finish: Finish,
   timings: AttemptTimings,
 ): Promise<AttemptResult> {
   const { env, item, signal, logger } = scope;
-  const { rolloutId, sandbox, state, agent } = rollout;
+  const { rolloutId, sandbox, state, agent, onRolloutEnd } = rollout;
   const rewardTools = new Map(scope.allTools.map((tool) => [tool.name, tool]));
   // Ended when the reward is done, so work it left behind stops; also on `signal` and the time limit.
   const rewardLink = linkSignals([signal], {
@@ -251,6 +295,7 @@ async function rewardRollout<TItem extends EnvItem>(
         signal: rewardSignal,
         logger,
         state,
+        onRolloutEnd,
       };
       const output = await tool.execute(parsed.data, toolContext);
       return typeof output === 'string' ? output : output.content;

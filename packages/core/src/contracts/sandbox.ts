@@ -22,6 +22,37 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/** Options for `SandboxV1.spawn`. */
+export interface SpawnOptions {
+  /** Working directory; relative paths resolve against the sandbox workdir (default: the workdir). */
+  cwd?: string;
+  /** Extra environment for this process only (added to the sandbox's own). */
+  env?: Record<string, string>;
+  /** Aborting kills the process. */
+  signal?: AbortSignal;
+}
+
+/** How a spawned process ended. */
+export interface SpawnedExit {
+  /** Exit code, or null when a signal ended it. */
+  exitCode: number | null;
+  signal: string | null;
+}
+
+/**
+ * A long-running process inside a sandbox with streaming stdio (an MCP stdio server, a language
+ * server). Killed by `kill()` and, at the latest, by the sandbox's `dispose()`.
+ */
+export interface SpawnedProcess {
+  readonly stdin: WritableStream<Uint8Array>;
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Settles when the process has ended (never rejects). */
+  readonly exited: Promise<SpawnedExit>;
+  /** Kills the process (and what it started, where the backend can); harmless once it ended. */
+  kill(): Promise<void>;
+}
+
 export interface SandboxLimits {
   memoryMb?: number;
   cpus?: number;
@@ -57,6 +88,11 @@ export interface SandboxV1 {
   /** Whether commands are isolated from the host (false for `local`). */
   readonly isolated: boolean;
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /**
+   * Optional: starts `command` with `args` (no shell) with stdin, stdout and stderr as streams,
+   * for programs that talk over stdio while they run. Backends without it cannot host them.
+   */
+  spawn?(command: string, args: readonly string[], options?: SpawnOptions): Promise<SpawnedProcess>;
   readFile(path: string, options?: { signal?: AbortSignal }): Promise<Uint8Array>;
   writeFile(
     path: string,

@@ -14,6 +14,11 @@ export interface ToolContext {
   userTask?: string;
   /** Per-rollout state shared between tools (e.g. background process registries). */
   state: Map<string, unknown>;
+  /**
+   * Registers clean-up to run when the rollout ends, before its sandbox is disposed (closing a
+   * connection the tool opened for this rollout). Given by the group runner; absent elsewhere.
+   */
+  onRolloutEnd?: (cleanup: () => Promise<void> | void) => void;
 }
 
 export interface ToolOutput {

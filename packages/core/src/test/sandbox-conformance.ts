@@ -2,7 +2,8 @@
 // runs it unchanged. It checks what a rollout relies on: exit codes, separated output, timeouts
 // that kill children, shell-like cwd/env persistence, binary-safe files, unicode and invalid
 // UTF-8 output, serialised concurrent commands, idempotent dispose, clear file errors, and
-// `spec.setup` run in order before acquire returns (a failing command fails acquire, naming it).
+// `spec.setup` run in order before acquire returns (a failing command fails acquire, naming it),
+// and the optional `spawn` (streaming stdio, cwd/env, kill, killed with the sandbox).
 // Known gaps are declared skips with a reason, never silent.
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +26,7 @@ export const SANDBOX_CONFORMANCE_CASES = [
   'dispose-twice',
   'read-missing-file',
   'setup-commands',
+  'spawn',
 ] as const;
 export type SandboxConformanceCase = (typeof SANDBOX_CONFORMANCE_CASES)[number];
 
@@ -264,6 +266,48 @@ export function describeSandboxConformance(
         expect(message).toContain('setup-broke');
         // The provider still hands out sandboxes afterwards.
         await acquire();
+      },
+    );
+
+    test(
+      'spawn',
+      'spawn: streaming stdin/stdout/stderr, cwd and env, kill, and killed with the sandbox',
+      async () => {
+        const sandbox = await acquire();
+        if (!sandbox.spawn)
+          throw new Error('this backend has no spawn(); declare the gap with skip: { spawn: reason }');
+        await sandbox.exec('mkdir -p sub');
+        const child = await sandbox.spawn(
+          '/bin/sh',
+          ['-c', 'read line; echo "got:$line:$SPAWN_VAR"; pwd; echo oops >&2; exec sleep 300'],
+          { cwd: 'sub', env: { SPAWN_VAR: 'v1' } },
+        );
+        const readUntil = async (stream: ReadableStream<Uint8Array>, needle: string) => {
+          const reader = stream.getReader();
+          const decoder = new TextDecoder();
+          let text = '';
+          while (!text.includes(needle)) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            text += decoder.decode(value, { stream: true });
+          }
+          reader.releaseLock();
+          return text;
+        };
+        const writer = child.stdin.getWriter();
+        await writer.write(new TextEncoder().encode('hello\n'));
+        const out = await readUntil(child.stdout, '/sub\n');
+        expect(out).toContain('got:hello:v1\n');
+        expect(out).toMatch(/\/sub\n$/);
+        expect(await readUntil(child.stderr, 'oops')).toContain('oops');
+        await child.kill();
+        const exit = await child.exited;
+        expect(exit.exitCode === 0).toBe(false);
+        // A second process dies with the sandbox.
+        const other = await sandbox.spawn('/bin/sh', ['-c', 'exec sleep 300']);
+        await sandbox.dispose();
+        const ended = await other.exited;
+        expect(ended.exitCode === 0).toBe(false);
       },
     );
   });

@@ -2,9 +2,17 @@
 // over one hijacked `docker exec` stream (no exec round trip per command), and files through the
 // archive API. Any failure of the container surfaces as a SandboxError, which the
 // group runner counts as an infrastructure failure rather than a model mistake.
+import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
-import { PassThrough } from 'node:stream';
-import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
+import { PassThrough, Readable, Writable } from 'node:stream';
+import type {
+  ExecOptions,
+  ExecResult,
+  SandboxV1,
+  SpawnedExit,
+  SpawnedProcess,
+  SpawnOptions,
+} from '@shears/core';
 import { InvalidArgumentError, NoSuchEntryError, SandboxError } from '@shears/core';
 import { sleep } from '@shears/core/http';
 import type Dockerode from 'dockerode';
@@ -60,6 +68,8 @@ export class DockerSandbox implements SandboxV1 {
   private deadError: SandboxError | undefined;
   private readonly init: DockerSandboxInit;
   private readonly now: () => number;
+  /** The environment every shell session exports (given to spawned processes too). */
+  private sessionEnv: Record<string, string> = {};
 
   constructor(init: DockerSandboxInit) {
     this.init = init;
@@ -93,6 +103,7 @@ export class DockerSandbox implements SandboxV1 {
 
   /** Start the persistent shell (one hijacked exec) so the first command pays no set-up. */
   async open(env: Record<string, string>): Promise<void> {
+    this.sessionEnv = env;
     this.shell = createShellSandbox({
       id: this.id,
       backend: 'docker',
@@ -348,6 +359,93 @@ export class DockerSandbox implements SandboxV1 {
         throw this.wrap(retryError, `writeFile ${path}`);
       }
     }
+  }
+
+  /**
+   * A process with streaming stdio: its own `docker exec` (stdin attached, stdout/stderr
+   * demultiplexed). A small sh wrapper records its pid in the temp dir so `kill()` can end it
+   * with a second exec; removing the container (dispose) ends it in any case.
+   */
+  async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SpawnedProcess> {
+    this.assertUsable();
+    this.lastActivity = this.now();
+    const pidFile = `${this.tempDir}/spawn-${randomBytes(6).toString('hex')}.pid`;
+    const env = { ...this.sessionEnv, ...options.env };
+    let exec: Dockerode.Exec;
+    let stream: import('node:stream').Duplex;
+    try {
+      exec = await this.container.exec({
+        Cmd: ['/bin/sh', '-c', 'echo $$ > "$0" && exec "$@"', pidFile, command, ...args],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        WorkingDir: options.cwd === undefined ? this.workdir : posix.resolve(this.workdir, options.cwd),
+        Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
+      });
+      stream = (await exec.start({ hijack: true, stdin: true })) as unknown as import('node:stream').Duplex;
+    } catch (error) {
+      throw this.wrap(error, `could not start ${command}`);
+    }
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    this.init.docker.modem.demuxStream(stream, stdout, stderr);
+    stream.on('error', () => undefined);
+    const exited = new Promise<SpawnedExit>((resolve) => {
+      let settled = false;
+      const ended = () => {
+        if (settled) return;
+        settled = true;
+        stdout.end();
+        stderr.end();
+        exec
+          .inspect()
+          .then((info) => resolve({ exitCode: info.ExitCode ?? null, signal: null }))
+          .catch(() => resolve({ exitCode: null, signal: 'SIGKILL' }));
+      };
+      stream.on('end', ended);
+      stream.on('close', ended);
+    });
+    let ended = false;
+    void exited.then(() => {
+      ended = true;
+    });
+    const kill = async () => {
+      if (!ended && !this.disposed && !this.deadError) {
+        try {
+          const killer = await this.container.exec({
+            Cmd: ['/bin/sh', '-c', 'kill -9 "$(cat "$0")" 2>/dev/null; rm -f "$0"', pidFile],
+            AttachStdout: true,
+            AttachStderr: true,
+          });
+          await readAll(await killer.start({ hijack: true, stdin: false }));
+        } catch {
+          // The container is gone: so is the process.
+        }
+      }
+      stream.destroy();
+      await exited;
+    };
+    const onAbort = () => void kill();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+    const stdin = new Writable({
+      write: (chunk, _encoding, callback) => {
+        stream.write(chunk, callback);
+      },
+      final: (callback) => {
+        stream.end();
+        callback();
+      },
+    });
+    stdin.on('error', () => undefined);
+    return {
+      stdin: Writable.toWeb(stdin) as WritableStream<Uint8Array>,
+      stdout: Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
+      stderr: Readable.toWeb(stderr) as ReadableStream<Uint8Array>,
+      exited,
+      kill,
+    };
   }
 
   dispose(): Promise<void> {

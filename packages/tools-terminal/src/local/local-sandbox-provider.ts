@@ -7,7 +7,8 @@ import { constants } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
-import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
+import { Readable, Writable } from 'node:stream';
+import type { SandboxProviderV1, SandboxSpec, SandboxV1, SpawnedProcess, SpawnOptions } from '@shears/core';
 import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
 import { runSandboxSetup } from '@shears/core/internal';
 import { z } from 'zod';
@@ -182,6 +183,7 @@ export function createLocalSandboxProvider(
       const marker = `SHEARS_SANDBOX_ID=${id}`;
       const env = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
 
+      const spawned = new Set<SpawnedProcess>();
       const sandbox: LocalSandbox = Object.assign(
         createShellSandbox({
           id,
@@ -266,11 +268,16 @@ export function createLocalSandboxProvider(
           },
           async dispose() {
             live.delete(sandbox);
+            await Promise.all([...spawned].map((child) => child.kill()));
             await killMarkedProcesses(marker);
             await rm(root, { recursive: true, force: true });
           },
         }),
-        { root },
+        {
+          root,
+          spawn: (command: string, args: readonly string[], spawnOptions: SpawnOptions = {}) =>
+            spawnLocal({ id, workdir, env, command, args, options: spawnOptions, spawned }),
+        },
       );
       live.add(sandbox);
       try {
@@ -286,4 +293,76 @@ export function createLocalSandboxProvider(
       await Promise.all([...live].map((sandbox) => sandbox.dispose()));
     },
   };
+}
+
+/**
+ * `spawn` of the local backend: the process leads its own process group (killed as a group) and
+ * carries the sandbox's marker variable, so the sandbox's dispose finds it even if it escaped.
+ */
+async function spawnLocal(init: {
+  id: string;
+  workdir: string;
+  env: Record<string, string>;
+  command: string;
+  args: readonly string[];
+  options: SpawnOptions;
+  spawned: Set<SpawnedProcess>;
+}): Promise<SpawnedProcess> {
+  const { id, options } = init;
+  throwIfAborted(options.signal);
+  const cwd =
+    options.cwd === undefined
+      ? init.workdir
+      : isAbsolute(options.cwd)
+        ? options.cwd
+        : join(init.workdir, options.cwd);
+  const child = spawn(init.command, [...init.args], {
+    cwd,
+    env: { ...init.env, ...options.env, SHEARS_SANDBOX_ID: id },
+    detached: true,
+    stdio: 'pipe',
+  });
+  child.stdin.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', () => resolve());
+    child.once('error', (error) =>
+      reject(
+        new SandboxError({
+          sandboxId: id,
+          message: `Could not start ${init.command} in local sandbox ${id}: ${error.message}`,
+          cause: error,
+        }),
+      ),
+    );
+  });
+  const exited = new Promise<{ exitCode: number | null; signal: string | null }>((resolve) => {
+    child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
+  });
+  let ended = false;
+  const kill = async () => {
+    if (!ended && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    await exited;
+  };
+  const handle: SpawnedProcess = {
+    stdin: Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+    stdout: Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+    stderr: Readable.toWeb(child.stderr) as ReadableStream<Uint8Array>,
+    exited,
+    kill,
+  };
+  init.spawned.add(handle);
+  void exited.then(() => {
+    ended = true;
+    init.spawned.delete(handle);
+  });
+  const onAbort = () => void kill();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+  return handle;
 }

@@ -32,7 +32,10 @@ function settings(overrides: Partial<SshSandboxSettings> = {}): SshSandboxSettin
   };
 }
 
-describeSandboxConformance('ssh', () => createSshSandboxProvider(settings()), { unavailable });
+describeSandboxConformance('ssh', () => createSshSandboxProvider(settings()), {
+  unavailable,
+  skip: { spawn: 'no spawn() on the ssh backend yet (stdio MCP servers cannot run there)' },
+});
 describeTerminalTools('ssh', () => createSshSandboxProvider(settings()), { unavailable });
 
 describe.skipIf(!available)('createSshSandboxProvider', () => {

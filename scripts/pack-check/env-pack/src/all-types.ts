@@ -10,6 +10,7 @@ import type * as judges from '@shears/judges';
 import type * as parsers from '@shears/parsers';
 import type * as servers from '@shears/servers';
 import type * as toolsFile from '@shears/tools-file';
+import type * as toolsMcp from '@shears/tools-mcp';
 import type * as toolsTerminal from '@shears/tools-terminal';
 import type * as toolsWeb from '@shears/tools-web';
 
@@ -24,6 +25,7 @@ export type PublishedModules = [
   typeof parsers,
   typeof servers,
   typeof toolsFile,
+  typeof toolsMcp,
   typeof toolsTerminal,
   typeof toolsWeb,
 ];
