@@ -461,6 +461,7 @@ const CONFIG_SECTIONS = [
   'evaluate',
   'train',
   'loop',
+  'cluster',
 ];
 
 export function cliVersion(): string {

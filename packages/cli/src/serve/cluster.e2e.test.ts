@@ -101,8 +101,6 @@ function serve(out: string, maxGroups: number, onLine: (line: string) => void) {
       '2',
       '--api.poll_ms',
       '50',
-      '--api.database',
-      ':memory:',
       '--out',
       out,
     ],
