@@ -137,7 +137,8 @@ class ShearsProcess:
             stderr=subprocess.STDOUT,
             text=True,
             bufsize=1,
-            preexec_fn=_die_with_parent,
+            # Only prctl runs between fork and exec (no lock taken), which is safe beside Ray's threads.
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
         )
         self.pump = threading.Thread(target=self._pump, daemon=True)
         self.pump.start()
@@ -191,8 +192,11 @@ def check_cluster(spec: LaunchSpec) -> list[str]:
     if not fit:
         have = "; ".join(
             f"{node['NodeManagerAddress']}: "
-            + ", ".join(f"{name}={value:g}" for name, value in sorted(node["Resources"].items())
-                        if not name.startswith("node:") and name not in ("memory", "object_store_memory"))
+            + ", ".join(
+                f"{name}={value:g}"
+                for name, value in sorted(node["Resources"].items())
+                if not name.startswith("node:") and name not in ("memory", "object_store_memory")
+            )
             for node in nodes
         )
         problems.append(
@@ -251,15 +255,26 @@ def run(spec: LaunchSpec) -> int:
         if owed[index] is not None:
             extra += ["--max-groups", str(owed[index])]
         attempt = len(incarnations[index])
-        return spec.shears + spec.serve_args + extra + [
-            "--env.seed", str(1000 * attempt + index), "--force",
-            "--out", os.path.join(spec.cwd, f"worker-{index}.{attempt}.jsonl"),
-        ]
+        return (
+            spec.shears
+            + spec.serve_args
+            + extra
+            + [
+                "--env.seed",
+                str(1000 * attempt + index),
+                "--force",
+                "--out",
+                os.path.join(spec.cwd, f"worker-{index}.{attempt}.jsonl"),
+            ]
+        )
 
     def start(index: int) -> Any:
         info = ray.get(workers[index].start.remote(argv(index), spec.cwd, spec.env))
         incarnations[index].append({**info, "sent": 0, "env_id": None, "exit_code": None})
-        print(f"[driver] worker-{index} started on {info['address']} {info['resources']} (pid {info['pid']})", flush=True)
+        print(
+            f"[driver] worker-{index} started on {info['address']} {info['resources']} (pid {info['pid']})",
+            flush=True,
+        )
         return workers[index].wait.remote()
 
     # A worker that owes no group (--max-groups below the number of workers) is not started.
@@ -275,8 +290,8 @@ def run(spec: LaunchSpec) -> int:
             try:
                 progress = ray.get(workers[index].progress.remote(), timeout=5)
                 incarnations[index][-1].update(progress)
-            except Exception:
-                pass
+            except ray.exceptions.RayError:
+                continue  # dead or restarting: what it last reported stands
         for ref in done:
             index = waiting.pop(ref)
             current = incarnations[index][-1]
@@ -297,7 +312,8 @@ def run(spec: LaunchSpec) -> int:
                     continue
                 print(
                     f"[driver] worker-{index} died on {current['address']} after {current['sent']} groups;"
-                    " Ray restarts it", flush=True,
+                    " Ray restarts it",
+                    flush=True,
                 )
                 if owed[index] == 0:
                     continue

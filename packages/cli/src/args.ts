@@ -250,7 +250,8 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         name: 'cluster',
         value: 'ray://HOST:PORT',
         config: 'cluster.address',
-        description: 'run the env workers on a Ray cluster (cluster.workers of them; docs/run-on-a-cluster.md)',
+        description:
+          'run the env workers on a Ray cluster (cluster.workers of them; docs/run-on-a-cluster.md)',
       },
       { name: 'url', value: 'URL', config: 'api.url', description: 'trajectory API to push groups to' },
       { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL copy of every group sent' },

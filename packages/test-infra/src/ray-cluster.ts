@@ -197,7 +197,8 @@ export async function startRayCluster(options: {
     nodes: started.map(({ name, child }) => ({ name, pid: child.pid!, processes: tree(child.pid!) })),
     killNode(name) {
       const node = started.find((entry) => entry.name === name);
-      if (!node) throw new Error(`no ray node ${name} (have: ${started.map((entry) => entry.name).join(', ')})`);
+      if (!node)
+        throw new Error(`no ray node ${name} (have: ${started.map((entry) => entry.name).join(', ')})`);
       for (const pid of processTree(node.child.pid!))
         try {
           process.kill(pid, 'SIGKILL');

@@ -354,7 +354,11 @@ export const clusterConfigSchema = z
       .describe(
         "The Ray head's GCS address, `ray://HOST:PORT` or `HOST:PORT` (the port of `ray start --head --port`); `--cluster` sets it",
       ),
-    workers: z.int().min(1).default(2).describe('Env workers (`shears serve` processes) placed on the cluster'),
+    workers: z
+      .int()
+      .min(1)
+      .default(2)
+      .describe('Env workers (`shears serve` processes) placed on the cluster'),
     max_restarts: z
       .int()
       .min(0)
@@ -364,12 +368,16 @@ export const clusterConfigSchema = z
     worker_resources: z
       .record(z.string().min(1), z.number().min(0))
       .default({})
-      .describe('Ray custom resources each env worker asks for (e.g. { docker: 1 } for nodes started with it)'),
+      .describe(
+        'Ray custom resources each env worker asks for (e.g. { docker: 1 } for nodes started with it)',
+      ),
     python: z
       .string()
       .min(1)
       .default('python3')
-      .describe('Python that runs the driver (python -m shears_cluster; needs ray, `shears prepare --cluster ray`)'),
+      .describe(
+        'Python that runs the driver (python -m shears_cluster; needs ray, `shears prepare --cluster ray`)',
+      ),
     shears_command: z
       .array(z.string().min(1))
       .min(1)

@@ -25,7 +25,8 @@ const env = { PYTHONPATH: join(root, 'trainers'), PATH: process.env.PATH };
 
 let cluster: RayCluster;
 beforeAll(async () => {
-  if (!existsSync(python)) throw new Error(`${python} not found: run scripts/setup-python.sh (it installs ray)`);
+  if (!existsSync(python))
+    throw new Error(`${python} not found: run scripts/setup-python.sh (it installs ray)`);
   cluster = await startRayCluster({
     python,
     workers: [
