@@ -178,14 +178,24 @@ export async function startRayCluster(options: {
   try {
     const head = options.head ?? { name: 'head', cpus: 0, resources: { head: 1 } };
     for (const [index, node] of [head, ...options.workers].entries()) {
-      const { child } = await startNode({
-        ray,
-        node,
-        head: index === 0,
-        port,
-        tempDir: join(root, node.name),
-      });
-      started.push({ name: node.name, child });
+      // `ray start` gives a node 30 s (not configurable) to appear in the GCS; on a loaded 2-core
+      // machine that sometimes is not enough, and the same start succeeds when tried again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const { child } = await startNode({
+            ray,
+            node,
+            head: index === 0,
+            port,
+            tempDir: join(root, `${node.name}-${attempt}`),
+          });
+          started.push({ name: node.name, child });
+          break;
+        } catch (error) {
+          if (attempt === 3 || !/timed out during startup/.test((error as Error).message)) throw error;
+          console.warn(`ray node ${node.name}: start timed out on a loaded machine, trying again`);
+        }
+      }
     }
   } catch (error) {
     await stop();
