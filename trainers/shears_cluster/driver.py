@@ -128,6 +128,10 @@ class ShearsProcess:
         self.ready.set()
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> dict[str, Any]:
+        # Asked again after an unanswered call (the actor was unreachable for a moment): the process
+        # this incarnation already runs is the worker, not a second one.
+        if self.process is not None and self.process.poll() is None:
+            return {"pid": self.process.pid, **_node_labels()}
         self.process = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -269,7 +273,16 @@ def run(spec: LaunchSpec) -> int:
         )
 
     def start(index: int) -> Any:
-        info = ray.get(workers[index].start.remote(argv(index), spec.cwd, spec.env))
+        # A restarting actor answers ActorUnavailableError until Ray has started it again.
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                info = ray.get(workers[index].start.remote(argv(index), spec.cwd, spec.env), timeout=60)
+                break
+            except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
         incarnations[index].append({**info, "sent": 0, "env_id": None, "exit_code": None})
         print(
             f"[driver] worker-{index} started on {info['address']} {info['resources']} (pid {info['pid']})",
