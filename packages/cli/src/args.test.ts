@@ -47,6 +47,7 @@ const SAMPLES: Record<string, [text: string, expected: unknown]> = {
   'run.metrics': ['', false],
   'run.progress': ['lines', 'lines'],
   'api.url': ['http://127.0.0.1:9', 'http://127.0.0.1:9'],
+  'cluster.address': ['ray://127.0.0.1:6379', 'ray://127.0.0.1:6379'],
   'api.host': ['0.0.0.0', '0.0.0.0'],
   'api.port': ['0', 0],
   'evaluate.k': ['8', 8],

@@ -239,6 +239,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       'loop',
       'evaluate.bootstrap_samples',
       'evaluate.confidence',
+      'cluster',
     ],
     flags: [
       CONFIG,
@@ -247,6 +248,13 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       SANDBOX_FLAG,
       CONCURRENCY,
       PROGRESS,
+      {
+        name: 'cluster',
+        value: 'ray://HOST:PORT',
+        config: 'cluster.address',
+        description:
+          'run the env workers on a Ray cluster (cluster.workers of them; docs/run-on-a-cluster.md)',
+      },
       { name: 'url', value: 'URL', config: 'api.url', description: 'trajectory API to push groups to' },
       { name: 'out', value: 'FILE', config: 'run.out', description: 'JSONL copy of every group sent' },
       NO_REPORT,
@@ -257,6 +265,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     examples: [
       'shears serve --config shears.yaml --url http://127.0.0.1:8000',
       'shears serve --env demo --tokenizer ./models/Qwen3-8B --max-groups 100',
+      'shears serve --config shears.yaml --cluster ray://10.0.0.1:6379 --cluster.workers 8',
     ],
     refused: {
       groups: 'shears serve runs until Ctrl-C; stop it after N groups with --max-groups N',
@@ -503,6 +512,7 @@ const CONFIG_SECTIONS = [
   'evaluate',
   'train',
   'loop',
+  'cluster',
 ];
 
 export function cliVersion(): string {

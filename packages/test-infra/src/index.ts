@@ -6,4 +6,6 @@ export type { DockerdHandle, StartDockerdOptions } from './dockerd.js';
 export { startDockerd, startDockerService } from './dockerd.js';
 export type { EnsureTestImageOptions } from './images.js';
 export { ensureTestImage, TEST_IMAGE } from './images.js';
+export type { RayCluster, RayNode, RayNodeOptions } from './ray-cluster.js';
+export { processTree, startRayCluster } from './ray-cluster.js';
 export { startSshService } from './sshd.js';

