@@ -153,6 +153,7 @@ export function createLocalSandboxProvider(
   const config = parsed.data;
   const live = new Set<SandboxV1>();
   let closed = false;
+  let parentReady: Promise<void> | undefined;
 
   const baseEnv = (): Record<string, string> => {
     const inherit = config.inheritEnv ?? [...LOCAL_INHERITED_ENV];
@@ -172,8 +173,22 @@ export function createLocalSandboxProvider(
       throwIfAborted(options.signal);
       if (closed) throw new SandboxError({ message: 'The local sandbox provider is closed' });
       const parent = config.root ?? tmpdir();
-      await mkdir(parent, { recursive: true });
-      const root = await mkdtemp(join(parent, 'shears-local-'));
+      // The parent is made once; mkdtemp alone after that (again if someone removed it).
+      parentReady ??= mkdir(parent, { recursive: true }).then(
+        () => undefined,
+        (error: unknown) => {
+          parentReady = undefined;
+          throw error;
+        },
+      );
+      await parentReady;
+      const root = await mkdtemp(join(parent, 'shears-local-')).catch(
+        async (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+          await mkdir(parent, { recursive: true });
+          return mkdtemp(join(parent, 'shears-local-'));
+        },
+      );
       const id = `local-${randomBytes(6).toString('hex')}`;
       const workdir = spec.workdir ?? join(root, 'workspace');
       const tempDir = join(root, 'tmp');
@@ -181,6 +196,9 @@ export function createLocalSandboxProvider(
       await mkdir(tempDir, { recursive: true });
       const marker = `SHEARS_SANDBOX_ID=${id}`;
       const env = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
+      // Files are written and read without a shell; the shell starts with the first command. Until
+      // then no process carries the marker, and dispose has none to look for.
+      let shellStarted = false;
 
       const sandbox: LocalSandbox = Object.assign(
         createShellSandbox({
@@ -193,6 +211,7 @@ export function createLocalSandboxProvider(
           async openTransport() {
             // detached: the shell leads its own session and process group, so nothing it starts
             // shares a group with this Node process.
+            shellStarted = true;
             const child = spawn('/bin/sh', ['-c', SHELL_BOOTSTRAP_SCRIPT], {
               cwd: workdir,
               env,
@@ -266,7 +285,7 @@ export function createLocalSandboxProvider(
           },
           async dispose() {
             live.delete(sandbox);
-            await killMarkedProcesses(marker);
+            if (shellStarted) await killMarkedProcesses(marker);
             await rm(root, { recursive: true, force: true });
           },
         }),
