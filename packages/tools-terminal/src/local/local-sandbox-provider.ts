@@ -3,7 +3,7 @@
 // full access to the host; use it for development and trusted tasks, never for untrusted models.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
@@ -57,23 +57,25 @@ async function scanAndKill(markers: readonly string[]): Promise<void> {
   } catch {
     return;
   }
-  // A few reads in flight at once: one after the other, each waits its turn in libuv's thread
-  // pool behind every other file operation of the process (the env workers' own), and a scan of a
-  // few hundred processes took most of a rollout's time under load.
-  let next = 0;
-  const reader = async () => {
-    while (next < entries.length) {
-      const entry = entries[next++]!;
+  // Synchronous reads, a slice at a time with a turn of the event loop between slices: a read of
+  // /proc/<pid>/environ takes microseconds, and through the promise API (libuv's thread pool, four
+  // hand-offs a file) a scan of a few hundred processes cost 4-6x the CPU (12-19 ms against
+  // 2-5 ms here) and waited behind every other file operation of the process.
+  for (let start = 0; start < entries.length; start += SCAN_SLICE) {
+    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const entry of entries.slice(start, start + SCAN_SLICE)) {
       try {
-        const environ = Buffer.concat([Buffer.from([0]), await readFile(`/proc/${entry}/environ`)]);
+        const environ = Buffer.concat([ZERO, readFileSync(`/proc/${entry}/environ`)]);
         if (needles.some((needle) => environ.includes(needle))) process.kill(Number(entry), 'SIGKILL');
       } catch {
         // Gone already, or not ours to read.
       }
     }
-  };
-  await Promise.all(Array.from({ length: 8 }, reader));
+  }
 }
+
+const SCAN_SLICE = 32;
+const ZERO = Buffer.from([0]);
 
 let waitingMarkers: string[] = [];
 let nextScan: Promise<void> | undefined;
