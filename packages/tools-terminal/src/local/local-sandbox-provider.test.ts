@@ -100,6 +100,14 @@ describe('createLocalSandboxProvider', () => {
     expect(existsSync(local.root)).toBe(false);
   });
 
+  it('starts bash with nothing of its own in the temp dir (its state lives beside the workspace)', async () => {
+    sandbox = await provider.acquire();
+    const result = await sandbox.exec('echo "$0 ${BASH_VERSION:+bash}"; ls -A "$TMPDIR"');
+    expect(result.stdout).toBe('bash bash\n');
+    await sandbox.exec('cd /; export KEPT=1');
+    expect((await sandbox.exec('pwd; echo $KEPT')).stdout).toBe('/\n1\n');
+  });
+
   it('disposes a sandbox that never ran a command without reading the process table', async () => {
     // Another sandbox's shell runs meanwhile: the unused ones must not scan /proc on its account.
     const busy = await provider.acquire();

@@ -3,7 +3,7 @@
 // full access to the host; use it for development and trusted tasks, never for untrusted models.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
@@ -76,6 +76,27 @@ async function scanAndKill(markers: readonly string[]): Promise<void> {
 
 const SCAN_SLICE = 32;
 const ZERO = Buffer.from([0]);
+
+const bashOnPath = new Map<string, string | undefined>();
+
+/** The first executable `bash` in the absolute directories of `path` (cached per PATH). */
+function findBash(path: string | undefined): string | undefined {
+  const key = path ?? '';
+  if (bashOnPath.has(key)) return bashOnPath.get(key);
+  let found: string | undefined;
+  for (const directory of key.split(':')) {
+    if (!isAbsolute(directory)) continue;
+    try {
+      accessSync(join(directory, 'bash'), constants.X_OK);
+      found = join(directory, 'bash');
+      break;
+    } catch {
+      // Not here.
+    }
+  }
+  bashOnPath.set(key, found);
+  return found;
+}
 
 let waitingMarkers: string[] = [];
 let nextScan: Promise<void> | undefined;
@@ -197,10 +218,11 @@ export function createLocalSandboxProvider(
       await mkdir(workdir, { recursive: true });
       await mkdir(tempDir, { recursive: true });
       const marker = `SHEARS_SANDBOX_ID=${id}`;
-      const env = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
+      const env: Record<string, string> = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
       // Files are written and read without a shell; the shell starts with the first command. Until
       // then no process carries the marker, and dispose has none to look for.
       let shellStarted = false;
+      let shells = 0;
 
       const sandbox: LocalSandbox = Object.assign(
         createShellSandbox({
@@ -214,12 +236,18 @@ export function createLocalSandboxProvider(
             // detached: the shell leads its own session and process group, so nothing it starts
             // shares a group with this Node process.
             shellStarted = true;
-            const child = spawn('/bin/sh', ['-c', SHELL_BOOTSTRAP_SCRIPT], {
-              cwd: workdir,
-              env,
-              detached: true,
-              stdio: 'pipe',
-            });
+            // The session's state lives below the root (removed with it), made here rather than by
+            // a `mktemp` process in the shell; bash found on the sandbox's PATH is started as the
+            // bootstrap would (`exec bash --noprofile --norc`) without the `sh` before it.
+            shells += 1;
+            const stateDir = join(root, `.shell-${shells}`);
+            await mkdir(stateDir, { mode: 0o700 });
+            const bash = findBash(env.PATH);
+            const child = spawn(
+              bash ?? '/bin/sh',
+              bash ? ['--noprofile', '--norc'] : ['-c', SHELL_BOOTSTRAP_SCRIPT],
+              { argv0: bash ? 'bash' : 'sh', cwd: workdir, env, detached: true, stdio: 'pipe' },
+            );
             child.stdin.on('error', () => undefined);
             await new Promise<void>((resolve, reject) => {
               child.once('spawn', () => resolve());
@@ -234,6 +262,7 @@ export function createLocalSandboxProvider(
               );
             });
             return {
+              stateDir,
               stdin: child.stdin,
               stdout: child.stdout,
               stderr: child.stderr,
