@@ -218,7 +218,12 @@ export function createLocalSandboxProvider(
       await mkdir(workdir, { recursive: true });
       await mkdir(tempDir, { recursive: true });
       const marker = `SHEARS_SANDBOX_ID=${id}`;
-      const env: Record<string, string> = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
+      const env: Record<string, string> = {
+        ...baseEnv(),
+        TMPDIR: tempDir,
+        ...spec.env,
+        SHEARS_SANDBOX_ID: id,
+      };
       // Files are written and read without a shell; the shell starts with the first command. Until
       // then no process carries the marker, and dispose has none to look for.
       let shellStarted = false;
