@@ -61,20 +61,41 @@ async function scanAndKill(markers: readonly string[]): Promise<void> {
   // /proc/<pid>/environ takes microseconds, and through the promise API (libuv's thread pool, four
   // hand-offs a file) a scan of a few hundred processes cost 4-6x the CPU (12-19 ms against
   // 2-5 ms here) and waited behind every other file operation of the process.
+  const killed: string[] = [];
   for (let start = 0; start < entries.length; start += SCAN_SLICE) {
     if (start > 0) await new Promise((resolve) => setImmediate(resolve));
     for (const entry of entries.slice(start, start + SCAN_SLICE)) {
       try {
         const environ = Buffer.concat([ZERO, readFileSync(`/proc/${entry}/environ`)]);
-        if (needles.some((needle) => environ.includes(needle))) process.kill(Number(entry), 'SIGKILL');
+        if (needles.some((needle) => environ.includes(needle))) {
+          process.kill(Number(entry), 'SIGKILL');
+          killed.push(entry);
+        }
       } catch {
         // Gone already, or not ours to read.
       }
     }
   }
+  // A SIGKILLed process can still be exiting (state D, closing its files) for a moment.
+  if (killed.length > 0) await awaitGone(killed);
 }
 
 const SCAN_SLICE = 32;
+
+/** Waits (up to a second) until the killed processes are gone or zombies, not still exiting. */
+async function awaitGone(pids: readonly string[]): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const running = pids.filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+      } catch {
+        return false;
+      }
+    });
+    if (running.length === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 const ZERO = Buffer.from([0]);
 
 const bashOnPath = new Map<string, string | undefined>();
