@@ -1,5 +1,6 @@
 // Benchmark of the local and ssh sandboxes: acquire latency (acquire, and acquire + first command
-// which opens the shell session), and per-command latency over the persistent shell vs. a fresh
+// which opens the shell session), a whole life without commands (acquire, writeFile, readFile,
+// dispose: time and CPU), and per-command latency over the persistent shell vs. a fresh
 // process (local) or a fresh exec channel on an open connection (ssh) per command. Prints one
 // JSON line per metric (milliseconds); then runs bench/sandbox-docker.ts when it exists.
 //   pnpm -F @shears/tools-terminal bench
@@ -63,6 +64,24 @@ async function benchProvider(
   }
   summarise(backend, 'acquire', acquire);
   summarise(backend, 'acquire_to_first_command', ready);
+
+  // A sandbox's whole life when no command runs (files placed and read as data), with its CPU.
+  const lifecycle: number[] = [];
+  const cpuBefore = process.cpuUsage();
+  for (let index = 0; index < ACQUIRES; index += 1) {
+    lifecycle.push(
+      await time(async () => {
+        const sandbox = await provider.acquire();
+        await sandbox.writeFile('words.txt', 'one two three');
+        await sandbox.readFile('words.txt');
+        await sandbox.dispose();
+      }),
+    );
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  summarise(backend, 'lifecycle_without_commands', lifecycle, {
+    cpu_ms_per_sandbox: Math.round((cpu.user + cpu.system) / ACQUIRES / 10) / 100,
+  });
 
   const sandbox = await provider.acquire();
   for (let index = 0; index < 10; index += 1) await sandbox.exec('true');

@@ -8,7 +8,8 @@
 // 1. The transport starts `SHELL_BOOTSTRAP` (`sh -c '<exec bash, else exec sh>'`), so bash reads
 //    its script from stdin. The session writes a prologue that moves the shell's own stderr to
 //    fd 3 and sends fd 2 to /dev/null (job-control chatter such as "Terminated" never reaches the
-//    output), creates a private state directory (`mktemp -d`), picks a mode — `job` (bash with
+//    output), creates a private state directory (`mktemp -d`, or takes the empty one the
+//    transport made: `ShellTransport.stateDir`), picks a mode — `job` (bash with
 //    `set -m`: each command is a job in its own process group), `setsid` (sh + setsid(1)) or
 //    `plain` (no process groups; a timeout kills only the command's shell) — and prints
 //    `__SHEARS_<nonce>_READY <mode> <dir>__\n` on stdout.
@@ -67,6 +68,12 @@ export interface ShellTransport {
    * an abort ends the whole session.
    */
   killProcessGroup?(pgid: number, signal: 'SIGTERM' | 'SIGKILL'): void | Promise<void>;
+  /**
+   * An empty private directory the transport made for this session's state. The session then
+   * starts no `mktemp` process and leaves the directory's removal to the backend; without it, the
+   * shell makes one with `mktemp -d` and removes it when it exits.
+   */
+  stateDir?: string;
 }
 
 export type ShellMode = 'job' | 'setsid' | 'plain';
@@ -208,9 +215,13 @@ interface RunningCommand {
   settle: (error?: Error) => void;
 }
 
-const PROLOGUE = (nonce: string, merged: boolean) => `exec 3>&2 2>/dev/null
-__shears_d=$(mktemp -d 2>/dev/null) || { __shears_d=/tmp/shears-shell-$$; mkdir -p "$__shears_d"; }
-trap 'rm -rf "$__shears_d"' EXIT
+const PROLOGUE = (nonce: string, merged: boolean, stateDir: string | undefined) => `exec 3>&2 2>/dev/null
+${
+  stateDir === undefined
+    ? `__shears_d=$(mktemp -d 2>/dev/null) || { __shears_d=/tmp/shears-shell-$$; mkdir -p "$__shears_d"; }
+trap 'rm -rf "$__shears_d"' EXIT`
+    : `__shears_d=${shellQuote(stateDir)}`
+}
 export PWD
 if [ -n "$BASH_VERSION" ] && set -m; then __shears_m=job; elif command -v setsid >/dev/null 2>&1; then __shears_m=setsid; else __shears_m=plain; fi
 __shears_x() {
@@ -453,7 +464,7 @@ export async function createShellSession(options: ShellSessionOptions): Promise<
     }
   };
 
-  write(PROLOGUE(nonce, merged));
+  write(PROLOGUE(nonce, merged, transport.stateDir));
   const startupTimeoutMs = options.startupTimeoutMs ?? 20_000;
   let startupTimer: NodeJS.Timeout | undefined;
   try {

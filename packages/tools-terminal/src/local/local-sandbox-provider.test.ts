@@ -1,8 +1,30 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { SandboxV1 } from '@shears/core';
 import { describeSandboxConformance } from '@shears/core/test';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { LocalSandbox } from './local-sandbox-provider.js';
 import { createLocalSandboxProvider } from './local-sandbox-provider.js';
+
+/** The pids of the processes whose environment carries `SHEARS_SANDBOX_ID=<id>`. */
+function processesOf(sandboxId: string): number[] {
+  const needle = Buffer.from(`\0SHEARS_SANDBOX_ID=${sandboxId}\0`);
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${entry}/environ`)]).includes(needle))
+        pids.push(Number(entry));
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return pids;
+}
+
+/** Read system calls this process made so far (all its threads, libuv's pool included). */
+function readCalls(): number {
+  return Number(/syscr: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))?.[1]);
+}
 
 describeSandboxConformance('local', () => createLocalSandboxProvider());
 
@@ -59,6 +81,50 @@ describe('createLocalSandboxProvider', () => {
     expect(['S', 'R']).toContain(state(keptPid));
     await kept.dispose();
     expect(['', 'Z']).toContain(state(keptPid));
+  });
+
+  it('writes and reads files without a shell; the shell starts with the first command, which sees them', async () => {
+    const local = (await provider.acquire()) as LocalSandbox;
+    sandbox = local;
+    await local.writeFile('data/words.txt', 'one two three\n');
+    expect(Buffer.from(await local.readFile('data/words.txt')).toString()).toBe('one two three\n');
+    expect(local.sessionsOpened).toBe(0);
+    expect(processesOf(local.id)).toEqual([]);
+    const result = await local.exec('wc -w < data/words.txt; echo $$');
+    const [words, shellPid] = result.stdout.trim().split('\n').map(Number);
+    expect(words).toBe(3);
+    expect(local.sessionsOpened).toBe(1);
+    expect(processesOf(local.id)).toContain(shellPid);
+    await local.dispose();
+    expect(processesOf(local.id)).toEqual([]);
+    expect(existsSync(local.root)).toBe(false);
+  });
+
+  it('starts bash with nothing of its own in the temp dir (its state lives beside the workspace)', async () => {
+    sandbox = await provider.acquire();
+    const result = await sandbox.exec('echo "$0 ${BASH_VERSION:+bash}"; ls -A "$TMPDIR"');
+    expect(result.stdout).toBe('bash bash\n');
+    await sandbox.exec('cd /; export KEPT=1');
+    expect((await sandbox.exec('pwd; echo $KEPT')).stdout).toBe('/\n1\n');
+  });
+
+  it('disposes a sandbox that never ran a command without reading the process table', async () => {
+    // Another sandbox's shell runs meanwhile: the unused ones must not scan /proc on its account.
+    const busy = await provider.acquire();
+    sandbox = busy;
+    await busy.exec('true');
+    const unused = (await Promise.all(Array.from({ length: 8 }, () => provider.acquire()))) as LocalSandbox[];
+    for (const box of unused) await box.writeFile('words.txt', 'a b');
+    const processes = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).length;
+    const before = readCalls();
+    await Promise.all(unused.map((box) => box.dispose()));
+    const reads = readCalls() - before;
+    // A scan reads the environment of each of the machine's processes (two reads or more each).
+    expect(reads).toBeLessThan(processes);
+    for (const box of unused) {
+      expect(existsSync(box.root)).toBe(false);
+      expect(box.sessionsOpened).toBe(0);
+    }
   });
 
   it('runs setup commands and fails acquire when one fails', async () => {

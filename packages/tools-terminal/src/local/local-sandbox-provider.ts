@@ -3,7 +3,7 @@
 // full access to the host; use it for development and trusted tasks, never for untrusted models.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
@@ -58,22 +58,66 @@ async function scanAndKill(markers: readonly string[]): Promise<void> {
   } catch {
     return;
   }
-  // A few reads in flight at once: one after the other, each waits its turn in libuv's thread
-  // pool behind every other file operation of the process (the env workers' own), and a scan of a
-  // few hundred processes took most of a rollout's time under load.
-  let next = 0;
-  const reader = async () => {
-    while (next < entries.length) {
-      const entry = entries[next++]!;
+  // Synchronous reads, a slice at a time with a turn of the event loop between slices: a read of
+  // /proc/<pid>/environ takes microseconds, and through the promise API (libuv's thread pool, four
+  // hand-offs a file) a scan of a few hundred processes cost 4-6x the CPU (12-19 ms against
+  // 2-5 ms here) and waited behind every other file operation of the process.
+  const killed: string[] = [];
+  for (let start = 0; start < entries.length; start += SCAN_SLICE) {
+    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const entry of entries.slice(start, start + SCAN_SLICE)) {
       try {
-        const environ = Buffer.concat([Buffer.from([0]), await readFile(`/proc/${entry}/environ`)]);
-        if (needles.some((needle) => environ.includes(needle))) process.kill(Number(entry), 'SIGKILL');
+        const environ = Buffer.concat([ZERO, readFileSync(`/proc/${entry}/environ`)]);
+        if (needles.some((needle) => environ.includes(needle))) {
+          process.kill(Number(entry), 'SIGKILL');
+          killed.push(entry);
+        }
       } catch {
         // Gone already, or not ours to read.
       }
     }
-  };
-  await Promise.all(Array.from({ length: 8 }, reader));
+  }
+  // A SIGKILLed process can still be exiting (state D, closing its files) for a moment.
+  if (killed.length > 0) await awaitGone(killed);
+}
+
+const SCAN_SLICE = 32;
+
+/** Waits (up to a second) until the killed processes are gone or zombies, not still exiting. */
+async function awaitGone(pids: readonly string[]): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const running = pids.filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+      } catch {
+        return false;
+      }
+    });
+    if (running.length === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+const ZERO = Buffer.from([0]);
+
+const bashOnPath = new Map<string, string | undefined>();
+
+/** The first executable `bash` in the absolute directories of `path` (cached per PATH). */
+function findBash(path: string | undefined): string | undefined {
+  const key = path ?? '';
+  if (bashOnPath.has(key)) return bashOnPath.get(key);
+  let found: string | undefined;
+  for (const directory of key.split(':')) {
+    if (!isAbsolute(directory)) continue;
+    try {
+      accessSync(join(directory, 'bash'), constants.X_OK);
+      found = join(directory, 'bash');
+      break;
+    } catch {
+      // Not here.
+    }
+  }
+  bashOnPath.set(key, found);
+  return found;
 }
 
 let waitingMarkers: string[] = [];
@@ -154,6 +198,7 @@ export function createLocalSandboxProvider(
   const config = parsed.data;
   const live = new Set<SandboxV1>();
   let closed = false;
+  let parentReady: Promise<void> | undefined;
 
   const baseEnv = (): Record<string, string> => {
     const inherit = config.inheritEnv ?? [...LOCAL_INHERITED_ENV];
@@ -173,17 +218,41 @@ export function createLocalSandboxProvider(
       throwIfAborted(options.signal);
       if (closed) throw new SandboxError({ message: 'The local sandbox provider is closed' });
       const parent = config.root ?? tmpdir();
-      await mkdir(parent, { recursive: true });
-      const root = await mkdtemp(join(parent, 'shears-local-'));
+      // The parent is made once; mkdtemp alone after that (again if someone removed it).
+      parentReady ??= mkdir(parent, { recursive: true }).then(
+        () => undefined,
+        (error: unknown) => {
+          parentReady = undefined;
+          throw error;
+        },
+      );
+      await parentReady;
+      const root = await mkdtemp(join(parent, 'shears-local-')).catch(
+        async (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+          await mkdir(parent, { recursive: true });
+          return mkdtemp(join(parent, 'shears-local-'));
+        },
+      );
       const id = `local-${randomBytes(6).toString('hex')}`;
       const workdir = spec.workdir ?? join(root, 'workspace');
       const tempDir = join(root, 'tmp');
       await mkdir(workdir, { recursive: true });
       await mkdir(tempDir, { recursive: true });
       const marker = `SHEARS_SANDBOX_ID=${id}`;
-      const env = { ...baseEnv(), TMPDIR: tempDir, ...spec.env, SHEARS_SANDBOX_ID: id };
+      const env: Record<string, string> = {
+        ...baseEnv(),
+        TMPDIR: tempDir,
+        ...spec.env,
+        SHEARS_SANDBOX_ID: id,
+      };
+      // Files are written and read without a shell; the shell starts with the first command. Until
+      // then no process carries the marker, and dispose has none to look for.
+      let shellStarted = false;
+      let shells = 0;
 
       const spawned = new Set<SpawnedProcess>();
+      let everSpawned = false;
       const sandbox: LocalSandbox = Object.assign(
         createShellSandbox({
           id,
@@ -195,12 +264,19 @@ export function createLocalSandboxProvider(
           async openTransport() {
             // detached: the shell leads its own session and process group, so nothing it starts
             // shares a group with this Node process.
-            const child = spawn('/bin/sh', ['-c', SHELL_BOOTSTRAP_SCRIPT], {
-              cwd: workdir,
-              env,
-              detached: true,
-              stdio: 'pipe',
-            });
+            shellStarted = true;
+            // The session's state lives below the root (removed with it), made here rather than by
+            // a `mktemp` process in the shell; bash found on the sandbox's PATH is started as the
+            // bootstrap would (`exec bash --noprofile --norc`) without the `sh` before it.
+            shells += 1;
+            const stateDir = join(root, `.shell-${shells}`);
+            await mkdir(stateDir, { mode: 0o700 });
+            const bash = findBash(env.PATH);
+            const child = spawn(
+              bash ?? '/bin/sh',
+              bash ? ['--noprofile', '--norc'] : ['-c', SHELL_BOOTSTRAP_SCRIPT],
+              { argv0: bash ? 'bash' : 'sh', cwd: workdir, env, detached: true, stdio: 'pipe' },
+            );
             child.stdin.on('error', () => undefined);
             await new Promise<void>((resolve, reject) => {
               child.once('spawn', () => resolve());
@@ -215,6 +291,7 @@ export function createLocalSandboxProvider(
               );
             });
             return {
+              stateDir,
               stdin: child.stdin,
               stdout: child.stdout,
               stderr: child.stderr,
@@ -269,14 +346,18 @@ export function createLocalSandboxProvider(
           async dispose() {
             live.delete(sandbox);
             await Promise.all([...spawned].map((child) => child.kill()));
-            await killMarkedProcesses(marker);
+            // A process started by the shell or by spawn (and its children) carries the marker;
+            // a sandbox that started neither has none to look for.
+            if (shellStarted || everSpawned) await killMarkedProcesses(marker);
             await rm(root, { recursive: true, force: true });
           },
         }),
         {
           root,
-          spawn: (command: string, args: readonly string[], spawnOptions: SpawnOptions = {}) =>
-            spawnLocal({ id, workdir, env, command, args, options: spawnOptions, spawned }),
+          spawn: (command: string, args: readonly string[], spawnOptions: SpawnOptions = {}) => {
+            everSpawned = true;
+            return spawnLocal({ id, workdir, env, command, args, options: spawnOptions, spawned });
+          },
         },
       );
       live.add(sandbox);
