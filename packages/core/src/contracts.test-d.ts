@@ -2,6 +2,7 @@
 // plugin author writes against must keep these shapes, and a change here is a breaking change.
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
+import { sleep } from './http/index.js';
 import {
   type AdvantageEstimator,
   type AgentResult,
@@ -28,7 +29,7 @@ import {
   verdictRecord,
   type verdictRecordSchema,
 } from './index.js';
-import { runSandboxSetup, sleep } from './internal.js';
+import { runSandboxSetup } from './internal.js';
 
 describe('contract versions', () => {
   it('every contract carries specificationVersion v1', () => {
