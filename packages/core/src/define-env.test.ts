@@ -177,7 +177,7 @@ describe('defineEnv: tasks are rows', () => {
   const rowsEnv = (tasks: unknown) =>
     defineEnv<EnvRow>({ name: 'rows', tasks: tasks as EnvRow[], prompt: 'Count {text}', reward: () => 1 });
 
-  it('reads JSONL, JSON and CSV files, async iterables, and the file setting (tasks.task_file)', async () => {
+  it('reads JSONL, JSON and CSV files, async iterables, and the tasks setting (--tasks FILE)', async () => {
     writeFileSync(join(dir, 'rows.jsonl'), '{"id":"a","text":"one two"}\n\n{"text":"three"}\n');
     writeFileSync(join(dir, 'rows.json'), JSON.stringify([{ text: 'x y z' }]));
     writeFileSync(join(dir, 'rows.csv'), 'id,text\nc1,"a, b"\nc2,plain\n');
@@ -196,7 +196,7 @@ describe('defineEnv: tasks are rows', () => {
       yield { text: 'streamed' };
     }
     expect(await prompts(rowsEnv(generate()))).toEqual([['rows-1', 'Count streamed']]);
-    expect(await prompts(rowsEnv([{ text: 'unused' }]), { file: join(dir, 'rows.json') })).toEqual([
+    expect(await prompts(rowsEnv([{ text: 'unused' }]), { tasks: join(dir, 'rows.json') })).toEqual([
       ['rows-1', 'Count x y z'],
     ]);
   });
@@ -274,6 +274,6 @@ describe('defineEnv and tool(): mistakes are refused', () => {
     expect(() =>
       tool({ name: 'bad', description: 'd', parameters: { path: 'string' } as never, run: () => '' }),
     ).toThrow('tool "bad": parameters must be a zod object schema');
-    await expect(createEnv(countWordsEnv(), { tasks: 'x.jsonl' })).rejects.toThrow(/tasks/);
+    await expect(createEnv(countWordsEnv(), { file: 'x.jsonl' })).rejects.toThrow(/env\.settings\.tasks/);
   });
 });

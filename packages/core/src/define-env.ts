@@ -17,6 +17,7 @@ import { ConfigError, EnvError, InvalidArgumentError } from './errors.js';
 import { safeParseJson } from './json.js';
 import { importOptionalPackage } from './optional-package.js';
 import { definePlugin, definePluginEntry, type PluginManifest, type Registry } from './registry.js';
+import type { ScriptedChatRequest, ScriptedReply } from './test/scripted-server.js';
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -44,7 +45,8 @@ export function tool<TParameters extends z.ZodObject>(
       value: name,
       message: `tool(): name ${JSON.stringify(name)} is not a tool name (1-64 letters, digits, "_" or "-")`,
     });
-  if (!(definition.parameters instanceof z.ZodObject))
+  // Duck-typed, not `instanceof`: a pack may load its own copy of zod.
+  if ((definition.parameters as { _zod?: { def?: { type?: unknown } } } | undefined)?._zod?.def?.type !== 'object')
     throw new InvalidArgumentError({
       argument: 'parameters',
       value: definition.parameters,
@@ -117,7 +119,7 @@ export interface EnvDefinition<TRow extends EnvRow> {
    */
   reward(row: TRow, context: EnvRewardContext): unknown;
   /** A scripted policy that plays the tasks when `server.provider` is `scripted` (no model). */
-  demoPolicy?: () => unknown;
+  demoPolicy?: () => (request: ScriptedChatRequest) => ScriptedReply | Promise<ScriptedReply>;
 }
 
 interface RowItem<TRow extends EnvRow> extends EnvItem {
@@ -292,8 +294,8 @@ async function resolveTools(
 /**
  * An env from rows, a prompt template, tools, files and a reward (see EnvDefinition), as a plugin
  * manifest: `export default defineEnv({...})`, then `shears process --plugins ./env.js --env <name>`.
- * Its settings are `seed` (which row comes first) and `file` (a tasks file in place of `tasks`;
- * the seed's `tasks.task_file`).
+ * Its settings are `seed` (which row comes first) and `tasks` (a tasks file in place of the
+ * definition's rows: `--tasks FILE`).
  */
 export function defineEnv<TRow extends EnvRow>(definition: EnvDefinition<TRow>): EnvPack {
   const name = definition?.name;
@@ -333,11 +335,11 @@ export function defineEnv<TRow extends EnvRow>(definition: EnvDefinition<TRow>):
     });
   const settings = z.strictObject({
     seed: z.int().min(0).default(0).describe('Which row comes first'),
-    file: z
+    tasks: z
       .string()
       .min(1)
       .optional()
-      .describe("A tasks file (.jsonl, .json, .csv) in place of the env's own rows"),
+      .describe("A tasks file (.jsonl, .json, .csv) in place of the env's own rows (--tasks)"),
   });
   const template = (value: string | ((row: TRow) => string), row: TRow, id: string, field: string) =>
     typeof value === 'function'
@@ -348,7 +350,7 @@ export function defineEnv<TRow extends EnvRow>(definition: EnvDefinition<TRow>):
     options: z.output<typeof settings>,
     registry: Registry,
   ): Promise<EnvV1<RowItem<TRow>>> {
-    const rows = (await readRows(options.file ?? definition.tasks, name)) as TRow[];
+    const rows = (await readRows(options.tasks ?? definition.tasks, name)) as TRow[];
     if (rows.length === 0)
       throw new ConfigError({
         message: `${where}: no tasks (the rows are empty)`,
@@ -421,7 +423,7 @@ export function defineEnv<TRow extends EnvRow>(definition: EnvDefinition<TRow>):
       [name]: definePluginEntry({
         settings,
         ...(definition.description ? { description: definition.description } : {}),
-        settingHints: { tasks: 'the tasks file is env.settings.file' },
+        settingHints: { file: 'a tasks file is env.settings.tasks (--tasks)' },
         create: (options, context) => create(options, context.registry),
       }),
     },
