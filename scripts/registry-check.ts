@@ -104,7 +104,13 @@ try {
     );
     verdaccio = spawn(
       process.execPath,
-      [join(root, 'node_modules/verdaccio/bin/verdaccio'), '--config', join(work, 'verdaccio.yaml'), '--listen', `127.0.0.1:${port}`],
+      [
+        join(root, 'node_modules/verdaccio/bin/verdaccio'),
+        '--config',
+        join(work, 'verdaccio.yaml'),
+        '--listen',
+        `127.0.0.1:${port}`,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';
@@ -124,15 +130,23 @@ try {
       body: JSON.stringify({ name: 'release', password: 'release-check' }),
     });
     const body = (await response.json()) as { token?: string };
-    check(response.ok && typeof body.token === 'string', `verdaccio refused the publishing user: ${JSON.stringify(body)}`);
+    check(
+      response.ok && typeof body.token === 'string',
+      `verdaccio refused the publishing user: ${JSON.stringify(body)}`,
+    );
     writeFileSync(npmrc, `registry=${registry}\n//127.0.0.1:${port}/:_authToken=${body.token}\n`);
   });
 
   await step('publish the workspace packages (pnpm -r publish)', () => {
     must(`pnpm -r publish --registry ${registry} --no-git-checks --access public`, root, env);
     const published = JSON.parse(must(`npm view @shears/cli --json`, work, env)) as { version: string };
-    const expected = (JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8')) as { version: string }).version;
-    check(published.version === expected, `@shears/cli ${published.version} published, ${expected} in the repository`);
+    const expected = (
+      JSON.parse(readFileSync(join(root, 'packages/cli/package.json'), 'utf8')) as { version: string }
+    ).version;
+    check(
+      published.version === expected,
+      `@shears/cli ${published.version} published, ${expected} in the repository`,
+    );
   });
 
   const guide = extractGuide(readFileSync(join(root, 'docs/write-an-env.md'), 'utf8'));
@@ -140,7 +154,9 @@ try {
   await step("publish the guide's env as a third-party pack", () => {
     const pack = join(work, 'pack');
     mkdirSync(pack);
-    const core = (JSON.parse(readFileSync(join(root, 'packages/core/package.json'), 'utf8')) as { version: string }).version;
+    const core = (
+      JSON.parse(readFileSync(join(root, 'packages/core/package.json'), 'utf8')) as { version: string }
+    ).version;
     writeFileSync(join(pack, 'count-words.js'), guide.files.get('count-words.js')!);
     writeFileSync(
       join(pack, 'package.json'),
@@ -162,41 +178,85 @@ try {
 
   const project = join(work, 'project');
   mkdirSync(project);
-  await step("install as the guide says, by name, in a fresh folder (npm install @shears/cli @shears/core zod)", () => {
-    for (const command of guide.install.filter((line) => !line.includes('typescript'))) must(command, project, env);
-    must('npm install shears-pack-count-words', project, env);
-  });
+  await step(
+    'install as the guide says, by name, in a fresh folder (npm install @shears/cli @shears/core zod)',
+    () => {
+      for (const command of guide.install.filter((line) => !line.includes('typescript')))
+        must(command, project, env);
+      must('npm install shears-pack-count-words', project, env);
+    },
+  );
 
   await step('shears process and shears evaluate on the pack, by name', () => {
-    must('npx shears process --plugins shears-pack-count-words --env count-words --groups 2 --out runs/process.jsonl', project, env);
+    must(
+      'npx shears process --plugins shears-pack-count-words --env count-words --groups 2 --out runs/process.jsonl',
+      project,
+      env,
+    );
     const groups = readFileSync(join(project, 'runs/process.jsonl'), 'utf8').trim().split('\n');
     check(groups.length === 2, `process wrote ${groups.length} groups, not 2`);
     const summary = JSON.parse(
-      must('npx shears evaluate --plugins shears-pack-count-words --env count-words --k 2 --json --out runs/eval.jsonl', project, env),
+      must(
+        'npx shears evaluate --plugins shears-pack-count-words --env count-words --k 2 --json --out runs/eval.jsonl',
+        project,
+        env,
+      ),
     ) as Record<string, unknown>;
-    check(/"mean[_a-zA-Z]*":0\.5\b/.test(JSON.stringify(summary)), `evaluate's summary is not half right: ${JSON.stringify(summary).slice(0, 500)}`);
+    check(
+      /"mean[_a-zA-Z]*":0\.5\b/.test(JSON.stringify(summary)),
+      `evaluate's summary is not half right: ${JSON.stringify(summary).slice(0, 500)}`,
+    );
   });
 
   await step('missing optional packages are named with the install command', () => {
-    const docker = sh('npx shears process --plugins shears-pack-count-words --env count-words --sandbox docker --groups 1 --out runs/docker.jsonl', project, env);
-    check(docker.status !== 0 && /npm install dockerode/.test(docker.stderr), `the docker sandbox without dockerode: exit ${docker.status}, ${docker.stderr.slice(-600)}`);
+    const docker = sh(
+      'npx shears process --plugins shears-pack-count-words --env count-words --sandbox docker --groups 1 --out runs/docker.jsonl',
+      project,
+      env,
+    );
+    check(
+      docker.status !== 0 && /npm install dockerode/.test(docker.stderr),
+      `the docker sandbox without dockerode: exit ${docker.status}, ${docker.stderr.slice(-600)}`,
+    );
     writeFileSync(join(project, 'tasks.csv'), 'id,text\na,one two three\n');
-    const csv = sh('npx shears evaluate --plugins shears-pack-count-words --env count-words --tasks tasks.csv --k 1 --out runs/csv.jsonl', project, env);
-    check(csv.status !== 0 && /npm install csv-parse/.test(csv.stderr), `CSV tasks without csv-parse: exit ${csv.status}, ${csv.stderr.slice(-600)}`);
+    const csv = sh(
+      'npx shears evaluate --plugins shears-pack-count-words --env count-words --tasks tasks.csv --k 1 --out runs/csv.jsonl',
+      project,
+      env,
+    );
+    check(
+      csv.status !== 0 && /npm install csv-parse/.test(csv.stderr),
+      `CSV tasks without csv-parse: exit ${csv.status}, ${csv.stderr.slice(-600)}`,
+    );
     must('npm install csv-parse', project, env);
-    must('npx shears evaluate --plugins shears-pack-count-words --env count-words --tasks tasks.csv --k 2 --out runs/csv.jsonl --force', project, env);
+    must(
+      'npx shears evaluate --plugins shears-pack-count-words --env count-words --tasks tasks.csv --k 2 --out runs/csv.jsonl --force',
+      project,
+      env,
+    );
   });
 
-  await step("the TypeScript route: npm install -D typescript @types/node, the guide's tsconfig, npx tsc", () => {
-    for (const command of guide.install.filter((line) => line.includes('typescript'))) must(command, project, env);
-    for (const name of ['tsconfig.json', 'count-words-ts.ts']) writeFileSync(join(project, name), guide.files.get(name)!);
-    must('npx tsc', project, env);
-    const version = must('npx tsc --version', project, env).trim();
-    process.stderr.write(`registry-check: compiled with ${version}\n`);
-    must('npx shears process --plugins ./dist/count-words-ts.js --env count-words-ts --groups 1 --out runs/ts.jsonl', project, env);
-  });
+  await step(
+    "the TypeScript route: npm install -D typescript @types/node, the guide's tsconfig, npx tsc",
+    () => {
+      for (const command of guide.install.filter((line) => line.includes('typescript')))
+        must(command, project, env);
+      for (const name of ['tsconfig.json', 'count-words-ts.ts'])
+        writeFileSync(join(project, name), guide.files.get(name)!);
+      must('npx tsc', project, env);
+      const version = must('npx tsc --version', project, env).trim();
+      process.stderr.write(`registry-check: compiled with ${version}\n`);
+      must(
+        'npx shears process --plugins ./dist/count-words-ts.js --env count-words-ts --groups 1 --out runs/ts.jsonl',
+        project,
+        env,
+      );
+    },
+  );
 
-  process.stdout.write(`${JSON.stringify({ step: 'total', seconds: Number(((performance.now() - started) / 1000).toFixed(1)) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ step: 'total', seconds: Number(((performance.now() - started) / 1000).toFixed(1)) })}\n`,
+  );
 } finally {
   verdaccio?.kill();
   if (!process.env.SHEARS_REGISTRY_CHECK_KEEP) rmSync(work, { recursive: true, force: true });

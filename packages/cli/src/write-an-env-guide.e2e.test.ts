@@ -4,7 +4,16 @@
 // `sh install` blocks are what the registry check, scripts/registry-check.ts, runs for real).
 // No model and no key: the env's demo policy plays behind the scripted server.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +39,13 @@ function run(command: string, env: Record<string, string> = {}) {
     cwd: dir,
     encoding: 'utf8',
     // npx must find the linked bins and never fetch a package.
-    env: { ...process.env, CI: 'true', npm_config_offline: 'true', npm_config_update_notifier: 'false', ...env },
+    env: {
+      ...process.env,
+      CI: 'true',
+      npm_config_offline: 'true',
+      npm_config_update_notifier: 'false',
+      ...env,
+    },
     maxBuffer: 64 * 1024 * 1024,
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -54,9 +69,13 @@ beforeAll(() => {
     ['shears', '@shears/cli/dist/bin.js'],
     ['tsc', 'typescript/bin/tsc'],
   ] as const)
-    writeFileSync(join(dir, 'node_modules/.bin', bin), `#!/bin/sh\nexec node "${join(dir, 'node_modules', script)}" "$@"\n`, {
-      mode: 0o755,
-    });
+    writeFileSync(
+      join(dir, 'node_modules/.bin', bin),
+      `#!/bin/sh\nexec node "${join(dir, 'node_modules', script)}" "$@"\n`,
+      {
+        mode: 0o755,
+      },
+    );
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -89,7 +108,9 @@ describe('docs/write-an-env.md, run as written', () => {
     const js = groups('runs/count-words.jsonl');
     expect(js).toHaveLength(2);
     for (const group of js) expect(new Set(group.scores)).toEqual(new Set([0, 1]));
-    expect(js[0]!.item.prompt).toBe('How many words are in data/input.txt? Write the number into answer.txt.');
+    expect(js[0]!.item.prompt).toBe(
+      'How many words are in data/input.txt? Write the number into answer.txt.',
+    );
     const ts = groups('runs/count-words-ts.jsonl');
     expect(ts).toHaveLength(2);
     for (const group of ts) expect(new Set(group.scores)).toEqual(new Set([0, 1]));
@@ -111,7 +132,11 @@ describe('docs/write-an-env.md, run as written', () => {
     const evaluate = (file: string) =>
       run(`npx shears evaluate --plugins ./${file} --env count-words --k 2 --json --out runs/${file}.jsonl`);
 
-    variant('throws.js', 'const answer = await read', "throw new Error('reward is broken'); const answer = await read");
+    variant(
+      'throws.js',
+      'const answer = await read',
+      "throw new Error('reward is broken'); const answer = await read",
+    );
     const thrown = evaluate('throws.js');
     expect(thrown.code).not.toBe(0);
     expect(thrown.stderr).toContain('reward is broken');

@@ -46,7 +46,10 @@ export function tool<TParameters extends z.ZodObject>(
       message: `tool(): name ${JSON.stringify(name)} is not a tool name (1-64 letters, digits, "_" or "-")`,
     });
   // Duck-typed, not `instanceof`: a pack may load its own copy of zod.
-  if ((definition.parameters as { _zod?: { def?: { type?: unknown } } } | undefined)?._zod?.def?.type !== 'object')
+  if (
+    (definition.parameters as { _zod?: { def?: { type?: unknown } } } | undefined)?._zod?.def?.type !==
+    'object'
+  )
     throw new InvalidArgumentError({
       argument: 'parameters',
       value: definition.parameters,
