@@ -160,18 +160,9 @@ async function readRowsFile(source: string | URL, name: string): Promise<EnvRow[
     });
   }
   if (extension === '.csv') {
-    const { parse } = await importOptionalPackage('csv-parse/sync', () => import('csv-parse/sync'), {
+    const { parse } = await importOptionalPackage('csv-parse', () => import('csv-parse/sync'), {
       usedBy: `a CSV tasks file (env "${name}")`,
       field: 'tasks',
-    }).catch((error: unknown) => {
-      // The package is csv-parse; its subpath is what the import names.
-      if (ConfigError.isInstance(error))
-        throw new ConfigError({
-          message: `A CSV tasks file (env "${name}") needs the "csv-parse" package, which is not installed: run \`npm install csv-parse\` in your project`,
-          issues: [{ path: 'tasks', message: 'csv-parse is not installed', value: shown }],
-          cause: error,
-        });
-      throw error;
     });
     try {
       return parse(text, { columns: true, skip_empty_lines: true, trim: true }) as EnvRow[];
