@@ -2,7 +2,7 @@
 // (```js file=count-words.js) are files to write; ```sh run blocks are commands to run, one a
 // line, in order; ```sh install blocks are the install commands (run against a registry by the
 // release check, linked by the guide tests).
-export interface GuideBlocks {
+interface GuideBlocks {
   files: Map<string, string>;
   commands: string[];
   install: string[];
