@@ -201,6 +201,34 @@ describe('defineEnv: tasks are rows', () => {
     ]);
   });
 
+  it('gives each row to the system template, the set-up commands, the files and the turn budget', async () => {
+    const env = await createEnv(
+      defineEnv<{ id: string; level: number; text: string }>({
+        name: 'rows-everywhere',
+        tasks: [{ id: 'r1', level: 3, text: 'abc' }],
+        system: 'Level {level}.',
+        prompt: (row) => `Read ${row.text}.`,
+        files: (row) => ({ [`${row.id}.txt`]: row.text }),
+        setup: (row) => [`cp ${row.id}.txt copy.txt`],
+        maxTurns: 3,
+        reward: () => 1,
+      }),
+    );
+    const item = (await env.nextItem())!;
+    expect(env.buildMessages(item)).toEqual([
+      { role: 'system', content: 'Level 3.' },
+      { role: 'user', content: 'Read abc.' },
+    ]);
+    expect(env.budget?.(item)).toEqual({ maxTurns: 3 });
+    const spec = env.sandboxSpec!(item);
+    const sandbox = await provider.acquire(spec);
+    try {
+      expect(new TextDecoder().decode(await sandbox.readFile('copy.txt'))).toBe('abc');
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
   it('starts at the row the seed names and cycles', async () => {
     const env = await createEnv(rowsEnv([{ text: 'a' }, { text: 'b' }, { text: 'c' }]), { seed: 1 });
     const ids = [];
