@@ -145,18 +145,6 @@ describe('docs/write-an-env.md, run as written', () => {
     const misspelt = evaluate('misspelt.js');
     expect(misspelt.code).not.toBe(0);
     expect(misspelt.stderr).toMatch(/env "count-words": unknown field "file" \(fields: .*files/);
-
-    variant('clash.js', "name: 'count_words'", "name: 'read_file'");
-    const clash = run(
-      'npx shears evaluate --plugins ./clash.js --env count-words --k 1 --json --out runs/clash.jsonl',
-    );
-    expect(clash.code).not.toBe(0);
-    expect(clash.stderr).toContain('its own tool "read_file" has the name of the built-in tool "read_file"');
-
-    const parquet = run(
-      'npx shears evaluate --plugins ./count-words.js --env count-words --tasks tasks.parquet --k 1 --out runs/p.jsonl',
-    );
-    expect(parquet.code).not.toBe(0);
-    expect(parquet.stderr).toContain('cannot read ".parquet" files; give a .jsonl, .json or .csv file');
+    // A tool clash and an unknown tasks format: define-env.test.ts (no CLI start needed).
   });
 });
