@@ -79,7 +79,8 @@ try {
     npm_config_userconfig: npmrc,
     npm_config_registry: registry,
     // Kept between runs, so a second run downloads less.
-    npm_config_cache: process.env.SHEARS_REGISTRY_CHECK_CACHE ?? join(tmpdir(), 'shears-registry-check-npm-cache'),
+    npm_config_cache:
+      process.env.SHEARS_REGISTRY_CHECK_CACHE ?? join(tmpdir(), 'shears-registry-check-npm-cache'),
     npm_config_update_notifier: 'false',
     npm_config_fund: 'false',
     npm_config_audit: 'false',
