@@ -56,33 +56,4 @@ describe('the docs', () => {
     expect(checkout?.[1]).toBeDefined();
     expect(existsSync(join(root, checkout![1]!))).toBe(true);
   });
-
-  it('quote the Write-an-env code verbatim from the pack the pack check compiles and runs', () => {
-    const guide = readFileSync(join(root, 'docs', 'write-an-env.md'), 'utf8');
-    const pack = join(root, 'scripts', 'pack-check', 'env-pack');
-    const source = ['src/index.ts', 'test/conformance.test.ts']
-      .map((file) => readFileSync(join(pack, file), 'utf8'))
-      .join('\n');
-    const blocks = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
-    // The contract itself is quoted from core.
-    const contract = readFileSync(join(root, 'packages', 'core', 'src', 'contracts', 'env.ts'), 'utf8');
-    // Formatting (line breaks, trailing commas) may differ; the code may not.
-    const squash = (text: string) =>
-      text
-        .replace(/\/\/[^\n]*/g, '')
-        .replace(/\s+/g, ' ')
-        .replace(/,\s*([}\])])/g, '$1')
-        .replace(/([([{])\s+/g, '$1')
-        .replace(/\s+([)\]}])/g, '$1')
-        .trim();
-    expect(blocks.length).toBeGreaterThan(5);
-    for (const block of blocks.filter((text) => !text.startsWith('export interface EnvV1')))
-      expect(squash(source), block.slice(0, 80)).toContain(squash(block));
-    const envV1 = blocks.find((text) => text.startsWith('export interface EnvV1'))!;
-    for (const member of envV1
-      .split('\n')
-      .map((line) => line.replace(/\/\/.*$/, '').trim())
-      .filter(Boolean))
-      if (/^\w+\??\(|^readonly/.test(member)) expect(squash(contract), member).toContain(squash(member));
-  });
 });

@@ -81,6 +81,15 @@ export type {
 export type { ChatTemplateOptions, TokenizerV1 } from './contracts/tokenizer.js';
 export type { ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
 export { defineTool } from './contracts/tool.js';
+export type {
+  EnvDefinition,
+  EnvPack,
+  EnvRewardContext,
+  EnvRow,
+  TaskSource,
+  ToolDefinition,
+} from './define-env.js';
+export { defineEnv, tool } from './define-env.js';
 export {
   AbortedError,
   ConfigError,

@@ -70,7 +70,13 @@ export interface SandboxSpec {
   /** Network access; off by default for isolating backends. */
   network?: 'none' | 'bridge' | 'host';
   labels?: Record<string, string>;
-  /** Commands run once after creation, before the sandbox is handed out. */
+  /**
+   * Files written into the sandbox once after creation, before `setup` runs: path (relative to
+   * the workdir, or absolute) to content (text as UTF-8, or bytes). Written with the sandbox's own
+   * `writeFile`, so they need no shell and reach every backend (local, docker, ssh) alike.
+   */
+  files?: Record<string, string | Uint8Array>;
+  /** Commands run once after creation (after `files` are written), before the sandbox is handed out. */
   setup?: string[];
   /** Backend-specific settings. */
   options?: Record<string, unknown>;

@@ -2,8 +2,9 @@
 // runs it unchanged. It checks what a rollout relies on: exit codes, separated output, timeouts
 // that kill children, shell-like cwd/env persistence, binary-safe files, unicode and invalid
 // UTF-8 output, serialised concurrent commands, idempotent dispose, clear file errors, and
-// `spec.setup` run in order before acquire returns (a failing command fails acquire, naming it),
-// and the optional `spawn` (streaming stdio, cwd/env, kill, killed with the sandbox).
+// `spec.files` written and `spec.setup` run in order before acquire returns (a failing command
+// fails acquire, naming it), and the optional `spawn` (streaming stdio, cwd/env, kill, killed
+// with the sandbox).
 // Known gaps are declared skips with a reason, never silent.
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ export const SANDBOX_CONFORMANCE_CASES = [
   'read-missing-file',
   'setup-commands',
   'spawn',
+  'spec-files',
 ] as const;
 export type SandboxConformanceCase = (typeof SANDBOX_CONFORMANCE_CASES)[number];
 
@@ -308,6 +310,22 @@ export function describeSandboxConformance(
         await sandbox.dispose();
         const ended = await other.exited;
         expect(ended.exitCode === 0).toBe(false);
+      },
+    );
+    test(
+      'spec-files',
+      'writes spec.files (text and bytes, nested paths) before spec.setup runs, with no shell',
+      async () => {
+        const bytes = new Uint8Array([0, 1, 2, 253, 254, 255, 10, 13]);
+        const sandbox = await provider!.acquire({
+          ...options.spec,
+          files: { 'data/in/input.txt': 'héllo wörld\n', 'data/blob.bin': bytes },
+          setup: [...(options.spec?.setup ?? []), 'wc -w < data/in/input.txt > count.txt'],
+        });
+        acquired.push(sandbox);
+        expect(new TextDecoder().decode(await sandbox.readFile('data/in/input.txt'))).toBe('héllo wörld\n');
+        expect([...(await sandbox.readFile('data/blob.bin'))]).toEqual([...bytes]);
+        expect(new TextDecoder().decode(await sandbox.readFile('count.txt')).trim()).toBe('2');
       },
     );
   });

@@ -168,7 +168,7 @@ export function createTempSandboxProvider(options: TempSandboxProviderOptions = 
     live.set(id, { directory, dispose });
     acquired++;
     try {
-      await runSandboxSetup(sandbox, spec.setup, acquireOptions);
+      await runSandboxSetup(sandbox, spec, acquireOptions);
     } catch (error) {
       await dispose();
       throw error;

@@ -698,7 +698,7 @@ export function createDockerSandboxProvider(settings: DockerSandboxSettings = {}
       }
       active.add(sandbox);
       try {
-        await runSandboxSetup(sandbox, spec.setup, options);
+        await runSandboxSetup(sandbox, spec, options);
         options.signal?.throwIfAborted();
       } catch (error) {
         await sandbox.dispose().catch(() => undefined);

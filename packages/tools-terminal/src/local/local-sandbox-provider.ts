@@ -362,7 +362,7 @@ export function createLocalSandboxProvider(
       );
       live.add(sandbox);
       try {
-        await runSandboxSetup(sandbox, spec.setup, options);
+        await runSandboxSetup(sandbox, spec, options);
       } catch (error) {
         await sandbox.dispose();
         throw error;

@@ -403,7 +403,7 @@ export function createSshSandboxProvider(
           : error;
       }
       try {
-        await runSandboxSetup(sandbox, spec.setup, options);
+        await runSandboxSetup(sandbox, spec, options);
       } catch (error) {
         await sandbox.dispose();
         throw error;

@@ -1,5 +1,5 @@
-// shears-pack-answers: a third-party env pack written in TypeScript, as docs/write-an-env.md
-// describes it. `scripts/pack-check.ts` installs the packed shears packages into a project
+// shears-pack-answers: a third-party env pack written in TypeScript in the low-level form
+// (EnvV1, definePlugin; docs/write-an-env.md section 6). `scripts/pack-check.ts` installs the packed shears packages into a project
 // outside the workspace, compiles this pack there with strict type checking (skipLibCheck: false)
 // and runs `shears process` and `shears evaluate` with it.
 import {
