@@ -4,9 +4,9 @@
 // is there. Then it runs the env's set-up: for the SWE env, the base image and one image per task
 // repository (cached by content hash). A later `process`, `serve` or `evaluate` finds all ready.
 import { ConfigError, SandboxError } from '@shears/core';
-import { envEntry } from '../plan/env-plan.js';
+import { envEntry, missingEnvError } from '../plan/env-plan.js';
 import { importBuiltins } from '../plugin-packages.js';
-import { createEnv, missingEnvError, sandboxProviderId } from '../runtime/compose.js';
+import { createEnv, sandboxProviderId } from '../runtime/compose.js';
 import { composeRegistry } from '../runtime/registry.js';
 import {
   dockerSandboxHosts,

@@ -7,7 +7,7 @@ import { ConfigError } from '@shears/core';
 import { closestName, describeValue } from '@shears/core/internal';
 
 /** The chapter's tool names → shears toolsets (hermes-agent's): what each offers the model. */
-export const CHAPTER_TOOLSETS: Readonly<Record<string, string>> = {
+const CHAPTER_TOOLSETS: Readonly<Record<string, string>> = {
   python_exec: 'terminal',
   file_ops: 'file',
   web_search: 'web',

@@ -40,7 +40,7 @@ const ENV_SETTINGS = (prefix: string): PathField[] => [
 ];
 
 /** Every path-valued setting of the config schema (plugin settings: the ones the built-in envs read). */
-export const PATH_FIELDS: readonly PathField[] = [
+const PATH_FIELDS: readonly PathField[] = [
   { field: 'plugins[]', kind: 'maybe', checkedBy: [...RUNS, 'prepare'] },
   { field: 'tasks.task_file', kind: 'path', checkedBy: RUNS },
   ...ENV_SETTINGS('env.settings'),
@@ -144,7 +144,7 @@ function originOf(
 }
 
 /** How a path was read, for messages: `"./pack" (resolved against the config file's folder /a: /a/pack)`. */
-export function describePath(origin: PathOrigin): string {
+function describePath(origin: PathOrigin): string {
   if (origin.written === origin.resolved) return `"${origin.written}"`;
   const against = origin.from === 'config' ? "the config file's folder" : 'the working directory';
   return `"${origin.written}" (resolved against ${against} ${origin.base}: ${origin.resolved})`;

@@ -351,7 +351,7 @@ export const runConfigSchema = z
   })
   .describe('Settings of `shears process` and `shears serve`');
 
-export const clusterConfigSchema = z
+const clusterConfigSchema = z
   .strictObject({
     engine: z.literal('ray').default('ray').describe('The cluster engine (only Ray)'),
     address: z

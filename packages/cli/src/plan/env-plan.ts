@@ -3,7 +3,7 @@
 // the tools added from plugins (`env.tools`) and the toolset selection (`env.toolsets`). What needs
 // no env is checked here, before the output guard, so a bad config is named first; what needs the
 // env's own tools is checked when a group starts (runtime/env-tools.ts).
-import { BUILTIN_DISTRIBUTIONS, ConfigError } from '@shears/core';
+import { BUILTIN_DISTRIBUTIONS, ConfigError, type Registry } from '@shears/core';
 import { closestName } from '@shears/core/internal';
 import { type ActionPolicy, createActionPolicy } from '@shears/tools-terminal';
 import type { ShearsConfig } from '../config/config-schema.js';
@@ -171,4 +171,13 @@ export function resolveEnvs<TSides extends Record<string, SideEnv | undefined>>(
     env: resolveEnv(config, options.cwd),
     sides: sides as { [K in keyof TSides]: EnvPlan | undefined },
   };
+}
+
+/** No env chosen: refused, listing the envs the loaded plugins offer. */
+export function missingEnvError(registry: Pick<Registry, 'list'>): ConfigError {
+  const available = registry.list('envs');
+  return new ConfigError({
+    message: `env.name: no environment chosen; set env.name in the config or pass --env <name> (available: ${available.join(', ') || 'none'}; \`--env demo\` runs the built-in demo)`,
+    issues: [{ path: 'env.name', message: 'required', value: undefined }],
+  });
 }

@@ -8,12 +8,11 @@ import { type AdvantageEstimator, InvalidArgumentError, resolveAdvantageEstimato
 import type { ShearsConfig } from '../config/config-schema.js';
 import { importBuiltins } from '../plugin-packages.js';
 import type { ProgressMode } from '../progress/progress.js';
-import { missingEnvError } from '../runtime/compose.js';
 import { composeRegistry } from '../runtime/registry.js';
 import type { CommandContext, RunSession } from '../session.js';
 import { type SuccessRule, successRule } from '../stats.js';
 import { type ClusterPlan, resolveCluster } from './cluster-plan.js';
-import { type EnvPlan, resolveEnvs } from './env-plan.js';
+import { type EnvPlan, missingEnvError, resolveEnvs } from './env-plan.js';
 import { type FeedPlan, resolveFeed } from './feed-plan.js';
 import { type LoopPlan, resolveLoop } from './loop-plan.js';
 import {

@@ -15,7 +15,7 @@ import {
   type ToolV1,
 } from '@shears/core';
 import { closestName } from '@shears/core/internal';
-import type { EnvEntry, ToolRequest } from '../plan/env-plan.js';
+import { type EnvEntry, missingEnvError, type ToolRequest } from '../plan/env-plan.js';
 import type { RunPlan } from '../plan/run-plan.js';
 import type { SandboxPlan, ServerPlan } from '../plan/server-plan.js';
 import { SANDBOX_NATURE, SANDBOX_SPEC_UNSUPPORTED } from './env-tools.js';
@@ -74,14 +74,6 @@ async function createExtraTools(run: PartRegistry, requests: readonly ToolReques
  * No env chosen (no env.name, no --env, no tasks.task_file): refused with the envs the loaded
  * plugins offer, never a silent default (a run of the demo would pass for the user's own env).
  */
-export function missingEnvError(registry: Pick<Registry, 'list'>): ConfigError {
-  const available = registry.list('envs');
-  return new ConfigError({
-    message: `env.name: no environment chosen; set env.name in the config or pass --env <name> (available: ${available.join(', ') || 'none'}; \`--env demo\` runs the built-in demo)`,
-    issues: [{ path: 'env.name', message: 'required', value: undefined }],
-  });
-}
-
 export async function createEnv(
   run: Pick<RunRegistry, 'create' | 'registry'>,
   plan: EnvEntry,

@@ -157,7 +157,7 @@ const checkedTools = new WeakSet<ToolV1>();
  * another (`inputSchema`) has every call the model makes by the first refused by the second: the
  * run would be a row of tool errors and zeros. Refused when the group starts, naming both sides.
  */
-export function checkToolSchemas(tools: readonly ToolV1[], envName: string): void {
+function checkToolSchemas(tools: readonly ToolV1[], envName: string): void {
   for (const tool of tools) {
     if (checkedTools.has(tool) || !tool.jsonSchema) continue;
     checkedTools.add(tool);
