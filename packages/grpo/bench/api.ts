@@ -79,10 +79,6 @@ function emit(record: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ bench: 'grpo/api', ...record, loadAverage1m: load() })}\n`);
 }
 
-function percentile(values: number[], fraction: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
-}
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
