@@ -22,9 +22,12 @@ async function closedPort(): Promise<number> {
 
 describe('shears serve --cluster', () => {
   it('refuses an address that is not ray://HOST:PORT, naming cluster.address', async () => {
-    const result = await runShears(['serve', '--cluster', 'http://head', '--server.tokenizer', '.'], {
-      cwd: dir,
-    });
+    const result = await runShears(
+      ['serve', '--env', 'demo', '--cluster', 'http://head', '--server.tokenizer', '.'],
+      {
+        cwd: dir,
+      },
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^cluster\.address: expected ray:\/\/HOST:PORT .*got "http:\/\/head"/);
   });
@@ -32,7 +35,17 @@ describe('shears serve --cluster', () => {
   it('refuses an unreachable head before anything starts', async () => {
     const port = await closedPort();
     const result = await runShears(
-      ['serve', '--cluster', `ray://127.0.0.1:${port}`, '--server.tokenizer', '.', '--out', 'runs/c.jsonl'],
+      [
+        'serve',
+        '--env',
+        'demo',
+        '--cluster',
+        `ray://127.0.0.1:${port}`,
+        '--server.tokenizer',
+        '.',
+        '--out',
+        'runs/c.jsonl',
+      ],
       { cwd: dir },
     );
     expect(result.code).toBe(2);
@@ -44,7 +57,10 @@ describe('shears serve --cluster', () => {
   });
 
   it('refuses a cluster section for a command that has no cluster mode', async () => {
-    const result = await runShears(['process', '--cluster.address', 'ray://127.0.0.1:6379'], { cwd: dir });
+    const result = await runShears(
+      ['process', '--env', 'demo', '--cluster.address', 'ray://127.0.0.1:6379'],
+      { cwd: dir },
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/cluster\.address/);
   });

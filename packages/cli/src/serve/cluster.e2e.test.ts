@@ -86,6 +86,8 @@ function serve(out: string, maxGroups: number, onLine: (line: string) => void) {
   const run = runShears(
     [
       'serve',
+      '--env',
+      'demo',
       '--cluster',
       `ray://${cluster.address}`,
       '--cluster.workers',
