@@ -229,7 +229,7 @@ describe('shears process', () => {
     );
     const unknownCommand = await runShears(['proces'], { cwd: dir });
     expect(unknownCommand.stderr).toContain(
-      "unknown command 'proces' (Did you mean process?); commands: process, serve, evaluate, api, train, view, prepare, doctor, schema",
+      "unknown command 'proces' (Did you mean process?); commands: process, serve, evaluate, api, train, view, export, prepare, doctor, schema",
     );
   });
 });
