@@ -63,6 +63,7 @@ const COMMAND_FILES: Record<string, string> = {
   serve: 'commands/serve.ts',
   evaluate: 'commands/evaluate.ts',
   view: 'commands/view.ts',
+  export: 'commands/export.ts',
   doctor: 'commands/doctor.ts',
   train: 'commands/train.ts',
   prepare: 'commands/prepare.ts',

@@ -33,8 +33,10 @@ const FORMAT_FLAGS: Record<Format, readonly string[]> = {
 
 type Message = Record<string, unknown>;
 
-function numberFlag(context: CommandContext, name: string): number | undefined {
-  const value = context.flags[name];
+type Given = Record<string, string | true | undefined>;
+
+function numberFlag(given: Given, name: string): number | undefined {
+  const value = given[name];
   if (value === undefined) return undefined;
   const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
   if (!Number.isFinite(number))
@@ -45,12 +47,8 @@ function numberFlag(context: CommandContext, name: string): number | undefined {
   return number;
 }
 
-function choiceFlag<T extends string>(
-  context: CommandContext,
-  name: string,
-  choices: readonly T[],
-): T | undefined {
-  const value = context.flags[name];
+function choiceFlag<T extends string>(given: Given, name: string, choices: readonly T[]): T | undefined {
+  const value = given[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || !choices.includes(value as T))
     throw new InvalidArgumentError({
@@ -102,8 +100,7 @@ function readRun(path: string, shown: string): ScoredGroupRecord[] {
 }
 
 /** `--tools FILE`: a JSON array of OpenAI-style tool definitions (`{type: "function", function}`). */
-function readTools(context: CommandContext): unknown[] | undefined {
-  const value = context.flags.tools;
+function readTools(context: CommandContext, value: string | true | undefined): unknown[] | undefined {
   if (value === undefined) return undefined;
   const path = resolve(context.io.cwd, String(value));
   let text: string;
@@ -166,14 +163,25 @@ export async function exportCommand(context: CommandContext): Promise<number> {
       argument: 'FILE',
       message: 'Usage: shears export RUN.jsonl --format sft|dpo|grpo [--out FILE] [--tools TOOLS.json]',
     });
-  const format = choiceFlag(context, 'format', FORMATS);
+  // Every flag this command reads, by name.
+  const given: Given = {
+    format: context.flags.format,
+    out: context.flags.out,
+    tools: context.flags.tools,
+    'min-score': context.flags['min-score'],
+    select: context.flags.select,
+    'min-margin': context.flags['min-margin'],
+    pairs: context.flags.pairs,
+    force: context.flags.force,
+  };
+  const format = choiceFlag(given, 'format', FORMATS);
   if (!format)
     throw new InvalidArgumentError({
       argument: '--format',
       message: `--format is required: sft (TRL SFTTrainer), dpo (DPOTrainer) or grpo (GRPOTrainer)`,
     });
   for (const flag of ['min-score', 'select', 'min-margin', 'pairs', 'tools'])
-    if (context.flags[flag] !== undefined && !FORMAT_FLAGS[format].includes(flag))
+    if (given[flag] !== undefined && !FORMAT_FLAGS[format].includes(flag))
       throw new InvalidArgumentError({
         argument: `--${flag}`,
         message: `--${flag} does nothing with --format ${format} (it is read by --format ${FORMATS.filter((other) => FORMAT_FLAGS[other].includes(flag)).join(', ')})`,
@@ -181,8 +189,8 @@ export async function exportCommand(context: CommandContext): Promise<number> {
   const input = resolve(io.cwd, file);
   const shown = (path: string) => relative(io.cwd, path) || path;
   const target =
-    typeof context.flags.out === 'string'
-      ? resolve(io.cwd, context.flags.out)
+    typeof given.out === 'string'
+      ? resolve(io.cwd, given.out)
       : input.replace(/(\.jsonl)?$/, `.${format}.jsonl`);
   if (target === input)
     throw new InvalidArgumentError({
@@ -192,17 +200,17 @@ export async function exportCommand(context: CommandContext): Promise<number> {
   guardOutputs({
     paths: [target],
     cwd: io.cwd,
-    force: context.flags.force === true,
+    force: given.force === true,
     elsewhere: '--out OTHER.jsonl',
   });
-  const tools = readTools(context);
+  const tools = readTools(context, given.tools);
   const groups = readRun(input, shown(input));
 
   let rows: Record<string, unknown>[];
   let toolCalls = false;
   if (format === 'sft') {
-    const minScore = numberFlag(context, 'min-score');
-    const select = choiceFlag(context, 'select', ['best', 'all'] as const);
+    const minScore = numberFlag(given, 'min-score');
+    const select = choiceFlag(given, 'select', ['best', 'all'] as const);
     rows = toSftRecords(groups, {
       ...(minScore === undefined ? {} : { minScore }),
       ...(select ? { select } : {}),
@@ -216,8 +224,8 @@ export async function exportCommand(context: CommandContext): Promise<number> {
       };
     });
   } else if (format === 'dpo') {
-    const minMargin = numberFlag(context, 'min-margin');
-    const pairs = choiceFlag(context, 'pairs', ['best-worst', 'all'] as const);
+    const minMargin = numberFlag(given, 'min-margin');
+    const pairs = choiceFlag(given, 'pairs', ['best-worst', 'all'] as const);
     rows = toDpoPairs(groups, {
       ...(minMargin === undefined ? {} : { minMargin }),
       ...(pairs ? { pairs } : {}),
@@ -242,7 +250,7 @@ export async function exportCommand(context: CommandContext): Promise<number> {
       `note: the rollouts call tools, and a run file holds no tool definitions: the chat template will render them without the tools' descriptions; pass --tools TOOLS.json (the env's tool schemas) to include them\n`,
     );
   writeOutputFile(target, `${rows.map((row) => JSON.stringify(row)).join('\n')}\n`, {
-    replace: context.flags.force === true,
+    replace: given.force === true,
     cwd: io.cwd,
   });
   io.stdout(`${rows.length} ${format} rows from ${groups.length} groups → ${shown(target)}\n`);

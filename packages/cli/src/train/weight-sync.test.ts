@@ -221,7 +221,7 @@ describe('weight sync: restart the vLLM server from a checkpoint', () => {
 describe('train.weight_sync: refused before anything starts when it cannot work', () => {
   const base = [
     'env: { name: demo }',
-    'server: { provider: vllm, base_url: "http://127.0.0.1:9", model: policy, tokenizer: ./no-tokenizer }',
+    'server: { provider: vllm, base_url: "http://127.0.0.1:9", model: policy, tokenizer: ./tokenizer }',
   ];
   const cases: [string, string, RegExp][] = [
     [
@@ -255,6 +255,8 @@ describe('train.weight_sync: refused before anything starts when it cannot work'
       const folder = mkdtempSync(join(dir, 'refuse-'));
       mkdirSync(join(folder, 'm'));
       writeFileSync(join(folder, 'm', 'config.json'), '{}');
+      // Paths in a config must exist (checked first); the refusals under test come after.
+      mkdirSync(join(folder, 'tokenizer'));
       writeFileSync(join(folder, 'train.yaml'), [...base, train].join('\n'));
       const run = await runShears(['train', '--config', 'train.yaml', '--output', 'out'], {
         cwd: folder,
