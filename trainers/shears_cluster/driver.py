@@ -269,6 +269,108 @@ def check_cluster(spec: LaunchSpec) -> list[str]:
     return node_problems(ray.nodes(), spec)
 
 
+def doctor(spec: LaunchSpec) -> list[dict[str, str]]:
+    """`shears doctor --cluster`: the cluster's versions, nodes and resources against this Python's
+    Ray and the spec (worker_cpus, worker_resources, docker_resource), as doctor check lines
+    (name, status ok/fail/skip, detail, fix). Places nothing."""
+    import ray
+
+    checks = [
+        {
+            "name": "cluster python",
+            "status": "ok",
+            "detail": f"{sys.executable}: Python {platform.python_version()}, ray {ray.__version__}, shears_cluster",
+        }
+    ]
+    try:
+        cluster = cluster_metadata(spec.address)
+    except Exception as error:  # noqa: BLE001 (ray raises its own types, RuntimeError, ConnectionError)
+        checks.append(
+            {
+                "name": "ray version",
+                "status": "fail",
+                "detail": f"cannot read the cluster's versions from the GCS at {spec.address}: {error}",
+                "fix": "point --cluster at the head's GCS port (`ray start --head --port PORT`)",
+            }
+        )
+        return checks
+    problems = version_problems(cluster, ray.__version__, platform.python_version())
+    checks.append(
+        {
+            "name": "ray version",
+            "status": "fail" if problems else "ok",
+            "detail": "; ".join(problems)
+            or f"driver and cluster: Ray {ray.__version__}, Python {cluster.get('python_version')}",
+            **(
+                {"fix": "set cluster.python to a Python with the cluster's Ray and Python"}
+                if problems
+                else {}
+            ),
+        }
+    )
+    if problems:
+        return checks  # ray.init would refuse to connect
+    ray.init(address=spec.address, logging_level="WARNING", log_to_driver=False)
+    try:
+        nodes = [node for node in ray.nodes() if node["Alive"]]
+    finally:
+        ray.shutdown()
+    checks.append(
+        {
+            "name": "cluster nodes",
+            "status": "ok" if nodes else "fail",
+            "detail": f"{len(nodes)} alive: " + "; ".join(_have(node) for node in nodes),
+        }
+    )
+    if spec.docker_resource:
+        docker = [node for node in nodes if node["Resources"].get(spec.docker_resource, 0) > 0]
+        checks.append(
+            {
+                "name": "cluster docker",
+                "status": "ok" if docker else "fail",
+                "detail": (
+                    f"{len(docker)} node(s) advertise {spec.docker_resource!r}: "
+                    + ", ".join(node["NodeManagerAddress"] for node in docker)
+                )
+                if docker
+                else f"sandbox.provider docker and no node advertises the resource {spec.docker_resource!r}; "
+                "the nodes have: " + "; ".join(_have(node) for node in nodes),
+                **(
+                    {}
+                    if docker
+                    else {
+                        "fix": f"start the nodes that have a Docker daemon with "
+                        f"`ray start --resources '{{\"{spec.docker_resource}\": 1}}'` (cluster.docker_resource)"
+                    }
+                ),
+            }
+        )
+    else:
+        checks.append(
+            {"name": "cluster docker", "status": "skip", "detail": "not needed (sandbox is not docker)"}
+        )
+    if checks[-1]["status"] == "fail":
+        checks.append(
+            {"name": "cluster workers", "status": "skip", "detail": "no node for Docker workers (above)"}
+        )
+        return checks
+    problems = node_problems(nodes, spec)
+    checks.append(
+        {
+            "name": "cluster workers",
+            "status": "fail" if problems else "ok",
+            "detail": "; ".join(problems)
+            or "a node can take an env worker ("
+            + ", ".join(f"{name}={amount:g}" for name, amount in worker_needs(spec).items())
+            + ")",
+            **(
+                {"fix": "fix cluster.worker_cpus / cluster.worker_resources or add nodes"} if problems else {}
+            ),
+        }
+    )
+    return checks
+
+
 def run(spec: LaunchSpec) -> int:
     import ray
 
@@ -441,8 +543,11 @@ def _shares(total: int | None, workers: int) -> list[int | None]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    checking = args[:1] == ["--doctor"]
+    if checking:
+        args = args[1:]
     if len(args) != 1:
-        print("usage: python -m shears_cluster LAUNCH_SPEC.json", file=sys.stderr)
+        print("usage: python -m shears_cluster [--doctor] LAUNCH_SPEC.json", file=sys.stderr)
         return 2
     try:
         spec = LaunchSpec.load(args[0])
@@ -458,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if checking:
+        print(json.dumps(doctor(spec)), flush=True)
+        return 0
     try:
         return run(spec)
     except LaunchError as error:
