@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -58,7 +59,8 @@ class LaunchSpec:
     max_restarts: int = 3
     worker_cpus: float = 1
     worker_resources: dict[str, float] = field(default_factory=dict)
-    ray_version: str | None = None
+    # The Ray resource a node with a Docker daemon advertises; set when the sandboxes are Docker's.
+    docker_resource: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     drain_timeout_s: float = 600
 
@@ -177,44 +179,209 @@ def _metrics(url: str) -> dict[str, float]:
     return values
 
 
-def check_cluster(spec: LaunchSpec) -> list[str]:
-    """What the cluster lacks for the spec, as sentences (empty: it can run it)."""
-    import ray
+_NOT_CUSTOM = ("CPU", "GPU", "memory", "object_store_memory")
 
+
+def cluster_metadata(address: str) -> dict[str, Any]:
+    """The versions the cluster was started with, as Ray keeps them in the head's GCS
+    (`ray_version`, `python_version`); read before `ray.init`, which would refuse a mismatch with
+    a less specific message."""
+    from ray._common.usage.usage_lib import get_cluster_metadata
+    from ray._raylet import GcsClient
+
+    return get_cluster_metadata(GcsClient(address=address))
+
+
+def version_problems(cluster: dict[str, Any], ray_version: str, python_version: str) -> list[str]:
+    """Where this driver's Ray and Python differ from the cluster's (Ray refuses to connect then:
+    the Ray versions must be equal, the Python versions equal to the patch level, unless
+    RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor)."""
     problems = []
-    if spec.ray_version and ray.__version__ != spec.ray_version:
-        problems.append(f"the driver's Ray is {ray.__version__}, the launch asks for Ray {spec.ray_version}")
-    nodes = [node for node in ray.nodes() if node["Alive"]]
+    if cluster.get("ray_version") != ray_version:
+        problems.append(
+            f"the cluster runs Ray {cluster.get('ray_version')}, this driver's Python ({sys.executable}) "
+            f"has Ray {ray_version}; install ray=={cluster.get('ray_version')} there "
+            "(or set cluster.python to a Python that has it)"
+        )
+    level = os.environ.get("RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL", "patch")
+    parts = 2 if level == "minor" else 3
+    theirs = str(cluster.get("python_version", "")).split(".")[:parts]
+    if theirs != python_version.split(".")[:parts]:
+        problems.append(
+            f"the cluster runs Python {cluster.get('python_version')}, this driver runs Python "
+            f"{python_version}; set cluster.python to a Python {'.'.join(theirs)}"
+        )
+    return problems
+
+
+def _have(node: dict[str, Any]) -> str:
+    return f"{node['NodeManagerAddress']}: " + ", ".join(
+        f"{name}={value:g}"
+        for name, value in sorted(node["Resources"].items())
+        if not name.startswith("node:") and name not in ("memory", "object_store_memory")
+    )
+
+
+def worker_needs(spec: LaunchSpec) -> dict[str, float]:
+    """What one env worker asks Ray for: its CPUs, the custom resources, and a share of the Docker
+    resource when its sandboxes are Docker containers (so it lands on a node with a daemon)."""
+    needs = {"CPU": spec.worker_cpus, **spec.worker_resources}
+    if spec.docker_resource and needs.get(spec.docker_resource, 0) <= 0:
+        needs[spec.docker_resource] = 0.001
+    return needs
+
+
+def node_problems(nodes: list[dict[str, Any]], spec: LaunchSpec) -> list[str]:
+    """What the cluster's nodes (`ray.nodes()`) lack for the spec, as sentences (empty: none)."""
+    problems = []
+    nodes = [node for node in nodes if node["Alive"]]
     if not any(HEAD_RESOURCE in node["Resources"] for node in nodes):
         problems.append("no head node is alive (the trajectory API runs there)")
-    needs = {"CPU": spec.worker_cpus, **spec.worker_resources}
+    if spec.docker_resource and not any(node["Resources"].get(spec.docker_resource, 0) > 0 for node in nodes):
+        problems.append(
+            f"the env's sandboxes are Docker containers (sandbox.provider docker) and no node advertises "
+            f"the resource {spec.docker_resource!r} (cluster.docker_resource) that says it has a Docker "
+            f"daemon; start the nodes that have one with `ray start --resources "
+            f"'{{\"{spec.docker_resource}\": 1}}'`; the nodes have: "
+            + "; ".join(_have(node) for node in nodes)
+        )
+        return problems
+    needs = worker_needs(spec)
     fit = [
         node
         for node in nodes
         if all(node["Resources"].get(name, 0) >= amount for name, amount in needs.items() if amount > 0)
     ]
     if not fit:
-        have = "; ".join(
-            f"{node['NodeManagerAddress']}: "
-            + ", ".join(
-                f"{name}={value:g}"
-                for name, value in sorted(node["Resources"].items())
-                if not name.startswith("node:") and name not in ("memory", "object_store_memory")
-            )
-            for node in nodes
-        )
         problems.append(
             "no node has the resources one env worker asks for ("
             + ", ".join(f"{name}={amount:g}" for name, amount in needs.items())
-            + f"); the nodes have: {have}"
+            + "; cluster.worker_cpus / cluster.worker_resources); the nodes have: "
+            + "; ".join(_have(node) for node in nodes)
         )
     return problems
+
+
+def check_cluster(spec: LaunchSpec) -> list[str]:
+    """What the connected cluster lacks for the spec, as sentences (empty: it can run it)."""
+    import ray
+
+    return node_problems(ray.nodes(), spec)
+
+
+def doctor(spec: LaunchSpec) -> list[dict[str, str]]:
+    """`shears doctor --cluster`: the cluster's versions, nodes and resources against this Python's
+    Ray and the spec (worker_cpus, worker_resources, docker_resource), as doctor check lines
+    (name, status ok/fail/skip, detail, fix). Places nothing."""
+    import ray
+
+    checks = [
+        {
+            "name": "cluster python",
+            "status": "ok",
+            "detail": f"{sys.executable}: Python {platform.python_version()}, ray {ray.__version__}, shears_cluster",
+        }
+    ]
+    try:
+        cluster = cluster_metadata(spec.address)
+    except Exception as error:  # noqa: BLE001 (ray raises its own types, RuntimeError, ConnectionError)
+        checks.append(
+            {
+                "name": "ray version",
+                "status": "fail",
+                "detail": f"cannot read the cluster's versions from the GCS at {spec.address}: {error}",
+                "fix": "point --cluster at the head's GCS port (`ray start --head --port PORT`)",
+            }
+        )
+        return checks
+    problems = version_problems(cluster, ray.__version__, platform.python_version())
+    checks.append(
+        {
+            "name": "ray version",
+            "status": "fail" if problems else "ok",
+            "detail": "; ".join(problems)
+            or f"driver and cluster: Ray {ray.__version__}, Python {cluster.get('python_version')}",
+            **(
+                {"fix": "set cluster.python to a Python with the cluster's Ray and Python"}
+                if problems
+                else {}
+            ),
+        }
+    )
+    if problems:
+        return checks  # ray.init would refuse to connect
+    ray.init(address=spec.address, logging_level="WARNING", log_to_driver=False)
+    try:
+        nodes = [node for node in ray.nodes() if node["Alive"]]
+    finally:
+        ray.shutdown()
+    checks.append(
+        {
+            "name": "cluster nodes",
+            "status": "ok" if nodes else "fail",
+            "detail": f"{len(nodes)} alive: " + "; ".join(_have(node) for node in nodes),
+        }
+    )
+    if spec.docker_resource:
+        docker = [node for node in nodes if node["Resources"].get(spec.docker_resource, 0) > 0]
+        checks.append(
+            {
+                "name": "cluster docker",
+                "status": "ok" if docker else "fail",
+                "detail": (
+                    f"{len(docker)} node(s) advertise {spec.docker_resource!r}: "
+                    + ", ".join(node["NodeManagerAddress"] for node in docker)
+                )
+                if docker
+                else f"sandbox.provider docker and no node advertises the resource {spec.docker_resource!r}; "
+                "the nodes have: " + "; ".join(_have(node) for node in nodes),
+                **(
+                    {}
+                    if docker
+                    else {
+                        "fix": f"start the nodes that have a Docker daemon with "
+                        f"`ray start --resources '{{\"{spec.docker_resource}\": 1}}'` (cluster.docker_resource)"
+                    }
+                ),
+            }
+        )
+    else:
+        checks.append(
+            {"name": "cluster docker", "status": "skip", "detail": "not needed (sandbox is not docker)"}
+        )
+    if checks[-1]["status"] == "fail":
+        checks.append(
+            {"name": "cluster workers", "status": "skip", "detail": "no node for Docker workers (above)"}
+        )
+        return checks
+    problems = node_problems(nodes, spec)
+    checks.append(
+        {
+            "name": "cluster workers",
+            "status": "fail" if problems else "ok",
+            "detail": "; ".join(problems)
+            or "a node can take an env worker ("
+            + ", ".join(f"{name}={amount:g}" for name, amount in worker_needs(spec).items())
+            + ")",
+            **(
+                {"fix": "fix cluster.worker_cpus / cluster.worker_resources or add nodes"} if problems else {}
+            ),
+        }
+    )
+    return checks
 
 
 def run(spec: LaunchSpec) -> int:
     import ray
 
     started = time.monotonic()
+    try:
+        cluster = cluster_metadata(spec.address)
+    except Exception as error:  # the GCS unreachable or not a Ray head
+        raise LaunchError(f"cannot read the Ray cluster's versions at {spec.address}: {error}") from error
+    problems = version_problems(cluster, ray.__version__, platform.python_version())
+    if problems:
+        raise LaunchError("the Ray cluster cannot run this driver: " + "; ".join(problems))
     try:
         ray.init(address=spec.address, log_to_driver=True, logging_level="WARNING")
     except Exception as error:  # ray raises ConnectionError, RuntimeError or its own types
@@ -243,7 +410,7 @@ def run(spec: LaunchSpec) -> int:
     workers = [
         process_actor.options(
             num_cpus=spec.worker_cpus,
-            resources=spec.worker_resources or None,
+            resources={name: amount for name, amount in worker_needs(spec).items() if name != "CPU"} or None,
             max_restarts=spec.max_restarts,
             max_task_retries=0,
             max_concurrency=4,
@@ -376,8 +543,11 @@ def _shares(total: int | None, workers: int) -> list[int | None]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    checking = args[:1] == ["--doctor"]
+    if checking:
+        args = args[1:]
     if len(args) != 1:
-        print("usage: python -m shears_cluster LAUNCH_SPEC.json", file=sys.stderr)
+        print("usage: python -m shears_cluster [--doctor] LAUNCH_SPEC.json", file=sys.stderr)
         return 2
     try:
         spec = LaunchSpec.load(args[0])
@@ -393,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if checking:
+        print(json.dumps(doctor(spec)), flush=True)
+        return 0
     try:
         return run(spec)
     except LaunchError as error:

@@ -476,15 +476,26 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     name: 'doctor',
     summary:
       'check what the run will use: env, sandbox, Docker and its image, server, parsers, tokenizer, trainer',
-    reads: ['plugins', 'env', 'server', 'sandbox', 'train.trainer', 'train.reference'],
+    reads: ['plugins', 'env', 'server', 'sandbox', 'train.trainer', 'train.reference', 'cluster'],
     flags: [
       CONFIG,
       ...ENV_FLAGS,
       ...SERVER_FLAGS,
       SANDBOX_FLAG,
+      {
+        name: 'cluster',
+        value: 'ray://HOST:PORT',
+        config: 'cluster.address',
+        description:
+          'check a Ray cluster too: reachable, Ray version, nodes and resources, Docker on nodes, the driver Python',
+      },
       { ...JSON_FLAG, description: 'print the checks as JSON' },
     ],
-    examples: ['shears doctor --env demo', 'shears doctor --config train.yaml --json'],
+    examples: [
+      'shears doctor --env demo',
+      'shears doctor --config train.yaml --json',
+      'shears doctor --env demo --cluster ray://10.0.0.1:6379',
+    ],
   },
   {
     name: 'schema',

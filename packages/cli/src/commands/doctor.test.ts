@@ -52,6 +52,26 @@ describe('shears doctor', () => {
     expect(run.code, run.stdout).toBe(0);
   });
 
+  it('fails --cluster when no Ray head answers at the address, naming it (no cluster needed)', async () => {
+    const { createServer } = await import('node:net');
+    // A port nothing listens on: taken from the OS, then closed.
+    const port = await new Promise<number>((done) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const address = server.address();
+        server.close(() => done(typeof address === 'object' && address ? address.port : 0));
+      });
+    });
+    const run = await runShears(['doctor', '--env', 'demo', '--cluster', `ray://127.0.0.1:${port}`], {
+      cwd: dir,
+      env: { DOCKER_HOST: 'unix:///nonexistent.sock' },
+    });
+    expect(run.stdout).toMatch(
+      new RegExp(`✗ cluster reachable\\s+no Ray head answers at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`),
+    );
+    expect(run.stdout).toMatch(/fix: start one with `ray start --head --port \d+`/);
+    expect(run.code, run.stdout).toBe(1);
+  });
+
   it('fails a managed server without a tokenizer, and checks the trainer command of shears train', async () => {
     const managed = await runShears(
       [

@@ -5,7 +5,8 @@
 // without a check gets a real sandbox opened), the inference server, the tool-call parsers, the
 // tokenizer folder serve/train need, the trainer command of `shears train` (or the reference
 // trainer's Python environment: it runs, imports, has the pinned versions), and the plugins — and
-// says what to fix.
+// says what to fix. With a cluster section (`--cluster ray://HOST:PORT`), the Ray cluster too:
+// reachable, Ray and Python versions, nodes and resources, Docker on nodes, the driver's Python.
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -32,6 +33,7 @@ import {
 } from '../runtime/compose.js';
 import { composeRegistry, type RunRegistry } from '../runtime/registry.js';
 import { inspectImage, openDocker, SANDBOX_BASE_IMAGE } from '../sandbox-image.js';
+import { clusterChecks } from '../serve/cluster-doctor.js';
 import type { CommandContext } from '../session.js';
 import { referencePython, trainerSource } from '../train/reference-trainer.js';
 import { probeTrainerPython, trainerPins, versionMismatches } from '../train/trainer-env.js';
@@ -535,6 +537,7 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
     const logprobs = trainerLogprobsCheck(config);
     if (logprobs) checks.push(logprobs);
     if (config.wandb) checks.push(wandbCheck(config, context.io.env));
+    checks.push(...(await clusterChecks(config, { cwd: context.io.cwd, env: context.io.env, sandboxId })));
   } finally {
     await Promise.resolve(env?.close?.()).catch(() => undefined);
   }

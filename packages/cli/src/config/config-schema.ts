@@ -377,6 +377,13 @@ const clusterConfigSchema = z
       .describe(
         'Ray custom resources each env worker asks for (e.g. { docker: 1 } for nodes started with it)',
       ),
+    docker_resource: z
+      .string()
+      .min(1)
+      .default('docker')
+      .describe(
+        'The Ray custom resource a node with a Docker daemon advertises (`ray start --resources \'{"docker": 1}\'`); with sandbox.provider docker the env workers are placed only on such nodes, and a cluster with none is refused',
+      ),
     python: z
       .string()
       .min(1)

@@ -16,6 +16,8 @@ export interface ClusterPlan {
   maxRestarts: number;
   workerCpus: number;
   workerResources: Record<string, number>;
+  /** The resource of nodes with a Docker daemon (cluster.docker_resource). */
+  dockerResource: string;
   /** The Python that runs the driver (absolute when given as a path). */
   python: string;
   /** How each node starts `shears`; undefined: this Node.js and this CLI's bin. */
@@ -53,6 +55,7 @@ export function resolveCluster(
     maxRestarts: cluster.max_restarts,
     workerCpus: cluster.worker_cpus,
     workerResources: cluster.worker_resources,
+    dockerResource: cluster.docker_resource,
     python: python.includes('/') && !isAbsolute(python) ? resolve(options.cwd, python) : python,
     shearsCommand: cluster.shears_command,
   };

@@ -40,7 +40,7 @@ export interface ClusterSummary {
 }
 
 /** Whether something accepts TCP connections at host:port (the head's GCS), within `timeoutMs`. */
-async function reachable(host: string, port: number, timeoutMs: number): Promise<string | undefined> {
+export async function reachable(host: string, port: number, timeoutMs: number): Promise<string | undefined> {
   return new Promise((done) => {
     const socket = connect({ host, port });
     const finish = (problem: string | undefined) => {
@@ -103,6 +103,8 @@ export async function runClusterServe(plan: RunPlan, cluster: ClusterPlan): Prom
     max_restarts: cluster.maxRestarts,
     worker_cpus: cluster.workerCpus,
     worker_resources: cluster.workerResources,
+    // Docker sandboxes: the workers go only where a node says it has a Docker daemon.
+    docker_resource: plan.sandbox.provider === 'docker' ? cluster.dockerResource : null,
     env: {},
     drain_timeout_s: plan.control.drainTimeoutMs / 1000,
   };

@@ -129,6 +129,83 @@ function nodeOf(summary: ClusterSummary, envId: number): string | undefined {
   return undefined;
 }
 
+// First: the fault test below kills nodeA.
+describe('checks before anything starts, on the same cluster', () => {
+  // A function: the cluster's address is known once beforeAll ran.
+  const args = (extra: string[]) => [
+    '--env',
+    'demo',
+    '--cluster',
+    `ray://${cluster.address}`,
+    '--cluster.python',
+    python,
+    ...extra,
+  ];
+  const serveArgs = (out: string, extra: string[]) => [
+    'serve',
+    ...args(extra),
+    '--max-groups',
+    '2',
+    '--server.tokenizer',
+    tokenizerDir,
+    '--out',
+    out,
+  ];
+
+  it('shears doctor --cluster: reachable, Ray version, the nodes and their resources; Docker when the sandbox needs it', async () => {
+    const ok = await runShears(['doctor', ...args([])], { cwd: dir, env });
+    expect(ok.stdout).toMatch(/✓ cluster reachable\s+a Ray head answers at 127\.0\.0\.1:\d+/);
+    expect(ok.stdout).toMatch(/✓ cluster python\s+\S+python: Python \S+, ray 2\.58\.0, shears_cluster/);
+    expect(ok.stdout).toMatch(/✓ ray version\s+driver and cluster: Ray 2\.58\.0/);
+    expect(ok.stdout).toMatch(/✓ cluster nodes\s+3 alive: .*head=1.*/);
+    expect(ok.stdout).toMatch(/nodeA=1/);
+    expect(ok.stdout).toMatch(/nodeB=1/);
+    expect(ok.stdout).toMatch(/– cluster docker\s+not needed/);
+    expect(ok.stdout).toMatch(/✓ cluster workers\s+a node can take an env worker \(CPU=1\)/);
+    expect(ok.stdout).not.toMatch(/✗ cluster/);
+    expect(ok.code, ok.stdout).toBe(0);
+
+    const docker = await runShears(
+      ['doctor', ...args(['--sandbox', 'docker', '--cluster.worker_cpus', '16'])],
+      {
+        cwd: dir,
+        env: { ...env, DOCKER_HOST: 'unix:///nonexistent.sock' },
+      },
+    );
+    expect(docker.stdout).toMatch(
+      /✗ cluster docker\s+sandbox\.provider docker and no node advertises the resource 'docker'; the nodes have: .*nodeA=1/,
+    );
+    expect(docker.stdout).toMatch(
+      /fix: start the nodes that have a Docker daemon with `ray start --resources '\{"docker": 1\}'`/,
+    );
+    expect(docker.code).toBe(1);
+  });
+
+  it('refuses Docker sandboxes when no node advertises Docker, and a worker request no node satisfies, naming the nodes', async () => {
+    const docker = await runShears(serveArgs('runs/docker.jsonl', ['--sandbox', 'docker']), {
+      cwd: dir,
+      env,
+    });
+    expect(docker.code, docker.stderr).toBe(2);
+    expect(docker.stderr).toMatch(
+      /error: the Ray cluster cannot run this: the env's sandboxes are Docker containers \(sandbox\.provider docker\) and no node advertises the resource 'docker'/,
+    );
+    expect(docker.stderr).toMatch(/the nodes have: .*nodeA=1.*nodeB=1|the nodes have: .*nodeB=1.*nodeA=1/);
+    // Nothing was placed: no API, no worker.
+    expect(docker.stderr).not.toMatch(/\[driver\]|\[worker-/);
+
+    const big = await runShears(serveArgs('runs/big.jsonl', ['--cluster.worker_cpus', '16']), {
+      cwd: dir,
+      env,
+    });
+    expect(big.code, big.stderr).toBe(2);
+    expect(big.stderr).toMatch(
+      /no node has the resources one env worker asks for \(CPU=16; cluster\.worker_cpus/,
+    );
+    expect(big.stderr).not.toMatch(/\[driver\]|\[worker-/);
+  });
+});
+
 describe('shears serve --cluster ray://…', () => {
   it('places the API on the head and workers on both worker nodes; the trainer gets every acknowledged group', async () => {
     const { run, url } = serve('runs/spread.jsonl', 8, () => {});
