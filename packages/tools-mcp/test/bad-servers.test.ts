@@ -1,6 +1,7 @@
 // Misbehaving MCP servers (a real SDK server, test/fixtures/bad-server.mjs) started in real local
-// sandboxes: each fault is a typed error naming the server, the rollout goes on to its final answer,
-// and no server process outlives its sandbox.
+// sandboxes: each fault is a typed error naming the server (a 50 MB result is persisted under the
+// tool-result budget instead), the rollout goes on to its final answer, and no server process
+// outlives its sandbox.
 import { fileURLToPath } from 'node:url';
 import { runAgent } from '@shears/core';
 import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
@@ -84,6 +85,63 @@ describe('bad MCP servers', () => {
     } finally {
       await sandbox.dispose();
     }
+  });
+
+  it('a 50 MB result: persisted whole into the sandbox, the model sees a preview, the rollout goes on, nothing leaks', async () => {
+    const tools = await createMcpTools({
+      servers: { bad: stdio('tools', { include: ['huge', 'echo'] }) },
+    });
+    const server = await createScriptedServer({
+      replies: [
+        { toolCalls: [{ id: 'big1', name: 'bad__huge', arguments: {} }] },
+        { toolCalls: [{ id: 'c2', name: 'bad__echo', arguments: { text: 'after' } }] },
+        { content: 'done' },
+      ],
+    });
+    const before = await countProcesses(BAD_SERVER);
+    const sandbox = await provider.acquire();
+    let result: Awaited<ReturnType<typeof runAgent>>;
+    let saved: { bytes: string; first: string; last: string };
+    try {
+      result = await runAgent({
+        server: createScriptedServerClient({ baseUrl: server.url, model: 'm', timeoutMs: 60_000 }),
+        messages: [{ role: 'user', content: 'go' }],
+        tools,
+        sandbox,
+      });
+      const [huge] = result.messages.filter((message) => message.role === 'tool');
+      const path = /Full output saved to: (\S+)/.exec(String(huge?.content))?.[1];
+      expect(path, String(huge?.content).slice(0, 500)).toBeDefined();
+      const probe = async (command: string) => (await sandbox.exec(command)).stdout.trim();
+      saved = {
+        bytes: await probe(`wc -c < '${path}'`),
+        first: await probe(`head -n 1 '${path}'`),
+        last: await probe(`tail -n 1 '${path}'`),
+      };
+    } finally {
+      await sandbox.dispose();
+      await server.close();
+    }
+    const toolMessages = result.messages
+      .filter((message) => message.role === 'tool')
+      .map((message) => String(message.content));
+    expect(toolMessages).toHaveLength(2);
+    // The model sees hermes' persisted-output block: the size and a bounded preview, not 50 MB.
+    expect(toolMessages[0]).toContain('<persisted-output>');
+    expect(toolMessages[0]).toMatch(/This tool result was too large \([\d,]+ characters, 50\.\d MB\)/);
+    expect(toolMessages[0]).toContain(`line 0 ${'x'.repeat(80)}`);
+    expect(toolMessages[0]!.length).toBeLessThan(10_000);
+    // The whole result is in the sandbox's file, to its last line.
+    expect(Number(saved!.bytes)).toBeGreaterThanOrEqual(50 * 1024 * 1024);
+    expect(saved!.first).toBe(`line 0 ${'x'.repeat(80)}`);
+    expect(saved!.last).toMatch(/^line \d{6} x{80}$/);
+    // The same server answers the next call; the rollout ends naturally.
+    expect(toolMessages[1]).toBe('echo: after');
+    expect(result.finishedNaturally).toBe(true);
+    expect(result.finalResponse).toBe('done');
+    // Nothing of the 50 MB stays in the rollout's record, and no server outlives the sandbox.
+    expect(JSON.stringify(result).length).toBeLessThan(100_000);
+    expect(await countProcesses(BAD_SERVER)).toBe(before);
   });
 
   it('crash at start in the sandbox, death mid-call, a hang (cancelled) and malformed output: tool errors, the rollout goes on, nothing leaks', async () => {
