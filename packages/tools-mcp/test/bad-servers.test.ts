@@ -1,6 +1,6 @@
 // Misbehaving MCP servers (a real SDK server, test/fixtures/bad-server.mjs) started in real local
-// sandboxes: each fault is a typed error naming the server (a 50 MB result is persisted under the
-// tool-result budget instead), the rollout goes on to its final answer, and no server process
+// sandboxes: each fault is a typed error naming the server (a big result under the SDK's
+// 10 MB stdio limit is persisted under the tool-result budget instead), the rollout goes on to its final answer, and no server process
 // outlives its sandbox.
 import { fileURLToPath } from 'node:url';
 import { runAgent } from '@shears/core';
@@ -87,14 +87,15 @@ describe('bad MCP servers', () => {
     }
   });
 
-  it('a 50 MB result: persisted whole into the sandbox, the model sees a preview, the rollout goes on, nothing leaks', async () => {
+  it('big results: 5 MB is persisted whole with a preview, 50 MB (over the SDK stdio limit) is a tool error at once; the rollout goes on, nothing leaks', async () => {
     const tools = await createMcpTools({
       servers: { bad: stdio('tools', { include: ['huge', 'echo'] }) },
     });
     const server = await createScriptedServer({
       replies: [
-        { toolCalls: [{ id: 'big1', name: 'bad__huge', arguments: {} }] },
-        { toolCalls: [{ id: 'c2', name: 'bad__echo', arguments: { text: 'after' } }] },
+        { toolCalls: [{ id: 'big5', name: 'bad__huge', arguments: { mb: 5 } }] },
+        { toolCalls: [{ id: 'big50', name: 'bad__huge', arguments: { mb: 50 } }] },
+        { toolCalls: [{ id: 'c3', name: 'bad__echo', arguments: { text: 'after' } }] },
         { content: 'done' },
       ],
     });
@@ -109,9 +110,9 @@ describe('bad MCP servers', () => {
         tools,
         sandbox,
       });
-      const [huge] = result.messages.filter((message) => message.role === 'tool');
-      const path = /Full output saved to: (\S+)/.exec(String(huge?.content))?.[1];
-      expect(path, String(huge?.content).slice(0, 500)).toBeDefined();
+      const [persisted] = result.messages.filter((message) => message.role === 'tool');
+      const path = /Full output saved to: (\S+)/.exec(String(persisted?.content))?.[1];
+      expect(path, String(persisted?.content).slice(0, 500)).toBeDefined();
       const probe = async (command: string) => (await sandbox.exec(command)).stdout.trim();
       saved = {
         bytes: await probe(`wc -c < '${path}'`),
@@ -124,25 +125,31 @@ describe('bad MCP servers', () => {
     }
     const toolMessages = result.messages
       .filter((message) => message.role === 'tool')
-      .map((message) => String(message.content));
-    expect(toolMessages).toHaveLength(2);
-    // The model sees hermes' persisted-output block: the size and a bounded preview, not 50 MB.
+      .map((message) => String(message.content))
+      .map((content) =>
+        content.startsWith('{"error"') ? (JSON.parse(content) as { error: string }).error : content,
+      );
+    expect(toolMessages).toHaveLength(3);
+    // 5 MB: the model sees hermes' persisted-output block (size and a bounded preview)...
     expect(toolMessages[0]).toContain('<persisted-output>');
-    expect(toolMessages[0]).toMatch(/This tool result was too large \([\d,]+ characters, 50\.\d MB\)/);
+    expect(toolMessages[0]).toMatch(/This tool result was too large \([\d,]+ characters, 5\.\d MB\)/);
     expect(toolMessages[0]).toContain(`line 0 ${'x'.repeat(80)}`);
     expect(toolMessages[0]!.length).toBeLessThan(10_000);
-    // The whole result is in the sandbox's file, to its last line.
-    expect(Number(saved!.bytes)).toBeGreaterThanOrEqual(50 * 1024 * 1024);
+    // ...and the whole result is in the sandbox's file, to its last line.
+    expect(Number(saved!.bytes)).toBeGreaterThanOrEqual(5 * 1024 * 1024);
     expect(saved!.first).toBe(`line 0 ${'x'.repeat(80)}`);
-    expect(saved!.last).toMatch(/^line \d{6} x{80}$/);
-    // The same server answers the next call; the rollout ends naturally.
-    expect(toolMessages[1]).toBe('echo: after');
+    expect(saved!.last).toMatch(/^line \d{5} x{80}$/);
+    // 50 MB: over the SDK's 10 MB stdio message limit, a typed error naming the limit (not a hang).
+    expect(toolMessages[1]).toContain('MCP server "bad" failed in a call of "huge"');
+    expect(toolMessages[1]).toContain("larger than the MCP SDK's stdio limit of 10 MB");
+    // The next call gets a fresh server; the rollout ends naturally.
+    expect(toolMessages[2]).toBe('echo: after');
     expect(result.finishedNaturally).toBe(true);
     expect(result.finalResponse).toBe('done');
-    // Nothing of the 50 MB stays in the rollout's record, and no server outlives the sandbox.
-    expect(JSON.stringify(result).length).toBeLessThan(100_000);
+    // Nothing of the big results stays in the rollout's record, and no server outlives the sandbox.
+    expect(JSON.stringify(result.messages).length).toBeLessThan(50_000);
     expect(await countProcesses(BAD_SERVER)).toBe(before);
-  });
+  }, 60_000);
 
   it('crash at start in the sandbox, death mid-call, a hang (cancelled) and malformed output: tool errors, the rollout goes on, nothing leaks', async () => {
     const tools = [
