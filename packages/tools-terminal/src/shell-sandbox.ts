@@ -32,7 +32,11 @@ export interface ShellSandboxOptions {
   /** Backend clean-up after the session is closed (remove the workspace, kill leftovers). */
   dispose: () => Promise<void>;
   /** `SandboxV1.spawn`, when the backend has it; `cwd` arrives resolved against the workdir. */
-  spawn?: (command: string, args: readonly string[], options: SpawnOptions & { cwd: string }) => Promise<SpawnedProcess>;
+  spawn?: (
+    command: string,
+    args: readonly string[],
+    options: SpawnOptions & { cwd: string },
+  ) => Promise<SpawnedProcess>;
 }
 
 /** A sandbox whose commands run in a persistent shell session. */
