@@ -51,7 +51,7 @@ describe('exact tokens with an MCP tool behind a phase-2 server', () => {
     const env: EnvV1 = {
       specificationVersion: 'v1',
       id: 'mcp-exact',
-      nextItem: async () => ({ id: 'e1' }),
+      nextItem: async () => ({ id: 'e1', prompt: 'Echo twice.' }),
       buildMessages: () => [
         { role: 'system', content: 'Use the tools.' },
         { role: 'user', content: 'Echo twice.' },
@@ -65,7 +65,7 @@ describe('exact tokens with an MCP tool behind a phase-2 server', () => {
     try {
       record = await runGroup({
         env,
-        item: { id: 'e1' },
+        item: { id: 'e1', prompt: 'Echo twice.' },
         server: createVllmServer({
           baseUrl: model.origin,
           model: 'qwen3',
