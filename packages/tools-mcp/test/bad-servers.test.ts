@@ -149,7 +149,7 @@ describe('bad MCP servers', () => {
     // Nothing of the big results stays in the rollout's record, and no server outlives the sandbox.
     expect(JSON.stringify(result.messages).length).toBeLessThan(50_000);
     expect(await countProcesses(BAD_SERVER)).toBe(before);
-  }, 60_000);
+  }, 120_000);
 
   it('crash at start in the sandbox, death mid-call, a hang (cancelled) and malformed output: tool errors, the rollout goes on, nothing leaks', async () => {
     const tools = [
