@@ -1,8 +1,13 @@
 // An MCP Transport over a process spawned inside a shears sandbox (`SandboxV1.spawn`): the SDK's
 // own newline-delimited JSON framing (ReadBuffer, serializeMessage) over the process's stdio
 // streams. No protocol here; only the pipe. Output that is not JSON-RPC ends the connection, so a
-// malformed server fails its call at once instead of leaving it to time out.
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+// malformed server, or one whose message is over the SDK's size limit, fails its call at once
+// instead of leaving it to time out.
+import {
+  ReadBuffer,
+  STDIO_DEFAULT_MAX_BUFFER_SIZE,
+  serializeMessage,
+} from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { SandboxV1, SpawnedExit, SpawnedProcess, SpawnOptions } from '@shears/core';
@@ -78,7 +83,17 @@ export class SandboxStdioTransport implements Transport {
   }
 
   private receive(chunk: Uint8Array): void {
-    this.buffer.append(Buffer.from(chunk));
+    if (this.closed) return;
+    try {
+      this.buffer.append(Buffer.from(chunk));
+    } catch (error) {
+      // The SDK's ReadBuffer refuses a message over its limit (10 MB): end the connection at once,
+      // so the call fails with this reason instead of waiting for its time limit.
+      this.failure = `the server wrote a message larger than the MCP SDK's stdio limit of ${STDIO_DEFAULT_MAX_BUFFER_SIZE / 1024 / 1024} MB (${(error as Error).message})`;
+      this.onerror?.(new Error(this.failure, { cause: error }));
+      void this.close();
+      return;
+    }
     for (;;) {
       let message: JSONRPCMessage | null;
       try {

@@ -1,6 +1,7 @@
 // Misbehaving MCP servers (a real SDK server, test/fixtures/bad-server.mjs) started in real local
-// sandboxes: each fault is a typed error naming the server, the rollout goes on to its final answer,
-// and no server process outlives its sandbox.
+// sandboxes: each fault is a typed error naming the server (a big result under the SDK's
+// 10 MB stdio limit is persisted under the tool-result budget instead), the rollout goes on to its final answer, and no server process
+// outlives its sandbox.
 import { fileURLToPath } from 'node:url';
 import { runAgent } from '@shears/core';
 import { createScriptedServer, createScriptedServerClient } from '@shears/core/test';
@@ -85,6 +86,70 @@ describe('bad MCP servers', () => {
       await sandbox.dispose();
     }
   });
+
+  it('big results: 5 MB is persisted whole with a preview, 50 MB (over the SDK stdio limit) is a tool error at once; the rollout goes on, nothing leaks', async () => {
+    const tools = await createMcpTools({
+      servers: { bad: stdio('tools', { include: ['huge', 'echo'] }) },
+    });
+    const server = await createScriptedServer({
+      replies: [
+        { toolCalls: [{ id: 'big5', name: 'bad__huge', arguments: { mb: 5 } }] },
+        { toolCalls: [{ id: 'big50', name: 'bad__huge', arguments: { mb: 50 } }] },
+        { toolCalls: [{ id: 'c3', name: 'bad__echo', arguments: { text: 'after' } }] },
+        { content: 'done' },
+      ],
+    });
+    const before = await countProcesses(BAD_SERVER);
+    const sandbox = await provider.acquire();
+    let result: Awaited<ReturnType<typeof runAgent>>;
+    let saved: { bytes: string; first: string; last: string };
+    try {
+      result = await runAgent({
+        server: createScriptedServerClient({ baseUrl: server.url, model: 'm', timeoutMs: 60_000 }),
+        messages: [{ role: 'user', content: 'go' }],
+        tools,
+        sandbox,
+      });
+      const [persisted] = result.messages.filter((message) => message.role === 'tool');
+      const path = /Full output saved to: (\S+)/.exec(String(persisted?.content))?.[1];
+      expect(path, String(persisted?.content).slice(0, 500)).toBeDefined();
+      const probe = async (command: string) => (await sandbox.exec(command)).stdout.trim();
+      saved = {
+        bytes: await probe(`wc -c < '${path}'`),
+        first: await probe(`head -n 1 '${path}'`),
+        last: await probe(`tail -n 1 '${path}'`),
+      };
+    } finally {
+      await sandbox.dispose();
+      await server.close();
+    }
+    const toolMessages = result.messages
+      .filter((message) => message.role === 'tool')
+      .map((message) => String(message.content))
+      .map((content) =>
+        content.startsWith('{"error"') ? (JSON.parse(content) as { error: string }).error : content,
+      );
+    expect(toolMessages).toHaveLength(3);
+    // 5 MB: the model sees hermes' persisted-output block (size and a bounded preview)...
+    expect(toolMessages[0]).toContain('<persisted-output>');
+    expect(toolMessages[0]).toMatch(/This tool result was too large \([\d,]+ characters, 5\.\d MB\)/);
+    expect(toolMessages[0]).toContain(`line 0 ${'x'.repeat(80)}`);
+    expect(toolMessages[0]!.length).toBeLessThan(10_000);
+    // ...and the whole result is in the sandbox's file, to its last line.
+    expect(Number(saved!.bytes)).toBeGreaterThanOrEqual(5 * 1024 * 1024);
+    expect(saved!.first).toBe(`line 0 ${'x'.repeat(80)}`);
+    expect(saved!.last).toMatch(/^line \d{5} x{80}$/);
+    // 50 MB: over the SDK's 10 MB stdio message limit, a typed error naming the limit (not a hang).
+    expect(toolMessages[1]).toContain('MCP server "bad" failed in a call of "huge"');
+    expect(toolMessages[1]).toContain("larger than the MCP SDK's stdio limit of 10 MB");
+    // The next call gets a fresh server; the rollout ends naturally.
+    expect(toolMessages[2]).toBe('echo: after');
+    expect(result.finishedNaturally).toBe(true);
+    expect(result.finalResponse).toBe('done');
+    // Nothing of the big results stays in the rollout's record, and no server outlives the sandbox.
+    expect(JSON.stringify(result.messages).length).toBeLessThan(50_000);
+    expect(await countProcesses(BAD_SERVER)).toBe(before);
+  }, 120_000);
 
   it('crash at start in the sandbox, death mid-call, a hang (cancelled) and malformed output: tool errors, the rollout goes on, nothing leaks', async () => {
     const tools = [

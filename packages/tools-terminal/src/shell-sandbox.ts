@@ -3,7 +3,7 @@
 // dispose-once bookkeeping. Backends supply the transport and the file operations.
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
-import type { ExecOptions, ExecResult, SandboxV1 } from '@shears/core';
+import type { ExecOptions, ExecResult, SandboxV1, SpawnedProcess, SpawnOptions } from '@shears/core';
 import { SandboxError } from '@shears/core';
 import type { ShellExecOptions, ShellExecResult, ShellSession, ShellTransport } from './shell-session.js';
 import { createShellSession, ShellSessionClosedError, shellQuote } from './shell-session.js';
@@ -31,6 +31,12 @@ export interface ShellSandboxOptions {
   ) => Promise<void>;
   /** Backend clean-up after the session is closed (remove the workspace, kill leftovers). */
   dispose: () => Promise<void>;
+  /** `SandboxV1.spawn`, when the backend has it; `cwd` arrives resolved against the workdir. */
+  spawn?: (
+    command: string,
+    args: readonly string[],
+    options: SpawnOptions & { cwd: string },
+  ) => Promise<SpawnedProcess>;
 }
 
 /** A sandbox whose commands run in a persistent shell session. */
@@ -151,6 +157,17 @@ export function createShellSandbox(options: ShellSandboxOptions): ShellSandbox {
       const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
       return options.writeFile(resolve(path), bytes, fileOptions);
     },
+    ...(options.spawn
+      ? {
+          async spawn(command: string, args: readonly string[], spawnOptions: SpawnOptions = {}) {
+            assertUsable('spawn');
+            return options.spawn!(command, args, {
+              ...spawnOptions,
+              cwd: spawnOptions.cwd === undefined ? options.workdir : resolve(spawnOptions.cwd),
+            });
+          },
+        }
+      : {}),
     dispose() {
       disposed ??= (async () => {
         const active = session ?? (await opening?.catch(() => undefined));

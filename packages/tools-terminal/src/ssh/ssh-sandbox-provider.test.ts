@@ -32,10 +32,7 @@ function settings(overrides: Partial<SshSandboxSettings> = {}): SshSandboxSettin
   };
 }
 
-describeSandboxConformance('ssh', () => createSshSandboxProvider(settings()), {
-  unavailable,
-  skip: { spawn: 'no spawn() on the ssh backend yet (stdio MCP servers cannot run there)' },
-});
+describeSandboxConformance('ssh', () => createSshSandboxProvider(settings()), { unavailable });
 describeTerminalTools('ssh', () => createSshSandboxProvider(settings()), { unavailable });
 
 describe.skipIf(!available)('createSshSandboxProvider', () => {

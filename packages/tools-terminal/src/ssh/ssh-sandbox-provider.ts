@@ -8,7 +8,8 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { posix } from 'node:path';
-import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from '@shears/core';
+import { Readable, Writable } from 'node:stream';
+import type { SandboxProviderV1, SandboxSpec, SandboxV1, SpawnedExit, SpawnedProcess } from '@shears/core';
 import { InvalidArgumentError, SandboxError, throwIfAborted } from '@shears/core';
 import { importOptionalPackage, requireOptionalPackage, runSandboxSetup } from '@shears/core/internal';
 import type { Client, ClientChannel, ConnectConfig, SFTPWrapper } from 'ssh2';
@@ -312,6 +313,12 @@ export function createSshSandboxProvider(
         });
       };
 
+      const sandboxEnv: Record<string, string> = {
+        ...config.env,
+        ...spec.env,
+        TMPDIR: tempDir,
+        SHEARS_SANDBOX_ID: id,
+      };
       const sandbox: ShellSandbox = createShellSandbox({
         id,
         backend: 'ssh',
@@ -319,7 +326,7 @@ export function createSshSandboxProvider(
         tempDir,
         isolated: config.isolatedHost ?? false,
         maxOutputBytes: config.maxOutputBytes,
-        env: { ...config.env, ...spec.env, TMPDIR: tempDir, SHEARS_SANDBOX_ID: id },
+        env: sandboxEnv,
         sessionSetup: `mkdir -p ${shellQuote(workdir)} ${shellQuote(tempDir)}`,
         async openTransport(): Promise<ShellTransport> {
           const active = await connection();
@@ -343,6 +350,83 @@ export function createSshSandboxProvider(
                 `kill -${signal.replace('SIG', '')} -${pgid} 2>/dev/null || kill -${signal.replace('SIG', '')} ${pgid} 2>/dev/null; true`,
               );
             },
+          };
+        },
+        // Its own exec channel: a small sh wrapper exports the sandbox environment (the marker
+        // variable included, so dispose's sweep ends it), records the pid for kill() and execs.
+        async spawn(command, args, spawnOptions): Promise<SpawnedProcess> {
+          const env = { ...sandboxEnv, ...spawnOptions.env };
+          for (const name of Object.keys(env)) {
+            if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+              throw new SandboxError({
+                sandboxId: id,
+                message: `spawn ${command}: ${JSON.stringify(name)} is not a valid environment variable name`,
+              });
+          }
+          const pidFile = posix.join(tempDir, `spawn-${randomBytes(6).toString('hex')}.pid`);
+          const script = [
+            ...Object.entries(env).map(([name, value]) => `export ${name}=${shellQuote(value)}`),
+            `mkdir -p ${shellQuote(tempDir)} && cd -- ${shellQuote(spawnOptions.cwd)} && echo $$ > ${shellQuote(pidFile)} && exec ${[command, ...args].map(shellQuote).join(' ')}`,
+          ].join('; ');
+          let channel: ClientChannel;
+          try {
+            const active = await connection();
+            channel = await new Promise<ClientChannel>((resolve, reject) =>
+              active.exec(script, (error, opened) => (error ? reject(error) : resolve(opened))),
+            );
+          } catch (error) {
+            throw new SandboxError({
+              sandboxId: id,
+              message: `Sandbox ${id}: could not start ${command}: ${(error as Error).message}`,
+              cause: error,
+            });
+          }
+          let exit: SpawnedExit | undefined;
+          channel.on('exit', (code: number | null, signal?: string) => {
+            exit =
+              typeof code === 'number'
+                ? { exitCode: code, signal: null }
+                : { exitCode: null, signal: signal ?? 'SIGKILL' };
+          });
+          channel.on('error', () => undefined);
+          channel.stderr.on('error', () => undefined);
+          const exited = new Promise<SpawnedExit>((resolve) =>
+            channel.once('close', () => resolve(exit ?? { exitCode: null, signal: 'SIGKILL' })),
+          );
+          let ended = false;
+          void exited.then(() => {
+            ended = true;
+          });
+          const kill = async () => {
+            if (!ended && client) {
+              // The wrapper writes the pid before exec; wait for it (briefly) when kill comes first.
+              await execOnce(
+                client,
+                `p=${shellQuote(pidFile)}; i=0; while [ ! -s "$p" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; kill -9 "$(cat "$p" 2>/dev/null)" 2>/dev/null; rm -f "$p"; true`,
+              ).catch(() => undefined);
+            }
+            channel.close();
+            await exited;
+          };
+          const onAbort = () => void kill();
+          spawnOptions.signal?.addEventListener('abort', onAbort, { once: true });
+          void exited.then(() => spawnOptions.signal?.removeEventListener('abort', onAbort));
+          const stdin = new Writable({
+            write: (chunk, _encoding, callback) => {
+              channel.write(chunk, callback);
+            },
+            final: (callback) => {
+              channel.end();
+              callback();
+            },
+          });
+          stdin.on('error', () => undefined);
+          return {
+            stdin: Writable.toWeb(stdin) as WritableStream<Uint8Array>,
+            stdout: Readable.toWeb(channel) as ReadableStream<Uint8Array>,
+            stderr: Readable.toWeb(channel.stderr) as ReadableStream<Uint8Array>,
+            exited,
+            kill,
           };
         },
         async readFile(path) {
