@@ -27,7 +27,8 @@ describe('wait notes', () => {
   });
 
   it('formats long waits in minutes and hours', () => {
-    expect(formatWait(4_400)).toBe('4s');
+    expect(formatWait(4_400)).toBe('4.4s');
+    expect(formatWait(45_000)).toBe('45s');
     expect(formatWait(185_000)).toBe('3m 05s');
     expect(formatWait(2 * 3600_000 + 60_000)).toBe('2h 01m');
   });

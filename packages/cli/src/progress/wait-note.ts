@@ -2,8 +2,9 @@
 // waits for and for how long: a worker waiting for a trainer to register, or paused until the
 // trainer takes batches, never sits silent.
 
-/** `45s`, `3m 05s`, `2h 01m`. */
+/** `4.4s`, `45s`, `3m 05s`, `2h 01m`. */
 export function formatWait(ms: number): string {
+  if (ms < 9_950) return `${(ms / 1000).toFixed(1)}s`;
   const seconds = Math.round(ms / 1000);
   if (seconds < 60) return `${seconds}s`;
   const minutes = Math.floor(seconds / 60);
