@@ -209,7 +209,7 @@ describe('shears serve never waits in silence', () => {
           '--url',
           api.url,
           '--max-groups',
-          '4',
+          '3',
           '--group-size',
           '2',
           '--api.off_policy_limit',
@@ -628,6 +628,11 @@ console.log('trainer done');
     expect(run.stderr).toMatch(/\[worker-0\] group \d+ .*→ sent$/m);
     expect(run.stderr).toContain('[train] trainer finished; stopping workers');
     expect(run.code).toBe(0);
+    // The closing summary tallies every group the workers finished, as many as run.out holds.
+    const written = readFileSync(join(dir, 'runs/train.jsonl'), 'utf8').trim().split('\n').length;
+    expect(run.stderr).toMatch(
+      new RegExp(`^\\[train\\] ${written} groups finished, \\d+ dropped.*; \\d+ rollouts, \\d+ scored, \\d+ failed`, 'm'),
+    );
     // Every group the workers ran is in run.out, with the report beside it.
     expect(
       readFileSync(join(dir, 'runs/train.jsonl'), 'utf8').trim().split('\n').length,
