@@ -218,7 +218,9 @@ describe('closing tallies of serve and train', () => {
         .map(([outcome, count]) => `${count} ${outcome}`)
         .join(', ')})`,
     );
-    expect(lines).toContainEqual(expect.stringMatching(/^tool errors: \d+ of \d+ tool calls.*; 1 × grep: boom/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^tool errors: \d+ of \d+ tool calls.*; 1 × grep: boom/),
+    );
     expect(lines).toContainEqual(expect.stringMatching(/^length-cut: 1 of \d+ rollouts/));
   });
 

@@ -49,7 +49,7 @@ interface ProgressOptions {
  * Progress says so when this many groups in a row were dropped as all-equal, and again at every
  * multiple of `every` while the streak lasts.
  */
-export const ALL_EQUAL_STREAK = { first: 3, every: 10 };
+const ALL_EQUAL_STREAK = { first: 3, every: 10 };
 
 function bar(fraction: number, width: number): string {
   const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width);

@@ -12,7 +12,7 @@ export function formatWait(ms: number): string {
   return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, '0')}m`;
 }
 
-export interface WaitNote {
+interface WaitNote {
   /**
    * Called on every poll while waiting: says `waiting for <what>` the first time (unless `said`:
    * the caller said it in its own words), then again every `everyMs`.

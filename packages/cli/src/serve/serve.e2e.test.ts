@@ -236,8 +236,12 @@ describe('shears serve never waits in silence', () => {
       };
       // No trainer yet: the worker says so at once, then again with how long it has waited.
       await until(/still waiting for a trainer to register/);
-      expect(stderr).toMatch(/^waiting for a trainer to register with the trajectory API at http:\/\/127\.0\.0\.1:\d+/m);
-      expect(stderr).toMatch(/^still waiting for a trainer to register with the trajectory API at \S+: [\d.]+s so far$/m);
+      expect(stderr).toMatch(
+        /^waiting for a trainer to register with the trajectory API at http:\/\/127\.0\.0\.1:\d+/m,
+      );
+      expect(stderr).toMatch(
+        /^still waiting for a trainer to register with the trajectory API at \S+: [\d.]+s so far$/m,
+      );
       await json(
         fetch(`${api.url}/register`, {
           method: 'POST',
@@ -631,7 +635,10 @@ console.log('trainer done');
     // The closing summary tallies every group the workers finished, as many as run.out holds.
     const written = readFileSync(join(dir, 'runs/train.jsonl'), 'utf8').trim().split('\n').length;
     expect(run.stderr).toMatch(
-      new RegExp(`^\\[train\\] ${written} groups finished, \\d+ dropped.*; \\d+ rollouts, \\d+ scored, \\d+ failed`, 'm'),
+      new RegExp(
+        `^\\[train\\] ${written} groups finished, \\d+ dropped.*; \\d+ rollouts, \\d+ scored, \\d+ failed`,
+        'm',
+      ),
     );
     // Every group the workers ran is in run.out, with the report beside it.
     expect(
@@ -1078,7 +1085,9 @@ describe('shears serve: settings that must take effect', () => {
       expect(run.stdout).toMatch(/^sent 0 groups to http\S+; not sent: 3 \(3 all scores equal\)/);
       // Progress says every group is being dropped, and the closing summary tallies them.
       expect(run.stderr).toMatch(/^3 groups in a row dropped: all scores equal \(/m);
-      expect(run.stderr).toMatch(/^3 groups finished, 3 dropped \(3 all scores equal\); 6 rollouts, 6 scored, 0 failed$/m);
+      expect(run.stderr).toMatch(
+        /^3 groups finished, 3 dropped \(3 all scores equal\); 6 rollouts, 6 scored, 0 failed$/m,
+      );
       expect(log.at(-1)).toBe(run.stdout);
       expect(readFileSync(join(dir, 'runs/dropped.jsonl'), 'utf8').trim().split('\n')).toHaveLength(3);
     } finally {

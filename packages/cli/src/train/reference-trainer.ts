@@ -288,9 +288,10 @@ function readTrainOutput(output: string): {
  * reach it), averaged over the first and the last `window` steps (the trainer's rule:
  * min(10, steps / 4), at least 1).
  */
-export function describeRewardWindow(summary: { steps: number; reward_window?: number }): string {
+function describeRewardWindow(summary: { steps: number; reward_window?: number }): string {
   const window = summary.reward_window ?? Math.max(1, Math.min(10, Math.floor(summary.steps / 4)));
-  const steps = window === 1 ? 'the first and the last step' : `the first ${window} and the last ${window} steps`;
+  const steps =
+    window === 1 ? 'the first and the last step' : `the first ${window} and the last ${window} steps`;
   return `the mean score of the sequences in a trainer batch, averaged over ${steps} (groups dropped as all-equal are not in any batch)`;
 }
 
