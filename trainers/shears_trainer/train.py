@@ -404,6 +404,7 @@ def run_grpo(config: GrpoConfig) -> dict:
         "steps": len(rewards),
         "reward_start": sum(rewards[:window]) / window,
         "reward_end": sum(rewards[-window:]) / window,
+        "reward_window": window,
         "output": str(output),
         "metrics": str(metrics_path),
         "checkpoints": checkpoints,

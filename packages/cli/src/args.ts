@@ -174,7 +174,7 @@ const RUN_LOOP = [
 ];
 const FORCE = (what: string): FlagSpec => ({ name: 'force', description: `overwrite ${what}` });
 /** What a worker pushing to a trajectory API reads of `api`. */
-const API_CLIENT = ['api.url', 'api.auth_token', 'api.poll_ms', 'api.off_policy_limit'];
+const API_CLIENT = ['api.url', 'api.auth_token', 'api.poll_ms', 'api.wait_note_ms', 'api.off_policy_limit'];
 /** What the trajectory API server reads of `api` (`shears api`, and `shears train` with start_api). */
 const API_SERVER = [
   'api.host',

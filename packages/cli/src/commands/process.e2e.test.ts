@@ -51,6 +51,25 @@ const probe = (...args: string[]) => [
   ...args,
 ];
 
+describe('shears process: every group dropped as all-equal', () => {
+  it('says how many groups in a row were dropped because every rollout got the same score', async () => {
+    const dir = workdir();
+    // The scripted policy answers every task right: every group's scores are equal.
+    const run = await runShears(
+      probe('--groups', '4', '--group-size', '2', '--out', 'runs/eq.jsonl', '--no-report'),
+      {
+        cwd: dir,
+      },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(
+      /^3 groups in a row dropped: all scores equal \(every rollout of a group got the same score/m,
+    );
+    expect(run.stderr.match(/groups in a row dropped/g)).toHaveLength(1);
+    expect(run.stderr).toContain('4 dropped (4 all scores equal)');
+  });
+});
+
 describe('shears process never overwrites output', () => {
   it('refuses an existing --out, report or run record, leaves them untouched, and replaces them with --force', async () => {
     const dir = workdir();

@@ -4,6 +4,7 @@
 // `shears process`.
 import { relative } from 'node:path';
 import { buildRunPlan } from '../plan/run-plan.js';
+import { tallyLines } from '../progress/progress.js';
 import { endingNote, exitCodeFor, formatFailures } from '../runtime/run-control.js';
 import { runClusterServe } from '../serve/cluster-serve.js';
 import { runServe } from '../serve/serve-run.js';
@@ -17,6 +18,7 @@ export async function serveCommand(context: CommandContext): Promise<number> {
   if (plan.cluster) return runClusterServe(plan, plan.cluster);
   const { result, summary } = await runServe(plan);
   const { io, redact } = plan.session;
+  io.stderr(`${redact(tallyLines(result.tally).join('\n'))}\n`);
   const failures = formatFailures(result.failures);
   if (failures) io.stderr(`${redact(failures)}\n`);
   const ending = endingNote(result);

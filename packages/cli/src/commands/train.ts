@@ -10,6 +10,7 @@ import { createCliLogger } from '../io.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
 import { writeReportFromJsonl } from '../output/run-report.js';
 import { buildRunPlan, type RunPlan, workerPlan } from '../plan/run-plan.js';
+import { emptyTally, mergeTallies, tallyLines } from '../progress/progress.js';
 import { EXIT_CODES, formatFailures } from '../runtime/run-control.js';
 import { describeSent } from '../serve/serve-result.js';
 import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
@@ -245,12 +246,16 @@ async function train(plan: RunPlan, feed: Feed): Promise<number> {
   await api?.close();
   session.drain.removeEventListener('abort', onOuterAbort);
   const counts = { groupsSent: 0, replaysSent: 0, bufferedByApi: 0, sentWithoutEnvId: 0 };
+  // The workers' groups, tallied together: rollouts and failures by cause, dropped groups, tool errors, length-cut replies.
+  const tally = emptyTally();
   for (const outcome of outcomes) {
     if (!outcome.ok) continue;
     for (const key of Object.keys(counts) as (keyof typeof counts)[]) counts[key] += outcome.result[key];
+    mergeTallies(tally, outcome.result.tally);
     const failures = formatFailures(outcome.result.failures);
     if (failures) say(outcome.name)(failures.replace(/\n/g, '\n    '));
   }
+  for (const line of tallyLines(tally)) say('train')(line);
   const sent = describeSent(counts);
   io.stdout(
     `train: trainer ${code === 0 ? 'finished' : 'stopped'}; workers sent ${sent.groups}${sent.notes}\n`,

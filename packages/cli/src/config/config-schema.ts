@@ -419,6 +419,13 @@ export const apiConfigSchema = z
       .default(4)
       .describe('`shears serve` pauses when it is this many batches ahead of the trainer'),
     poll_ms: z.int().min(10).default(1000).describe('How often a paused worker asks /status again'),
+    wait_note_ms: z
+      .int()
+      .min(10)
+      .default(30_000)
+      .describe(
+        'A worker waiting on the trajectory API (for a trainer to register, or paused until the trainer takes batches) says so at once, then again this often, with how long it has waited',
+      ),
     database: z
       .string()
       .min(1)

@@ -13,6 +13,8 @@ export interface FeedPlan {
     url: string;
     authToken: string | undefined;
     pollMs: number;
+    /** How often a waiting worker says again what it waits for (api.wait_note_ms). */
+    waitNoteMs: number;
     offPolicyLimit: number;
     /** The trainer batch size assumed while the API reports none. */
     batchSize: number;
@@ -63,6 +65,7 @@ export function resolveFeed(
       url: config.api.url,
       authToken: config.api.auth_token,
       pollMs: config.api.poll_ms,
+      waitNoteMs: config.api.wait_note_ms,
       offPolicyLimit: config.api.off_policy_limit,
       batchSize: config.api.batch_size,
     },

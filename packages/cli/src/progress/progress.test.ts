@@ -2,7 +2,17 @@ import type { ScoredGroupRecord } from '@shears/core';
 import { describe, expect, it } from 'vitest';
 import { successRule } from '../stats.js';
 import { createSyntheticGroups } from '../viewer/synthetic-groups.js';
-import { createProgress, formatDropped, lengthCutLine, summarizeGroups, toolErrorLine } from './progress.js';
+import {
+  createProgress,
+  emptyTally,
+  formatDropped,
+  lengthCutLine,
+  mergeTallies,
+  summarizeGroups,
+  tallyGroup,
+  tallyLines,
+  toolErrorLine,
+} from './progress.js';
 
 function record(): ScoredGroupRecord {
   return createSyntheticGroups(1)[0]!;
@@ -146,5 +156,79 @@ describe('progress: the closing tallies', () => {
     expect(lengthCutLine(groups)).toMatch(
       /^length-cut: 1 of \d+ rollouts ended on a reply cut at the token limit/,
     );
+  });
+});
+
+describe('progress: every group dropped as all-equal', () => {
+  const allEqual = (): ScoredGroupRecord => ({
+    ...record(),
+    dropped: { kind: 'all_equal', reason: 'all 4 counted scores are equal (1)' },
+  });
+
+  it('says so after 3 groups in a row, then every 10, and starts counting again after a kept group', () => {
+    let out = '';
+    const progress = createProgress({ mode: 'lines', write: (text) => (out += text) });
+    for (let index = 0; index < 2; index++) progress.groupFinished(allEqual());
+    expect(out).not.toMatch(/in a row/);
+    progress.groupFinished(allEqual());
+    expect(out).toMatch(/^3 groups in a row dropped: all scores equal \(/m);
+    for (let index = 3; index < 20; index++) progress.groupFinished(allEqual());
+    expect(out.match(/groups in a row dropped/g)).toHaveLength(3);
+    expect(out).toMatch(/^10 groups in a row dropped/m);
+    expect(out).toMatch(/^20 groups in a row dropped/m);
+    progress.groupFinished(record());
+    out = '';
+    for (let index = 0; index < 3; index++) progress.groupFinished(allEqual());
+    expect(out).toMatch(/^3 groups in a row dropped/m);
+  });
+});
+
+describe('closing tallies of serve and train', () => {
+  it('counts groups dropped by reason, rollouts failed by cause, tool errors and length-cut replies, across workers', () => {
+    const [kept, dropped, failing] = createSyntheticGroups(3);
+    dropped!.dropped = { kind: 'all_equal', reason: 'all 4 counted scores are equal (1)' };
+    const first = failing!.rollouts[0]!;
+    first.outcome = 'timeout';
+    first.outcomeReason = 'rollout timed out';
+    const second = failing!.rollouts[1]!;
+    second.outcome = 'model_failure';
+    second.outcomeReason = 'no final answer (max_tokens)';
+    second.steps = second.steps.slice(0, 1).map((step) => ({
+      ...step,
+      toolCalls: [{ id: 'c', name: 'grep', arguments: '{}', result: 'boom', latencyMs: 1 }],
+    }));
+    second.toolErrors = [{ turn: 0, toolName: 'grep', arguments: '{}', error: 'boom', toolResult: '' }];
+    const workerA = tallyGroup(tallyGroup(emptyTally(), kept!), dropped!);
+    const workerB = tallyGroup(emptyTally(), failing!);
+    const lines = tallyLines(mergeTallies(workerA, workerB));
+    const rollouts = [kept!, dropped!, failing!].flatMap((group) => group.rollouts);
+    const scored = rollouts.filter((rollout) => rollout.outcome === 'scored').length;
+    expect(lines[0]).toBe(
+      `3 groups finished, 1 dropped (1 all scores equal); ${rollouts.length} rollouts, ${scored} scored, ${rollouts.length - scored} failed (${[
+        ...Object.entries(
+          rollouts
+            .filter((rollout) => rollout.outcome !== 'scored')
+            .reduce<Record<string, number>>((counts, rollout) => {
+              counts[rollout.outcome] = (counts[rollout.outcome] ?? 0) + 1;
+              return counts;
+            }, {}),
+        ),
+      ]
+        .sort((a, b) => b[1] - a[1])
+        .map(([outcome, count]) => `${count} ${outcome}`)
+        .join(', ')})`,
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^tool errors: \d+ of \d+ tool calls.*; 1 × grep: boom/),
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^length-cut: 1 of \d+ rollouts/));
+  });
+
+  it('says 0 dropped and 0 failed when nothing was', () => {
+    const [group] = createSyntheticGroups(1);
+    for (const rollout of group!.rollouts) rollout.outcome = 'scored';
+    expect(tallyLines(tallyGroup(emptyTally(), group!))).toEqual([
+      `1 groups finished, 0 dropped; ${group!.rollouts.length} rollouts, ${group!.rollouts.length} scored, 0 failed`,
+    ]);
   });
 });

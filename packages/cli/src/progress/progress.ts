@@ -45,6 +45,12 @@ interface ProgressOptions {
   intervalMs?: number;
 }
 
+/**
+ * Progress says so when this many groups in a row were dropped as all-equal, and again at every
+ * multiple of `every` while the streak lasts.
+ */
+const ALL_EQUAL_STREAK = { first: 3, every: 10 };
+
 function bar(fraction: number, width: number): string {
   const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width);
   return `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
@@ -66,6 +72,8 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
   const failed: Record<string, number> = {};
   let drawnLines = 0;
   let timer: NodeJS.Timeout | undefined;
+  // Groups in a row dropped because every counted score was equal (no signal to learn from).
+  let allEqualStreak = 0;
 
   const snapshot = (): ProgressSnapshot => {
     const elapsedSeconds = Math.max(1e-3, (now() - started) / 1000);
@@ -153,6 +161,15 @@ export function createProgress(options: ProgressOptions): ProgressReporter {
       emitLine(
         `${options.label ?? 'group'} ${groupsDone}${total} ${record.taskId.padEnd(12)} scores ${scores}  adv ${advantages}  mean ${formatNumber(record.stats.mean)}${record.dropped ? `  (dropped: ${record.dropped.reason})` : ''}  ${record.wallTimeSeconds.toFixed(1)}s${status}`,
       );
+      allEqualStreak =
+        record.dropped && droppedLabel(record.dropped) === 'all scores equal' ? allEqualStreak + 1 : 0;
+      if (
+        allEqualStreak === ALL_EQUAL_STREAK.first ||
+        (allEqualStreak > ALL_EQUAL_STREAK.first && allEqualStreak % ALL_EQUAL_STREAK.every === 0)
+      )
+        emitLine(
+          `${allEqualStreak} groups in a row dropped: all scores equal (every rollout of a group got the same score, so no advantage to learn from; the tasks may be too easy or too hard for this model, or the reward may not vary)`,
+        );
     },
     note(text) {
       emitLine(text);
@@ -207,40 +224,112 @@ export function formatDropped(groups: readonly ScoredGroupRecord[]): string {
   return `${total} dropped (${[...byReason.entries()].map(([label, count]) => `${count} ${label}`).join(', ')})`;
 }
 
-/** The end-of-run table: one row per task, then totals and failures by kind. */
+/**
+ * What a run's closing summary tallies over its groups, kept as counts so that a long run
+ * (`serve`, `train`) does not hold every group: rollouts by outcome, dropped groups by reason,
+ * tool calls and their errors (by tool and error), replies cut at the token limit.
+ */
+export interface GroupTally {
+  groups: number;
+  rollouts: number;
+  /** Rollouts by outcome (`scored`, and each kind of failure). */
+  outcomes: Record<string, number>;
+  /** Dropped groups by reason in words (droppedLabel). */
+  dropped: Record<string, number>;
+  toolCalls: number;
+  /** Tool errors by `tool: first line of the error`. */
+  toolErrors: Record<string, number>;
+  lengthCut: number;
+}
+
+export function emptyTally(): GroupTally {
+  return { groups: 0, rollouts: 0, outcomes: {}, dropped: {}, toolCalls: 0, toolErrors: {}, lengthCut: 0 };
+}
+
+const bump = (counts: Record<string, number>, key: string, by = 1) => {
+  counts[key] = (counts[key] ?? 0) + by;
+};
+
+/** Adds one group to a tally (returns the tally). */
+export function tallyGroup(tally: GroupTally, group: ScoredGroupRecord): GroupTally {
+  tally.groups++;
+  if (group.dropped) bump(tally.dropped, droppedLabel(group.dropped));
+  for (const rollout of group.rollouts) {
+    tally.rollouts++;
+    bump(tally.outcomes, rollout.outcome);
+    tally.toolCalls += rollout.steps.reduce((sum, step) => sum + step.toolCalls.length, 0);
+    for (const error of rollout.toolErrors) {
+      const text = (error.error || error.toolResult).split('\n')[0]!.slice(0, 120);
+      bump(tally.toolErrors, `${error.toolName}: ${text}`);
+    }
+    if (/\(max_tokens\)/.test(rollout.outcomeReason ?? '')) tally.lengthCut++;
+  }
+  return tally;
+}
+
+/** Adds `from` into `into` (`train`'s workers; returns `into`). */
+export function mergeTallies(into: GroupTally, from: GroupTally): GroupTally {
+  into.groups += from.groups;
+  into.rollouts += from.rollouts;
+  into.toolCalls += from.toolCalls;
+  into.lengthCut += from.lengthCut;
+  for (const [key, count] of Object.entries(from.outcomes)) bump(into.outcomes, key, count);
+  for (const [key, count] of Object.entries(from.dropped)) bump(into.dropped, key, count);
+  for (const [key, count] of Object.entries(from.toolErrors)) bump(into.toolErrors, key, count);
+  return into;
+}
+
+const tallyOf = (groups: readonly ScoredGroupRecord[]) =>
+  groups.reduce((tally, group) => tallyGroup(tally, group), emptyTally());
+
+function toolErrorText(tally: GroupTally): string | undefined {
+  const counts = Object.entries(tally.toolErrors);
+  const total = counts.reduce((sum, [, count]) => sum + count, 0);
+  if (total === 0) return undefined;
+  const top = counts
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([key, count]) => `${count} × ${key}`);
+  const denominator = Math.max(tally.toolCalls, total);
+  return `tool errors: ${total} of ${denominator} tool calls${total === denominator ? ' (every call failed)' : ''}; ${top.join('; ')}${counts.length > 3 ? '; …' : ''}`;
+}
+
+function lengthCutText(tally: GroupTally): string | undefined {
+  if (tally.lengthCut === 0) return undefined;
+  return `length-cut: ${tally.lengthCut} of ${tally.rollouts} rollouts ended on a reply cut at the token limit (server.max_tokens), with no final answer`;
+}
+
 /**
  * Tool calls that returned an error, of all calls, by tool and error (the three most common): a
  * run whose tool fails every call (a schema the code does not take, a missing binary) says so.
  */
 export function toolErrorLine(groups: readonly ScoredGroupRecord[]): string | undefined {
-  let calls = 0;
-  const counts = new Map<string, number>();
-  for (const rollout of groups.flatMap((group) => group.rollouts)) {
-    calls += rollout.steps.reduce((sum, step) => sum + step.toolCalls.length, 0);
-    for (const error of rollout.toolErrors) {
-      const text = (error.error || error.toolResult).split('\n')[0]!.slice(0, 120);
-      const key = `${error.toolName}: ${text}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-  }
-  const total = [...counts.values()].reduce((sum, count) => sum + count, 0);
-  if (total === 0) return undefined;
-  const top = [...counts.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 3)
-    .map(([key, count]) => `${count} × ${key}`);
-  const denominator = Math.max(calls, total);
-  return `tool errors: ${total} of ${denominator} tool calls${total === denominator ? ' (every call failed)' : ''}; ${top.join('; ')}${counts.size > 3 ? '; …' : ''}`;
+  return toolErrorText(tallyOf(groups));
 }
 
 /** Rollouts whose last reply was cut at the token limit (no final answer: max_tokens). */
 export function lengthCutLine(groups: readonly ScoredGroupRecord[]): string | undefined {
-  const rollouts = groups.flatMap((group) => group.rollouts);
-  const cut = rollouts.filter((rollout) => /\(max_tokens\)/.test(rollout.outcomeReason ?? '')).length;
-  if (cut === 0) return undefined;
-  return `length-cut: ${cut} of ${rollouts.length} rollouts ended on a reply cut at the token limit (server.max_tokens), with no final answer`;
+  return lengthCutText(tallyOf(groups));
 }
 
+/**
+ * The closing summary's tallies of `serve` and `train`: rollouts and failed rollouts by cause,
+ * dropped groups by reason, tool errors, length-cut replies.
+ */
+export function tallyLines(tally: GroupTally): string[] {
+  const failed = Object.entries(tally.outcomes)
+    .filter(([outcome]) => outcome !== 'scored')
+    .sort((a, b) => b[1] - a[1]);
+  const failedTotal = failed.reduce((sum, [, count]) => sum + count, 0);
+  const dropped = Object.entries(tally.dropped).sort((a, b) => b[1] - a[1]);
+  const droppedTotal = dropped.reduce((sum, [, count]) => sum + count, 0);
+  return [
+    `${tally.groups} groups finished, ${droppedTotal} dropped${droppedTotal ? ` (${dropped.map(([label, count]) => `${count} ${label}`).join(', ')})` : ''}; ${tally.rollouts} rollouts, ${tally.outcomes.scored ?? 0} scored, ${failedTotal} failed${failedTotal ? ` (${failed.map(([outcome, count]) => `${count} ${outcome}`).join(', ')})` : ''}`,
+    ...[toolErrorText(tally), lengthCutText(tally)].filter((line): line is string => !!line),
+  ];
+}
+
+/** The end-of-run table: one row per task, then totals and failures by kind. */
 export function summarizeGroups(
   groups: readonly ScoredGroupRecord[],
   snapshot: ProgressSnapshot,

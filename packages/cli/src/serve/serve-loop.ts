@@ -14,6 +14,8 @@ import type { RunOutput } from '../output/run-output.js';
 import { noLogprobsError } from '../plan/feed-plan.js';
 import type { PerStepAdvantage } from '../plan/loop-plan.js';
 import type { RunPlan } from '../plan/run-plan.js';
+import { emptyTally, tallyGroup } from '../progress/progress.js';
+import { createWaitNote, formatWait } from '../progress/wait-note.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { type AtroposLink, apiError, TrajectoryApiError } from './atropos-link.js';
 import { offPolicyAhead } from './pacing.js';
@@ -70,6 +72,7 @@ export async function runServeLoop(
     failures: [],
     bufferedByApi: 0,
     sentWithoutEnvId: 0,
+    tally: emptyTally(),
   };
   if (!runtime || !options.info) return result;
   const first = options.info;
@@ -81,7 +84,9 @@ export async function runServeLoop(
   try {
     // A server from a plugin is known only now: only a managed (token-in/token-out) one records logprobs.
     if (feed.needsLogprobs && !isManagedServer(runtime.server)) throw noLogprobsError(plan.server.provider);
-    let waitingNoted = false;
+    // What this worker waits for (a trainer to register, the trainer to take batches) is said at
+    // once and again every api.wait_note_ms.
+    const waits = createWaitNote({ note: (text) => progress.note(text), everyMs: feed.api.waitNoteMs });
     let envId: number;
     try {
       envId = await link.registerEnv({
@@ -89,16 +94,16 @@ export async function runServeLoop(
         groupSize: env.groupSize,
         maxTokenLength: env.maxTokenLength,
         signal: control.drain,
-        onWait: () => {
-          if (!waitingNoted) progress.note(`waiting for the trainer to start (${link.url})`);
-          waitingNoted = true;
-        },
+        onWait: () => waits.waiting(`a trainer to register with the trajectory API at ${link.url}`),
       });
     } catch (error) {
       if (control.stopping) return result;
       throw apiError(link.url, 'registering with', error);
     }
-    progress.note(`registered with ${link.url} as env ${envId}`);
+    const registerWait = waits.done();
+    progress.note(
+      `registered with ${link.url} as env ${envId}${registerWait === undefined ? '' : ` after waiting ${formatWait(registerWait)} for a trainer`}`,
+    );
     const info = await link.info(control.drain).catch(() => first);
     let batchSize = info.batch_size;
     /**
@@ -161,6 +166,7 @@ export async function runServeLoop(
           groupSize: env.groupSize,
         });
         if (ahead.total >= feed.api.offPolicyLimit) {
+          const wasPaused = paused;
           if (!paused) {
             result.pauses++;
             progress.note(
@@ -168,11 +174,19 @@ export async function runServeLoop(
             );
           }
           paused = true;
+          waits.waiting(
+            `the trainer to take batches: ${ahead.total.toFixed(1)} batches ahead of it (off_policy_limit ${feed.api.offPolicyLimit}), trainer at step ${status.current_step}`,
+            { said: !wasPaused },
+          );
           // The first Ctrl-C (drain) ends the pause; the loop then sees `stopping`.
           await sleep(feed.api.pollMs, control.drain).catch(ignoreAborted);
           continue;
         }
-        if (paused) progress.note(`resumed at trainer step ${status.current_step}`);
+        const pausedFor = waits.done();
+        if (paused)
+          progress.note(
+            `resumed at trainer step ${status.current_step}${pausedFor === undefined ? '' : ` after a pause of ${formatWait(pausedFor)}`}`,
+          );
         paused = false;
         // Checked again after the await: the other workers may have taken the last slots meanwhile.
         if (maxGroups !== undefined && started >= maxGroups) break;
@@ -218,6 +232,7 @@ export async function runServeLoop(
       result.scoredRollouts += record.rollouts.filter((rollout) => rollout.reward !== null).length;
       const fresh = await keep(record, status, loopFields);
       record = fresh.kept;
+      tallyGroup(result.tally, record);
       const { redacted } = fresh;
       let receipt: Awaited<ReturnType<typeof api.write>> | undefined;
       if (!(await deliver(async () => void (receipt = await api.write(redacted)), record, 'a group')))

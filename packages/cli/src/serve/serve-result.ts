@@ -1,5 +1,6 @@
 // What a serve loop did (`shears serve`, each of `train`'s workers), and how it is told: groups
 // sent and not sent (by reason), pauses, how the API took them.
+import type { GroupTally } from '../progress/progress.js';
 import type { FailureCount, StoppedBy } from '../runtime/run-control.js';
 
 export interface ServeResult {
@@ -18,6 +19,8 @@ export interface ServeResult {
   bufferedByApi: number;
   /** Groups with fewer sequences than env.group_size, sent without env_id so the API queues them. */
   sentWithoutEnvId: number;
+  /** Every fresh group this loop finished, sent or not (replays are not counted again): the closing summary's tallies. */
+  tally: GroupTally;
 }
 
 /** `sent 5 groups to URL; not sent: 2 (1 all scores equal, 1 no scored rollout); 1 pause`. */

@@ -195,6 +195,90 @@ describe('shears serve', () => {
   });
 });
 
+describe('shears serve never waits in silence', () => {
+  it('says it waits for a trainer and for the trainer to take batches, at once and every api.wait_note_ms, with how long', async () => {
+    const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
+    try {
+      let stderr = '';
+      let done = false;
+      const serving = runShears(
+        [
+          'serve',
+          '--env',
+          'demo',
+          '--url',
+          api.url,
+          '--max-groups',
+          '3',
+          '--group-size',
+          '2',
+          '--api.off_policy_limit',
+          '1',
+          '--api.poll_ms',
+          '10',
+          '--api.wait_note_ms',
+          '50',
+          '--server.tokenizer',
+          tokenizerDir,
+          '--concurrency',
+          '2',
+          '--out',
+          'runs/serve-waits.jsonl',
+        ],
+        { cwd: dir, onStderr: (text) => void (stderr += text) },
+      ).finally(() => {
+        done = true;
+      });
+      const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const until = async (pattern: RegExp) => {
+        for (let tries = 0; tries < 1500 && !done && !pattern.test(stderr); tries++) await wait(20);
+        expect(stderr).toMatch(pattern);
+      };
+      // No trainer yet: the worker says so at once, then again with how long it has waited.
+      await until(/still waiting for a trainer to register/);
+      expect(stderr).toMatch(
+        /^waiting for a trainer to register with the trajectory API at http:\/\/127\.0\.0\.1:\d+/m,
+      );
+      expect(stderr).toMatch(
+        /^still waiting for a trainer to register with the trajectory API at \S+: [\d.]+s so far$/m,
+      );
+      await json(
+        fetch(`${api.url}/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            wandb_group: 'g',
+            wandb_project: 'p',
+            batch_size: 2,
+            max_token_len: 8192,
+            checkpoint_dir: 'c',
+            save_checkpoint_interval: 10,
+            starting_step: 0,
+            num_steps: 10,
+          }),
+        }),
+      );
+      // A trainer starts by asking for its first batch.
+      await fetch(`${api.url}/batch`).then((response) => response.text());
+      await until(/registered with \S+ as env 0 after waiting [\d.]+s for a trainer/);
+      // The trainer takes no batch: the worker pauses, and keeps saying what it waits for.
+      await until(/still waiting for the trainer to take batches/);
+      expect(stderr).toMatch(
+        /^still waiting for the trainer to take batches: \d+\.\d batches ahead of it \(off_policy_limit 1\), trainer at step \d+: [\d.]+s so far$/m,
+      );
+      while (!done) {
+        await fetch(`${api.url}/batch`).then((response) => response.text());
+        await wait(50);
+      }
+      const run = await serving;
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/resumed at trainer step \d+ after a pause of [\d.]+s/);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('shears serve: api.off_policy_limit holds', () => {
   it('counts batches formed but not yet delivered and groups still being rolled out', async () => {
     const api = await startTrajectoryApiServer({ port: 0, databasePath: ':memory:', decodeWorkers: 0 });
@@ -548,6 +632,14 @@ console.log('trainer done');
     expect(run.stderr).toMatch(/\[worker-0\] group \d+ .*→ sent$/m);
     expect(run.stderr).toContain('[train] trainer finished; stopping workers');
     expect(run.code).toBe(0);
+    // The closing summary tallies every group the workers finished, as many as run.out holds.
+    const written = readFileSync(join(dir, 'runs/train.jsonl'), 'utf8').trim().split('\n').length;
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `^\\[train\\] ${written} groups finished, \\d+ dropped.*; \\d+ rollouts, \\d+ scored, \\d+ failed`,
+        'm',
+      ),
+    );
     // Every group the workers ran is in run.out, with the report beside it.
     expect(
       readFileSync(join(dir, 'runs/train.jsonl'), 'utf8').trim().split('\n').length,
@@ -991,6 +1083,11 @@ describe('shears serve: settings that must take effect', () => {
       expect(run.stderr.match(/→ not sent: all scores equal$/gm)).toHaveLength(3);
       expect(run.stderr).not.toMatch(/→ sent$/m);
       expect(run.stdout).toMatch(/^sent 0 groups to http\S+; not sent: 3 \(3 all scores equal\)/);
+      // Progress says every group is being dropped, and the closing summary tallies them.
+      expect(run.stderr).toMatch(/^3 groups in a row dropped: all scores equal \(/m);
+      expect(run.stderr).toMatch(
+        /^3 groups finished, 3 dropped \(3 all scores equal\); 6 rollouts, 6 scored, 0 failed$/m,
+      );
       expect(log.at(-1)).toBe(run.stdout);
       expect(readFileSync(join(dir, 'runs/dropped.jsonl'), 'utf8').trim().split('\n')).toHaveLength(3);
     } finally {

@@ -256,6 +256,8 @@ interface TrainSummary {
   steps: number;
   reward_start: number;
   reward_end: number;
+  /** Steps averaged at each end (the trainer's summary says; older ones did not). */
+  reward_window?: number;
   output: string;
   metrics: string;
   checkpoints: string[];
@@ -280,6 +282,19 @@ function readTrainOutput(output: string): {
   }
 }
 
+/**
+ * What the reward of `train`'s closing line averages: each step's reward is the mean score of
+ * the sequences in that step's batch (what the API delivered: groups dropped as all-equal never
+ * reach it), averaged over the first and the last `window` steps (the trainer's rule:
+ * min(10, steps / 4), at least 1).
+ */
+function describeRewardWindow(summary: { steps: number; reward_window?: number }): string {
+  const window = summary.reward_window ?? Math.max(1, Math.min(10, Math.floor(summary.steps / 4)));
+  const steps =
+    window === 1 ? 'the first and the last step' : `the first ${window} and the last ${window} steps`;
+  return `the mean score of the sequences in a trainer batch, averaged over ${steps} (groups dropped as all-equal are not in any batch)`;
+}
+
 /** The lines `shears train` ends with: steps, reward at start and end, where everything is. */
 export function formatTrainSummary(output: string, cwd: string): string[] {
   const { summary, model, problem } = readTrainOutput(output);
@@ -289,7 +304,7 @@ export function formatTrainSummary(output: string, cwd: string): string[] {
       `train: no summary (${problem}); ${model ? `a model is in ${show(output)}` : `no model in ${show(output)}`}`,
     ];
   return [
-    `train: ${summary.steps} steps; reward ${summary.reward_start.toFixed(3)} at the start → ${summary.reward_end.toFixed(3)} at the end (mean batch reward of the first and last steps)`,
+    `train: ${summary.steps} steps; reward ${summary.reward_start.toFixed(3)} at the start → ${summary.reward_end.toFixed(3)} at the end: ${describeRewardWindow(summary)}`,
     `train: model ${model ? 'in' : 'MISSING from'} ${show(output)} (AutoModelForCausalLM.from_pretrained loads it)`,
     `train: metrics in ${show(summary.metrics)}; ${summary.checkpoints.length > 0 ? `checkpoints ${summary.checkpoints.map(show).join(', ')}` : 'no checkpoints (train.reference.checkpoint_every)'}`,
   ];

@@ -8,7 +8,11 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConfigError } from '@shears/core';
 import { referenceTrainerConfigSchema, type ShearsConfig } from '../config/config-schema.js';
+import { formatWait } from '../progress/wait-note.js';
 import { referencePython, trainerSource } from './reference-trainer.js';
+
+/** How often `prepare --trainer` says again that pip is still installing. */
+const PIP_NOTE_EVERY_MS = 30_000;
 
 /** train.reference, or its defaults when the config has none (`shears prepare --trainer` alone). */
 function referenceSettings(config: ShearsConfig): NonNullable<ShearsConfig['train']['reference']> {
@@ -61,12 +65,25 @@ interface TrainerProbe {
   imports: true | string;
 }
 
-function run(
+/**
+ * Runs a command to its end. `heartbeat`: while it runs, called every `everyMs` with how long it
+ * has run (a long pip install is never silent).
+ */
+export function runChild(
   command: string,
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; onLine?: (line: string) => void; signal?: AbortSignal },
+  options: {
+    env?: NodeJS.ProcessEnv;
+    onLine?: (line: string) => void;
+    signal?: AbortSignal;
+    heartbeat?: { everyMs: number; note: (elapsedMs: number) => void };
+  },
 ): Promise<{ code: number | null; output: string; error?: Error }> {
-  return new Promise((done) => {
+  const started = Date.now();
+  const timer = options.heartbeat
+    ? setInterval(() => options.heartbeat!.note(Date.now() - started), options.heartbeat.everyMs)
+    : undefined;
+  return new Promise<{ code: number | null; output: string; error?: Error }>((done) => {
     const child = spawn(command, args, {
       env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -84,12 +101,12 @@ function run(
     collect(child.stderr);
     child.once('error', (error) => done({ code: null, output: lines.join('\n'), error }));
     child.once('close', (code) => done({ code, output: lines.join('\n') }));
-  });
+  }).finally(() => clearInterval(timer));
 }
 
 /** Runs the probe in `python`; a string says why it could not. */
 export async function probeTrainerPython(python: string): Promise<TrainerProbe | string> {
-  const result = await run(python, ['-c', PROBE], {});
+  const result = await runChild(python, ['-c', PROBE], {});
   if (result.error) return `${python} does not run: ${result.error.message}`;
   const last = result.output.trim().split('\n').at(-1) ?? '';
   try {
@@ -154,16 +171,23 @@ export async function prepareTrainerEnv(options: {
     action = 'created';
     mkdirSync(dirname(venv), { recursive: true });
     options.report(`creating ${venv} (python3 -m venv)`);
-    const made = await run('python3', ['-m', 'venv', venv], { env: childEnv, signal: options.signal });
+    const made = await runChild('python3', ['-m', 'venv', venv], { env: childEnv, signal: options.signal });
     if (made.code !== 0)
       throw new ConfigError({
         message: `shears prepare --trainer: python3 -m venv ${venv} failed (${made.error?.message ?? `exit ${made.code}`}): ${made.output.slice(-500)}; install python3 and python3-venv`,
         issues: [{ path: 'train.reference.venv', message: 'venv failed', value: reference.venv }],
       });
     options.report(`installing ${source}[lora] with its pinned versions (pip; this takes minutes)`);
-    const installed = await run(python, ['-m', 'pip', 'install', '--quiet', `${source}[lora]`], {
+    const installed = await runChild(python, ['-m', 'pip', 'install', '--quiet', `${source}[lora]`], {
       env: childEnv,
       signal: options.signal,
+      heartbeat: {
+        everyMs: PIP_NOTE_EVERY_MS,
+        note: (elapsed) =>
+          options.report(
+            `still installing ${source}[lora] into ${venv} (pip): ${formatWait(elapsed)} so far`,
+          ),
+      },
       onLine: (line) => {
         if (!/^WARNING: Location .* is ignored/.test(line)) options.report(`pip: ${line}`);
       },
