@@ -13,6 +13,7 @@ import { checkSameTask } from '../output/run-identity.js';
 import { writeRunReport } from '../output/run-report.js';
 import { buildRunPlan } from '../plan/run-plan.js';
 import { formatNumber, formatTable, lengthCutLine, toolErrorLine } from '../progress/progress.js';
+import { requireEnvChosen } from '../runtime/registry.js';
 import { endingNote, exitCodeFor, formatFailures, type StoppedBy } from '../runtime/run-control.js';
 import type { CommandContext } from '../session.js';
 
@@ -47,6 +48,7 @@ function formatEvaluation(summary: EvaluationSummary): string {
 }
 
 export async function evaluateCommand(context: CommandContext): Promise<number> {
+  await requireEnvChosen(context);
   const plan = await buildRunPlan(context, 'evaluate', {
     force: context.flags.force === true,
     resume: context.flags.resume === true,

@@ -8,6 +8,7 @@ import { checkSameTask } from '../output/run-identity.js';
 import { writeRunReport } from '../output/run-report.js';
 import { buildRunPlan } from '../plan/run-plan.js';
 import { summarizeGroups } from '../progress/progress.js';
+import { requireEnvChosen } from '../runtime/registry.js';
 import { endingNote, exitCodeFor, formatFailures } from '../runtime/run-control.js';
 import type { CommandContext } from '../session.js';
 
@@ -17,6 +18,7 @@ function isCompleteGroup(record: ScoredGroupRecord): boolean {
 }
 
 export async function processCommand(context: CommandContext): Promise<number> {
+  await requireEnvChosen(context);
   const plan = await buildRunPlan(context, 'process', {
     force: context.flags.force === true,
     resume: context.flags.resume === true,

@@ -5,12 +5,14 @@
 import { relative } from 'node:path';
 import { buildRunPlan } from '../plan/run-plan.js';
 import { tallyLines } from '../progress/progress.js';
+import { requireEnvChosen } from '../runtime/registry.js';
 import { endingNote, exitCodeFor, formatFailures } from '../runtime/run-control.js';
 import { runClusterServe } from '../serve/cluster-serve.js';
 import { runServe } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
 
 export async function serveCommand(context: CommandContext): Promise<number> {
+  await requireEnvChosen(context);
   const plan = await buildRunPlan(context, 'serve', {
     force: context.flags.force === true,
     maxGroups: context.flags['max-groups'],

@@ -11,6 +11,7 @@ import { createLoopController, type LoopController } from '../loop/loop-controll
 import { writeReportFromJsonl } from '../output/run-report.js';
 import { buildRunPlan, type RunPlan, workerPlan } from '../plan/run-plan.js';
 import { emptyTally, mergeTallies, tallyLines } from '../progress/progress.js';
+import { requireEnvChosen } from '../runtime/registry.js';
 import { EXIT_CODES, formatFailures } from '../runtime/run-control.js';
 import { describeSent } from '../serve/serve-result.js';
 import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
@@ -65,6 +66,7 @@ async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 }
 
 export async function trainCommand(context: CommandContext): Promise<number> {
+  await requireEnvChosen(context);
   const plan = await buildRunPlan(context, 'train', { force: context.flags.force === true });
   const { io } = plan.session;
   const feed = await openFeed(plan);

@@ -6,13 +6,11 @@
 // the server, the sandboxes, the sinks) are created from it by runtime/ and output/.
 import { type AdvantageEstimator, InvalidArgumentError, resolveAdvantageEstimator } from '@shears/core';
 import type { ShearsConfig } from '../config/config-schema.js';
-import { importBuiltins } from '../plugin-packages.js';
 import type { ProgressMode } from '../progress/progress.js';
-import { composeRegistry } from '../runtime/registry.js';
 import type { CommandContext, RunSession } from '../session.js';
 import { type SuccessRule, successRule } from '../stats.js';
 import { type ClusterPlan, resolveCluster } from './cluster-plan.js';
-import { type EnvPlan, missingEnvError, resolveEnvs } from './env-plan.js';
+import { type EnvPlan, resolveEnvs } from './env-plan.js';
 import { type FeedPlan, resolveFeed } from './feed-plan.js';
 import { type LoopPlan, resolveLoop } from './loop-plan.js';
 import {
@@ -143,15 +141,6 @@ export async function buildRunPlan(
     command === 'train'
       ? await resolveTrainPlan(context.config, cwd)
       : { config: context.config, train: undefined };
-  if (config.env.name === undefined) {
-    // The envs the loaded plugins offer, for the message: only built when refusing.
-    const registry = await composeRegistry(config, {
-      cwd,
-      logger,
-      imported: await importBuiltins(cwd),
-    });
-    throw missingEnvError(registry.registry);
-  }
   const envName = config.env.name;
   const feed =
     command === 'serve' || command === 'train' ? resolveFeed(config, { command, cwd, maxGroups }) : undefined;
@@ -159,7 +148,9 @@ export async function buildRunPlan(
     cwd,
     sides: {
       evaluation:
-        loop?.evaluation && (loop.evaluation.env ?? { name: envName, settings: config.env.settings }),
+        loop?.evaluation &&
+        (loop.evaluation.env ??
+          (envName === undefined ? undefined : { name: envName, settings: config.env.settings })),
       capability: loop?.safety?.capability,
     },
   });

@@ -17,9 +17,11 @@ import {
   ShearsError,
   type TrajectorySinkV1,
 } from '@shears/core';
+import { missingEnvError } from '../plan/env-plan.js';
 import type { SinkRequest } from '../plan/output-plan.js';
 import cliPlugin from '../plugin.js';
-import type { ImportedBuiltins } from '../plugin-packages.js';
+import { type ImportedBuiltins, importBuiltins } from '../plugin-packages.js';
+import type { CommandContext } from '../session.js';
 
 export interface PluginStatus {
   name: string;
@@ -197,4 +199,21 @@ export function settingsConfigError(error: InvalidSettingsError, settingsField: 
     issues,
     cause: error,
   });
+}
+
+/**
+ * A run names its env: without `env.name` (and `--env`) it is refused before anything starts,
+ * listing the envs the loaded plugins offer (the registry is composed only to list them).
+ */
+export async function requireEnvChosen(
+  context: Pick<CommandContext, 'config' | 'io' | 'logger'>,
+): Promise<void> {
+  if (context.config.env.name !== undefined) return;
+  const cwd = context.io.cwd;
+  const registry = await composeRegistry(context.config, {
+    cwd,
+    logger: context.logger,
+    imported: await importBuiltins(cwd),
+  });
+  throw missingEnvError(registry.registry);
 }
