@@ -23,16 +23,11 @@ import type {
   Usage,
 } from './contracts/server.js';
 import { isManagedServer } from './contracts/server.js';
-import type { ToolV1 } from './contracts/tool.js';
+import type { ToolCallDecision, ToolCallRequest, ToolV1 } from './contracts/tool.js';
 import { AbortedError, ServerError } from './errors.js';
 import { linkSignals } from './linked-signal.js';
 import type { ToolErrorRecord, TrajectoryStep } from './schemas/trajectory.js';
-import {
-  runTurnToolCalls,
-  type ToolCallDecision,
-  type ToolCallRequest,
-  type ToolCallScope,
-} from './tool-call-execution.js';
+import { runTurnToolCalls, type ToolCallScope } from './tool-call-execution.js';
 import { toolSchemas } from './tool-schemas.js';
 
 export interface RunAgentOptions {

@@ -18,7 +18,7 @@ import { silentLogger } from './contracts/logger.js';
 import type { ToolCallParserV1 } from './contracts/parser.js';
 import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import type { ServerV1 } from './contracts/server.js';
-import type { ToolV1 } from './contracts/tool.js';
+import type { ToolCallDecision, ToolCallRequest, ToolV1 } from './contracts/tool.js';
 import { describeError, InvalidArgumentError, ServerError } from './errors.js';
 import { applyGroupJudge } from './group-judging.js';
 import { buildGroupRecord, type SettledRollout } from './group-record.js';
@@ -31,7 +31,6 @@ import {
 import type { ScoredGroupRecord } from './schemas/group-record.js';
 import type { RolloutOutcome } from './schemas/trajectory.js';
 import { ignoreAborted, sleep } from './sleep.js';
-import type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 import {
   mergeToolToolsets,
   sampleToolsets,

@@ -79,7 +79,7 @@ export type {
   TrajectorySinkV1,
 } from './contracts/sink.js';
 export type { ChatTemplateOptions, TokenizerV1 } from './contracts/tokenizer.js';
-export type { ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
+export type { ToolCallDecision, ToolCallRequest, ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
 export { defineTool } from './contracts/tool.js';
 export type {
   EnvDefinition,
@@ -165,7 +165,6 @@ export {
 } from './schemas/trajectory.js';
 export type { VerdictRecord } from './schemas/verdict-record.js';
 export { verdictRecordSchema } from './schemas/verdict-record.js';
-export type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 export type { SelectToolsOptions, ToolsetDefinition, ToolsetDistribution } from './toolsets.js';
 export {
   BUILTIN_DISTRIBUTIONS,

@@ -10,7 +10,7 @@ import type { Logger } from './contracts/logger.js';
 import type { ToolCallParserV1 } from './contracts/parser.js';
 import type { SandboxProviderV1, SandboxSpec, SandboxV1 } from './contracts/sandbox.js';
 import type { ServerV1 } from './contracts/server.js';
-import type { ToolContext, ToolV1 } from './contracts/tool.js';
+import type { ToolCallDecision, ToolCallRequest, ToolContext, ToolV1 } from './contracts/tool.js';
 import {
   AbortedError,
   describeError,
@@ -24,7 +24,6 @@ import {
 } from './errors.js';
 import { linkSignals } from './linked-signal.js';
 import type { RolloutOutcome } from './schemas/trajectory.js';
-import type { ToolCallDecision, ToolCallRequest } from './tool-call-execution.js';
 
 export interface AttemptResult {
   outcome: RolloutOutcome;

@@ -7,7 +7,7 @@ import type { BudgetV1 } from './contracts/budget.js';
 import type { ChatMessage, ToolCall } from './contracts/chat.js';
 import type { Logger } from './contracts/logger.js';
 import type { SandboxV1 } from './contracts/sandbox.js';
-import type { ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
+import type { ToolCallDecision, ToolCallRequest, ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
 import {
   invalidArgumentsMessage,
   invalidJsonResult,
@@ -21,18 +21,6 @@ import { pythonJsonDecodeError } from './python-json-error.js';
 import type { ToolErrorRecord, TrajectoryToolCall } from './schemas/trajectory.js';
 import { enforceTurnBudget, maybePersistToolResult } from './tool-result-budget.js';
 import { toolParametersSchema } from './tool-schemas.js';
-
-export interface ToolCallRequest {
-  id: string;
-  name: string;
-  /** Validated arguments. */
-  arguments: Record<string, unknown>;
-  /** 1-based turn number. */
-  turn: number;
-  tool: ToolV1;
-}
-
-export type ToolCallDecision = { allow: true } | { allow: false; message: string };
 
 /** What every call of one rollout shares. */
 export interface ToolCallScope {

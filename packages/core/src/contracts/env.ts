@@ -1,13 +1,12 @@
 // Env contract: where tasks come from, which tools a rollout gets, and how it is rewarded.
 
-import type { ToolCallDecision, ToolCallRequest } from '../tool-call-execution.js';
 import type { AgentResult } from './agent-result.js';
 import type { BudgetV1 } from './budget.js';
 import type { ChatMessage } from './chat.js';
 import type { Logger } from './logger.js';
 import type { SandboxSpec, SandboxV1 } from './sandbox.js';
 import type { ServerV1 } from './server.js';
-import type { ToolV1 } from './tool.js';
+import type { ToolCallDecision, ToolCallRequest, ToolV1 } from './tool.js';
 
 export interface EnvItem {
   /** Stable task id (used for sandboxes, caching and reports). */

@@ -45,6 +45,19 @@ export interface ToolV1<TArgs = any> {
   execute(args: TArgs, context: ToolContext): Promise<ToolOutput | string>;
 }
 
+/** A tool call about to run, as a rollout's `beforeToolCall` hook sees it. */
+export interface ToolCallRequest {
+  id: string;
+  name: string;
+  /** Validated arguments. */
+  arguments: Record<string, unknown>;
+  /** 1-based turn number. */
+  turn: number;
+  tool: ToolV1;
+}
+
+export type ToolCallDecision = { allow: true } | { allow: false; message: string };
+
 /** Identity helper that fills in `specificationVersion` and keeps argument types. */
 export function defineTool<TArgs>(tool: Omit<ToolV1<TArgs>, 'specificationVersion'>): ToolV1<TArgs> {
   return { specificationVersion: 'v1', ...tool };
