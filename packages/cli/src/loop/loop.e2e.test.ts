@@ -219,9 +219,11 @@ describe('the improvement loop through shears train', () => {
       (row) => row.loop?.source === 'capability' && row.loop.replayOf === undefined,
     );
     expect(capability.length).toBeGreaterThanOrEqual(2);
-    // Drawn only while regressed (a group drawn before the recovery may finish just after it).
+    // Drawn only while regressed. A group drawn before the recovery may finish after it: at most
+    // the groups in flight then (run.concurrency 4 rollouts, so at most 4 groups), however many
+    // other rows (windows, steps, evaluations) a loaded machine writes in between.
     expect(capability.every((row) => at(row) > at(regressed!))).toBe(true);
-    expect(capability.filter((row) => at(row) > at(recovered!) + 4)).toHaveLength(0);
+    expect(capability.filter((row) => at(row) > at(recovered!)).length).toBeLessThanOrEqual(4);
     expect(capability.every((row) => row.taskId === 'capability-a')).toBe(true);
     expect(run.stderr).toMatch(/\[loop\] safety: mean_score 0\.000 is below 0\.95 × baseline 1\.000/);
 
