@@ -62,54 +62,43 @@ def last_loss(trainer) -> float | None:
     return None
 
 
-def run_sft(path: str, model_dir: str, out: str) -> dict:
-    from trl import SFTConfig, SFTTrainer
-
+def train_one_step(
+    trainer_class, config_class, path: str, model_dir: str, out: str, trainer_extra=None, **extra
+) -> dict:
+    """Loads `path` as a TRL user would, trains one step, and says whether the weights moved."""
     data = load_dataset("json", data_files=path, split="train")
     model, tokenizer = load(model_dir)
     before = snapshot(model)
-    trainer = SFTTrainer(
+    trainer = trainer_class(
         model=model,
-        args=SFTConfig(**common(out), max_length=256),
+        args=config_class(**common(out), **extra),
         train_dataset=data,
         processing_class=tokenizer,
+        **(trainer_extra or {}),
     )
     trainer.train()
     return {
-        "trainer": "SFTTrainer",
+        "trainer": trainer_class.__name__,
         "rows": len(data),
         "loss": last_loss(trainer),
         "changed": changed(model, before),
     }
+
+
+def run_sft(path: str, model_dir: str, out: str) -> dict:
+    from trl import SFTConfig, SFTTrainer
+
+    return train_one_step(SFTTrainer, SFTConfig, path, model_dir, out, max_length=256)
 
 
 def run_dpo(path: str, model_dir: str, out: str) -> dict:
     from trl import DPOConfig, DPOTrainer
 
-    data = load_dataset("json", data_files=path, split="train")
-    model, tokenizer = load(model_dir)
-    before = snapshot(model)
-    trainer = DPOTrainer(
-        model=model,
-        args=DPOConfig(**common(out), max_length=256),
-        train_dataset=data,
-        processing_class=tokenizer,
-    )
-    trainer.train()
-    return {
-        "trainer": "DPOTrainer",
-        "rows": len(data),
-        "loss": last_loss(trainer),
-        "changed": changed(model, before),
-    }
+    return train_one_step(DPOTrainer, DPOConfig, path, model_dir, out, max_length=256)
 
 
 def run_grpo(path: str, model_dir: str, out: str) -> dict:
     from trl import GRPOConfig, GRPOTrainer
-
-    data = load_dataset("json", data_files=path, split="train")
-    model, tokenizer = load(model_dir)
-    before = snapshot(model)
 
     seen: set[str] = set()
 
@@ -123,26 +112,18 @@ def run_grpo(path: str, model_dir: str, out: str) -> dict:
         ]
         return [sum(letter in text for letter in word) / len(word) for word, text in zip(words, texts)]
 
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=letters_of_the_word,
-        args=GRPOConfig(
-            **common(out),
-            num_generations=2,
-            max_completion_length=16,
-            temperature=1.0,
-        ),
-        train_dataset=data,
-        processing_class=tokenizer,
+    result = train_one_step(
+        GRPOTrainer,
+        GRPOConfig,
+        path,
+        model_dir,
+        out,
+        trainer_extra={"reward_funcs": letters_of_the_word},
+        num_generations=2,
+        max_completion_length=16,
+        temperature=1.0,
     )
-    trainer.train()
-    return {
-        "trainer": "GRPOTrainer",
-        "rows": len(data),
-        "loss": last_loss(trainer),
-        "changed": changed(model, before),
-        "task_words": sorted(seen),
-    }
+    return {**result, "task_words": sorted(seen)}
 
 
 def main() -> int:

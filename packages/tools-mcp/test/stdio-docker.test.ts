@@ -25,6 +25,8 @@ if (!(host && image) && (process.env.CI === 'true' || process.env.CI === '1'))
     'CI=true but SHEARS_TEST_DOCKER_HOST/SHEARS_TEST_DOCKER_IMAGE are not set (run vitest from the root)',
   );
 
+// Skipped only outside CI on a machine without the test dockerd (root vitest starts it); under CI
+// a missing daemon throws above.
 (host && image ? describe : describe.skip)('stdio MCP servers inside Docker sandboxes', () => {
   it('each rollout talks to its own server in its own container, and the reward sees its file', {
     timeout: 120_000,
