@@ -3,7 +3,9 @@
 // `echo` (in process, no sandbox work: the protocol's own cost) and `terminal` running `true` in
 // a real local sandbox. The MCP client is the official SDK's (StreamableHTTPClientTransport),
 // connected once, as a harness does. Modes are interleaved call by call so machine load hits
-// them alike. Prints one JSON line per tool. Run:
+// them alike. Besides wall-clock percentiles it reports the process's CPU time per call (client
+// and server share the process; the client's share is the same in both builds), which a loaded
+// machine disturbs far less than wall-clock time. Prints one JSON line per tool. Run:
 //   node --import tsx --conditions=@shears/source bench/mcp-overhead.ts   (BENCH_CALLS=200)
 import { loadavg } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -67,18 +69,27 @@ try {
   };
   for (const { tool, args } of CASES) {
     const times = { native: [] as number[], mcp: [] as number[] };
+    const cpu = { native: 0, mcp: 0 };
+    const cpuNow = () => {
+      const usage = process.cpuUsage();
+      return (usage.user + usage.system) / 1000;
+    };
     // Warm-up: module loading, JIT, the sandbox's first command.
     for (let index = 0; index < 10; index++) {
       await native(tool, args, index + 1);
       await client.callTool({ name: tool, arguments: args });
     }
     for (let index = 0; index < CALLS; index++) {
+      let cpuStarted = cpuNow();
       let started = performance.now();
       await native(tool, args, index + 1);
       times.native.push(performance.now() - started);
+      cpu.native += cpuNow() - cpuStarted;
+      cpuStarted = cpuNow();
       started = performance.now();
       const result = await client.callTool({ name: tool, arguments: args });
       times.mcp.push(performance.now() - started);
+      cpu.mcp += cpuNow() - cpuStarted;
       if (result.isError) throw new Error(JSON.stringify(result.content));
     }
     const p50 = { native: percentile(times.native, 50), mcp: percentile(times.mcp, 50) };
@@ -94,6 +105,9 @@ try {
         native_p95_ms: round(p95.native),
         mcp_p95_ms: round(p95.mcp),
         added_p95_ms: round(p95.mcp - p95.native),
+        native_cpu_ms_per_call: round(cpu.native / CALLS),
+        mcp_cpu_ms_per_call: round(cpu.mcp / CALLS),
+        added_cpu_ms_per_call: round((cpu.mcp - cpu.native) / CALLS),
         load_average_1m: round(loadavg()[0] ?? 0),
         node: process.version,
       }),

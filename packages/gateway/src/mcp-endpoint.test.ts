@@ -1,7 +1,9 @@
 // The gateway's per-rollout MCP endpoint, driven by the official MCP SDK client over real HTTP:
 // the rollout's tools are listed with the schemas a model would see, a call runs in THAT
 // rollout's (real, local) sandbox and is recorded in its session; another rollout's key or URL,
-// a wrong key and a closed rollout get 401; a session opened without tools has no endpoint.
+// a wrong key and a closed rollout get 401; a session opened without tools has no endpoint. The
+// endpoint is stateful: `initialize` opens an MCP session (its id in `mcp-session-id`) that lives
+// in its own rollout only and ends when the client deletes it or the rollout ends.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { defineTool, type SandboxV1, type ToolV1 } from '@shears/core';
@@ -46,16 +48,19 @@ async function setup(): Promise<{ gateway: Gateway; sandboxes: [SandboxV1, Sandb
   return { gateway, sandboxes: [a, b] };
 }
 
-/** The SDK client, connected to `url` with `key` as its bearer. */
-async function connect(url: string, key: string): Promise<Client> {
+/** The SDK client, connected to `url` with `key` as its bearer (resuming `sessionId` when given). */
+async function connect(url: string, key: string, sessionId?: string): Promise<Client> {
   const client = new Client({ name: 'shears-test', version: '0.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
+    ...(sessionId !== undefined ? { sessionId } : {}),
   });
   await client.connect(transport);
   cleanups.push(() => client.close());
   return client;
 }
+const sessionIdOf = (client: Client) =>
+  (client.transport as StreamableHTTPClientTransport | undefined)?.sessionId;
 
 const text = (result: Awaited<ReturnType<Client['callTool']>>) =>
   (result.content as Array<{ type: string; text?: string }>).map((part) => part.text ?? '').join('');
@@ -223,5 +228,103 @@ describe('the gateway MCP endpoint (the official SDK client, real HTTP, real loc
         tools: { tools: [noteTool, noteTool], sandbox: sandboxes[1] },
       }),
     ).toThrow(/write_note occur more than once/);
+  });
+
+  it('keeps one MCP session per client: it serves every later call, never crosses into another rollout, and ends with the client or the rollout', async () => {
+    const { gateway, sandboxes } = await setup();
+    const [sandboxA, sandboxB] = sandboxes;
+    const a = gateway.openSession({ rolloutId: 'r-a', tools: { tools: TOOLS, sandbox: sandboxA } });
+    const b = gateway.openSession({ rolloutId: 'r-b', tools: { tools: TOOLS, sandbox: sandboxB } });
+    const clientA = await connect(a.mcpUrl!, a.apiKey);
+    const clientB = await connect(b.mcpUrl!, b.apiKey);
+    const idA = sessionIdOf(clientA);
+    const idB = sessionIdOf(clientB);
+    expect(idA).toMatch(/^mcp-[0-9a-f]{24}$/);
+    expect(idB).toMatch(/^mcp-[0-9a-f]{24}$/);
+    expect(idA).not.toBe(idB);
+    // The session serves calls after the handshake, under the same id.
+    for (const text of ['one', 'two']) await clientA.callTool({ name: 'write_note', arguments: { text } });
+    expect(sessionIdOf(clientA)).toBe(idA);
+    expect(await read(sandboxA, 'NOTE.txt')).toBe('two');
+
+    // A's session id at B's endpoint with B's key: not one of B's sessions (404), nothing runs.
+    const crossed = await connect(b.mcpUrl!, b.apiKey, idA);
+    await expect(
+      crossed.callTool({ name: 'write_note', arguments: { text: 'crossed' } }),
+    ).rejects.toMatchObject({
+      code: 404,
+      message: expect.stringMatching(
+        /Session not found: MCP session .{0,2}mcp-[0-9a-f]+.{0,2} is not open at the endpoint of rollout .{0,2}r-b/,
+      ),
+    });
+    // A's session id and key at B's URL, and B's key at A's URL with A's session: 401 first.
+    await expect(
+      (await connect(b.mcpUrl!, a.apiKey, idA)).callTool({
+        name: 'write_note',
+        arguments: { text: 'crossed' },
+      }),
+    ).rejects.toMatchObject({ code: 401 });
+    await expect(
+      (await connect(a.mcpUrl!, b.apiKey, idA)).callTool({
+        name: 'write_note',
+        arguments: { text: 'crossed' },
+      }),
+    ).rejects.toMatchObject({ code: 401 });
+    expect(await read(sandboxA, 'NOTE.txt')).toBe('two');
+    expect(await read(sandboxB, 'NOTE.txt')).toBeNull();
+    expect(a.record().toolCalls.map((call) => call.arguments)).toEqual(['{"text":"one"}', '{"text":"two"}']);
+    expect(b.record().toolCalls).toEqual([]);
+
+    // The client ends its session (DELETE): the id is no longer served; a new handshake works.
+    await (clientB.transport as StreamableHTTPClientTransport).terminateSession();
+    await expect(
+      (await connect(b.mcpUrl!, b.apiKey, idB)).callTool({
+        name: 'terminal',
+        arguments: { command: 'true' },
+      }),
+    ).rejects.toMatchObject({ code: 404 });
+    const again = await connect(b.mcpUrl!, b.apiKey);
+    expect(sessionIdOf(again)).not.toBe(idB);
+    expect((await again.callTool({ name: 'terminal', arguments: { command: 'true' } })).isError).toBeFalsy();
+
+    // A stream a client holds open (GET, here a second client's) ends when the rollout ends.
+    const headers = { authorization: `Bearer ${a.apiKey}`, accept: 'application/json, text/event-stream' };
+    const opened = await fetch(a.mcpUrl!, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'curl', version: '0' },
+        },
+      }),
+    });
+    expect(opened.status).toBe(200);
+    const second = opened.headers.get('mcp-session-id');
+    expect(second).toMatch(/^mcp-/);
+    expect(second).not.toBe(idA);
+    const stream = await fetch(a.mcpUrl!, {
+      headers: {
+        ...headers,
+        accept: 'text/event-stream',
+        'mcp-session-id': second!,
+        'mcp-protocol-version': '2025-06-18',
+      },
+    });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    const ended = (async () => {
+      for (;;) if ((await reader.read()).done) return 'ended';
+    })();
+    await a.close();
+    expect(await ended).toBe('ended');
+    await expect(clientA.callTool({ name: 'write_note', arguments: { text: 'late' } })).rejects.toMatchObject(
+      { code: 401 },
+    );
+    expect(await read(sandboxA, 'NOTE.txt')).toBe('two');
   });
 });

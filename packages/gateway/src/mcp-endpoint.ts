@@ -3,8 +3,10 @@
 // protocol code here), at `<session prefix>/mcp` with the session's key. A call runs through the
 // kernel's own tool path (`runTurnToolCalls`: argument checks, hermes' error texts, the action
 // policy, the per-tool timeout, the result budgets) in THAT rollout's sandbox, and is recorded in
-// the session's record. Each HTTP request gets a fresh stateless server and transport (the SDK's
-// stateless pattern), so nothing is shared between sessions but the code.
+// the session's record. Stateful: an `initialize` opens one SDK server and transport (an MCP
+// session, its id in `mcp-session-id`) that serves the client's later requests, until the client
+// deletes it or the rollout ends; the ids live in this rollout's endpoint only, so one rollout's
+// MCP session id means nothing at another's (404), and the gateway checks the key first (401).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type BudgetV1,
@@ -17,7 +19,8 @@ import {
   type ToolCallRequest,
   type ToolV1,
 } from '@shears/core';
-import { createBudget, linkSignals, runTurnToolCalls, toolSchemas } from '@shears/core/internal';
+import { createBudget, linkSignals, runTurnToolCalls, sendJson, toolSchemas } from '@shears/core/internal';
+import { randomId } from './ids.js';
 
 /** What a session serves over MCP: the rollout's tools, run in the rollout's sandbox. */
 export interface GatewaySessionTools {
@@ -64,6 +67,8 @@ type Sdk = {
   CallToolRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').CallToolRequestSchema;
 };
 let sdk: Promise<Sdk> | undefined;
+/** MCP sessions one rollout may hold at once (a CLI normally opens one). */
+const MAX_SESSIONS = 16;
 const loadSdk = (): Promise<Sdk> =>
   (sdk ??= Promise.all([
     import('@modelcontextprotocol/sdk/server/index.js'),
@@ -182,43 +187,112 @@ export function createMcpEndpoint(options: {
     }
   }
 
+  type McpSession = {
+    server: InstanceType<Sdk['Server']>;
+    transport: InstanceType<Sdk['StreamableHTTPServerTransport']>;
+  };
+  /** This rollout's MCP sessions by id, oldest first. */
+  const sessions = new Map<string, McpSession>();
+  let closing = false;
+
+  const dropSession = (id: string, reason: string) => {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    logger.debug('gateway: MCP session ended', { rolloutId, sessionId: id, reason });
+    void session.server.close();
+  };
+
+  /** A server and a transport for a new MCP session (registered once its `initialize` succeeds). */
+  async function openSession(): Promise<McpSession> {
+    const { Server, StreamableHTTPServerTransport, ListToolsRequestSchema, CallToolRequestSchema } =
+      await loadSdk();
+    const server = new Server(
+      { name: 'shears', version: '0.1.0' },
+      {
+        capabilities: { tools: {} },
+        instructions: `The tools of shears rollout ${rolloutId}; they run in its sandbox.`,
+      },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+    server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
+      const work = callTool(call.params.name, call.params.arguments ?? {}, extra.signal);
+      inFlight.add(work);
+      try {
+        return await work;
+      } finally {
+        inFlight.delete(work);
+      }
+    });
+    let session: McpSession | undefined;
+    // Plain JSON answers to POSTs (no stream to keep open per call); a client's GET stream stays open.
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomId('mcp-'),
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => {
+        if (!session) return;
+        sessions.set(id, session);
+        // A client that keeps initializing without deleting its sessions: the oldest goes (its
+        // client gets a 404 and may initialize again), so a rollout holds a bounded number.
+        for (const [oldest] of sessions) {
+          if (sessions.size <= MAX_SESSIONS) break;
+          logger.warn('gateway: MCP session limit reached, closing the oldest', {
+            rolloutId,
+            limit: MAX_SESSIONS,
+          });
+          dropSession(oldest, `more than ${MAX_SESSIONS} MCP sessions`);
+        }
+      },
+      onsessionclosed: (id) => dropSession(id, 'the client deleted it'),
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) dropSession(transport.sessionId, 'closed');
+    };
+    session = { server, transport };
+    await server.connect(transport);
+    return session;
+  }
+
   return {
     async handle(request, response) {
-      const { Server, StreamableHTTPServerTransport, ListToolsRequestSchema, CallToolRequestSchema } =
-        await loadSdk();
-      const server = new Server(
-        { name: 'shears', version: '0.1.0' },
-        {
-          capabilities: { tools: {} },
-          instructions: `The tools of shears rollout ${rolloutId}; they run in its sandbox.`,
-        },
-      );
-      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
-      server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
-        const work = callTool(call.params.name, call.params.arguments ?? {}, extra.signal);
-        inFlight.add(work);
-        try {
-          return await work;
-        } finally {
-          inFlight.delete(work);
+      const header = request.headers['mcp-session-id'];
+      const id = typeof header === 'string' ? header : undefined;
+      if (id !== undefined) {
+        const session = sessions.get(id);
+        if (!session || closing) {
+          request.resume();
+          // The transport's own answer to an unknown session (404, JSON-RPC -32001): the client
+          // starts a new session. Ids of other rollouts' sessions are unknown here by construction.
+          sendJson(response, 404, {
+            jsonrpc: '2.0',
+            error: {
+              code: -32001,
+              message: `Session not found: MCP session "${id}" is not open at the endpoint of rollout "${rolloutId}"; initialize a new one`,
+            },
+            id: null,
+          });
+          return;
         }
-      });
-      // Stateless: no session id, plain JSON answers (no stream to keep open per call).
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: true,
-      });
-      response.on('close', () => {
-        void transport.close();
-        void server.close();
-      });
-      await server.connect(transport);
-      await transport.handleRequest(request, response);
+        await session.transport.handleRequest(request, response);
+        return;
+      }
+      // No session id: an `initialize` opens a session; anything else gets the transport's 400.
+      const session = await openSession();
+      try {
+        await session.transport.handleRequest(request, response);
+      } finally {
+        if (session.transport.sessionId === undefined || closing) void session.server.close();
+      }
     },
     calls: () => records.map((record) => ({ ...record })),
     async close() {
+      closing = true;
       ended.abort(new Error('the rollout ended'));
       await Promise.allSettled([...inFlight]);
+      // Ends the sessions' open streams; later requests are refused by the gateway (401).
+      const open = [...sessions.values()];
+      sessions.clear();
+      await Promise.allSettled(open.map((session) => session.server.close()));
     },
   };
 }
