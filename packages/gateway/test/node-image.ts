@@ -1,7 +1,8 @@
 // Test helper: a container image with node and the light harness, built without a registry on
 // top of the test run's busybox image: this machine's node binary and the glibc libraries it
-// links, the light harness and the openai SDK (no dependencies of its own). Tagged by a hash of
-// what goes in, so a daemon builds it once.
+// links, the light harness and the openai SDK (no dependencies of its own). With `qwenCode`, the
+// pinned qwen-code CLI too (one bundled file and its assets, no dependencies), started as
+// `/opt/harness/bin/qwen`. Tagged by a hash of what goes in, so a daemon builds it once.
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,12 +24,23 @@ function sharedLibraries(binary: string): string[] {
     });
 }
 
-export async function ensureNodeHarnessImage(options: { host: string; base: string }): Promise<string> {
+/** Where the qwen-code CLI's start script is inside the image (with `qwenCode`). */
+export const IMAGE_HARNESS_BIN = '/opt/harness/bin';
+
+export async function ensureNodeHarnessImage(options: {
+  host: string;
+  base: string;
+  qwenCode?: boolean;
+}): Promise<string> {
   const node = realpathSync(process.execPath);
   const openaiDir = realpathSync(fileURLToPath(new URL('../node_modules/openai', import.meta.url)));
+  const qwenDir = options.qwenCode
+    ? realpathSync(fileURLToPath(new URL('../node_modules/@qwen-code/qwen-code', import.meta.url)))
+    : undefined;
   const libraries = sharedLibraries(node);
   const hash = createHash('sha256')
     .update(options.base)
+    .update(qwenDir ? readFileSync(join(qwenDir, 'package.json')) : '')
     .update(process.version)
     .update(readFileSync(LIGHT_HARNESS_FILE))
     .update(readFileSync(join(openaiDir, 'package.json')))
@@ -55,6 +67,15 @@ export async function ensureNodeHarnessImage(options: { host: string; base: stri
     mkdirSync(join(root, 'opt/harness/node_modules'), { recursive: true });
     cpSync(LIGHT_HARNESS_FILE, join(root, 'opt/harness/light-harness.mjs'));
     cpSync(openaiDir, join(root, 'opt/harness/node_modules/openai'), { recursive: true, dereference: true });
+    if (qwenDir) {
+      cpSync(qwenDir, join(root, 'opt/qwen-code'), { recursive: true, dereference: true });
+      mkdirSync(join(root, IMAGE_HARNESS_BIN.slice(1)), { recursive: true });
+      writeFileSync(
+        join(root, IMAGE_HARNESS_BIN.slice(1), 'qwen'),
+        '#!/bin/sh\nexec node /opt/qwen-code/cli.js "$@"\n',
+        { mode: 0o755 },
+      );
+    }
     writeFileSync(
       join(context, 'Dockerfile'),
       [
