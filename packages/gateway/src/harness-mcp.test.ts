@@ -42,7 +42,7 @@ const FIX = "sed -i 's/wrold/world/' greet.sh && sh greet.sh";
 describe.each(
   process.env.SHEARS_MCP_PRESETS
     ? process.env.SHEARS_MCP_PRESETS.split(',')
-    : ['qwen-code', 'opencode', 'claude-code'],
+    : ['qwen-code', 'opencode', 'claude-code', 'codex'],
 )('the %s preset with the env tools over MCP', (presetId) => {
   const preset = HARNESS_PRESETS[presetId]!;
 
@@ -133,17 +133,19 @@ describe.each(
   }, 240_000);
 });
 
-describe('the harness env with tools and a preset it cannot hand them to', () => {
-  it('refuses codex with tools (no MCP config) unless the config hands it {{mcpUrl}}', () => {
-    expect(() => createHarnessEnv({ preset: 'codex', tools: [markTool] })).toThrow(
-      /"codex" preset has no MCP config.*qwen-code, opencode, claude-code/,
+describe('the harness env with tools and the presets', () => {
+  it('hands the tools to every preset through its MCP config (codex: required, so it waits for the tools)', () => {
+    expect(Object.values(HARNESS_PRESETS).filter((preset) => !preset.mcp)).toEqual([]);
+    const codexConfig = HARNESS_PRESETS.codex!.mcp!.files['~/.codex/config.toml'];
+    expect(codexConfig).toContain(
+      '[mcp_servers.shears]\nurl = "{{mcpUrl}}"\nbearer_token_env_var = "SHEARS_API_KEY"\nrequired = true\n',
     );
     expect(
-      createHarnessEnv({
-        preset: 'codex',
-        tools: [markTool],
-        files: { '~/.codex/mcp.toml': '[mcp_servers.shears]\nurl = "{{mcpUrl}}"\n' },
-      }).tools({ id: 't', prompt: 'p', verify: 'true' }),
+      createHarnessEnv({ preset: 'codex', tools: [markTool] }).tools({
+        id: 't',
+        prompt: 'p',
+        verify: 'true',
+      }),
     ).toEqual([markTool]);
   });
 });

@@ -165,6 +165,20 @@ const claudeCode: HarnessPreset = {
   },
 };
 
+const CODEX_CONFIG = [
+  'model = "{{model}}"',
+  'model_provider = "shears"',
+  'check_for_update_on_startup = false',
+  '[analytics]',
+  'enabled = false',
+  '[model_providers.shears]',
+  'name = "shears"',
+  'base_url = "{{openaiBaseUrl}}"',
+  'env_key = "SHEARS_API_KEY"',
+  'wire_api = "responses"',
+  '',
+].join('\n');
+
 const codex: HarnessPreset = {
   id: 'codex',
   description: 'Codex CLI (`codex exec`), OpenAI Responses, streaming, stateless input',
@@ -178,22 +192,25 @@ const codex: HarnessPreset = {
     CODEX_HOME: '{{home}}/.codex',
     SHEARS_API_KEY: '{{apiKey}}',
   },
-  files: {
-    '~/.codex/config.toml': [
-      'model = "{{model}}"',
-      'model_provider = "shears"',
-      'check_for_update_on_startup = false',
-      '[analytics]',
-      'enabled = false',
-      '[model_providers.shears]',
-      'name = "shears"',
-      'base_url = "{{openaiBaseUrl}}"',
-      'env_key = "SHEARS_API_KEY"',
-      'wire_api = "responses"',
-      '',
-    ].join('\n'),
-  },
+  files: { '~/.codex/config.toml': CODEX_CONFIG },
   mainTool: 'exec_command',
+  mcp: {
+    // Codex: `[mcp_servers.<name>]` in config.toml, `url` for streamable HTTP, the key from the
+    // environment; tools are `mcp__<server>__<tool>`. Codex otherwise starts MCP servers in the
+    // background and sends its first request before their tools are listed; `required = true`
+    // makes it wait for the server (and fail to start without it).
+    files: {
+      '~/.codex/config.toml': [
+        CODEX_CONFIG.trimEnd(),
+        '[mcp_servers.shears]',
+        'url = "{{mcpUrl}}"',
+        'bearer_token_env_var = "SHEARS_API_KEY"',
+        'required = true',
+        '',
+      ].join('\n'),
+    },
+    toolName: (tool) => `mcp__shears__${tool}`,
+  },
 };
 
 export const HARNESS_PRESETS: Readonly<Record<string, HarnessPreset>> = {
