@@ -327,4 +327,24 @@ describe('the gateway MCP endpoint (the official SDK client, real HTTP, real loc
     );
     expect(await read(sandboxA, 'NOTE.txt')).toBe('two');
   });
+
+  it('holds at most 16 MCP sessions per rollout: a client that never deletes its sessions loses the oldest', async () => {
+    const { gateway, sandboxes } = await setup();
+    const session = gateway.openSession({
+      rolloutId: 'r-many',
+      tools: { tools: TOOLS, sandbox: sandboxes[0] },
+    });
+    const clients: Client[] = [];
+    for (let index = 0; index < 17; index++) clients.push(await connect(session.mcpUrl!, session.apiKey));
+    await expect(
+      clients[0]!.callTool({ name: 'terminal', arguments: { command: 'true' } }),
+    ).rejects.toMatchObject({
+      code: 404,
+    });
+    for (const client of clients.slice(1))
+      expect(
+        (await client.callTool({ name: 'terminal', arguments: { command: 'true' } })).isError,
+      ).toBeFalsy();
+    expect(session.record().toolCalls).toHaveLength(16);
+  });
 });
