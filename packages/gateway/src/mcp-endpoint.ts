@@ -267,7 +267,7 @@ export function createMcpEndpoint(options: {
             jsonrpc: '2.0',
             error: {
               code: -32001,
-              message: `Session not found: MCP session "${id}" is not open at the endpoint of rollout "${rolloutId}"; initialize a new one`,
+              message: `Session not found: MCP session "${id.slice(0, 100)}" is not open at the endpoint of rollout "${rolloutId}"; initialize a new one`,
             },
             id: null,
           });
