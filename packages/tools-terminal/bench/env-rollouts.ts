@@ -5,7 +5,8 @@
 //
 // shears is written the documented way (docs/write-an-env.md): `defineEnv` from @shears/core with
 // `tools: [tool(...)]` and a `reward(row, { read })`, created through a plugin registry and run by
-// the group runner on the local sandbox provider (one sandbox, its own workspace, per rollout).
+// the group runner on the local sandbox provider (one sandbox, its own workspace, per rollout),
+// talking to the model through @shears/servers's OpenAI-compatible client (`--provider openai`).
 // Two ways of placing the task's file:
 //   files — `files: (row) => ({ 'words.txt': row.text })`, written with the sandbox's writeFile
 //           (no shell is started: the local sandbox starts its shell with the first command);
@@ -41,7 +42,7 @@ import {
   silentLogger,
   tool,
 } from '@shears/core';
-import { createScriptedServerClient } from '@shears/core/test';
+import { createOpenAICompatibleServer } from '@shears/servers';
 import { z } from 'zod';
 import { createLocalSandboxProvider } from '../src/local/local-sandbox-provider.js';
 
@@ -173,7 +174,8 @@ interface Impl {
 function shearsImpl(name: string, variant: Variant, env: EnvV1, provider: SandboxProviderV1): Impl {
   const warm = new Set<string>();
   async function play(url: string, concurrency: number, count: number): Promise<Measured> {
-    const server = createScriptedServerClient({ baseUrl: url, model: 'bench' });
+    // The production client (`--provider openai`): undici keep-alive HTTP/1.1, the OpenAI format.
+    const server = createOpenAICompatibleServer({ baseUrl: url, model: 'bench', apiKey: 'bench' });
     const limiter = createConcurrencyLimiter(concurrency);
     let scored = 0;
     let failed = 0;
