@@ -58,12 +58,7 @@ const TASKS = 32;
 const PROMPT = 'How many words are in words.txt? Answer with the number.';
 
 type Variant = 'files' | 'setup';
-interface WordsRow {
-  id: string;
-  prompt: string;
-  text: string;
-  words: number;
-}
+type WordsRow = { id: string; prompt: string; text: string; words: number };
 
 const print = (record: Record<string, unknown>) => console.log(JSON.stringify(record));
 const load = () => loadavg().map((value) => Math.round(value * 100) / 100);

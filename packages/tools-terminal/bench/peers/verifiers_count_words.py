@@ -14,8 +14,13 @@ see the bench's README section for what that venv stubs)."""
 import asyncio
 import logging
 import os
+import sys
 
-from common import (
+# Stand-ins for packages an offline index may lack, all off the measured path (see stubs/ and the
+# README): appended after site-packages, so an installed package wins over its stand-in.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "stubs", "verifiers"))
+
+from common import (  # noqa: E402
     count_words,
     load_tasks,
     make_workspace,
