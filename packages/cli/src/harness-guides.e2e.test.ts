@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { extractGuide } from './test-support/guide-blocks.js';
+import { readViewerPage } from './viewer/build-viewer.js';
 
 vi.setConfig({ testTimeout: 300_000 });
 
@@ -32,7 +33,9 @@ const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const gateway = dirname(require.resolve('@shears/gateway/package.json'));
 const qwenVersion = (
-  JSON.parse(readFileSync(join(gateway, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }
+  JSON.parse(readFileSync(join(gateway, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  }
 ).devDependencies['@qwen-code/qwen-code'];
 const folders: string[] = [];
 afterAll(() => {
@@ -66,12 +69,10 @@ function project(doc: string) {
   symlinkSync(realpathSync(qwen), join(dir, 'harnesses', 'node_modules', '@qwen-code', 'qwen-code'), 'dir');
   const bins: [string, string][] = [
     ['node_modules/.bin/shears', join(dir, 'node_modules/@shears/cli/dist/bin.js')],
-    ...Object.entries(qwenPackage.bin).map(
-      ([bin, script]): [string, string] => [
-        `harnesses/node_modules/.bin/${bin}`,
-        join(dir, 'harnesses/node_modules/@qwen-code/qwen-code', script),
-      ],
-    ),
+    ...Object.entries(qwenPackage.bin).map(([bin, script]): [string, string] => [
+      `harnesses/node_modules/.bin/${bin}`,
+      join(dir, 'harnesses/node_modules/@qwen-code/qwen-code', script),
+    ]),
   ];
   for (const [bin, script] of bins) {
     mkdirSync(dirname(join(dir, bin)), { recursive: true });
@@ -133,12 +134,18 @@ function expectSolved(path: string, solution: string) {
 const SOLUTION = "sed -i 's/wrold/world/' greet.sh";
 
 describe('the harness guides, run as written', () => {
-  it("docs/train-your-agent.md: Qwen Code plays the bundled task against the stand-in; reward 1, and the viewer", () => {
+  it('docs/train-your-agent.md: Qwen Code plays the bundled task against the stand-in; reward 1, and the viewer', () => {
     const { dir, guide } = project('train-your-agent.md');
-    expect(guide.commands).toEqual(['npx shears process --config try.yaml', 'npx shears view runs/try.jsonl']);
+    expect(guide.commands).toEqual([
+      'npx shears process --config try.yaml',
+      'npx shears view runs/try.jsonl',
+    ]);
     runAll(dir, guide.commands);
     expectSolved(join(dir, 'runs/try.jsonl'), SOLUTION);
-    expect(readFileSync(join(dir, 'runs/try.html'), 'utf8')).toContain('run_shell_command');
+    // The viewer page holds the conversation Qwen Code had with the gateway.
+    const page = JSON.stringify(readViewerPage(readFileSync(join(dir, 'runs/try.html'), 'utf8')).groups);
+    expect(page).toContain('run_shell_command');
+    expect(page).toContain('Done: ran the fix for fix-greeting.');
   });
 
   it('docs/harnesses/qwen-code.md: doctor passes, then Qwen Code plays the task file; reward 1', () => {

@@ -87,7 +87,15 @@ function clone(doc: string) {
   return { dir, guide, passed: () => failed.delete(dir) };
 }
 
-const CLONE = ['package.json', 'pnpm-workspace.yaml', '.npmrc', 'node_modules', 'packages', 'examples', 'trainers'];
+const CLONE = [
+  'package.json',
+  'pnpm-workspace.yaml',
+  '.npmrc',
+  'node_modules',
+  'packages',
+  'examples',
+  'trainers',
+];
 
 /** Runs the guide's commands in order, each to exit 0; what a command printed, by its start. */
 function runGuide(dir: string, commands: string[]) {
@@ -98,7 +106,8 @@ function runGuide(dir: string, commands: string[]) {
     outputs.push([command, result]);
     console.log(`training guide: ${result.seconds.toFixed(1)} s  ${command}`);
   }
-  return (start: string) => outputs.find(([command]) => command.startsWith(start))?.[1] ?? { stdout: '', stderr: '' };
+  return (start: string) =>
+    outputs.find(([command]) => command.startsWith(start))?.[1] ?? { stdout: '', stderr: '' };
 }
 
 describe('docs/train-a-model.md, run as written', () => {
@@ -134,17 +143,28 @@ describe('docs/train-a-model.md, run as written', () => {
     const { steps, checkpoint_every: every } = train.train.reference;
     const trained = output('pnpm shears train');
     expect(trained.stdout).toMatch(
-      new RegExp(`train: ${steps} steps; reward \\d\\.\\d{3} at the start → \\d\\.\\d{3} at the end: the mean score`),
+      new RegExp(
+        `train: ${steps} steps; reward \\d\\.\\d{3} at the start → \\d\\.\\d{3} at the end: the mean score`,
+      ),
     );
     expect(trained.stdout).toContain('train: model in my-ft (AutoModelForCausalLM.from_pretrained loads it)');
-    const checkpoints = Array.from({ length: Math.floor(steps / every) }, (_, index) => `step-${(index + 1) * every}`);
+    // A checkpoint every `checkpoint_every` steps before the last (the last step is the model itself).
+    const checkpoints = Array.from(
+      { length: Math.ceil(steps / every) - 1 },
+      (_, index) => `step-${(index + 1) * every}`,
+    );
     expect(readdirSync(join(dir, 'my-ft', 'checkpoints')).sort()).toEqual(checkpoints.sort());
+    expect(trained.stdout).toContain(
+      `checkpoints ${checkpoints.map((name) => `my-ft/checkpoints/${name}`).join(', ')}`,
+    );
 
     // One metrics line a step, each trained on a batch of sequences.
     const metrics = lines(join(dir, 'my-ft/metrics.jsonl')).map(
       (line) => JSON.parse(line) as { step: number; sequences: number },
     );
-    expect(metrics.map((entry) => entry.step)).toEqual(Array.from({ length: steps }, (_, index) => index + 1));
+    expect(metrics.map((entry) => entry.step)).toEqual(
+      Array.from({ length: steps }, (_, index) => index + 1),
+    );
     for (const entry of metrics) expect(entry.sequences).toBeGreaterThan(0);
 
     // The model loads with transformers, and renders a chat with its own template.
@@ -161,15 +181,22 @@ describe('docs/train-a-model.md, run as written', () => {
 
 describe('docs/training.md, "Try it", run as written', () => {
   it('shears train runs the twenty-line trainer: it registers, takes its batches, and the run exits 0', {
-    timeout: 300_000,
+    timeout: 600_000,
   }, () => {
     const { dir, guide, passed } = clone('training.md');
     expect([...guide.files.keys()].sort()).toEqual(['my-train.yaml', 'my_trainer.py']);
     const output = runGuide(dir, guide.commands);
     const trained = output('pnpm shears train');
     // Three batches of 16 sequences, each line as the trainer printed it, prefixed.
-    const steps = [...trained.stderr.matchAll(/\[trainer\] step (\d): 16 sequences, (\d+) tokens, mean score (\d\.\d{3})/g)];
-    expect(steps.map((match) => match[1]), trained.stderr.slice(-3000)).toEqual(['1', '2', '3']);
+    const steps = [
+      ...trained.stderr.matchAll(
+        /\[trainer\] step (\d): 16 sequences, (\d+) tokens, mean score (\d\.\d{3})/g,
+      ),
+    ];
+    expect(
+      steps.map((match) => match[1]),
+      trained.stderr.slice(-3000),
+    ).toEqual(['1', '2', '3']);
     for (const match of steps) expect(Number(match[2])).toBeGreaterThan(16);
     // The rollouts the workers played are in the run's JSONL.
     expect(lines(join(dir, 'runs/my-train.jsonl')).length).toBeGreaterThanOrEqual(4);

@@ -18,21 +18,33 @@ const tool = (name: string, properties: Record<string, { type: string }>, requir
 describe('the harness demo policy', () => {
   it("calls the shell tool with the solution of the task whose prompt is in the conversation, in the tool's own fields", () => {
     const qwen = createHarnessDemoPolicy({ tasks, mainTool: 'run_shell_command' });
-    const shell = tool('run_shell_command', { command: { type: 'string' }, description: { type: 'string' } }, [
-      'command',
-    ]);
+    const shell = tool(
+      'run_shell_command',
+      { command: { type: 'string' }, description: { type: 'string' } },
+      ['command'],
+    );
     // The longest matching prompt wins: "Fix greet.sh" is inside the other task's prompt.
     expect(
-      qwen({ messages: [{ role: 'user', content: [{ type: 'text', text: 'ctx\nFix greet.sh and more.sh' }] }], tools: [shell] }),
+      qwen({
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'ctx\nFix greet.sh and more.sh' }] }],
+        tools: [shell],
+      }),
     ).toEqual({ toolCalls: [{ name: 'run_shell_command', arguments: { command: 'true' } }] });
     const codex = createHarnessDemoPolicy({ tasks, mainTool: 'exec_command' });
     expect(
       codex({
         messages: [{ role: 'user', content: 'Fix greet.sh' }],
-        tools: [tool('exec_command', { cmd: { type: 'string' }, workdir: { type: 'string' } }, ['cmd', 'workdir'])],
+        tools: [
+          tool('exec_command', { cmd: { type: 'string' }, workdir: { type: 'string' } }, ['cmd', 'workdir']),
+        ],
       }),
     ).toEqual({
-      toolCalls: [{ name: 'exec_command', arguments: { cmd: "sed -i 's/a/b/' greet.sh", workdir: 'Run the fix for the task' } }],
+      toolCalls: [
+        {
+          name: 'exec_command',
+          arguments: { cmd: "sed -i 's/a/b/' greet.sh", workdir: 'Run the fix for the task' },
+        },
+      ],
     });
   });
 

@@ -36,8 +36,7 @@ function contentText(content: unknown): string {
 function shellArguments(parameters: ToolParameters | undefined, solution: string): Record<string, string> {
   const properties = parameters?.properties ?? {};
   const strings = Object.keys(properties).filter((name) => properties[name]?.type === 'string');
-  const field =
-    ['command', 'cmd'].find((name) => name in properties) ?? strings[0] ?? 'command';
+  const field = ['command', 'cmd'].find((name) => name in properties) ?? strings[0] ?? 'command';
   const args: Record<string, string> = { [field]: solution };
   for (const name of parameters?.required ?? [])
     if (!(name in args) && properties[name]?.type === 'string') args[name] = 'Run the fix for the task';
@@ -92,7 +91,10 @@ export function createHarnessDemoPolicy(options: {
       toolCalls: [
         {
           name: mainTool,
-          arguments: shellArguments(shell.function.parameters as ToolParameters | undefined, String(task.solution)),
+          arguments: shellArguments(
+            shell.function.parameters as ToolParameters | undefined,
+            String(task.solution),
+          ),
         },
       ],
     };
