@@ -61,7 +61,7 @@ function project(doc: string) {
   link('@shears/cli', join(root, 'packages/cli'));
   link('@shears/gateway', gateway);
   // `npm install --prefix ./harnesses`: the CLI under harnesses/node_modules, its bin in .bin.
-  const qwen = dirname(require.resolve('@qwen-code/qwen-code/package.json', { paths: [gateway] }));
+  const qwen = join(gateway, 'node_modules', '@qwen-code', 'qwen-code'); // a devDependency of @shears/gateway
   const qwenPackage = JSON.parse(readFileSync(join(qwen, 'package.json'), 'utf8')) as {
     bin: Record<string, string>;
   };
