@@ -112,7 +112,7 @@ function runGuide(dir: string, commands: string[]) {
 
 describe('docs/train-a-model.md, run as written', () => {
   it('makes ./toy-sft from nothing, then shears train --output ./my-ft trains from it', {
-    timeout: 900_000,
+    timeout: 1_200_000,
   }, () => {
     const { dir, guide, passed } = clone('train-a-model.md');
     expect([...guide.files.keys()].sort()).toEqual(['demos.yaml', 'tools.json', 'train.yaml']);
