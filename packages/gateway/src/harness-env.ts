@@ -32,6 +32,7 @@ import type { Gateway, GatewaySession } from './gateway.js';
 import { createGateway } from './gateway.js';
 import { parseSettings } from './gateway-options.js';
 import type { GatewayRecord, GatewayThreadRecord } from './gateway-record.js';
+import { createHarnessDemoPolicy } from './harness-demo-policy.js';
 import { HARNESS_PRESETS, type HarnessPreset } from './harness-presets.js';
 import { randomId } from './ids.js';
 
@@ -40,6 +41,11 @@ export interface HarnessTask extends EnvItem {
   files?: Record<string, string>;
   /** Shell command run in the workspace after the harness: exit 0 is reward 1, anything else 0. */
   verify: string;
+  /**
+   * A shell command that solves the task: what the scripted demo policy (`server.provider:
+   * scripted`) has the harness run through its shell tool. Never shown to a model.
+   */
+  solution?: string;
 }
 
 /**
@@ -63,6 +69,7 @@ export const harnessTaskSchema = z
     prompt: z.string().min(1),
     files: z.record(z.string().min(1), z.string()).optional(),
     verify: z.string().min(1),
+    solution: z.string().min(1).optional(),
   })
   .passthrough();
 
@@ -214,6 +221,7 @@ const BUNDLED_TASKS: HarnessTask[] = [
     prompt: 'greet.sh prints a typo. Fix greet.sh so that `sh greet.sh` prints exactly: hello, world',
     files: { 'greet.sh': '#!/bin/sh\necho "hello, wrold"\n' },
     verify: 'test "$(sh greet.sh)" = "hello, world"',
+    solution: "sed -i 's/wrold/world/' greet.sh",
   },
 ];
 
@@ -263,7 +271,7 @@ function resolveTasks(tasks: unknown): HarnessTask[] {
       throw new InvalidArgumentError({
         argument: `tasks[${index}]`,
         value: entry,
-        message: `harness env settings: tasks[${index}]: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(task)'}: ${issue.message}`).join('; ')} (a task is { id, prompt, files?, verify })`,
+        message: `harness env settings: tasks[${index}]: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(task)'}: ${issue.message}`).join('; ')} (a task is { id, prompt, files?, verify, solution? })`,
       });
     return parsed.data as HarnessTask;
   });
@@ -415,6 +423,8 @@ export interface HarnessEnv extends EnvV1<HarnessTask> {
   readonly preset: HarnessPreset | null;
   /** What the env kept of a finished rollout's harness run (until its reward has run). */
   runSummary(rolloutId: string): HarnessRunSummary | undefined;
+  /** The stand-in for a model (`server.provider: scripted`): plays each task's `solution` through the shell tool. */
+  demoPolicy(): ReturnType<typeof createHarnessDemoPolicy>;
 }
 
 /** `settings` as typed by hand, or as the registry parsed them from a config file (tasks still unchecked). */
@@ -816,6 +826,8 @@ export function createHarnessEnv(
     async evalItems() {
       return tasks;
     },
+    // server.provider scripted: each task's `solution` played through the harness's shell tool.
+    demoPolicy: () => createHarnessDemoPolicy({ tasks, mainTool }),
     buildMessages: (item) => [{ role: 'user', content: item.prompt }],
     // The env's tools (for the toolset selection and the reward's callTool); the harness reaches them over MCP.
     tools: () => [...envTools],

@@ -1,0 +1,172 @@
+// docs/train-your-agent.md ("Try it first, with a stand-in for the model") and
+// docs/harnesses/qwen-code.md ("Use it") as tests: each guide's `file=` blocks are written into an
+// empty folder and its `sh run` blocks run there as written. The packages of its `sh install`
+// block are linked as npm installs them (one copy each): @shears/cli and @shears/gateway from this
+// repository, Qwen Code from the version @shears/gateway pins as a devDependency (the guides name
+// the same version; asserted). No model, no key: `server.provider: scripted` is the harness env's
+// stand-in, which plays each task's `solution` through Qwen Code's own shell tool; Qwen Code runs
+// for real against its gateway session. (The MCP section of train-your-agent.md is run by
+// harness-mcp.e2e.test.ts.)
+import { spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { scoredGroupRecordSchema } from '@shears/core';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { extractGuide } from './test-support/guide-blocks.js';
+import { readViewerPage } from './viewer/build-viewer.js';
+
+vi.setConfig({ testTimeout: 300_000 });
+
+const require = createRequire(import.meta.url);
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const gateway = dirname(require.resolve('@shears/gateway/package.json'));
+const qwenVersion = (
+  JSON.parse(readFileSync(join(gateway, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  }
+).devDependencies['@qwen-code/qwen-code'];
+const folders: string[] = [];
+afterAll(() => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A fresh folder with the guide's files and its install block's packages, linked. */
+function project(doc: string) {
+  const guide = extractGuide(readFileSync(join(root, 'docs', doc), 'utf8'));
+  const dir = mkdtempSync(join(tmpdir(), 'shears-harness-guide-'));
+  folders.push(dir);
+  expect(guide.install).toEqual([
+    'npm init -y',
+    'npm install @shears/cli @shears/gateway',
+    `npm install --prefix ./harnesses @qwen-code/qwen-code@${qwenVersion}`,
+  ]);
+  execute(dir, 'npm init -y');
+  const link = (name: string, target: string) => {
+    const path = join(dir, 'node_modules', name);
+    mkdirSync(dirname(path), { recursive: true });
+    symlinkSync(realpathSync(target), path, 'dir');
+  };
+  link('@shears/cli', join(root, 'packages/cli'));
+  link('@shears/gateway', gateway);
+  // `npm install --prefix ./harnesses`: the CLI under harnesses/node_modules, its bin in .bin.
+  const qwen = join(gateway, 'node_modules', '@qwen-code', 'qwen-code'); // a devDependency of @shears/gateway
+  const qwenPackage = JSON.parse(readFileSync(join(qwen, 'package.json'), 'utf8')) as {
+    bin: Record<string, string>;
+  };
+  mkdirSync(join(dir, 'harnesses', 'node_modules', '@qwen-code'), { recursive: true });
+  symlinkSync(realpathSync(qwen), join(dir, 'harnesses', 'node_modules', '@qwen-code', 'qwen-code'), 'dir');
+  const bins: [string, string][] = [
+    ['node_modules/.bin/shears', join(dir, 'node_modules/@shears/cli/dist/bin.js')],
+    ...Object.entries(qwenPackage.bin).map(([bin, script]): [string, string] => [
+      `harnesses/node_modules/.bin/${bin}`,
+      join(dir, 'harnesses/node_modules/@qwen-code/qwen-code', script),
+    ]),
+  ];
+  for (const [bin, script] of bins) {
+    mkdirSync(dirname(join(dir, bin)), { recursive: true });
+    writeFileSync(join(dir, bin), `#!/bin/sh\nexec node "${script}" "$@"\n`, { mode: 0o755 });
+  }
+  for (const [name, text] of guide.files) writeFileSync(join(dir, name), text);
+  return { dir, guide };
+}
+
+function execute(dir: string, command: string) {
+  const result = spawnSync('bash', ['-c', command], {
+    cwd: dir,
+    encoding: 'utf8',
+    // npx must find the linked bins and never fetch a package.
+    env: {
+      ...process.env,
+      CI: 'true',
+      npm_config_offline: 'true',
+      npm_config_update_notifier: 'false',
+    },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function runAll(dir: string, commands: string[]) {
+  const outputs: { command: string; stdout: string; stderr: string }[] = [];
+  for (const command of commands) {
+    const result = execute(dir, command);
+    expect(result.code, `${command}\n${result.stdout.slice(-3000)}\n${result.stderr.slice(-6000)}`).toBe(0);
+    outputs.push({ command, ...result });
+  }
+  return outputs;
+}
+
+function groups(path: string) {
+  return readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => scoredGroupRecordSchema.parse(JSON.parse(line)));
+}
+
+/** Each rollout: Qwen Code called its shell tool with the task's solution; reward 1. */
+function expectSolved(path: string, solution: string) {
+  const [group, ...more] = groups(path);
+  expect(more).toHaveLength(0);
+  expect(group!.rollouts).toHaveLength(2);
+  for (const rollout of group!.rollouts) {
+    expect(rollout.reward, JSON.stringify(rollout.rewardDetails).slice(0, 3000)).toBe(1);
+    const calls = rollout.messages.flatMap((message) => message.tool_calls ?? []);
+    expect(calls.map((call) => call.function.name)).toEqual(['run_shell_command']);
+    expect(JSON.parse(calls[0]!.function.arguments).command).toBe(solution);
+    const details = rollout.rewardDetails as { harness: { exitCode: number; preset: string } };
+    expect(details.harness.preset).toBe('qwen-code');
+    expect(details.harness.exitCode).toBe(0);
+  }
+}
+
+const SOLUTION = "sed -i 's/wrold/world/' greet.sh";
+
+describe('the harness guides, run as written', () => {
+  it('docs/train-your-agent.md: Qwen Code plays the bundled task against the stand-in; reward 1, and the viewer', () => {
+    const { dir, guide } = project('train-your-agent.md');
+    expect(guide.commands).toEqual([
+      'npx shears process --config try.yaml',
+      'npx shears view runs/try.jsonl',
+    ]);
+    runAll(dir, guide.commands);
+    expectSolved(join(dir, 'runs/try.jsonl'), SOLUTION);
+    // The viewer page holds the conversation Qwen Code had with the gateway.
+    const page = JSON.stringify(readViewerPage(readFileSync(join(dir, 'runs/try.html'), 'utf8')).groups);
+    expect(page).toContain('run_shell_command');
+    expect(page).toContain('Done: ran the fix for fix-greeting.');
+  });
+
+  it('docs/harnesses/qwen-code.md: doctor passes, then Qwen Code plays the task file; reward 1', () => {
+    const { dir, guide } = project('harnesses/qwen-code.md');
+    expect(guide.commands).toEqual([
+      'npx shears doctor --config qwen.yaml',
+      'npx shears process --config qwen.yaml',
+    ]);
+    const [doctor] = runAll(dir, guide.commands);
+    expect(doctor!.stdout).toMatch(/qwen/i);
+    expectSolved(join(dir, 'runs/qwen.jsonl'), SOLUTION);
+    expect(existsSync(join(dir, 'harnesses/node_modules/.bin/qwen'))).toBe(true);
+  });
+
+  it('the stand-in refuses a task without a solution, naming it, and the run fails', () => {
+    const { dir } = project('harnesses/qwen-code.md');
+    const task = JSON.parse(readFileSync(join(dir, 'tasks.jsonl'), 'utf8')) as Record<string, unknown>;
+    delete task.solution;
+    writeFileSync(join(dir, 'tasks.jsonl'), `${JSON.stringify({ ...task, id: 'no-solution' })}\n`);
+    const result = execute(dir, 'npx shears process --config qwen.yaml');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('task(s) "no-solution" have none');
+  });
+});
