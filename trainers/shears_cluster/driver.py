@@ -259,7 +259,9 @@ class WorkerSizing:
         if self.starved >= self.grow_after and self.workers < self.high:
             self.workers += 1
             self.starved = 0
-            self.reason = f"the trainer waited on data at {self.grow_after} looks in a row; at most {self.high}"
+            self.reason = (
+                f"the trainer waited on data at {self.grow_after} looks in a row; at most {self.high}"
+            )
             return 1
         if self.flooded >= self.shrink_after and self.workers > self.low:
             self.workers -= 1
@@ -376,7 +378,9 @@ def trainer_problems(nodes: list[dict[str, Any]], trainer: TrainerSpec) -> list[
     for name, amount in needs.items():
         most = max((node["Resources"].get(name, 0) for node in nodes), default=0)
         if most < amount:
-            missing.append(f"{_amount(name, amount)}: the most one node has is {_amount(name, most).split('=', 1)[1]}")
+            missing.append(
+                f"{_amount(name, amount)}: the most one node has is {_amount(name, most).split('=', 1)[1]}"
+            )
     asked = ", ".join(_amount(name, amount) for name, amount in needs.items())
     why = "; ".join(missing) if missing else "each is on some node, but no single node has all of them"
     return [
@@ -588,7 +592,9 @@ def run(spec: LaunchSpec) -> int:
                 )
             policy_url = policy_url.replace("://0.0.0.0:", f"://{info['address']}:")
             trainer_run["policy_url"] = policy_url
-            print(f"[driver] the env workers sample from the trainer's policy server {policy_url}", flush=True)
+            print(
+                f"[driver] the env workers sample from the trainer's policy server {policy_url}", flush=True
+            )
 
     shares = _shares(spec.max_groups, spec.workers)
     worker_options = {
@@ -599,7 +605,9 @@ def run(spec: LaunchSpec) -> int:
         "max_concurrency": 4,
         "scheduling_strategy": "SPREAD",
     }
-    workers = [process_actor.options(**worker_options).remote(f"worker-{index}") for index in range(spec.workers)]
+    workers = [
+        process_actor.options(**worker_options).remote(f"worker-{index}") for index in range(spec.workers)
+    ]
     incarnations: list[list[dict[str, Any]]] = [[] for _ in workers]
     owed = list(shares)
 
@@ -704,7 +712,10 @@ def run(spec: LaunchSpec) -> int:
             # No env worker is left to feed the trainer: it would wait for a batch until its timeout.
             failed = [runs[-1] for runs in incarnations if runs and runs[-1].get("exit_code") != 0]
             if failed or lost_workers:
-                print("[driver] every env worker ended and not all of them well; stopping the trainer", flush=True)
+                print(
+                    "[driver] every env worker ended and not all of them well; stopping the trainer",
+                    flush=True,
+                )
                 assert trainer_actor is not None and trainer_run is not None
                 _stop_all({trainer_ref: trainer_actor}, 10)
                 trainer_run["stopped"] = "no env worker left"
@@ -737,7 +748,9 @@ def run(spec: LaunchSpec) -> int:
                 incarnations[index][-1]["exit_code"] = 0
             if change:
                 note = sizing.reason
-                resizes.append({"seconds": round(time.monotonic() - started, 1), "workers": sizing.workers, "why": note})
+                resizes.append(
+                    {"seconds": round(time.monotonic() - started, 1), "workers": sizing.workers, "why": note}
+                )
                 print(f"[driver] env workers: {sizing.workers} ({note})", flush=True)
 
     if trainer:

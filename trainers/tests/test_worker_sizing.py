@@ -62,12 +62,12 @@ def test_batch_polls_are_read_from_the_requests_counter():
     from shears_cluster.driver import _metrics
 
     text = (
-        "# TYPE shears_api_requests_total counter\n"
-        'shears_api_requests_total{path="/batch",status="200"} 7\n'
-        'shears_api_requests_total{path="/batch",status="500"} 1\n'
-        'shears_api_requests_total{path="/scored_data",status="200"} 3\n'
-        "shears_api_queue_sequences 4\n"
-    ).encode()
+        b"# TYPE shears_api_requests_total counter\n"
+        b'shears_api_requests_total{path="/batch",status="200"} 7\n'
+        b'shears_api_requests_total{path="/batch",status="500"} 1\n'
+        b'shears_api_requests_total{path="/scored_data",status="200"} 3\n'
+        b"shears_api_queue_sequences 4\n"
+    )
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):

@@ -17,8 +17,8 @@ import {
   SANDBOX_BASE_IMAGE,
 } from '../sandbox-image.js';
 import type { CommandContext } from '../session.js';
-import { installClusterEngine, prepareTrainerEnv } from '../train/trainer-env.js';
 import { trainerSource } from '../train/reference-trainer.js';
+import { installClusterEngine, prepareTrainerEnv } from '../train/trainer-env.js';
 
 interface PreparedEntries {
   prepared?: ReadonlyMap<string, { image?: string }>;

@@ -408,7 +408,11 @@ const clusterConfigSchema = z
     trainer: z
       .strictObject({
         cpus: z.number().min(0).default(1).describe('CPUs the trainer reserves on its node'),
-        gpus: z.number().min(0).default(0).describe('GPUs the trainer asks for (a node with them, or refused)'),
+        gpus: z
+          .number()
+          .min(0)
+          .default(0)
+          .describe('GPUs the trainer asks for (a node with them, or refused)'),
         memory_gb: z
           .number()
           .min(0)

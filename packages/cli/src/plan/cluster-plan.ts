@@ -52,7 +52,9 @@ export function resolveCluster(
   if (options.command === 'serve' && cluster.max_workers !== undefined)
     throw new ConfigError({
       message: `cluster.max_workers: sizes the env workers to keep a trainer fed, which \`shears train --cluster\` starts; \`shears serve\` runs cluster.workers (${cluster.workers}) workers. Remove cluster.max_workers, or run shears train`,
-      issues: [{ path: 'cluster.max_workers', message: 'only read by shears train', value: cluster.max_workers }],
+      issues: [
+        { path: 'cluster.max_workers', message: 'only read by shears train', value: cluster.max_workers },
+      ],
     });
   if (options.command === 'serve' && cluster.trainer !== undefined)
     throw new ConfigError({

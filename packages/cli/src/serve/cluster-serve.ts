@@ -101,7 +101,7 @@ function trainerLaunch(plan: RunPlan, cluster: ClusterPlan): TrainerLaunch {
   if (train.weightSync)
     throw new ConfigError({
       message:
-        'train.weight_sync: a cluster run does not sync a vLLM server yet (it would restart it on this machine, not on the trainer\'s node); remove train.weight_sync, or use the colocated reference trainer (train.reference.colocated)',
+        "train.weight_sync: a cluster run does not sync a vLLM server yet (it would restart it on this machine, not on the trainer's node); remove train.weight_sync, or use the colocated reference trainer (train.reference.colocated)",
       issues: [{ path: 'train.weight_sync', message: 'not with cluster', value: train.weightSync.mode }],
     });
   if (!train.apiServer)

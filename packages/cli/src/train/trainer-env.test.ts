@@ -114,7 +114,9 @@ describe('shears doctor: the reference trainer environment', () => {
     });
     expect(ray.code, ray.stderr).toBe(0);
     expect(ray.stderr).toMatch(/installing ray==2\.58\.0 into \S+\/kept-venv\/bin\/python \(pip\)/);
-    expect(ray.stdout).toMatch(/ray 2\.58\.0 in \S+\/kept-venv \(the pin of \S+\/trainers\/pyproject\.toml\)/);
+    expect(ray.stdout).toMatch(
+      /ray 2\.58\.0 in \S+\/kept-venv \(the pin of \S+\/trainers\/pyproject\.toml\)/,
+    );
     const slurm = await runShears(['prepare', '--config', 'prep.yaml', '--cluster', 'slurm'], {
       cwd: dir,
       env: { ...process.env },

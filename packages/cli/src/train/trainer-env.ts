@@ -260,10 +260,7 @@ export async function installClusterEngine(options: {
     const address = options.address.replace(/^ray:\/\//, '');
     const read = await runChild(python, ['-c', CLUSTER_VERSIONS, address], {
       env: childEnv,
-      signal: AbortSignal.any([
-        AbortSignal.timeout(60_000),
-        ...(options.signal ? [options.signal] : []),
-      ]),
+      signal: AbortSignal.any([AbortSignal.timeout(60_000), ...(options.signal ? [options.signal] : [])]),
     });
     const last = read.output.trim().split('\n').at(-1) ?? '';
     let theirs: string | undefined;
