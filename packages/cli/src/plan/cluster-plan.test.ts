@@ -45,6 +45,11 @@ describe('cluster settings a command cannot use', () => {
     const ownApi = await run(['train', ...base, ...trainer, '--train.start_api', 'false']);
     expect(ownApi.code).toBe(2);
     expect(ownApi.stderr).toContain('on a cluster the driver starts the trajectory API on the head node');
+    const workers = await run(['train', ...base, ...trainer, '--workers', '3']);
+    expect(workers.code).toBe(2);
+    expect(workers.stderr).toContain(
+      'train.workers (3): on a cluster the env workers are cluster.workers (2), each a `shears serve` on a node; set --cluster.workers 3 instead',
+    );
     const unreachable = await run(['train', ...base, ...trainer]);
     expect(unreachable.code).toBe(2);
     expect(unreachable.stderr).toContain('cluster.address: no Ray head answers at 127.0.0.1:1');

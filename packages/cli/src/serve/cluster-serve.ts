@@ -104,6 +104,11 @@ function trainerLaunch(plan: RunPlan, cluster: ClusterPlan): TrainerLaunch {
         "train.weight_sync: a cluster run does not sync a vLLM server yet (it would restart it on this machine, not on the trainer's node); remove train.weight_sync, or use the colocated reference trainer (train.reference.colocated)",
       issues: [{ path: 'train.weight_sync', message: 'not with cluster', value: train.weightSync.mode }],
     });
+  if (train.workers !== 1)
+    throw new ConfigError({
+      message: `train.workers (${train.workers}): on a cluster the env workers are cluster.workers (${cluster.workers}), each a \`shears serve\` on a node; set --cluster.workers ${train.workers} instead`,
+      issues: [{ path: 'train.workers', message: 'cluster.workers on a cluster', value: train.workers }],
+    });
   if (!train.apiServer)
     throw new ConfigError({
       message:
