@@ -37,7 +37,7 @@ from typing import Any
 HEAD_RESOURCE = "node:__internal_head__"
 SENT_LINE = re.compile(r"→ sent$")
 REGISTERED_LINE = re.compile(r"registered with \S+ as env (\d+)")
-LISTENING_LINE = re.compile(r"trajectory API listening on (\S+)")
+LISTENING_LINE = re.compile(r"(?:trajectory API|policy server) listening on (\S+)")
 
 
 class LaunchError(Exception):
@@ -63,12 +63,51 @@ class LaunchSpec:
     docker_resource: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     drain_timeout_s: float = 600
+    # Where the workers write their copies of the groups; None: cwd.
+    out_dir: str | None = None
+    # `shears train --cluster`: the trainer placed on a node with what it asks for (TrainerSpec).
+    trainer: TrainerSpec | None = None
+    # Env workers added while the trainer waits on data (ScalingSpec); None: cluster.workers, fixed.
+    scaling: ScalingSpec | None = None
 
     @staticmethod
     def load(path: str) -> LaunchSpec:
         with open(path, encoding="utf-8") as file:
             raw = json.load(file)
+        if raw.get("trainer") is not None:
+            raw["trainer"] = TrainerSpec(**raw["trainer"])
+        if raw.get("scaling") is not None:
+            raw["scaling"] = ScalingSpec(**raw["scaling"])
         return LaunchSpec(**raw)
+
+
+@dataclass
+class TrainerSpec:
+    """The trainer process of `shears train --cluster` and what it asks Ray for."""
+
+    command: list[str]
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+    cpus: float = 1
+    gpus: float = 0
+    # Bytes of memory reserved (Ray's `memory` resource); 0: none reserved.
+    memory: float = 0
+    resources: dict[str, float] = field(default_factory=dict)
+    # The reference trainer serves the policy (colocated): the workers sample from it.
+    serves_policy: bool = False
+    # Seconds to wait for its policy server (the model loads first).
+    ready_timeout_s: float = 600
+
+
+@dataclass
+class ScalingSpec:
+    """Env workers between `min_workers` (cluster.workers) and `max_workers`: one more while the
+    trainer waits on data, checked every `interval_s`."""
+
+    max_workers: int
+    # The trainer's batch (api.batch_size, sequences): less queued than that and it waits.
+    batch_size: int
+    interval_s: float = 10
 
 
 def _die_with_parent() -> None:
@@ -169,14 +208,70 @@ class ShearsProcess:
 
 
 def _metrics(url: str) -> dict[str, float]:
+    """The API's own gauges and counters (shears_api_*), and `batch_polls`: the trainer's GET /batch."""
     with urllib.request.urlopen(f"{url.rstrip('/')}/metrics", timeout=10) as response:
         text = response.read().decode("utf-8")
-    values: dict[str, float] = {}
+    values: dict[str, float] = {"batch_polls": 0}
     for line in text.splitlines():
         match = re.match(r"^(shears_api_[a-z_]+) ([0-9.eE+-]+)$", line)
         if match:
             values[match.group(1)] = float(match.group(2))
+        match = re.match(r'^shears_api_requests_total\{path="/batch",[^}]*\} ([0-9.eE+-]+)$', line)
+        if match:
+            values["batch_polls"] += float(match.group(1))
     return values
+
+
+def trainer_waits(before: dict[str, float], now: dict[str, float], batch_size: int) -> bool:
+    """The trainer waits on data: it asked for a batch since the last look and less than one batch
+    is queued, none formed."""
+    return (
+        now.get("batch_polls", 0) > before.get("batch_polls", 0)
+        and now.get("shears_api_formed_batches", 0) == 0
+        and now.get("shears_api_queue_sequences", 0) < batch_size
+    )
+
+
+def trainer_behind(now: dict[str, float], batch_size: int) -> bool:
+    """Data waits on the trainer: two batches or more are queued."""
+    queued = now.get("shears_api_queue_sequences", 0) + batch_size * now.get("shears_api_formed_batches", 0)
+    return queued >= 2 * batch_size
+
+
+class WorkerSizing:
+    """How many env workers keep the trainer fed, between `low` (cluster.workers) and `high`
+    (cluster.max_workers): one more after the trainer waited on data at `grow_after` looks in a
+    row, one fewer (never below `low`) after two batches or more waited for the trainer at
+    `shrink_after` looks in a row. `reason` says why the last change was made."""
+
+    def __init__(self, low: int, high: int, grow_after: int = 2, shrink_after: int = 3) -> None:
+        self.low, self.high = low, max(low, high)
+        self.grow_after, self.shrink_after = grow_after, shrink_after
+        self.workers = low
+        self.starved = 0
+        self.flooded = 0
+        self.reason = ""
+
+    def observe(self, waits: bool, behind: bool) -> int:
+        """One look at the API's queue; returns the change in workers (+1, -1 or 0)."""
+        self.starved = self.starved + 1 if waits else 0
+        self.flooded = self.flooded + 1 if behind and not waits else 0
+        if self.starved >= self.grow_after and self.workers < self.high:
+            self.workers += 1
+            self.starved = 0
+            self.reason = (
+                f"the trainer waited on data at {self.grow_after} looks in a row; at most {self.high}"
+            )
+            return 1
+        if self.flooded >= self.shrink_after and self.workers > self.low:
+            self.workers -= 1
+            self.flooded = 0
+            self.reason = (
+                f"two batches or more waited for the trainer at {self.shrink_after} looks in a row; "
+                f"at least {self.low}"
+            )
+            return -1
+        return 0
 
 
 _NOT_CUSTOM = ("CPU", "GPU", "memory", "object_store_memory")
@@ -262,11 +357,44 @@ def node_problems(nodes: list[dict[str, Any]], spec: LaunchSpec) -> list[str]:
     return problems
 
 
+def trainer_needs(trainer: TrainerSpec) -> dict[str, float]:
+    """What the trainer asks Ray for (cluster.trainer: cpus, gpus, memory, resources)."""
+    needs = {"CPU": trainer.cpus, "GPU": trainer.gpus, "memory": trainer.memory, **trainer.resources}
+    return {name: amount for name, amount in needs.items() if amount > 0}
+
+
+def _amount(name: str, value: float) -> str:
+    return f"{name}={value / 2**30:g} GiB" if name == "memory" else f"{name}={value:g}"
+
+
+def trainer_problems(nodes: list[dict[str, Any]], trainer: TrainerSpec) -> list[str]:
+    """Why no alive node can take the trainer (empty: one can): each resource no node has enough
+    of, named with the most any node has, or that no single node has all of them."""
+    nodes = [node for node in nodes if node["Alive"]]
+    needs = trainer_needs(trainer)
+    if any(all(node["Resources"].get(name, 0) >= amount for name, amount in needs.items()) for node in nodes):
+        return []
+    missing = []
+    for name, amount in needs.items():
+        most = max((node["Resources"].get(name, 0) for node in nodes), default=0)
+        if most < amount:
+            missing.append(
+                f"{_amount(name, amount)}: the most one node has is {_amount(name, most).split('=', 1)[1]}"
+            )
+    asked = ", ".join(_amount(name, amount) for name, amount in needs.items())
+    why = "; ".join(missing) if missing else "each is on some node, but no single node has all of them"
+    return [
+        f"no node has the resources the trainer asks for ({asked}; cluster.trainer): {why}; the nodes have: "
+        + "; ".join(_have(node) for node in nodes)
+    ]
+
+
 def check_cluster(spec: LaunchSpec) -> list[str]:
     """What the connected cluster lacks for the spec, as sentences (empty: it can run it)."""
     import ray
 
-    return node_problems(ray.nodes(), spec)
+    nodes = ray.nodes()
+    return node_problems(nodes, spec) + (trainer_problems(nodes, spec.trainer) if spec.trainer else [])
 
 
 def doctor(spec: LaunchSpec) -> list[dict[str, str]]:
@@ -371,6 +499,27 @@ def doctor(spec: LaunchSpec) -> list[dict[str, str]]:
     return checks
 
 
+def _stop_all(actors: dict[Any, Any], grace_s: float) -> None:
+    """Stops `shears` processes (their `wait` ref -> actor): SIGINT (drain), SIGINT again after
+    `grace_s` (stop at once), and after another `grace_s` the actor is killed (its process with it)."""
+    import ray
+
+    pending = dict(actors)
+    for _ in range(2):
+        for actor in pending.values():
+            try:
+                ray.get(actor.stop.remote(), timeout=10)
+            except ray.exceptions.RayError:
+                pass  # dead already
+        done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=grace_s)
+        for ref in done:
+            pending.pop(ref)
+        if not pending:
+            return
+    for actor in pending.values():
+        ray.kill(actor, no_restart=True)
+
+
 def run(spec: LaunchSpec) -> int:
     import ray
 
@@ -406,23 +555,66 @@ def run(spec: LaunchSpec) -> int:
     url = url.replace("://0.0.0.0:", f"://{api_node['address']}:")
     print(f"[driver] trajectory API on the head node {api_node['address']}: {url}", flush=True)
 
-    shares = _shares(spec.max_groups, spec.workers)
-    workers = [
-        process_actor.options(
-            num_cpus=spec.worker_cpus,
-            resources={name: amount for name, amount in worker_needs(spec).items() if name != "CPU"} or None,
-            max_restarts=spec.max_restarts,
-            max_task_retries=0,
+    # The trainer first, so the env workers do not take the CPUs it asked for.
+    trainer = spec.trainer
+    trainer_actor = None
+    trainer_ref = None
+    trainer_run: dict[str, Any] | None = None
+    policy_url: str | None = None
+    if trainer:
+        needs = trainer_needs(trainer)
+        trainer_actor = process_actor.options(
+            num_cpus=trainer.cpus,
+            num_gpus=trainer.gpus,
+            memory=trainer.memory or None,
+            resources=trainer.resources or None,
+            max_restarts=0,
             max_concurrency=4,
-            scheduling_strategy="SPREAD",
-        ).remote(f"worker-{index}")
-        for index in range(spec.workers)
+        ).remote("trainer")
+        env = {**spec.env, **trainer.env, "SHEARS_API_URL": url, "ATROPOS_SERVER_URL": url}
+        info = ray.get(trainer_actor.start.remote(trainer.command, trainer.cwd, env))
+        trainer_run = {**info, "asked": needs, "exit_code": None}
+        print(
+            f"[driver] trainer started on {info['address']} {info['resources']} (pid {info['pid']}; asked "
+            + ", ".join(_amount(name, amount) for name, amount in needs.items())
+            + ")",
+            flush=True,
+        )
+        trainer_ref = trainer_actor.wait.remote()
+        if trainer.serves_policy:
+            policy_url = ray.get(trainer_actor.wait_listening.remote(trainer.ready_timeout_s))
+            if not policy_url:
+                _stop_all({trainer_ref: trainer_actor}, 10)
+                ray.get(api.stop.remote())
+                raise LaunchError(
+                    "the trainer's policy server did not start within "
+                    f"{trainer.ready_timeout_s:g} s (the trainer's output is above)"
+                )
+            policy_url = policy_url.replace("://0.0.0.0:", f"://{info['address']}:")
+            trainer_run["policy_url"] = policy_url
+            print(
+                f"[driver] the env workers sample from the trainer's policy server {policy_url}", flush=True
+            )
+
+    shares = _shares(spec.max_groups, spec.workers)
+    worker_options = {
+        "num_cpus": spec.worker_cpus,
+        "resources": {name: amount for name, amount in worker_needs(spec).items() if name != "CPU"} or None,
+        "max_restarts": spec.max_restarts,
+        "max_task_retries": 0,
+        "max_concurrency": 4,
+        "scheduling_strategy": "SPREAD",
+    }
+    workers = [
+        process_actor.options(**worker_options).remote(f"worker-{index}") for index in range(spec.workers)
     ]
     incarnations: list[list[dict[str, Any]]] = [[] for _ in workers]
     owed = list(shares)
 
     def argv(index: int) -> list[str]:
         extra = ["--url", url]
+        if policy_url:
+            extra += ["--server.base_url", policy_url]
         if owed[index] is not None:
             extra += ["--max-groups", str(owed[index])]
         attempt = len(incarnations[index])
@@ -435,7 +627,7 @@ def run(spec: LaunchSpec) -> int:
                 str(1000 * attempt + index),
                 "--force",
                 "--out",
-                os.path.join(spec.cwd, f"worker-{index}.{attempt}.jsonl"),
+                os.path.join(spec.out_dir or spec.cwd, f"worker-{index}.{attempt}.jsonl"),
             ]
         )
 
@@ -461,8 +653,26 @@ def run(spec: LaunchSpec) -> int:
     waiting = {start(index): index for index in range(len(workers)) if owed[index] != 0}
     restarts = 0
     lost_workers = []
-    while waiting:
-        done, _ = ray.wait(list(waiting), num_returns=1, timeout=2)
+    sizing = WorkerSizing(spec.workers, spec.scaling.max_workers) if spec.scaling and trainer else None
+    sized_at = time.monotonic()
+    resizes: list[dict[str, Any]] = []
+    previous: dict[str, float] = {}
+    while waiting or trainer_ref is not None:
+        refs = list(waiting) + ([trainer_ref] if trainer_ref is not None else [])
+        done, _ = ray.wait(refs, num_returns=1, timeout=2)
+        if trainer_ref is not None and trainer_ref in done:
+            assert trainer_run is not None
+            try:
+                trainer_run.update(ray.get(trainer_ref))
+            except ray.exceptions.RayActorError as error:
+                trainer_run["died"] = str(error).splitlines()[0]
+            print(
+                f"[driver] trainer {'exited with ' + str(trainer_run['exit_code']) if 'died' not in trainer_run else 'died: ' + trainer_run['died']};"
+                " stopping the env workers",
+                flush=True,
+            )
+            trainer_ref = None
+            break
         # Progress of the live incarnations (what a dead one sent is what it last reported).
         for ref, index in waiting.items():
             if ref in done:
@@ -498,25 +708,84 @@ def run(spec: LaunchSpec) -> int:
                 if owed[index] == 0:
                     continue
                 waiting[start(index)] = index
+        if trainer_ref is not None and not waiting:
+            # No env worker is left to feed the trainer: it would wait for a batch until its timeout.
+            failed = [runs[-1] for runs in incarnations if runs and runs[-1].get("exit_code") != 0]
+            if failed or lost_workers:
+                print(
+                    "[driver] every env worker ended and not all of them well; stopping the trainer",
+                    flush=True,
+                )
+                assert trainer_actor is not None and trainer_run is not None
+                _stop_all({trainer_ref: trainer_actor}, 10)
+                trainer_run["stopped"] = "no env worker left"
+                try:
+                    trainer_run.update(ray.get(trainer_ref, timeout=10))
+                except ray.exceptions.RayError:
+                    pass
+                trainer_ref = None
+        if sizing and time.monotonic() - sized_at >= spec.scaling.interval_s:
+            sized_at = time.monotonic()
+            try:
+                now = _metrics(url)
+            except OSError:
+                continue
+            batch = spec.scaling.batch_size
+            change = sizing.observe(trainer_waits(previous, now, batch), trainer_behind(now, batch))
+            previous = now
+            if change > 0:
+                index = len(workers)
+                workers.append(process_actor.options(**worker_options).remote(f"worker-{index}"))
+                incarnations.append([])
+                owed.append(None)
+                waiting[start(index)] = index
+            elif change < 0 and waiting:
+                ref, index = max(waiting.items(), key=lambda item: item[1])
+                waiting.pop(ref)
+                _stop_all({ref: workers[index]}, 10)
+                incarnations[index][-1].update(ray.get(workers[index].progress.remote()))
+                incarnations[index][-1]["stopped"] = "fewer workers"
+                incarnations[index][-1]["exit_code"] = 0
+            if change:
+                note = sizing.reason
+                resizes.append(
+                    {"seconds": round(time.monotonic() - started, 1), "workers": sizing.workers, "why": note}
+                )
+                print(f"[driver] env workers: {sizing.workers} ({note})", flush=True)
 
-    # Every worker is done: the trainer takes what is queued, then the API stops.
-    deadline = time.monotonic() + spec.drain_timeout_s
+    if trainer:
+        # The trainer ended: the env workers stop at once (their rollouts sample from its policy).
+        live = {ref: workers[index] for ref, index in waiting.items()}
+        _stop_all(live, 15)
+        for ref, index in waiting.items():
+            current = incarnations[index][-1]
+            try:
+                current.update(ray.get(ref, timeout=5))
+            except ray.exceptions.RayError:
+                current["exit_code"] = None
+            current["stopped"] = "the trainer ended"
+        waiting = {}
+    else:
+        # Every worker is done: the trainer takes what is queued, then the API stops.
+        deadline = time.monotonic() + spec.drain_timeout_s
+        while _metrics(url).get("shears_api_queue_groups", 0) > 0 and time.monotonic() < deadline:
+            time.sleep(1)
     metrics = _metrics(url)
-    while metrics.get("shears_api_queue_groups", 0) > 0 and time.monotonic() < deadline:
-        time.sleep(1)
-        metrics = _metrics(url)
     ray.get(api.stop.remote())
     ray.get(api.wait.remote())
     summary = {
         "api": {"url": url, "node": api_node},
+        **({"trainer": trainer_run} if trainer_run else {}),
         "workers": [
             {"worker": f"worker-{index}", "incarnations": runs} for index, runs in enumerate(incarnations)
         ],
+        **({"resizes": resizes} if sizing else {}),
         "restarts": restarts,
         "groups_sent": sum(run["sent"] for runs in incarnations for run in runs),
         "groups_received": int(metrics.get("shears_api_groups_received_total", 0)),
         "sequences_received": int(metrics.get("shears_api_sequences_received_total", 0)),
         "sequences_served": int(metrics.get("shears_api_sequences_served_total", 0)),
+        "batches_served": int(metrics.get("shears_api_batches_served_total", 0)),
         "queued_at_end": int(metrics.get("shears_api_queue_groups", 0)),
         "seconds": round(time.monotonic() - started, 1),
     }
@@ -528,6 +797,12 @@ def run(spec: LaunchSpec) -> int:
         f"{restarts} worker restart{'s' if restarts != 1 else ''}; summary in {spec.summary}",
         flush=True,
     )
+    if trainer_run is not None:
+        if "died" in trainer_run or trainer_run.get("stopped"):
+            return 1
+        if trainer_run["exit_code"] != 0:
+            return trainer_run["exit_code"] or 1
+        return 0 if summary["groups_received"] > 0 else 1
     failed = [runs[-1] for runs in incarnations if runs and runs[-1].get("exit_code") not in (0,)]
     if summary["groups_received"] == 0 or failed or lost_workers:
         return 1

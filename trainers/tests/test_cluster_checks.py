@@ -92,3 +92,48 @@ def test_docker_workers_are_placed_on_docker_nodes():
     docker_small = node("10.0.0.4", {"CPU": 1.0, "docker": 1.0})
     [problem] = node_problems([HEAD, WORKER, docker_small], spec(docker_resource="docker", worker_cpus=2))
     assert "CPU=2, docker=0.001" in problem
+
+
+def trainer(**overrides):
+    from shears_cluster.driver import TrainerSpec
+
+    return TrainerSpec(command=["python", "-m", "shears_trainer"], cwd=".", **overrides)
+
+
+def test_a_trainer_the_cluster_can_take_passes():
+    from shears_cluster.driver import trainer_problems
+
+    assert trainer_problems([HEAD, WORKER], trainer(cpus=1, resources={"nodeA": 1})) == []
+
+
+def test_a_trainer_that_asks_for_a_gpu_no_node_has_is_refused_naming_the_gpu_and_the_nodes():
+    from shears_cluster.driver import trainer_problems
+
+    (problem,) = trainer_problems([HEAD, WORKER], trainer(gpus=1))
+    assert "no node has the resources the trainer asks for (CPU=1, GPU=1; cluster.trainer)" in problem
+    assert "GPU=1: the most one node has is 0" in problem
+    assert "CPU" not in problem.split("cluster.trainer):")[1].split(";")[0]  # CPUs are there
+    assert "10.0.0.2: CPU=2, nodeA=1" in problem
+
+
+def test_memory_is_asked_and_named_in_gib():
+    from shears_cluster.driver import trainer_needs, trainer_problems
+
+    assert trainer_needs(trainer(memory=2**31)) == {"CPU": 1, "memory": 2**31}
+    (problem,) = trainer_problems([HEAD, WORKER], trainer(memory=2**31))
+    assert "memory=2 GiB: the most one node has is 0.931323 GiB" in problem
+
+
+def test_resources_on_different_nodes_are_not_enough():
+    from shears_cluster.driver import trainer_problems
+
+    gpu = node("10.0.0.3", {"CPU": 0.0, "GPU": 1.0})
+    (problem,) = trainer_problems([HEAD, WORKER, gpu], trainer(gpus=1, resources={"nodeA": 1}))
+    assert "each is on some node, but no single node has all of them" in problem
+
+
+def test_dead_nodes_do_not_take_the_trainer():
+    from shears_cluster.driver import trainer_problems
+
+    gpu = node("10.0.0.3", {"CPU": 2.0, "GPU": 1.0}, alive=False)
+    assert trainer_problems([HEAD, WORKER, gpu], trainer(gpus=1)) != []

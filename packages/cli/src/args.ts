@@ -333,6 +333,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       'loop',
       'evaluate.bootstrap_samples',
       'evaluate.confidence',
+      'cluster',
     ],
     flags: [
       CONFIG,
@@ -357,11 +358,19 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         config: 'train.output',
         description: 'folder for the trained model (train.reference); must not exist or be empty',
       },
+      {
+        name: 'cluster',
+        value: 'ray://HOST:PORT',
+        config: 'cluster.address',
+        description:
+          'run on a Ray cluster: the trainer on a node with cluster.trainer, cluster.workers env workers (docs/run-on-a-cluster.md)',
+      },
       FORCE('an existing run.out file and its report'),
     ],
     examples: [
       'shears train --config train.yaml --output ./my-ft',
       'shears train --config train.yaml --workers 2 --port 0',
+      'shears train --config train.yaml --output ./my-ft --cluster ray://10.0.0.1:6379 --cluster.trainer.gpus 1',
     ],
     refused: {
       resume: RESUME_REFUSED(
@@ -455,7 +464,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     name: 'prepare',
     summary:
       "build what the run needs ahead of it: the env's images, the docker sandbox image, the trainer's Python environment",
-    reads: ['plugins', 'env', 'sandbox', 'train.reference'],
+    reads: ['plugins', 'env', 'sandbox', 'train.reference', 'cluster'],
     flags: [
       CONFIG,
       ...ENV_FLAGS.filter((flag) => ['env', 'tasks', 'plugins'].includes(flag.name)),
@@ -465,11 +474,18 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
         description:
           "create the reference trainer's virtual environment (train.reference.venv) with its pinned versions",
       },
+      {
+        name: 'cluster',
+        value: 'ENGINE',
+        description:
+          "with --trainer: install the cluster engine (ray, at the version of the cluster at cluster.address when one answers, else the pinned one) into the trainer's environment",
+      },
     ],
     examples: [
       'shears prepare --sandbox docker',
       'shears prepare --env swe --tasks bundled',
       'shears prepare --trainer',
+      'shears prepare --trainer --cluster ray --config train.yaml',
     ],
   },
   {

@@ -17,7 +17,8 @@ import {
   SANDBOX_BASE_IMAGE,
 } from '../sandbox-image.js';
 import type { CommandContext } from '../session.js';
-import { prepareTrainerEnv } from '../train/trainer-env.js';
+import { trainerSource } from '../train/reference-trainer.js';
+import { installClusterEngine, prepareTrainerEnv } from '../train/trainer-env.js';
 
 interface PreparedEntries {
   prepared?: ReadonlyMap<string, { image?: string }>;
@@ -48,8 +49,11 @@ async function prepareDockerSandbox(context: CommandContext): Promise<void> {
   }
 }
 
-/** `shears prepare --trainer`: the reference trainer's venv (train.reference.venv), and nothing else. */
-async function prepareTrainer(context: CommandContext): Promise<number> {
+/**
+ * `shears prepare --trainer`: the reference trainer's venv (train.reference.venv), and nothing else;
+ * `--cluster ray`: Ray in it too, at the cluster's version (cluster.address) or the pinned one.
+ */
+async function prepareTrainer(context: CommandContext, cluster: boolean): Promise<number> {
   const { io } = context;
   const started = Date.now();
   const result = await prepareTrainerEnv({
@@ -65,11 +69,30 @@ async function prepareTrainer(context: CommandContext): Promise<number> {
   io.stdout(
     `trainer environment ${result.venv} ${result.action} in ${((Date.now() - started) / 1000).toFixed(1)} s: Python ${result.probe.python}, ${versions}\n`,
   );
+  if (cluster) {
+    const engine = await installClusterEngine({
+      python: result.python,
+      // prepareTrainerEnv found it (or refused above).
+      source: trainerSource(io.env)!,
+      address: context.config.cluster?.address,
+      env: io.env,
+      report: (line) => io.stderr(`${context.redact(line)}\n`),
+      signal: context.signal,
+    });
+    io.stdout(`ray ${engine.ray} in ${result.venv} (${engine.reason})\n`);
+  }
   return 0;
 }
 
 export async function prepareCommand(context: CommandContext): Promise<number> {
-  if (context.flags.trainer === true) return prepareTrainer(context);
+  const cluster = context.flags.cluster;
+  if (cluster !== undefined && cluster !== 'ray')
+    throw new ConfigError({
+      message: `--cluster ${cluster === true ? '' : cluster}: shears prepare installs a cluster engine into the trainer's environment, and the only one is ray: --cluster ray`,
+      issues: [{ path: 'cluster', message: 'not ray', value: cluster }],
+    });
+  // --cluster ray installs Ray into the trainer's environment: that environment is prepared first.
+  if (context.flags.trainer === true || cluster === 'ray') return prepareTrainer(context, cluster === 'ray');
   const { config, io } = context;
   const started = Date.now();
   const registry = await composeRegistry(config, {

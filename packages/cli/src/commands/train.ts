@@ -13,6 +13,7 @@ import { buildRunPlan, type RunPlan, workerPlan } from '../plan/run-plan.js';
 import { emptyTally, mergeTallies, tallyLines } from '../progress/progress.js';
 import { requireEnvChosen } from '../runtime/registry.js';
 import { EXIT_CODES, formatFailures } from '../runtime/run-control.js';
+import { runClusterTrain } from '../serve/cluster-serve.js';
 import { describeSent } from '../serve/serve-result.js';
 import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
@@ -69,6 +70,13 @@ export async function trainCommand(context: CommandContext): Promise<number> {
   await requireEnvChosen(context);
   const plan = await buildRunPlan(context, 'train', { force: context.flags.force === true });
   const { io } = plan.session;
+  if (plan.cluster) {
+    // On a Ray cluster: the driver places the API, the trainer and the env workers.
+    const code = await runClusterTrain(plan, plan.cluster);
+    const { output } = plan.train!;
+    if (output) for (const line of formatTrainSummary(output, io.cwd)) io.stdout(`${line}\n`);
+    return code;
+  }
   const feed = await openFeed(plan);
   let code: number = EXIT_CODES.error;
   try {

@@ -398,8 +398,37 @@ const clusterConfigSchema = z
       .describe(
         'How each node starts `shears` (the same path on every node); default: this Node.js and this shears',
       ),
+    max_workers: z
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        '`shears train`: add env workers, up to this many, while the trainer waits on data (one fewer, never below cluster.workers, while batches wait for it); unset: cluster.workers, fixed',
+      ),
+    trainer: z
+      .strictObject({
+        cpus: z.number().min(0).default(1).describe('CPUs the trainer reserves on its node'),
+        gpus: z
+          .number()
+          .min(0)
+          .default(0)
+          .describe('GPUs the trainer asks for (a node with them, or refused)'),
+        memory_gb: z
+          .number()
+          .min(0)
+          .default(0)
+          .describe("Memory (GiB) the trainer reserves (Ray's memory resource); 0: none reserved"),
+        resources: z
+          .record(z.string().min(1), z.number().min(0))
+          .default({})
+          .describe('Ray custom resources the trainer asks for, e.g. { gpu_node: 1 } to pin it to a node'),
+      })
+      .optional()
+      .describe(
+        '`shears train`: what the trainer asks Ray for (default: 1 CPU); refused before anything starts when no node has it',
+      ),
   })
-  .describe('`shears serve` on a Ray cluster (docs/run-on-a-cluster.md)');
+  .describe('`shears serve` and `shears train` on a Ray cluster (docs/run-on-a-cluster.md)');
 
 export const apiConfigSchema = z
   .strictObject({

@@ -1,15 +1,20 @@
-// `shears serve --cluster` on a real Ray cluster (ray 2.58.0 from the repository's Python venv):
-// a head and two worker nodes started by PID (@shears/test-infra), the driver
-// (trainers/shears_cluster) placing the trajectory API on the head and two `shears serve` workers
-// over the nodes, the demo env with the scripted policy, and this test as the trainer pulling
-// batches over HTTP. One cluster for the file: a node takes seconds to tens of seconds to start.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// `shears serve --cluster` and `shears train --cluster` on a real Ray cluster (ray 2.58.0 from
+// the repository's Python venv): a head and two worker nodes started by PID (@shears/test-infra),
+// the driver (trainers/shears_cluster) placing the trajectory API on the head and two
+// `shears serve` workers over the nodes: the demo env with the scripted policy and this test as
+// the trainer pulling batches over HTTP; then the toy training chain, the reference trainer placed
+// by resource on nodeB. One cluster for the file: a node takes seconds to tens of seconds to start.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { processTree, type RayCluster, startRayCluster } from '@shears/test-infra';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runShears } from '../test-support/run-cli.js';
+import { trainerSource } from '../train/reference-trainer.js';
+import { TRAINER_STAMP, trainerSourceHash } from '../train/trainer-env.js';
 import type { ClusterSummary } from './cluster-serve.js';
 
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 400_000 });
@@ -34,7 +39,32 @@ beforeAll(async () => {
       { name: 'nodeB', cpus: 2, resources: { nodeB: 1 } },
     ],
   });
+  // The toy model the reference trainer starts from (a 435-token BPE, random weights).
+  await promisify(execFile)(python, ['-m', 'shears_trainer', 'toy-model', '--output', join(dir, 'base')], {
+    cwd: dir,
+    env: { ...process.env, OMP_NUM_THREADS: '1' },
+  });
 });
+
+const toyPack = join(root, 'examples', 'toy-pack');
+/** The toy training chain (docs/train-a-model.md) with the reference trainer, colocated. */
+function trainConfig(name: string, cluster: string): string {
+  writeFileSync(
+    join(dir, `${name}.yaml`),
+    [
+      `plugins: [${JSON.stringify(toyPack)}]`,
+      'env: { name: toy-save, group_size: 4, seed: 1, max_token_length: 256 }',
+      'server: { tool_parser: hermes, temperature: 1.0, max_tokens: 12 }',
+      'sandbox: { provider: local }',
+      // A random model rarely earns a reward: keep equal-score groups so the trainer gets batches.
+      `run: { concurrency: 2, out: runs/${name}.jsonl, report: false, all_equal_scores: keep, progress: none }`,
+      'api: { port: 0, database: ":memory:", batch_size: 8, off_policy_limit: 2, poll_ms: 50 }',
+      `train: { reference: { model: base, python: ${JSON.stringify(python)}, steps: 3, micro_batch: 8, threads: 1, device: cpu } }`,
+      `cluster: ${cluster}`,
+    ].join('\n'),
+  );
+  return `${name}.yaml`;
+}
 afterAll(async () => {
   await cluster?.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -204,6 +234,52 @@ describe('checks before anything starts, on the same cluster', () => {
     );
     expect(big.stderr).not.toMatch(/\[driver\]|\[worker-/);
   });
+
+  it("shears prepare --cluster ray: Ray in the trainer's environment at the cluster's version", async () => {
+    // The trainer's environment `prepare --trainer` made earlier (the repository's venv, its stamp).
+    const venv = join(dir, 'trainer-venv');
+    mkdirSync(join(venv, 'bin'), { recursive: true });
+    writeFileSync(join(venv, 'bin', 'python'), `#!/bin/sh\nexec ${JSON.stringify(python)} "$@"\n`, {
+      mode: 0o755,
+    });
+    writeFileSync(join(venv, TRAINER_STAMP), `${trainerSourceHash(trainerSource({})!)}\n`);
+    writeFileSync(
+      join(dir, 'prepare.yaml'),
+      `env: { name: demo }\ntrain: { reference: { model: ./m, venv: trainer-venv } }\ncluster: { address: "ray://${cluster.address}" }\n`,
+    );
+    const run = await runShears(['prepare', '--config', 'prepare.yaml', '--cluster', 'ray'], {
+      cwd: dir,
+      env: { ...process.env, ...env },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain(
+      `ray 2.58.0 in ${venv} (the pin, which the cluster at ${cluster.address} runs too)`,
+    );
+  });
+
+  it('shears train --cluster refuses a trainer that asks for a GPU no node has, naming the GPU and the nodes', async () => {
+    const run = await runShears(
+      [
+        'train',
+        '--config',
+        trainConfig('gpu', '{ workers: 2, trainer: { gpus: 1 } }'),
+        '--output',
+        'gpu-ft',
+        '--cluster',
+        `ray://${cluster.address}`,
+        '--cluster.python',
+        python,
+      ],
+      { cwd: dir, env },
+    );
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(
+      /error: the Ray cluster cannot run this: no node has the resources the trainer asks for \(CPU=1, GPU=1; cluster\.trainer\): GPU=1: the most one node has is 0; the nodes have: .*nodeA=1/,
+    );
+    // Nothing was placed: no API, no trainer, no worker; no model written.
+    expect(run.stderr).not.toMatch(/\[driver\]|\[worker-|\[trainer\]/);
+    expect(existsSync(join(dir, 'gpu-ft', 'train-summary.json'))).toBe(false);
+  });
 });
 
 describe('shears serve --cluster ray://…', () => {
@@ -231,6 +307,64 @@ describe('shears serve --cluster ray://…', () => {
     expect(summary.groups_sent).toBe(summary.groups_received);
     expect(summary.sequences_served).toBe(summary.sequences_received);
     expect(result.stdout).toMatch(/^served \d+ groups from 2 env workers on the Ray cluster/);
+  });
+
+  // Before the fault test, which kills nodeA.
+  it('shears train --cluster: the reference trainer placed on nodeB by resource, fed by workers on both nodes, trains', async () => {
+    const run = await runShears(
+      [
+        'train',
+        '--config',
+        trainConfig('train', '{ workers: 2, trainer: { cpus: 1, resources: { nodeB: 1 } } }'),
+        '--output',
+        'ft',
+        '--cluster',
+        `ray://${cluster.address}`,
+        '--cluster.python',
+        python,
+      ],
+      { cwd: dir, env },
+    );
+    expect(run.code, run.stderr.slice(-6000)).toBe(0);
+    const summary = JSON.parse(
+      readFileSync(join(dir, 'runs', 'train.jsonl.cluster.json'), 'utf8'),
+    ) as ClusterSummary;
+    // The trainer ran on the node its resource names, its policy server reachable from the others.
+    expect(summary.trainer!.resources).toEqual(['nodeB']);
+    expect(summary.trainer!.asked).toEqual({ CPU: 1, nodeB: 1 });
+    expect(summary.trainer!.exit_code).toBe(0);
+    expect(run.stderr).toMatch(/\[driver\] trainer started on \S+ \['nodeB'\]/);
+    expect(run.stderr).toMatch(
+      /\[driver\] the env workers sample from the trainer's policy server http:\/\/(?!0\.0\.0\.0)[\d.]+:\d+/,
+    );
+    expect(run.stderr).toContain('[trainer] training on cpu');
+    // Groups came from workers on both nodes.
+    for (const node of ['nodeA', 'nodeB'])
+      expect(
+        summary.workers
+          .flatMap((worker) => worker.incarnations)
+          .filter((incarnation) => incarnation.resources.includes(node))
+          .reduce((sum, incarnation) => sum + incarnation.sent, 0),
+        `groups sent by workers on ${node}`,
+      ).toBeGreaterThan(0);
+    expect(summary.groups_sent).toBe(summary.groups_received);
+    expect(summary.batches_served).toBeGreaterThanOrEqual(3);
+    // The trainer trained: its steps and their metrics, the model folder, the summary shears prints.
+    expect(run.stdout).toMatch(/^train: trainer finished on \S+ \(nodeB\); \d+ groups from 2 env workers/m);
+    expect(run.stdout).toMatch(/train: 3 steps; reward \d\.\d{3} at the start → \d\.\d{3} at the end/);
+    expect(run.stdout).toContain('train: model in ft');
+    const steps = readFileSync(join(dir, 'ft', 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { step?: number; loss?: number; sequences?: number })
+      .filter((row) => row.step !== undefined);
+    // Each step took one batch of the API's (api.batch_size 8 sequences). The random toy model
+    // rarely earns a reward, so a batch may carry no signal (the trainer then skips the update).
+    expect(steps.map((row) => row.step)).toEqual([1, 2, 3]);
+    for (const row of steps) {
+      expect(row.sequences).toBe(8);
+      expect(Number.isFinite(row.loss)).toBe(true);
+    }
   });
 
   it('goes on when a worker node dies: its worker restarts on the surviving node and no acknowledged group is lost', async () => {

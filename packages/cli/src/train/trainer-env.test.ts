@@ -106,6 +106,24 @@ describe('shears doctor: the reference trainer environment', () => {
       'train.reference.python (python3) names an interpreter shears does not manage',
     );
 
+    // --cluster ray: Ray into the same environment, at the pin of trainers/pyproject.toml (pip
+    // finds it installed); another engine is refused.
+    const ray = await runShears(['prepare', '--config', 'prep.yaml', '--cluster', 'ray'], {
+      cwd: dir,
+      env: { ...process.env },
+    });
+    expect(ray.code, ray.stderr).toBe(0);
+    expect(ray.stderr).toMatch(/installing ray==2\.58\.0 into \S+\/kept-venv\/bin\/python \(pip\)/);
+    expect(ray.stdout).toMatch(
+      /ray 2\.58\.0 in \S+\/kept-venv \(the pin of \S+\/trainers\/pyproject\.toml\)/,
+    );
+    const slurm = await runShears(['prepare', '--config', 'prep.yaml', '--cluster', 'slurm'], {
+      cwd: dir,
+      env: { ...process.env },
+    });
+    expect(slurm.code).not.toBe(0);
+    expect(slurm.stderr).toContain('--cluster slurm: shears prepare installs a cluster engine');
+
     const wrong = await runShears(['prepare', '--config', 'prep.yaml', '--trainer'], {
       cwd: dir,
       env: { ...process.env, SHEARS_TRAINER_SOURCE: join(dir, 'nowhere') },

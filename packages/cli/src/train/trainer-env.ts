@@ -207,3 +207,81 @@ export async function prepareTrainerEnv(options: {
     });
   return { venv, python, action, probe };
 }
+
+// Runs in the trainer's interpreter: the Ray version and Python version the cluster at argv[1] runs
+// (read from its head's GCS, as the cluster driver does before it connects).
+const CLUSTER_VERSIONS = `
+import json, sys
+from shears_cluster.driver import cluster_metadata
+print(json.dumps(cluster_metadata(sys.argv[1])))
+`;
+
+/**
+ * `shears prepare --cluster ray`: Ray in the trainer's environment, at the pin of trainers/pyproject.toml
+ * (its `cluster` extra), then, when `address` names a cluster that answers, at that cluster's Ray
+ * version (Ray refuses a driver whose version differs). Returns the version installed and why.
+ */
+export async function installClusterEngine(options: {
+  python: string;
+  source: string;
+  address: string | undefined;
+  env: Record<string, string | undefined>;
+  report: (line: string) => void;
+  signal?: AbortSignal;
+}): Promise<{ ray: string; reason: string }> {
+  const { python, report } = options;
+  const childEnv = { ...process.env, ...options.env, PIP_DISABLE_PIP_VERSION_CHECK: '1' };
+  const pin = trainerPins(options.source).ray;
+  if (!pin)
+    throw new ConfigError({
+      message: `shears prepare --cluster ray: ${join(options.source, 'pyproject.toml')} pins no ray (its cluster extra); point SHEARS_TRAINER_SOURCE at the repository's trainers/ folder`,
+      issues: [{ path: 'SHEARS_TRAINER_SOURCE', message: 'no ray pin', value: options.source }],
+    });
+  const install = async (version: string) => {
+    report(`installing ray==${version} into ${python} (pip)`);
+    const installed = await runChild(python, ['-m', 'pip', 'install', '--quiet', `ray==${version}`], {
+      env: childEnv,
+      signal: options.signal,
+      heartbeat: {
+        everyMs: PIP_NOTE_EVERY_MS,
+        note: (elapsed) => report(`still installing ray==${version} (pip): ${formatWait(elapsed)} so far`),
+      },
+      onLine: (line) => report(`pip: ${line}`),
+    });
+    if (installed.code !== 0)
+      throw new ConfigError({
+        message: `shears prepare --cluster ray: pip install ray==${version} into ${python} failed (exit ${installed.code}); pip reads its index from pip.conf or PIP_INDEX_URL: ${installed.output.slice(-800)}`,
+        issues: [{ path: 'cluster', message: 'pip install failed', value: `ray==${version}` }],
+      });
+  };
+  await install(pin);
+  let reason = `the pin of ${join(options.source, 'pyproject.toml')}`;
+  if (options.address) {
+    const address = options.address.replace(/^ray:\/\//, '');
+    const read = await runChild(python, ['-c', CLUSTER_VERSIONS, address], {
+      env: childEnv,
+      signal: AbortSignal.any([AbortSignal.timeout(60_000), ...(options.signal ? [options.signal] : [])]),
+    });
+    const last = read.output.trim().split('\n').at(-1) ?? '';
+    let theirs: string | undefined;
+    try {
+      theirs = (JSON.parse(last) as { ray_version?: string }).ray_version;
+    } catch {}
+    if (!theirs)
+      report(
+        `cannot read the Ray version of the cluster at ${address} (${read.error?.message ?? read.output.trim().split('\n').slice(-2).join(' | ')}); kept ray==${pin}, the pin`,
+      );
+    else if (theirs !== pin) {
+      await install(theirs);
+      reason = `the version of the cluster at ${address}`;
+    } else reason = `the pin, which the cluster at ${address} runs too`;
+  }
+  const probe = await runChild(python, ['-c', 'import ray; print(ray.__version__)'], { env: childEnv });
+  const ray = probe.output.trim().split('\n').at(-1) ?? '';
+  if (probe.code !== 0)
+    throw new ConfigError({
+      message: `shears prepare --cluster ray: ray does not import in ${python}: ${probe.output.slice(-500)}`,
+      issues: [{ path: 'cluster', message: 'ray does not import', value: python }],
+    });
+  return { ray, reason };
+}
