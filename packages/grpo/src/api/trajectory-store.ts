@@ -103,12 +103,15 @@ function groupText(stored: StoredPayload): string {
   return joinSuffix(text, stored.suffix);
 }
 
-/** A stored group's bytes with its missing keys spliced in before the final `}`. */
-export function joinSuffixBytes(bytes: Buffer, suffix: string): Buffer {
-  if (suffix === '') return bytes;
+/**
+ * A stored group's bytes with its missing keys spliced in before the final `}`, as two pieces
+ * (no copy of the ~2 MB body): everything before that `}`, then the suffix and the rest.
+ */
+export function withSuffix(bytes: Buffer, suffix: string): [Buffer, Buffer] {
+  if (suffix === '') return [bytes, Buffer.alloc(0)];
   let end = bytes.length - 1;
   while (end > 0 && bytes[end] !== 125) end--;
-  return Buffer.concat([bytes.subarray(0, end), Buffer.from(suffix, 'latin1'), bytes.subarray(end)]);
+  return [bytes.subarray(0, end), Buffer.concat([Buffer.from(suffix, 'latin1'), bytes.subarray(end)])];
 }
 
 export function joinSuffix(text: string, suffix: string): string {
