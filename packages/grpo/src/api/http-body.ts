@@ -11,7 +11,7 @@ import { pythonFloat } from './wire-numbers.js';
 
 const gzip = promisify(zlib.gzip);
 
-export interface Encoded {
+interface Encoded {
   payload: Buffer;
   headers: Record<string, string>;
 }

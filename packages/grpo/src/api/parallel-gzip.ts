@@ -30,7 +30,7 @@ function storedBlocks(part: Buffer, out: Buffer[]): void {
   }
 }
 
-export interface ParallelGzipOptions {
+interface ParallelGzipOptions {
   /**
    * `huffman` (default): Huffman coding only (Z_HUFFMAN_ONLY, level 1): token-id JSON has few
    * long repeats, so LZ matching buys little. On a group of 16 × 4,096 tokens with logprobs
