@@ -242,9 +242,16 @@ async function startServer(contender: Contender, pinned: boolean, directory: str
     url,
     pid: child.pid as number,
     async stop() {
+      // A busy machine can take seconds to let the server close (and write a --cpu-prof
+      // profile on its way out): SIGKILL only after 10 s.
+      const gone = new Promise<void>((resolveGone) => {
+        if (child.exitCode !== null || child.signalCode !== null) resolveGone();
+        else child.once('exit', () => resolveGone());
+      });
       child.kill('SIGTERM');
-      await new Promise((resolveWait) => setTimeout(resolveWait, 300));
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await gone;
+      clearTimeout(timer);
     },
   };
 }

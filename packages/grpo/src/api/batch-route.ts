@@ -1,7 +1,7 @@
 // GET /batch: lease the next formed batch, encode it, and hand it out so that a crash can
 // neither lose nor (after the trainer has it) repeat it; see deliverBatch.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Encoded, encodeBatch, json } from './http-body.js';
+import { type EncodedChunks, encodeBatch, json } from './http-body.js';
 import type { BatchLease, TrajectoryQueue } from './trajectory-queue.js';
 
 export async function batch(
@@ -40,25 +40,45 @@ export async function batch(
 // The mark is deliberately not fsynced (even with synchronous=full): after a power loss an
 // unsynced mark re-serves the batch, while a synced one would delete a batch whose bytes may
 // have died in the kernel's send buffer. The deletion after the flush is fsynced.
-async function deliverBatch(response: ServerResponse, lease: BatchLease, encoded: Encoded): Promise<void> {
-  const cut = Math.max(0, encoded.payload.length - 16);
+async function deliverBatch(
+  response: ServerResponse,
+  lease: BatchLease,
+  encoded: EncodedChunks,
+): Promise<void> {
+  // The body but its last 16 bytes, then those: cut across the chunks.
+  const head: Buffer[] = [];
+  const tailParts: Buffer[] = [];
+  let left = Math.max(0, encoded.length - 16);
+  for (const chunk of encoded.chunks) {
+    const taken = Math.min(left, chunk.length);
+    if (taken > 0) head.push(taken === chunk.length ? chunk : chunk.subarray(0, taken));
+    if (taken < chunk.length) tailParts.push(chunk.subarray(taken));
+    left -= taken;
+  }
   response.writeHead(200, encoded.headers);
-  if (cut > 0) {
+  if (head.length > 0) {
     // Wait until everything but the tail has been handed to the kernel (the write callback),
     // not merely accepted into Node's buffer: then the tail written right after the mark
     // normally goes straight to the kernel, which delivers it even if this process dies.
     const flushed = await new Promise<boolean>((resolve) => {
       const onClose = () => resolve(false);
       response.once('close', onClose);
-      response.write(encoded.payload.subarray(0, cut), (error) => {
-        response.off('close', onClose);
-        resolve(!error);
+      // Corked: the chunks go to the kernel in writev calls, not one syscall each.
+      response.cork();
+      head.forEach((chunk, index) => {
+        if (index < head.length - 1) response.write(chunk);
+        else
+          response.write(chunk, (error) => {
+            response.off('close', onClose);
+            resolve(!error);
+          });
       });
+      response.uncork();
     });
     if (!flushed) return; // the trainer went away: the batch stays for the next /batch
   }
   if (response.destroyed) return;
-  const tail = encoded.payload.subarray(cut);
+  const tail = tailParts.length === 1 ? (tailParts[0] as Buffer) : Buffer.concat(tailParts);
   if (!lease.current()) {
     response.end(tail); // a /reset_data removed it meanwhile
     return;

@@ -1,7 +1,7 @@
 // The Atropos API test suite (atropos-api.md §7) run over real HTTP against the shears server,
 // plus the behaviours where shears deliberately does better (docs/atropos-differences.md).
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { rawRequest } from '../../test/http.js';
@@ -143,6 +143,35 @@ describe('trajectory API (Atropos §7 behaviours)', () => {
     expect(groups[0]?.tokens).toHaveLength(16);
     expect(groups[0]?.tokens[0]).toHaveLength(512);
     expect(groups[0]?.tokens[0]?.[0]).toBe(0);
+  });
+
+  it('sends /batch to a trainer on this host as stored-block gzip, to another host compressed', async () => {
+    const post16 = async (base: string) => {
+      await rawRequest(base, '/register', { method: 'POST', body: registration(16) });
+      await rawRequest(base, '/scored_data', { method: 'POST', body: group(16, 512), gzip: true });
+    };
+    await post16(url);
+    const local = await get('/batch');
+    expect(local.headers['content-encoding']).toBe('gzip');
+    // Stored blocks: the gzip body is a little larger than the JSON it holds.
+    expect(Number(local.headers['content-length'])).toBeGreaterThan(Buffer.byteLength(local.text));
+    expect((local.json as { batch: unknown[] }).batch).toHaveLength(1);
+    // The same server reached through a non-loopback address of this machine.
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((entry) => entry?.family === 'IPv4' && !entry.internal)?.address;
+    if (external === undefined) throw new Error('this test needs a non-loopback IPv4 address on the machine');
+    const remote = await start({ host: '0.0.0.0' });
+    try {
+      const base = `http://${external}:${new URL(remote.url).port}`;
+      await post16(base);
+      const batch = await rawRequest(base, '/batch', { method: 'GET' });
+      expect(batch.headers['content-encoding']).toBe('gzip');
+      expect(Number(batch.headers['content-length'])).toBeLessThan(Buffer.byteLength(batch.text) / 2);
+      expect(batch.json).toEqual(local.json);
+    } finally {
+      await remote.close();
+    }
   });
 
   it('returns a null batch while too little data is queued', async () => {

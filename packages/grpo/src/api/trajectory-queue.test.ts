@@ -71,7 +71,7 @@ async function serve(queue: TrajectoryQueue): Promise<unknown[] | null | 'unregi
     const texts = await leased.lease.groups();
     leased.lease.markDelivered();
     leased.lease.complete();
-    return texts.map((text) => JSON.parse(text.toString('utf8')));
+    return texts.map((pieces) => JSON.parse(Buffer.concat(pieces).toString('utf8')));
   } finally {
     leased.lease.release();
   }

@@ -6,9 +6,9 @@ import { gunzip } from 'node:zlib';
 import { computeEnvStatus, planBatch, planBatchWithMinimums, usesMinimumAllocations } from './batching.js';
 import {
   type FormedBatch,
-  joinSuffixBytes,
   type StoredPayload,
   type TrajectoryStore,
+  withSuffix,
 } from './trajectory-store.js';
 import type { DecodedGroup } from './wire-decode.js';
 
@@ -75,8 +75,11 @@ export class QueueFullError extends Error {
 /** A formed batch handed to one trainer request; see `TrajectoryQueue.leaseBatch`. */
 export interface BatchLease {
   readonly batch: FormedBatch;
-  /** The stored groups as JSON bytes (all 14 keys), in batch order. */
-  groups(): Promise<Buffer[]>;
+  /**
+   * The stored groups as JSON bytes (all 14 keys), in batch order, each in two pieces that
+   * concatenate to its JSON text (see `withSuffix`).
+   */
+  groups(): Promise<[Buffer, Buffer][]>;
   /** Whether the batch is still formed (a /reset_data may have removed it). */
   current(): boolean;
   /** One-row commit just before the last response bytes go out (see docs/atropos-differences.md). */
@@ -398,20 +401,20 @@ export class TrajectoryQueue {
 
 // Stored payloads as JSON bytes: gzip ones are inflated on the libuv pool, off the event loop,
 // into one buffer sized by the gzip trailer (instead of 16 KiB pieces joined at the end).
-function readGroups(rows: StoredPayload[]): Promise<Buffer[]> {
+function readGroups(rows: StoredPayload[]): Promise<[Buffer, Buffer][]> {
   return Promise.all(
     rows.map(
       (row) =>
-        new Promise<Buffer>((resolve, reject) => {
+        new Promise<[Buffer, Buffer]>((resolve, reject) => {
           if (row.encoding !== 1) {
-            resolve(joinSuffixBytes(row.payload, row.suffix));
+            resolve(withSuffix(row.payload, row.suffix));
             return;
           }
           const size = row.payload.length >= 18 ? row.payload.readUInt32LE(row.payload.length - 4) : 0;
           gunzip(
             row.payload,
             { chunkSize: Math.max(16 * 1024, Math.min(size + 64, 64 * 1024 * 1024)) },
-            (error, text) => (error ? reject(error) : resolve(joinSuffixBytes(text, row.suffix))),
+            (error, text) => (error ? reject(error) : resolve(withSuffix(text, row.suffix))),
           );
         }),
     ),

@@ -103,12 +103,15 @@ function groupText(stored: StoredPayload): string {
   return joinSuffix(text, stored.suffix);
 }
 
-/** A stored group's bytes with its missing keys spliced in before the final `}`. */
-export function joinSuffixBytes(bytes: Buffer, suffix: string): Buffer {
-  if (suffix === '') return bytes;
+/**
+ * A stored group's bytes with its missing keys spliced in before the final `}`, as two pieces
+ * (no copy of the ~2 MB body): everything before that `}`, then the suffix and the rest.
+ */
+export function withSuffix(bytes: Buffer, suffix: string): [Buffer, Buffer] {
+  if (suffix === '') return [bytes, Buffer.alloc(0)];
   let end = bytes.length - 1;
   while (end > 0 && bytes[end] !== 125) end--;
-  return Buffer.concat([bytes.subarray(0, end), Buffer.from(suffix, 'latin1'), bytes.subarray(end)]);
+  return [bytes.subarray(0, end), Buffer.concat([Buffer.from(suffix, 'latin1'), bytes.subarray(end)])];
 }
 
 export function joinSuffix(text: string, suffix: string): string {
@@ -280,11 +283,9 @@ export class TrajectoryStore {
     const row = this.sql('SELECT value FROM meta WHERE key = ?').get('run') as { value: string } | undefined;
     this.run = row ? { ...initialRun(), ...(JSON.parse(row.value) as Partial<RunState>) } : initialRun();
     this.removeDelivered();
-    const rows = this.db
-      .prepare(
-        'SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes, rest FROM groups ORDER BY state, batch_no, pos, ord, id',
-      )
-      .all() as {
+    const rows = this.sql(
+      'SELECT id, env_id AS envId, size, state, batch_no AS batchNo, bytes, rest FROM groups ORDER BY state, batch_no, pos, ord, id',
+    ).all() as {
       id: number;
       envId: number | null;
       size: number;
@@ -316,11 +317,9 @@ export class TrajectoryStore {
   }
 
   private saveRun(): void {
-    this.db
-      .prepare(
-        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-      )
-      .run('run', JSON.stringify(this.run));
+    this.sql(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+    ).run('run', JSON.stringify(this.run));
   }
 
   /** Runs `change` and persists the run state in one transaction, durable when it returns. */
@@ -471,15 +470,16 @@ export class TrajectoryStore {
       }
       const response = options.respond(outcome);
       if (options.idempotencyKey !== undefined) {
-        this.db
-          .prepare('INSERT OR REPLACE INTO idempotency (key, response) VALUES (?, ?)')
-          .run(options.idempotencyKey, response);
+        this.sql('INSERT OR REPLACE INTO idempotency (key, response) VALUES (?, ?)').run(
+          options.idempotencyKey,
+          response,
+        );
         // Pruned every 1,000 keys (and at the first keyed POST after a start), so the table
         // never holds more than the limit plus 1,000 keys, however many groups each POST carries.
         if (this.keysSincePrune === 0) {
-          this.db
-            .prepare('DELETE FROM idempotency WHERE rowid <= (SELECT max(rowid) FROM idempotency) - ?')
-            .run(options.idempotencyLimit);
+          this.sql('DELETE FROM idempotency WHERE rowid <= (SELECT max(rowid) FROM idempotency) - ?').run(
+            options.idempotencyLimit,
+          );
         }
         this.keysSincePrune = (this.keysSincePrune + 1) % 1000;
       }
@@ -539,11 +539,9 @@ export class TrajectoryStore {
     position: number,
   ): { head: StoredGroup; tail: StoredGroup } {
     const group = this.queue[index] as StoredGroup;
-    const row = this.db
-      .prepare(
-        'SELECT ord, encoding, suffix, payload, received_at AS receivedAt FROM groups JOIN payloads USING (id) WHERE id = ?',
-      )
-      .get(group.id) as StoredPayload & { ord: number; receivedAt: number | null };
+    const row = this.sql(
+      'SELECT ord, encoding, suffix, payload, received_at AS receivedAt FROM groups JOIN payloads USING (id) WHERE id = ?',
+    ).get(group.id) as StoredPayload & { ord: number; receivedAt: number | null };
     this.preserveLatest([group.id]);
     const [headText, tailText] = splitGroupText(groupText(row), sequences);
     const insert = this.sql(
@@ -588,11 +586,9 @@ export class TrajectoryStore {
 
   /** Reads the payloads of a formed batch, in batch order. */
   readBatch(batch: FormedBatch): StoredPayload[] {
-    const rows = this.db
-      .prepare(
-        'SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE batch_no = ? ORDER BY pos',
-      )
-      .all(batch.batchNo) as StoredPayload[];
+    const rows = this.sql(
+      'SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE batch_no = ? ORDER BY pos',
+    ).all(batch.batchNo) as StoredPayload[];
     return rows;
   }
 
@@ -600,9 +596,9 @@ export class TrajectoryStore {
   completeBatch(batch: FormedBatch): void {
     this.db.transaction(() => {
       this.preserveLatest(batch.groups.map((group) => group.id));
-      this.db
-        .prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)')
-        .run(batch.batchNo);
+      this.sql('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)').run(
+        batch.batchNo,
+      );
       const result = this.sql('DELETE FROM groups WHERE batch_no = ?').run(batch.batchNo);
       this.sql('DELETE FROM delivered WHERE batch_no = ?').run(batch.batchNo);
       if (result.changes > 0) {
@@ -646,9 +642,7 @@ export class TrajectoryStore {
           id: number;
         }[];
         this.preserveLatest(ids.map((row) => row.id));
-        this.db
-          .prepare('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)')
-          .run(batchNo);
+        this.sql('DELETE FROM payloads WHERE id IN (SELECT id FROM groups WHERE batch_no = ?)').run(batchNo);
         this.sql('DELETE FROM groups WHERE batch_no = ?').run(batchNo);
       }
       this.sql('DELETE FROM delivered').run();
@@ -659,24 +653,22 @@ export class TrajectoryStore {
   private preserveLatest(ids: number[]): void {
     const latestId = this.run.latestId;
     if (latestId === null || !ids.includes(latestId)) return;
-    const row = this.db
-      .prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
-      .get(latestId) as StoredPayload | undefined;
+    const row = this.sql(
+      'SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?',
+    ).get(latestId) as StoredPayload | undefined;
     if (!row) return;
-    this.db
-      .prepare(
-        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-      )
-      .run('latest', groupText(row));
+    this.sql(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+    ).run('latest', groupText(row));
     this.run.latestId = null;
     this.saveRun();
   }
 
   latestText(): string | undefined {
     if (this.run.latestId !== null) {
-      const row = this.db
-        .prepare('SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?')
-        .get(this.run.latestId) as StoredPayload | undefined;
+      const row = this.sql(
+        'SELECT encoding, suffix, payload FROM groups JOIN payloads USING (id) WHERE id = ?',
+      ).get(this.run.latestId) as StoredPayload | undefined;
       if (row) return groupText(row);
     }
     const meta = this.sql('SELECT value FROM meta WHERE key = ?').get('latest') as

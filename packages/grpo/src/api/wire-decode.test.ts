@@ -122,6 +122,66 @@ describe('wire decoder fast path', () => {
   });
 });
 
+// The decoder inflates into one buffer it keeps across bodies; these are the ways that could
+// go wrong: a stored payload that still points into it, a trailer that lies about the size,
+// a body past the limit, a broken stream, and two gzip members.
+describe('wire decoder inflate buffer', () => {
+  const list = `[${bodies.plain},${bodies.withMessages}]`;
+  const gzipList = (text: string) => ({
+    kind: 'list' as const,
+    body: zlib.gzipSync(text),
+    gzip: true,
+    maxBytes: 1 << 20,
+  });
+
+  it('gives each stored group bytes of its own: a later body does not change an earlier one', () => {
+    const first = decoder.decode(gzipList(list));
+    const before = first.ok ? first.groups.map((group) => Buffer.from(group.payload).toString()) : [];
+    expect(before).toHaveLength(2);
+    // Same length, other digits: would overwrite the first body's bytes in a shared buffer.
+    decoder.decode(gzipList(list.replaceAll('1', '7').replaceAll('2', '8')));
+    expect(first.ok && first.groups.map((group) => Buffer.from(group.payload).toString())).toEqual(before);
+  });
+
+  it('decodes a body whose gzip trailer understates its size, and refuses one past the limit', () => {
+    const text = bodies.withMessages as string;
+    const lying = zlib.gzipSync(text);
+    lying.writeUInt32LE(8, lying.length - 4); // ISIZE: 8 bytes
+    // gunzip checks ISIZE: the lie is a corrupt stream, refused as such, whoever inflates it.
+    const result = decoder.decode({ kind: 'single', body: lying, gzip: true, maxBytes: 1 << 20 });
+    expect(result).toMatchObject({ ok: false, status: 400, body: 'Invalid gzip payload' });
+    const big = zlib.gzipSync(`{"tokens":[[${'1,'.repeat(5000)}1]],"masks":[[1]],"scores":[1]}`);
+    expect(decoder.decode({ kind: 'single', body: big, gzip: true, maxBytes: 4096 })).toMatchObject({
+      ok: false,
+      status: 413,
+    });
+    // The buffer still works after both refusals.
+    expect(
+      decoder.decode({ kind: 'single', body: zlib.gzipSync(text), gzip: true, maxBytes: 1 << 20 }).ok,
+    ).toBe(true);
+  });
+
+  it('refuses a cut or corrupted stream with 400 and then decodes the next body', () => {
+    const body = zlib.gzipSync(bodies.plain as string);
+    const cut = body.subarray(0, body.length - 12);
+    const corrupt = Buffer.from(body);
+    corrupt[12] = (corrupt[12] as number) ^ 0xff;
+    for (const broken of [cut, corrupt])
+      expect(decoder.decode({ kind: 'single', body: broken, gzip: true, maxBytes: 1 << 20 })).toMatchObject({
+        ok: false,
+        status: 400,
+      });
+    expect(decoder.decode({ kind: 'single', body, gzip: true, maxBytes: 1 << 20 }).ok).toBe(true);
+  });
+
+  it('reads a body of two gzip members as gunzip does', () => {
+    const text = bodies.plain as string;
+    const body = Buffer.concat([zlib.gzipSync(text.slice(0, 20)), zlib.gzipSync(text.slice(20))]);
+    const result = decoder.decode({ kind: 'single', body, gzip: true, maxBytes: 1 << 20 });
+    expect(result.ok && result.groups[0]?.size).toBe(2);
+  });
+});
+
 function served(text: string): Record<string, string> | { status: number; detail: unknown } {
   const result = decoder.decode({ kind: 'single', body: Buffer.from(text), gzip: false, maxBytes: 1 << 20 });
   if (!result.ok) return { status: result.status, detail: JSON.parse(result.body).detail };

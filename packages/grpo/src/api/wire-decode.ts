@@ -8,7 +8,7 @@
 // group's shape (wire-validate.ts). Either way a group is acknowledged only if a trainer can read
 // it. A well-formed gzip group whose numbers already have Atropos's spelling is stored as the
 // client's own gzip bytes; other groups as their (respelled) JSON text.
-import { gunzipSync } from 'node:zlib';
+import { constants, createGunzip, gunzipSync } from 'node:zlib';
 import { SCORED_DATA_KEYS } from '@shears/core';
 import { checkJsonStructure, MAX_JSON_DEPTH } from './json-structure.js';
 import { type Issue, preview } from './wire-numbers.js';
@@ -52,9 +52,70 @@ function unparseable(reason: string): DecodeResult {
   };
 }
 
+// Inflating into one buffer kept across bodies (per thread) instead of a new ~2 MB buffer per
+// body: a fresh buffer of that size is fresh pages from the OS each time, and garbage after;
+// measured 5.6 → 4.0 ms of CPU to inflate a 16 × 4,096-token group. Node's zlib has no public
+// call that writes into a given buffer, so this drives a Gunzip object's handle the way Node's
+// own gunzipSync does (`_handle.writeSync`, `_writeState`: unchanged from Node 12 to 24). Any
+// surprise (a missing method, an error, more output than the gzip trailer declares, input left
+// over) returns undefined and the body goes through gunzipSync, which gives the answer.
+interface GunzipInternals {
+  destroyed: boolean;
+  _handle?: {
+    reset(): void;
+    writeSync(
+      flush: number,
+      input: Uint8Array,
+      inOffset: number,
+      inLength: number,
+      output: Uint8Array,
+      outOffset: number,
+      outLength: number,
+    ): void;
+  } | null;
+  _writeState?: Uint32Array;
+}
+/** Bodies whose trailer declares more than this are inflated by gunzipSync into their own buffer. */
+const SCRATCH_MAX = 32 * 1024 * 1024;
+let scratch: Buffer = Buffer.alloc(0);
+let engine: (ReturnType<typeof createGunzip> & GunzipInternals) | undefined;
+
+/** Whether `bytes` lies in the reused inflate buffer (and must be copied before it leaves). */
+function inScratch(bytes: Uint8Array): boolean {
+  return bytes.buffer === scratch.buffer;
+}
+
+function inflateReused(body: Uint8Array, declared: number, maxBytes: number): Uint8Array | undefined {
+  // Room past the declared size, so a trailer that understates the output is noticed.
+  const room = declared + 64;
+  if (room > SCRATCH_MAX || declared > maxBytes) return undefined;
+  if (engine === undefined || engine.destroyed || !engine._handle) {
+    engine = createGunzip() as ReturnType<typeof createGunzip> & GunzipInternals;
+    // An inflate error also destroys the stream, which emits it: the fallback reports it.
+    engine.on('error', () => {});
+  }
+  const handle = engine._handle;
+  const state = engine._writeState;
+  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array)) return undefined;
+  if (scratch.length < room)
+    scratch = Buffer.allocUnsafe(Math.min(SCRATCH_MAX, Math.max(room, scratch.length * 2)));
+  handle.reset();
+  handle.writeSync(constants.Z_FINISH, body, 0, body.length, scratch, 0, scratch.length);
+  if (engine.destroyed) return undefined;
+  const [outLeft = 0, inLeft = 1] = state;
+  if (outLeft === 0 || inLeft !== 0) return undefined;
+  const produced = scratch.length - outLeft;
+  return produced > maxBytes ? undefined : scratch.subarray(0, produced);
+}
+
 function inflate(request: DecodeRequest): Uint8Array | DecodeResult {
   const bytes = request.body;
   if (!request.gzip || bytes.length === 0) return bytes;
+  if (bytes.length >= 18) {
+    const declared = Buffer.from(bytes.buffer, bytes.byteOffset + bytes.length - 4, 4).readUInt32LE(0);
+    const reused = inflateReused(bytes, declared, request.maxBytes);
+    if (reused !== undefined) return reused;
+  }
   try {
     // The gzip trailer's ISIZE (client-supplied, so only a capped hint) sizes the output
     // buffer: one allocation instead of 16 KiB chunks concatenated at the end.
@@ -101,6 +162,7 @@ export function decode(request: DecodeRequest): DecodeResult {
           // A single gzip group without respelling is stored as the client's gzip bytes; the
           // rest as text (no second gzip on the hot path).
           const keepGzip = single && request.gzip && !rewritten;
+          const text = bytes.subarray(group.start, group.end);
           return {
             envId: group.envId,
             size: group.size,
@@ -109,7 +171,9 @@ export function decode(request: DecodeRequest): DecodeResult {
               ? request.body
               : rewritten
                 ? applyRewrites(bytes, group.start, group.end, group.rewrites)
-                : bytes.subarray(group.start, group.end),
+                : inScratch(text)
+                  ? Buffer.from(text)
+                  : text,
             suffix: missingSuffix((key) => group.present.has(key)),
           };
         }),
