@@ -92,7 +92,8 @@ export async function resolveTrainPlan(
       trainer: {
         command: command.command,
         cwd: command.cwd ? resolve(cwd, command.cwd) : cwd,
-        env: command.env,
+        // The trainer's waits (for a batch) say so as often as the workers' do: api.wait_note_ms.
+        env: { SHEARS_WAIT_NOTE_MS: String(config.api.wait_note_ms), ...command.env },
       },
       output: folder,
       workers: train.workers,
