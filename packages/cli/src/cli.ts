@@ -5,7 +5,11 @@ import { setMaxListeners } from 'node:events';
 import { dirname, resolve } from 'node:path';
 import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import { type CommandName, parseArgs } from './args.js';
-import { checkInputPaths, resolveCommandLinePaths, resolveConfigPluginPackages } from './config/config-paths.js';
+import {
+  checkInputPaths,
+  resolveCommandLinePaths,
+  resolveConfigPluginPackages,
+} from './config/config-paths.js';
 import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
 import { explainMissingPackage } from './plugin-packages.js';

@@ -94,7 +94,9 @@ describe("tasks.task_file (the seed's spelling) for every env that takes rows", 
     ]);
     const run = await runShears(['process', '--config', 'project/shears.yaml'], { cwd: root });
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/tasks\.task_file: it is the "words" env's env\.settings\.tasks, which is set too/);
+    expect(run.stderr).toMatch(
+      /tasks\.task_file: it is the "words" env's env\.settings\.tasks, which is set too/,
+    );
   });
 
   it('a missing file is named as written and as resolved against the config file folder', async () => {
@@ -179,11 +181,13 @@ describe('plugins named by package in a config file', () => {
     expect(groupsOf(join(root, 'project/out/run.jsonl'))).toHaveLength(2);
   });
 
-  it("one only the working directory has is loaded from there, saying so", async () => {
+  it('one only the working directory has is loaded from there, saying so', async () => {
     const root = project('package-cwd', ['plugins: ["words-pack"]', 'env: { name: words, group_size: 2 }']);
     const elsewhere = join(dir, 'package-cwd-elsewhere');
     install(elsewhere, 'words');
-    const run = await runShears(['process', '--config', join(root, 'project/shears.yaml')], { cwd: elsewhere });
+    const run = await runShears(['process', '--config', join(root, 'project/shears.yaml')], {
+      cwd: elsewhere,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(
       `plugins[0]: "words-pack" is not installed for the config file's folder ${join(root, 'project')} (node_modules from there upwards); loaded the working directory's copy, ${join(elsewhere, 'node_modules/words-pack')}`,

@@ -270,7 +270,11 @@ export function resolveConfigPluginPackages(
   if (problems.length === 0 || !PLUGIN_READERS.includes(options.command)) return;
   throw new ConfigError({
     message: problems.map((problem) => `${problem.field}: ${problem.message}`).join('\n'),
-    issues: problems.map((problem) => ({ path: problem.field, message: problem.message, value: problem.value })),
+    issues: problems.map((problem) => ({
+      path: problem.field,
+      message: problem.message,
+      value: problem.value,
+    })),
   });
 }
 

@@ -80,7 +80,9 @@ export async function createEnv(
 ): Promise<EnvV1> {
   if (plan.name === undefined) throw missingEnvError(run.registry);
   const settings =
-    plan.taskFile === undefined ? plan.settings : withTaskFile(run.registry, plan.name, plan.settings, plan.taskFile);
+    plan.taskFile === undefined
+      ? plan.settings
+      : withTaskFile(run.registry, plan.name, plan.settings, plan.taskFile);
   const env = await run.create('envs', plan.name, 'env.name', settings, 'env.settings');
   // A task file's rubrics are for the judge: without one they would be silently unused.
   const rubricTasks = (env as { rubricTasks?: () => string[] }).rubricTasks?.() ?? [];
