@@ -889,7 +889,7 @@ export function createHarnessEnv(
       const reached = reach
         ? await reach({ gateway, sandbox, signal: signal ?? new AbortController().signal })
         : undefined;
-      const session = gateway.openSession({ rolloutId: `doctor-${randomId()}`, maxRequests: 1 });
+      const session = gateway.openSession({ rolloutId: randomId('doctor-'), maxRequests: 1 });
       try {
         const origin = reached?.origin ?? gateway.url;
         const url = `${origin}${session.pathPrefix}/v1/models`;

@@ -13,7 +13,7 @@ const number = (value: unknown): number | null =>
   typeof value === 'number' && Number.isFinite(value) ? value : null;
 
 /** One line of the trainer's metrics.jsonl as a `shears.metrics.trainer` row; undefined when it is no step line. */
-export function trainerMetricsRow(line: unknown): TrainerRow | undefined {
+function trainerMetricsRow(line: unknown): TrainerRow | undefined {
   if (typeof line !== 'object' || line === null) return undefined;
   const record = line as Record<string, unknown>;
   if (typeof record.step !== 'number' || !Number.isInteger(record.step)) return undefined;
@@ -30,7 +30,7 @@ export function trainerMetricsRow(line: unknown): TrainerRow | undefined {
   };
 }
 
-export interface TrainerMetricsFollower {
+interface TrainerMetricsFollower {
   /** Reads what is left (the trainer has exited) and stops. */
   stop(): Promise<void>;
 }
