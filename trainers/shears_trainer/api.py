@@ -8,6 +8,9 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+
+from .waiting import EVERY_S, WaitNotes
 
 
 class ApiError(RuntimeError):
@@ -81,14 +84,48 @@ class TrajectoryApi:
             raise ApiError(f"GET /batch: {answer.get('message')}")
         return answer.get("batch")
 
-    def wait_for_batch(self, poll_s: float = 0.05, timeout_s: float | None = None, stop=None) -> list[dict]:
-        started = time.monotonic()
+    def status(self) -> dict:
+        """`GET /status`: the trainer step the API counts and how many groups it has queued."""
+        answer = self._request("GET", "/status")
+        if not isinstance(answer, dict):
+            raise ApiError(f"GET /status: unexpected answer {answer!r:.200}")
+        return answer
+
+    def wait_for_batch(
+        self,
+        poll_s: float = 0.05,
+        timeout_s: float | None = None,
+        stop=None,
+        say: Callable[[str], None] | None = None,
+        note_every_s: float = EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> list[dict]:
+        """Polls `GET /batch` until the API hands out one. A wait that lasts says so (to `say`,
+        default stdout) within 5 s, then every `note_every_s`, with how long it has waited and the
+        groups the API has queued."""
+        notes = WaitNotes(f"a batch from {self.url}", say or _print_flush, every_s=note_every_s, clock=clock)
         while True:
             batch = self.batch()
             if batch:
+                notes.done()
                 return batch
             if stop is not None and stop():
-                raise ApiError("stopped while waiting for a batch")
-            if timeout_s is not None and time.monotonic() - started > timeout_s:
+                raise ApiError(f"stopped while waiting for a batch (after {notes.elapsed():.1f} s)")
+            if timeout_s is not None and notes.elapsed() > timeout_s:
                 raise ApiError(f"no batch from {self.url} within {timeout_s:.0f} s")
-            time.sleep(poll_s)
+            notes.tick(self._queue_note)
+            sleep(poll_s)
+
+    def _queue_note(self) -> str | None:
+        try:
+            status = self.status()
+        except ApiError as error:
+            return f"GET /status failed: {error}"
+        queued = status.get("queue_size")
+        step = status.get("current_step")
+        return f"{queued} groups queued (not yet a batch), trainer step {step}"
+
+
+def _print_flush(line: str) -> None:
+    print(line, flush=True)

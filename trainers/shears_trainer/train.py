@@ -29,6 +29,7 @@ from .api import TrajectoryApi
 from .batch import TrainBatch, batch_from_groups
 from .lag import lag_metrics
 from .loss import LossVariant, grpo_loss, model_label_logprobs, token_weights
+from .waiting import wait_note_default
 
 
 @dataclass
@@ -86,6 +87,12 @@ class GrpoConfig:
     seed: int = field(default=0, metadata={"help": "torch's seed and the control's"})
     batch_timeout_s: float = field(
         default=600.0, metadata={"help": "seconds to wait for one batch", "aliases": ["--batch-timeout"]}
+    )
+    wait_note_s: float = field(
+        default_factory=lambda: wait_note_default(),
+        metadata={
+            "help": "a wait for a batch says so within 5 s, then again this often (default: SHEARS_WAIT_NOTE_MS, which shears train sets from api.wait_note_ms, else 30)"
+        },
     )
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads"})
     device: str = field(
@@ -331,7 +338,9 @@ def run_grpo(config: GrpoConfig) -> dict:
     with metrics_path.open("a") as metrics:
         for step in range(1, config.steps + 1):
             waited = time.monotonic()
-            groups = api.wait_for_batch(timeout_s=config.batch_timeout_s)
+            groups = api.wait_for_batch(
+                timeout_s=config.batch_timeout_s, say=log, note_every_s=config.wait_note_s
+            )
             wait_s = time.monotonic() - waited
             batch = batch_from_groups(
                 groups, pad_id=pad_id, use_served_advantages=config.advantages == "served"

@@ -43,6 +43,7 @@ import os
 
 from .api import TrajectoryApi
 from .batch import optional_rows
+from .waiting import wait_note_default
 
 
 class ShearsGroupError(ValueError):
@@ -118,7 +119,9 @@ class ShearsRollouts:
         chosen: list[dict] = []
         while len(chosen) * size < len(prompts):
             if not self.pending:
-                self.pending.extend(self.api.wait_for_batch(timeout_s=self.timeout_s))
+                self.pending.extend(
+                    self.api.wait_for_batch(timeout_s=self.timeout_s, note_every_s=wait_note_default())
+                )
             group = self.pending.pop(0)
             count = len(group.get("tokens") or [])
             if count != size:

@@ -51,6 +51,7 @@ CHANGED = {
     "metrics": ("--metrics", "m.jsonl"),
     "seed": ("--seed", 7),
     "batch_timeout_s": ("--batch-timeout", 5.0),
+    "wait_note_s": ("--wait-note-s", 5.0),
     "threads": ("--threads", 2),
     "device": ("--device", "cpu"),
 }

@@ -2,10 +2,14 @@
 // `runCli` is what the bin calls and what end-to-end tests call in-process.
 
 import { setMaxListeners } from 'node:events';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { ConfigError, describeError, InvalidArgumentError, ShearsError } from '@shears/core';
 import { type CommandName, parseArgs } from './args.js';
-import { checkInputPaths, resolveCommandLinePaths } from './config/config-paths.js';
+import {
+  checkInputPaths,
+  resolveCommandLinePaths,
+  resolveConfigPluginPackages,
+} from './config/config-paths.js';
 import { loadConfig } from './config/load-config.js';
 import { type CliIo, createCliLogger, processIo } from './io.js';
 import { explainMissingPackage } from './plugin-packages.js';
@@ -50,6 +54,14 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       aliases: loaded.atropos?.aliases,
     });
     resolveCommandLinePaths(loaded.config, io.cwd);
+    // Packages a config file names resolve from its folder (a --plugins list: the working directory's).
+    if (loaded.path !== undefined && args.overrides.plugins === undefined)
+      resolveConfigPluginPackages(loaded.config, {
+        command: args.command,
+        configDir: dirname(resolve(loaded.path)),
+        cwd: io.cwd,
+        note: (line) => io.stderr(`${line}\n`),
+      });
     redact = createRedactor(collectSecrets(loaded.config, { apiKey: loaded.apiKey, environment: io.env }));
     const logger = createCliLogger(io, redact, { debug: io.env.SHEARS_DEBUG === '1' });
     const weak = weakSecretsWarning(redact);

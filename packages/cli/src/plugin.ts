@@ -74,6 +74,7 @@ export default definePlugin({
         task_file: 'the file is env.settings.file',
         tasks: 'the file is env.settings.file',
       },
+      taskFileSetting: 'file',
       async create(settings, context) {
         const cwd = settings.cwd ?? process.cwd();
         const file = resolvePath(cwd, settings.file);

@@ -418,6 +418,7 @@ export function defineEnv<TRow extends EnvRow>(definition: EnvDefinition<TRow>):
         settings,
         ...(definition.description ? { description: definition.description } : {}),
         settingHints: { file: 'a tasks file is env.settings.tasks (--tasks)' },
+        taskFileSetting: 'tasks',
         create: (options, context) => create(options, context.registry),
       }),
     },

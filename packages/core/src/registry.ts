@@ -65,6 +65,13 @@ export interface PluginEntry<TInstance, TSettings = Record<string, unknown>> {
    * (`{ maxTurns: 'the turn budget is env.max_turns' }`), added to the unknown-setting error.
    */
   settingHints?: Readonly<Record<string, string>>;
+  /**
+   * For an env whose tasks are rows that can come from a file: the setting that takes that file
+   * (`file` for the CLI's tasks env, `tasks` for a `defineEnv` env). A config's `tasks.task_file`
+   * (the seed's spelling) fills it in; an env without one takes no rows, and `tasks.task_file`
+   * is refused for it.
+   */
+  taskFileSetting?: string;
   aliases?: readonly string[];
   description?: string;
 }

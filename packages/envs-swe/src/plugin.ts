@@ -69,6 +69,7 @@ const plugin = definePlugin({
     swe: definePluginEntry({
       description: 'Bug-fix tasks in Docker sandboxes, graded by FAIL_TO_PASS / PASS_TO_PASS tests',
       settings: sweEnvSettingsSchema,
+      taskFileSetting: 'tasks',
       create(settings) {
         let tasks = resolveSweTasks(settings.tasks, { from: settings.from });
         if (settings.only) {

@@ -425,6 +425,69 @@ export interface HarnessEnv extends EnvV1<HarnessTask> {
   runSummary(rolloutId: string): HarnessRunSummary | undefined;
   /** The stand-in for a model (`server.provider: scripted`): plays each task's `solution` through the shell tool. */
   demoPolicy(): ReturnType<typeof createHarnessDemoPolicy>;
+  /**
+   * For `shears doctor`: whether the harness, run in `sandbox` as a rollout runs it (the same
+   * reach, command wrapper and environment), gets an answer from the gateway at the URL it would
+   * be given. Starts a gateway in front of `server` (no model request is made), asks
+   * `GET <baseUrl>/v1/models` from inside the sandbox, and says what is wrong otherwise.
+   */
+  probeGateway(options: {
+    server: ServerV1;
+    sandbox: SandboxV1;
+    signal?: AbortSignal;
+  }): Promise<HarnessGatewayProbe>;
+}
+
+/** What `probeGateway` found: `warn` when the sandbox has no HTTP client to ask with. */
+export interface HarnessGatewayProbe {
+  status: 'ok' | 'fail' | 'warn' | 'skip';
+  detail: string;
+  fix?: string;
+}
+
+/**
+ * Asks `url` with the first HTTP client the sandbox has (curl, wget, node, python3); prints
+ * `SHEARS_PROBE <client> <status>` (000 and the client's error when nothing answered), or
+ * `SHEARS_PROBE none` without a client.
+ */
+function gatewayProbeScript(url: string, key: string): string {
+  const u = shellQuote(url);
+  const header = shellQuote(`Authorization: Bearer ${key}`);
+  const node = shellQuote(
+    'fetch(process.argv[1],{headers:{authorization:process.argv[2]}}).then((r)=>console.log("SHEARS_PROBE node "+r.status),(e)=>console.log("SHEARS_PROBE node 000 "+String(e.cause?.message??e.message)))',
+  );
+  const python = shellQuote(
+    'import sys,urllib.request as u\ntry:\n r=u.urlopen(u.Request(sys.argv[1],headers={"Authorization":sys.argv[2]}),timeout=10);print("SHEARS_PROBE python3",r.status)\nexcept Exception as e:\n print("SHEARS_PROBE python3",getattr(e,"code",None) or "000",e)',
+  );
+  return [
+    'if command -v curl >/dev/null 2>&1; then',
+    `  out=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -H ${header} ${u} 2>&1); echo "SHEARS_PROBE curl $out"`,
+    'elif command -v node >/dev/null 2>&1; then',
+    `  node -e ${node} ${u} ${header.replace('Authorization: ', '')}`,
+    'elif command -v python3 >/dev/null 2>&1; then',
+    `  python3 -c ${python} ${u} ${header.replace('Authorization: ', '')}`,
+    'elif command -v wget >/dev/null 2>&1; then',
+    `  if out=$(wget -q -O /dev/null -T 10 --header=${header} ${u} 2>&1); then echo "SHEARS_PROBE wget 200"; else echo "SHEARS_PROBE wget 000 $out"; fi`,
+    'else echo "SHEARS_PROBE none"; fi',
+  ].join('\n');
+}
+
+/** Proxy variables the harness's environment sets that would carry a request to 127.0.0.1 away. */
+function proxyHint(env: Record<string, string | undefined>, origin: string): string | undefined {
+  const host = new URL(origin).hostname;
+  const noProxy = `${env.NO_PROXY ?? ''},${env.no_proxy ?? ''}`
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  if (
+    noProxy.some(
+      (entry) => entry === '*' || entry === host || (host === '127.0.0.1' && entry === 'localhost'),
+    )
+  )
+    return undefined;
+  const set = ['http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY'].filter((name) => env[name]);
+  if (set.length === 0) return undefined;
+  return `${set.map((name) => `${name}=${env[name]}`).join(', ')} is set in the harness's environment and NO_PROXY does not name ${host}, so its requests to the gateway go to that proxy`;
 }
 
 /** `settings` as typed by hand, or as the registry parsed them from a config file (tasks still unchecked). */
@@ -813,11 +876,99 @@ export function createHarnessEnv(
     };
   }
 
+  async function probeGateway(options: {
+    server: ServerV1;
+    sandbox: SandboxV1;
+    signal?: AbortSignal;
+  }): Promise<HarnessGatewayProbe> {
+    const { sandbox, signal } = options;
+    const where = `the ${sandbox.backend} sandbox`;
+    if (program)
+      return {
+        status: 'skip',
+        detail: 'settings.program runs in this process, which reaches the gateway on its loopback',
+      };
+    const gateway = await createGateway({ server: options.server });
+    try {
+      if (sandbox.isolated && !reach)
+        return {
+          status: 'fail',
+          detail: `a harness in ${where} cannot reach the gateway at ${gateway.url}: it listens on this machine's loopback, which ${where} does not share`,
+          fix: 'use the local sandbox (sandbox.provider: local), or give the harness env a "reach" (createSocketReach from @shears/gateway, in a JavaScript config or pack)',
+        };
+      const reached = reach
+        ? await reach({ gateway, sandbox, signal: signal ?? new AbortController().signal })
+        : undefined;
+      const session = gateway.openSession({ rolloutId: randomId('doctor-'), maxRequests: 1 });
+      try {
+        const origin = reached?.origin ?? gateway.url;
+        const url = `${origin}${session.pathPrefix}/v1/models`;
+        const values: Record<string, string> = {
+          baseUrl: `${origin}${session.pathPrefix}`,
+          openaiBaseUrl: `${origin}${session.pathPrefix}/v1`,
+          apiKey: session.apiKey,
+          model: session.model,
+          home: `${sandbox.tempDir}/harness-home`,
+          workdir: sandbox.workdir,
+        };
+        // The environment a rollout gives the harness: the preset's and the settings' variables.
+        const probeEnv: Record<string, string> = { TERM: 'dumb', NO_COLOR: '1', CI: '1' };
+        for (const [name, value] of Object.entries(envTemplate)) probeEnv[name] = fill(value, values);
+        const line = gatewayProbeScript(url, session.apiKey);
+        const wrapped = reached?.wrapCommand ? reached.wrapCommand(line) : line;
+        const result = await sandbox.exec(wrapped, {
+          timeoutMs: 30_000,
+          env: probeEnv,
+          ...(signal ? { signal } : {}),
+        });
+        const found = /SHEARS_PROBE (\S+)(?: ([\s\S]*))?/.exec(result.output);
+        const via = reach ? ` through its reach (${origin})` : '';
+        if (!found)
+          return {
+            status: 'fail',
+            detail: `the probe of the gateway in ${where} did not run (exit ${result.exitCode}${result.timedOut ? ', timed out' : ''}): ${result.output.trim().slice(-300)}`,
+          };
+        if (found[1] === 'none')
+          return {
+            status: 'warn',
+            detail: `${where} has no curl, wget, node or python3 to ask the gateway at ${origin} with; not checked`,
+          };
+        const answer = (found[2] ?? '').trim();
+        const status = /^(\d{3})\b/.exec(answer)?.[1] ?? /(\d{3})\s*$/.exec(answer)?.[1] ?? '000';
+        if (status === '200')
+          return {
+            status: 'ok',
+            detail: `from ${where}${via}, GET ${origin}/s/…/v1/models answered 200 (${found[1]}): the harness reaches the gateway`,
+          };
+        const proxy = proxyHint({ ...(sandbox.isolated ? {} : process.env), ...probeEnv }, origin);
+        const error = answer
+          .replace(/^\d{3}\s*/, '')
+          .replace(/\d{3}\s*$/, '')
+          .trim();
+        return {
+          status: 'fail',
+          detail: `from ${where}${via}, GET ${origin}/s/…/v1/models ${status === '000' ? 'got no answer' : `answered ${status}`} (${found[1]}${error ? `: ${error.slice(0, 200)}` : ''}); every rollout's harness would fail to reach the model${proxy ? `: ${proxy}` : ''}`,
+          fix: proxy
+            ? 'add the gateway host to NO_PROXY (env.settings.env: { NO_PROXY: 127.0.0.1,localhost }), or unset the proxy for the harness'
+            : reach
+              ? "check the reach's relay in the sandbox (its origin is what the harness is given)"
+              : "check that nothing in the sandbox's network blocks the host's loopback",
+        };
+      } finally {
+        await session.close();
+        await reached?.close();
+      }
+    } finally {
+      await gateway.close();
+    }
+  }
+
   const env: HarnessEnv = {
     specificationVersion: 'v1',
     id: 'harness',
     preset,
     runSummary: (rolloutId) => summaries.get(rolloutId),
+    probeGateway,
     async nextItem() {
       const task = tasks[cursor % tasks.length];
       cursor += 1;

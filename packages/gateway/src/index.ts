@@ -22,6 +22,7 @@ export {
 export type {
   HarnessEnv,
   HarnessEnvSettings,
+  HarnessGatewayProbe,
   HarnessReach,
   HarnessRunSummary,
   HarnessTask,

@@ -11,6 +11,7 @@ const plugin = definePlugin({
     harness: definePluginEntry({
       description: `An existing agent program run in the rollout's sandbox against the gateway (presets: ${Object.keys(HARNESS_PRESETS).join(', ')})`,
       settings: harnessEnvSettingsSchema,
+      taskFileSetting: 'tasks',
       create: (settings) => createHarnessEnv(settings),
     }),
   },

@@ -11,7 +11,15 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { type EnvV1, InvalidSettingsError, type PluginCheckResult, probeSandboxProvider } from '@shears/core';
+import {
+  type EnvV1,
+  InvalidSettingsError,
+  type PluginCheckResult,
+  probeSandboxProvider,
+  type SandboxProviderV1,
+  type SandboxV1,
+  type ServerV1,
+} from '@shears/core';
 import { createHfTokenizer } from '@shears/servers';
 import { wandbCheck } from '../metrics/wandb.js';
 import { envEntry, envSettings } from '../plan/env-plan.js';
@@ -482,6 +490,61 @@ async function harnessCheck(
   }
 }
 
+/** What the harness env offers `shears doctor` (see HarnessEnv.probeGateway in @shears/gateway). */
+type GatewayProbing = EnvV1 & {
+  probeGateway(options: {
+    server: ServerV1;
+    sandbox: SandboxV1;
+    signal?: AbortSignal;
+  }): Promise<{ status: Check['status']; detail: string; fix?: string }>;
+};
+
+/**
+ * The harness reaches the gateway from where it runs: a sandbox of the run's provider is opened as
+ * a rollout's would be (the env's spec, its reach), and the gateway a rollout would start is asked
+ * from inside it with the harness's environment. A harness that cannot reach it would fail every
+ * rollout before its first model request. No model request is made (the gateway is in front of a
+ * server that is never called).
+ */
+async function harnessGatewayCheck(
+  env: EnvV1,
+  context: CommandContext,
+  registry: RunRegistry,
+): Promise<Check | undefined> {
+  const probing = env as Partial<GatewayProbing>;
+  if (typeof probing.probeGateway !== 'function') return undefined;
+  const name = 'harness gateway';
+  const server: ServerV1 = {
+    specificationVersion: 'v1',
+    provider: 'doctor',
+    model: context.config.server.model ?? 'shears-doctor',
+    async chat() {
+      throw new Error('shears doctor makes no model request');
+    },
+  };
+  let provider: SandboxProviderV1 | undefined;
+  let sandbox: SandboxV1 | undefined;
+  try {
+    provider = await createSandboxProvider(registry, resolveSandbox(context.config), env);
+    const item = await env.nextItem();
+    sandbox = await provider.acquire(item && env.sandboxSpec ? env.sandboxSpec(item) : undefined, {
+      signal: context.signal,
+    });
+    const probe = await probing.probeGateway({ server, sandbox, signal: context.signal });
+    return { name, ...probe, detail: context.redact(probe.detail) };
+  } catch (error) {
+    return {
+      name,
+      status: 'fail',
+      detail: `could not open a sandbox to probe the gateway from: ${context.redact(firstLine(error))}`,
+      fix: 'fix the sandbox (see the sandbox check above)',
+    };
+  } finally {
+    await sandbox?.dispose().catch(() => undefined);
+    await provider?.close().catch(() => undefined);
+  }
+}
+
 async function runChecks(context: CommandContext): Promise<Check[]> {
   const { config } = context;
   const checks: Check[] = [nodeCheck()];
@@ -525,6 +588,8 @@ async function runChecks(context: CommandContext): Promise<Check[]> {
       });
     const harness = env ? await harnessCheck(env, context, sandboxId) : undefined;
     if (harness) checks.push(harness);
+    const reach = env ? await harnessGatewayCheck(env, context, registry) : undefined;
+    if (reach) checks.push(reach);
     if (config.train.reference) checks.push(startingModelCheck(config.train.reference.model, context.io.cwd));
     checks.push(await serverCheck(context, registry));
     checks.push(await parserCheck(registry, context));

@@ -18,6 +18,7 @@ import { describeSent } from '../serve/serve-result.js';
 import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
 import { formatTrainSummary } from '../train/reference-trainer.js';
+import { followTrainerMetrics } from '../train/trainer-metrics.js';
 import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {
@@ -145,6 +146,14 @@ async function train(plan: RunPlan, feed: Feed): Promise<number> {
     // Its own process group, so stopping it reaches its children too (torchrun ranks, workers).
     detached: process.platform !== 'win32',
   });
+  // The trainer's own rows (loss, KL, entropy, reward by step) join the run's metrics stream.
+  const trainerMetrics = plan.train!.trainerMetrics
+    ? followTrainerMetrics({
+        path: plan.train!.trainerMetrics,
+        onRow: (row) => feed.output.metrics.event(row),
+        onProblem: say('train'),
+      })
+    : undefined;
   pipeLines(child.stdout, say('trainer'));
   pipeLines(child.stderr, say('trainer'));
   const trainerExit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
@@ -164,6 +173,7 @@ async function train(plan: RunPlan, feed: Feed): Promise<number> {
     );
   } catch (error) {
     await stopChild(child, 5000);
+    await trainerMetrics?.stop();
     await sync?.close();
     await api?.close();
     session.drain.removeEventListener('abort', onOuterAbort);
@@ -244,6 +254,7 @@ async function train(plan: RunPlan, feed: Feed): Promise<number> {
   // Interrupted: the workers drain (bounded by run.drain_timeout_ms); otherwise they stop now.
   if (winner.kind !== 'signal') hard.abort(new Error('train stopping'));
   await stopChild(child, 5000);
+  await trainerMetrics?.stop();
   const outcomes = await Promise.all(workers);
   await loop?.close();
   if (sync) {

@@ -218,7 +218,12 @@ export function translateAtroposLayout(raw: Raw): AtroposMapping | undefined {
   }
   for (const name of Object.keys(SECTIONS)) delete raw[name];
   const tasks = raw.tasks;
+  const envName = isRecord(raw.env) ? raw.env.name : undefined;
   if (isRecord(tasks) && tasks.task_file !== undefined)
-    lines.push('  tasks.task_file → env: { name: tasks, settings: { file } } (the tasks env)');
+    lines.push(
+      envName === undefined || envName === 'tasks'
+        ? '  tasks.task_file → env: { name: tasks, settings: { file } } (the tasks env)'
+        : `  tasks.task_file → the rows of env "${String(envName)}" (its tasks-file setting, e.g. a defineEnv env's tasks)`,
+    );
   return { lines, aliases };
 }

@@ -5,8 +5,9 @@
 // folders, the harness `bin`) are checked before anything starts; a missing one is named as
 // written and as resolved.
 import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
-import { ConfigError } from '@shears/core';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, resolvePluginUrl } from '@shears/core';
 
 /** Where a path setting came from: as the user wrote it, and against which folder it was read. */
 export interface PathOrigin {
@@ -32,6 +33,8 @@ interface PathField {
 }
 
 const RUNS = ['process', 'serve', 'evaluate', 'train'] as const;
+/** The commands that load the plugins a config names and refuse one that is missing. */
+const PLUGIN_READERS: readonly string[] = [...RUNS, 'prepare'];
 /** The settings of a tasks list: the tasks env's `file`, the harness and SWE envs' `tasks`, the harness `bin`. */
 const ENV_SETTINGS = (prefix: string): PathField[] => [
   { field: `${prefix}.file`, kind: 'path', checkedBy: RUNS },
@@ -41,7 +44,7 @@ const ENV_SETTINGS = (prefix: string): PathField[] => [
 
 /** Every path-valued setting of the config schema (plugin settings: the ones the built-in envs read). */
 const PATH_FIELDS: readonly PathField[] = [
-  { field: 'plugins[]', kind: 'maybe', checkedBy: [...RUNS, 'prepare'] },
+  { field: 'plugins[]', kind: 'maybe', checkedBy: PLUGIN_READERS },
   { field: 'tasks.task_file', kind: 'path', checkedBy: RUNS },
   ...ENV_SETTINGS('env.settings'),
   ...ENV_SETTINGS('loop.evaluation.env.settings'),
@@ -219,4 +222,79 @@ export function resolveCommandLinePaths(config: unknown, cwd: string): void {
     for (const { value, set } of reach(config, field))
       if (typeof value === 'string' && value !== '' && !isAbsolute(value) && !value.startsWith('~'))
         set(resolve(cwd, value));
+}
+
+/** `my-pack`, `@scope/pack`, `my-pack/sub`: a plugin named by package, not by path. */
+function isPackageName(value: string): boolean {
+  return !looksLikePath(value) && !value.startsWith('file:') && !value.startsWith('~');
+}
+
+/**
+ * Plugins a config file names by package (`plugins: ["my-pack"]`) resolve as Node resolves an
+ * import written in that file: from the config file's folder upwards, so a project's config runs
+ * the project's own install wherever shears is started. A package only the working directory has
+ * is still loaded, with a note saying so; one neither has is refused, naming both places searched.
+ * Each found package is written back as its folder (or the file a subpath exports), so every later
+ * reader (the registry, the run's identity) loads that same copy. A `--plugins` list given on the
+ * command line keeps resolving from the working directory.
+ */
+export function resolveConfigPluginPackages(
+  config: { plugins: string[] },
+  options: { command: string; configDir: string; cwd: string; note: (line: string) => void },
+): void {
+  const problems: Array<{ field: string; message: string; value: string }> = [];
+  for (const [index, specifier] of config.plugins.entries()) {
+    if (!isPackageName(specifier)) continue;
+    const field = `plugins[${index}]`;
+    const found = findPackage(specifier, options.configDir);
+    if (found !== undefined) {
+      config.plugins[index] = found;
+      continue;
+    }
+    const fromCwd = findPackage(specifier, options.cwd);
+    if (fromCwd !== undefined) {
+      options.note(
+        `${field}: "${specifier}" is not installed for the config file's folder ${options.configDir} (node_modules from there upwards); loaded the working directory's copy, ${fromCwd}`,
+      );
+      config.plugins[index] = fromCwd;
+      continue;
+    }
+    const name = packageNameOf(specifier);
+    problems.push({
+      field,
+      value: specifier,
+      message: `package "${specifier}" is not installed: searched node_modules from the config file's folder ${options.configDir} upwards, and from the working directory ${options.cwd} upwards; install it in the config's project (cd ${options.configDir} && npm install ${name}), or name its file with a path`,
+    });
+  }
+  // Other commands (doctor) report a plugin that does not load in their own way.
+  if (problems.length === 0 || !PLUGIN_READERS.includes(options.command)) return;
+  throw new ConfigError({
+    message: problems.map((problem) => `${problem.field}: ${problem.message}`).join('\n'),
+    issues: problems.map((problem) => ({
+      path: problem.field,
+      message: problem.message,
+      value: problem.value,
+    })),
+  });
+}
+
+function packageNameOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return parts.slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+}
+
+/** The package's folder (or, for `name/sub`, the file it exports there) found from `from` upwards. */
+function findPackage(specifier: string, from: string): string | undefined {
+  const name = packageNameOf(specifier);
+  let directory = resolve(from);
+  for (;;) {
+    const candidate = join(directory, 'node_modules', name);
+    if (existsSync(join(candidate, 'package.json'))) {
+      if (name === specifier) return candidate;
+      return fileURLToPath(resolvePluginUrl(specifier, { from: directory }));
+    }
+    const parent = dirname(directory);
+    if (parent === directory) return undefined;
+    directory = parent;
+  }
 }

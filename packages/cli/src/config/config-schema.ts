@@ -846,12 +846,12 @@ export const shearsConfigSchema = z
           .string()
           .min(1)
           .describe(
-            'JSON/JSONL task file, relative to where shears runs (docs/configuration.md, the tasks env)',
+            "A file of task rows (JSON/JSONL, CSV for a defineEnv env), relative to the config file's folder (to the working directory on the command line)",
           ),
       })
       .optional()
       .describe(
-        "The seed's spelling of the tasks env: `tasks: { task_file: F }` is `env: { name: tasks, settings: { file: F } }`",
+        "The seed's spelling of a task file: without env.name it is the tasks env's file (`env: { name: tasks, settings: { file: F } }`); with another env it is that env's rows (a defineEnv env's `tasks` setting), refused by an env that makes its own tasks",
       ),
   })
   .describe('shears configuration');

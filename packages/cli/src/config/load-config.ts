@@ -106,23 +106,22 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
 }
 
 /**
- * `tasks.task_file` (the seed's local-training config) names the tasks env's file. It is refused
- * beside an `env` that says otherwise, so neither spelling is silently dropped.
+ * `tasks.task_file` (the seed's local-training config): without `env.name` it selects the tasks
+ * env with that file (refused beside `env.settings.file`, so neither spelling is silently
+ * dropped). With another env named, it stays in `tasks` and fills in that env's tasks-file
+ * setting when the env is created (runtime/compose.ts: a `defineEnv` env's `tasks`), or is
+ * refused there for an env that takes no rows.
  */
 function applyTaskFile(config: ShearsConfig, rawEnv: unknown): void {
   const file = config.tasks?.task_file;
   if (file === undefined) return;
   const env = (rawEnv ?? {}) as { name?: unknown; settings?: { file?: unknown } };
-  const clash =
-    env.name !== undefined && env.name !== 'tasks'
-      ? { path: 'env.name', value: env.name, why: `env.name is ${JSON.stringify(env.name)}` }
-      : env.settings?.file !== undefined
-        ? { path: 'env.settings.file', value: env.settings.file, why: 'env.settings.file is set too' }
-        : undefined;
-  if (clash !== undefined) {
+  if (env.name !== undefined && env.name !== 'tasks') return;
+  if (env.settings?.file !== undefined) {
     throw new ConfigError({
-      message: `tasks.task_file: it selects the tasks env with that file, but ${clash.why}; keep one of the two`,
-      issues: [{ path: 'tasks.task_file', message: `conflicts with ${clash.path}`, value: file }],
+      message:
+        'tasks.task_file: it selects the tasks env with that file, but env.settings.file is set too; keep one of the two',
+      issues: [{ path: 'tasks.task_file', message: 'conflicts with env.settings.file', value: file }],
     });
   }
   config.env.name = 'tasks';

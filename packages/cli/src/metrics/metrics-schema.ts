@@ -193,6 +193,32 @@ export const stepMetricsSchema = z.object({
 });
 export type StepMetrics = z.infer<typeof stepMetricsSchema>;
 
+/**
+ * One optimiser step as the trainer reported it (`shears train` with the reference trainer: a line
+ * of its metrics.jsonl, carried into the run's stream as it is written): the loss, the KL to the
+ * reference policy, the policy's entropy and the batch's mean reward, by trainer step. A value
+ * the trainer did not report is null.
+ */
+export const trainerStepMetricsSchema = z.object({
+  kind: z.literal('shears.metrics.trainer'),
+  ...common,
+  /** The trainer's step (1 for the first optimiser step). */
+  step: z.number().int(),
+  /** The training loss of the step (GRPO: the clipped surrogate plus the KL term), per token. */
+  loss: z.number().nullable(),
+  /** KL divergence to the reference policy, nats per token (0 without a reference: beta 0). */
+  kl: z.number().nullable(),
+  /** Mean entropy of the policy over the trained tokens, nats per token. */
+  entropy: z.number().nullable(),
+  /** Mean score of the batch's sequences. */
+  rewardMean: z.number().nullable(),
+  clipFraction: z.number().nullable(),
+  gradNorm: z.number().nullable(),
+  /** The batch carried no signal (all advantages zero): no step was taken. */
+  skipped: z.boolean(),
+});
+export type TrainerStepMetrics = z.infer<typeof trainerStepMetricsSchema>;
+
 /** An evaluation during training (loop.evaluation): held-out tasks, k samples each, against the current policy. */
 export const evalMetricsSchema = z.object({
   kind: z.literal('shears.metrics.eval'),
@@ -243,6 +269,7 @@ export const metricsRowSchema = z.discriminatedUnion('kind', [
   groupMetricsSchema,
   windowMetricsSchema,
   stepMetricsSchema,
+  trainerStepMetricsSchema,
   evalMetricsSchema,
   loopEventMetricsSchema,
 ]);

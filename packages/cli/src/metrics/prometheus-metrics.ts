@@ -212,6 +212,12 @@ export async function startPrometheusEndpoint(options: {
     labelNames,
     registers: [registry],
   });
+  const trainerStepValue = new Gauge({
+    name: 'shears_trainer_step_value',
+    help: "The reference trainer's last optimiser step, by quantity: loss, kl and entropy (per token), reward_mean (the batch's mean score)",
+    labelNames: ['quantity'],
+    registers: [registry],
+  });
   let step: number | undefined;
   let shownLevel: string | undefined;
   const passAtKShown = new Map<string, Set<string>>();
@@ -225,6 +231,13 @@ export async function startPrometheusEndpoint(options: {
     shownLevel = name;
   };
   const event = (row: LoopRowInput) => {
+    if (row.kind === 'shears.metrics.trainer') {
+      const quantities = { loss: row.loss, kl: row.kl, entropy: row.entropy, reward_mean: row.rewardMean };
+      for (const [quantity, value] of Object.entries(quantities))
+        if (value !== null && (!row.skipped || quantity === 'reward_mean'))
+          trainerStepValue.set({ quantity }, value);
+      return;
+    }
     if (row.kind === 'shears.metrics.eval') {
       const env = row.env;
       evaluations.inc({ env, complete: String(row.complete) });

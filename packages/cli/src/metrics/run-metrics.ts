@@ -13,6 +13,7 @@ import type {
   MetricsRow,
   StepMetrics,
   SummaryStats,
+  TrainerStepMetrics,
   WindowMetrics,
 } from './metrics-schema.js';
 
@@ -344,7 +345,7 @@ export interface RunMetrics {
   ): void;
   /** Records a trajectory-API status poll; a new trainer step writes a step row. */
   trainerStatus(status: TrainerStatus): void;
-  /** Writes an evaluation or loop event row (the common fields are added). */
+  /** Writes an evaluation, loop event or trainer step row (the common fields are added). */
   event(row: LoopRowInput): void;
   /** Writes the last window (and step, when groups finished since the last one); stops the timer. */
   close(): void;
@@ -366,7 +367,10 @@ export const NO_METRICS: RunMetrics = { group() {}, trainerStatus() {}, event() 
 
 type Common = 'version' | 'at' | 'elapsedSeconds' | 'command';
 /** An eval or loop row without the fields every row has. */
-export type LoopRowInput = Omit<EvalMetrics, Common> | Omit<LoopEventMetrics, Common>;
+export type LoopRowInput =
+  | Omit<EvalMetrics, Common>
+  | Omit<LoopEventMetrics, Common>
+  | Omit<TrainerStepMetrics, Common>;
 
 export function createRunMetrics(options: RunMetricsOptions): RunMetrics {
   const now = options.now ?? Date.now;

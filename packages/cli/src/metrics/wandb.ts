@@ -36,6 +36,7 @@ const SECTIONS: Record<MetricsRow['kind'], string> = {
   'shears.metrics.group': 'group',
   'shears.metrics.window': 'window',
   'shears.metrics.step': 'step',
+  'shears.metrics.trainer': 'trainer',
   'shears.metrics.eval': 'eval',
   'shears.metrics.loop': 'loop',
 };

@@ -41,6 +41,11 @@ export interface EnvPlan {
   toolsets: ToolsetSelection | undefined;
   /** A judge scores the rollouts (a task file's rubrics need one). */
   judged: boolean;
+  /**
+   * `tasks.task_file` for an env other than the tasks env: the file goes into the env's own
+   * tasks-file setting when it is created (refused for an env that takes no rows).
+   */
+  taskFile?: string;
 }
 
 /**
@@ -56,13 +61,20 @@ export function envSettings(config: ShearsConfig, cwd?: string): Record<string, 
 }
 
 /** The env entry: its id (undefined when none was chosen: refused when it is created), settings, judge. */
-export type EnvEntry = Omit<Pick<EnvPlan, 'name' | 'settings' | 'judged'>, 'name'> & {
+export type EnvEntry = Omit<Pick<EnvPlan, 'name' | 'settings' | 'judged' | 'taskFile'>, 'name'> & {
   name: string | undefined;
 };
 
 /** The env entry alone (what `shears prepare` and `shears doctor` create, without the run around it). */
 export function envEntry(config: ShearsConfig, cwd: string): EnvEntry {
-  return { name: config.env.name, settings: envSettings(config, cwd), judged: config.judge !== undefined };
+  // The tasks env took tasks.task_file as its file when the config was loaded.
+  const taskFile = config.env.name === 'tasks' ? undefined : config.tasks?.task_file;
+  return {
+    name: config.env.name,
+    settings: envSettings(config, cwd),
+    judged: config.judge !== undefined,
+    ...(taskFile === undefined ? {} : { taskFile }),
+  };
 }
 
 function resolveEnv(config: ShearsConfig, cwd: string): EnvPlan {

@@ -20,6 +20,8 @@ export interface TrainPlan {
   trainer: { command: readonly string[]; cwd: string; env: Record<string, string> };
   /** The reference trainer's output folder (--output), absolute. */
   output: string | undefined;
+  /** The reference trainer's metrics.jsonl, carried into the run's metrics stream (loss, KL, entropy by step). */
+  trainerMetrics?: string;
   workers: number;
   /** Settings of the trajectory API `train` starts in-process (train.start_api), else undefined. */
   apiServer: Omit<TrajectoryApiServerSettings, 'logger'> | undefined;
@@ -92,9 +94,19 @@ export async function resolveTrainPlan(
       trainer: {
         command: command.command,
         cwd: command.cwd ? resolve(cwd, command.cwd) : cwd,
-        env: command.env,
+        // The trainer's waits (for a batch) say so as often as the workers' do: api.wait_note_ms.
+        env: { SHEARS_WAIT_NOTE_MS: String(config.api.wait_note_ms), ...command.env },
       },
       output: folder,
+      ...(folder
+        ? {
+            trainerMetrics: referenceMetricsFile(
+              command.command,
+              folder,
+              command.cwd ? resolve(cwd, command.cwd) : cwd,
+            ),
+          }
+        : {}),
       workers: train.workers,
       apiServer: train.start_api ? trajectoryApiServerSettings(config.api, cwd) : undefined,
       weightSync:
@@ -111,4 +123,11 @@ export async function resolveTrainPlan(
           : undefined,
     },
   };
+}
+
+/** Where the reference trainer writes its metrics: its `--metrics` (read against its cwd), else OUTPUT/metrics.jsonl. */
+function referenceMetricsFile(command: readonly string[], output: string, cwd: string): string {
+  const at = command.lastIndexOf('--metrics');
+  const given = at >= 0 ? command[at + 1] : undefined;
+  return given ? resolve(cwd, given) : join(output, 'metrics.jsonl');
 }

@@ -79,7 +79,11 @@ export async function createEnv(
   plan: EnvEntry,
 ): Promise<EnvV1> {
   if (plan.name === undefined) throw missingEnvError(run.registry);
-  const env = await run.create('envs', plan.name, 'env.name', plan.settings, 'env.settings');
+  const settings =
+    plan.taskFile === undefined
+      ? plan.settings
+      : withTaskFile(run.registry, plan.name, plan.settings, plan.taskFile);
+  const env = await run.create('envs', plan.name, 'env.name', settings, 'env.settings');
   // A task file's rubrics are for the judge: without one they would be silently unused.
   const rubricTasks = (env as { rubricTasks?: () => string[] }).rubricTasks?.() ?? [];
   if (rubricTasks.length > 0 && !plan.judged)
@@ -88,6 +92,33 @@ export async function createEnv(
       issues: [{ path: 'judge', message: 'required for tasks with a rubric', value: undefined }],
     });
   return env;
+}
+
+/**
+ * `tasks.task_file` (the seed's spelling) for the env `name`: its file in the setting the env's
+ * entry declares for rows from a file (`taskFileSetting`: a `defineEnv` env's `tasks`). An env that
+ * declares none makes its own tasks, and the file is refused rather than silently unused.
+ */
+function withTaskFile(
+  registry: Registry,
+  name: string,
+  settings: Record<string, unknown>,
+  file: string,
+): Record<string, unknown> {
+  if (!registry.has('envs', name)) return settings; // refused by create, naming env.name
+  const entry = registry.resolve('envs', name);
+  const setting = entry.taskFileSetting;
+  if (setting === undefined)
+    throw new ConfigError({
+      message: `tasks.task_file: the env "${name}" takes no task rows from a file: its tasks come from its own code (its plugin declares no tasks-file setting), so the file would be silently unused; remove tasks.task_file, or choose an env that reads rows (the tasks env, an env written with defineEnv)`,
+      issues: [{ path: 'tasks.task_file', message: `env "${name}" takes no task file`, value: file }],
+    });
+  if (settings[setting] !== undefined)
+    throw new ConfigError({
+      message: `tasks.task_file: it is the "${name}" env's env.settings.${setting}, which is set too (${JSON.stringify(settings[setting])}); keep one of the two`,
+      issues: [{ path: 'tasks.task_file', message: `conflicts with env.settings.${setting}`, value: file }],
+    });
+  return { ...settings, [setting]: file };
 }
 
 /** Optional extras an env may offer the CLI (the SWE env does). */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsRowSchema } from '../metrics/metrics-schema.js';
 import { runShears } from '../test-support/run-cli.js';
 
 const repoRoot = join(import.meta.dirname, '..', '..', '..', '..');
@@ -127,6 +128,22 @@ describe('shears train --output with the reference trainer', () => {
       expect(entry.policy_lags).toHaveLength(entry.sequences);
       for (const lag of entry.policy_lags) expect(lag).toBeGreaterThanOrEqual(0);
     }
+    // The trainer's steps reached the run's metrics stream (what the dashboard plots by step).
+    const trainerRows = readFileSync(join(dir, 'runs', 'run.metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => metricsRowSchema.parse(JSON.parse(line)))
+      .filter((row) => row.kind === 'shears.metrics.trainer');
+    expect(trainerRows.map((row) => row.step)).toEqual([1, 2]);
+    const written = metrics as unknown as Array<{
+      loss: number;
+      kl: number;
+      entropy: number;
+      reward_mean: number;
+    }>;
+    expect(trainerRows.map((row) => [row.loss, row.kl, row.entropy, row.rewardMean])).toEqual(
+      written.map((entry) => [entry.loss, entry.kl, entry.entropy, entry.reward_mean]),
+    );
 
     // The same folder again: refused before anything starts, the first run's model untouched.
     const modelTime = statSync(join(output, 'model.safetensors')).mtimeMs;

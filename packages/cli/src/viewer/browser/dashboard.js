@@ -39,6 +39,21 @@
     if (seconds < 7200) return `${fmt(seconds / 60, 1)} min`;
     return `${fmt(seconds / 3600, 1)} h`;
   }
+  /**
+   * An axis' tick texts, in one form for the whole axis: plain numbers with no more digits than
+   * they need, or, when the largest is under 0.01 or over a million, exponent form (a KL axis
+   * reads 0, 5.0e-4, 1.0e-3, not 0.000, 0.001).
+   * @param {number[]} ticks
+   */
+  function axisNumbers(ticks) {
+    const largest = ticks.reduce((most, tick) => Math.max(most, Math.abs(tick || 0)), 0);
+    const exponent = largest > 0 && (largest < 0.01 || largest >= 1e6);
+    return ticks.map((tick) => {
+      if (tick === null || tick === undefined) return '';
+      if (tick === 0) return '0';
+      return exponent ? tick.toExponential(1) : String(Number(tick.toPrecision(4)));
+    });
+  }
   /** @param {any} value */
   function isNumber(value) {
     return typeof value === 'number' && Number.isFinite(value);
@@ -163,6 +178,8 @@
     const windows = [];
     /** @type {Array<{ row: any, groupIds: string[] }>} */
     const steps = [];
+    /** The trainer's own rows (loss, KL, entropy, reward by trainer step). @type {any[]} */
+    const trainerRows = [];
     /** @type {string[]} */
     let sinceWindow = [];
     /** @type {string[]} */
@@ -177,6 +194,10 @@
       if (row.kind === 'shears.metrics.step') {
         steps.push({ row: row, groupIds: sinceStep });
         sinceStep = [];
+        return;
+      }
+      if (row.kind === 'shears.metrics.trainer') {
+        if (isNumber(row.step)) trainerRows.push(row);
         return;
       }
       if (row.kind === 'shears.metrics.group') {
@@ -213,6 +234,10 @@
       evaluations: evaluations,
       windows: windows.sort((a, b) => a.row.elapsedSeconds - b.row.elapsedSeconds),
       steps: steps.sort((a, b) => a.row.elapsedSeconds - b.row.elapsedSeconds),
+      // One point per step: a step the trainer wrote twice (a resumed run) keeps its last row.
+      trainer: Array.from(new Map(trainerRows.map((row) => [row.step, row])).values()).sort(
+        (a, b) => a.step - b.step,
+      ),
       bins: binRows(groupRows),
     };
   }
@@ -336,7 +361,7 @@
     /**
      * One chart: a titled box with a uPlot inside, events drawn as vertical lines.
      * @param {HTMLElement} grid
-     * @param {{ id: string, title: string, note?: string, x: number[], series: Array<{ label: string, values: Array<number | null>, color: string, points?: boolean, width?: number, dash?: number[] }>, yRange?: [number, number], onClick?: (index: number) => void, events: any[], stepped?: boolean, yNames?: string[] | null }} spec
+     * @param {{ id: string, title: string, note?: string, x: number[], xKind?: 'time' | 'step', yLabel?: string, series: Array<{ label: string, values: Array<number | null>, color: string, points?: boolean, width?: number, dash?: number[] }>, yRange?: [number, number], onClick?: (index: number) => void, events: any[], stepped?: boolean, yNames?: string[] | null }} spec
      */
     function chart(grid, spec) {
       const box = el('section', { class: 'chart', 'data-testid': `chart-${spec.id}` }, [
@@ -345,6 +370,7 @@
       ]);
       grid.appendChild(box);
       const uPlot = window.uPlot;
+      const byStep = spec.xKind === 'step';
       const plotOptions = {
         width: chartWidth(2),
         height: 200,
@@ -352,20 +378,39 @@
         legend: { live: true },
         // No drag-zoom; and uPlot would swallow a click whose mouse moved since the last frame as a drag.
         cursor: { drag: { x: false, y: false, click: () => {} } },
+        // Every axis is labelled with what it counts and its unit; a step axis ticks whole steps.
         axes: [
-          { values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock) },
-          spec.yNames
+          byStep
             ? {
+                label: 'trainer step',
+                incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000],
                 values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) =>
-                  ticks.map((tick) => (Number.isInteger(tick) ? (spec.yNames?.[tick] ?? '') : '')),
+                  ticks.map((tick) => (Number.isInteger(tick) ? String(tick) : '')),
               }
-            : {},
+            : {
+                label: 'time since the run started',
+                values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) => ticks.map(clock),
+              },
+          {
+            ...(spec.yLabel ? { label: spec.yLabel } : {}),
+            ...(spec.yNames
+              ? {
+                  values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) =>
+                    ticks.map((tick) => (Number.isInteger(tick) ? (spec.yNames?.[tick] ?? '') : '')),
+                }
+              : {
+                  values: (/** @type {any} */ _u, /** @type {number[]} */ ticks) => axisNumbers(ticks),
+                }),
+            // Wide enough for the longest tick text and, when there is one, the label beside it.
+            size: (/** @type {any} */ _u, /** @type {string[] | null} */ texts) =>
+              Math.max(40, 16 + 7 * Math.max(0, ...(texts || []).map((text) => String(text).length))),
+          },
         ],
         series: [
           {
-            label: 'time',
+            label: byStep ? 'step' : 'time',
             value: (/** @type {any} */ _u, /** @type {number} */ value) =>
-              value === null ? '\u2013' : clock(value),
+              value === null ? '\u2013' : byStep ? String(value) : clock(value),
           },
         ].concat(
           spec.series.map((series) => ({
@@ -417,6 +462,8 @@
         });
       plot.over.style.cursor = onClick ? 'pointer' : 'default';
       plots.push(plot);
+      // The drawn chart, for tests that read its axes (labels and tick texts are on the canvas).
+      /** @type {any} */ (box).uplot = plot;
       return plot;
     }
 
@@ -628,6 +675,69 @@
             (entry) => `${entry.groupIds.length} groups of trainer step ${entry.row.step}`,
           ),
         });
+    }
+
+    /**
+     * The trainer's own rows (`shears train` with the reference trainer): loss, KL, entropy and
+     * the batch's mean reward, each against the trainer step, one chart each (their scales differ
+     * by orders of magnitude).
+     * @param {HTMLElement} grid @param {any[]} rows sorted by step
+     */
+    function trainerCharts(grid, rows) {
+      if (!rows.length) return;
+      const x = rows.map((row) => row.step);
+      const skipped = rows.filter((row) => row.skipped).length;
+      const note = `${rows.length} trainer steps (last: ${x[x.length - 1]})${skipped ? `; ${skipped} skipped (no signal: all advantages zero)` : ''}`;
+      // A skipped step took no optimiser step: its loss, KL and entropy are gaps, not zeros.
+      /** @param {string} key */
+      const values = (key) =>
+        rows.map((row) => (isNumber(row[key]) && !(row.skipped && key !== 'rewardMean') ? row[key] : null));
+      const charts = [
+        {
+          id: 'trainer-loss',
+          title: 'Training loss per trainer step',
+          yLabel: 'loss (per token)',
+          label: 'loss',
+          key: 'loss',
+          color: '#cf222e',
+        },
+        {
+          id: 'trainer-kl',
+          title: 'KL to the reference policy per trainer step',
+          yLabel: 'KL (nats per token)',
+          label: 'KL',
+          key: 'kl',
+          color: '#8250df',
+        },
+        {
+          id: 'trainer-entropy',
+          title: 'Policy entropy per trainer step',
+          yLabel: 'entropy (nats per token)',
+          label: 'entropy',
+          key: 'entropy',
+          color: '#bf8700',
+        },
+        {
+          id: 'trainer-reward',
+          title: 'Mean reward of the batch per trainer step',
+          yLabel: 'mean reward (score)',
+          label: 'reward mean',
+          key: 'rewardMean',
+          color: '#0969da',
+        },
+      ];
+      charts.forEach((entry) => {
+        chart(grid, {
+          id: entry.id,
+          title: entry.title,
+          note: note,
+          x: x,
+          xKind: 'step',
+          yLabel: entry.yLabel,
+          series: [{ label: entry.label, values: values(entry.key), color: entry.color, width: 2 }],
+          events: [],
+        });
+      });
     }
 
     function build() {
@@ -909,6 +1019,7 @@
         });
       }
       windowCharts(grid, data, events);
+      trainerCharts(grid, data.trainer);
       const list = eventList(events);
       if (list) grid.appendChild(list);
       grid.appendChild(perTaskTable());
