@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { type EnvV1, runAgent, runGroup } from '@shears/core';
-import { createScriptedGenerate, createScriptedServer, createScriptedServerClient } from '@shears/core/test';
+import { createScriptedGenerate, createScriptedServer } from '@shears/core/test';
 import { getParser } from '@shears/parsers';
-import { createHfTokenizer, createVllmServer } from '@shears/servers';
+import { createHfTokenizer, createOpenAICompatibleServer, createVllmServer } from '@shears/servers';
 import { createLocalSandboxProvider } from '@shears/tools-terminal';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMcpTools } from '../src/index.js';
@@ -55,7 +55,8 @@ describe('images from an MCP tool (server-everything)', () => {
     const sandbox = await provider.acquire();
     try {
       const result = await runAgent({
-        server: createScriptedServerClient({ baseUrl: model.url, model: 'm', timeoutMs: 30_000 }),
+        // The OpenAI-compatible client shears uses for `provider: openai` (messages sent as they are).
+        server: createOpenAICompatibleServer({ baseUrl: model.url, model: 'm' }),
         messages: [{ role: 'user', content: 'Show me the image.' }],
         tools,
         sandbox,
