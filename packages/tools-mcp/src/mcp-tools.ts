@@ -4,6 +4,7 @@
 // go, per rollout, to that rollout's own server: a stdio server is spawned inside the rollout's
 // sandbox on the first call (so its effects land there) and dies with the sandbox; an HTTP server
 // gets one client session per rollout, or one shared session with `pool: true`.
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -261,6 +262,8 @@ function stdioPoolHandle(
   }
   const members: Member[] = [];
   let scratch: Promise<string> | undefined;
+  /** The scratch folder once made, for the synchronous clean-up at exit. */
+  let scratchPath: string | undefined;
   let closed = false;
   const closedError = () =>
     new McpServerError({
@@ -273,7 +276,10 @@ function stdioPoolHandle(
     if (index >= 0) members.splice(index, 1);
   };
   const start = (): Member => {
-    scratch ??= mkdtemp(join(tmpdir(), `shears-mcp-pool-${name}-`));
+    scratch ??= mkdtemp(join(tmpdir(), `shears-mcp-pool-${name}-`)).then((folder) => {
+      scratchPath = folder;
+      return folder;
+    });
     const member: Member = { busy: 0, pending: Promise.resolve(undefined as never) };
     member.pending = scratch.then(async (folder) => {
       if (closed) throw closedError();
@@ -331,6 +337,7 @@ function stdioPoolHandle(
     },
     killNow() {
       closed = true;
+      if (scratchPath) rmSync(scratchPath, { recursive: true, force: true });
       for (const member of members.splice(0)) {
         const pid = member.transport?.pid;
         if (pid !== null && pid !== undefined) {
