@@ -386,6 +386,40 @@ describe('runAgent', () => {
     expect(result.messages[3]).toMatchObject({ role: 'tool', content: 'echo: raw' });
   });
 
+  it("sends the images a tool returns in a user message after all of the turn's tool messages", async () => {
+    const url = 'data:image/png;base64,iVBORw0KGgo=';
+    const camera = defineTool({
+      name: 'camera',
+      description: 'Takes a picture',
+      inputSchema: z.object({}),
+      execute: async () => ({
+        content: '[image image/png: sent as image 1 in the next message]',
+        images: [{ type: 'image_url', image_url: { url } }],
+      }),
+    });
+    const client = await setup([
+      {
+        toolCalls: [
+          { id: 'p1', name: 'camera', arguments: {} },
+          { id: 'e1', name: 'echo', arguments: { text: 'hi' } },
+        ],
+      },
+      { content: 'a picture' },
+    ]);
+    const result = await runAgent({ server: client, messages: prompt, tools: [camera, echo], sandbox });
+    const sent = server!.chatRequests[1]!.messages;
+    expect(sent.slice(2).map((message) => message.role)).toEqual(['assistant', 'tool', 'tool', 'user']);
+    expect(sent[5]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'The image returned by the camera call p1:' },
+        { type: 'image_url', image_url: { url } },
+      ],
+    });
+    expect(result.messages.slice(0, 6)).toEqual(sent);
+    expect(result.finalResponse).toBe('a picture');
+  });
+
   it('persists an oversized result into the sandbox and tells the model where', async () => {
     const big = defineTool({
       name: 'big',

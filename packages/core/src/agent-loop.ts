@@ -236,7 +236,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
       });
       const toolsStarted = performance.now();
       const results = await runTurnToolCalls(calls, turnNumber, scope);
-      messages.push(...results.toolMessages);
+      messages.push(...results.toolMessages, ...results.imageMessages);
       toolErrors.push(...results.toolErrors);
       policyRefusals += results.policyRefusals;
       const turnToolMs = performance.now() - toolsStarted;

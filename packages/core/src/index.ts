@@ -22,6 +22,7 @@ export type {
   ChatMessage,
   ChatRole,
   ContentPart,
+  ImageUrlContentPart,
   TextContentPart,
   ToolCall,
   ToolSchema,

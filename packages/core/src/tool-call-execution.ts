@@ -4,7 +4,7 @@
 // turn's calls in order, with the result budgets applied.
 import { coerceToolArguments } from './coerce-tool-args.js';
 import type { BudgetV1 } from './contracts/budget.js';
-import type { ChatMessage, ToolCall } from './contracts/chat.js';
+import type { ChatMessage, ImageUrlContentPart, ToolCall } from './contracts/chat.js';
 import type { Logger } from './contracts/logger.js';
 import type { SandboxV1 } from './contracts/sandbox.js';
 import type { ToolCallDecision, ToolCallRequest, ToolContext, ToolOutput, ToolV1 } from './contracts/tool.js';
@@ -43,6 +43,7 @@ interface CallOutcome {
   refused: boolean;
   aborted: boolean;
   data?: unknown;
+  images?: ImageUrlContentPart[];
 }
 
 const SLOW_TOOL_CALL_MS = 30_000;
@@ -158,6 +159,7 @@ async function executeToolCall(call: ToolCall, turn: number, scope: ToolCallScop
       refused: false,
       aborted: false,
       data: result.data,
+      ...(Array.isArray(result.images) && result.images.length > 0 ? { images: result.images } : {}),
     };
   } catch (thrown) {
     if (signal.aborted) return ABORTED;
@@ -171,6 +173,11 @@ async function executeToolCall(call: ToolCall, turn: number, scope: ToolCallScop
 interface TurnToolResults {
   /** The tool messages, in call order (appended to the conversation by the caller). */
   toolMessages: Array<ChatMessage & { content: string; tool_call_id: string }>;
+  /**
+   * User messages carrying the images tools returned (one per call with images), appended after
+   * the tool messages: chat formats allow images in user messages, not in tool messages.
+   */
+  imageMessages: ChatMessage[];
   stepCalls: TrajectoryToolCall[];
   toolErrors: ToolErrorRecord[];
   policyRefusals: number;
@@ -191,6 +198,7 @@ export async function runTurnToolCalls(
   const { signal, budget, sandbox } = scope;
   const results: TurnToolResults = {
     toolMessages: [],
+    imageMessages: [],
     stepCalls: [],
     toolErrors: [],
     policyRefusals: 0,
@@ -236,6 +244,17 @@ export async function runTurnToolCalls(
         toolResult: resultText.slice(0, 500),
       });
     results.toolMessages.push({ role: 'tool', tool_call_id: call.id, content: resultText });
+    if (outcome.images)
+      results.imageMessages.push({
+        role: 'user',
+        content: [
+          {
+            type: 'text',
+            text: `${outcome.images.length === 1 ? 'The image' : `The ${outcome.images.length} images`} returned by the ${call.function.name} call ${call.id}:`,
+          },
+          ...outcome.images,
+        ],
+      });
     results.stepCalls.push({
       id: call.id,
       name: call.function.name,

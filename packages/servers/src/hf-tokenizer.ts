@@ -173,6 +173,23 @@ function pickTemplate(config: Record<string, unknown>, hasTools: boolean): strin
   return undefined;
 }
 
+/**
+ * The template renders text: an image (or any non-text part) would vanish from the prompt and the
+ * token record without a trace, so it is refused, naming the message and the part.
+ */
+function refuseNonTextParts(messages: ChatMessage[]): void {
+  messages.forEach((message, index) => {
+    if (!Array.isArray(message.content)) return;
+    const part = message.content.find((entry) => entry.type !== 'text');
+    if (part)
+      throw new InvalidArgumentError({
+        argument: `messages[${index}].content`,
+        value: part.type,
+        message: `applyChatTemplate: message ${index} (${message.role}) has a "${part.type}" part; this tokenizer renders text only, so it would be dropped from the prompt and the token record. Give the model text (for MCP tools: images: note) or use a multimodal model path`,
+      });
+  });
+}
+
 /** Messages as templates expect them: text content (null becomes ''), other keys kept. */
 function templateMessages(messages: ChatMessage[], argumentsAsObjects: boolean): Record<string, unknown>[] {
   return messages.map((message) => {
@@ -319,6 +336,7 @@ export function createHfTokenizer(settings: HfTokenizerSettings): HfTokenizer {
           message: 'applyChatTemplate: messages must be an array',
         });
       }
+      refuseNonTextParts(messages);
       const hasTools = (options.tools?.length ?? 0) > 0;
       const source = settings.chatTemplate ?? pickTemplate(tokenizerConfig, hasTools);
       const toolArguments = settings.toolArguments ?? 'auto';

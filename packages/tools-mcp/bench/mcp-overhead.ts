@@ -1,17 +1,22 @@
 // Per-call overhead of an MCP tool against the same tool called natively: an `echo` tool as a
-// plain shears tool, over MCP stdio (the fixture server spawned in a local sandbox) and over
-// streamable HTTP (an SDK McpServer in this process), plus the server start time per rollout
-// (the first call of a rollout: spawn + initialize + call). Prints one JSON line per figure.
+// plain shears tool, over MCP stdio (the fixture server spawned in a local sandbox), over stdio
+// from a pool of 2 processes on this machine, and over streamable HTTP (an SDK McpServer in this
+// process), plus the first call of a rollout (per rollout: spawn + initialize + call; with a
+// warm pool: just the call; the pool's own cold start once). Prints one JSON line per figure,
+// with the load average and the CPU count.
 // Usage: pnpm --filter @shears/tools-mcp bench [-- --calls 200]
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { defineTool, type ToolContext, type ToolV1 } from '@shears/core';
 import { createLocalSandboxProvider } from '@shears/tools-terminal';
 import { z } from 'zod';
-import { createMcpTools } from '../src/index.js';
+import { closeMcpTools, createMcpTools } from '../src/index.js';
+
+const machine = () => ({ load_1m: Number(loadavg()[0]!.toFixed(2)), cpus: cpus().length });
 
 const callsFlag = process.argv.indexOf('--calls');
 const CALLS = callsFlag > 0 ? Number(process.argv[callsFlag + 1]) : 200;
@@ -44,6 +49,7 @@ async function timeCalls(label: string, tool: ToolV1, context: () => ToolContext
       calls: CALLS,
       median_ms: Number(percentile(samples, 50).toFixed(3)),
       p90_ms: Number(percentile(samples, 90).toFixed(3)),
+      ...machine(),
     }),
   );
 }
@@ -81,6 +87,18 @@ try {
   });
   await stdioEcho!.execute({ text: 'warm' }, contextFor(state));
   await timeCalls('stdio', stdioEcho!, () => contextFor(state));
+  const stdioServer = {
+    transport: 'stdio' as const,
+    command: process.execPath,
+    args: [BAD_SERVER, 'tools'],
+    include: ['echo'],
+  };
+  const poolTools = await createMcpTools({ servers: { p: { ...stdioServer, pool: { size: 2 } } } });
+  const poolEcho = poolTools[0]!;
+  const poolStarted = performance.now();
+  await poolEcho.execute({ text: 'warm' }, contextFor(new Map()));
+  const poolColdMs = performance.now() - poolStarted;
+  await timeCalls('stdio-pool', poolEcho, () => contextFor(state));
   const [httpEcho] = await createMcpTools({ servers: { h: { transport: 'http', url, include: ['echo'] } } });
   const httpState = new Map<string, unknown>();
   await httpEcho!.execute({ text: 'warm' }, contextFor(httpState));
@@ -103,8 +121,32 @@ try {
       rollouts: ROLLOUTS,
       median_ms: Number(percentile(starts, 50).toFixed(1)),
       max_ms: Number(starts.at(-1)!.toFixed(1)),
+      ...machine(),
     }),
   );
+
+  // With a warm pool, a rollout's first call starts nothing: it is an ordinary call.
+  const poolFirst: number[] = [];
+  for (let index = 0; index < ROLLOUTS; index++) {
+    const rolloutSandbox = await provider.acquire();
+    const started = performance.now();
+    await poolEcho.execute({ text: 'first' }, contextFor(new Map(), rolloutSandbox));
+    poolFirst.push(performance.now() - started);
+    await rolloutSandbox.dispose();
+  }
+  poolFirst.sort((a, b) => a - b);
+  console.log(
+    JSON.stringify({
+      bench: 'mcp-first-call',
+      transport: 'stdio-pool',
+      rollouts: ROLLOUTS,
+      median_ms: Number(percentile(poolFirst, 50).toFixed(1)),
+      max_ms: Number(poolFirst.at(-1)!.toFixed(1)),
+      pool_cold_start_ms: Number(poolColdMs.toFixed(1)),
+      ...machine(),
+    }),
+  );
+  await closeMcpTools(poolTools);
 } finally {
   http.closeAllConnections();
   http.close();

@@ -3,9 +3,9 @@
 export type { McpPhase } from './errors.js';
 export { McpServerError, McpToolDefinitionError } from './errors.js';
 export type { CreateMcpToolsOptions } from './mcp-tools.js';
-export { createMcpTools } from './mcp-tools.js';
+export { closeMcpTools, createMcpTools } from './mcp-tools.js';
 export { default, default as plugin } from './plugin.js';
-export type { McpCallResultLike, McpToolData } from './result-mapping.js';
+export type { MapCallToolResultOptions, McpCallResultLike, McpToolData } from './result-mapping.js';
 export { mapCallToolResult } from './result-mapping.js';
 export type { SandboxStdioTransportOptions } from './sandbox-stdio-transport.js';
 export { SandboxStdioTransport } from './sandbox-stdio-transport.js';

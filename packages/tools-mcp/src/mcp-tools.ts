@@ -4,6 +4,7 @@
 // go, per rollout, to that rollout's own server: a stdio server is spawned inside the rollout's
 // sandbox on the first call (so its effects land there) and dies with the sandbox; an HTTP server
 // gets one client session per rollout, or one shared session with `pool: true`.
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -223,12 +224,132 @@ function rolloutConnections(state: Map<string, unknown>): Map<string, Promise<Co
   return connections;
 }
 
+/** A connection lent to one call; `release` when the call is over. */
+interface Lease {
+  pending: Promise<Connection>;
+  release(): void;
+}
+
 /** How one server's tools reach their server during rollouts. */
 interface ServerHandle {
   name: string;
   settings: McpServerSettings;
-  connection(context: ToolContext): Promise<Connection>;
+  lease(context: ToolContext): Lease;
   forget(context: ToolContext, connection: Promise<Connection>): void;
+  /** Stops what the handle keeps beyond single rollouts (pooled servers); idempotent. */
+  close(): Promise<void>;
+  /** Kills pooled server processes at once (process exit). */
+  killNow(): void;
+}
+
+const noRelease = () => undefined;
+const nothingToClose = async () => undefined;
+
+/**
+ * A pool of `size` stdio server processes on this machine, shared by every rollout: started
+ * lazily (a new one only when every running one is busy), a call goes to the least busy; a
+ * process that ends (crash, kill) leaves the pool and the next call starts a fresh one.
+ */
+function stdioPoolHandle(
+  name: string,
+  settings: McpStdioServerSettings & { pool: { size: number } },
+  startTimeoutMs: number,
+): ServerHandle {
+  interface Member {
+    pending: Promise<Connection>;
+    transport?: StdioClientTransport;
+    busy: number;
+  }
+  const members: Member[] = [];
+  let scratch: Promise<string> | undefined;
+  /** The scratch folder once made, for the synchronous clean-up at exit. */
+  let scratchPath: string | undefined;
+  let closed = false;
+  const closedError = () =>
+    new McpServerError({
+      server: name,
+      phase: 'call',
+      message: `MCP server "${name}": its pool was closed (the run is over)`,
+    });
+  const drop = (member: Member) => {
+    const index = members.indexOf(member);
+    if (index >= 0) members.splice(index, 1);
+  };
+  const start = (): Member => {
+    scratch ??= mkdtemp(join(tmpdir(), `shears-mcp-pool-${name}-`)).then((folder) => {
+      scratchPath = folder;
+      return folder;
+    });
+    const member: Member = { busy: 0, pending: Promise.resolve(undefined as never) };
+    member.pending = scratch.then(async (folder) => {
+      if (closed) throw closedError();
+      const { discovery: _discovery, ...run } = settings;
+      // The pool's own scratch folder is the working directory unless cwd (absolute) says otherwise.
+      const transport = hostStdioTransport({ ...run, cwd: settings.cwd ?? folder }, folder);
+      member.transport = transport;
+      const connection = await connect(name, transport, startTimeoutMs);
+      const onclose = connection.client.onclose;
+      connection.client.onclose = () => {
+        onclose?.();
+        drop(member);
+      };
+      return connection;
+    });
+    member.pending.catch(() => drop(member));
+    members.push(member);
+    return member;
+  };
+  return {
+    name,
+    settings,
+    lease() {
+      if (closed) return { pending: Promise.reject(closedError()), release: noRelease };
+      const idle = members.find((member) => member.busy === 0);
+      const member =
+        idle ??
+        (members.length < settings.pool.size
+          ? start()
+          : members.reduce((least, candidate) => (candidate.busy < least.busy ? candidate : least)));
+      member.busy++;
+      let released = false;
+      return {
+        pending: member.pending,
+        release: () => {
+          if (released) return;
+          released = true;
+          member.busy--;
+        },
+      };
+    },
+    forget(_context, connection) {
+      const member = members.find((entry) => entry.pending === connection);
+      if (member) drop(member);
+      void connection.then((opened) => opened.client.close()).catch(() => undefined);
+    },
+    async close() {
+      closed = true;
+      const all = members.splice(0);
+      await Promise.all(
+        all.map((member) => member.pending.then((opened) => opened.client.close()).catch(() => undefined)),
+      );
+      if (scratch)
+        await rm(await scratch.catch(() => ''), { recursive: true, force: true }).catch(() => undefined);
+    },
+    killNow() {
+      closed = true;
+      if (scratchPath) rmSync(scratchPath, { recursive: true, force: true });
+      for (const member of members.splice(0)) {
+        const pid = member.transport?.pid;
+        if (pid !== null && pid !== undefined) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // Gone already.
+          }
+        }
+      }
+    },
+  };
 }
 
 function serverHandle(
@@ -237,6 +358,8 @@ function serverHandle(
   options: CreateMcpToolsOptions,
 ): ServerHandle {
   const startTimeoutMs = settings.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+  if (settings.transport === 'stdio' && settings.pool)
+    return stdioPoolHandle(name, { ...settings, pool: settings.pool }, startTimeoutMs);
   const open = (sandbox: SandboxV1): Promise<Connection> => {
     if (settings.transport === 'http')
       return connect(name, httpTransport(name, settings, options), startTimeoutMs);
@@ -264,22 +387,28 @@ function serverHandle(
     return {
       name,
       settings,
-      connection(context) {
+      lease(context) {
         shared ??= open(context.sandbox);
         shared.catch(() => {
           shared = undefined;
         });
-        return shared;
+        return { pending: shared, release: noRelease };
       },
       forget(_context, connection) {
         if (shared === connection) shared = undefined;
       },
+      async close() {
+        const connection = await shared?.catch(() => undefined);
+        shared = undefined;
+        if (connection) await closeConnection(connection);
+      },
+      killNow: noRelease,
     };
   }
   return {
     name,
     settings,
-    connection(context) {
+    lease(context) {
       const connections = rolloutConnections(context.state);
       const key = `${name}\0${context.sandbox.id}`;
       let found = connections.get(key);
@@ -296,7 +425,7 @@ function serverHandle(
           if (connection) await closeConnection(connection);
         });
       }
-      return found;
+      return { pending: found, release: noRelease };
     },
     forget(context, connection) {
       const connections = rolloutConnections(context.state);
@@ -304,6 +433,8 @@ function serverHandle(
       if (connections.get(key) === connection) connections.delete(key);
       void connection.then((opened) => opened.client.close()).catch(() => undefined);
     },
+    close: nothingToClose,
+    killNow: noRelease,
   };
 }
 
@@ -329,37 +460,77 @@ function mcpTool(handle: ServerHandle, tool: Tool, offeredName: string): ToolV1<
     toolset: settings.toolset ?? 'mcp',
     ...(settings.maxResultChars !== undefined ? { maxResultChars: settings.maxResultChars } : {}),
     async execute(args, context): Promise<ToolOutput> {
-      let pending = handle.connection(context);
-      let connection = await pending;
-      if (connection.closed) {
-        // The server ended between calls (crashed, killed): this call starts a fresh one.
-        handle.forget(context, pending);
-        pending = handle.connection(context);
-        connection = await pending;
-      }
+      let lease = handle.lease(context);
       try {
-        // The SDK sends notifications/cancelled when the signal aborts or the time limit passes.
-        const result = await connection.client.callTool({ name: tool.name, arguments: args }, undefined, {
-          signal: context.signal,
-          timeout: timeoutMs,
-        });
-        return mapCallToolResult(result);
-      } catch (error) {
-        if (context.signal.aborted) throw error;
-        const timedOut = error instanceof McpError && error.code === ErrorCode.RequestTimeout;
-        if (connection.closed || connection.failure() !== undefined) handle.forget(context, pending);
-        throw serverError(
-          handle.name,
-          'call',
-          connection.transport,
-          timedOut
-            ? new Error(`no result within ${timeoutMs} ms (the call was cancelled)`, { cause: error })
-            : error,
-          tool.name,
-        );
+        let connection = await lease.pending;
+        if (connection.closed) {
+          // The server ended between calls (crashed, killed): this call starts a fresh one.
+          handle.forget(context, lease.pending);
+          lease.release();
+          lease = handle.lease(context);
+          connection = await lease.pending;
+        }
+        try {
+          // The SDK sends notifications/cancelled when the signal aborts or the time limit passes.
+          const result = await connection.client.callTool({ name: tool.name, arguments: args }, undefined, {
+            signal: context.signal,
+            timeout: timeoutMs,
+          });
+          return mapCallToolResult(result, { images: settings.images ?? 'note' });
+        } catch (error) {
+          if (context.signal.aborted) throw error;
+          const timedOut = error instanceof McpError && error.code === ErrorCode.RequestTimeout;
+          if (connection.closed || connection.failure() !== undefined) handle.forget(context, lease.pending);
+          throw serverError(
+            handle.name,
+            'call',
+            connection.transport,
+            timedOut
+              ? new Error(`no result within ${timeoutMs} ms (the call was cancelled)`, { cause: error })
+              : error,
+            tool.name,
+          );
+        }
+      } finally {
+        lease.release();
       }
     },
   };
+}
+
+/** The server handle behind each tool this module made (for closeMcpTools). */
+const toolHandles = new WeakMap<ToolV1, ServerHandle>();
+/** Handles holding pooled processes, killed at process exit if nobody closed them. */
+const pooledHandles = new Set<ServerHandle>();
+let exitHookInstalled = false;
+
+function trackPool(handle: ServerHandle): void {
+  pooledHandles.add(handle);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // 'exit' handlers must be synchronous: SIGKILL whatever is left (the CLI ends with process.exit).
+  process.once('exit', () => {
+    for (const pooled of pooledHandles) pooled.killNow();
+  });
+}
+
+/**
+ * Stops what the tools keep beyond single rollouts: pooled stdio server processes and pooled HTTP
+ * sessions. Call it when the run is over; per-rollout servers end with their rollouts anyway.
+ * Tools not made by createMcpTools are ignored. Pooled processes left open are killed at exit.
+ */
+export async function closeMcpTools(tools: readonly ToolV1[]): Promise<void> {
+  const handles = new Set<ServerHandle>();
+  for (const tool of tools) {
+    const handle = toolHandles.get(tool);
+    if (handle) handles.add(handle);
+  }
+  await Promise.all(
+    [...handles].map(async (handle) => {
+      await handle.close();
+      pooledHandles.delete(handle);
+    }),
+  );
 }
 
 /** Lists one server's tools once, on this machine (stdio) or at its URL (HTTP). */
@@ -402,6 +573,7 @@ export async function createMcpTools(
   for (const [name, server] of Object.entries(config.servers)) {
     const listed = await discoverTools(name, server, options);
     const handle = serverHandle(name, server, options);
+    if (server.transport === 'stdio' && server.pool) trackPool(handle);
     const known = new Set(listed.map((tool) => tool.name));
     for (const wanted of [...(server.include ?? []), ...Object.keys(server.rename ?? {})]) {
       if (!known.has(wanted))
@@ -429,7 +601,9 @@ export async function createMcpTools(
           message: `Tool name "${offered}" is taken twice: by ${clash} and by ${origin}; give one a different prefix or rename it`,
         });
       owners.set(offered, origin);
-      tools.push(mcpTool(handle, tool, offered));
+      const made = mcpTool(handle, tool, offered);
+      toolHandles.set(made, handle);
+      tools.push(made);
     }
   }
   return tools;

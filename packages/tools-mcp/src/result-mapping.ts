@@ -1,9 +1,11 @@
 // MCP `tools/call` results → a shears ToolOutput. The model sees text: text parts as they are,
 // embedded text resources as their text, structured content as JSON when the server sent no text,
 // and a one-line note for each image/audio/binary part (the tool message of the chat format
-// shears renders carries text only). The trajectory keeps the structured content and what each
-// non-text part was (type, MIME type, size), not its bytes.
-import type { ToolOutput } from '@shears/core';
+// shears renders carries text only). With `images: 'attach'` an image part instead becomes an
+// `image_url` data URL in ToolOutput.images (the kernel sends it in a user message after the tool
+// messages) and the tool text says so. The trajectory keeps the structured content and what each
+// non-text part was (type, MIME type, size).
+import type { ImageUrlContentPart, ToolOutput } from '@shears/core';
 
 interface ContentPart {
   type: string;
@@ -35,9 +37,19 @@ export interface McpToolData {
   structuredContent?: unknown;
   /** Parts the model saw only as a note. */
   omitted?: Array<{ type: string; mimeType?: string; bytes?: number; uri?: string }>;
+  /** Images sent to the model as images (`images: 'attach'`). */
+  attached?: Array<{ type: 'image'; mimeType: string; bytes: number }>;
 }
 
-export function mapCallToolResult(result: McpCallResultLike): ToolOutput {
+export interface MapCallToolResultOptions {
+  /** `note` (default): images become a note in the text; `attach`: they go to the model as images. */
+  images?: 'note' | 'attach';
+}
+
+export function mapCallToolResult(
+  result: McpCallResultLike,
+  options: MapCallToolResultOptions = {},
+): ToolOutput {
   if (result.toolResult !== undefined && result.content === undefined) {
     return {
       content: typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult),
@@ -46,7 +58,25 @@ export function mapCallToolResult(result: McpCallResultLike): ToolOutput {
   const parts = Array.isArray(result.content) ? (result.content as ContentPart[]) : [];
   const texts: string[] = [];
   const omitted: NonNullable<McpToolData['omitted']> = [];
+  const attached: NonNullable<McpToolData['attached']> = [];
+  const images: ImageUrlContentPart[] = [];
   for (const part of parts) {
+    if (
+      options.images === 'attach' &&
+      part.type === 'image' &&
+      typeof part.data === 'string' &&
+      part.data.length > 0 &&
+      typeof part.mimeType === 'string' &&
+      part.mimeType.startsWith('image/')
+    ) {
+      const bytes = base64Bytes(part.data);
+      attached.push({ type: 'image', mimeType: part.mimeType, bytes });
+      images.push({ type: 'image_url', image_url: { url: `data:${part.mimeType};base64,${part.data}` } });
+      texts.push(
+        `[image ${part.mimeType} of ${bytes} bytes: sent as image ${images.length} in the next message]`,
+      );
+      continue;
+    }
     switch (part.type) {
       case 'text':
         texts.push(part.text ?? '');
@@ -90,9 +120,11 @@ export function mapCallToolResult(result: McpCallResultLike): ToolOutput {
   const data: McpToolData = {
     ...(structured !== undefined ? { structuredContent: structured } : {}),
     ...(omitted.length > 0 ? { omitted } : {}),
+    ...(attached.length > 0 ? { attached } : {}),
   };
   return {
     content: texts.join('\n'),
+    ...(images.length > 0 ? { images } : {}),
     ...(Object.keys(data).length > 0 ? { data } : {}),
     ...(result.isError === true ? { isError: true } : {}),
   };

@@ -18,6 +18,12 @@ const common = {
   startTimeoutMs: z.number().int().positive().optional(),
   /** Result size above which core's budget persists the result into the sandbox. */
   maxResultChars: z.number().int().positive().optional(),
+  /**
+   * What the model gets for an image in a result: `note` (default) a one-line note in the tool
+   * message, for text-only models; `attach` the image itself, as an `image_url` part of a user
+   * message right after the turn's tool messages (OpenAI chat's multimodal format).
+   */
+  images: z.enum(['note', 'attach']).optional(),
 };
 
 export const mcpStdioServerSchema = z.strictObject({
@@ -44,6 +50,12 @@ export const mcpStdioServerSchema = z.strictObject({
       cwd: z.string().min(1).optional(),
     })
     .optional(),
+  /**
+   * Share `size` server processes among all rollouts instead of one per rollout (stateless
+   * servers). Pooled servers run on this machine, outside every sandbox, so `{workdir}`,
+   * `{tempDir}` and `discovery` are refused with a pool.
+   */
+  pool: z.strictObject({ size: z.number().int().min(1).max(64) }).optional(),
   ...common,
 });
 
@@ -60,10 +72,48 @@ export const mcpHttpServerSchema = z.strictObject({
 
 export const mcpServerSchema = z.discriminatedUnion('transport', [mcpStdioServerSchema, mcpHttpServerSchema]);
 
-export const mcpToolsSettingsSchema = z.strictObject({
-  /** Server name → how to reach it. The name prefixes its tools' names. */
-  servers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'), mcpServerSchema),
-});
+const SANDBOX_PLACEHOLDER = /\{(workdir|tempDir)\}/;
+
+export const mcpToolsSettingsSchema = z
+  .strictObject({
+    /** Server name → how to reach it. The name prefixes its tools' names. */
+    servers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'), mcpServerSchema),
+  })
+  .superRefine((settings, context) => {
+    // A pooled stdio server is shared by every rollout and runs on this machine: it has no
+    // rollout sandbox, so nothing in its settings may point into one.
+    for (const [name, server] of Object.entries(settings.servers)) {
+      if (server.transport !== 'stdio' || !server.pool) continue;
+      const refuse = (path: Array<string | number>, message: string) =>
+        context.addIssue({ code: 'custom', path: ['servers', name, ...path], message });
+      if (server.discovery)
+        refuse(
+          ['discovery'],
+          'a pooled stdio server runs on this machine, so its command must exist here; discovery is for per-rollout servers whose command exists only in the sandbox image',
+        );
+      const fields: Array<[Array<string | number>, string]> = [
+        ...(server.args ?? []).map((arg, index): [Array<string | number>, string] => [['args', index], arg]),
+        ...Object.entries(server.env ?? {}).map(([key, value]): [Array<string | number>, string] => [
+          ['env', key],
+          value,
+        ]),
+        ...(server.cwd !== undefined ? [[['cwd'], server.cwd] as [Array<string | number>, string]] : []),
+      ];
+      for (const [path, value] of fields) {
+        const found = SANDBOX_PLACEHOLDER.exec(value);
+        if (found)
+          refuse(
+            path,
+            `${found[0]} cannot be used with pool: pooled stdio servers run on this machine, shared by every rollout, outside any rollout's sandbox (drop pool to start one server per rollout inside its sandbox)`,
+          );
+      }
+      if (server.cwd !== undefined && !server.cwd.startsWith('/'))
+        refuse(
+          ['cwd'],
+          'a pooled stdio server needs an absolute cwd (it has no sandbox workdir to be relative to)',
+        );
+    }
+  });
 
 export type McpStdioServerSettings = z.infer<typeof mcpStdioServerSchema>;
 export type McpHttpServerSettings = z.infer<typeof mcpHttpServerSchema>;

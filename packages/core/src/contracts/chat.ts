@@ -18,7 +18,13 @@ export interface TextContentPart {
   text: string;
 }
 
-export type ContentPart = TextContentPart | { type: string; [key: string]: unknown };
+/** An image for a multimodal model: an `https:` URL or a `data:<mime>;base64,<data>` URL. */
+export interface ImageUrlContentPart {
+  type: 'image_url';
+  image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+}
+
+export type ContentPart = TextContentPart | ImageUrlContentPart | { type: string; [key: string]: unknown };
 
 export interface ChatMessage {
   role: ChatRole | (string & {});

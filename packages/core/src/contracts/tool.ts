@@ -1,5 +1,6 @@
 // Tool contract: a named function the model can call. Tools run inside the rollout's sandbox.
 import type { z } from 'zod';
+import type { ImageUrlContentPart } from './chat.js';
 import type { Logger } from './logger.js';
 import type { SandboxV1 } from './sandbox.js';
 
@@ -28,6 +29,12 @@ export interface ToolOutput {
   data?: unknown;
   /** True when the tool reports failure (counted as a tool error). */
   isError?: boolean;
+  /**
+   * Images for a multimodal model. A tool message carries text only, so the kernel sends them in a
+   * user message right after the turn's tool messages (OpenAI chat's `image_url` parts), introduced
+   * by a text part naming the call. Text-only tokenizer paths refuse such messages.
+   */
+  images?: ImageUrlContentPart[];
 }
 
 export interface ToolV1<TArgs = any> {
