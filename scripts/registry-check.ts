@@ -1,30 +1,31 @@
 // The release check, part of `pnpm test`: the packages as a user gets them from an npm registry.
-// Starts Verdaccio (a devDependency) on a free loopback port with a storage of its own,
-// publishes every public workspace package into it with `pnpm publish` (workspace: ranges turned
-// into versions, as `changeset publish` does) and docs/write-an-env.md's env as a third-party
-// pack, then in one fresh project outside the monorepo installs them BY NAME from that registry
-// (third-party dependencies come through Verdaccio from npmjs) and checks what a user meets:
-//  - the guide's install commands and its plain-JavaScript route, as written;
-//  - with @shears/cli alone, the demo runs, the plugins the CLI does not depend on are absent, and
-//    each missing optional package (dockerode, @wandb/sdk, @shears/grpo, csv-parse) is named with
-//    the command that installs it, before any rollout, by the command and by `shears doctor`;
-//  - the guide's TypeScript route with the TypeScript `npm install -D typescript` installs today;
-//  - every other package and the example packs installed by name: the guide's env as a pack by
-//    name (process, evaluate, CSV tasks), a TypeScript env pack in the low-level form
+// Starts Verdaccio (a devDependency) on a free loopback port with a storage of its own, packs
+// every public workspace package with `pnpm pack` (the tarball `pnpm publish` and `changeset
+// publish` upload: workspace: ranges turned into versions) and publishes it there with `npm
+// publish`, with docs/write-an-env.md's env as a third-party pack. Then, in two projects outside
+// the monorepo at once, installs them BY NAME from that registry (third-party dependencies come
+// through Verdaccio from npmjs) and checks what a user meets:
+//  - "user": the guide's install commands and its plain-JavaScript route, as written; with
+//    @shears/cli alone, the demo runs, the plugins the CLI does not depend on are absent, and each
+//    missing optional package (dockerode, @wandb/sdk, @shears/grpo, csv-parse) is named with the
+//    command that installs it, before any rollout, by the command and by `shears doctor`; the
+//    guide's TypeScript route with the TypeScript `npm install -D typescript` installs today.
+//  - "full": every package and the packs in one install: the guide's env as a pack by name
+//    (process, evaluate, CSV tasks), a TypeScript env pack in the low-level form
 //    (registry-check/env-pack) compiled with skipLibCheck: false against every published entry
 //    point's types, the Env conformance suite run on it, process (with the HTML report's assets)
 //    and evaluate on it, shears-pack-hello and the SWE task pack, and every file a package's code
 //    reads beside itself shipped with it.
-// Needs the npm registry reachable (or its packages in the cache below). Prints one JSON line
-// per step with its time; on a failure names the step, the command and the tail of its output,
-// and exits 1. Verdaccio and the temporary folder are removed on success, failure and Ctrl-C
+// Needs the npm registry reachable (or what it needs in the cache below). Prints one JSON line per
+// step with its time; a failure names the step, the command and the tail of its output, and
+// exits 1. Verdaccio and the temporary folder are removed on success, failure, Ctrl-C and SIGTERM
 // (SHEARS_REGISTRY_CHECK_KEEP=1 keeps the folder).
 //
 // Kept between runs under $SHEARS_REGISTRY_CHECK_CACHE (default <tmp>/shears-registry-check-cache):
-// npm's cache (tarballs are found there by their integrity, whatever the registry's port) and
+// npm's cache (tarballs are found there by their integrity, whatever the registry's port),
 // Verdaccio's copies of the third-party packages it proxied (hard-linked into each run's storage
-// and back), so a second run downloads only what changed upstream. Our own packages are never
-// kept: each run publishes them afresh into a storage that is deleted at its end.
+// and back) and the full project's lockfile (see fullLane). Our own packages are never kept: each
+// run publishes them afresh into a storage that is deleted at its end.
 import { type ChildProcess, spawn } from 'node:child_process';
 import {
   copyFileSync,
@@ -212,14 +213,17 @@ function readJsonl(path: string): Array<{ scores: number[]; taskId: string }> {
 function linkTree(from: string, to: string, skip: (name: string) => boolean = () => false): void {
   if (!existsSync(from)) return;
   for (const name of readdirSync(from)) {
-    if (skip(name)) continue;
+    // Verdaccio's files half-written when it was stopped are left behind.
+    if (skip(name) || name.includes('.tmp')) continue;
     const source = join(from, name);
     const target = join(to, name);
-    if (statSync(source).isDirectory()) {
+    const stat = statSync(source);
+    if (stat.isDirectory()) {
       mkdirSync(target, { recursive: true });
       linkTree(source, target);
       continue;
     }
+    if (existsSync(target) && statSync(target).ino === stat.ino) continue;
     // Verdaccio replaces a file by renaming a new one over it, so a linked file is never
     // written through; the same here: link beside, then rename over.
     const temporary = `${target}.link-${process.pid}`;
@@ -318,15 +322,26 @@ async function main(): Promise<void> {
   const published = workspace.filter(({ manifest }) => !manifest.private);
   const names = published.map(({ manifest }) => manifest.name);
 
-  await step('build (turbo, cached)', () =>
-    must('pnpm turbo run build --output-logs=errors-only', root).then(() => undefined),
-  );
+  // Built and packed while Verdaccio starts. `pnpm pack` makes the tarball `pnpm publish` (and
+  // `changeset publish`) would upload, with the workspace: ranges turned into versions.
+  const tarballs = join(work, 'tarballs');
+  const packed = (async () => {
+    await step('build (turbo, cached)', () => must('pnpm turbo run build --output-logs=errors-only', root));
+    await step(`pack ${names.length} workspace packages (pnpm -r pack)`, async () => {
+      mkdirSync(tarballs);
+      await must(
+        `pnpm ${names.map((name) => `--filter ${name}`).join(' ')} -r pack --pack-destination ${tarballs} --workspace-concurrency 4`,
+        root,
+      );
+    });
+  })();
+  // Not left unhandled while Verdaccio starts; awaited below.
+  packed.catch(() => undefined);
 
   const registry = await step('start verdaccio', async () => {
     const port = await freePort();
     const registry = `http://127.0.0.1:${port}/`;
     mkdirSync(storage);
-    linkTree(uplinkCache, storage, notThirdParty);
     writeFileSync(
       join(work, 'verdaccio.yaml'),
       [
@@ -358,6 +373,8 @@ async function main(): Promise<void> {
     let output = '';
     verdaccio.stdout?.on('data', (chunk) => (output += chunk));
     verdaccio.stderr?.on('data', (chunk) => (output += chunk));
+    // While it starts (it reads its storage only when asked for a package).
+    linkTree(uplinkCache, storage, notThirdParty);
     for (let attempt = 0; ; attempt++) {
       check(verdaccio.exitCode === null, `verdaccio exited (${verdaccio.exitCode})`, lastLines(output));
       const ping = await fetch(`${registry}-/ping`).catch(() => undefined);
@@ -399,63 +416,62 @@ async function main(): Promise<void> {
     return registry;
   });
 
-  await step(`publish ${names.length} workspace packages and the guide's env as a pack`, async () => {
-    // `pnpm pack` makes the tarball `pnpm publish` (and `changeset publish`) would upload, with
-    // the workspace: ranges turned into versions; one recursive pack, then the uploads at once.
-    const tarballs = join(work, 'tarballs');
-    mkdirSync(tarballs);
-    await must(
-      `pnpm ${names.map((name) => `--filter ${name}`).join(' ')} -r pack --pack-destination ${tarballs} --workspace-concurrency 4`,
-      root,
-    );
-    const pack = join(work, 'pack');
-    mkdirSync(pack);
-    writeFileSync(join(pack, 'count-words.js'), guide.files.get('count-words.js')!);
-    const core = readJson<Manifest>(join(root, 'packages/core/package.json')).version;
-    writeFileSync(
-      join(pack, 'package.json'),
-      `${JSON.stringify(
-        {
-          name: 'shears-pack-count-words',
-          version: '1.0.0',
-          type: 'module',
-          exports: { '.': './count-words.js' },
-          files: ['count-words.js'],
-          peerDependencies: { '@shears/core': `^${core}`, zod: rootManifest.devDependencies!.zod },
-        },
-        null,
-        2,
-      )}\n`,
-    );
-    const uploads = [
-      ...published.map(({ manifest }) => ({
-        manifest,
-        tarball: join(
-          tarballs,
-          `${manifest.name.replace(/^@/, '').replace('/', '-')}-${manifest.version}.tgz`,
-        ),
-        cwd: work,
-      })),
-      { manifest: { name: 'shears-pack-count-words', version: '1.0.0' }, tarball: '', cwd: pack },
-    ];
-    for (const { manifest, tarball } of uploads)
-      check(!tarball || existsSync(tarball), `pnpm pack wrote no tarball for ${manifest.name} (${tarball})`);
-    await pool(uploads, 8, async ({ manifest, tarball, cwd }) => {
-      const ran = await sh(`npm publish ${tarball} --access public`, cwd);
-      check(
-        ran.status === 0,
-        `publishing ${manifest.name} failed (exit ${ran.status})`,
-        lastLines(ran.output),
+  await packed;
+  await step(
+    `publish ${names.length} workspace packages and the guide's env as a pack (npm publish)`,
+    async () => {
+      const pack = join(work, 'pack');
+      mkdirSync(pack);
+      writeFileSync(join(pack, 'count-words.js'), guide.files.get('count-words.js')!);
+      const core = readJson<Manifest>(join(root, 'packages/core/package.json')).version;
+      writeFileSync(
+        join(pack, 'package.json'),
+        `${JSON.stringify(
+          {
+            name: 'shears-pack-count-words',
+            version: '1.0.0',
+            type: 'module',
+            exports: { '.': './count-words.js' },
+            files: ['count-words.js'],
+            peerDependencies: { '@shears/core': `^${core}`, zod: rootManifest.devDependencies!.zod },
+          },
+          null,
+          2,
+        )}\n`,
       );
-      const document = (await (await fetch(`${registry}${manifest.name.replace('/', '%2f')}`)).json()) as {
-        'dist-tags'?: { latest?: string };
-      };
-      check(
-        document['dist-tags']?.latest === manifest.version,
-        `${manifest.name}: the registry's latest is ${document['dist-tags']?.latest}, the repository's version ${manifest.version}`,
-      );
-    });
-  });
+      const uploads = [
+        ...published.map(({ manifest }) => ({
+          manifest,
+          tarball: join(
+            tarballs,
+            `${manifest.name.replace(/^@/, '').replace('/', '-')}-${manifest.version}.tgz`,
+          ),
+          cwd: work,
+        })),
+        { manifest: { name: 'shears-pack-count-words', version: '1.0.0' }, tarball: '', cwd: pack },
+      ];
+      for (const { manifest, tarball } of uploads)
+        check(
+          !tarball || existsSync(tarball),
+          `pnpm pack wrote no tarball for ${manifest.name} (${tarball})`,
+        );
+      await pool(uploads, 8, async ({ manifest, tarball, cwd }) => {
+        const ran = await sh(`npm publish ${tarball} --access public`, cwd);
+        check(
+          ran.status === 0,
+          `publishing ${manifest.name} failed (exit ${ran.status})`,
+          lastLines(ran.output),
+        );
+        const document = (await (await fetch(`${registry}${manifest.name.replace('/', '%2f')}`)).json()) as {
+          'dist-tags'?: { latest?: string };
+        };
+        check(
+          document['dist-tags']?.latest === manifest.version,
+          `${manifest.name}: the registry's latest is ${document['dist-tags']?.latest}, the repository's version ${manifest.version}`,
+        );
+      });
+    },
+  );
 
   // Two projects, installed and checked at once: "user" is what docs/write-an-env.md has a user do
   // (@shears/cli alone, then TypeScript); "full" has every package, installed in one command.
