@@ -639,14 +639,18 @@ async function main(): Promise<void> {
       );
     else {
       cpSync(join(kept, 'package.json'), join(project, 'package.json'));
-      const lock = readJson<{ packages: Record<string, { resolved?: string }> }>(
-        join(kept, 'package-lock.json'),
-      );
+      const lock = readJson<{
+        packages: Record<string, { name?: string; version?: string; integrity?: string; resolved?: string }>;
+      }>(join(kept, 'package-lock.json'));
       for (const [key, entry] of Object.entries(lock.packages)) {
         if (/(^|\/)node_modules\/(@shears\/|shears-)/.test(key)) delete lock.packages[key];
-        // The URLs name the last run's registry port; npm finds the tarballs in its cache by
-        // integrity, or else asks this run's registry.
-        else delete entry.resolved;
+        // The tarball's address at this run's registry (the last run's had another port, and
+        // `omit-lockfile-registry-resolved` leaves it out): with it and the integrity, npm takes
+        // the tarball from its cache, or else from this registry, without asking for documents.
+        else if (key && entry.version && entry.integrity) {
+          const name = entry.name ?? key.slice(key.lastIndexOf('node_modules/') + 'node_modules/'.length);
+          entry.resolved = `${registry}${name}/-/${name.split('/').at(-1)}-${entry.version}.tgz`;
+        }
       }
       writeFileSync(join(project, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
     }
