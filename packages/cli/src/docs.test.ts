@@ -1,7 +1,7 @@
 // The project's docs stand alone: every relative link in the READMEs and docs/ points at a file
 // of this repository, nothing points at reference material outside it, and the `$schema` path
 // the docs give for a checkout exists. (The path for an installed @shears/cli is checked by
-// scripts/pack-check.ts in a project outside the workspace.)
+// scripts/registry-check.ts in a project outside the workspace.)
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -1,7 +1,8 @@
 // shears-pack-answers: a third-party env pack written in TypeScript in the low-level form
-// (EnvV1, definePlugin; docs/write-an-env.md section 6). `scripts/pack-check.ts` installs the packed shears packages into a project
-// outside the workspace, compiles this pack there with strict type checking (skipLibCheck: false)
-// and runs `shears process` and `shears evaluate` with it.
+// (EnvV1, definePlugin; docs/write-an-env.md section 6). `scripts/registry-check.ts` installs the
+// shears packages by name from a local registry into a project outside the workspace, compiles
+// this pack there with strict type checking (skipLibCheck: false), runs the Env conformance suite
+// on it and runs `shears process` and `shears evaluate` with it.
 import {
   definePlugin,
   definePluginEntry,
