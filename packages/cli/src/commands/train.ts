@@ -18,7 +18,7 @@ import { describeSent } from '../serve/serve-result.js';
 import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
 import { formatTrainSummary } from '../train/reference-trainer.js';
-import { followTrainerMetrics } from '../train/trainer-metrics.js';
+import { followTrainerMetrics } from '../metrics/trainer-metrics.js';
 import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {

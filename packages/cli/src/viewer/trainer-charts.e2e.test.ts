@@ -14,7 +14,7 @@ import { createRunMetrics } from '../metrics/run-metrics.js';
 import { successRule } from '../stats.js';
 import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
 import { runShears } from '../test-support/run-cli.js';
-import { followTrainerMetrics } from '../train/trainer-metrics.js';
+import { followTrainerMetrics } from '../metrics/trainer-metrics.js';
 import { createSyntheticGroups } from './synthetic-groups.js';
 
 vi.setConfig({ testTimeout: 240_000 });

@@ -5,7 +5,7 @@
 // file watching misses writes); a line is read only once it is complete.
 import { open } from 'node:fs/promises';
 import { safeParseJson } from '@shears/core';
-import type { LoopRowInput } from '../metrics/run-metrics.js';
+import type { LoopRowInput } from './run-metrics.js';
 
 type TrainerRow = Extract<LoopRowInput, { kind: 'shears.metrics.trainer' }>;
 
