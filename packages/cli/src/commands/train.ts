@@ -8,6 +8,7 @@ import { relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createCliLogger } from '../io.js';
 import { createLoopController, type LoopController } from '../loop/loop-controller.js';
+import { followTrainerMetrics } from '../metrics/trainer-metrics.js';
 import { writeReportFromJsonl } from '../output/run-report.js';
 import { buildRunPlan, type RunPlan, workerPlan } from '../plan/run-plan.js';
 import { emptyTally, mergeTallies, tallyLines } from '../progress/progress.js';
@@ -18,7 +19,6 @@ import { describeSent } from '../serve/serve-result.js';
 import { type Feed, openFeed, runServeWorker } from '../serve/serve-run.js';
 import type { CommandContext } from '../session.js';
 import { formatTrainSummary } from '../train/reference-trainer.js';
-import { followTrainerMetrics } from '../metrics/trainer-metrics.js';
 import { createWeightSync, type WeightSync } from '../train/weight-sync.js';
 
 function pipeLines(stream: NodeJS.ReadableStream | null, write: (line: string) => void) {

@@ -11,10 +11,10 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { metricsRowSchema } from '../metrics/metrics-schema.js';
 import { createRunMetrics } from '../metrics/run-metrics.js';
+import { followTrainerMetrics } from '../metrics/trainer-metrics.js';
 import { successRule } from '../stats.js';
 import { chromiumAvailable, launchChromium } from '../test-support/chromium.js';
 import { runShears } from '../test-support/run-cli.js';
-import { followTrainerMetrics } from '../metrics/trainer-metrics.js';
 import { createSyntheticGroups } from './synthetic-groups.js';
 
 vi.setConfig({ testTimeout: 240_000 });
