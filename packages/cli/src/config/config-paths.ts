@@ -40,6 +40,8 @@ const ENV_SETTINGS = (prefix: string): PathField[] => [
   { field: `${prefix}.file`, kind: 'path', checkedBy: RUNS },
   { field: `${prefix}.tasks`, kind: 'maybe', checkedBy: RUNS },
   { field: `${prefix}.bin`, kind: 'path', checkedBy: RUNS },
+  // The SWE env's folder its task-pack packages resolve from.
+  { field: `${prefix}.from`, kind: 'path', checkedBy: RUNS },
 ];
 
 /** Every path-valued setting of the config schema (plugin settings: the ones the built-in envs read). */
@@ -239,9 +241,10 @@ function isPackageName(value: string): boolean {
  * command line keeps resolving from the working directory.
  */
 export function resolveConfigPluginPackages(
-  config: { plugins: string[] },
+  config: { plugins: string[]; env?: { name?: string; settings?: Record<string, unknown> } },
   options: { command: string; configDir: string; cwd: string; note: (line: string) => void },
 ): void {
+  sweTaskPackagesFromConfigFolder(config.env, options);
   const problems: Array<{ field: string; message: string; value: string }> = [];
   for (const [index, specifier] of config.plugins.entries()) {
     if (!isPackageName(specifier)) continue;
@@ -276,6 +279,32 @@ export function resolveConfigPluginPackages(
       value: problem.value,
     })),
   });
+}
+
+/**
+ * The SWE env takes a task pack published as an npm package by name (`env.settings.tasks:
+ * my-swe-pack`) and looks it up in node_modules from its `from` setting upwards, the working
+ * directory by default. Named in a config file, the package is the config's project's, as a
+ * plugin is: `from` is the config file's folder unless the file sets it (a `from` it writes is a
+ * path next to the file, like the other paths).
+ */
+function sweTaskPackagesFromConfigFolder(
+  env: { name?: string; settings?: Record<string, unknown> } | undefined,
+  options: { configDir: string; cwd: string; note: (line: string) => void },
+): void {
+  const settings = env?.settings;
+  if (env?.name !== 'swe' || settings === undefined || settings.from !== undefined) return;
+  const tasks = settings.tasks;
+  if (typeof tasks !== 'string' || tasks === 'bundled' || !isPackageName(tasks)) return;
+  // A folder or file of that name next to the config is a path (resolved above), not a package.
+  if (existsSync(resolve(options.configDir, tasks))) return;
+  if (findPackage(tasks, options.configDir) === undefined && findPackage(tasks, options.cwd) !== undefined) {
+    options.note(
+      `env.settings.tasks: the task pack "${tasks}" is not installed for the config file's folder ${options.configDir} (node_modules from there upwards); using the working directory's copy`,
+    );
+    return;
+  }
+  settings.from = options.configDir;
 }
 
 function packageNameOf(specifier: string): string {
