@@ -499,6 +499,60 @@ def doctor(spec: LaunchSpec) -> list[dict[str, str]]:
     return checks
 
 
+class WaitNotes:
+    """A wait the driver makes says so within `first_s` and then every `every_s`, with what it
+    waits for, the time so far and how long it gives it (a cluster start on a busy machine can
+    take minutes: nothing may look like a hang)."""
+
+    def __init__(
+        self,
+        what: str,
+        limit_s: float,
+        *,
+        first_s: float = 5.0,
+        every_s: float = 10.0,
+        clock: Any = time.monotonic,
+        printer: Any = None,
+    ) -> None:
+        self.what = what
+        self.limit_s = limit_s
+        self.every_s = every_s
+        self.clock = clock
+        self.printer = printer or (lambda line: print(line, flush=True))
+        self.started = clock()
+        self.next_at = self.started + first_s
+        self.noted = False
+
+    def tick(self) -> None:
+        now = self.clock()
+        if now < self.next_at:
+            return
+        self.next_at = now + self.every_s
+        self.noted = True
+        self.printer(
+            f"[driver] waiting for {self.what}: {now - self.started:.0f} s so far (gives up after {self.limit_s:g} s)"
+        )
+
+    def done(self) -> None:
+        if self.noted:
+            self.printer(f"[driver] {self.what}: done after {self.clock() - self.started:.0f} s")
+
+
+def wait_listening_noted(ask: Any, what: str, timeout_s: float, notes: WaitNotes | None = None) -> str | None:
+    """`ask(seconds)` waits up to that long for an address and returns it or None; asked in slices
+    of at most 5 s, so that the wait is announced while it lasts."""
+    notes = notes or WaitNotes(what, timeout_s)
+    left = timeout_s
+    while True:
+        step = min(5.0, left)
+        url = ask(step)
+        left -= step
+        notes.tick()
+        if url or left <= 0:
+            notes.done()
+            return url
+
+
 def _stop_all(actors: dict[Any, Any], grace_s: float) -> None:
     """Stops `shears` processes (their `wait` ref -> actor): SIGINT (drain), SIGINT again after
     `grace_s` (stop at once), and after another `grace_s` the actor is killed (its process with it)."""
@@ -548,7 +602,11 @@ def run(spec: LaunchSpec) -> int:
         name=None, num_cpus=0, resources={HEAD_RESOURCE: 0.001}, max_concurrency=4
     ).remote("api")
     api_node = ray.get(api.start.remote(spec.shears + spec.api_args, spec.cwd, spec.env))
-    url = ray.get(api.wait_listening.remote(120))
+    url = wait_listening_noted(
+        lambda seconds: ray.get(api.wait_listening.remote(seconds)),
+        "the trajectory API on the head node",
+        120,
+    )
     if not url:
         raise LaunchError("the trajectory API on the head node did not start (its output is above)")
     # Bound to every interface of the head node: the workers reach it at the node's address.
@@ -582,7 +640,11 @@ def run(spec: LaunchSpec) -> int:
         )
         trainer_ref = trainer_actor.wait.remote()
         if trainer.serves_policy:
-            policy_url = ray.get(trainer_actor.wait_listening.remote(trainer.ready_timeout_s))
+            policy_url = wait_listening_noted(
+                lambda seconds: ray.get(trainer_actor.wait_listening.remote(seconds)),
+                "the trainer's policy server (the model loads first)",
+                trainer.ready_timeout_s,
+            )
             if not policy_url:
                 _stop_all({trainer_ref: trainer_actor}, 10)
                 ray.get(api.stop.remote())
@@ -634,14 +696,26 @@ def run(spec: LaunchSpec) -> int:
     def start(index: int) -> Any:
         # A restarting actor answers ActorUnavailableError until Ray has started it again.
         deadline = time.monotonic() + 600
+        notes = WaitNotes(f"Ray to start worker-{index}", 600)
+        call = None
         while True:
+            if call is None:
+                call = workers[index].start.remote(argv(index), spec.cwd, spec.env)
             try:
-                info = ray.get(workers[index].start.remote(argv(index), spec.cwd, spec.env), timeout=60)
+                # Looked at every 5 s to say the wait; the same call is kept while it runs (asking
+                # again would start a second process).
+                info = ray.get(call, timeout=5)
                 break
-            except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+            except ray.exceptions.GetTimeoutError:
                 if time.monotonic() > deadline:
                     raise
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                call = None
                 time.sleep(1)
+            notes.tick()
+        notes.done()
         incarnations[index].append({**info, "sent": 0, "env_id": None, "exit_code": None})
         print(
             f"[driver] worker-{index} started on {info['address']} {info['resources']} (pid {info['pid']})",
