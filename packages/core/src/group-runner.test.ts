@@ -11,7 +11,7 @@ import type { GroupJudgeV1, JudgeSubject, Verdict } from './contracts/judge.js';
 import { silentLogger } from './contracts/logger.js';
 import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import { defineTool } from './contracts/tool.js';
-import { EnvError, JudgeError, SandboxError } from './errors.js';
+import { EnvError, InvalidArgumentError, JudgeError, SandboxError, ServerError } from './errors.js';
 import { filterToolsByToolsets, type GroupEvent, runGroup } from './group-runner.js';
 import { scoredGroupRecordSchema } from './schemas/group-record.js';
 import { rolloutOutcomeSchema } from './schemas/trajectory.js';
@@ -457,6 +457,48 @@ describe('runGroup', () => {
       ['infra_failure', true],
       ['scored', false],
     ]);
+  });
+
+  it('does not retry a refusal of the input itself (a bad argument or setting), directly or as a cause', async () => {
+    // The same attempt would be refused the same way: retrying it only repeats the refusal.
+    const refusals = [
+      new InvalidArgumentError({
+        argument: 'spec.image',
+        value: 'x',
+        message: 'this sandbox takes no image',
+      }),
+      new ServerError({
+        message: 'the request could not be built',
+        retryable: true,
+        cause: new InvalidArgumentError({ argument: 'messages[3].content', message: 'an image_url part' }),
+      }),
+    ];
+    for (const refusal of refusals) {
+      let acquired = 0;
+      const refusing: SandboxProviderV1 = {
+        specificationVersion: 'v1',
+        id: 'refusing',
+        acquire: () => {
+          acquired += 1;
+          return Promise.reject(refusal);
+        },
+        close: async () => {},
+      };
+      const env = noteEnv();
+      const events: GroupEvent[] = [];
+      const record = await runGroup({
+        env,
+        item: (await env.nextItem())!,
+        server: await client(notePolicy(() => 'yes')),
+        sandboxes: refusing,
+        groupSize: 1,
+        onEvent: (event) => events.push(event),
+      });
+      expect(record.rollouts[0]).toMatchObject({ outcome: 'infra_failure', attempts: 1 });
+      expect(acquired).toBe(1);
+      const finished = events.filter((event) => event.type === 'rollout_finished');
+      expect(finished.map((event) => [event.outcome, event.willRetry])).toEqual([['infra_failure', false]]);
+    }
   });
 
   it('ends a rollout past its wall-clock limit as a timeout', async () => {

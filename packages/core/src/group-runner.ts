@@ -19,7 +19,7 @@ import type { ToolCallParserV1 } from './contracts/parser.js';
 import type { SandboxProviderV1 } from './contracts/sandbox.js';
 import type { ServerV1 } from './contracts/server.js';
 import type { ToolCallDecision, ToolCallRequest, ToolV1 } from './contracts/tool.js';
-import { describeError, InvalidArgumentError, ServerError } from './errors.js';
+import { ConfigError, describeError, InvalidArgumentError, ServerError } from './errors.js';
 import { applyGroupJudge } from './group-judging.js';
 import { buildGroupRecord, type SettledRollout } from './group-record.js';
 import {
@@ -289,6 +289,7 @@ export async function runGroup<TItem extends EnvItem>(
       const retryable =
         (result.outcome === 'infra_failure' || result.outcome === 'judge_failure') &&
         !(ServerError.isInstance(result.error) && !result.error.retryable) &&
+        !refusedInput(result.error) &&
         attempts <= retryBudget &&
         !stopSignal?.aborted;
       emit({
@@ -357,4 +358,17 @@ export async function runGroup<TItem extends EnvItem>(
   });
   emit({ type: 'group_finished', groupId, record });
   return record;
+}
+
+/**
+ * A refusal of the input itself (a bad argument or setting, e.g. a tokenizer that renders text
+ * only, given an image part), directly or as the cause of the error: the same attempt again
+ * would be refused the same way, so it is not retried.
+ */
+function refusedInput(error: unknown): boolean {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    if (InvalidArgumentError.isInstance(current) || ConfigError.isInstance(current)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }

@@ -163,9 +163,10 @@ describe('images from an MCP tool (server-everything)', () => {
         );
         return;
       }
-      // The rollout fails with the reason (an infra failure, retried like one), and no prompt with
-      // the tool's answer but without its image was ever sent to the model.
+      // The rollout fails with the reason, once (a refusal of the input is not retried: it would be
+      // refused again), and no prompt with the tool's answer but without its image was ever sent.
       expect(rollout?.outcome).toBe('infra_failure');
+      expect(rollout?.attempts).toBe(1);
       expect(rollout?.outcomeReason).toContain(
         'applyChatTemplate: message 3 (user) has a "image_url" part; this tokenizer renders text only',
       );
