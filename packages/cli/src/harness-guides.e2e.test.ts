@@ -1,13 +1,3 @@
-// docs/train-your-agent.md ("Try it first, with a stand-in for the model") and
-// docs/harnesses/qwen-code.md ("Use it") as tests: each guide's `file=` blocks are written into an
-// empty folder and its `sh run` blocks run there as written. The packages of its `sh install`
-// block are linked as npm installs them (one copy each): @shears/cli and @shears/gateway from this
-// repository, Qwen Code from the version @shears/gateway pins as a devDependency (the guides name
-// the same version; asserted). No model, no key: `server.provider: scripted` is the harness env's
-// stand-in, which plays each task's `solution` through Qwen Code's own shell tool; Qwen Code runs
-// for real against its gateway session. (The MCP section of train-your-agent.md is run by
-// harness-mcp.e2e.test.ts.)
-import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -24,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { extractGuide } from './test-support/guide-blocks.js';
+import { extractGuide, linkPackage, runGuideCommand } from './test-support/guide-blocks.js';
 import { readViewerPage } from './viewer/build-viewer.js';
 
 vi.setConfig({ testTimeout: 300_000 });
@@ -53,13 +43,8 @@ function project(doc: string) {
     `npm install --prefix ./harnesses @qwen-code/qwen-code@${qwenVersion}`,
   ]);
   execute(dir, 'npm init -y');
-  const link = (name: string, target: string) => {
-    const path = join(dir, 'node_modules', name);
-    mkdirSync(dirname(path), { recursive: true });
-    symlinkSync(realpathSync(target), path, 'dir');
-  };
-  link('@shears/cli', join(root, 'packages/cli'));
-  link('@shears/gateway', gateway);
+  linkPackage(dir, '@shears/cli', join(root, 'packages/cli'));
+  linkPackage(dir, '@shears/gateway', gateway);
   // `npm install --prefix ./harnesses`: the CLI under harnesses/node_modules, its bin in .bin.
   const qwen = join(gateway, 'node_modules', '@qwen-code', 'qwen-code'); // a devDependency of @shears/gateway
   const qwenPackage = JSON.parse(readFileSync(join(qwen, 'package.json'), 'utf8')) as {
@@ -82,21 +67,7 @@ function project(doc: string) {
   return { dir, guide };
 }
 
-function execute(dir: string, command: string) {
-  const result = spawnSync('bash', ['-c', command], {
-    cwd: dir,
-    encoding: 'utf8',
-    // npx must find the linked bins and never fetch a package.
-    env: {
-      ...process.env,
-      CI: 'true',
-      npm_config_offline: 'true',
-      npm_config_update_notifier: 'false',
-    },
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const execute = (dir: string, command: string) => runGuideCommand(dir, command);
 
 function runAll(dir: string, commands: string[]) {
   const outputs: { command: string; stdout: string; stderr: string }[] = [];

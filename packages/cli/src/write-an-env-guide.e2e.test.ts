@@ -3,23 +3,14 @@
 // packages linked into node_modules as npm would install them; the `npm install` lines of its
 // `sh install` blocks are what the registry check, scripts/registry-check.ts, runs for real).
 // No model and no key: the env's demo policy plays behind the scripted server.
-import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scoredGroupRecordSchema } from '@shears/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { extractGuide } from './test-support/guide-blocks.js';
+import { extractGuide, linkPackage, runGuideCommand } from './test-support/guide-blocks.js';
 
 vi.setConfig({ testTimeout: 240_000 });
 
@@ -27,29 +18,8 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const guide = extractGuide(readFileSync(join(root, 'docs', 'write-an-env.md'), 'utf8'));
 const dir = mkdtempSync(join(tmpdir(), 'shears-guide-'));
 
-/** Links a package folder into the project's node_modules (as npm installs it, one copy). */
-function link(name: string, target: string): void {
-  const path = join(dir, 'node_modules', name);
-  mkdirSync(dirname(path), { recursive: true });
-  symlinkSync(realpathSync(target), path, 'dir');
-}
-
-function run(command: string, env: Record<string, string> = {}) {
-  const result = spawnSync('bash', ['-c', command], {
-    cwd: dir,
-    encoding: 'utf8',
-    // npx must find the linked bins and never fetch a package.
-    env: {
-      ...process.env,
-      CI: 'true',
-      npm_config_offline: 'true',
-      npm_config_update_notifier: 'false',
-      ...env,
-    },
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const link = (name: string, target: string): void => linkPackage(dir, name, target);
+const run = (command: string, env: Record<string, string> = {}) => runGuideCommand(dir, command, env);
 
 beforeAll(() => {
   for (const built of ['packages/cli/dist/bin.js', 'packages/core/dist/index.d.ts'])
